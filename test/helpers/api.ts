@@ -1,0 +1,81 @@
+import { exports } from 'cloudflare:workers';
+
+export const BASE = 'https://service.test';
+
+export interface CallOptions {
+  method?: string;
+  body?: unknown;
+  /** Sent verbatim, for malformed-body tests. */
+  rawBody?: string;
+  headers?: Record<string, string>;
+  apiKey?: string;
+  token?: string;
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** Calls the Worker's own fetch handler, as a client would over HTTP. */
+export async function call<T = any>(path: string, options: CallOptions = {}): Promise<ApiResponse<T>> {
+  const headers = new Headers(options.headers);
+  if (options.apiKey) headers.set('x-api-key', options.apiKey);
+  if (options.token) headers.set('x-auth-token', options.token);
+  let body: string | undefined = options.rawBody;
+  if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers.set('content-type', 'application/json');
+  }
+  if (options.rawBody !== undefined && !headers.has('content-type')) headers.set('content-type', 'application/json');
+  const response = await exports.default.fetch(`${BASE}${path}`, {
+    method: options.method ?? (body === undefined ? 'GET' : 'POST'),
+    headers,
+    body,
+  });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: response.status, headers: response.headers, body: parsed as T };
+}
+
+let counter = 0;
+const unique = () => `${Date.now().toString(36)}${(counter++).toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+
+export interface TestUser {
+  token: string;
+  user: { id: string; email: string; name: string };
+  email: string;
+  password: string;
+  workspaceId: string;
+}
+
+/** A fresh account with its personal workspace and a session. */
+export async function signUp(name = 'Test User'): Promise<TestUser> {
+  const email = `user-${unique()}@example.test`;
+  const password = `pw-${unique()}-long`;
+  const res = await call('/auth/sign-up/email', { body: { email, password, name } });
+  if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${JSON.stringify(res.body)}`);
+  const current = await call('/api/v1/workspaces/current', { token: res.body.token });
+  return { ...res.body, email, password, workspaceId: current.body.id };
+}
+
+/** An API key of `user` in their current workspace. */
+export async function createKey(user: TestUser, scopes?: string[], extra: Record<string, unknown> = {}) {
+  const res = await call('/api/v1/api-keys', { token: user.token, body: { name: `key ${unique()}`, scopes, ...extra } });
+  if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body as { id: string; key: string; scopes: string[]; status: string };
+}
+
+/** Asserts the spec's error envelope and returns it. */
+export function expectError(res: ApiResponse, status: number, code: string) {
+  if (res.status !== status || res.body?.error?.code !== code) {
+    throw new Error(`expected ${status} ${code}, got ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  return res.body.error as { code: string; message: string; details?: Record<string, any> };
+}

@@ -1,0 +1,30 @@
+import path from 'node:path';
+import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig(async () => {
+  const migrations = await readD1Migrations(path.join(import.meta.dirname, 'schema/migrations'));
+  return {
+    plugins: [
+      cloudflareTest({
+        wrangler: { configPath: './wrangler.toml' },
+        miniflare: {
+          bindings: {
+            TEST_MIGRATIONS: migrations,
+            SIGNING_SECRET: 'test-signing-secret-0123456789abcdef',
+            ENCRYPTION_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
+          },
+        },
+      }),
+    ],
+    test: {
+      include: ['test/**/*.test.ts'],
+      exclude: ['test/e2e/**'],
+      setupFiles: ['./test/setup/apply-migrations.ts'],
+      // The machines have 2 cores; wider only thrashes.
+      maxWorkers: 2,
+      testTimeout: 30_000,
+      hookTimeout: 30_000,
+    },
+  };
+});

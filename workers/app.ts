@@ -1,0 +1,85 @@
+import { swaggerUI } from '@hono/swagger-ui';
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import { openAPIRouteHandler } from 'hono-openapi';
+import type { AppEnv } from './env';
+import { AppError, invalidInput } from './errors';
+import { authenticate } from './middleware/authenticate';
+import { CURRENT_API_VERSION, requestContext } from './middleware/request-context';
+import { activity } from './routes/activity';
+import { apiKeys } from './routes/api-keys';
+import { auditLogs } from './routes/audit-logs';
+import { auth } from './routes/auth';
+import { invitations } from './routes/invitations';
+import { memory } from './routes/memory';
+import { profile } from './routes/profile';
+import { workspaces } from './routes/workspaces';
+
+const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+/** Maps anything thrown to an AppError; internals are logged, never sent. */
+function toAppError(error: Error, requestId: string): AppError {
+  if (error instanceof AppError) return error;
+  if (error instanceof HTTPException && error.status === 400) {
+    // Hono's validator throws this for a body that is not valid JSON.
+    return invalidInput('body', 'json', 'The request body is not valid JSON');
+  }
+  console.error(JSON.stringify({ level: 'error', requestId, error: error.stack ?? String(error) }));
+  return new AppError('INTERNAL_ERROR', 500, 'An unexpected error occurred');
+}
+
+export function createApp() {
+  const app = new Hono<AppEnv>();
+
+  app.use(requestContext);
+  app.use(async (c, next) => {
+    const max = Number(c.env.MAX_BODY_BYTES) || DEFAULT_MAX_BODY_BYTES;
+    return bodyLimit({
+      maxSize: max,
+      onError: () => {
+        throw new AppError('INVALID_INPUT', 413, `The request body exceeds ${max} bytes`, { field: 'body', rule: 'max_size', limit: max });
+      },
+    })(c, next);
+  });
+  app.use('/api/v1/*', authenticate);
+
+  app.route('/auth', auth);
+  app.route('/api/v1/profile', profile);
+  app.route('/api/v1/workspaces', workspaces);
+  app.route('/api/v1/invitations', invitations);
+  app.route('/api/v1/api-keys', apiKeys);
+  app.route('/api/v1/memory', memory);
+  app.route('/api/v1/audit-logs', auditLogs);
+  app.route('/api/v1/activity', activity);
+
+  app.get(
+    '/api/v1/openapi.json',
+    openAPIRouteHandler(app, {
+      documentation: {
+        openapi: '3.1.0',
+        info: {
+          title: 'Workspace AI Skills Service',
+          version: CURRENT_API_VERSION,
+          description: 'Skills, workflows, agents and their outputs in one multi-tenant workspace.',
+        },
+        components: {
+          securitySchemes: {
+            apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+            session: { type: 'apiKey', in: 'header', name: 'x-auth-token' },
+            bearer: { type: 'http', scheme: 'bearer' },
+          },
+        },
+        security: [{ apiKey: [] }, { session: [] }, { bearer: [] }],
+      },
+    }),
+  );
+  app.get('/docs', swaggerUI({ url: '/api/v1/openapi.json', title: 'Workspace AI Skills Service API' }));
+
+  app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route for ${c.req.method} ${c.req.path}` } }, 404));
+  app.onError((error, c) => {
+    const appError = toAppError(error, c.var.requestId ?? '');
+    return c.json(appError.toEnvelope(), appError.status);
+  });
+  return app;
+}

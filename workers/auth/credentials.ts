@@ -1,0 +1,130 @@
+import { and, desc, eq, gt, or, sql } from 'drizzle-orm';
+import { apiKeys, members, sessions, workspaces } from '../../schema';
+import type { Db, RequestOrigin } from '../env';
+import { forbidden, notFound, unauthorized } from '../errors';
+import { now } from '../lib/clock';
+import { randomToken, sha256Hex } from '../lib/crypto';
+import type { Principal } from './principal';
+import { WILDCARD } from './scopes';
+
+/**
+ * API key format: `sk_live_` + 32 random bytes in base64url (43 characters). The fixed prefix
+ * lets leaked-secret scanners match it with `sk_live_[A-Za-z0-9_-]{43}`.
+ */
+export const API_KEY_PREFIX = 'sk_live_';
+
+export const newApiKey = () => {
+  const key = `${API_KEY_PREFIX}${randomToken(32)}`;
+  return { key, preview: `${key.slice(0, API_KEY_PREFIX.length + 4)}…${key.slice(-4)}` };
+};
+
+/** Credentials are looked up by SHA-256: a database leak yields no usable key or token. */
+export const credentialHash = sha256Hex;
+
+/** Sessions last 30 days, sliding (DECISIONS.md); extended at most once a day to spare writes. */
+export const SESSION_TTL_MS = 30 * 24 * 3600_000;
+const SESSION_SLIDE_STEP_MS = 24 * 3600_000;
+
+export const newSessionToken = () => randomToken(32);
+
+export interface PresentedCredentials {
+  apiKey: string | undefined;
+  sessionToken: string | undefined;
+  /** `x-workspace-id`: honoured for sessions only (spec 5.1). */
+  workspaceSelector: string | undefined;
+}
+
+async function principalFromApiKey(db: Db, key: string, origin: RequestOrigin): Promise<Principal> {
+  const [row] = await db
+    .select({
+      id: apiKeys.id,
+      userId: apiKeys.userId,
+      workspaceId: apiKeys.workspaceId,
+      scopes: apiKeys.scopes,
+      status: apiKeys.status,
+      role: members.role,
+    })
+    .from(apiKeys)
+    .leftJoin(members, and(eq(members.workspaceId, apiKeys.workspaceId), eq(members.userId, apiKeys.userId)))
+    .where(eq(apiKeys.keyHash, await credentialHash(key)))
+    .limit(1);
+  if (!row) throw unauthorized('The API key is not valid');
+  if (row.status === 'revoked') throw forbidden('This API key has been revoked');
+  if (row.status === 'unactivated') throw forbidden('This API key is not activated yet: approve it in the app first');
+  // A key outlives its owner's membership only as a dead credential.
+  if (!row.role) throw forbidden('The key owner is no longer a member of its workspace');
+  return {
+    userId: row.userId,
+    workspaceId: row.workspaceId,
+    role: row.role,
+    credential: { type: 'api_key', apiKeyId: row.id },
+    scopes: row.scopes,
+    origin,
+  };
+}
+
+async function principalFromSession(
+  db: Db,
+  token: string,
+  selector: string | undefined,
+  origin: RequestOrigin,
+): Promise<Principal> {
+  const sessionId = await credentialHash(token);
+  const t = now();
+  const [session] = await db
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.id, sessionId), gt(sessions.expiresAt, t)))
+    .limit(1);
+  if (!session) throw unauthorized('The session has expired or was signed out');
+
+  // An explicit selector must name one of the user's workspaces; otherwise the session's chosen
+  // workspace wins, falling back to the personal one if the user has since left it.
+  const matchesSelector = (value: string) => or(eq(workspaces.id, value), eq(workspaces.slug, value));
+  const scope =
+    selector !== undefined
+      ? matchesSelector(selector)
+      : session.workspaceId === null
+        ? eq(workspaces.personal, true)
+        : or(eq(workspaces.id, session.workspaceId), eq(workspaces.personal, true));
+  const membership = db
+    .select({ workspaceId: members.workspaceId, role: members.role })
+    .from(members)
+    .innerJoin(workspaces, eq(workspaces.id, members.workspaceId))
+    .where(and(eq(members.userId, session.userId), scope))
+    .orderBy(desc(sql`${workspaces.id} = ${session.workspaceId ?? ''}`), workspaces.id)
+    .limit(1);
+  const [[member]] = await Promise.all([
+    membership,
+    session.expiresAt - t < SESSION_TTL_MS - SESSION_SLIDE_STEP_MS
+      ? db.update(sessions).set({ expiresAt: t + SESSION_TTL_MS }).where(eq(sessions.id, sessionId))
+      : undefined,
+  ]);
+  if (!member) {
+    if (selector !== undefined) throw notFound('Workspace');
+    throw unauthorized('The session has no workspace');
+  }
+  return {
+    userId: session.userId,
+    workspaceId: member.workspaceId,
+    role: member.role,
+    credential: { type: 'session', sessionId },
+    scopes: [WILDCARD],
+    origin,
+  };
+}
+
+/**
+ * Resolves the request's credential. Returns undefined when none is presented; throws 401 for
+ * an unknown or expired one and 403 for a revoked or unactivated key.
+ */
+export async function resolvePrincipal(
+  db: Db,
+  presented: PresentedCredentials,
+  origin: RequestOrigin,
+): Promise<Principal | undefined> {
+  if (presented.apiKey !== undefined) return principalFromApiKey(db, presented.apiKey, origin);
+  if (presented.sessionToken !== undefined)
+    return principalFromSession(db, presented.sessionToken, presented.workspaceSelector, origin);
+  return undefined;
+}

@@ -1,0 +1,23 @@
+import type { Role } from '../../schema';
+import type { RequestOrigin } from '../env';
+
+export type Credential =
+  | { type: 'session'; sessionId: string }
+  | { type: 'api_key'; apiKeyId: number };
+
+/**
+ * Who is calling, in which workspace, with what rights. Every service function takes one,
+ * and reads the workspace from it, never from the request.
+ */
+export interface Principal {
+  userId: string;
+  workspaceId: string;
+  role: Role;
+  credential: Credential;
+  /** Granted scopes; `["*"]` for sessions and legacy keys. */
+  scopes: string[];
+  origin: RequestOrigin;
+}
+
+export const apiKeyIdOf = (p: Principal): number | null =>
+  p.credential.type === 'api_key' ? p.credential.apiKeyId : null;

@@ -1,0 +1,48 @@
+import type { Scope } from './scopes';
+
+/**
+ * Who may call a route:
+ * - `public`: no credential (the marketplace, discovery, device-flow start);
+ * - `credential`: an API key, session token or OAuth token holding `scope`
+ *   (sessions and `*` keys skip the scope check);
+ * - `session`: a signed-in person only (the app's approval routes);
+ * - `key`: an API key only.
+ */
+export type RouteAccess =
+  | { auth: 'public' }
+  | { auth: 'credential'; scope: Scope }
+  | { auth: 'session' }
+  | { auth: 'key'; scope: Scope };
+
+/**
+ * The route-to-scope table: the single source of truth for access to `/api/v1/`.
+ * The auth middleware looks every request up here (a route missing from it is refused),
+ * a test checks it against the mounted routes, and README.md prints it.
+ */
+export const ROUTE_ACCESS: Record<string, RouteAccess> = {
+  'GET /api/v1/openapi.json': { auth: 'public' },
+
+  'GET /api/v1/profile': { auth: 'credential', scope: 'profile:read' },
+  'PATCH /api/v1/profile': { auth: 'credential', scope: 'profile:write' },
+
+  'GET /api/v1/workspaces': { auth: 'credential', scope: 'profile:read' },
+  'POST /api/v1/workspaces': { auth: 'credential', scope: 'profile:write' },
+  'GET /api/v1/workspaces/current': { auth: 'credential', scope: 'profile:read' },
+  'PUT /api/v1/workspaces/current': { auth: 'credential', scope: 'profile:write' },
+  'GET /api/v1/workspaces/:id/members': { auth: 'credential', scope: 'profile:search' },
+  'GET /api/v1/workspaces/:id/invitations': { auth: 'credential', scope: 'profile:search' },
+  'POST /api/v1/workspaces/:id/invitations': { auth: 'credential', scope: 'profile:write' },
+  'POST /api/v1/invitations/accept': { auth: 'session' },
+
+  'GET /api/v1/api-keys': { auth: 'credential', scope: 'agent:list' },
+  'POST /api/v1/api-keys': { auth: 'credential', scope: 'profile:write' },
+  'POST /api/v1/api-keys/:id/revoke': { auth: 'credential', scope: 'profile:write' },
+
+  'GET /api/v1/memory': { auth: 'credential', scope: 'memory:read' },
+  'PUT /api/v1/memory': { auth: 'credential', scope: 'memory:write' },
+
+  'GET /api/v1/audit-logs': { auth: 'credential', scope: 'activity:read' },
+  'GET /api/v1/activity': { auth: 'credential', scope: 'activity:read' },
+};
+
+export const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;

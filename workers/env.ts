@@ -1,0 +1,37 @@
+import type { DrizzleD1Database } from 'drizzle-orm/d1';
+import type * as schema from '../schema';
+import type { RateLimiter } from '../durable-objects/RateLimiter';
+import type { Principal } from './auth/principal';
+
+export interface Env {
+  DB: D1Database;
+  BUCKET: R2Bucket;
+  RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
+  WORKFLOW_STEPS: Queue;
+  MAX_ACTIVE_EXECUTIONS: string;
+  MAX_BODY_BYTES: string;
+  /** HMAC secret for signed stream and control-plane URLs. */
+  SIGNING_SECRET: string;
+  /** Base64 AES-256 key for secrets and BYOK keys at rest. */
+  ENCRYPTION_KEY: string;
+}
+
+export type Db = DrizzleD1Database<typeof schema>;
+
+/** Where a request came from: recorded with every mutation in the audit log. */
+export interface RequestOrigin {
+  requestId: string;
+  ip: string | null;
+  userAgent: string | null;
+}
+
+export type AppEnv = {
+  Bindings: Env;
+  Variables: {
+    requestId: string;
+    db: Db;
+    origin: RequestOrigin;
+    /** Set by the auth middleware when the request carries a usable credential. */
+    principal: Principal | undefined;
+  };
+};

@@ -1,0 +1,28 @@
+import { drizzle } from 'drizzle-orm/d1';
+import * as schema from '../schema';
+import { createApp } from './app';
+import type { Env } from './env';
+import { deleteExpiredIdempotencyRecords } from './middleware/idempotency';
+import { deleteExpiredSessions } from './services/accounts';
+
+export { RateLimiter } from '../durable-objects/RateLimiter';
+
+const app = createApp();
+
+export default {
+  fetch: app.fetch,
+
+  /** Hourly housekeeping (wrangler.toml [triggers]). */
+  async scheduled(_controller, env, ctx) {
+    const db = drizzle(env.DB, { schema });
+    ctx.waitUntil(Promise.all([deleteExpiredSessions(db), deleteExpiredIdempotencyRecords(db)]));
+  },
+
+  /**
+   * The workflow-steps consumer arrives with the workflow engine (issue 7); nothing produces
+   * messages before then, so any message is retried rather than lost.
+   */
+  async queue(batch) {
+    batch.retryAll();
+  },
+} satisfies ExportedHandler<Env>;

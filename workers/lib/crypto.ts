@@ -1,0 +1,23 @@
+const encoder = new TextEncoder();
+
+const toHex = (bytes: ArrayBuffer | Uint8Array): string =>
+  Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, '0')).join('');
+
+export const sha256Hex = async (input: string): Promise<string> =>
+  toHex(await crypto.subtle.digest('SHA-256', encoder.encode(input)));
+
+export const randomBytes = (length: number): Uint8Array => crypto.getRandomValues(new Uint8Array(length));
+
+export const base64url = (bytes: Uint8Array): string =>
+  btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+
+/** An opaque bearer secret: `bytes` random bytes, base64url. */
+export const randomToken = (bytes = 32): string => base64url(randomBytes(bytes));
+
+/** Constant-time comparison for secrets of equal encoding. */
+export const timingSafeEqual = (a: string, b: string): boolean => {
+  const x = encoder.encode(a);
+  const y = encoder.encode(b);
+  if (x.length !== y.length) return false;
+  return crypto.subtle.timingSafeEqual(x, y);
+};

@@ -1,0 +1,73 @@
+import { and, asc, desc, gt, lt, type SQL } from 'drizzle-orm';
+import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
+import { z } from 'zod';
+import { invalidInput } from '../errors';
+
+/** Spec 8: cursor page size `limit` 1..100, default 20. */
+export const MAX_PAGE = 100;
+export const DEFAULT_PAGE = 20;
+
+export const CursorQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(DEFAULT_PAGE),
+  after_id: z.string().min(1).max(64).optional(),
+  before_id: z.string().min(1).max(64).optional(),
+});
+export type CursorQuery = z.infer<typeof CursorQuery>;
+
+export interface CursorPage<T> {
+  data: T[];
+  first_id: string | null;
+  last_id: string | null;
+  has_more: boolean;
+}
+
+interface CursorSource<Row, Key extends string | number> {
+  /** The ordering column: unique and increasing with creation time. */
+  column: SQLiteColumn;
+  /** Turns a public cursor id (`key_12`, `12`, a UUID) into the column's value, or null. */
+  parseCursor: (raw: string) => Key | null;
+  /** Runs the query with the extra condition, order and row limit. */
+  fetch: (where: SQL | undefined, orderBy: SQL, limit: number) => Promise<Row[]>;
+  publicId: (row: Row) => string;
+}
+
+/**
+ * Newest first. `after_id` pages towards older items, `before_id` towards newer ones;
+ * `has_more` says whether more items lie further in the direction of travel.
+ */
+export async function cursorPage<Row, Key extends string | number>(
+  params: CursorQuery,
+  source: CursorSource<Row, Key>,
+  baseWhere: SQL | undefined,
+): Promise<CursorPage<Row>> {
+  if (params.after_id !== undefined && params.before_id !== undefined) {
+    throw invalidInput('before_id', 'exclusive', 'Use either after_id or before_id, not both');
+  }
+  const cursorField = params.after_id !== undefined ? 'after_id' : 'before_id';
+  const rawCursor = params.after_id ?? params.before_id;
+  const cursor = rawCursor === undefined ? null : source.parseCursor(rawCursor);
+  if (rawCursor !== undefined && cursor === null) {
+    throw invalidInput(cursorField, 'cursor', `${cursorField} is not a valid id`);
+  }
+  const newer = params.before_id !== undefined;
+  const condition = cursor === null ? undefined : newer ? gt(source.column, cursor) : lt(source.column, cursor);
+  const rows = await source.fetch(
+    and(baseWhere, condition),
+    newer ? asc(source.column) : desc(source.column),
+    params.limit + 1,
+  );
+  const hasMore = rows.length > params.limit;
+  const page = rows.slice(0, params.limit);
+  if (newer) page.reverse();
+  return {
+    data: page,
+    first_id: page.length ? source.publicId(page[0]!) : null,
+    last_id: page.length ? source.publicId(page[page.length - 1]!) : null,
+    has_more: hasMore,
+  };
+}
+
+export const mapPage = <A, B>(page: CursorPage<A>, fn: (row: A) => B): CursorPage<B> => ({
+  ...page,
+  data: page.data.map(fn),
+});

@@ -1,0 +1,88 @@
+import { createMiddleware } from 'hono/factory';
+import { matchedRoutes } from 'hono/route';
+import { resolvePrincipal } from '../auth/credentials';
+import type { Principal } from '../auth/principal';
+import { ROUTE_ACCESS, routeKey, type RouteAccess } from '../auth/route-scopes';
+import { hasScope } from '../auth/scopes';
+import type { AppEnv } from '../env';
+import { AppError, forbidden, unauthorized } from '../errors';
+import { hitRateLimit } from '../lib/rate-limit';
+
+/** Spec 8: 100 requests per minute per API key or session user, on every `/api/v1/` route. */
+export const API_RATE_LIMIT = 100;
+export const API_RATE_WINDOW_MS = 60_000;
+
+/** The route pattern that will handle this request, e.g. `GET /api/v1/api-keys/:id/revoke`. */
+function handlerRouteKey(c: Parameters<Parameters<typeof createMiddleware<AppEnv>>[0]>[0]): string | undefined {
+  const method = c.req.method === 'HEAD' ? 'GET' : c.req.method;
+  const route = matchedRoutes(c).find((r) => r.method === method && !r.path.endsWith('*'));
+  return route && routeKey(method, route.path);
+}
+
+function authorize(access: RouteAccess, principal: Principal | undefined): void {
+  if (access.auth === 'public') return;
+  if (!principal) throw unauthorized();
+  const { credential } = principal;
+  if (access.auth === 'session' && credential.type !== 'session') {
+    throw forbidden('This route is for signed-in people (session token), not API keys');
+  }
+  if (access.auth === 'key' && credential.type !== 'api_key') throw forbidden('This route needs an API key');
+  if ((access.auth === 'credential' || access.auth === 'key') && !hasScope(principal.scopes, access.scope)) {
+    throw forbidden(`This credential lacks the scope "${access.scope}"`, { scope: access.scope });
+  }
+}
+
+/**
+ * For `/api/v1/*`: resolves the credential, counts the request against its rate limit (the
+ * caller's IP when there is no valid credential), sets the `x-ratelimit-*` headers on every
+ * response, then checks the route-to-scope table.
+ */
+export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
+  const key = handlerRouteKey(c);
+  if (key === undefined) return next(); // no such route: 404 NOT_FOUND, credential or not
+  const access = ROUTE_ACCESS[key];
+  if (!access) throw new Error(`Route ${key} is missing from ROUTE_ACCESS`);
+
+  let principal: Principal | undefined;
+  let failure: unknown;
+  try {
+    principal = await resolvePrincipal(
+      c.var.db,
+      {
+        apiKey: c.req.header('x-api-key'),
+        sessionToken: c.req.header('x-auth-token'),
+        workspaceSelector: c.req.header('x-workspace-id'),
+      },
+      c.var.origin,
+    );
+  } catch (error) {
+    failure = error;
+  }
+
+  const subject = !principal
+    ? `api:ip:${c.var.origin.ip ?? 'unknown'}`
+    : principal.credential.type === 'api_key'
+      ? `api:key:${principal.credential.apiKeyId}`
+      : `api:user:${principal.userId}`;
+  const decision = await hitRateLimit(c.env, subject, API_RATE_LIMIT, API_RATE_WINDOW_MS);
+  const resetSeconds = Math.ceil(decision.resetMs / 1000);
+  c.header('x-ratelimit-limit', String(decision.limit));
+  c.header('x-ratelimit-remaining', String(decision.remaining));
+  c.header('x-ratelimit-reset', String(resetSeconds));
+  if (!decision.allowed) {
+    c.header('retry-after', String(resetSeconds));
+    throw new AppError('RATE_LIMITED', 429, `Rate limit of ${decision.limit} requests per minute exceeded`, {
+      retryAfterSeconds: resetSeconds,
+    });
+  }
+  if (failure) throw failure;
+  authorize(access, principal);
+  c.set('principal', principal);
+  await next();
+});
+
+/** The principal of a route whose table entry requires one. */
+export const principalOf = (c: { var: { principal: Principal | undefined } }): Principal => {
+  if (!c.var.principal) throw unauthorized();
+  return c.var.principal;
+};

@@ -1,0 +1,39 @@
+import { drizzle } from 'drizzle-orm/d1';
+import { createMiddleware } from 'hono/factory';
+import * as schema from '../../schema';
+import type { AppEnv } from '../env';
+import { invalidInput } from '../errors';
+
+/** A caller's request id is kept if it is short and printable; otherwise we make one. */
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** Spec 9: the latest (and so far only) dated API version. */
+export const CURRENT_API_VERSION = '2026-11-01';
+const VERSION_DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+const isCalendarDate = (value: string) =>
+  VERSION_DATE.test(value) && new Date(`${value}T00:00:00Z`).toISOString().startsWith(value);
+
+/**
+ * First middleware: request id (accepted or generated, always echoed), the database handle,
+ * the request's origin for the audit log, and the `service-version` check.
+ */
+export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
+  const supplied = c.req.header('x-request-id');
+  const requestId = supplied !== undefined && REQUEST_ID.test(supplied) ? supplied : crypto.randomUUID();
+  c.set('requestId', requestId);
+  c.header('x-request-id', requestId);
+  c.header('service-version', CURRENT_API_VERSION);
+  c.set('db', drizzle(c.env.DB, { schema }));
+  c.set('origin', {
+    requestId,
+    ip: c.req.header('cf-connecting-ip') ?? null,
+    userAgent: c.req.header('user-agent')?.slice(0, 512) ?? null,
+  });
+  c.set('principal', undefined);
+  const version = c.req.header('service-version');
+  if (version !== undefined && !isCalendarDate(version)) {
+    throw invalidInput('service-version', 'date', 'service-version must be a date in the form YYYY-MM-DD');
+  }
+  await next();
+});

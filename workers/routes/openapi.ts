@@ -1,0 +1,34 @@
+import { describeRoute, resolver } from 'hono-openapi';
+import { z } from 'zod';
+
+const ErrorEnvelope = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()).optional(),
+  }),
+});
+
+const json = (schema: z.ZodType, description: string) => ({
+  description,
+  content: { 'application/json': { schema: resolver(schema) } },
+});
+
+const errors = {
+  400: json(ErrorEnvelope, 'INVALID_INPUT, with details.field and details.rule'),
+  401: json(ErrorEnvelope, 'UNAUTHORIZED: no usable credential'),
+  403: json(ErrorEnvelope, 'FORBIDDEN: key unactivated, revoked or missing the scope'),
+  429: json(ErrorEnvelope, 'RATE_LIMITED'),
+};
+
+/** The cursor envelope of spec 8 around `item`. */
+export const cursorEnvelope = <T extends z.ZodType>(item: T) =>
+  z.object({ data: z.array(item), first_id: z.string().nullable(), last_id: z.string().nullable(), has_more: z.boolean() });
+
+/** OpenAPI description of one route: its success response plus the shared error responses. */
+export const documented = (tag: string, summary: string, status: 200 | 201, schema: z.ZodType, description = 'OK') =>
+  describeRoute({
+    tags: [tag],
+    summary,
+    responses: { [status]: json(schema, description), ...errors },
+  });

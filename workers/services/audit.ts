@@ -1,0 +1,159 @@
+import type { BatchItem } from 'drizzle-orm/batch';
+import { and, eq, gte, lte, type SQL } from 'drizzle-orm';
+import { z } from 'zod';
+import { activityLog, auditLog, type ActivityRow, type AuditRow } from '../../schema';
+import { apiKeyIdOf, type Principal } from '../auth/principal';
+import type { Db } from '../env';
+import { now, toIso } from '../lib/clock';
+import { formatId } from '../lib/ids';
+import { CursorQuery, cursorPage, mapPage } from '../lib/pagination';
+
+/** A mutation to record. `activity` adds a line to the workspace change log as well. */
+export interface Change {
+  action: string;
+  resourceType: string;
+  /** SQL when the resource is inserted in the same batch and its id is not known yet. */
+  resourceId: string | SQL;
+  metadata?: Record<string, unknown>;
+  activity?: string;
+}
+
+/**
+ * The inserts that record a change; callers put them in the same D1 batch as the change
+ * itself, so a mutation and its record land together or not at all.
+ */
+export function recordChange(db: Db, principal: Principal, change: Change): BatchItem<'sqlite'>[] {
+  const actor = { actorUserId: principal.userId, actorApiKeyId: apiKeyIdOf(principal) };
+  const at = now();
+  const base = { workspaceId: principal.workspaceId, resourceType: change.resourceType, resourceId: change.resourceId };
+  const audit = db.insert(auditLog).values({
+    ...base,
+    ...actor,
+    action: change.action,
+    ip: principal.origin.ip,
+    userAgent: principal.origin.userAgent,
+    requestId: principal.origin.requestId,
+    metadata: change.metadata ?? {},
+    createdAt: at,
+  });
+  if (change.activity === undefined) return [audit];
+  return [audit, db.insert(activityLog).values({ ...base, ...actor, type: change.action, summary: change.activity, createdAt: at })];
+}
+
+const Actor = z.object({
+  type: z.enum(['user', 'api_key']),
+  userId: z.string(),
+  apiKeyId: z.string().nullable(),
+});
+
+export const AuditEntry = z.object({
+  id: z.number().int(),
+  action: z.string(),
+  resourceType: z.string(),
+  resourceId: z.string(),
+  actor: Actor,
+  ip: z.string().nullable(),
+  userAgent: z.string().nullable(),
+  requestId: z.string(),
+  metadata: z.record(z.string(), z.unknown()),
+  createdAt: z.string(),
+});
+export type AuditEntry = z.infer<typeof AuditEntry>;
+
+export const ActivityEntry = z.object({
+  id: z.number().int(),
+  type: z.string(),
+  summary: z.string(),
+  resourceType: z.string(),
+  resourceId: z.string(),
+  actor: Actor,
+  createdAt: z.string(),
+});
+export type ActivityEntry = z.infer<typeof ActivityEntry>;
+
+const presentActor = (row: { actorUserId: string; actorApiKeyId: number | null }) => ({
+  type: row.actorApiKeyId === null ? ('user' as const) : ('api_key' as const),
+  userId: row.actorUserId,
+  apiKeyId: row.actorApiKeyId === null ? null : formatId('key', row.actorApiKeyId),
+});
+
+const presentAudit = (row: AuditRow): AuditEntry => ({
+  id: row.id,
+  action: row.action,
+  resourceType: row.resourceType,
+  resourceId: row.resourceId,
+  actor: presentActor(row),
+  ip: row.ip,
+  userAgent: row.userAgent,
+  requestId: row.requestId,
+  metadata: row.metadata,
+  createdAt: toIso(row.createdAt),
+});
+
+const presentActivity = (row: ActivityRow): ActivityEntry => ({
+  id: row.id,
+  type: row.type,
+  summary: row.summary,
+  resourceType: row.resourceType,
+  resourceId: row.resourceId,
+  actor: presentActor(row),
+  createdAt: toIso(row.createdAt),
+});
+
+const parseNumericCursor = (raw: string): number | null => (/^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : null);
+
+export const AuditQuery = CursorQuery.extend({
+  action: z.string().min(1).max(100).optional(),
+  resource_type: z.string().min(1).max(100).optional(),
+  start_date: z.iso.datetime({ offset: true }).or(z.iso.date()).optional(),
+  end_date: z.iso.datetime({ offset: true }).or(z.iso.date()).optional(),
+});
+export type AuditQuery = z.infer<typeof AuditQuery>;
+
+/** A bare date as an end bound means the whole of that day. */
+const dateBound = (value: string, end: boolean): number =>
+  /^\d{4}-\d{2}-\d{2}$/.test(value) ? Date.parse(`${value}T00:00:00Z`) + (end ? 86_400_000 - 1 : 0) : Date.parse(value);
+
+export async function listAuditLogs(db: Db, principal: Principal, query: AuditQuery) {
+  const where = and(
+    eq(auditLog.workspaceId, principal.workspaceId),
+    query.action === undefined ? undefined : eq(auditLog.action, query.action),
+    query.resource_type === undefined ? undefined : eq(auditLog.resourceType, query.resource_type),
+    query.start_date === undefined ? undefined : gte(auditLog.createdAt, dateBound(query.start_date, false)),
+    query.end_date === undefined ? undefined : lte(auditLog.createdAt, dateBound(query.end_date, true)),
+  );
+  const page = await cursorPage(
+    query,
+    {
+      column: auditLog.id,
+      parseCursor: parseNumericCursor,
+      fetch: (w, orderBy, limit) => db.select().from(auditLog).where(w).orderBy(orderBy).limit(limit),
+      publicId: (row) => String(row.id),
+    },
+    where,
+  );
+  return mapPage(page, presentAudit);
+}
+
+export const ActivityQuery = CursorQuery.extend({
+  type: z.string().min(1).max(100).optional(),
+});
+export type ActivityQuery = z.infer<typeof ActivityQuery>;
+
+export async function listActivity(db: Db, principal: Principal, query: ActivityQuery) {
+  const where = and(
+    eq(activityLog.workspaceId, principal.workspaceId),
+    query.type === undefined ? undefined : eq(activityLog.type, query.type),
+  );
+  const page = await cursorPage(
+    query,
+    {
+      column: activityLog.id,
+      parseCursor: parseNumericCursor,
+      fetch: (w, orderBy, limit) => db.select().from(activityLog).where(w).orderBy(orderBy).limit(limit),
+      publicId: (row) => String(row.id),
+    },
+    where,
+  );
+  return mapPage(page, presentActivity);
+}
