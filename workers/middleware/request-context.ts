@@ -11,8 +11,12 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 export const CURRENT_API_VERSION = '2026-11-01';
 const VERSION_DATE = /^\d{4}-\d{2}-\d{2}$/;
 
-const isCalendarDate = (value: string) =>
-  VERSION_DATE.test(value) && new Date(`${value}T00:00:00Z`).toISOString().startsWith(value);
+/** A real date: `2026-02-30` parses (and rolls over) and `2026-13-01` does not, so compare back. */
+const isCalendarDate = (value: string) => {
+  if (!VERSION_DATE.test(value)) return false;
+  const date = new Date(`${value}T00:00:00Z`);
+  return !Number.isNaN(date.getTime()) && date.toISOString().startsWith(value);
+};
 
 /**
  * First middleware: request id (accepted or generated, always echoed), the database handle,

@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+// npm start: local secrets on first run, local D1 migrations, `wrangler dev` with any extra
+// arguments (`npm start -- --port 8799 --var KEY:VALUE`), then a development user and API key
+// seeded through the API itself and printed.
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+
+const args = process.argv.slice(2);
+const SEED_FILE = '.dev.seed.json';
+const DEV_EMAIL = 'dev@localhost.test';
+
+function ensureDevVars() {
+  if (existsSync('.dev.vars')) return;
+  const values = {
+    SIGNING_SECRET: randomBytes(32).toString('base64url'),
+    ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+  };
+  const text = readFileSync('.dev.vars.example', 'utf8').replace(/^([A-Z_]+)=.*$/gm, (line, name) =>
+    name in values ? `${name}=${values[name]}` : line,
+  );
+  writeFileSync('.dev.vars', text, { mode: 0o600 });
+  console.log('Wrote .dev.vars with fresh local secrets.');
+}
+
+function migrate() {
+  const result = spawnSync('wrangler', ['d1', 'migrations', 'apply', 'DB', '--local'], {
+    stdio: 'inherit',
+    env: { ...process.env, CI: 'true' }, // no interactive confirmation
+  });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}
+
+function portFromArgs() {
+  const i = args.findIndex((a) => a === '--port' || a.startsWith('--port='));
+  if (i === -1) return 8787;
+  return Number(args[i].includes('=') ? args[i].split('=')[1] : args[i + 1]);
+}
+
+async function waitForServer(base, child) {
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error('wrangler dev exited before it was ready');
+    try {
+      const res = await fetch(`${base}/api/v1/openapi.json`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error('wrangler dev did not become ready in 150 s');
+}
+
+async function post(base, path, body, headers = {}) {
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+/** Reuses the saved seed if it still works against the local database, else makes a new one. */
+async function seed(base) {
+  if (existsSync(SEED_FILE)) {
+    const saved = JSON.parse(readFileSync(SEED_FILE, 'utf8'));
+    const res = await fetch(`${base}/api/v1/profile`, { headers: { 'x-api-key': saved.apiKey } });
+    if (res.ok) return saved;
+  }
+  const password = randomBytes(12).toString('base64url');
+  let session = await post(base, '/auth/sign-up/email', { email: DEV_EMAIL, password, name: 'Developer' });
+  if (session.status === 409) {
+    throw new Error(`${DEV_EMAIL} exists but ${SEED_FILE} is missing or stale: delete .wrangler/state to start over`);
+  }
+  if (session.status !== 201) throw new Error(`seeding failed: ${JSON.stringify(session.body)}`);
+  const key = await post(base, '/api/v1/api-keys', { name: 'Development key', scopes: ['*'] }, { 'x-auth-token': session.body.token });
+  if (key.status !== 201) throw new Error(`seeding failed: ${JSON.stringify(key.body)}`);
+  const saved = { email: DEV_EMAIL, password, apiKey: key.body.key };
+  writeFileSync(SEED_FILE, JSON.stringify(saved, null, 2), { mode: 0o600 });
+  return saved;
+}
+
+ensureDevVars();
+migrate();
+const base = `http://localhost:${portFromArgs()}`;
+const child = spawn('wrangler', ['dev', ...args], { stdio: 'inherit' });
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+child.on('exit', (code) => process.exit(code ?? 0));
+
+try {
+  await waitForServer(base, child);
+  const s = await seed(base);
+  console.log(`
+  Ready at ${base}
+    API key (full access):  ${s.apiKey}
+    Sign in:                ${s.email} / ${s.password}   (POST /auth/sign-in/email)
+    Try:   curl -H 'x-api-key: ${s.apiKey}' ${base}/api/v1/profile
+    Docs:  ${base}/docs
+`);
+} catch (error) {
+  console.error(String(error));
+}

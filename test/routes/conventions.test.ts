@@ -1,0 +1,143 @@
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { call, createKey, expectError, signUp } from '../helpers/api';
+
+describe('error envelope', () => {
+  it('answers unknown routes 404 NOT_FOUND, with or without a credential', async () => {
+    const user = await signUp();
+    expectError(await call('/api/v1/no-such-thing'), 404, 'NOT_FOUND');
+    expectError(await call('/api/v1/no-such-thing', { token: user.token }), 404, 'NOT_FOUND');
+    expectError(await call('/nowhere'), 404, 'NOT_FOUND');
+    expectError(await call('/api/v1/profile', { method: 'DELETE', token: user.token }), 404, 'NOT_FOUND');
+  });
+
+  it('answers malformed JSON with 400 INVALID_INPUT on field body', async () => {
+    const user = await signUp();
+    const error = expectError(await call('/api/v1/memory', { method: 'PUT', token: user.token, rawBody: '{"content": ' }), 400, 'INVALID_INPUT');
+    expect(error.details).toMatchObject({ field: 'body', rule: 'json' });
+  });
+
+  it('names the field and rule of a validation failure, and lists every issue', async () => {
+    const user = await signUp();
+    const error = expectError(
+      await call('/api/v1/workspaces', { token: user.token, body: { name: 42, slug: 'Bad Slug' } }),
+      400,
+      'INVALID_INPUT',
+    );
+    expect(error.details).toMatchObject({ field: 'name', rule: 'invalid_type' });
+    expect(error.details?.issues.map((i: { field: string }) => i.field)).toEqual(['name', 'slug']);
+  });
+
+  it('caps request bodies: over MAX_BODY_BYTES is 413 INVALID_INPUT and nothing is written', async () => {
+    const user = await signUp();
+    const huge = 'x'.repeat(Number(env.MAX_BODY_BYTES) + 1);
+    const error = expectError(
+      await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: huge } }),
+      413,
+      'INVALID_INPUT',
+    );
+    expect(error.details).toMatchObject({ field: 'body', rule: 'max_size' });
+    expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe('');
+  });
+});
+
+describe('x-request-id', () => {
+  it('echoes a caller-supplied id, on success and on error', async () => {
+    const user = await signUp();
+    const ok = await call('/api/v1/profile', { token: user.token, headers: { 'x-request-id': 'client-req-42' } });
+    expect(ok.headers.get('x-request-id')).toBe('client-req-42');
+    const failed = await call('/api/v1/profile', { headers: { 'x-request-id': 'client-req-43' } });
+    expect(failed.status).toBe(401);
+    expect(failed.headers.get('x-request-id')).toBe('client-req-43');
+  });
+
+  it('generates one when absent or unusable', async () => {
+    const generated = await call('/api/v1/openapi.json');
+    expect(generated.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const replaced = await call('/api/v1/openapi.json', { headers: { 'x-request-id': 'has spaces in it' } });
+    expect(replaced.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('service-version', () => {
+  it('accepts a YYYY-MM-DD date and answers with the version applied', async () => {
+    const user = await signUp();
+    const res = await call('/api/v1/profile', { token: user.token, headers: { 'service-version': '2026-11-01' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('service-version')).toBe('2026-11-01');
+  });
+
+  it.each(['2026-13-01', '2026-02-30', '26-11-01', 'latest'])('rejects %s with 400 naming the header', async (version) => {
+    const user = await signUp();
+    const error = expectError(
+      await call('/api/v1/profile', { token: user.token, headers: { 'service-version': version } }),
+      400,
+      'INVALID_INPUT',
+    );
+    expect(error.details).toMatchObject({ field: 'service-version', rule: 'date' });
+  });
+});
+
+describe('credentials', () => {
+  it('answers 401 UNAUTHORIZED without a credential, or with an unknown key or token', async () => {
+    expectError(await call('/api/v1/profile'), 401, 'UNAUTHORIZED');
+    expectError(await call('/api/v1/profile', { apiKey: 'sk_live_not-a-real-key' }), 401, 'UNAUTHORIZED');
+    expectError(await call('/api/v1/profile', { token: 'not-a-session' }), 401, 'UNAUTHORIZED');
+  });
+
+  it('refuses a key missing the route scope with 403 naming the scope', async () => {
+    const user = await signUp();
+    const key = await createKey(user, ['profile:read']);
+    expect((await call('/api/v1/profile', { apiKey: key.key })).status).toBe(200);
+    const error = expectError(await call('/api/v1/memory', { apiKey: key.key }), 403, 'FORBIDDEN');
+    expect(error.message).toContain('memory:read');
+    expect(error.details).toEqual({ scope: 'memory:read' });
+  });
+
+  it('lets a legacy * key past every scope check', async () => {
+    const user = await signUp();
+    const key = await createKey(user, ['*']);
+    expect((await call('/api/v1/memory', { apiKey: key.key })).status).toBe(200);
+    expect((await call('/api/v1/audit-logs', { apiKey: key.key })).status).toBe(200);
+  });
+
+  it('refuses an unactivated key on every call', async () => {
+    const user = await signUp();
+    const key = await createKey(user, ['*'], { pendingActivation: true });
+    expect(key.status).toBe('unactivated');
+    expectError(await call('/api/v1/profile', { apiKey: key.key }), 403, 'FORBIDDEN');
+    expectError(await call('/api/v1/api-keys', { apiKey: key.key }), 403, 'FORBIDDEN');
+  });
+
+  it('fails a revoked key on its very next request', async () => {
+    const user = await signUp();
+    const key = await createKey(user, ['*']);
+    expect((await call('/api/v1/profile', { apiKey: key.key })).status).toBe(200);
+    expect((await call(`/api/v1/api-keys/${key.id}/revoke`, { method: 'POST', token: user.token })).status).toBe(200);
+    expectError(await call('/api/v1/profile', { apiKey: key.key }), 403, 'FORBIDDEN');
+  });
+
+  it('keeps session-only routes from API keys', async () => {
+    const user = await signUp();
+    const key = await createKey(user, ['*']);
+    expectError(await call('/api/v1/invitations/accept', { apiKey: key.key, body: { token: 'x' } }), 403, 'FORBIDDEN');
+  });
+
+  it('ignores x-workspace-id for API keys', async () => {
+    const owner = await signUp();
+    const other = await signUp();
+    const key = await createKey(owner, ['*']);
+    const res = await call('/api/v1/workspaces/current', { apiKey: key.key, headers: { 'x-workspace-id': other.workspaceId } });
+    expect(res.body.id).toBe(owner.workspaceId);
+  });
+
+  it('answers 404 for an x-workspace-id the session user is not a member of', async () => {
+    const user = await signUp();
+    const stranger = await signUp();
+    expectError(
+      await call('/api/v1/profile', { token: user.token, headers: { 'x-workspace-id': stranger.workspaceId } }),
+      404,
+      'NOT_FOUND',
+    );
+  });
+});

@@ -1,0 +1,31 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
+import { afterEach, expect, it } from 'vitest';
+import worker from '../../workers/index';
+import { advanceClock, resetClock } from '../../workers/lib/clock';
+import { call, signUp } from '../helpers/api';
+
+afterEach(() => resetClock());
+
+const count = async (sql: string, ...binds: unknown[]) =>
+  (await env.DB.prepare(sql).bind(...binds).first<{ n: number }>())!.n;
+
+it('the hourly job deletes expired sessions and idempotency records, and keeps live ones', async () => {
+  const stale = await signUp();
+  await call('/api/v1/workspaces', {
+    token: stale.token,
+    headers: { 'idempotency-key': 'old-key' },
+    body: { name: 'Old', slug: `old-${crypto.randomUUID().slice(0, 8)}` },
+  });
+  advanceClock(31 * 24 * 3600_000);
+  const fresh = await signUp();
+
+  const ctx = createExecutionContext();
+  await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env, ctx);
+  await waitOnExecutionContext(ctx);
+
+  expect(await count('SELECT COUNT(*) AS n FROM sessions WHERE user_id = ?', stale.user.id)).toBe(0);
+  expect(await count('SELECT COUNT(*) AS n FROM sessions WHERE user_id = ?', fresh.user.id)).toBe(1);
+  expect(await count("SELECT COUNT(*) AS n FROM idempotency_records WHERE key = 'old-key'")).toBe(0);
+  expect((await call('/api/v1/profile', { token: fresh.token })).status).toBe(200);
+});
