@@ -4,10 +4,21 @@
 // seeded through the API itself and printed.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 const args = process.argv.slice(2);
-const SEED_FILE = '.dev.seed.json';
+
+/** The value of `--name value` or `--name=value` among the forwarded arguments. */
+function argValue(name) {
+  const i = args.findIndex((a) => a === name || a.startsWith(`${name}=`));
+  if (i === -1) return undefined;
+  return args[i].includes('=') ? args[i].slice(name.length + 1) : args[i + 1];
+}
+
+// The seed lives with the local state it describes: deleting one deletes the other.
+const STATE_DIR = argValue('--persist-to') ?? '.wrangler/state';
+const SEED_FILE = join(STATE_DIR, 'dev-seed.json');
 const DEV_EMAIL = 'dev@localhost.test';
 
 function ensureDevVars() {
@@ -24,18 +35,13 @@ function ensureDevVars() {
 }
 
 function migrate() {
-  const result = spawnSync('wrangler', ['d1', 'migrations', 'apply', 'DB', '--local'], {
+  const result = spawnSync('wrangler', ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', STATE_DIR], {
     stdio: 'inherit',
     env: { ...process.env, CI: 'true' }, // no interactive confirmation
   });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 
-function portFromArgs() {
-  const i = args.findIndex((a) => a === '--port' || a.startsWith('--port='));
-  if (i === -1) return 8787;
-  return Number(args[i].includes('=') ? args[i].split('=')[1] : args[i + 1]);
-}
 
 async function waitForServer(base, child) {
   for (let i = 0; i < 600; i++) {
@@ -70,19 +76,20 @@ async function seed(base) {
   const password = randomBytes(12).toString('base64url');
   let session = await post(base, '/auth/sign-up/email', { email: DEV_EMAIL, password, name: 'Developer' });
   if (session.status === 409) {
-    throw new Error(`${DEV_EMAIL} exists but ${SEED_FILE} is missing or stale: delete .wrangler/state to start over`);
+    throw new Error(`${DEV_EMAIL} exists but ${SEED_FILE} is missing or stale: delete ${STATE_DIR} to start over`);
   }
   if (session.status !== 201) throw new Error(`seeding failed: ${JSON.stringify(session.body)}`);
   const key = await post(base, '/api/v1/api-keys', { name: 'Development key', scopes: ['*'] }, { 'x-auth-token': session.body.token });
   if (key.status !== 201) throw new Error(`seeding failed: ${JSON.stringify(key.body)}`);
   const saved = { email: DEV_EMAIL, password, apiKey: key.body.key };
+  mkdirSync(STATE_DIR, { recursive: true });
   writeFileSync(SEED_FILE, JSON.stringify(saved, null, 2), { mode: 0o600 });
   return saved;
 }
 
 ensureDevVars();
 migrate();
-const base = `http://localhost:${portFromArgs()}`;
+const base = `http://localhost:${argValue('--port') ?? 8787}`;
 const child = spawn('wrangler', ['dev', ...args], { stdio: 'inherit' });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
 child.on('exit', (code) => process.exit(code ?? 0));

@@ -1,5 +1,11 @@
+type WorkerEnv = import('../workers/env').Env;
+
 declare namespace Cloudflare {
-  interface Env extends import('../workers/env').Env {
+  interface GlobalProps {
+    mainModule: typeof import('../workers/index');
+    durableNamespaces: 'RateLimiter';
+  }
+  interface Env extends WorkerEnv {
     /** Added by vitest.config.ts so the setup file can apply them. */
     TEST_MIGRATIONS: import('cloudflare:test').D1Migration[];
   }
