@@ -81,12 +81,15 @@ async function principalFromSession(
   // An explicit selector must name one of the user's workspaces; otherwise the session's chosen
   // workspace wins, falling back to the personal one if the user has since left it.
   const matchesSelector = (value: string) => or(eq(workspaces.id, value), eq(workspaces.slug, value));
+  // `personal` marks the workspace made at its creator's sign-up: someone else's personal
+  // workspace that the user joined is not theirs.
+  const ownPersonal = and(eq(workspaces.personal, true), eq(workspaces.createdBy, session.userId));
   const scope =
     selector !== undefined
       ? matchesSelector(selector)
       : session.workspaceId === null
-        ? eq(workspaces.personal, true)
-        : or(eq(workspaces.id, session.workspaceId), eq(workspaces.personal, true));
+        ? ownPersonal
+        : or(eq(workspaces.id, session.workspaceId), ownPersonal);
   const membership = db
     .select({ workspaceId: members.workspaceId, role: members.role })
     .from(members)

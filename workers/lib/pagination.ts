@@ -2,6 +2,7 @@ import { and, asc, desc, gt, lt, type SQL } from 'drizzle-orm';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import { z } from 'zod';
 import { invalidInput } from '../errors';
+import { formatId, type IdPrefix, parseId } from './ids';
 
 /** Spec 8: cursor page size `limit` 1..100, default 20. */
 export const MAX_PAGE = 100;
@@ -21,7 +22,7 @@ export interface CursorPage<T> {
   has_more: boolean;
 }
 
-interface CursorSource<Row, Key extends string | number> {
+export interface CursorSource<Row, Key extends string | number> {
   /** The ordering column: unique and increasing with creation time. */
   column: SQLiteColumn;
   /** Turns a public cursor id (`key_12`, `12`, a UUID) into the column's value, or null. */
@@ -70,4 +71,21 @@ export async function cursorPage<Row, Key extends string | number>(
 export const mapPage = <A, B>(page: CursorPage<A>, fn: (row: A) => B): CursorPage<B> => ({
   ...page,
   data: page.data.map(fn),
+});
+
+const POSITIVE_INTEGER = /^[1-9][0-9]{0,15}$/;
+
+/**
+ * A cursor source keyed by an integer id column, shown as `prefix_<id>` (accepting the bare
+ * number too, spec 2.1) or, without a prefix, as the bare number.
+ */
+export const byIntegerId = <Row extends { id: number }>(
+  column: SQLiteColumn,
+  fetch: CursorSource<Row, number>['fetch'],
+  prefix?: IdPrefix,
+): CursorSource<Row, number> => ({
+  column,
+  fetch,
+  parseCursor: (raw) => (prefix ? parseId(prefix, raw) : POSITIVE_INTEGER.test(raw) ? Number(raw) : null),
+  publicId: (row) => (prefix ? formatId(prefix, row.id) : String(row.id)),
 });

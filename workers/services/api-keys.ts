@@ -8,7 +8,7 @@ import type { Db } from '../env';
 import { forbidden, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { formatId, parseId } from '../lib/ids';
-import { type CursorQuery, cursorPage, mapPage } from '../lib/pagination';
+import { byIntegerId, type CursorQuery, cursorPage, mapPage } from '../lib/pagination';
 import { recordChange } from './audit';
 
 const ScopeName = z
@@ -58,12 +58,7 @@ const ownKeys = (principal: Principal) =>
 export async function listApiKeys(db: Db, principal: Principal, query: CursorQuery) {
   const page = await cursorPage(
     query,
-    {
-      column: apiKeys.id,
-      parseCursor: (raw) => parseId('key', raw),
-      fetch: (where, orderBy, limit) => db.select().from(apiKeys).where(where).orderBy(orderBy).limit(limit),
-      publicId: (row) => formatId('key', row.id),
-    },
+    byIntegerId(apiKeys.id, (where, orderBy, limit) => db.select().from(apiKeys).where(where).orderBy(orderBy).limit(limit), 'key'),
     ownKeys(principal),
   );
   return mapPage(page, presentApiKey);

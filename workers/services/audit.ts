@@ -6,7 +6,7 @@ import { apiKeyIdOf, type Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { now, toIso } from '../lib/clock';
 import { formatId } from '../lib/ids';
-import { CursorQuery, cursorPage, mapPage } from '../lib/pagination';
+import { byIntegerId, CursorQuery, cursorPage, mapPage } from '../lib/pagination';
 
 /** A mutation to record. `activity` adds a line to the workspace change log as well. */
 export interface Change {
@@ -100,8 +100,6 @@ const presentActivity = (row: ActivityRow): ActivityEntry => ({
   createdAt: toIso(row.createdAt),
 });
 
-const parseNumericCursor = (raw: string): number | null => (/^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : null);
-
 export const AuditQuery = CursorQuery.extend({
   action: z.string().min(1).max(100).optional(),
   resource_type: z.string().min(1).max(100).optional(),
@@ -124,12 +122,7 @@ export async function listAuditLogs(db: Db, principal: Principal, query: AuditQu
   );
   const page = await cursorPage(
     query,
-    {
-      column: auditLog.id,
-      parseCursor: parseNumericCursor,
-      fetch: (w, orderBy, limit) => db.select().from(auditLog).where(w).orderBy(orderBy).limit(limit),
-      publicId: (row) => String(row.id),
-    },
+    byIntegerId(auditLog.id, (w, orderBy, limit) => db.select().from(auditLog).where(w).orderBy(orderBy).limit(limit)),
     where,
   );
   return mapPage(page, presentAudit);
@@ -147,12 +140,7 @@ export async function listActivity(db: Db, principal: Principal, query: Activity
   );
   const page = await cursorPage(
     query,
-    {
-      column: activityLog.id,
-      parseCursor: parseNumericCursor,
-      fetch: (w, orderBy, limit) => db.select().from(activityLog).where(w).orderBy(orderBy).limit(limit),
-      publicId: (row) => String(row.id),
-    },
+    byIntegerId(activityLog.id, (w, orderBy, limit) => db.select().from(activityLog).where(w).orderBy(orderBy).limit(limit)),
     where,
   );
   return mapPage(page, presentActivity);

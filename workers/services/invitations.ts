@@ -8,7 +8,7 @@ import { AppError, conflict, forbidden, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { randomToken } from '../lib/crypto';
 import { isUniqueViolation } from '../lib/db-errors';
-import { type CursorQuery, cursorPage, mapPage } from '../lib/pagination';
+import { byIntegerId, type CursorQuery, cursorPage, mapPage } from '../lib/pagination';
 import { Email } from './accounts';
 import { recordChange } from './audit';
 import { presentWorkspace, requireCurrentWorkspace, type WorkspaceRecord } from './workspaces';
@@ -87,12 +87,9 @@ export async function listInvitations(db: Db, principal: Principal, workspace: s
   const ws = await requireCurrentWorkspace(db, principal, workspace);
   const page = await cursorPage(
     query,
-    {
-      column: invitations.id,
-      parseCursor: (raw) => (/^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : null),
-      fetch: (where, orderBy, limit) => db.select().from(invitations).where(where).orderBy(orderBy).limit(limit),
-      publicId: (row) => String(row.id),
-    },
+    byIntegerId(invitations.id, (where, orderBy, limit) =>
+      db.select().from(invitations).where(where).orderBy(orderBy).limit(limit),
+    ),
     eq(invitations.workspaceId, ws.id),
   );
   return mapPage(page, presentInvitation);
@@ -136,5 +133,5 @@ export async function acceptInvitation(db: Db, principal: Principal, input: Acce
     if (isUniqueViolation(error)) throw conflict('You are already a member of this workspace');
     throw error;
   }
-  return presentWorkspace(workspace, invitation.role);
+  return presentWorkspace(workspace, invitation.role, principal.userId);
 }

@@ -40,12 +40,13 @@ export const MemberRecord = z.object({
 });
 export type MemberRecord = z.infer<typeof MemberRecord>;
 
-export const presentWorkspace = (row: WorkspaceRow, role: Role): WorkspaceRecord => ({
+/** `personal` is true only for the person whose sign-up made the workspace. */
+export const presentWorkspace = (row: WorkspaceRow, role: Role, viewerId: string): WorkspaceRecord => ({
   id: row.id,
   name: row.name,
   slug: row.slug,
   role,
-  personal: row.personal,
+  personal: row.personal && row.createdBy === viewerId,
   createdAt: toIso(row.createdAt),
 });
 
@@ -93,7 +94,7 @@ export async function listWorkspaces(db: Db, principal: Principal, query: Cursor
     },
     eq(members.userId, principal.userId),
   );
-  return mapPage(page, (row) => presentWorkspace(row.workspace, row.role));
+  return mapPage(page, (row) => presentWorkspace(row.workspace, row.role, principal.userId));
 }
 
 export async function createWorkspace(db: Db, principal: Principal, input: CreateWorkspaceBody): Promise<WorkspaceRecord> {
@@ -121,13 +122,13 @@ export async function createWorkspace(db: Db, principal: Principal, input: Creat
     if (isUniqueViolation(error)) throw new AppError('ALREADY_EXISTS', 409, `The slug "${input.slug}" is taken`, { field: 'slug' });
     throw error;
   }
-  return presentWorkspace(row, 'owner');
+  return presentWorkspace(row, 'owner', principal.userId);
 }
 
 export async function getCurrentWorkspace(db: Db, principal: Principal): Promise<WorkspaceRecord> {
   const [row] = await db.select().from(workspaces).where(eq(workspaces.id, principal.workspaceId)).limit(1);
   if (!row) throw notFound('Workspace');
-  return presentWorkspace(row, principal.role);
+  return presentWorkspace(row, principal.role, principal.userId);
 }
 
 /**
@@ -155,7 +156,7 @@ export async function setCurrentWorkspace(
       metadata: { fromWorkspaceId: principal.workspaceId },
     }),
   ]);
-  return presentWorkspace(target.workspace, target.role);
+  return presentWorkspace(target.workspace, target.role, principal.userId);
 }
 
 export async function listMembers(db: Db, principal: Principal, workspace: string, query: CursorQuery) {
