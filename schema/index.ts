@@ -4,3 +4,6 @@ export * from './logs';
 export * from './memory';
 export * from './users';
 export * from './workspaces';
+export * from './executions';
+export * from './secrets';
+export * from './skills';
