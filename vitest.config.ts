@@ -21,6 +21,7 @@ export default defineConfig(async () => {
       include: ['test/**/*.test.ts'],
       exclude: ['test/e2e/**'],
       setupFiles: ['./test/setup/apply-migrations.ts'],
+      globalSetup: ['./test/setup/fixture-server.ts'],
       // The machines have 2 cores; wider only thrashes.
       maxWorkers: 2,
       testTimeout: 30_000,

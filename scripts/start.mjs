@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// npm start: local secrets on first run, local D1 migrations, `wrangler dev` with any extra
-// arguments (`npm start -- --port 8799 --var KEY:VALUE`), then a development user and API key
-// seeded through the API itself and printed.
+// npm start: local secrets on first run, local D1 migrations and the built-in skill catalog,
+// `wrangler dev` with any extra arguments (`npm start -- --port 8799 --var KEY:VALUE`), then a
+// development user and API key seeded through the API itself and printed.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -34,12 +34,19 @@ function ensureDevVars() {
   console.log('Wrote .dev.vars with fresh local secrets.');
 }
 
-function migrate() {
-  const result = spawnSync('wrangler', ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', STATE_DIR], {
+function run(command, commandArgs) {
+  const result = spawnSync(command, commandArgs, {
     stdio: 'inherit',
     env: { ...process.env, CI: 'true' }, // no interactive confirmation
   });
   if (result.status !== 0) process.exit(result.status ?? 1);
+}
+
+/** Local D1 migrations, then the built-in catalog into the local marketplace (before wrangler dev opens the same files). */
+function prepareLocalState() {
+  run('wrangler', ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', STATE_DIR]);
+  run('tsx', ['scripts/catalog-build.ts']);
+  run('tsx', ['scripts/catalog-load.ts', '--persist-to', STATE_DIR]);
 }
 
 
@@ -88,7 +95,7 @@ async function seed(base) {
 }
 
 ensureDevVars();
-migrate();
+prepareLocalState();
 const base = `http://localhost:${argValue('--port') ?? 8787}`;
 const child = spawn('wrangler', ['dev', ...args], { stdio: 'inherit' });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));

@@ -12,8 +12,11 @@ import { apiKeys } from './routes/api-keys';
 import { auditLogs } from './routes/audit-logs';
 import { auth } from './routes/auth';
 import { invitations } from './routes/invitations';
+import { install } from './routes/install';
+import { marketplace } from './routes/marketplace';
 import { memory } from './routes/memory';
 import { profile } from './routes/profile';
+import { skills } from './routes/skills';
 import { workspaces } from './routes/workspaces';
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -52,6 +55,9 @@ export function createApp() {
   app.route('/api/v1/memory', memory);
   app.route('/api/v1/audit-logs', auditLogs);
   app.route('/api/v1/activity', activity);
+  app.route('/api/v1/marketplace/skills', marketplace);
+  app.route('/api/v1/skills', skills);
+  app.route('/api/v1/install', install);
 
   app.get(
     '/api/v1/openapi.json',

@@ -43,6 +43,19 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
 
   'GET /api/v1/audit-logs': { auth: 'credential', scope: 'activity:read' },
   'GET /api/v1/activity': { auth: 'credential', scope: 'activity:read' },
+
+  'GET /api/v1/marketplace/skills': { auth: 'public' },
+  'GET /api/v1/marketplace/skills/categories': { auth: 'public' },
+  'GET /api/v1/marketplace/skills/:slug': { auth: 'public' },
+  'GET /api/v1/marketplace/skills/:slug/bundle': { auth: 'public' },
+
+  'GET /api/v1/skills': { auth: 'credential', scope: 'library:read' },
+  'PUT /api/v1/skills/:slug': { auth: 'credential', scope: 'library:write' },
+  'POST /api/v1/skills/:slug/install': { auth: 'credential', scope: 'library:write' },
+  'POST /api/v1/skills/:slug/uninstall': { auth: 'credential', scope: 'library:write' },
+  'GET /api/v1/skills/:slug/versions': { auth: 'credential', scope: 'library:read' },
+  'POST /api/v1/skills/:slug/versions/:versionNumber/restore': { auth: 'credential', scope: 'library:write' },
+  'POST /api/v1/install': { auth: 'credential', scope: 'library:write' },
 };
 
 export const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;

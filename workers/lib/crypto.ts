@@ -21,3 +21,6 @@ export const timingSafeEqual = (a: string, b: string): boolean => {
   if (x.length !== y.length) return false;
   return crypto.subtle.timingSafeEqual(x, y);
 };
+
+export const sha256HexBytes = async (bytes: Uint8Array): Promise<string> =>
+  toHex(await crypto.subtle.digest('SHA-256', bytes));

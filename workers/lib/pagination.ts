@@ -30,10 +30,12 @@ export interface CursorSource<Row, Key extends string | number> {
   /** Runs the query with the extra condition, order and row limit. */
   fetch: (where: SQL | undefined, orderBy: SQL, limit: number) => Promise<Row[]>;
   publicId: (row: Row) => string;
+  /** `desc` (default): newest first. `asc`: in column order, e.g. alphabetical. */
+  order?: 'asc' | 'desc';
 }
 
 /**
- * Newest first. `after_id` pages towards older items, `before_id` towards newer ones;
+ * Newest first by default. `after_id` pages forward (towards older items), `before_id` back;
  * `has_more` says whether more items lie further in the direction of travel.
  */
 export async function cursorPage<Row, Key extends string | number>(
@@ -50,16 +52,18 @@ export async function cursorPage<Row, Key extends string | number>(
   if (rawCursor !== undefined && cursor === null) {
     throw invalidInput(cursorField, 'cursor', `${cursorField} is not a valid id`);
   }
-  const newer = params.before_id !== undefined;
-  const condition = cursor === null ? undefined : newer ? gt(source.column, cursor) : lt(source.column, cursor);
+  const backwards = params.before_id !== undefined;
+  // Walking towards greater column values: forward in ascending order, backward in descending.
+  const upwards = backwards === ((source.order ?? 'desc') === 'desc');
+  const condition = cursor === null ? undefined : upwards ? gt(source.column, cursor) : lt(source.column, cursor);
   const rows = await source.fetch(
     and(baseWhere, condition),
-    newer ? asc(source.column) : desc(source.column),
+    upwards ? asc(source.column) : desc(source.column),
     params.limit + 1,
   );
   const hasMore = rows.length > params.limit;
   const page = rows.slice(0, params.limit);
-  if (newer) page.reverse();
+  if (backwards) page.reverse();
   return {
     data: page,
     first_id: page.length ? source.publicId(page[0]!) : null,

@@ -1,4 +1,5 @@
 import { zValidator } from '@hono/zod-validator';
+import { createMiddleware } from 'hono/factory';
 import type { ValidationTargets } from 'hono';
 import { resolver, uniqueSymbol } from 'hono-openapi';
 import type { z } from 'zod';
@@ -26,3 +27,14 @@ export function validate<Target extends keyof ValidationTargets, Schema extends 
   });
   return Object.assign(middleware, { [uniqueSymbol]: { target, ...resolver(schema) } });
 }
+
+/**
+ * For routes whose JSON body is optional (spec 4.2 install: "no body is legitimate"): an empty
+ * body reads as `{}` even when sent with a JSON content type.
+ */
+export const optionalJsonBody = createMiddleware(async (c, next) => {
+  // HonoRequest.json() parses its cached text, so an empty body is cached as the text `{}`.
+  // The cache holds promises at run time; Hono types its entries as plain values.
+  if ((await c.req.text()).trim() === '') (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve('{}');
+  await next();
+});

@@ -1,8 +1,19 @@
-import { and, eq } from 'drizzle-orm';
-import { skills, type SkillRow } from '../../schema';
+import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
+import { z } from 'zod';
+import { artifacts, CATEGORIES, executions, skills, skillVersions, type SkillRow, type SkillVersionRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
-import { notFound } from '../errors';
+import { AppError, invalidInput, notFound } from '../errors';
+import { BUNDLE_TYPE, BundleError, type BundleFile, type ParsedBundle, renderSkillMd, SKILL_SLUG, validateBundle } from '../lib/bundle';
+import { storeBundle, type StoredBundle } from '../lib/bundle-store';
+import { now, toIso } from '../lib/clock';
+import { parseId } from '../lib/ids';
+import { readArchive } from '../lib/archive';
+import { recordChange } from './audit';
+import { findCatalogSkill } from './catalog';
+import { fetchRegistryBundle } from './registry';
+
+export const SkillSlug = z.string().regex(SKILL_SLUG, 'lower-case letters, digits and single hyphens, at most 64 characters');
 
 /** The skill installed (or authored) in the caller's workspace under `slug`, or 404. */
 export async function requireSkill(db: Db, principal: Principal, slug: string): Promise<SkillRow> {
@@ -13,4 +24,401 @@ export async function requireSkill(db: Db, principal: Principal, slug: string): 
     .limit(1);
   if (!row) throw notFound(`Skill "${slug}"`);
   return row;
+}
+
+/** Spec 7.3: install and uninstall answer 429 while an execution runs in the workspace. */
+async function refuseWhileRunning(db: Db, principal: Principal): Promise<void> {
+  const [running] = await db
+    .select({ id: executions.id })
+    .from(executions)
+    .where(and(eq(executions.workspaceId, principal.workspaceId), eq(executions.status, 'working')))
+    .limit(1);
+  if (running) {
+    throw new AppError('EXECUTION_RUNNING', 429, 'An execution is running in this workspace; try again when it ends', undefined, {
+      isRunning: true,
+    });
+  }
+}
+
+export const InstalledSkill = z.object({
+  name: z.string(),
+  slug: z.string(),
+  description: z.string(),
+  category: z.string(),
+  prompt: z.string(),
+  repository: z.string().optional(),
+  commitHash: z.string().optional(),
+  source: z.string(),
+  versionNumber: z.number().int(),
+  contentChecksum: z.string(),
+});
+export type InstalledSkill = z.infer<typeof InstalledSkill>;
+
+export const InstallRecord = InstalledSkill.extend({
+  bundleType: z.string(),
+  storagePath: z.string(),
+  filesCount: z.number().int(),
+});
+export type InstallRecord = z.infer<typeof InstallRecord>;
+
+/** `repository` and `commitHash` are absent (not null) for skills the user authored (spec 2.3). */
+function presentInstalled(skill: SkillRow, version: SkillVersionRow): InstallRecord {
+  return {
+    name: version.name,
+    slug: skill.slug,
+    description: version.description,
+    category: version.category,
+    prompt: version.prompt,
+    ...(skill.repository === null ? {} : { repository: skill.repository }),
+    ...(skill.commitHash === null ? {} : { commitHash: skill.commitHash }),
+    source: skill.source,
+    versionNumber: version.versionNumber,
+    contentChecksum: version.contentChecksum,
+    bundleType: version.bundleType,
+    storagePath: version.storagePath,
+    filesCount: version.filesCount,
+  };
+}
+
+const withoutStorage = ({ bundleType: _b, storagePath: _s, filesCount: _f, ...rest }: InstallRecord): InstalledSkill => rest;
+
+const installedQuery = (db: Db, principal: Principal) =>
+  db
+    .select({ skill: skills, version: skillVersions })
+    .from(skills)
+    .innerJoin(skillVersions, eq(skillVersions.id, skills.activeVersionId))
+    .where(eq(skills.workspaceId, principal.workspaceId))
+    .orderBy(asc(skills.slug));
+
+export const ListSkillsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).optional(),
+  offset: z.coerce.number().int().min(0).max(100_000).default(0),
+});
+export type ListSkillsQuery = z.infer<typeof ListSkillsQuery>;
+
+/** Spec 4.2: a bare array without `limit`; `{items, total, limit, offset, hasMore}` with it. */
+export async function listSkills(db: Db, principal: Principal, query: ListSkillsQuery) {
+  if (query.limit === undefined) {
+    return (await installedQuery(db, principal)).map((r) => withoutStorage(presentInstalled(r.skill, r.version)));
+  }
+  const [rows, [total]] = await Promise.all([
+    installedQuery(db, principal).limit(query.limit).offset(query.offset),
+    db.select({ n: count() }).from(skills).where(eq(skills.workspaceId, principal.workspaceId)),
+  ]);
+  return {
+    items: rows.map((r) => withoutStorage(presentInstalled(r.skill, r.version))),
+    total: total!.n,
+    limit: query.limit,
+    offset: query.offset,
+    hasMore: query.offset + rows.length < total!.n,
+  };
+}
+
+/** Content for a new version: where it came from and what it holds. */
+interface NewContent {
+  source: SkillRow['source'];
+  repository: string | null;
+  commitHash: string | null;
+  name: string;
+  description: string;
+  category: string;
+  prompt: string;
+  stored: StoredBundle;
+  note: string | null;
+}
+
+/**
+ * Writes `content` as the skill's active version: creates the skill at version 1, or adds the
+ * next version unless the active one already has this checksum and these fields (`force`
+ * adds one anyway: authoring and restores always make a version). One D1 batch; the version
+ * number is computed in SQL, and the unique (skill, number) index makes racing writers fail
+ * rather than share a number.
+ */
+async function writeVersion(db: Db, principal: Principal, slug: string, content: NewContent, force: boolean, action: string) {
+  const t = now();
+  const [existing] = await db
+    .select({ skill: skills, version: skillVersions })
+    .from(skills)
+    .leftJoin(skillVersions, eq(skillVersions.id, skills.activeVersionId))
+    .where(and(eq(skills.workspaceId, principal.workspaceId), eq(skills.slug, slug)))
+    .limit(1);
+  const active = existing?.version;
+  const unchanged =
+    active &&
+    active.contentChecksum === content.stored.contentChecksum &&
+    active.name === content.name &&
+    active.description === content.description &&
+    active.category === content.category;
+  if (existing && active && unchanged && !force) return { record: presentInstalled(existing.skill, active), created: false };
+
+  const skillId = sql`(SELECT ${skills.id} FROM ${skills} WHERE ${skills.workspaceId} = ${principal.workspaceId} AND ${skills.slug} = ${slug})`;
+  const nextNumber = sql`(SELECT COALESCE(MAX(${skillVersions.versionNumber}), 0) + 1 FROM ${skillVersions} WHERE ${skillVersions.skillId} = ${skillId})`;
+  const provenance = { source: content.source, repository: content.repository, commitHash: content.commitHash };
+  await db.batch([
+    db
+      .insert(skills)
+      .values({ workspaceId: principal.workspaceId, slug, ...provenance, activeVersionId: null, createdAt: t, updatedAt: t })
+      .onConflictDoUpdate({ target: [skills.workspaceId, skills.slug], set: { ...provenance, updatedAt: t } }),
+    db.insert(skillVersions).values({
+      workspaceId: principal.workspaceId,
+      skillId: sql`${skillId}`,
+      versionNumber: sql`${nextNumber}`,
+      contentChecksum: content.stored.contentChecksum,
+      storagePath: content.stored.storagePath,
+      bundleType: content.stored.bundleType,
+      filesCount: content.stored.filesCount,
+      name: content.name,
+      description: content.description,
+      category: content.category,
+      prompt: content.prompt,
+      createdBy: principal.userId,
+      note: content.note,
+      createdAt: t,
+    }),
+    db
+      .update(skills)
+      .set({
+        activeVersionId: sql`(SELECT ${skillVersions.id} FROM ${skillVersions} WHERE ${skillVersions.skillId} = ${skills.id} ORDER BY ${skillVersions.versionNumber} DESC LIMIT 1)`,
+      })
+      .where(and(eq(skills.workspaceId, principal.workspaceId), eq(skills.slug, slug))),
+    ...recordChange(db, principal, {
+      action,
+      resourceType: 'skill',
+      resourceId: slug,
+      metadata: { source: content.source, contentChecksum: content.stored.contentChecksum, note: content.note },
+      activity: existing ? `Skill "${content.name}" was updated` : `Skill "${content.name}" was added`,
+    }),
+  ]);
+  const skill = await requireSkill(db, principal, slug);
+  const [version] = await db.select().from(skillVersions).where(eq(skillVersions.id, skill.activeVersionId!)).limit(1);
+  return { record: presentInstalled(skill, version!), created: true };
+}
+
+export const InstallBody = z.object({
+  artifactId: z.string().min(1).max(40).optional(),
+  name: z.string().trim().min(1).max(100).optional(),
+  description: z.string().trim().min(1).max(1024).optional(),
+  category: z.enum(CATEGORIES).optional(),
+  registry: z.url({ protocol: /^https?$/ }).max(500).optional(),
+});
+export type InstallBody = z.infer<typeof InstallBody>;
+
+/** Validates a bundle from a caller; its problems are the caller's input errors (400, field `bundle`). */
+export function validated(read: () => BundleFile[], slug?: string): ParsedBundle {
+  try {
+    return validateBundle(read(), slug);
+  } catch (error) {
+    if (error instanceof BundleError) throw invalidInput('bundle', error.rule, error.message);
+    throw error;
+  }
+}
+
+/** A validated bundle from an artifact of this workspace (a zip or tar archive of the skill folder). */
+async function bundleFromArtifact(db: Db, bucket: R2Bucket, principal: Principal, rawId: string, slug: string) {
+  const id = parseId('art', rawId);
+  const [artifact] =
+    id === null ? [] : await db.select().from(artifacts).where(and(eq(artifacts.workspaceId, principal.workspaceId), eq(artifacts.id, id))).limit(1);
+  if (!artifact) throw notFound('Artifact');
+  const object = await bucket.get(artifact.r2Key);
+  if (!object) throw notFound('Artifact');
+  const bytes = new Uint8Array(await object.arrayBuffer());
+  return validated(() => readArchive(bytes), slug);
+}
+
+/** Installs content already validated as `bundle`, with the caller's display overrides. */
+export async function installBundle(
+  db: Db,
+  bucket: R2Bucket,
+  principal: Principal,
+  parsed: ParsedBundle,
+  provenance: Pick<NewContent, 'source' | 'repository' | 'commitHash'>,
+  overrides: Pick<InstallBody, 'name' | 'description' | 'category'> = {},
+) {
+  return writeVersion(
+    db,
+    principal,
+    parsed.slug,
+    {
+      ...provenance,
+      name: overrides.name ?? parsed.name,
+      description: overrides.description ?? parsed.description,
+      category: overrides.category ?? parsed.category,
+      prompt: parsed.prompt,
+      stored: await storeBundle(bucket, parsed.files),
+      note: null,
+    },
+    false,
+    'skill.installed',
+  );
+}
+
+/**
+ * POST /skills/:slug/install: from the catalog by default, from an artifact bundle with
+ * `artifactId`, or from another instance of this API with `registry`.
+ */
+export async function installSkill(db: Db, bucket: R2Bucket, principal: Principal, slug: string, body: InstallBody) {
+  await refuseWhileRunning(db, principal);
+  const overrides = { name: body.name, description: body.description, category: body.category };
+  if (body.artifactId !== undefined) {
+    const bundle = await bundleFromArtifact(db, bucket, principal, body.artifactId, slug);
+    return installBundle(db, bucket, principal, bundle, { source: 'artifact', repository: null, commitHash: null }, overrides);
+  }
+  if (body.registry !== undefined) {
+    const remote = await fetchRegistryBundle(body.registry, slug);
+    const bundle = validated(() => remote.files, slug);
+    return installBundle(db, bucket, principal, bundle, { source: 'registry', repository: remote.repository, commitHash: remote.commitHash }, overrides);
+  }
+  const entry = await findCatalogSkill(db, slug);
+  if (!entry) throw notFound(`Skill "${slug}" in the marketplace`);
+  return writeVersion(
+    db,
+    principal,
+    slug,
+    {
+      source: 'catalog',
+      repository: entry.repository,
+      commitHash: entry.commitHash,
+      name: overrides.name ?? entry.name,
+      description: overrides.description ?? entry.description,
+      category: overrides.category ?? entry.category,
+      prompt: entry.prompt,
+      stored: { contentChecksum: entry.contentChecksum, storagePath: entry.storagePath, bundleType: BUNDLE_TYPE, filesCount: entry.filesCount },
+      note: null,
+    },
+    false,
+    'skill.installed',
+  );
+}
+
+export async function uninstallSkill(db: Db, principal: Principal, slug: string) {
+  const skill = await requireSkill(db, principal, slug);
+  await refuseWhileRunning(db, principal);
+  await db.batch([
+    db.delete(skills).where(eq(skills.id, skill.id)),
+    ...recordChange(db, principal, {
+      action: 'skill.uninstalled',
+      resourceType: 'skill',
+      resourceId: slug,
+      activity: `Skill "${slug}" was removed`,
+    }),
+  ]);
+  return { success: true as const };
+}
+
+export const AuthorSkillBody = z.object({
+  name: z.string().trim().min(1).max(100),
+  description: z.string().trim().min(1).max(1024),
+  category: z.enum(CATEGORIES),
+  prompt: z.string().trim().min(1).max(100_000),
+  note: z.string().trim().max(500).optional(),
+});
+export type AuthorSkillBody = z.infer<typeof AuthorSkillBody>;
+
+/**
+ * PUT /skills/:slug: the user's own content. Every write is a new version. A catalog skill
+ * written this way becomes the user's (no repository or commit any more).
+ */
+export async function authorSkill(db: Db, bucket: R2Bucket, principal: Principal, slug: string, body: AuthorSkillBody) {
+  const skillMd = renderSkillMd({ slug, ...body, author: principal.userId });
+  const bundle = validated(() => [{ path: 'SKILL.md', bytes: new TextEncoder().encode(skillMd) }], slug);
+  const { record } = await writeVersion(
+    db,
+    principal,
+    slug,
+    {
+      source: 'authored',
+      repository: null,
+      commitHash: null,
+      name: body.name,
+      description: body.description,
+      category: body.category,
+      prompt: bundle.prompt,
+      stored: await storeBundle(bucket, bundle.files),
+      note: body.note ?? null,
+    },
+    true,
+    'skill.authored',
+  );
+  return record;
+}
+
+export const SkillVersion = z.object({
+  id: z.number().int(),
+  workspaceId: z.string(),
+  skillId: z.number().int(),
+  versionNumber: z.number().int(),
+  contentChecksum: z.string(),
+  storagePath: z.string(),
+  bundleType: z.string(),
+  prompt: z.string(),
+  name: z.string(),
+  description: z.string(),
+  createdBy: z.string(),
+  note: z.string().nullable(),
+  createdAt: z.string(),
+  active: z.boolean(),
+});
+export type SkillVersion = z.infer<typeof SkillVersion>;
+
+const presentVersion = (row: SkillVersionRow, activeId: number | null): SkillVersion => ({
+  id: row.id,
+  workspaceId: row.workspaceId,
+  skillId: row.skillId,
+  versionNumber: row.versionNumber,
+  contentChecksum: row.contentChecksum,
+  storagePath: row.storagePath,
+  bundleType: row.bundleType,
+  prompt: row.prompt,
+  name: row.name,
+  description: row.description,
+  createdBy: row.createdBy,
+  note: row.note,
+  createdAt: toIso(row.createdAt),
+  active: row.id === activeId,
+});
+
+/** Newest first; exactly one is `active`. */
+export async function listVersions(db: Db, principal: Principal, slug: string): Promise<SkillVersion[]> {
+  const skill = await requireSkill(db, principal, slug);
+  const rows = await db.select().from(skillVersions).where(eq(skillVersions.skillId, skill.id)).orderBy(desc(skillVersions.versionNumber));
+  return rows.map((r) => presentVersion(r, skill.activeVersionId));
+}
+
+export const RestoreResult = z.object({
+  success: z.literal(true),
+  restoredFrom: z.number().int(),
+  skill: z.object({ slug: z.string(), contentChecksum: z.string() }),
+});
+
+/** Non-destructive: a new version carrying the old content; later versions stay in the history. */
+export async function restoreVersion(db: Db, principal: Principal, slug: string, rawVersion: string) {
+  if (!/^[1-9][0-9]{0,8}$/.test(rawVersion)) {
+    throw invalidInput('versionNumber', 'positive_integer', 'versionNumber must be a positive integer');
+  }
+  const skill = await requireSkill(db, principal, slug);
+  const [old] = await db
+    .select()
+    .from(skillVersions)
+    .where(and(eq(skillVersions.skillId, skill.id), eq(skillVersions.versionNumber, Number(rawVersion))))
+    .limit(1);
+  if (!old) throw notFound(`Version ${rawVersion} of "${slug}"`);
+  const { record } = await writeVersion(
+    db,
+    principal,
+    slug,
+    {
+      source: skill.source,
+      repository: skill.repository,
+      commitHash: skill.commitHash,
+      name: old.name,
+      description: old.description,
+      category: old.category,
+      prompt: old.prompt,
+      stored: { contentChecksum: old.contentChecksum, storagePath: old.storagePath, bundleType: BUNDLE_TYPE, filesCount: old.filesCount },
+      note: `Restored from version ${old.versionNumber}`,
+    },
+    true,
+    'skill.restored',
+  );
+  return { success: true as const, restoredFrom: old.versionNumber, skill: { slug, contentChecksum: record.contentChecksum } };
 }

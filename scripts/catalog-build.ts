@@ -1,0 +1,99 @@
+/**
+ * npm run catalog:build [-- <folder>... --repository <url> --commit <sha> --out <file>]
+ *
+ * Reads skill bundles (each a folder with SKILL.md; a folder argument may be one bundle or a
+ * folder of bundles), validates them with the same rules the service applies to uploads,
+ * and writes catalog/dist/catalog.json for `npm run catalog:load`. Defaults: catalog/skills.
+ * `repository` and `commitHash` come from git for each folder unless given as flags.
+ */
+import { execFileSync } from 'node:child_process';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { BundleError, type BundleFile, validateBundle } from '../workers/lib/bundle';
+import type { CatalogEntry } from '../workers/services/catalog';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    repository: { type: 'string' },
+    commit: { type: 'string' },
+    out: { type: 'string', default: 'catalog/dist/catalog.json' },
+  },
+});
+
+/** Every file under `dir`, refusing symlinks and anything that is not a plain file or folder. */
+function readBundleFiles(dir: string): BundleFile[] {
+  const files: BundleFile[] = [];
+  const walk = (current: string) => {
+    for (const name of readdirSync(current)) {
+      const full = join(current, name);
+      const stat = lstatSync(full);
+      const path = relative(dir, full).split('\\').join('/');
+      if (stat.isSymbolicLink()) throw new BundleError('symlink', `Symlinks are not allowed: ${path}`);
+      if (stat.isDirectory()) walk(full);
+      else if (stat.isFile()) files.push({ path, bytes: new Uint8Array(readFileSync(full)) });
+      else throw new BundleError('unsafe_path', `Not a regular file: ${path}`);
+    }
+  };
+  walk(dir);
+  return files;
+}
+
+const git = (cwd: string, args: string[]): string | undefined => {
+  try {
+    return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/** The folder's git remote, else its path inside its repository (a local catalog has no remote). */
+function repositoryOf(dir: string): string {
+  if (values.repository) return values.repository;
+  const remote = git(dir, ['remote', 'get-url', 'origin']);
+  if (remote) return remote;
+  const top = git(dir, ['rev-parse', '--show-toplevel']);
+  return top ? relative(top, dirname(dir)) || '.' : resolve(dirname(dir));
+}
+
+/** The last commit that touched the bundle, or `uncommitted`. */
+const commitOf = (dir: string): string => values.commit ?? git(dir, ['log', '-1', '--format=%H', '--', '.']) ?? 'uncommitted';
+
+function bundleFolders(root: string): string[] {
+  if (lstatSync(join(root, 'SKILL.md'), { throwIfNoEntry: false })) return [root];
+  return readdirSync(root)
+    .map((name) => join(root, name))
+    .filter((p) => lstatSync(p).isDirectory() && !p.split('/').pop()!.startsWith('.'))
+    .sort();
+}
+
+const roots = positionals.length ? positionals : ['catalog/skills'];
+const entries: CatalogEntry[] = [];
+const problems: string[] = [];
+const seen = new Map<string, string>();
+
+for (const folder of roots.flatMap(bundleFolders)) {
+  const slug = folder.split('/').pop()!;
+  try {
+    const bundle = validateBundle(readBundleFiles(folder), slug);
+    if (seen.has(bundle.slug)) throw new BundleError('duplicate_slug', `Same slug as ${seen.get(bundle.slug)}`);
+    seen.set(bundle.slug, folder);
+    entries.push({
+      slug: bundle.slug,
+      repository: repositoryOf(folder),
+      commitHash: commitOf(folder),
+      files: bundle.files.map((f) => ({ path: f.path, base64: Buffer.from(f.bytes).toString('base64') })),
+    });
+  } catch (error) {
+    problems.push(`${folder}: ${(error as Error).message}`);
+  }
+}
+
+if (problems.length) {
+  console.error(`catalog:build refused ${problems.length} bundle(s):\n  ${problems.join('\n  ')}`);
+  process.exit(1);
+}
+mkdirSync(dirname(values.out!), { recursive: true });
+writeFileSync(values.out!, JSON.stringify(entries));
+console.log(`catalog:build: ${entries.length} skills -> ${values.out}`);

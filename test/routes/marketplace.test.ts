@@ -1,0 +1,96 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { bundleManifest } from '../../workers/lib/bundle';
+import { decodeFiles } from '../../workers/services/catalog';
+import { call, expectError } from '../helpers/api';
+import { catalogEntry, seedCatalog } from '../helpers/skills';
+
+beforeAll(async () => {
+  await seedCatalog([
+    catalogEntry('code-reviewer', { title: 'Code Reviewer', category: 'development', extra: { 'references/checklist.md': '# Checklist\n' } }),
+    catalogEntry('meeting-summarizer', { title: 'Meeting Summarizer', category: 'productivity', description: 'Summarises meeting notes into action items.' }),
+    catalogEntry('press-release', { title: 'Press Release Drafter', category: 'marketing' }),
+    catalogEntry('sql-explainer', { title: 'SQL Explainer', category: 'development' }),
+  ]);
+});
+
+describe('GET /api/v1/marketplace/skills', () => {
+  it('lists the whole catalog as a bare array, alphabetical, without a credential', async () => {
+    const res = await call('/api/v1/marketplace/skills');
+    expect(res.status).toBe(200);
+    expect(res.body.map((s: { slug: string }) => s.slug)).toEqual(['code-reviewer', 'meeting-summarizer', 'press-release', 'sql-explainer']);
+    expect(res.body[0]).toEqual({
+      slug: 'code-reviewer',
+      name: 'Code Reviewer',
+      description: 'Does code-reviewer things.',
+      category: 'development',
+      repository: 'https://git.example.test/team/skills',
+    });
+    expect(res.headers.get('x-ratelimit-limit')).toBe('100');
+  });
+
+  it('filters by category, searches name and description, and pages by offset', async () => {
+    const dev = await call('/api/v1/marketplace/skills?category=development');
+    expect(dev.body.map((s: { slug: string }) => s.slug)).toEqual(['code-reviewer', 'sql-explainer']);
+    const search = await call('/api/v1/marketplace/skills?q=ACTION%20items');
+    expect(search.body.map((s: { slug: string }) => s.slug)).toEqual(['meeting-summarizer']);
+    const page = await call('/api/v1/marketplace/skills?limit=2&offset=1');
+    expect(page.body.map((s: { slug: string }) => s.slug)).toEqual(['meeting-summarizer', 'press-release']);
+    expectError(await call('/api/v1/marketplace/skills?category=nope'), 400, 'INVALID_INPUT');
+    expectError(await call('/api/v1/marketplace/skills?offset=-1'), 400, 'INVALID_INPUT');
+  });
+
+  it('answers the cursor envelope when after_id is present', async () => {
+    const first = await call('/api/v1/marketplace/skills?limit=2&after_id=code-reviewer');
+    expect(first.body).toEqual({
+      data: [expect.objectContaining({ slug: 'meeting-summarizer' }), expect.objectContaining({ slug: 'press-release' })],
+      first_id: 'meeting-summarizer',
+      last_id: 'press-release',
+      has_more: true,
+    });
+    const last = await call('/api/v1/marketplace/skills?limit=2&after_id=press-release');
+    expect(last.body).toMatchObject({ data: [{ slug: 'sql-explainer' }], has_more: false });
+    const back = await call('/api/v1/marketplace/skills?limit=2&before_id=sql-explainer');
+    expect(back.body.data.map((s: { slug: string }) => s.slug)).toEqual(['meeting-summarizer', 'press-release']);
+    expect(expectError(await call('/api/v1/marketplace/skills?limit=101&after_id=a'), 400, 'INVALID_INPUT').details?.field).toBe('limit');
+  });
+});
+
+describe('GET /api/v1/marketplace/skills/categories', () => {
+  it('counts skills in every category, empty ones included', async () => {
+    const res = await call('/api/v1/marketplace/skills/categories');
+    expect(res.status).toBe(200);
+    expect(res.body).toHaveLength(9);
+    expect(res.body).toContainEqual({ id: 'development', name: 'Development', count: 2 });
+    expect(res.body).toContainEqual({ id: 'creative', name: 'Creative', count: 0 });
+    expect(res.body).toContainEqual({ id: 'General', name: 'General', count: 0 });
+  });
+});
+
+describe('GET /api/v1/marketplace/skills/:slug', () => {
+  it('adds prompt, author, version and the content checksum', async () => {
+    const res = await call('/api/v1/marketplace/skills/code-reviewer');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      slug: 'code-reviewer',
+      prompt: 'You are the code-reviewer skill.',
+      author: 'Test Author',
+      version: '1.0.0',
+      commitHash: 'c0ffee0000000000000000000000000000000000',
+      contentChecksum: expect.stringMatching(/^[0-9a-f]{64}$/),
+      filesCount: 2,
+    });
+  });
+
+  it('serves the bundle, whose files hash to the advertised checksum', async () => {
+    const detail = await call('/api/v1/marketplace/skills/code-reviewer');
+    const bundle = await call('/api/v1/marketplace/skills/code-reviewer/bundle');
+    expect(bundle.body.files.map((f: { path: string }) => f.path)).toEqual(['SKILL.md', 'references/checklist.md']);
+    expect((await bundleManifest(decodeFiles(bundle.body.files))).checksum).toBe(detail.body.contentChecksum);
+  });
+
+  it('answers 404 for an unknown slug and 400 for a malformed one', async () => {
+    expectError(await call('/api/v1/marketplace/skills/no-such-skill'), 404, 'NOT_FOUND');
+    expectError(await call('/api/v1/marketplace/skills/no-such-skill/bundle'), 404, 'NOT_FOUND');
+    expect(expectError(await call('/api/v1/marketplace/skills/Bad_Slug'), 400, 'INVALID_INPUT').details?.field).toBe('slug');
+  });
+});

@@ -1,0 +1,192 @@
+import { and, asc, count, eq, sql, type SQL } from 'drizzle-orm';
+import { z } from 'zod';
+import { CATEGORIES, catalogSkills, type CatalogSkillRow } from '../../schema';
+import type { Db } from '../env';
+import { invalidInput, notFound } from '../errors';
+import { type BundleFile, validateBundle } from '../lib/bundle';
+import { loadBundle, storeBundle } from '../lib/bundle-store';
+import { now } from '../lib/clock';
+import { CursorQuery, cursorPage, DEFAULT_PAGE, mapPage, MAX_PAGE } from '../lib/pagination';
+
+/** One skill as the importer emits it (catalog/dist/catalog.json): metadata plus its files. */
+export const CatalogEntry = z.object({
+  slug: z.string(),
+  repository: z.string().min(1).max(500),
+  commitHash: z.string().min(1).max(64),
+  files: z.array(z.object({ path: z.string(), base64: z.string() })),
+});
+export type CatalogEntry = z.infer<typeof CatalogEntry>;
+
+export const decodeFiles = (files: { path: string; base64: string }[]): BundleFile[] =>
+  files.map((f) => ({ path: f.path, bytes: Uint8Array.from(atob(f.base64), (c) => c.charCodeAt(0)) }));
+
+/**
+ * Loads importer output into the marketplace: validates each bundle again (the file may have
+ * been edited by hand), stores it in R2 and upserts its row. Returns the slugs loaded.
+ */
+export async function importCatalog(db: Db, bucket: R2Bucket, entries: CatalogEntry[]): Promise<string[]> {
+  const rows = await Promise.all(
+    entries.map(async (entry) => {
+      const bundle = validateBundle(decodeFiles(entry.files), entry.slug);
+      const stored = await storeBundle(bucket, bundle.files);
+      return {
+        slug: bundle.slug,
+        name: bundle.name,
+        description: bundle.description,
+        category: bundle.category,
+        prompt: bundle.prompt,
+        author: bundle.author,
+        version: bundle.version,
+        license: bundle.license,
+        repository: entry.repository,
+        commitHash: entry.commitHash,
+        contentChecksum: stored.contentChecksum,
+        storagePath: stored.storagePath,
+        filesCount: stored.filesCount,
+        updatedAt: now(),
+      };
+    }),
+  );
+  // D1 caps bound parameters per statement, so upsert one row per statement, all in one batch.
+  const statements = rows.map((row) =>
+    db
+      .insert(catalogSkills)
+      .values(row)
+      .onConflictDoUpdate({ target: catalogSkills.slug, set: { ...row, slug: undefined } }),
+  );
+  if (statements.length) await db.batch(statements as [(typeof statements)[number], ...typeof statements]);
+  return rows.map((r) => r.slug);
+}
+
+export const MarketplaceItem = z.object({
+  slug: z.string(),
+  name: z.string(),
+  description: z.string(),
+  category: z.string(),
+  repository: z.string(),
+});
+export type MarketplaceItem = z.infer<typeof MarketplaceItem>;
+
+export const MarketplaceDetail = MarketplaceItem.extend({
+  prompt: z.string(),
+  author: z.string(),
+  version: z.string(),
+  commitHash: z.string(),
+  license: z.string().nullable(),
+  contentChecksum: z.string(),
+  filesCount: z.number().int(),
+});
+export type MarketplaceDetail = z.infer<typeof MarketplaceDetail>;
+
+export const CategoryItem = z.object({ id: z.string(), name: z.string(), count: z.number().int() });
+
+const presentItem = (row: CatalogSkillRow): MarketplaceItem => ({
+  slug: row.slug,
+  name: row.name,
+  description: row.description,
+  category: row.category,
+  repository: row.repository,
+});
+
+const presentDetail = (row: CatalogSkillRow): MarketplaceDetail => ({
+  ...presentItem(row),
+  prompt: row.prompt,
+  author: row.author,
+  version: row.version,
+  commitHash: row.commitHash,
+  license: row.license,
+  contentChecksum: row.contentChecksum,
+  filesCount: row.filesCount,
+});
+
+/** The bare-array form lists the whole catalog unless `limit` says otherwise. */
+const MAX_MARKETPLACE_PAGE = 1000;
+
+export const MarketplaceQuery = CursorQuery.extend({
+  limit: z.coerce.number().int().min(1).max(MAX_MARKETPLACE_PAGE).optional(),
+  offset: z.coerce.number().int().min(0).max(100_000).default(0),
+  category: z.enum(CATEGORIES).optional(),
+  /** Case-insensitive search in name and description (our addition). */
+  q: z.string().trim().min(1).max(200).optional(),
+});
+export type MarketplaceQuery = z.infer<typeof MarketplaceQuery>;
+
+function marketplaceFilter(query: MarketplaceQuery): SQL | undefined {
+  // instr() rather than LIKE: no wildcard escaping, and no cap on the pattern's length.
+  const needle = query.q?.toLowerCase();
+  return and(
+    query.category === undefined ? undefined : eq(catalogSkills.category, query.category),
+    needle === undefined
+      ? undefined
+      : sql`(instr(lower(${catalogSkills.name}), ${needle}) > 0 OR instr(lower(${catalogSkills.description}), ${needle}) > 0)`,
+  );
+}
+
+/** Alphabetical by slug. A cursor (`after_id`/`before_id`, a slug) gives the envelope; otherwise a bare array. */
+export async function listMarketplace(db: Db, query: MarketplaceQuery) {
+  const where = marketplaceFilter(query);
+  if (query.after_id === undefined && query.before_id === undefined) {
+    const rows = await db
+      .select()
+      .from(catalogSkills)
+      .where(where)
+      .orderBy(asc(catalogSkills.slug))
+      .limit(query.limit ?? MAX_MARKETPLACE_PAGE)
+      .offset(query.offset);
+    return rows.map(presentItem);
+  }
+  if (query.limit !== undefined && query.limit > MAX_PAGE) {
+    throw invalidInput('limit', 'too_big', `limit is at most ${MAX_PAGE} in the cursor form`);
+  }
+  const page = await cursorPage(
+    { ...query, limit: query.limit ?? DEFAULT_PAGE },
+    {
+      column: catalogSkills.slug,
+      order: 'asc',
+      parseCursor: (raw) => raw,
+      fetch: (w, orderBy, limit) => db.select().from(catalogSkills).where(w).orderBy(orderBy).limit(limit),
+      publicId: (row) => row.slug,
+    },
+    where,
+  );
+  return mapPage(page, presentItem);
+}
+
+const categoryName = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
+
+export async function listCategories(db: Db) {
+  const counts = await db.select({ category: catalogSkills.category, n: count() }).from(catalogSkills).groupBy(catalogSkills.category);
+  const byId = new Map(counts.map((c) => [c.category, c.n]));
+  return CATEGORIES.map((id) => ({ id, name: categoryName(id), count: byId.get(id) ?? 0 }));
+}
+
+export async function findCatalogSkill(db: Db, slug: string): Promise<CatalogSkillRow | null> {
+  const [row] = await db.select().from(catalogSkills).where(eq(catalogSkills.slug, slug)).limit(1);
+  return row ?? null;
+}
+
+export async function getMarketplaceSkill(db: Db, slug: string): Promise<MarketplaceDetail> {
+  const row = await findCatalogSkill(db, slug);
+  if (!row) throw notFound(`Skill "${slug}"`);
+  return presentDetail(row);
+}
+
+export const BundleDownload = z.object({
+  slug: z.string(),
+  contentChecksum: z.string(),
+  files: z.array(z.object({ path: z.string(), base64: z.string() })),
+});
+
+const toBase64 = (bytes: Uint8Array) => {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+};
+
+/** The bundle's files, so another instance can install from this one and verify the checksum. */
+export async function getMarketplaceBundle(db: Db, bucket: R2Bucket, slug: string) {
+  const row = await findCatalogSkill(db, slug);
+  const files = row && (await loadBundle(bucket, row.storagePath));
+  if (!row || !files) throw notFound(`Skill "${slug}"`);
+  return { slug, contentChecksum: row.contentChecksum, files: files.map((f) => ({ path: f.path, base64: toBase64(f.bytes) })) };
+}

@@ -1,0 +1,26 @@
+import { invalidInput } from '../errors';
+import { type BundleFile, BUNDLE_LIMITS, bundleManifest } from '../lib/bundle';
+import { fetchJson } from '../lib/outbound';
+import { BundleDownload, decodeFiles, MarketplaceDetail } from './catalog';
+
+/**
+ * Installs from another instance of this API (`registry`): its marketplace detail names the
+ * content checksum, its bundle route serves the files, and the files must hash to that
+ * checksum, so a registry cannot serve content other than what it advertises.
+ */
+export async function fetchRegistryBundle(
+  registry: string,
+  slug: string,
+): Promise<{ files: BundleFile[]; repository: string; commitHash: string }> {
+  const base = `${registry.replace(/\/+$/, '')}/api/v1/marketplace/skills/${encodeURIComponent(slug)}`;
+  const detail = MarketplaceDetail.safeParse(await fetchJson(base, 'registry', 1024 * 1024));
+  if (!detail.success) throw invalidInput('registry', 'response', 'The registry answered an unexpected skill detail');
+  const download = BundleDownload.safeParse(await fetchJson(`${base}/bundle`, 'registry', BUNDLE_LIMITS.totalBytes * 2));
+  if (!download.success) throw invalidInput('registry', 'response', 'The registry answered an unexpected bundle');
+  const files = decodeFiles(download.data.files);
+  const { checksum } = await bundleManifest(files);
+  if (checksum !== detail.data.contentChecksum) {
+    throw invalidInput('registry', 'checksum_mismatch', 'The registry bundle does not match its advertised checksum');
+  }
+  return { files, repository: detail.data.repository, commitHash: detail.data.commitHash };
+}
