@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from './helpers';
 
@@ -16,6 +17,15 @@ describe('npm start', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('x-ratelimit-limit')).toBe('100');
     expect(await res.json()).toMatchObject({ email: 'dev@localhost.test', scopes: ['*'], workspace: { role: 'owner' } });
+  });
+
+  it('serves the whole built-in catalog in the marketplace', async () => {
+    const bundles = readdirSync('catalog/skills', { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+    const res = await fetch(`${service.base}/api/v1/marketplace/skills`);
+    expect(res.status).toBe(200);
+    const slugs = ((await res.json()) as { slug: string }[]).map((s) => s.slug);
+    expect(slugs).toEqual([...bundles].sort());
+    expect(slugs.length).toBeGreaterThanOrEqual(60);
   });
 
   it('prints a sign-in that works', async () => {
