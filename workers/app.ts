@@ -11,12 +11,14 @@ import { activity } from './routes/activity';
 import { apiKeys } from './routes/api-keys';
 import { auditLogs } from './routes/audit-logs';
 import { auth } from './routes/auth';
+import { executionRoutes } from './routes/executions';
 import { invitations } from './routes/invitations';
 import { install } from './routes/install';
 import { marketplace } from './routes/marketplace';
 import { memory } from './routes/memory';
 import { profile } from './routes/profile';
 import { skills } from './routes/skills';
+import { streams } from './routes/streams';
 import { workspaces } from './routes/workspaces';
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -58,6 +60,8 @@ export function createApp() {
   app.route('/api/v1/marketplace/skills', marketplace);
   app.route('/api/v1/skills', skills);
   app.route('/api/v1/install', install);
+  app.route('/api/v1/executions', executionRoutes);
+  app.route('/streams', streams);
 
   app.get(
     '/api/v1/openapi.json',

@@ -1,5 +1,6 @@
 import type { DrizzleD1Database } from 'drizzle-orm/d1';
 import type * as schema from '../schema';
+import type { ExecutionSession } from '../durable-objects/ExecutionSession';
 import type { RateLimiter } from '../durable-objects/RateLimiter';
 import type { Principal } from './auth/principal';
 
@@ -7,6 +8,7 @@ export interface Env {
   DB: D1Database;
   BUCKET: R2Bucket;
   RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
+  EXECUTION_SESSION: DurableObjectNamespace<ExecutionSession>;
   WORKFLOW_STEPS: Queue;
   MAX_ACTIVE_EXECUTIONS: string;
   MAX_BODY_BYTES: string;

@@ -5,6 +5,7 @@ import type { Env } from './env';
 import { deleteExpiredIdempotencyRecords } from './middleware/idempotency';
 import { deleteExpiredSessions } from './services/accounts';
 
+export { ExecutionSession } from '../durable-objects/ExecutionSession';
 export { RateLimiter } from '../durable-objects/RateLimiter';
 
 const app = createApp();

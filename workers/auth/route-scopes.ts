@@ -56,6 +56,8 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/v1/skills/:slug/versions': { auth: 'credential', scope: 'library:read' },
   'POST /api/v1/skills/:slug/versions/:versionNumber/restore': { auth: 'credential', scope: 'library:write' },
   'POST /api/v1/install': { auth: 'credential', scope: 'library:write' },
+
+  'GET /api/v1/executions/:id/stream-token': { auth: 'credential', scope: 'tool:execute' },
 };
 
 export const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;

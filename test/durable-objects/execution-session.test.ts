@@ -1,0 +1,120 @@
+import { evictDurableObject } from 'cloudflare:test';
+import { env, exports } from 'cloudflare:workers';
+import { afterEach, describe, expect, it } from 'vitest';
+import { advanceClock, resetClock } from '../../workers/lib/clock';
+import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
+
+afterEach(() => resetClock());
+
+/** An execution row of the user's workspace (the executions issue will create these through the API). */
+async function seedExecution(user: TestUser) {
+  const row = await env.DB.prepare(
+    "INSERT INTO executions (workspace_id, user_id, skill_slug, status, started_at) VALUES (?, ?, 'code-reviewer', 'idle', ?) RETURNING id",
+  )
+    .bind(user.workspaceId, user.user.id, Date.now())
+    .first<{ id: number }>();
+  return `exec_${row!.id}`;
+}
+
+const session = (executionId: string) => env.EXECUTION_SESSION.getByName(executionId);
+
+async function streamUrl(user: TestUser, executionId: string) {
+  const res = await call(`/api/v1/executions/${executionId}/stream-token`, { token: user.token });
+  expect(res.status).toBe(200);
+  return new URL(res.body.sseUrl);
+}
+
+const open = (url: URL, headers?: Record<string, string>) => exports.default.fetch(`${BASE}${url.pathname}${url.search}`, { headers });
+
+/** Parses SSE frames out of text: `id:` and the JSON `data:`. */
+const framesOf = (text: string) =>
+  text
+    .split('\n\n')
+    .filter((f) => f.includes('data:'))
+    .map((f) => ({ id: Number(/^id: (\d+)$/m.exec(f)![1]), ...JSON.parse(/^data: (.*)$/m.exec(f)![1]!) }));
+
+const running = { type: 'session.status_running' as const, payload: {} };
+const message = (text: string) => ({ type: 'agent.message' as const, payload: { content: [{ type: 'text', text }] } });
+const idle = { type: 'session.status_idle' as const, payload: { stop_reason: { type: 'end_turn' } } };
+
+describe('ExecutionSession event log', () => {
+  it('numbers events from 1 without gaps and replays from any point, across eviction', async () => {
+    const stub = session(`exec_log_${crypto.randomUUID()}`);
+    expect((await stub.append([running, message('a')])).map((e) => e.seq)).toEqual([1, 2]);
+    expect((await stub.append([message('b')]))[0]!.seq).toBe(3);
+    await evictDurableObject(stub);
+    expect((await stub.events(1)).map((e) => e.seq)).toEqual([2, 3]);
+    expect((await stub.events(0))[1]).toMatchObject({ type: 'agent.message', payload: { content: [{ type: 'text', text: 'a' }] } });
+    expect(await stub.lastSeq()).toBe(3);
+  });
+});
+
+describe('the execution stream', () => {
+  it('replays, then streams live, and ends after session.status_idle', async () => {
+    const user = await signUp();
+    const id = await seedExecution(user);
+    await session(id).append([running, message('first')]);
+    const res = await open(await streamUrl(user, id));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    expect(res.headers.get('content-encoding')).toBe('identity');
+
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    while (framesOf(text).length < 2) text += decoder.decode((await reader.read()).value);
+    expect(framesOf(text).map((f) => f.id)).toEqual([1, 2]);
+
+    await session(id).append([message('live'), idle]);
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += decoder.decode(chunk.value);
+    expect(framesOf(text)).toEqual([
+      { id: 1, type: 'session.status_running', payload: {} },
+      { id: 2, type: 'agent.message', payload: { content: [{ type: 'text', text: 'first' }] } },
+      { id: 3, type: 'agent.message', payload: { content: [{ type: 'text', text: 'live' }] } },
+      { id: 4, type: 'session.status_idle', payload: { stop_reason: { type: 'end_turn' } } },
+    ]);
+  });
+
+  it('resumes after lastSeq or Last-Event-ID, and answers 204 when a finished run has nothing newer', async () => {
+    const user = await signUp();
+    const id = await seedExecution(user);
+    await session(id).append([running, message('x'), idle]);
+    const url = await streamUrl(user, id);
+
+    url.searchParams.set('lastSeq', '1');
+    expect(framesOf(await (await open(url)).text()).map((f) => f.id)).toEqual([2, 3]);
+    url.searchParams.delete('lastSeq');
+    expect(framesOf(await (await open(url, { 'last-event-id': '2' })).text()).map((f) => f.id)).toEqual([3]);
+    url.searchParams.set('lastSeq', '3');
+    expect((await open(url)).status).toBe(204);
+  });
+
+  it('refuses a tampered, foreign or expired URL with 401 before any event', async () => {
+    const user = await signUp();
+    const id = await seedExecution(user);
+    const other = await seedExecution(user);
+    await session(id).append([running]);
+    const url = await streamUrl(user, id);
+
+    const tampered = new URL(url);
+    tampered.searchParams.set('token', `${url.searchParams.get('token')!.slice(0, -2)}xx`);
+    expectError(await call(`${tampered.pathname}${tampered.search}`), 401, 'UNAUTHORIZED');
+
+    const elsewhere = new URL(url);
+    elsewhere.pathname = elsewhere.pathname.replace(id, other);
+    expectError(await call(`${elsewhere.pathname}${elsewhere.search}`), 401, 'UNAUTHORIZED');
+
+    expectError(await call(url.pathname), 401, 'UNAUTHORIZED');
+    advanceClock(5 * 60_000 + 1000);
+    expectError(await call(`${url.pathname}${url.search}`), 401, 'UNAUTHORIZED');
+  });
+
+  it('signs URLs only for executions of the caller’s workspace', async () => {
+    const user = await signUp();
+    const stranger = await signUp();
+    const id = await seedExecution(user);
+    expectError(await call(`/api/v1/executions/${id}/stream-token`, { token: stranger.token }), 404, 'NOT_FOUND');
+    expectError(await call('/api/v1/executions/exec_abc/stream-token', { token: user.token }), 404, 'NOT_FOUND');
+    expect((await call(`/api/v1/executions/${id.slice(5)}/stream-token`, { token: user.token })).status).toBe(200);
+  });
+});

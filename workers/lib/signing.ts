@@ -1,0 +1,43 @@
+import { errors, jwtVerify, SignJWT } from 'jose';
+import { now } from './clock';
+
+/**
+ * Short-lived signed URLs (DECISIONS.md, Control plane and streams): an HS256 JWT under
+ * SIGNING_SECRET, in the query string, naming what it opens (`aud`) and for whom.
+ */
+export type StreamAudience = 'execution-stream' | 'control-channel';
+
+export interface StreamClaims {
+  /** What the token opens, e.g. an execution id. */
+  subject: string;
+  workspaceId: string;
+}
+
+const key = (secret: string) => new TextEncoder().encode(secret);
+
+export async function signStreamToken(secret: string, audience: StreamAudience, claims: StreamClaims, ttlMs: number): Promise<string> {
+  const issuedAt = Math.floor(now() / 1000);
+  return new SignJWT({ wid: claims.workspaceId })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject(claims.subject)
+    .setAudience(audience)
+    .setIssuedAt(issuedAt)
+    .setExpirationTime(issuedAt + Math.ceil(ttlMs / 1000))
+    .sign(key(secret));
+}
+
+/** The claims of a valid token for `audience`, or null (tampered, expired, or for something else). */
+export async function verifyStreamToken(secret: string, audience: StreamAudience, token: string): Promise<StreamClaims | null> {
+  try {
+    const { payload } = await jwtVerify(token, key(secret), {
+      audience,
+      algorithms: ['HS256'],
+      currentDate: new Date(now()),
+    });
+    if (typeof payload.sub !== 'string' || typeof payload.wid !== 'string') return null;
+    return { subject: payload.sub, workspaceId: payload.wid };
+  } catch (error) {
+    if (error instanceof errors.JOSEError) return null;
+    throw error;
+  }
+}
