@@ -17,9 +17,15 @@ export const EXECUTION_EVENT_TYPES = [
 ] as const;
 export type ExecutionEventType = (typeof EXECUTION_EVENT_TYPES)[number];
 
+/**
+ * Event payloads are JSON objects. Values are typed one level deep on purpose: RPC's
+ * serializability check rejects `unknown` and cannot expand a recursive JSON type.
+ */
+export type JsonObject = { [key: string]: string | number | boolean | null | object };
+
 export interface NewExecutionEvent {
   type: ExecutionEventType;
-  payload: Record<string, unknown>;
+  payload: JsonObject;
 }
 
 export interface ExecutionEvent extends NewExecutionEvent {
@@ -85,7 +91,7 @@ export class ExecutionSession extends DurableObject<Env> {
         limit,
       )
       .toArray()
-      .map((row) => ({ ...row, payload: JSON.parse(row.payload) as Record<string, unknown> }));
+      .map((row) => ({ ...row, payload: JSON.parse(row.payload) as JsonObject }));
   }
 
   private lastEvent(): ExecutionEvent | undefined {

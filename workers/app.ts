@@ -17,6 +17,8 @@ import { install } from './routes/install';
 import { marketplace } from './routes/marketplace';
 import { memory } from './routes/memory';
 import { profile } from './routes/profile';
+import { secretRoutes } from './routes/secrets';
+import { skillSecretRoutes } from './routes/skill-secrets';
 import { skills } from './routes/skills';
 import { streams } from './routes/streams';
 import { workspaces } from './routes/workspaces';
@@ -58,7 +60,9 @@ export function createApp() {
   app.route('/api/v1/audit-logs', auditLogs);
   app.route('/api/v1/activity', activity);
   app.route('/api/v1/marketplace/skills', marketplace);
+  app.route('/api/v1/skills/:slug/secrets', skillSecretRoutes);
   app.route('/api/v1/skills', skills);
+  app.route('/api/v1/secrets', secretRoutes);
   app.route('/api/v1/install', install);
   app.route('/api/v1/executions', executionRoutes);
   app.route('/streams', streams);

@@ -56,6 +56,14 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/v1/skills/:slug/versions': { auth: 'credential', scope: 'library:read' },
   'POST /api/v1/skills/:slug/versions/:versionNumber/restore': { auth: 'credential', scope: 'library:write' },
   'POST /api/v1/install': { auth: 'credential', scope: 'library:write' },
+  'GET /api/v1/skills/:slug/secrets': { auth: 'credential', scope: 'library:read' },
+  'POST /api/v1/skills/:slug/secrets': { auth: 'credential', scope: 'library:write' },
+  'DELETE /api/v1/skills/:slug/secrets/:id': { auth: 'credential', scope: 'library:write' },
+
+  'GET /api/v1/secrets': { auth: 'credential', scope: 'library:read' },
+  'POST /api/v1/secrets': { auth: 'credential', scope: 'library:write' },
+  'PATCH /api/v1/secrets/:id': { auth: 'credential', scope: 'library:write' },
+  'DELETE /api/v1/secrets/:id': { auth: 'credential', scope: 'library:write' },
 
   'GET /api/v1/executions/:id/stream-token': { auth: 'credential', scope: 'tool:execute' },
 };

@@ -1,0 +1,102 @@
+import { and, asc, eq } from 'drizzle-orm';
+import { z } from 'zod';
+import { secrets, skillSecretBindings } from '../../schema';
+import type { Principal } from '../auth/principal';
+import type { Db } from '../env';
+import { AppError, notFound } from '../errors';
+import { now, toIso } from '../lib/clock';
+import { isUniqueViolation } from '../lib/db-errors';
+import { formatId } from '../lib/ids';
+import { recordChange } from './audit';
+import { EnvVarName, parseSecretRef, requireSecret } from './secrets';
+import { requireSkill } from './skills';
+
+export const BindSecretBody = z.object({ secretId: z.string().min(1).max(40), envVar: EnvVarName });
+export type BindSecretBody = z.infer<typeof BindSecretBody>;
+
+export const SecretBinding = z.object({
+  id: z.number().int(),
+  skillSlug: z.string(),
+  secretId: z.string(),
+  secretName: z.string(),
+  envVar: z.string(),
+  createdAt: z.string(),
+});
+export type SecretBinding = z.infer<typeof SecretBinding>;
+
+const bindingsOf = (db: Db, skillId: number) =>
+  db
+    .select({ binding: skillSecretBindings, secretName: secrets.name })
+    .from(skillSecretBindings)
+    .innerJoin(secrets, eq(secrets.id, skillSecretBindings.secretId))
+    .where(eq(skillSecretBindings.skillId, skillId))
+    .orderBy(asc(skillSecretBindings.id));
+
+const present = (slug: string, row: { binding: typeof skillSecretBindings.$inferSelect; secretName: string }): SecretBinding => ({
+  id: row.binding.id,
+  skillSlug: slug,
+  secretId: formatId('sec', row.binding.secretId),
+  secretName: row.secretName,
+  envVar: row.binding.envVar,
+  createdAt: toIso(row.binding.createdAt),
+});
+
+/** A bare array, oldest first (the spec shows no shape; the list is short by nature). */
+export async function listBindings(db: Db, principal: Principal, slug: string): Promise<SecretBinding[]> {
+  const skill = await requireSkill(db, principal, slug);
+  return (await bindingsOf(db, skill.id)).map((row) => present(slug, row));
+}
+
+export async function bindSecret(db: Db, principal: Principal, slug: string, input: BindSecretBody): Promise<SecretBinding> {
+  const skill = await requireSkill(db, principal, slug);
+  const secret = await requireSecret(db, principal, parseSecretRef(input.secretId)).catch((error: unknown) => {
+    if (error instanceof AppError && error.code === 'NOT_FOUND') throw new AppError('NOT_FOUND', 404, 'Secret not found', { field: 'secretId' });
+    throw error;
+  });
+  try {
+    const [[row]] = await db.batch([
+      db
+        .insert(skillSecretBindings)
+        .values({ workspaceId: principal.workspaceId, skillId: skill.id, secretId: secret.id, envVar: input.envVar, createdAt: now() })
+        .returning(),
+      ...recordChange(db, principal, {
+        action: 'skill_secret.bound',
+        resourceType: 'skill',
+        resourceId: slug,
+        metadata: { secretId: formatId('sec', secret.id), envVar: input.envVar },
+        activity: `Secret ${secret.name} was bound to "${slug}" as ${input.envVar}`,
+      }),
+    ]);
+    return present(slug, { binding: row!, secretName: secret.name });
+  } catch (error) {
+    if (isUniqueViolation(error)) {
+      throw new AppError('ALREADY_EXISTS', 409, `"${slug}" already binds ${input.envVar}`, { field: 'envVar' });
+    }
+    throw error;
+  }
+}
+
+export async function unbindSecret(db: Db, principal: Principal, slug: string, rawId: string) {
+  const skill = await requireSkill(db, principal, slug);
+  const id = /^[1-9][0-9]{0,15}$/.test(rawId) ? Number(rawId) : null;
+  const [binding] =
+    id === null
+      ? []
+      : await db
+          .select()
+          .from(skillSecretBindings)
+          .where(and(eq(skillSecretBindings.skillId, skill.id), eq(skillSecretBindings.id, id)))
+          .limit(1);
+  if (!binding) throw notFound('Binding');
+  await db.batch([
+    db.delete(skillSecretBindings).where(eq(skillSecretBindings.id, binding.id)),
+    ...recordChange(db, principal, {
+      action: 'skill_secret.unbound',
+      resourceType: 'skill',
+      resourceId: slug,
+      metadata: { envVar: binding.envVar },
+      activity: `${binding.envVar} was unbound from "${slug}"`,
+    }),
+  ]);
+  return { success: true as const };
+}
