@@ -1,6 +1,6 @@
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 import { users } from './users';
-import { workspaces } from './workspaces';
+import { workspaceIdColumn } from './workspaces';
 
 export const API_KEY_STATUSES = ['active', 'unactivated', 'revoked'] as const;
 export type ApiKeyStatus = (typeof API_KEY_STATUSES)[number];
@@ -13,9 +13,7 @@ export const apiKeys = sqliteTable(
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
     /** The one workspace the key acts in (spec 5.1); PUT /workspaces/current rebinds it. */
-    workspaceId: text('workspace_id')
-      .notNull()
-      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: workspaceIdColumn(),
     name: text('name').notNull(),
     /** SHA-256 of the full key; the key is shown once at creation and never stored. */
     keyHash: text('key_hash').notNull().unique(),

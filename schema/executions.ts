@@ -1,5 +1,5 @@
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
-import { workspaces } from './workspaces';
+import { workspaceIdColumn } from './workspaces';
 
 export const EXECUTION_STATUSES = ['idle', 'working', 'completed', 'failed'] as const;
 
@@ -11,9 +11,7 @@ export const executions = sqliteTable(
   'executions',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    workspaceId: text('workspace_id')
-      .notNull()
-      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: workspaceIdColumn(),
     userId: text('user_id').notNull(),
     skillSlug: text('skill_slug').notNull(),
     status: text('status', { enum: EXECUTION_STATUSES }).notNull(),
@@ -27,9 +25,7 @@ export const artifacts = sqliteTable(
   'artifacts',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    workspaceId: text('workspace_id')
-      .notNull()
-      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: workspaceIdColumn(),
     executionId: integer('execution_id'),
     name: text('name').notNull(),
     contentType: text('content_type').notNull(),

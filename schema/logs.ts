@@ -1,5 +1,5 @@
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
-import { workspaces } from './workspaces';
+import { workspaceIdColumn } from './workspaces';
 
 /** Who did it: a user through a session or OAuth token, or through one of their API keys. */
 const actorColumns = {
@@ -12,9 +12,7 @@ export const auditLog = sqliteTable(
   'audit_log',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    workspaceId: text('workspace_id')
-      .notNull()
-      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: workspaceIdColumn(),
     ...actorColumns,
     action: text('action').notNull(),
     resourceType: text('resource_type').notNull(),
@@ -36,9 +34,7 @@ export const activityLog = sqliteTable(
   'activity_log',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    workspaceId: text('workspace_id')
-      .notNull()
-      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: workspaceIdColumn(),
     ...actorColumns,
     type: text('type').notNull(),
     summary: text('summary').notNull(),

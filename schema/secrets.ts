@@ -1,15 +1,13 @@
 import { integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { skills } from './skills';
-import { workspaces } from './workspaces';
+import { workspaceIdColumn } from './workspaces';
 
 /** Workspace secrets (spec 4.5). The value is AES-GCM ciphertext under ENCRYPTION_KEY, fresh IV each write. */
 export const secrets = sqliteTable(
   'secrets',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    workspaceId: text('workspace_id')
-      .notNull()
-      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: workspaceIdColumn(),
     /** Environment-variable shaped, unique per workspace. */
     name: text('name').notNull(),
     /** base64(iv || ciphertext || tag). */
@@ -26,9 +24,7 @@ export const skillSecretBindings = sqliteTable(
   'skill_secret_bindings',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    workspaceId: text('workspace_id')
-      .notNull()
-      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: workspaceIdColumn(),
     skillId: integer('skill_id')
       .notNull()
       .references(() => skills.id, { onDelete: 'cascade' }),

@@ -1,6 +1,6 @@
 import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { users } from './users';
-import { workspaces } from './workspaces';
+import { workspaceIdColumn } from './workspaces';
 
 /** Spec 2.3: the category ids of the catalog. */
 export const CATEGORIES = [
@@ -48,9 +48,7 @@ export const skills = sqliteTable(
   'skills',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    workspaceId: text('workspace_id')
-      .notNull()
-      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: workspaceIdColumn(),
     slug: text('slug').notNull(),
     source: text('source', { enum: SKILL_SOURCES }).notNull(),
     /** From the catalog (or registry); null for authored skills. */
@@ -69,9 +67,7 @@ export const skillVersions = sqliteTable(
   'skill_versions',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    workspaceId: text('workspace_id')
-      .notNull()
-      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: workspaceIdColumn(),
     skillId: integer('skill_id')
       .notNull()
       .references(() => skills.id, { onDelete: 'cascade' }),

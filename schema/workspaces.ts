@@ -17,12 +17,16 @@ export const workspaces = sqliteTable('workspaces', {
   createdAt: integer('created_at').notNull(),
 });
 
+/** The owning workspace of a tenant row; the row goes when the workspace goes. */
+export const workspaceIdColumn = () =>
+  text('workspace_id')
+    .notNull()
+    .references(() => workspaces.id, { onDelete: 'cascade' });
+
 export const members = sqliteTable(
   'workspace_members',
   {
-    workspaceId: text('workspace_id')
-      .notNull()
-      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: workspaceIdColumn(),
     userId: text('user_id')
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
@@ -38,9 +42,7 @@ export const invitations = sqliteTable(
   'invitations',
   {
     id: integer('id').primaryKey({ autoIncrement: true }),
-    workspaceId: text('workspace_id')
-      .notNull()
-      .references(() => workspaces.id, { onDelete: 'cascade' }),
+    workspaceId: workspaceIdColumn(),
     /** Lower-cased; only a user signed in with this email can accept. */
     email: text('email').notNull(),
     role: text('role', { enum: ROLES }).notNull(),
