@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import type { NewExecutionEvent } from '../../durable-objects/ExecutionSession';
+import { type AgentTool, runAgentLoop } from '../../workers/runtime/agent-loop';
+import { type ModelEvent, type ModelProvider, ProviderError } from '../../workers/runtime/provider';
+import { LocalProvider } from '../../workers/runtime/providers/local';
+
+const SYSTEM = '# Meeting Summarizer\nYou turn notes into summaries.';
+const INPUT = 'We agreed to ship on Friday. Ana owns the release notes. Budget is still open.';
+
+function harness(provider: ModelProvider = new LocalProvider(), stopWhen: (n: number) => ReturnType<Parameters<typeof runAgentLoop>[0]['shouldStop']> = () => null) {
+  const events: NewExecutionEvent[] = [];
+  const written: Record<string, unknown>[] = [];
+  const tool: AgentTool = {
+    spec: { name: 'write_artifact', description: 'Save a file', inputSchema: { type: 'object' } },
+    displayName: 'Write artifact',
+    label: (input) => String(input.name),
+    run: async (input) => {
+      written.push(input);
+      return { content: `saved ${String(input.name)}` };
+    },
+  };
+  const run = () =>
+    runAgentLoop({
+      provider,
+      system: SYSTEM,
+      messages: [{ role: 'user', content: [{ type: 'text', text: INPUT }] }],
+      tools: [tool],
+      maxTokens: 1024,
+      maxTurns: 4,
+      emit: (batch) => {
+        events.push(...batch);
+      },
+      shouldStop: () => stopWhen(events.filter((e) => e.type === 'agent.message').length),
+    });
+  return { events, written, run };
+}
+
+describe('the agent loop on the local provider', () => {
+  it('thinks, calls the artifact tool, then streams its answer, with usage per request', async () => {
+    const { events, written, run } = harness();
+    const result = await run();
+    expect(result.stopReason).toBe('end_turn');
+    const types = events.map((e) => e.type);
+    expect(types.slice(0, 3)).toEqual(['agent.thinking', 'span.model_request_end', 'agent.tool_use']);
+    expect(types.at(-1)).toBe('span.model_request_end');
+    expect(types.filter((t) => t === 'span.model_request_end')).toHaveLength(2);
+    expect(events[2]!.payload).toEqual({ name: 'Write artifact', tool: 'write_artifact', label: 'notes.md' });
+    expect(written).toEqual([{ name: 'notes.md', content: expect.stringContaining('- Ana owns the release notes.') }]);
+
+    const streamed = events.filter((e) => e.type === 'agent.message').map((e) => (e.payload.content as { text: string }[])[0]!.text).join('');
+    expect(streamed).toBe(result.text);
+    expect(result.text).toContain('## Meeting Summarizer');
+    expect(result.text).toContain('- We agreed to ship on Friday.');
+    expect(result.usage.inputTokens).toBeGreaterThan(0);
+    expect(result.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+  });
+
+  it('is deterministic: the same input gives the same events', async () => {
+    const a = harness();
+    const b = harness();
+    await a.run();
+    await b.run();
+    expect(b.events).toEqual(a.events);
+  });
+
+  it('stops mid-stream when asked, with the reason it was given', async () => {
+    const interrupted = harness(new LocalProvider(), (messages) => (messages >= 3 ? 'interrupt' : null));
+    const result = await interrupted.run();
+    expect(result.stopReason).toBe('interrupt');
+    expect(result.text.split(/(?<=\s)/)).toHaveLength(3);
+    expect(interrupted.events.filter((e) => e.type === 'agent.message')).toHaveLength(3);
+
+    const budget = await runAgentLoop({
+      provider: new LocalProvider(),
+      system: SYSTEM,
+      messages: [{ role: 'user', content: [{ type: 'text', text: INPUT }] }],
+      tools: [],
+      maxTokens: 1024,
+      maxTurns: 2,
+      emit: () => undefined,
+      shouldStop: (usage) => (usage.outputTokens > 0 ? 'limit_reached' : null),
+    });
+    expect(budget.stopReason).toBe('limit_reached');
+    expect(budget.text).toContain('## Meeting Summarizer');
+  });
+
+  it('ends with error when the provider fails mid-stream', async () => {
+    const failing: ModelProvider = {
+      name: 'anthropic',
+      model: 'test',
+      async *stream(): AsyncIterable<ModelEvent> {
+        yield { type: 'text_delta', text: 'Hello' };
+        throw new ProviderError('overloaded', 'Overloaded');
+      },
+    };
+    const { events, run } = harness(failing);
+    const result = await run();
+    expect(result).toMatchObject({ stopReason: 'error', error: 'Overloaded' });
+    expect(events.map((e) => e.type)).toEqual(['agent.message']);
+  });
+});

@@ -1,0 +1,116 @@
+import type { NewExecutionEvent } from '../../durable-objects/ExecutionSession';
+import { type ContentBlock, type ModelMessage, type ModelProvider, ProviderError, type ToolSpec } from './provider';
+
+/** Spec 6.1 stop reasons. */
+export type RunStopReason = 'end_turn' | 'interrupt' | 'limit_reached' | 'error';
+
+export interface AgentTool {
+  spec: ToolSpec;
+  /** The display name in `agent.tool_use`. */
+  displayName: string;
+  /** A short description of this call for `agent.tool_use.label`; never a secret. */
+  label: (input: Record<string, unknown>) => string;
+  run: (input: Record<string, unknown>) => Promise<{ content: string; isError?: boolean }>;
+}
+
+export interface AgentLoopOptions {
+  provider: ModelProvider;
+  system: string;
+  /** The conversation so far, ending with the new user message. */
+  messages: ModelMessage[];
+  tools: AgentTool[];
+  maxTokens: number;
+  /** Model requests allowed in one run (each tool round trip is one more). */
+  maxTurns: number;
+  emit: (events: NewExecutionEvent[]) => void | Promise<void>;
+  /** Asked between model events: a reason to stop now (interrupt, cap, budget), or null. */
+  shouldStop: (usage: TokenUsage) => Exclude<RunStopReason, 'end_turn'> | null;
+  signal?: AbortSignal;
+}
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface AgentLoopResult {
+  stopReason: RunStopReason;
+  messages: ModelMessage[];
+  /** The final assistant text of the run. */
+  text: string;
+  usage: TokenUsage;
+  error?: string;
+}
+
+/**
+ * Runs one user turn: model request, tool calls, model request... until the model ends its
+ * turn, something asks to stop, or `maxTurns` is spent. Emits exactly the spec's agent events:
+ * `agent.thinking`, `agent.message` (text as it streams), `agent.tool_use`,
+ * `span.model_request_end`; the caller adds the status and result events around it.
+ */
+export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoopResult> {
+  const messages = [...options.messages];
+  const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+  const tools = new Map(options.tools.map((t) => [t.spec.name, t]));
+  let text = '';
+  const finish = (stopReason: RunStopReason, error?: string): AgentLoopResult => ({ stopReason, messages, text, usage, error });
+
+  for (let turn = 0; turn < options.maxTurns; turn++) {
+    const calls: Extract<ContentBlock, { type: 'tool_use' }>[] = [];
+    let turnText = '';
+    let stop: string | undefined;
+    try {
+      for await (const event of options.provider.stream({
+        model: options.provider.model,
+        system: options.system,
+        messages,
+        tools: options.tools.map((t) => t.spec),
+        maxTokens: options.maxTokens,
+        signal: options.signal,
+      })) {
+        const halt = options.shouldStop(usage);
+        if (halt) {
+          // What was already streamed is the run's output, even when it stops early.
+          if (turnText) text = turnText;
+          return finish(halt);
+        }
+        if (event.type === 'text_delta') {
+          turnText += event.text;
+          await options.emit([{ type: 'agent.message', payload: { content: [{ type: 'text', text: event.text }] } }]);
+        } else if (event.type === 'thinking') {
+          await options.emit([{ type: 'agent.thinking', payload: {} }]);
+        } else if (event.type === 'tool_use') {
+          calls.push({ type: 'tool_use', id: event.id, name: event.name, input: event.input });
+        } else if (event.type === 'usage') {
+          usage.inputTokens += event.inputTokens;
+          usage.outputTokens += event.outputTokens;
+          await options.emit([
+            { type: 'span.model_request_end', payload: { usage: { input_tokens: event.inputTokens, output_tokens: event.outputTokens } } },
+          ]);
+        } else {
+          stop = event.reason;
+        }
+      }
+    } catch (error) {
+      if (error instanceof ProviderError) return finish('error', error.message);
+      throw error;
+    }
+    if (turnText) text = turnText;
+    messages.push({ role: 'assistant', content: [...(turnText ? [{ type: 'text' as const, text: turnText }] : []), ...calls] });
+    const halt = options.shouldStop(usage);
+    if (halt) return finish(halt);
+    if (stop !== 'tool_use' || calls.length === 0) return finish('end_turn');
+
+    const results: ContentBlock[] = [];
+    for (const call of calls) {
+      const tool = tools.get(call.name);
+      await options.emit([
+        { type: 'agent.tool_use', payload: { name: tool?.displayName ?? call.name, tool: call.name, label: tool ? tool.label(call.input) : call.name } },
+      ]);
+      const result = tool ? await tool.run(call.input).catch((e: unknown) => ({ content: String(e), isError: true })) : { content: `Unknown tool ${call.name}`, isError: true };
+      results.push({ type: 'tool_result', toolUseId: call.id, content: result.content, isError: result.isError });
+    }
+    messages.push({ role: 'user', content: results });
+  }
+  return finish('error', `The run used its ${options.maxTurns} model requests without finishing`);
+}

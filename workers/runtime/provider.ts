@@ -1,0 +1,60 @@
+/**
+ * The one interface every model provider implements (DECISIONS.md, Models and cost):
+ * `anthropic`, `openai` and the built-in `local`. The agent loop sees only these types.
+ */
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'tool_result'; toolUseId: string; content: string; isError?: boolean };
+
+export interface ModelMessage {
+  role: 'user' | 'assistant';
+  content: ContentBlock[];
+}
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the tool's input. */
+  inputSchema: Record<string, unknown>;
+}
+
+export interface ModelRequest {
+  model: string;
+  system: string;
+  messages: ModelMessage[];
+  tools: ToolSpec[];
+  maxTokens: number;
+  signal?: AbortSignal;
+}
+
+export type StopReason = 'end_turn' | 'tool_use' | 'max_tokens';
+
+export type ModelEvent =
+  | { type: 'text_delta'; text: string }
+  /** The model is reasoning; its content is not exposed. */
+  | { type: 'thinking' }
+  /** A complete tool call, input parsed. */
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  /** Once per request, at its end. */
+  | { type: 'usage'; inputTokens: number; outputTokens: number }
+  | { type: 'stop'; reason: StopReason };
+
+export interface ModelProvider {
+  readonly name: 'anthropic' | 'openai' | 'local';
+  readonly model: string;
+  stream(request: ModelRequest): AsyncIterable<ModelEvent>;
+}
+
+export type ProviderErrorKind = 'auth' | 'rate_limited' | 'overloaded' | 'bad_request' | 'network' | 'stream';
+
+export class ProviderError extends Error {
+  readonly kind: ProviderErrorKind;
+  readonly retryable: boolean;
+  constructor(kind: ProviderErrorKind, message: string) {
+    super(message);
+    this.name = 'ProviderError';
+    this.kind = kind;
+    this.retryable = kind === 'rate_limited' || kind === 'overloaded' || kind === 'network';
+  }
+}
