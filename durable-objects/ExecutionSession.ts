@@ -1,6 +1,13 @@
 import { DurableObject } from 'cloudflare:workers';
+import { drizzle } from 'drizzle-orm/d1';
+import * as schema from '../schema';
 import type { Env } from '../workers/env';
 import { now } from '../workers/lib/clock';
+import { type AgentTool, runAgentLoop, type RunStopReason } from '../workers/runtime/agent-loop';
+import { costInHundredths } from '../workers/runtime/pricing';
+import type { ModelMessage } from '../workers/runtime/provider';
+import { LOCAL_PROVIDER_NOTICE, LocalProvider } from '../workers/runtime/providers/local';
+import { finishTurn, saveArtifact } from '../workers/services/execution-runs';
 
 /** Spec 6.1: the event types of an execution stream. */
 export const EXECUTION_EVENT_TYPES = [
@@ -33,6 +40,22 @@ export interface ExecutionEvent extends NewExecutionEvent {
   at: number;
 }
 
+/** What a turn needs from D1, resolved by the route before the run starts. */
+export interface TurnInput {
+  executionId: number;
+  workspaceId: string;
+  userId: string;
+  skillName: string;
+  /** The prompt of the skill version the execution was created with. */
+  system: string;
+  text: string;
+}
+
+/** Spec 3.1: executions run up to 65 minutes; past that the run ends with stop reason `error`. */
+export const MAX_RUN_MS = 65 * 60_000;
+const MAX_MODEL_REQUESTS = 8;
+const MAX_OUTPUT_TOKENS = 4096;
+
 /** Comment frames keep idle connections (and proxies) from timing out. */
 const KEEP_ALIVE_MS = 15_000;
 const SCHEMA_VERSION = 1;
@@ -48,6 +71,12 @@ const isEnd = (event: ExecutionEvent | undefined) => event?.type === 'session.st
  *
  * Storage (SQLite): `events(seq INTEGER PRIMARY KEY, type, payload JSON, at)` is append-only;
  * `meta(key, value)` holds `schema_version`. `seq` starts at 1 and has no gaps.
+ *
+ * Runs: `startTurn` records the user's message and `session.status_running`, then runs the
+ * agent loop in the background (`ctx.waitUntil`); `interrupt` records the intent in storage
+ * (`interrupt` key), which the loop checks between model events. The conversation is kept
+ * under the `messages` key for later turns. When a run ends the object writes its outcome to
+ * D1 (status, cost, tokens, time) and, for a completed run, the `output.md` artifact.
  *
  * Streaming: `fetch` answers Server-Sent Events: every event after `lastSeq` (query) or
  * `Last-Event-ID` (header), then live ones, ending after `session.status_idle`. If the log
@@ -80,6 +109,82 @@ export class ExecutionSession extends DurableObject<Env> {
     }
     for (const e of written) this.broadcast(e);
     return written;
+  }
+
+  /** Starts a turn: answers the accepted event and the status event; the run goes on in the background. */
+  startTurn(input: TurnInput): ExecutionEvent[] {
+    this.ctx.storage.kv.put('interrupt', false);
+    const accepted = this.append([
+      { type: 'user.message', payload: { content: [{ type: 'text', text: input.text }] } },
+      { type: 'session.status_running', payload: {} },
+    ]);
+    this.ctx.waitUntil(this.runTurn(input));
+    return accepted;
+  }
+
+  /** Records the user's interrupt; the running loop stops at its next event. */
+  interrupt(): ExecutionEvent[] {
+    this.ctx.storage.kv.put('interrupt', true);
+    return this.append([{ type: 'user.interrupt', payload: {} }]);
+  }
+
+  private async runTurn(input: TurnInput): Promise<void> {
+    const kv = this.ctx.storage.kv;
+    const provider = new LocalProvider(Number(this.env.LOCAL_MODEL_DELAY_MS ?? 0) || 0);
+    this.append([{ type: 'agent.info', payload: { provider: provider.name, model: provider.model, message: LOCAL_PROVIDER_NOTICE } }]);
+    const db = drizzle(this.env.DB, { schema });
+    const startedAt = now();
+    const history = kv.get<ModelMessage[]>('messages') ?? [];
+    const artifactTool: AgentTool = {
+      spec: {
+        name: 'write_artifact',
+        description: 'Save a file (Markdown or text) as an artifact of this execution.',
+        inputSchema: {
+          type: 'object',
+          properties: { name: { type: 'string' }, content: { type: 'string' } },
+          required: ['name', 'content'],
+        },
+      },
+      displayName: 'Write artifact',
+      label: (args) => String(args.name ?? 'file'),
+      run: async (args) => {
+        const saved = await saveArtifact(db, this.env.BUCKET, input, String(args.name ?? ''), String(args.content ?? ''));
+        return saved ? { content: `Saved ${saved}` } : { content: 'Invalid artifact name or content', isError: true };
+      },
+    };
+    let stopReason: RunStopReason = 'error';
+    let text = '';
+    let usage = { inputTokens: 0, outputTokens: 0 };
+    try {
+      const result = await runAgentLoop({
+        provider,
+        system: input.system,
+        messages: [...history, { role: 'user', content: [{ type: 'text', text: input.text }] }],
+        tools: [artifactTool],
+        maxTokens: MAX_OUTPUT_TOKENS,
+        maxTurns: MAX_MODEL_REQUESTS,
+        emit: (events) => void this.append(events),
+        shouldStop: () => (kv.get<boolean>('interrupt') ? 'interrupt' : now() - startedAt > MAX_RUN_MS ? 'error' : null),
+      });
+      kv.put('messages', result.messages);
+      ({ stopReason, text, usage } = result);
+    } catch (error) {
+      console.error(JSON.stringify({ level: 'error', executionId: input.executionId, error: String(error) }));
+    }
+    const cost = costInHundredths(provider.model, usage.inputTokens, usage.outputTokens);
+    if (stopReason === 'end_turn') await saveArtifact(db, this.env.BUCKET, input, 'output.md', text);
+    this.append([
+      {
+        type: 'execution.result',
+        payload: {
+          summary: text.slice(0, 500),
+          cost: cost / 100,
+          tokenUsage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+        },
+      },
+      { type: 'session.status_idle', payload: { stop_reason: { type: stopReason } } },
+    ]);
+    await finishTurn(db, input.executionId, stopReason, { cost, ...usage, elapsedMs: now() - startedAt });
   }
 
   /** Events after `afterSeq`, oldest first. */

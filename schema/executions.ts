@@ -4,8 +4,8 @@ import { workspaceIdColumn } from './workspaces';
 export const EXECUTION_STATUSES = ['idle', 'working', 'completed', 'failed'] as const;
 
 /**
- * The executions index (spec 2.2). The columns here are what install and uninstall need to
- * see a running execution; the executions issue (4) adds the rest with its own migration.
+ * The executions index (spec 2.2): what history, concurrency and billing read. The event log
+ * itself lives in the execution's Durable Object.
  */
 export const executions = sqliteTable(
   'executions',
@@ -14,8 +14,22 @@ export const executions = sqliteTable(
     workspaceId: workspaceIdColumn(),
     userId: text('user_id').notNull(),
     skillSlug: text('skill_slug').notNull(),
+    skillName: text('skill_name').notNull().default(''),
+    /** The skill version active when the execution was created: its prompt is the system prompt. */
+    skillVersionId: integer('skill_version_id'),
     status: text('status', { enum: EXECUTION_STATUSES }).notNull(),
+    inputText: text('input_text').notNull().default(''),
+    /** The channel that created it (`api`, `mcp`...) and the client label (spec 2.2). */
+    source: text('source').notNull().default('api'),
+    interface: text('interface').notNull().default('api'),
+    /** Hundredths of a Ds. */
+    cost: integer('cost').notNull().default(0),
+    inputTokens: integer('input_tokens').notNull().default(0),
+    outputTokens: integer('output_tokens').notNull().default(0),
     startedAt: integer('started_at').notNull(),
+    completedAt: integer('completed_at'),
+    /** Milliseconds spent in `working`, summed over turns. */
+    executionTimeMs: integer('execution_time_ms').notNull().default(0),
   },
   (t) => [index('executions_workspace_status_idx').on(t.workspaceId, t.status)],
 );

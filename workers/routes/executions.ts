@@ -4,11 +4,39 @@ import type { AppEnv } from '../env';
 import { principalOf } from '../middleware/authenticate';
 import { validate } from '../middleware/validate';
 import { createStreamUrl } from '../services/execution-streams';
+import {
+  createExecution,
+  CreateExecutionBody,
+  ExecutionStatus,
+  getExecutionStatus,
+  IdleExecution,
+  postEvents,
+  PostEventsBody,
+  StatusQuery,
+} from '../services/executions';
 import { documented } from './openapi';
 
 const IdParam = z.object({ id: z.string().min(1).max(40) });
 
-export const executionRoutes = new Hono<AppEnv>().get(
+const EventList = z.object({
+  data: z.array(z.object({ id: z.string(), type: z.string(), sequence: z.number(), payload: z.record(z.string(), z.unknown()) })),
+});
+
+export const executionRoutes = new Hono<AppEnv>()
+  .post('/', documented('Executions', 'Create an idle execution of an installed skill; nothing runs yet', 201, IdleExecution), validate('json', CreateExecutionBody), async (c) =>
+    c.json(await createExecution(c.var.db, principalOf(c), c.req.valid('json')), 201),
+  )
+  .post(
+    '/:id/events',
+    documented('Executions', 'Send user.message (starts a run) or user.interrupt', 200, EventList),
+    validate('param', IdParam),
+    validate('json', PostEventsBody),
+    async (c) => c.json(await postEvents(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('json'))),
+  )
+  .get('/:id/status', documented('Executions', 'Status, output blocks (delta with blocksAfter), cost and time', 200, ExecutionStatus), validate('param', IdParam), validate('query', StatusQuery), async (c) =>
+    c.json(await getExecutionStatus(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('query').blocksAfter)),
+  )
+  .get(
   '/:id/stream-token',
   documented('Executions', 'A short-lived signed SSE URL; append lastSeq=<n> to resume after event n', 200, z.object({ sseUrl: z.string() })),
   validate('param', IdParam),

@@ -1,0 +1,167 @@
+import { and, eq, sql } from 'drizzle-orm';
+import { z } from 'zod';
+import { executions, skillVersions } from '../../schema';
+import type { ExecutionEvent } from '../../durable-objects/ExecutionSession';
+import type { Principal } from '../auth/principal';
+import type { Db, Env } from '../env';
+import { AppError, conflict, notFound } from '../errors';
+import { now, toIso } from '../lib/clock';
+import { formatId, parseId } from '../lib/ids';
+import { recordChange } from './audit';
+import { requireSkill } from './skills';
+
+export const CreateExecutionBody = z.object({
+  skill_slug: z.string().min(1).max(64),
+  input: z.string().trim().min(1).max(100_000),
+  source: z.string().trim().min(1).max(40).default('api'),
+  interface: z.string().trim().min(1).max(40).default('api'),
+});
+export type CreateExecutionBody = z.infer<typeof CreateExecutionBody>;
+
+export const IdleExecution = z.object({ id: z.string(), skill_slug: z.string(), skill_name: z.string(), status: z.literal('idle') });
+
+/** Step 1 of the three-step flow: an idle execution of an installed skill; nothing runs yet. */
+export async function createExecution(db: Db, principal: Principal, input: CreateExecutionBody) {
+  const skill = await requireSkill(db, principal, input.skill_slug);
+  const [version] = await db.select().from(skillVersions).where(eq(skillVersions.id, skill.activeVersionId!)).limit(1);
+  const [[row]] = await db.batch([
+    db
+      .insert(executions)
+      .values({
+        workspaceId: principal.workspaceId,
+        userId: principal.userId,
+        skillSlug: skill.slug,
+        skillName: version!.name,
+        skillVersionId: version!.id,
+        status: 'idle',
+        inputText: input.input,
+        source: input.source,
+        interface: input.interface,
+        startedAt: now(),
+      })
+      .returning(),
+    ...recordChange(db, principal, {
+      action: 'execution.created',
+      resourceType: 'execution',
+      resourceId: sql`(SELECT 'exec_' || MAX(${executions.id}) FROM ${executions} WHERE ${executions.workspaceId} = ${principal.workspaceId})`,
+      metadata: { skill: skill.slug, source: input.source, interface: input.interface },
+    }),
+  ]);
+  return { id: formatId('exec', row!.id), skill_slug: skill.slug, skill_name: version!.name, status: 'idle' as const };
+}
+
+async function requireExecution(db: Db, principal: Principal, rawId: string) {
+  const id = parseId('exec', rawId);
+  const [row] =
+    id === null
+      ? []
+      : await db
+          .select()
+          .from(executions)
+          .where(and(eq(executions.workspaceId, principal.workspaceId), eq(executions.id, id)))
+          .limit(1);
+  if (!row) throw notFound('Execution');
+  return row;
+}
+
+const TextBlock = z.object({ type: z.literal('text'), text: z.string().min(1).max(100_000) });
+export const PostEventsBody = z.object({
+  events: z
+    .array(
+      z.discriminatedUnion('type', [
+        z.object({ type: z.literal('user.message'), content: z.array(TextBlock).min(1).max(20) }),
+        z.object({ type: z.literal('user.interrupt') }),
+      ]),
+    )
+    .min(1)
+    .max(1),
+});
+export type PostEventsBody = z.infer<typeof PostEventsBody>;
+
+const present = (executionId: number, e: ExecutionEvent) => ({
+  id: `${formatId('exec', executionId)}:${e.seq}`,
+  type: e.type,
+  sequence: e.seq,
+  payload: e.payload,
+});
+
+/**
+ * Step 3: `user.message` starts a turn on an idle execution (DECISIONS.md: to a working one
+ * 409 EXECUTION_RUNNING, to a finished one 409 CONFLICT); `user.interrupt` stops a working one.
+ * The move to `working` is one conditional UPDATE that also counts the workspace's working
+ * executions, so two requests cannot both pass MAX_ACTIVE_EXECUTIONS.
+ */
+export async function postEvents(db: Db, env: Env, principal: Principal, rawId: string, body: PostEventsBody) {
+  const execution = await requireExecution(db, principal, rawId);
+  const event = body.events[0]!;
+  const session = env.EXECUTION_SESSION.getByName(formatId('exec', execution.id));
+  if (event.type === 'user.interrupt') {
+    if (execution.status !== 'working') throw conflict('The execution is not running');
+    return { data: (await session.interrupt()).map((e) => present(execution.id, e)) };
+  }
+  if (execution.status === 'working') throw new AppError('EXECUTION_RUNNING', 409, 'The execution is already running');
+  if (execution.status !== 'idle') throw conflict(`The execution is ${execution.status}: rerun it instead`);
+  const limit = Number(env.MAX_ACTIVE_EXECUTIONS) || 1;
+  const claimed = await db
+    .update(executions)
+    .set({ status: 'working' })
+    .where(
+      and(
+        eq(executions.id, execution.id),
+        eq(executions.status, 'idle'),
+        sql`(SELECT COUNT(*) FROM ${executions} WHERE ${executions.workspaceId} = ${principal.workspaceId} AND ${executions.status} = 'working') < ${limit}`,
+      ),
+    )
+    .returning({ id: executions.id });
+  if (claimed.length === 0) throw new AppError('EXECUTION_RUNNING', 409, 'Another execution is running in this workspace');
+  const [version] = await db.select({ prompt: skillVersions.prompt }).from(skillVersions).where(eq(skillVersions.id, execution.skillVersionId ?? -1)).limit(1);
+  const accepted = await session.startTurn({
+    executionId: execution.id,
+    workspaceId: principal.workspaceId,
+    userId: principal.userId,
+    skillName: execution.skillName,
+    system: version?.prompt ?? '',
+    text: event.content.map((b) => b.text).join('\n'),
+  });
+  return { data: accepted.map((e) => present(execution.id, e)) };
+}
+
+export const ExecutionStatus = z.object({
+  executionId: z.string(),
+  status: z.string(),
+  skillSlug: z.string(),
+  skillName: z.string(),
+  startedAt: z.string(),
+  outputBlocks: z.array(z.object({ type: z.literal('text'), text: z.string() })),
+  cost: z.number(),
+  executionTime: z.number(),
+});
+
+export const StatusQuery = z.object({ blocksAfter: z.coerce.number().int().min(0).max(100_000).optional() });
+
+/** One text block per turn: the agent's streamed message text between running and idle. */
+function outputBlocks(events: ExecutionEvent[]) {
+  const blocks: { type: 'text'; text: string }[] = [];
+  for (const event of events) {
+    if (event.type === 'session.status_running') blocks.push({ type: 'text', text: '' });
+    else if (event.type === 'agent.message' && blocks.length) {
+      blocks[blocks.length - 1]!.text += (event.payload.content as { text: string }[]).map((c) => c.text).join('');
+    }
+  }
+  return blocks.filter((b) => b.text);
+}
+
+export async function getExecutionStatus(db: Db, env: Env, principal: Principal, rawId: string, blocksAfter = 0) {
+  const execution = await requireExecution(db, principal, rawId);
+  const events = await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).events(0);
+  return {
+    executionId: formatId('exec', execution.id),
+    status: execution.status,
+    skillSlug: execution.skillSlug,
+    skillName: execution.skillName,
+    startedAt: toIso(execution.startedAt),
+    outputBlocks: outputBlocks(events).slice(blocksAfter),
+    cost: execution.cost / 100,
+    executionTime: execution.executionTimeMs,
+  };
+}
