@@ -13,6 +13,8 @@ export default defineConfig(async () => {
             TEST_MIGRATIONS: migrations,
             SIGNING_SECRET: 'test-signing-secret-0123456789abcdef',
             ENCRYPTION_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
+            // Slow enough that a test can interrupt a run mid-stream, fast enough to keep runs short.
+            LOCAL_MODEL_DELAY_MS: '5',
           },
         },
       }),

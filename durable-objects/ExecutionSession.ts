@@ -173,6 +173,8 @@ export class ExecutionSession extends DurableObject<Env> {
     }
     const cost = costInHundredths(provider.model, usage.inputTokens, usage.outputTokens);
     if (stopReason === 'end_turn') await saveArtifact(db, this.env.BUCKET, input, 'output.md', text);
+    // D1 first: a client that acts on session.status_idle must find the execution idle.
+    await finishTurn(db, input.executionId, stopReason, { cost, ...usage, elapsedMs: now() - startedAt });
     this.append([
       {
         type: 'execution.result',
@@ -184,7 +186,6 @@ export class ExecutionSession extends DurableObject<Env> {
       },
       { type: 'session.status_idle', payload: { stop_reason: { type: stopReason } } },
     ]);
-    await finishTurn(db, input.executionId, stopReason, { cost, ...usage, elapsedMs: now() - startedAt });
   }
 
   /** Events after `afterSeq`, oldest first. */

@@ -90,6 +90,32 @@ describe('the three-step flow on the local provider', () => {
   });
 });
 
+describe('interrupt', () => {
+  it('stops a run mid-stream with stop reason interrupt; the execution is idle and takes a new message', async () => {
+    const user = await setup();
+    const id = (await create(user)).body.id;
+    await message(user, id, 'Plan the offsite. Book the venue. Invite the team. Order food.');
+
+    const token = await call(`/api/v1/executions/${id}/stream-token`, { token: user.token });
+    const url = new URL(token.body.sseUrl);
+    const reader = (await exports.default.fetch(`${BASE}${url.pathname}${url.search}`)).body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    while (!text.includes('"agent.message"')) text += decoder.decode((await reader.read()).value);
+
+    const interrupted = await call(`/api/v1/executions/${id}/events`, { token: user.token, body: { events: [{ type: 'user.interrupt' }] } });
+    expect(interrupted.status).toBe(200);
+    expect(interrupted.body.data.map((e: { type: string }) => e.type)).toEqual(['user.interrupt']);
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += decoder.decode(chunk.value);
+    expect(text).toContain('"stop_reason":{"type":"interrupt"}');
+
+    const status = await waitForStatus(user, id, 'idle');
+    expect(status.outputBlocks).toHaveLength(1);
+    expect((await message(user, id, 'Now just the venue.')).status).toBe(200);
+    await waitForStatus(user, id, 'completed');
+  });
+});
+
 describe('validation and tenancy', () => {
   it('rejects bad bodies and unknown skills, and hides other workspaces', async () => {
     const user = await setup();
