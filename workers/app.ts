@@ -10,6 +10,7 @@ import { CURRENT_API_VERSION, requestContext } from './middleware/request-contex
 import { activity } from './routes/activity';
 import { apiKeys } from './routes/api-keys';
 import { auditLogs } from './routes/audit-logs';
+import { artifactRoutes } from './routes/artifacts';
 import { auth } from './routes/auth';
 import { executionRoutes } from './routes/executions';
 import { invitations } from './routes/invitations';
@@ -65,6 +66,7 @@ export function createApp() {
   app.route('/api/v1/secrets', secretRoutes);
   app.route('/api/v1/install', install);
   app.route('/api/v1/executions', executionRoutes);
+  app.route('/api/v1/artifacts', artifactRoutes);
   app.route('/streams', streams);
 
   app.get(

@@ -128,3 +128,42 @@ describe('validation and tenancy', () => {
     expectError(await message(stranger, id, 'hi'), 404, 'NOT_FOUND');
   });
 });
+
+describe('artifacts of a run', () => {
+  it('lists, shows, downloads and deletes what a run produced, only in its workspace', async () => {
+    const user = await setup();
+    const stranger = await signUp();
+    const id = (await create(user)).body.id;
+    await message(user, id, 'Ship on Friday. Ana writes notes.');
+    await readStream(user, id);
+    await waitForStatus(user, id, 'completed');
+
+    const list = await call('/api/v1/artifacts', { token: user.token });
+    expect(list.body.data.map((a: { name: string }) => a.name)).toEqual(['output.md', 'notes.md']);
+    const output = list.body.data[0];
+    expect(output).toEqual({
+      id: expect.stringMatching(/^art_\d+$/),
+      executionId: id,
+      name: 'output.md',
+      contentType: 'text/markdown; charset=utf-8',
+      size: expect.any(Number),
+      createdAt: expect.any(String),
+    });
+    expect((await call(`/api/v1/artifacts/${output.id}`, { token: user.token })).body).toEqual(output);
+
+    const download = await exports.default.fetch(`${BASE}/api/v1/artifacts/${output.id}/download`, { headers: { 'x-auth-token': user.token } });
+    expect(download.headers.get('content-type')).toBe('text/markdown; charset=utf-8');
+    expect(download.headers.get('content-disposition')).toBe('attachment; filename="output.md"');
+    const text = await download.text();
+    expect(text).toContain('## Meeting Summarizer');
+    expect(new TextEncoder().encode(text).length).toBe(output.size);
+
+    expectError(await call(`/api/v1/artifacts/${output.id}`, { token: stranger.token }), 404, 'NOT_FOUND');
+    expectError(await call(`/api/v1/artifacts/${output.id}/download`, { token: stranger.token }), 404, 'NOT_FOUND');
+    expectError(await call(`/api/v1/artifacts/${output.id}`, { method: 'DELETE', token: stranger.token }), 404, 'NOT_FOUND');
+
+    expect((await call(`/api/v1/artifacts/${output.id}`, { method: 'DELETE', token: user.token })).body).toEqual({ success: true });
+    expectError(await call(`/api/v1/artifacts/${output.id}`, { token: user.token }), 404, 'NOT_FOUND');
+    expect((await call('/api/v1/artifacts', { token: user.token })).body.data).toHaveLength(1);
+  });
+});

@@ -69,6 +69,11 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/v1/executions/:id/events': { auth: 'credential', scope: 'tool:execute' },
   'GET /api/v1/executions/:id/status': { auth: 'credential', scope: 'tool:execute' },
   'GET /api/v1/executions/:id/stream-token': { auth: 'credential', scope: 'tool:execute' },
+
+  'GET /api/v1/artifacts': { auth: 'credential', scope: 'workspace:files:read' },
+  'GET /api/v1/artifacts/:id': { auth: 'credential', scope: 'workspace:files:read' },
+  'GET /api/v1/artifacts/:id/download': { auth: 'credential', scope: 'workspace:files:read' },
+  'DELETE /api/v1/artifacts/:id': { auth: 'credential', scope: 'workspace:files:write' },
 };
 
 export const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;
