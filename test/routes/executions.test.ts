@@ -167,3 +167,89 @@ describe('artifacts of a run', () => {
     expect((await call('/api/v1/artifacts', { token: user.token })).body.data).toHaveLength(1);
   });
 });
+
+describe('POST /api/v1/skills/:slug/run', () => {
+  const run = (user: TestUser, body: unknown, headers?: Record<string, string>) =>
+    call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body, headers });
+
+  it('creates and starts a run, answering started with the stream path', async () => {
+    const user = await setup();
+    const res = await run(user, { input: 'Ship Friday.', interface: 'ci-bot' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      executionId: expect.stringMatching(/^exec_\d+$/),
+      skillName: 'Meeting Summarizer',
+      status: 'started',
+      message: expect.any(String),
+      sseUrl: `/streams/executions/${res.body.executionId}`,
+    });
+    const frames = await readStream(user, res.body.executionId);
+    expect(frames.at(-1)!.type).toBe('session.status_idle');
+    await waitForStatus(user, res.body.executionId, 'completed');
+  });
+
+  it('answers its own failures in the flat legacy shape with details.serviceCode, auth in the envelope', async () => {
+    const user = await setup();
+    const invalid = await run(user, { input: '' });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body).toMatchObject({ error: 'INVALID_INPUT', message: expect.any(String), field: 'input', details: { serviceCode: 'INVALID_INPUT', field: 'input' } });
+    const missing = await call('/api/v1/skills/not-installed/run', { token: user.token, body: { input: 'x' } });
+    expect(missing.status).toBe(404);
+    expect(missing.body).toMatchObject({ error: 'NOT_FOUND', details: { serviceCode: 'NOT_FOUND' } });
+    expectError(await call('/api/v1/skills/meeting-summarizer/run', { body: { input: 'x' } }), 401, 'UNAUTHORIZED');
+
+    const first = await run(user, { input: 'One.' });
+    const busy = await run(user, { input: 'Two.' });
+    expect(busy.status).toBe(409);
+    expect(busy.body).toMatchObject({ error: 'EXECUTION_RUNNING', details: { serviceCode: 'EXECUTION_RUNNING' } });
+    await waitForStatus(user, first.body.executionId, 'completed');
+    const history = await call('/api/v1/executions', { token: user.token });
+    expect(history.body.items).toHaveLength(1);
+  });
+
+  it('honours idempotency-key: the retry replays the same execution', async () => {
+    const user = await setup();
+    const headers = { 'idempotency-key': 'run-once' };
+    const first = await run(user, { input: 'Once.' }, headers);
+    const again = await run(user, { input: 'Once.' }, headers);
+    expect(again.headers.get('idempotency-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    await waitForStatus(user, first.body.executionId, 'completed');
+  });
+});
+
+describe('cancel and history', () => {
+  it('cancels a working run to idle, and is a no-op otherwise', async () => {
+    const user = await setup();
+    const started = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input: 'A long plan. With steps. And more steps. And even more.' } });
+    const id = started.body.executionId;
+    const cancelled = await call(`/api/v1/executions/${id}/cancel`, { method: 'POST', token: user.token });
+    expect(cancelled.body).toEqual({ success: true, message: expect.any(String), processKilled: true, actualStatus: 'idle' });
+    await waitForStatus(user, id, 'idle');
+    const again = await call(`/api/v1/executions/${id}/cancel`, { method: 'POST', token: user.token });
+    expect(again.body).toMatchObject({ processKilled: false, actualStatus: 'idle' });
+  });
+
+  it('lists history in the offset form with filters, and the cursor form with after_id', async () => {
+    const user = await setup();
+    const ids: string[] = [];
+    for (const [source, iface] of [['api', 'api'], ['mcp', 'mcp-cursor'], ['api', 'ci-bot']]) {
+      const res = await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'meeting-summarizer', input: `from ${iface}`, source, interface: iface } });
+      ids.push(res.body.id);
+    }
+    const all = await call('/api/v1/executions', { token: user.token });
+    expect(all.body).toMatchObject({ hasMore: false, offset: 0, limit: 10 });
+    expect(all.body.items.map((i: { executionId: string }) => i.executionId)).toEqual([...ids].reverse());
+    expect(all.body.items[0]).toMatchObject({ id: Number(ids[2]!.slice(5)), skillSlug: 'meeting-summarizer', status: 'idle', source: 'api', interface: 'ci-bot', inputText: 'from ci-bot', completedAt: null });
+
+    const mcp = await call('/api/v1/executions?channels=mcp', { token: user.token });
+    expect(mcp.body.items.map((i: { executionId: string }) => i.executionId)).toEqual([ids[1]]);
+    const bots = await call('/api/v1/executions?interfaces=ci-bot,mcp-cursor', { token: user.token });
+    expect(bots.body.items).toHaveLength(2);
+    const paged = await call('/api/v1/executions?limit=1&offset=1', { token: user.token });
+    expect(paged.body).toMatchObject({ hasMore: true, items: [{ executionId: ids[1] }] });
+
+    const cursor = await call(`/api/v1/executions?limit=2&after_id=${ids[2]}`, { token: user.token });
+    expect(cursor.body).toMatchObject({ first_id: ids[1], last_id: ids[0], has_more: false });
+  });
+});

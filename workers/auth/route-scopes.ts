@@ -65,7 +65,10 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'PATCH /api/v1/secrets/:id': { auth: 'credential', scope: 'library:write' },
   'DELETE /api/v1/secrets/:id': { auth: 'credential', scope: 'library:write' },
 
+  'POST /api/v1/skills/:slug/run': { auth: 'credential', scope: 'tool:execute' },
+  'GET /api/v1/executions': { auth: 'credential', scope: 'tool:execute' },
   'POST /api/v1/executions': { auth: 'credential', scope: 'tool:execute' },
+  'POST /api/v1/executions/:id/cancel': { auth: 'credential', scope: 'tool:execute' },
   'POST /api/v1/executions/:id/events': { auth: 'credential', scope: 'tool:execute' },
   'GET /api/v1/executions/:id/status': { auth: 'credential', scope: 'tool:execute' },
   'GET /api/v1/executions/:id/stream-token': { auth: 'credential', scope: 'tool:execute' },

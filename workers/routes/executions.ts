@@ -5,7 +5,12 @@ import { principalOf } from '../middleware/authenticate';
 import { validate } from '../middleware/validate';
 import { createStreamUrl } from '../services/execution-streams';
 import {
+  CancelResult,
+  cancelExecution,
   createExecution,
+  HistoryItem,
+  listExecutions,
+  ListExecutionsQuery,
   CreateExecutionBody,
   ExecutionStatus,
   getExecutionStatus,
@@ -14,7 +19,7 @@ import {
   PostEventsBody,
   StatusQuery,
 } from '../services/executions';
-import { documented } from './openapi';
+import { cursorEnvelope, documented } from './openapi';
 
 const IdParam = z.object({ id: z.string().min(1).max(40) });
 
@@ -22,7 +27,21 @@ const EventList = z.object({
   data: z.array(z.object({ id: z.string(), type: z.string(), sequence: z.number(), payload: z.record(z.string(), z.unknown()) })),
 });
 
+const History = z.union([
+  z.object({ items: z.array(HistoryItem), hasMore: z.boolean(), offset: z.number(), limit: z.number() }),
+  cursorEnvelope(HistoryItem),
+]);
+
 export const executionRoutes = new Hono<AppEnv>()
+  .get(
+    '/',
+    documented('Executions', 'History: the offset form, or the cursor form when after_id or before_id is present', 200, History),
+    validate('query', ListExecutionsQuery),
+    async (c) => c.json(await listExecutions(c.var.db, principalOf(c), c.req.valid('query'))),
+  )
+  .post('/:id/cancel', documented('Executions', 'Interrupt a working execution', 200, CancelResult), validate('param', IdParam), async (c) =>
+    c.json(await cancelExecution(c.var.db, c.env, principalOf(c), c.req.valid('param').id)),
+  )
   .post('/', documented('Executions', 'Create an idle execution of an installed skill; nothing runs yet', 201, IdleExecution), validate('json', CreateExecutionBody), async (c) =>
     c.json(await createExecution(c.var.db, principalOf(c), c.req.valid('json')), 201),
   )

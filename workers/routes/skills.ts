@@ -2,7 +2,10 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../env';
 import { principalOf } from '../middleware/authenticate';
+import { idempotent } from '../middleware/idempotency';
+import { legacyFlatErrors } from '../middleware/legacy-errors';
 import { optionalJsonBody, validate } from '../middleware/validate';
+import { runSkill, RunSkillBody, StartedRun } from '../services/executions';
 import {
   AuthorSkillBody,
   authorSkill,
@@ -40,6 +43,16 @@ export const skills = new Hono<AppEnv>()
     validate('param', SlugParam),
     validate('json', AuthorSkillBody),
     async (c) => c.json(await authorSkill(c.var.db, c.env.BUCKET, principalOf(c), c.req.valid('param').slug, c.req.valid('json'))),
+  )
+  .post(
+    '/:slug/run',
+    documented('Skills', 'Run the skill now: creates the execution and starts it (errors in the flat legacy shape)', 200, StartedRun),
+    // Inside idempotent, so a stored and replayed failure has the same flat shape.
+    idempotent,
+    legacyFlatErrors,
+    validate('param', SlugParam),
+    validate('json', RunSkillBody),
+    async (c) => c.json(await runSkill(c.var.db, c.env, principalOf(c), c.req.valid('param').slug, c.req.valid('json'))),
   )
   .post(
     '/:slug/install',

@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { executions, skillVersions } from '../../schema';
 import type { ExecutionEvent } from '../../durable-objects/ExecutionSession';
@@ -7,8 +7,13 @@ import type { Db, Env } from '../env';
 import { AppError, conflict, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { formatId, parseId } from '../lib/ids';
+import { byIntegerId, cursorPage, DEFAULT_PAGE, mapPage } from '../lib/pagination';
+import { streamPath } from './execution-streams';
 import { recordChange } from './audit';
 import { requireSkill } from './skills';
+
+/** Spec 8: the offset form of the history defaults to 10 items. */
+const HISTORY_PAGE = 10;
 
 export const CreateExecutionBody = z.object({
   skill_slug: z.string().min(1).max(64),
@@ -19,9 +24,10 @@ export const CreateExecutionBody = z.object({
 export type CreateExecutionBody = z.infer<typeof CreateExecutionBody>;
 
 export const IdleExecution = z.object({ id: z.string(), skill_slug: z.string(), skill_name: z.string(), status: z.literal('idle') });
+export type IdleExecution = z.infer<typeof IdleExecution>;
 
 /** Step 1 of the three-step flow: an idle execution of an installed skill; nothing runs yet. */
-export async function createExecution(db: Db, principal: Principal, input: CreateExecutionBody) {
+export async function createExecution(db: Db, principal: Principal, input: CreateExecutionBody): Promise<IdleExecution> {
   const skill = await requireSkill(db, principal, input.skill_slug);
   const [version] = await db.select().from(skillVersions).where(eq(skillVersions.id, skill.activeVersionId!)).limit(1);
   const [[row]] = await db.batch([
@@ -88,8 +94,6 @@ const present = (executionId: number, e: ExecutionEvent) => ({
 /**
  * Step 3: `user.message` starts a turn on an idle execution (DECISIONS.md: to a working one
  * 409 EXECUTION_RUNNING, to a finished one 409 CONFLICT); `user.interrupt` stops a working one.
- * The move to `working` is one conditional UPDATE that also counts the workspace's working
- * executions, so two requests cannot both pass MAX_ACTIVE_EXECUTIONS.
  */
 export async function postEvents(db: Db, env: Env, principal: Principal, rawId: string, body: PostEventsBody) {
   const execution = await requireExecution(db, principal, rawId);
@@ -99,6 +103,16 @@ export async function postEvents(db: Db, env: Env, principal: Principal, rawId: 
     if (execution.status !== 'working') throw conflict('The execution is not running');
     return { data: (await session.interrupt()).map((e) => present(execution.id, e)) };
   }
+  const text = event.content.map((b) => b.text).join('\n');
+  return { data: (await startRun(db, env, principal, execution, text)).map((e) => present(execution.id, e)) };
+}
+
+/**
+ * Moves an idle execution to `working` and starts its turn. The move is one conditional UPDATE
+ * that also counts the workspace's working executions, so two requests cannot both pass
+ * MAX_ACTIVE_EXECUTIONS.
+ */
+async function startRun(db: Db, env: Env, principal: Principal, execution: typeof executions.$inferSelect, text: string) {
   if (execution.status === 'working') throw new AppError('EXECUTION_RUNNING', 409, 'The execution is already running');
   if (execution.status !== 'idle') throw conflict(`The execution is ${execution.status}: rerun it instead`);
   const limit = Number(env.MAX_ACTIVE_EXECUTIONS) || 1;
@@ -115,15 +129,131 @@ export async function postEvents(db: Db, env: Env, principal: Principal, rawId: 
     .returning({ id: executions.id });
   if (claimed.length === 0) throw new AppError('EXECUTION_RUNNING', 409, 'Another execution is running in this workspace');
   const [version] = await db.select({ prompt: skillVersions.prompt }).from(skillVersions).where(eq(skillVersions.id, execution.skillVersionId ?? -1)).limit(1);
-  const accepted = await session.startTurn({
+  return env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).startTurn({
     executionId: execution.id,
     workspaceId: principal.workspaceId,
     userId: principal.userId,
     skillName: execution.skillName,
     system: version?.prompt ?? '',
-    text: event.content.map((b) => b.text).join('\n'),
+    text,
   });
-  return { data: accepted.map((e) => present(execution.id, e)) };
+}
+
+const Connector = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('github'), fields: z.object({ repo: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, 'owner/repo') }) }),
+  z.object({ type: z.literal('remote'), fields: z.object({}).strict() }),
+]);
+
+export const RunSkillBody = z.object({
+  input: z.string().trim().min(1).max(100_000),
+  interface: z.string().trim().min(1).max(40).optional(),
+  attachments: z.array(z.object({ name: z.string().max(200), url: z.url().optional(), content: z.string().max(100_000).optional() })).max(10).optional(),
+  connector: Connector.optional(),
+});
+export type RunSkillBody = z.infer<typeof RunSkillBody>;
+
+export const StartedRun = z.object({
+  executionId: z.string(),
+  skillName: z.string(),
+  status: z.literal('started'),
+  message: z.string(),
+  sseUrl: z.string(),
+});
+
+/** POST /skills/:slug/run: create and start in one call (spec 4.3). */
+export async function runSkill(db: Db, env: Env, principal: Principal, slug: string, body: RunSkillBody) {
+  const idle = await createExecution(db, principal, { skill_slug: slug, input: body.input, source: 'api', interface: body.interface ?? 'api' });
+  const execution = await requireExecution(db, principal, idle.id);
+  try {
+    await startRun(db, env, principal, execution, body.input);
+  } catch (error) {
+    // Nothing ran: the execution is not left behind as an idle orphan.
+    await db.delete(executions).where(eq(executions.id, execution.id));
+    throw error;
+  }
+  return {
+    executionId: idle.id,
+    skillName: idle.skill_name,
+    status: 'started' as const,
+    message: `Running ${idle.skill_name}; mint a stream URL at /api/v1/executions/${idle.id}/stream-token`,
+    sseUrl: streamPath(execution.id),
+  };
+}
+
+export const CancelResult = z.object({ success: z.boolean(), message: z.string(), processKilled: z.boolean(), actualStatus: z.string() });
+
+/** Cancel = interrupt a working execution (DECISIONS.md: it is idle afterwards). */
+export async function cancelExecution(db: Db, env: Env, principal: Principal, rawId: string) {
+  const execution = await requireExecution(db, principal, rawId);
+  if (execution.status !== 'working') {
+    return { success: true, message: `The execution is ${execution.status}; nothing to cancel`, processKilled: false, actualStatus: execution.status };
+  }
+  await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).interrupt();
+  return { success: true, message: 'The run was interrupted', processKilled: true, actualStatus: 'idle' };
+}
+
+const csv = z
+  .string()
+  .max(500)
+  .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+  .optional();
+
+export const ListExecutionsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).optional(),
+  offset: z.coerce.number().int().min(0).max(100_000).default(0),
+  after_id: z.string().min(1).max(40).optional(),
+  before_id: z.string().min(1).max(40).optional(),
+  channels: csv,
+  interfaces: csv,
+});
+export type ListExecutionsQuery = z.infer<typeof ListExecutionsQuery>;
+
+export const HistoryItem = z.object({
+  id: z.number().int(),
+  executionId: z.string(),
+  skillSlug: z.string(),
+  skillName: z.string(),
+  status: z.string(),
+  cost: z.number(),
+  source: z.string(),
+  interface: z.string(),
+  inputText: z.string(),
+  startedAt: z.string(),
+  completedAt: z.string().nullable(),
+});
+
+const presentHistory = (row: typeof executions.$inferSelect) => ({
+  id: row.id,
+  executionId: formatId('exec', row.id),
+  skillSlug: row.skillSlug,
+  skillName: row.skillName,
+  status: row.status,
+  cost: row.cost / 100,
+  source: row.source,
+  interface: row.interface,
+  inputText: row.inputText,
+  startedAt: toIso(row.startedAt),
+  completedAt: row.completedAt === null ? null : toIso(row.completedAt),
+});
+
+/** DECISIONS.md: the cursor form when after_id or before_id is present, the offset form otherwise. */
+export async function listExecutions(db: Db, principal: Principal, query: ListExecutionsQuery) {
+  const where = and(
+    eq(executions.workspaceId, principal.workspaceId),
+    query.channels?.length ? inArray(executions.source, query.channels) : undefined,
+    query.interfaces?.length ? inArray(executions.interface, query.interfaces) : undefined,
+  );
+  if (query.after_id !== undefined || query.before_id !== undefined) {
+    const page = await cursorPage(
+      { limit: query.limit ?? DEFAULT_PAGE, after_id: query.after_id, before_id: query.before_id },
+      byIntegerId(executions.id, (w, orderBy, limit) => db.select().from(executions).where(w).orderBy(orderBy).limit(limit), 'exec'),
+      where,
+    );
+    return mapPage(page, presentHistory);
+  }
+  const limit = query.limit ?? HISTORY_PAGE;
+  const rows = await db.select().from(executions).where(where).orderBy(desc(executions.id)).limit(limit + 1).offset(query.offset);
+  return { items: rows.slice(0, limit).map(presentHistory), hasMore: rows.length > limit, offset: query.offset, limit };
 }
 
 export const ExecutionStatus = z.object({
