@@ -1,23 +1,48 @@
 import { env } from 'cloudflare:workers';
+import { eq } from 'drizzle-orm';
+import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
-import { decryptSecret } from '../../workers/lib/encryption';
-import { secretContext } from '../../workers/services/secrets';
+import * as schema from '../../schema';
+import { type SecretRow } from '../../schema';
+import type { Principal } from '../../workers/auth/principal';
+import { decryptSecret, encryptSecret } from '../../workers/lib/encryption';
+import { createSecret, revealSecret, secretContext, updateSecret } from '../../workers/services/secrets';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 
 const VALUE = 's3cr3t-VALUE-1234';
+
 const create = (user: TestUser, body: unknown, headers?: Record<string, string>) =>
   call('/api/v1/secrets', { token: user.token, body, headers });
-const storedRow = (id: string) => env.DB.prepare('SELECT * FROM secrets WHERE id = ?').bind(Number(id.slice(4))).first<Record<string, any>>();
+const patch = (user: TestUser, id: string, body: unknown) => call(`/api/v1/secrets/${id}`, { method: 'PATCH', token: user.token, body });
+const remove = (user: TestUser, id: string) => call(`/api/v1/secrets/${id}`, { method: 'DELETE', token: user.token });
+const list = (user: TestUser, query = '') => call(`/api/v1/secrets${query}`, { token: user.token });
+
+const db = () => drizzle(env.DB, { schema });
+/** The stored row, read straight from D1. */
+const storedRow = async (id: string) =>
+  (await db().select().from(schema.secrets).where(eq(schema.secrets.id, Number(id.slice('sec_'.length)))))[0] ?? null;
+const decryptRow = (row: SecretRow) => decryptSecret(env.ENCRYPTION_KEY, secretContext(row.workspaceId, row.name), row.ciphertext);
+
+/** The services take the resolved principal; this is a session principal of `user`. */
+const principalOf = (user: TestUser): Principal => ({
+  userId: user.user.id,
+  workspaceId: user.workspaceId,
+  role: 'owner',
+  credential: { type: 'session', sessionId: 'test' },
+  scopes: ['*'],
+  origin: { requestId: 'test', ip: null, userAgent: null },
+});
 
 describe('POST /api/v1/secrets', () => {
-  it('stores the value encrypted and answers without it', async () => {
+  it('answers 201 with the record, never the value, and stores only ciphertext', async () => {
     const user = await signUp();
     const res = await create(user, { name: 'GITHUB_TOKEN', value: VALUE });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({ id: expect.stringMatching(/^sec_\d+$/), name: 'GITHUB_TOKEN', createdAt: expect.any(String), updatedAt: expect.any(String) });
-    const row = await storedRow(res.body.id);
+    const row = (await storedRow(res.body.id))!;
     expect(JSON.stringify(row)).not.toContain(VALUE);
-    expect(await decryptSecret(env.ENCRYPTION_KEY, secretContext(user.workspaceId, row!.created_at), row!.ciphertext)).toBe(VALUE);
+    expect(row.ciphertext).not.toBe(VALUE);
+    expect(await decryptRow(row)).toBe(VALUE);
   });
 
   it('uses a fresh IV: the same value twice gives different ciphertexts', async () => {
@@ -27,29 +52,36 @@ describe('POST /api/v1/secrets', () => {
     expect((await storedRow(a.body.id))!.ciphertext).not.toBe((await storedRow(b.body.id))!.ciphertext);
   });
 
-  it('does not decrypt a ciphertext moved to another workspace', async () => {
-    const user = await signUp();
-    const res = await create(user, { name: 'A', value: VALUE });
-    const row = await storedRow(res.body.id);
-    expect(await decryptSecret(env.ENCRYPTION_KEY, secretContext('another-workspace', row!.created_at), row!.ciphertext)).toBeNull();
-  });
-
   it.each([
     [{ name: 'lower_case', value: 'x' }, 'name'],
     [{ name: '1ABC', value: 'x' }, 'name'],
+    [{ name: 'HAS-DASH', value: 'x' }, 'name'],
+    [{ name: `A${'B'.repeat(128)}`, value: 'x' }, 'name'],
+    [{ value: 'x' }, 'name'],
     [{ name: 'OK' }, 'value'],
     [{ name: 'OK', value: '' }, 'value'],
-  ])('rejects %j naming the field', async (body, field) => {
+    [{ name: 'OK', value: 'x'.repeat(65_537) }, 'value'],
+    [{ name: 'OK', value: 42 }, 'value'],
+  ])('rejects %j with 400 naming the field', async (body, field) => {
     const user = await signUp();
     expect(expectError(await create(user, body), 400, 'INVALID_INPUT').details?.field).toBe(field);
   });
 
-  it('refuses a duplicate name in the workspace, not across workspaces', async () => {
+  it('accepts the longest name and a 65,536-character value', async () => {
+    const user = await signUp();
+    const name = `A${'_'.repeat(127)}`;
+    const res = await create(user, { name, value: 'é'.repeat(65_536) });
+    expect(res.status).toBe(201);
+    expect(await decryptRow((await storedRow(res.body.id))!)).toBe('é'.repeat(65_536));
+  });
+
+  it('refuses a duplicate name in the workspace with 409 ALREADY_EXISTS, not across workspaces', async () => {
     const user = await signUp();
     const other = await signUp();
     await create(user, { name: 'DUP', value: 'x' });
     expect(expectError(await create(user, { name: 'DUP', value: 'y' }), 409, 'ALREADY_EXISTS').details?.field).toBe('name');
     expect((await create(other, { name: 'DUP', value: 'y' })).status).toBe(201);
+    expect((await list(user)).body.data).toHaveLength(1);
   });
 
   it('honours idempotency-key: one secret, the same answer replayed', async () => {
@@ -57,146 +89,200 @@ describe('POST /api/v1/secrets', () => {
     const headers = { 'idempotency-key': 'secret-once' };
     const first = await create(user, { name: 'ONCE', value: VALUE }, headers);
     const again = await create(user, { name: 'ONCE', value: VALUE }, headers);
+    expect(first.status).toBe(201);
+    expect(first.headers.get('idempotency-replayed')).toBeNull();
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotency-replayed')).toBe('true');
     expect(again.body).toEqual(first.body);
-    expect((await call('/api/v1/secrets', { token: user.token })).body.data).toHaveLength(1);
+    expect((await list(user)).body.data).toHaveLength(1);
   });
 });
 
-describe('GET, PATCH and DELETE /api/v1/secrets', () => {
-  it('lists newest first, renames and rotates keeping the id, deletes', async () => {
+describe('GET /api/v1/secrets', () => {
+  it('is a cursor list, newest first, of this workspace only', async () => {
     const user = await signUp();
-    const a = await create(user, { name: 'FIRST', value: VALUE });
-    const b = await create(user, { name: 'SECOND', value: VALUE });
-    const list = await call('/api/v1/secrets', { token: user.token });
-    expect(list.body.data.map((s: { name: string }) => s.name)).toEqual(['SECOND', 'FIRST']);
+    const other = await signUp();
+    await create(other, { name: 'THEIRS', value: VALUE });
+    const ids = [];
+    for (const name of ['FIRST', 'SECOND', 'THIRD']) ids.push((await create(user, { name, value: VALUE })).body.id);
+    const all = await list(user);
+    expect(all.status).toBe(200);
+    expect(all.body.data.map((s: { name: string }) => s.name)).toEqual(['THIRD', 'SECOND', 'FIRST']);
+    expect(all.body).toMatchObject({ first_id: ids[2], last_id: ids[0], has_more: false });
 
-    const before = (await storedRow(a.body.id))!.ciphertext;
-    const rotated = await call(`/api/v1/secrets/${a.body.id}`, { method: 'PATCH', token: user.token, body: { name: 'RENAMED', value: 'new-value' } });
+    const page = await list(user, '?limit=2');
+    expect(page.body).toMatchObject({ first_id: ids[2], last_id: ids[1], has_more: true });
+    const next = await list(user, `?limit=2&after_id=${page.body.last_id}`);
+    expect(next.body.data.map((s: { id: string }) => s.id)).toEqual([ids[0]]);
+    expect(next.body.has_more).toBe(false);
+    expect(expectError(await list(user, '?limit=0'), 400, 'INVALID_INPUT').details?.field).toBe('limit');
+  });
+});
+
+describe('PATCH /api/v1/secrets/:id', () => {
+  it('rotates the value with a new ciphertext, keeping the id', async () => {
+    const user = await signUp();
+    const created = await create(user, { name: 'ROTATE_ME', value: VALUE });
+    const before = (await storedRow(created.body.id))!;
+    const rotated = await patch(user, created.body.id, { value: 'new-value' });
     expect(rotated.status).toBe(200);
-    expect(rotated.body).toMatchObject({ id: a.body.id, name: 'RENAMED' });
-    const row = await storedRow(a.body.id);
-    expect(row!.ciphertext).not.toBe(before);
-    expect(await decryptSecret(env.ENCRYPTION_KEY, secretContext(user.workspaceId, row!.created_at), row!.ciphertext)).toBe('new-value');
-
-    expect(expectError(await call(`/api/v1/secrets/${a.body.id}`, { method: 'PATCH', token: user.token, body: {} }), 400, 'INVALID_INPUT').details?.field).toBe('body');
-    expectError(await call(`/api/v1/secrets/${a.body.id}`, { method: 'PATCH', token: user.token, body: { name: 'SECOND' } }), 409, 'ALREADY_EXISTS');
-
-    const deleted = await call(`/api/v1/secrets/${b.body.id.slice(4)}`, { method: 'DELETE', token: user.token });
-    expect(deleted.body).toEqual({ success: true });
-    expect((await call('/api/v1/secrets', { token: user.token })).body.data.map((s: { id: string }) => s.id)).toEqual([a.body.id]);
+    expect(rotated.body).toEqual({ ...created.body, updatedAt: expect.any(String) });
+    const after = (await storedRow(created.body.id))!;
+    expect(after.id).toBe(before.id);
+    expect(after.ciphertext).not.toBe(before.ciphertext);
+    expect(await decryptRow(after)).toBe('new-value');
   });
 
-  it('answers 404 for another workspace’s secret', async () => {
+  it('renames, re-encrypting the value under the new name; accepts the bare numeric id', async () => {
+    const user = await signUp();
+    const created = await create(user, { name: 'OLD_NAME', value: VALUE });
+    const before = (await storedRow(created.body.id))!;
+    const renamed = await patch(user, created.body.id.slice('sec_'.length), { name: 'NEW_NAME' });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({ id: created.body.id, name: 'NEW_NAME' });
+    const after = (await storedRow(created.body.id))!;
+    expect(after.ciphertext).not.toBe(before.ciphertext);
+    expect(await decryptRow(after)).toBe(VALUE);
+    expect(await revealSecret(env.ENCRYPTION_KEY, after)).toBe(VALUE);
+  });
+
+  it('renames and rotates at once', async () => {
+    const user = await signUp();
+    const created = await create(user, { name: 'BOTH', value: VALUE });
+    expect((await patch(user, created.body.id, { name: 'BOTH_2', value: 'v2' })).body.name).toBe('BOTH_2');
+    expect(await decryptRow((await storedRow(created.body.id))!)).toBe('v2');
+  });
+
+  it.each([
+    [{}, 'body'],
+    [{ name: 'bad name' }, 'name'],
+    [{ value: '' }, 'value'],
+  ])('rejects %j with 400 naming the field', async (body, field) => {
+    const user = await signUp();
+    const created = await create(user, { name: 'X', value: VALUE });
+    expect(expectError(await patch(user, created.body.id, body), 400, 'INVALID_INPUT').details?.field).toBe(field);
+  });
+
+  it('refuses a rename onto another secret’s name with 409', async () => {
+    const user = await signUp();
+    const a = await create(user, { name: 'TAKEN_A', value: VALUE });
+    await create(user, { name: 'TAKEN_B', value: VALUE });
+    expect(expectError(await patch(user, a.body.id, { name: 'TAKEN_B' }), 409, 'ALREADY_EXISTS').details?.field).toBe('name');
+    expect(await decryptRow((await storedRow(a.body.id))!)).toBe(VALUE);
+  });
+});
+
+describe('DELETE /api/v1/secrets/:id', () => {
+  it('deletes by either id form and answers {success: true}', async () => {
+    const user = await signUp();
+    const a = await create(user, { name: 'KEEP', value: VALUE });
+    const b = await create(user, { name: 'DROP', value: VALUE });
+    const deleted = await remove(user, b.body.id.slice('sec_'.length));
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toEqual({ success: true });
+    expect((await list(user)).body.data.map((s: { id: string }) => s.id)).toEqual([a.body.id]);
+    expect(await storedRow(b.body.id)).toBeNull();
+    expectError(await remove(user, b.body.id), 404, 'NOT_FOUND');
+  });
+});
+
+describe('ids and workspaces', () => {
+  it('answers 404 for another workspace’s secret and for malformed ids', async () => {
     const user = await signUp();
     const other = await signUp();
     const theirs = await create(other, { name: 'THEIRS', value: VALUE });
-    expectError(await call(`/api/v1/secrets/${theirs.body.id}`, { method: 'PATCH', token: user.token, body: { value: 'x' } }), 404, 'NOT_FOUND');
-    expectError(await call(`/api/v1/secrets/${theirs.body.id}`, { method: 'DELETE', token: user.token }), 404, 'NOT_FOUND');
-    expectError(await call('/api/v1/secrets/sec_zz', { method: 'DELETE', token: user.token }), 404, 'NOT_FOUND');
-    expect((await call('/api/v1/secrets', { token: user.token })).body.data).toEqual([]);
+    expectError(await patch(user, theirs.body.id, { value: 'x' }), 404, 'NOT_FOUND');
+    expectError(await remove(user, theirs.body.id), 404, 'NOT_FOUND');
+    for (const bad of ['sec_zz', 'key_1', 'sec_0', '-1', 'abc']) expectError(await remove(user, bad), 404, 'NOT_FOUND');
+    expect((await list(user)).body.data).toEqual([]);
+    expect(await decryptRow((await storedRow(theirs.body.id))!)).toBe(VALUE);
   });
+});
 
-  it('checks library:read and library:write', async () => {
+describe('scopes', () => {
+  it('reads need library:read, writes library:write', async () => {
     const user = await signUp();
+    const secret = await create(user, { name: 'SCOPED', value: VALUE });
     const reader = await createKey(user, ['library:read']);
     expect((await call('/api/v1/secrets', { apiKey: reader.key })).status).toBe(200);
-    const error = expectError(await call('/api/v1/secrets', { apiKey: reader.key, body: { name: 'X', value: 'y' } }), 403, 'FORBIDDEN');
-    expect(error.details).toEqual({ scope: 'library:write' });
+    const writes = [
+      call('/api/v1/secrets', { apiKey: reader.key, body: { name: 'X', value: 'y' } }),
+      call(`/api/v1/secrets/${secret.body.id}`, { method: 'PATCH', apiKey: reader.key, body: { value: 'y' } }),
+      call(`/api/v1/secrets/${secret.body.id}`, { method: 'DELETE', apiKey: reader.key }),
+    ];
+    for (const res of await Promise.all(writes)) expect(expectError(res, 403, 'FORBIDDEN').details).toEqual({ scope: 'library:write' });
     const none = await createKey(user, ['profile:read']);
-    expect(expectError(await call('/api/v1/secrets', { apiKey: none.key }), 403, 'FORBIDDEN').details).toEqual({ scope: 'library:read' });
-  });
+    const denied = expectError(await call('/api/v1/secrets', { apiKey: none.key }), 403, 'FORBIDDEN');
+    expect(denied.details).toEqual({ scope: 'library:read' });
+    expect(denied.message).toContain('library:read');
 
-  it('answers 503 naming ENCRYPTION_KEY when it is not configured, writing nothing', async () => {
-    const { createSecret } = await import('../../workers/services/secrets');
-    const { drizzle } = await import('drizzle-orm/d1');
-    const schema = await import('../../schema');
-    const user = await signUp();
-    const principal = {
-      userId: user.user.id,
-      workspaceId: user.workspaceId,
-      role: 'owner' as const,
-      credential: { type: 'session' as const, sessionId: 'x' },
-      scopes: ['*'],
-      origin: { requestId: 'r', ip: null, userAgent: null },
-    };
-    await expect(createSecret(drizzle(env.DB, { schema }), principal, undefined, { name: 'X', value: 'y' })).rejects.toMatchObject({
-      code: 'SERVICE_UNAVAILABLE',
-      status: 503,
-      message: expect.stringContaining('ENCRYPTION_KEY'),
-    });
-    expect((await call('/api/v1/secrets', { token: user.token })).body.data).toEqual([]);
+    const writer = await createKey(user, ['library:write']);
+    expect((await call('/api/v1/secrets', { apiKey: writer.key, body: { name: 'BY_KEY', value: VALUE } })).status).toBe(201);
   });
 });
 
-describe('skill secret bindings', () => {
-  const installAuthored = (user: TestUser, slug: string) =>
-    call(`/api/v1/skills/${slug}`, {
-      method: 'PUT',
-      token: user.token,
-      body: { name: slug, description: 'd', category: 'development', prompt: 'p' },
-    });
-
-  it('binds, lists and unbinds; deleting the secret removes its bindings', async () => {
+describe('the value never leaves', () => {
+  it('is absent from every response, audit entry and activity line', async () => {
     const user = await signUp();
-    await installAuthored(user, 'deployer');
-    const secret = await create(user, { name: 'DEPLOY_TOKEN', value: VALUE });
-    const bound = await call('/api/v1/skills/deployer/secrets', { token: user.token, body: { secretId: secret.body.id, envVar: 'TOKEN' } });
-    expect(bound.status).toBe(201);
-    expect(bound.body).toEqual({
-      id: expect.any(Number),
-      skillSlug: 'deployer',
-      secretId: secret.body.id,
-      secretName: 'DEPLOY_TOKEN',
-      envVar: 'TOKEN',
-      createdAt: expect.any(String),
-    });
-    expect((await call('/api/v1/skills/deployer/secrets', { token: user.token })).body).toEqual([bound.body]);
-    expectError(await call('/api/v1/skills/deployer/secrets', { token: user.token, body: { secretId: secret.body.id, envVar: 'TOKEN' } }), 409, 'ALREADY_EXISTS');
-
-    const second = await call('/api/v1/skills/deployer/secrets', { token: user.token, body: { secretId: secret.body.id.slice(4), envVar: 'OTHER' } });
-    expect((await call(`/api/v1/skills/deployer/secrets/${second.body.id}`, { method: 'DELETE', token: user.token })).body).toEqual({ success: true });
-
-    await call(`/api/v1/secrets/${secret.body.id}`, { method: 'DELETE', token: user.token });
-    expect((await call('/api/v1/skills/deployer/secrets', { token: user.token })).body).toEqual([]);
-  });
-
-  it('answers 404 for a skill not installed, a secret of another workspace, or a foreign binding', async () => {
-    const user = await signUp();
-    const other = await signUp();
-    await installAuthored(user, 'deployer');
-    await installAuthored(other, 'deployer');
-    const mine = await create(user, { name: 'MINE', value: VALUE });
-    const theirs = await create(other, { name: 'THEIRS', value: VALUE });
-    expectError(await call('/api/v1/skills/not-installed/secrets', { token: user.token }), 404, 'NOT_FOUND');
-    const foreign = expectError(
-      await call('/api/v1/skills/deployer/secrets', { token: user.token, body: { secretId: theirs.body.id, envVar: 'X' } }),
-      404,
-      'NOT_FOUND',
-    );
-    expect(foreign.details?.field).toBe('secretId');
-    const theirBinding = await call('/api/v1/skills/deployer/secrets', { token: other.token, body: { secretId: theirs.body.id, envVar: 'X' } });
-    expectError(await call(`/api/v1/skills/deployer/secrets/${theirBinding.body.id}`, { method: 'DELETE', token: user.token }), 404, 'NOT_FOUND');
-    expect(expectError(await call('/api/v1/skills/deployer/secrets', { token: user.token, body: { secretId: mine.body.id, envVar: 'bad-name' } }), 400, 'INVALID_INPUT').details?.field).toBe('envVar');
-  });
-
-  it('never shows the value in any response, audit entry or activity line', async () => {
-    const user = await signUp();
-    await installAuthored(user, 'deployer');
-    const secret = await create(user, { name: 'LEAK_CHECK', value: VALUE });
+    const created = await create(user, { name: 'LEAK_CHECK', value: VALUE });
     const bodies = [
-      secret.body,
-      (await call('/api/v1/secrets', { token: user.token })).body,
-      (await call(`/api/v1/secrets/${secret.body.id}`, { method: 'PATCH', token: user.token, body: { value: `${VALUE}-2` } })).body,
-      (await call('/api/v1/skills/deployer/secrets', { token: user.token, body: { secretId: secret.body.id, envVar: 'K' } })).body,
-      (await call('/api/v1/skills/deployer/secrets', { token: user.token })).body,
+      created.body,
+      (await list(user)).body,
+      (await patch(user, created.body.id, { value: `${VALUE}-2` })).body,
+      (await patch(user, created.body.id, { name: 'LEAK_CHECK_2' })).body,
+      (await remove(user, created.body.id)).body,
       (await call('/api/v1/audit-logs?limit=100', { token: user.token })).body,
       (await call('/api/v1/activity?limit=100', { token: user.token })).body,
-      (await call(`/api/v1/secrets/${secret.body.id}`, { method: 'DELETE', token: user.token })).body,
     ];
     for (const body of bodies) expect(JSON.stringify(body)).not.toContain(VALUE);
-    const actions = (await call('/api/v1/audit-logs?resource_type=secret', { token: user.token })).body.data.map((e: { action: string }) => e.action);
-    expect(actions).toEqual(['secret.deleted', 'secret.updated', 'secret.created']);
+
+    const audit = await call('/api/v1/audit-logs?resource_type=secret', { token: user.token });
+    expect(audit.body.data.map((e: { action: string }) => e.action)).toEqual(['secret.deleted', 'secret.updated', 'secret.updated', 'secret.created']);
+    for (const entry of audit.body.data) expect(entry.resourceId).toBe(created.body.id);
+    expect(audit.body.data[1].metadata).toEqual({ name: 'LEAK_CHECK_2', renamedFrom: 'LEAK_CHECK', rotated: false });
+    expect(audit.body.data[2].metadata).toEqual({ name: 'LEAK_CHECK', rotated: true });
+    const activity = await call('/api/v1/activity?type=secret.created', { token: user.token });
+    expect(activity.body.data.map((e: { summary: string }) => e.summary)).toEqual(['Secret LEAK_CHECK was added']);
+  });
+});
+
+describe('encryption', () => {
+  it('round-trips and binds the ciphertext to its workspace and name', async () => {
+    const user = await signUp();
+    const a = (await storedRow((await create(user, { name: 'ROW_A', value: VALUE })).body.id))!;
+    const b = (await storedRow((await create(user, { name: 'ROW_B', value: 'other' })).body.id))!;
+    expect(await decryptRow(a)).toBe(VALUE);
+    // The ciphertext copied into another row of the same workspace, or another workspace's row.
+    expect(await decryptRow({ ...b, ciphertext: a.ciphertext })).toBeNull();
+    expect(await decryptRow({ ...a, workspaceId: 'another-workspace' })).toBeNull();
+    await env.DB.prepare('UPDATE secrets SET ciphertext = ? WHERE id = ?').bind(a.ciphertext, b.id).run();
+    await expect(revealSecret(env.ENCRYPTION_KEY, (await storedRow(`sec_${b.id}`))!)).rejects.toThrow(/does not decrypt/);
+    expect(await decryptSecret(env.ENCRYPTION_KEY, 'ctx', 'not base64!')).toBeNull();
+    expect(await decryptSecret(env.ENCRYPTION_KEY, 'ctx', btoa('short'))).toBeNull();
+  });
+
+  it('answers 503 SERVICE_UNAVAILABLE naming ENCRYPTION_KEY when it is missing or malformed, writing nothing', async () => {
+    const user = await signUp();
+    const unavailable = { code: 'SERVICE_UNAVAILABLE', status: 503, message: expect.stringContaining('ENCRYPTION_KEY') };
+    await expect(createSecret(db(), principalOf(user), undefined, { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
+    await expect(createSecret(db(), principalOf(user), '', { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
+    await expect(createSecret(db(), principalOf(user), btoa('sixteen byte key'), { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
+    await expect(createSecret(db(), principalOf(user), 'not base64!', { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
+    expect((await list(user)).body.data).toEqual([]);
+
+    const created = await create(user, { name: 'EXISTING', value: VALUE });
+    const before = (await storedRow(created.body.id))!;
+    await expect(updateSecret(db(), principalOf(user), undefined, created.body.id, { value: 'x' })).rejects.toMatchObject(unavailable);
+    await expect(updateSecret(db(), principalOf(user), undefined, created.body.id, { name: 'RENAMED' })).rejects.toMatchObject(unavailable);
+    expect(await storedRow(created.body.id)).toEqual(before);
+    await expect(decryptSecret(undefined, 'ctx', before.ciphertext)).rejects.toMatchObject(unavailable);
+  });
+
+  it('does not decrypt under another key', async () => {
+    const otherKey = btoa(String.fromCharCode(...new Uint8Array(32).fill(7)));
+    const sealed = await encryptSecret(env.ENCRYPTION_KEY, 'ctx', VALUE);
+    expect(await decryptSecret(env.ENCRYPTION_KEY, 'ctx', sealed)).toBe(VALUE);
+    expect(await decryptSecret(otherKey, 'ctx', sealed)).toBeNull();
+    expect(atob(sealed)).toHaveLength(12 + new TextEncoder().encode(VALUE).length + 16);
   });
 });

@@ -1,36 +1,56 @@
 import { AppError } from '../errors';
 
 /**
- * AES-256-GCM for values at rest (secrets, BYOK keys) under ENCRYPTION_KEY (base64, 32 bytes).
- * Each encryption takes a fresh 12-byte IV; the stored form is base64(iv || ciphertext+tag).
- * `context` is bound in as additional data, so a ciphertext copied to another row (another
- * workspace or name) does not decrypt.
+ * AES-256-GCM (WebCrypto) for values at rest (secrets, later BYOK keys) under ENCRYPTION_KEY,
+ * base64 of 32 bytes. Every encryption takes a fresh 12-byte IV; the stored form is
+ * base64(iv || ciphertext+tag). `context` is bound in as GCM additional data: a ciphertext
+ * decrypts only under the context it was sealed with, so one copied to another row (another
+ * workspace, another name) does not decrypt.
+ *
+ * The key is read at use, not at startup: without a usable ENCRYPTION_KEY the service runs and
+ * only the calls that need it answer 503 SERVICE_UNAVAILABLE. The imported CryptoKey is cached
+ * per isolate.
  */
 const IV_BYTES = 12;
+const KEY_BYTES = 32;
 const keys = new Map<string, Promise<CryptoKey>>();
 
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Chunked, so a 64 KiB value does not overflow the argument list of String.fromCharCode. */
+function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+const fromBase64 = (encoded: string): Uint8Array => Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0));
+
 function importKey(encoded: string | undefined): Promise<CryptoKey> {
+  const cached = encoded === undefined ? undefined : keys.get(encoded);
+  if (cached) return cached;
   let raw: Uint8Array | undefined;
   try {
-    raw = encoded ? Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0)) : undefined;
+    raw = encoded ? fromBase64(encoded.trim()) : undefined;
   } catch {
     raw = undefined;
   }
-  if (!raw || raw.length !== 32) {
-    throw new AppError('SERVICE_UNAVAILABLE', 503, 'ENCRYPTION_KEY is not configured (base64 of 32 random bytes)');
+  if (!raw || raw.length !== KEY_BYTES) {
+    throw new AppError(
+      'SERVICE_UNAVAILABLE',
+      503,
+      encoded ? 'ENCRYPTION_KEY is not base64 of 32 bytes' : 'ENCRYPTION_KEY is not configured (base64 of 32 random bytes)',
+    );
   }
-  let key = keys.get(encoded!);
-  if (!key) {
-    key = crypto.subtle.importKey('raw', raw, 'AES-GCM', false, ['encrypt', 'decrypt']);
-    keys.set(encoded!, key);
-  }
+  const key = crypto.subtle.importKey('raw', raw, 'AES-GCM', false, ['encrypt', 'decrypt']);
+  keys.set(encoded!, key);
   return key;
 }
 
-const encoder = new TextEncoder();
-
-export async function encryptSecret(encodedKey: string | undefined, context: string, plaintext: string): Promise<string> {
-  const key = await importKey(encodedKey);
+/** Seals `plaintext` under ENCRYPTION_KEY, bound to `context`. Throws 503 without a usable key. */
+export async function encryptSecret(encryptionKey: string | undefined, context: string, plaintext: string): Promise<string> {
+  const key = await importKey(encryptionKey);
   const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
   const sealed = new Uint8Array(
     await crypto.subtle.encrypt({ name: 'AES-GCM', iv, additionalData: encoder.encode(context) }, key, encoder.encode(plaintext)),
@@ -38,20 +58,23 @@ export async function encryptSecret(encodedKey: string | undefined, context: str
   const out = new Uint8Array(IV_BYTES + sealed.length);
   out.set(iv);
   out.set(sealed, IV_BYTES);
-  return btoa(String.fromCharCode(...out));
+  return toBase64(out);
 }
 
-/** The plaintext, or null if the ciphertext is damaged or belongs to another context. */
-export async function decryptSecret(encodedKey: string | undefined, context: string, stored: string): Promise<string | null> {
-  const key = await importKey(encodedKey);
+/**
+ * The plaintext, or null when the stored form is damaged, was sealed under another key or
+ * belongs to another context. Throws 503 without a usable key.
+ */
+export async function decryptSecret(encryptionKey: string | undefined, context: string, stored: string): Promise<string | null> {
+  const key = await importKey(encryptionKey);
   try {
-    const bytes = Uint8Array.from(atob(stored), (c) => c.charCodeAt(0));
+    const bytes = fromBase64(stored);
     const plain = await crypto.subtle.decrypt(
       { name: 'AES-GCM', iv: bytes.subarray(0, IV_BYTES), additionalData: encoder.encode(context) },
       key,
       bytes.subarray(IV_BYTES),
     );
-    return new TextDecoder().decode(plain);
+    return decoder.decode(plain);
   } catch {
     return null;
   }

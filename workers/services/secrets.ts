@@ -1,12 +1,12 @@
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { secrets, type SecretRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
-import { AppError, invalidInput, notFound } from '../errors';
+import { AppError, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { isUniqueViolation } from '../lib/db-errors';
-import { encryptSecret } from '../lib/encryption';
+import { decryptSecret, encryptSecret } from '../lib/encryption';
 import { formatId, parseId } from '../lib/ids';
 import { byIntegerId, type CursorQuery, cursorPage, mapPage } from '../lib/pagination';
 import { recordChange } from './audit';
@@ -34,15 +34,28 @@ const presentSecret = (row: SecretRow): SecretRecord => ({
   updatedAt: toIso(row.updatedAt),
 });
 
-/** Ciphertext is bound to its workspace and its creation nonce, so it is useless in any other row. */
-export const secretContext = (workspaceId: string, nonce: number) => `secret:${workspaceId}:${nonce}`;
+/**
+ * The GCM additional data of a secret: its workspace and its name (unique in the workspace), so
+ * a ciphertext copied to another row does not decrypt. A rename re-encrypts under the new name.
+ */
+export const secretContext = (workspaceId: string, name: string) => `secret:${workspaceId}:${name}`;
+
+/**
+ * The value of a stored secret, for the runtime to hand to a run. Throws 503 without a usable
+ * ENCRYPTION_KEY; a ciphertext that does not decrypt under its row is a server fault (500).
+ */
+export async function revealSecret(encryptionKey: string | undefined, row: SecretRow): Promise<string> {
+  const value = await decryptSecret(encryptionKey, secretContext(row.workspaceId, row.name), row.ciphertext);
+  if (value === null) throw new Error(`Secret ${formatId('sec', row.id)} does not decrypt under its workspace and name`);
+  return value;
+}
 
 const duplicateName = (name: string) =>
   new AppError('ALREADY_EXISTS', 409, `A secret named ${name} already exists`, { field: 'name' });
 
 /** A secret of the caller's workspace, or 404 (another workspace's id included). */
 export async function requireSecret(db: Db, principal: Principal, rawId: string | number): Promise<SecretRow> {
-  const id = typeof rawId === 'number' ? rawId : parseId('sec', rawId);
+  const id = parseId('sec', String(rawId));
   const [row] =
     id === null ? [] : await db.select().from(secrets).where(and(eq(secrets.workspaceId, principal.workspaceId), eq(secrets.id, id))).limit(1);
   if (!row) throw notFound('Secret');
@@ -59,8 +72,8 @@ export async function listSecrets(db: Db, principal: Principal, query: CursorQue
 }
 
 export async function createSecret(db: Db, principal: Principal, encryptionKey: string | undefined, input: CreateSecretBody) {
+  const ciphertext = await encryptSecret(encryptionKey, secretContext(principal.workspaceId, input.name), input.value);
   const t = now();
-  const ciphertext = await encryptSecret(encryptionKey, secretContext(principal.workspaceId, t), input.value);
   try {
     const [[row]] = await db.batch([
       db
@@ -70,7 +83,7 @@ export async function createSecret(db: Db, principal: Principal, encryptionKey: 
       ...recordChange(db, principal, {
         action: 'secret.created',
         resourceType: 'secret',
-        resourceId: input.name,
+        resourceId: sql`(SELECT 'sec_' || ${secrets.id} FROM ${secrets} WHERE ${secrets.workspaceId} = ${principal.workspaceId} AND ${secrets.name} = ${input.name})`,
         metadata: { name: input.name },
         activity: `Secret ${input.name} was added`,
       }),
@@ -82,29 +95,38 @@ export async function createSecret(db: Db, principal: Principal, encryptionKey: 
   }
 }
 
-/** Renames and/or rotates: a new value gets a new IV under the same binding context. */
+/**
+ * Renames and/or rotates. Either re-encrypts with a fresh IV: a new value, or the old one under
+ * the new name (the name is part of the ciphertext's context), so a rename needs the key too.
+ */
 export async function updateSecret(db: Db, principal: Principal, encryptionKey: string | undefined, rawId: string, input: PatchSecretBody) {
   const row = await requireSecret(db, principal, rawId);
+  const name = input.name ?? row.name;
+  const renamed = name !== row.name;
   const ciphertext =
-    input.value === undefined ? undefined : await encryptSecret(encryptionKey, secretContext(row.workspaceId, row.createdAt), input.value);
+    input.value !== undefined || renamed
+      ? await encryptSecret(encryptionKey, secretContext(row.workspaceId, name), input.value ?? (await revealSecret(encryptionKey, row)))
+      : undefined;
   try {
     const [[updated]] = await db.batch([
       db
         .update(secrets)
-        .set({ name: input.name ?? row.name, ...(ciphertext ? { ciphertext } : {}), updatedAt: now() })
+        // Name and ciphertext are written together, so concurrent patches never leave a row
+        // whose ciphertext was sealed under another name (the last writer wins).
+        .set({ ...(ciphertext ? { name, ciphertext } : {}), updatedAt: now() })
         .where(eq(secrets.id, row.id))
         .returning(),
       ...recordChange(db, principal, {
         action: 'secret.updated',
         resourceType: 'secret',
         resourceId: formatId('sec', row.id),
-        metadata: { renamedFrom: input.name && input.name !== row.name ? row.name : undefined, rotated: ciphertext !== undefined },
-        activity: `Secret ${input.name ?? row.name} was updated`,
+        metadata: { name, ...(renamed ? { renamedFrom: row.name } : {}), rotated: input.value !== undefined },
+        activity: renamed ? `Secret ${row.name} was renamed to ${name}` : `Secret ${name} was updated`,
       }),
     ]);
     return presentSecret(updated!);
   } catch (error) {
-    if (isUniqueViolation(error)) throw duplicateName(input.name!);
+    if (isUniqueViolation(error)) throw duplicateName(name);
     throw error;
   }
 }
@@ -124,9 +146,3 @@ export async function deleteSecret(db: Db, principal: Principal, rawId: string) 
   ]);
   return { success: true as const };
 }
-
-export const parseSecretRef = (raw: string) => {
-  const id = parseId('sec', raw);
-  if (id === null) throw invalidInput('secretId', 'id', 'secretId must be sec_<n> or <n>');
-  return id;
-};

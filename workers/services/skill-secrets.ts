@@ -1,4 +1,4 @@
-import { and, asc, eq } from 'drizzle-orm';
+import { and, asc, eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { secrets, skillSecretBindings } from '../../schema';
 import type { Principal } from '../auth/principal';
@@ -8,10 +8,14 @@ import { now, toIso } from '../lib/clock';
 import { isUniqueViolation } from '../lib/db-errors';
 import { formatId } from '../lib/ids';
 import { recordChange } from './audit';
-import { EnvVarName, parseSecretRef, requireSecret } from './secrets';
+import { EnvVarName, requireSecret } from './secrets';
 import { requireSkill } from './skills';
 
-export const BindSecretBody = z.object({ secretId: z.string().min(1).max(40), envVar: EnvVarName });
+/** `secretId` is `sec_<n>` or `<n>`, as a string or a number (spec 2.1). */
+export const BindSecretBody = z.object({
+  secretId: z.union([z.string().min(1).max(40), z.number().int().positive()]),
+  envVar: EnvVarName,
+});
 export type BindSecretBody = z.infer<typeof BindSecretBody>;
 
 export const SecretBinding = z.object({
@@ -49,7 +53,7 @@ export async function listBindings(db: Db, principal: Principal, slug: string): 
 
 export async function bindSecret(db: Db, principal: Principal, slug: string, input: BindSecretBody): Promise<SecretBinding> {
   const skill = await requireSkill(db, principal, slug);
-  const secret = await requireSecret(db, principal, parseSecretRef(input.secretId)).catch((error: unknown) => {
+  const secret = await requireSecret(db, principal, input.secretId).catch((error: unknown) => {
     if (error instanceof AppError && error.code === 'NOT_FOUND') throw new AppError('NOT_FOUND', 404, 'Secret not found', { field: 'secretId' });
     throw error;
   });
@@ -61,9 +65,9 @@ export async function bindSecret(db: Db, principal: Principal, slug: string, inp
         .returning(),
       ...recordChange(db, principal, {
         action: 'skill_secret.bound',
-        resourceType: 'skill',
-        resourceId: slug,
-        metadata: { secretId: formatId('sec', secret.id), envVar: input.envVar },
+        resourceType: 'skill_secret',
+        resourceId: sql`(SELECT CAST(${skillSecretBindings.id} AS TEXT) FROM ${skillSecretBindings} WHERE ${skillSecretBindings.skillId} = ${skill.id} AND ${skillSecretBindings.envVar} = ${input.envVar})`,
+        metadata: { skillSlug: slug, secretId: formatId('sec', secret.id), envVar: input.envVar },
         activity: `Secret ${secret.name} was bound to "${slug}" as ${input.envVar}`,
       }),
     ]);
@@ -92,9 +96,9 @@ export async function unbindSecret(db: Db, principal: Principal, slug: string, r
     db.delete(skillSecretBindings).where(eq(skillSecretBindings.id, binding.id)),
     ...recordChange(db, principal, {
       action: 'skill_secret.unbound',
-      resourceType: 'skill',
-      resourceId: slug,
-      metadata: { envVar: binding.envVar },
+      resourceType: 'skill_secret',
+      resourceId: String(binding.id),
+      metadata: { skillSlug: slug, secretId: formatId('sec', binding.secretId), envVar: binding.envVar },
       activity: `${binding.envVar} was unbound from "${slug}"`,
     }),
   ]);
