@@ -9,7 +9,7 @@ export const idempotencyRecords = sqliteTable(
   {
     workspaceId: text('workspace_id').notNull(),
     key: text('key').notNull(),
-    /** SHA-256 over method, path and body: the same key with another request is a conflict. */
+    /** HMAC-SHA-256 (SIGNING_SECRET) over method, path and body: the same key with another request is a conflict. */
     requestHash: text('request_hash').notNull(),
     status: integer('status'),
     body: text('body'),

@@ -24,3 +24,9 @@ export const timingSafeEqual = (a: string, b: string): boolean => {
 
 export const sha256HexBytes = async (bytes: Uint8Array): Promise<string> =>
   toHex(await crypto.subtle.digest('SHA-256', bytes));
+
+/** HMAC-SHA-256 hex: a fingerprint that cannot be brute-forced back without the key. */
+export async function hmacSha256Hex(secret: string, input: string): Promise<string> {
+  const key = await crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  return toHex(await crypto.subtle.sign('HMAC', key, encoder.encode(input)));
+}

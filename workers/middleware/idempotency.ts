@@ -5,7 +5,7 @@ import { idempotencyRecords } from '../../schema';
 import type { AppEnv, Db } from '../env';
 import { conflict, invalidInput } from '../errors';
 import { now } from '../lib/clock';
-import { sha256Hex } from '../lib/crypto';
+import { hmacSha256Hex } from '../lib/crypto';
 import { principalOf } from './authenticate';
 
 /** Spec 8: idempotency keys live 24 hours, per workspace. */
@@ -29,7 +29,8 @@ export const idempotent = createMiddleware<AppEnv>(async (c, next) => {
   }
   const { workspaceId } = principalOf(c);
   const db = c.var.db;
-  const requestHash = await sha256Hex(`${c.req.method} ${c.req.path}\n${await c.req.text()}`);
+  // Keyed, because bodies can hold secrets (POST /secrets): a plain hash of a weak value could be guessed back.
+  const requestHash = await hmacSha256Hex(c.env.SIGNING_SECRET, `${c.req.method} ${c.req.path}\n${await c.req.text()}`);
   const record = and(eq(idempotencyRecords.workspaceId, workspaceId), eq(idempotencyRecords.key, key));
 
   const claimed = await claim(db, workspaceId, key, requestHash);
