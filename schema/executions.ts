@@ -26,6 +26,10 @@ export const executions = sqliteTable(
     cost: integer('cost').notNull().default(0),
     inputTokens: integer('input_tokens').notNull().default(0),
     outputTokens: integer('output_tokens').notNull().default(0),
+    /** The execution this one reruns or remixes. */
+    parentExecutionId: integer('parent_execution_id'),
+    /** Lineage handle (spec 2.5): a rerun inherits its parent's, a remix starts a new one. */
+    traceKey: text('trace_key').notNull().default(''),
     startedAt: integer('started_at').notNull(),
     completedAt: integer('completed_at'),
     /** Milliseconds spent in `working`, summed over turns. */

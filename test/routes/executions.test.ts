@@ -253,3 +253,41 @@ describe('cancel and history', () => {
     expect(cursor.body).toMatchObject({ first_id: ids[1], last_id: ids[0], has_more: false });
   });
 });
+
+describe('rerun and remix', () => {
+  const lineageOf = (id: string) =>
+    env.DB.prepare('SELECT parent_execution_id AS parent, trace_key AS traceKey FROM executions WHERE id = ?').bind(Number(id.slice(5))).first<{ parent: number | null; traceKey: string }>();
+
+  it('reruns in the same lineage and remixes into a new one', async () => {
+    const user = await setup();
+    const first = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input: 'Original.' } });
+    const parentId = first.body.executionId;
+    await waitForStatus(user, parentId, 'completed');
+
+    const rerun = await call(`/api/v1/executions/${parentId}/rerun`, { token: user.token, body: { input: 'Shorter, please.' } });
+    expect(rerun.status).toBe(200);
+    expect(rerun.body).toMatchObject({ parentExecutionId: parentId, skillName: 'Meeting Summarizer', status: 'started', executionId: expect.stringMatching(/^exec_\d+$/) });
+    await waitForStatus(user, rerun.body.executionId, 'completed');
+
+    const remix = await call(`/api/v1/executions/${parentId}/remix`, { token: user.token, body: { input: 'As a haiku.' } });
+    expect(remix.body.parentExecutionId).toBe(parentId);
+    await waitForStatus(user, remix.body.executionId, 'completed');
+
+    const parent = await lineageOf(parentId);
+    expect(await lineageOf(rerun.body.executionId)).toEqual({ parent: Number(parentId.slice(5)), traceKey: parent!.traceKey });
+    const remixed = await lineageOf(remix.body.executionId);
+    expect(remixed!.parent).toBe(Number(parentId.slice(5)));
+    expect(remixed!.traceKey).not.toBe(parent!.traceKey);
+  });
+
+  it('answers flat legacy errors, and 404 across workspaces', async () => {
+    const user = await setup();
+    const stranger = await signUp();
+    const id = (await create(user)).body.id;
+    const empty = await call(`/api/v1/executions/${id}/rerun`, { token: user.token, body: {} });
+    expect(empty.body).toMatchObject({ error: 'INVALID_INPUT', field: 'input', details: { serviceCode: 'INVALID_INPUT' } });
+    const foreign = await call(`/api/v1/executions/${id}/remix`, { token: stranger.token, body: { input: 'x' } });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body).toMatchObject({ error: 'NOT_FOUND', details: { serviceCode: 'NOT_FOUND' } });
+  });
+});

@@ -68,6 +68,8 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/v1/skills/:slug/run': { auth: 'credential', scope: 'tool:execute' },
   'GET /api/v1/executions': { auth: 'credential', scope: 'tool:execute' },
   'POST /api/v1/executions': { auth: 'credential', scope: 'tool:execute' },
+  'POST /api/v1/executions/:id/rerun': { auth: 'credential', scope: 'tool:execute' },
+  'POST /api/v1/executions/:id/remix': { auth: 'credential', scope: 'tool:execute' },
   'POST /api/v1/executions/:id/cancel': { auth: 'credential', scope: 'tool:execute' },
   'POST /api/v1/executions/:id/events': { auth: 'credential', scope: 'tool:execute' },
   'GET /api/v1/executions/:id/status': { auth: 'credential', scope: 'tool:execute' },

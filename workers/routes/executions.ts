@@ -2,17 +2,21 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../env';
 import { principalOf } from '../middleware/authenticate';
+import { legacyFlatErrors } from '../middleware/legacy-errors';
 import { validate } from '../middleware/validate';
 import { createStreamUrl } from '../services/execution-streams';
 import {
   CancelResult,
   cancelExecution,
   createExecution,
+  CreateExecutionBody,
+  ExecutionStatus,
+  followUp,
+  FollowUpBody,
+  FollowUpRun,
   HistoryItem,
   listExecutions,
   ListExecutionsQuery,
-  CreateExecutionBody,
-  ExecutionStatus,
   getExecutionStatus,
   IdleExecution,
   postEvents,
@@ -38,6 +42,22 @@ export const executionRoutes = new Hono<AppEnv>()
     documented('Executions', 'History: the offset form, or the cursor form when after_id or before_id is present', 200, History),
     validate('query', ListExecutionsQuery),
     async (c) => c.json(await listExecutions(c.var.db, principalOf(c), c.req.valid('query'))),
+  )
+  .post(
+    '/:id/rerun',
+    documented('Executions', 'Run the same skill again with new instructions, in the same lineage (flat legacy errors)', 200, FollowUpRun),
+    legacyFlatErrors,
+    validate('param', IdParam),
+    validate('json', FollowUpBody),
+    async (c) => c.json(await followUp(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('json'), 'rerun')),
+  )
+  .post(
+    '/:id/remix',
+    documented('Executions', 'Run the same skill with new instructions as a new lineage (flat legacy errors)', 200, FollowUpRun),
+    legacyFlatErrors,
+    validate('param', IdParam),
+    validate('json', FollowUpBody),
+    async (c) => c.json(await followUp(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('json'), 'remix')),
   )
   .post('/:id/cancel', documented('Executions', 'Interrupt a working execution', 200, CancelResult), validate('param', IdParam), async (c) =>
     c.json(await cancelExecution(c.var.db, c.env, principalOf(c), c.req.valid('param').id)),

@@ -26,8 +26,13 @@ export type CreateExecutionBody = z.infer<typeof CreateExecutionBody>;
 export const IdleExecution = z.object({ id: z.string(), skill_slug: z.string(), skill_name: z.string(), status: z.literal('idle') });
 export type IdleExecution = z.infer<typeof IdleExecution>;
 
+interface Lineage {
+  parentExecutionId: number;
+  traceKey: string;
+}
+
 /** Step 1 of the three-step flow: an idle execution of an installed skill; nothing runs yet. */
-export async function createExecution(db: Db, principal: Principal, input: CreateExecutionBody): Promise<IdleExecution> {
+export async function createExecution(db: Db, principal: Principal, input: CreateExecutionBody, lineage?: Lineage): Promise<IdleExecution> {
   const skill = await requireSkill(db, principal, input.skill_slug);
   const [version] = await db.select().from(skillVersions).where(eq(skillVersions.id, skill.activeVersionId!)).limit(1);
   const [[row]] = await db.batch([
@@ -43,6 +48,8 @@ export async function createExecution(db: Db, principal: Principal, input: Creat
         inputText: input.input,
         source: input.source,
         interface: input.interface,
+        parentExecutionId: lineage?.parentExecutionId ?? null,
+        traceKey: lineage?.traceKey ?? crypto.randomUUID(),
         startedAt: now(),
       })
       .returning(),
@@ -160,14 +167,13 @@ export const StartedRun = z.object({
   sseUrl: z.string(),
 });
 
-/** POST /skills/:slug/run: create and start in one call (spec 4.3). */
-export async function runSkill(db: Db, env: Env, principal: Principal, slug: string, body: RunSkillBody) {
-  const idle = await createExecution(db, principal, { skill_slug: slug, input: body.input, source: 'api', interface: body.interface ?? 'api' });
+/** Creates an execution and starts it at once; one that cannot start is not left behind idle. */
+async function createAndStart(db: Db, env: Env, principal: Principal, input: CreateExecutionBody, lineage?: Lineage) {
+  const idle = await createExecution(db, principal, input, lineage);
   const execution = await requireExecution(db, principal, idle.id);
   try {
-    await startRun(db, env, principal, execution, body.input);
+    await startRun(db, env, principal, execution, input.input);
   } catch (error) {
-    // Nothing ran: the execution is not left behind as an idle orphan.
     await db.delete(executions).where(eq(executions.id, execution.id));
     throw error;
   }
@@ -178,6 +184,31 @@ export async function runSkill(db: Db, env: Env, principal: Principal, slug: str
     message: `Running ${idle.skill_name}; mint a stream URL at /api/v1/executions/${idle.id}/stream-token`,
     sseUrl: streamPath(execution.id),
   };
+}
+
+/** POST /skills/:slug/run: create and start in one call (spec 4.3). */
+export const runSkill = (db: Db, env: Env, principal: Principal, slug: string, body: RunSkillBody) =>
+  createAndStart(db, env, principal, { skill_slug: slug, input: body.input, source: 'api', interface: body.interface ?? 'api' });
+
+export const FollowUpBody = z.object({ input: z.string().trim().min(1).max(100_000) });
+export type FollowUpBody = z.infer<typeof FollowUpBody>;
+
+export const FollowUpRun = StartedRun.omit({ sseUrl: true }).extend({ parentExecutionId: z.string(), sseUrl: z.string() });
+
+/**
+ * Rerun (same lineage: the trace key is inherited) or remix (a new lineage) of an execution
+ * with new instructions: the same skill, as installed now, started at once.
+ */
+export async function followUp(db: Db, env: Env, principal: Principal, rawId: string, body: FollowUpBody, kind: 'rerun' | 'remix') {
+  const parent = await requireExecution(db, principal, rawId);
+  const started = await createAndStart(
+    db,
+    env,
+    principal,
+    { skill_slug: parent.skillSlug, input: body.input, source: parent.source, interface: parent.interface },
+    { parentExecutionId: parent.id, traceKey: kind === 'rerun' && parent.traceKey ? parent.traceKey : crypto.randomUUID() },
+  );
+  return { ...started, parentExecutionId: formatId('exec', parent.id) };
 }
 
 export const CancelResult = z.object({ success: z.boolean(), message: z.string(), processKilled: z.boolean(), actualStatus: z.string() });
