@@ -1,13 +1,14 @@
-import { and, eq } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { artifacts, type ArtifactRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { notFound } from '../errors';
 import { toIso } from '../lib/clock';
-import { formatId, parseId } from '../lib/ids';
+import { formatId } from '../lib/ids';
 import { byIntegerId, type CursorQuery, cursorPage, mapPage } from '../lib/pagination';
 import { recordChange } from './audit';
+import { requireOwned } from './tenant';
 
 export const ArtifactRecord = z.object({
   id: z.string(),
@@ -28,15 +29,8 @@ const present = (row: ArtifactRow): ArtifactRecord => ({
   createdAt: toIso(row.createdAt),
 });
 
-async function requireArtifact(db: Db, principal: Principal, rawId: string): Promise<ArtifactRow> {
-  const id = parseId('art', rawId);
-  const [row] =
-    id === null
-      ? []
-      : await db.select().from(artifacts).where(and(eq(artifacts.workspaceId, principal.workspaceId), eq(artifacts.id, id))).limit(1);
-  if (!row) throw notFound('Artifact');
-  return row;
-}
+const requireArtifact = (db: Db, principal: Principal, rawId: string): Promise<ArtifactRow> =>
+  requireOwned(db, artifacts, principal, 'art', rawId, 'Artifact');
 
 export async function listArtifacts(db: Db, principal: Principal, query: CursorQuery) {
   const page = await cursorPage(

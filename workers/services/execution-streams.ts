@@ -1,10 +1,9 @@
-import { and, eq } from 'drizzle-orm';
 import { executions } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
-import { notFound } from '../errors';
-import { formatId, parseId } from '../lib/ids';
+import { formatId } from '../lib/ids';
 import { signStreamToken } from '../lib/signing';
+import { requireOwned } from './tenant';
 
 /** Stream URLs are short-lived: fetch a fresh one to reconnect. */
 export const STREAM_TOKEN_TTL_MS = 5 * 60_000;
@@ -14,16 +13,7 @@ export const streamPath = (executionId: number) => `/streams/executions/${format
 
 /** GET /executions/:id/stream-token: a signed URL for the caller's own execution. */
 export async function createStreamUrl(db: Db, principal: Principal, rawId: string, origin: string, secret: string) {
-  const id = parseId('exec', rawId);
-  const [row] =
-    id === null
-      ? []
-      : await db
-          .select({ id: executions.id })
-          .from(executions)
-          .where(and(eq(executions.workspaceId, principal.workspaceId), eq(executions.id, id)))
-          .limit(1);
-  if (!row) throw notFound('Execution');
+  const row = await requireOwned(db, executions, principal, 'exec', rawId, 'Execution');
   const token = await signStreamToken(
     secret,
     'execution-stream',

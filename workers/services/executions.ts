@@ -4,12 +4,13 @@ import { executions, skillVersions } from '../../schema';
 import type { ExecutionEvent } from '../../durable-objects/ExecutionSession';
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
-import { AppError, conflict, notFound } from '../errors';
+import { AppError, conflict } from '../errors';
 import { now, toIso } from '../lib/clock';
-import { formatId, parseId } from '../lib/ids';
+import { formatId } from '../lib/ids';
 import { byIntegerId, cursorPage, DEFAULT_PAGE, mapPage } from '../lib/pagination';
 import { streamPath } from './execution-streams';
 import { recordChange } from './audit';
+import { requireOwned } from './tenant';
 import { requireSkill } from './skills';
 
 /** Spec 8: the offset form of the history defaults to 10 items. */
@@ -63,19 +64,8 @@ export async function createExecution(db: Db, principal: Principal, input: Creat
   return { id: formatId('exec', row!.id), skill_slug: skill.slug, skill_name: version!.name, status: 'idle' as const };
 }
 
-async function requireExecution(db: Db, principal: Principal, rawId: string) {
-  const id = parseId('exec', rawId);
-  const [row] =
-    id === null
-      ? []
-      : await db
-          .select()
-          .from(executions)
-          .where(and(eq(executions.workspaceId, principal.workspaceId), eq(executions.id, id)))
-          .limit(1);
-  if (!row) throw notFound('Execution');
-  return row;
-}
+const requireExecution = (db: Db, principal: Principal, rawId: string) =>
+  requireOwned(db, executions, principal, 'exec', rawId, 'Execution');
 
 const TextBlock = z.object({ type: z.literal('text'), text: z.string().min(1).max(100_000) });
 export const PostEventsBody = z.object({

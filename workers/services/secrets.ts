@@ -1,15 +1,16 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { secrets, type SecretRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
-import { AppError, notFound } from '../errors';
+import { AppError } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { isUniqueViolation } from '../lib/db-errors';
 import { decryptSecret, encryptSecret } from '../lib/encryption';
-import { formatId, parseId } from '../lib/ids';
+import { formatId } from '../lib/ids';
 import { byIntegerId, type CursorQuery, cursorPage, mapPage } from '../lib/pagination';
 import { recordChange } from './audit';
+import { requireOwned } from './tenant';
 
 /** Environment-variable shaped: how a run will receive it. */
 export const EnvVarName = z.string().regex(/^[A-Z_][A-Z0-9_]{0,127}$/, 'upper-case letters, digits and underscores, not starting with a digit');
@@ -54,13 +55,8 @@ const duplicateName = (name: string) =>
   new AppError('ALREADY_EXISTS', 409, `A secret named ${name} already exists`, { field: 'name' });
 
 /** A secret of the caller's workspace, or 404 (another workspace's id included). */
-export async function requireSecret(db: Db, principal: Principal, rawId: string | number): Promise<SecretRow> {
-  const id = parseId('sec', String(rawId));
-  const [row] =
-    id === null ? [] : await db.select().from(secrets).where(and(eq(secrets.workspaceId, principal.workspaceId), eq(secrets.id, id))).limit(1);
-  if (!row) throw notFound('Secret');
-  return row;
-}
+export const requireSecret = (db: Db, principal: Principal, rawId: string | number): Promise<SecretRow> =>
+  requireOwned(db, secrets, principal, 'sec', String(rawId), 'Secret');
 
 export async function listSecrets(db: Db, principal: Principal, query: CursorQuery) {
   const page = await cursorPage(

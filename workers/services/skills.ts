@@ -7,9 +7,9 @@ import { AppError, invalidInput, notFound } from '../errors';
 import { BUNDLE_TYPE, BundleError, type BundleFile, type ParsedBundle, renderSkillMd, SKILL_SLUG, validateBundle } from '../lib/bundle';
 import { storeBundle, type StoredBundle } from '../lib/bundle-store';
 import { now, toIso } from '../lib/clock';
-import { parseId } from '../lib/ids';
 import { readArchive } from '../lib/archive';
 import { recordChange } from './audit';
+import { requireOwned } from './tenant';
 import { findCatalogSkill } from './catalog';
 import { fetchRegistryBundle } from './registry';
 
@@ -215,10 +215,7 @@ export function validated(read: () => BundleFile[], slug?: string): ParsedBundle
 
 /** A validated bundle from an artifact of this workspace (a zip or tar archive of the skill folder). */
 async function bundleFromArtifact(db: Db, bucket: R2Bucket, principal: Principal, rawId: string, slug: string) {
-  const id = parseId('art', rawId);
-  const [artifact] =
-    id === null ? [] : await db.select().from(artifacts).where(and(eq(artifacts.workspaceId, principal.workspaceId), eq(artifacts.id, id))).limit(1);
-  if (!artifact) throw notFound('Artifact');
+  const artifact = await requireOwned(db, artifacts, principal, 'art', rawId, 'Artifact');
   const object = await bucket.get(artifact.r2Key);
   if (!object) throw notFound('Artifact');
   const bytes = new Uint8Array(await object.arrayBuffer());
