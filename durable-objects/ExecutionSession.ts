@@ -51,6 +51,15 @@ export interface TurnInput {
   text: string;
 }
 
+/** A turn in progress, persisted so the heartbeat can resume it after an eviction. */
+interface RunningTurn {
+  input: TurnInput;
+  startedAt: number;
+}
+
+/** How often the alarm checks that a turn is still running. */
+const HEARTBEAT_MS = 30_000;
+
 /** Spec 3.1: executions run up to 65 minutes; past that the run ends with stop reason `error`. */
 export const MAX_RUN_MS = 65 * 60_000;
 const MAX_MODEL_REQUESTS = 8;
@@ -75,7 +84,8 @@ const isEnd = (event: ExecutionEvent | undefined) => event?.type === 'session.st
  * Runs: `startTurn` records the user's message and `session.status_running`, then runs the
  * agent loop in the background (`ctx.waitUntil`); `interrupt` records the intent in storage
  * (`interrupt` key), which the loop checks between model events. The conversation is kept
- * under the `messages` key for later turns. When a run ends the object writes its outcome to
+ * under the `messages` key for later turns; the turn in progress under `turn`, which an alarm
+ * heartbeat uses to resume a run that an eviction or restart cut off. When a run ends the object writes its outcome to
  * D1 (status, cost, tokens, time) and, for a completed run, the `output.md` artifact.
  *
  * Streaming: `fetch` answers Server-Sent Events: every event after `lastSeq` (query) or
@@ -85,6 +95,8 @@ const isEnd = (event: ExecutionEvent | undefined) => event?.type === 'session.st
  * clients resume with the last `id` they saw.
  */
 export class ExecutionSession extends DurableObject<Env> {
+  /** Whether a turn is running in this instance (memory: false again after an eviction). */
+  private running = false;
   private readonly subscribers = new Set<WritableStreamDefaultWriter<Uint8Array>>();
   private keepAlive: ReturnType<typeof setInterval> | undefined;
 
@@ -113,13 +125,31 @@ export class ExecutionSession extends DurableObject<Env> {
 
   /** Starts a turn: answers the accepted event and the status event; the run goes on in the background. */
   startTurn(input: TurnInput): ExecutionEvent[] {
-    this.ctx.storage.kv.put('interrupt', false);
+    const kv = this.ctx.storage.kv;
+    kv.put('interrupt', false);
+    kv.put('turn', { input, startedAt: now() } satisfies RunningTurn);
     const accepted = this.append([
       { type: 'user.message', payload: { content: [{ type: 'text', text: input.text }] } },
       { type: 'session.status_running', payload: {} },
     ]);
-    this.ctx.waitUntil(this.runTurn(input));
+    void this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_MS);
+    this.ctx.waitUntil(this.runTurn(input, now()));
     return accepted;
+  }
+
+  /**
+   * The heartbeat. While a turn runs here it re-arms itself; a turn recorded in storage with no
+   * run in this instance was lost to an eviction or restart, and is resumed from the last
+   * checkpointed conversation (or ended with `error` once past the 65-minute cap), so an
+   * execution never hangs in `working`.
+   */
+  override async alarm(): Promise<void> {
+    const turn = this.ctx.storage.kv.get<RunningTurn>('turn');
+    if (!turn) return;
+    await this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_MS);
+    if (this.running) return;
+    this.append([{ type: 'agent.info', payload: { message: 'The run was interrupted by a restart and resumes now.' } }]);
+    await this.runTurn(turn.input, turn.startedAt);
   }
 
   /** Records the user's interrupt; the running loop stops at its next event. */
@@ -128,12 +158,20 @@ export class ExecutionSession extends DurableObject<Env> {
     return this.append([{ type: 'user.interrupt', payload: {} }]);
   }
 
-  private async runTurn(input: TurnInput): Promise<void> {
+  private async runTurn(input: TurnInput, startedAt: number): Promise<void> {
+    this.running = true;
+    try {
+      await this.runLoop(input, startedAt);
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async runLoop(input: TurnInput, startedAt: number): Promise<void> {
     const kv = this.ctx.storage.kv;
     const provider = new LocalProvider(Number(this.env.LOCAL_MODEL_DELAY_MS ?? 0) || 0);
     this.append([{ type: 'agent.info', payload: { provider: provider.name, model: provider.model, message: LOCAL_PROVIDER_NOTICE } }]);
     const db = drizzle(this.env.DB, { schema });
-    const startedAt = now();
     const history = kv.get<ModelMessage[]>('messages') ?? [];
     const artifactTool: AgentTool = {
       spec: {
@@ -175,6 +213,7 @@ export class ExecutionSession extends DurableObject<Env> {
     if (stopReason === 'end_turn') await saveArtifact(db, this.env.BUCKET, input, 'output.md', text);
     // D1 first: a client that acts on session.status_idle must find the execution idle.
     await finishTurn(db, input.executionId, stopReason, { cost, ...usage, elapsedMs: now() - startedAt });
+    kv.delete('turn');
     this.append([
       {
         type: 'execution.result',

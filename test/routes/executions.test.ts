@@ -1,5 +1,7 @@
+import { evictDurableObject, runDurableObjectAlarm } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
 
 const SKILL = { name: 'Meeting Summarizer', description: 'Summarises notes.', category: 'productivity', prompt: '# Meeting Summarizer\nYou summarise meeting notes.' };
@@ -289,5 +291,40 @@ describe('rerun and remix', () => {
     const foreign = await call(`/api/v1/executions/${id}/remix`, { token: stranger.token, body: { input: 'x' } });
     expect(foreign.status).toBe(404);
     expect(foreign.body).toMatchObject({ error: 'NOT_FOUND', details: { serviceCode: 'NOT_FOUND' } });
+  });
+});
+
+describe('surviving eviction', () => {
+  const stubOf = (id: string) => env.EXECUTION_SESSION.getByName(id);
+
+  it('resumes a run cut off by an eviction when the heartbeat fires, and completes it', async () => {
+    const user = await setup();
+    const id = (await create(user)).body.id;
+    await message(user, id, 'A plan with several steps. Step one. Step two. Step three.');
+    await evictDurableObject(stubOf(id));
+    expect(await runDurableObjectAlarm(stubOf(id))).toBe(true);
+    const status = await waitForStatus(user, id, 'completed');
+    expect(status.outputBlocks).toHaveLength(1);
+    const events = await stubOf(id).events(0);
+    expect(events.map((e) => e.payload.message)).toContain('The run was interrupted by a restart and resumes now.');
+    const types = events.map((e) => e.type);
+    expect(types.filter((t) => t === 'session.status_idle')).toHaveLength(1);
+    expect(types.at(-1)).toBe('session.status_idle');
+  });
+
+  it('ends a lost run with error once past the 65-minute cap', async () => {
+    const user = await setup();
+    const id = (await create(user)).body.id;
+    await message(user, id, 'Anything.');
+    await evictDurableObject(stubOf(id));
+    advanceClock(66 * 60_000);
+    try {
+      await runDurableObjectAlarm(stubOf(id));
+      await waitForStatus(user, id, 'failed');
+      const last = (await stubOf(id).events(0)).at(-1)!;
+      expect(last).toMatchObject({ type: 'session.status_idle', payload: { stop_reason: { type: 'error' } } });
+    } finally {
+      resetClock();
+    }
   });
 });
