@@ -28,6 +28,43 @@ describe('npm start', () => {
     expect(slugs.length).toBeGreaterThanOrEqual(60);
   });
 
+  it('runs the three-step flow over real HTTP, streaming events as they happen', async () => {
+    const headers = { 'x-api-key': service.apiKey, 'content-type': 'application/json' };
+    const api = (path: string, init: RequestInit = {}) => fetch(`${service.base}${path}`, { ...init, headers });
+    await api('/api/v1/skills/e2e-notes', {
+      method: 'PUT',
+      body: JSON.stringify({ name: 'E2E Notes', description: 'Summarises.', category: 'productivity', prompt: '# E2E Notes\nSummarise.' }),
+    });
+    const created = (await (await api('/api/v1/executions', { method: 'POST', body: JSON.stringify({ skill_slug: 'e2e-notes', input: 'Ship it. Tell Ana.' }) })).json()) as { id: string };
+    const { sseUrl } = (await (await api(`/api/v1/executions/${created.id}/stream-token`)).json()) as { sseUrl: string };
+    const stream = await fetch(sseUrl.replace(new URL(sseUrl).origin, service.base));
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toContain('text/event-stream');
+
+    const posted = await api(`/api/v1/executions/${created.id}/events`, {
+      method: 'POST',
+      body: JSON.stringify({ events: [{ type: 'user.message', content: [{ type: 'text', text: 'Ship it. Tell Ana.' }] }] }),
+    });
+    expect(posted.status).toBe(200);
+
+    const decoder = new TextDecoder();
+    let text = '';
+    for await (const chunk of stream.body!) text += decoder.decode(chunk as Uint8Array, { stream: true });
+    const types = text
+      .split('\n\n')
+      .filter((f) => f.includes('data:'))
+      .map((f) => (JSON.parse(/^data: (.*)$/m.exec(f)![1]!) as { type: string }).type);
+    expect(types[0]).toBe('user.message');
+    expect(types).toContain('agent.message');
+    expect(types.slice(-2)).toEqual(['execution.result', 'session.status_idle']);
+
+    const tampered = new URL(sseUrl);
+    tampered.searchParams.set('token', `${tampered.searchParams.get('token')}x`);
+    const refused = await fetch(`${service.base}${tampered.pathname}${tampered.search}`);
+    expect(refused.status).toBe(401);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('UNAUTHORIZED');
+  });
+
   it('prints a sign-in that works', async () => {
     const match = /Sign in:\s+(\S+) \/ (\S+)/.exec(service.output());
     expect(match).not.toBeNull();
