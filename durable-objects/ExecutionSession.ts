@@ -1,12 +1,14 @@
 import { DurableObject } from 'cloudflare:workers';
 import { drizzle } from 'drizzle-orm/d1';
 import * as schema from '../schema';
+import type { Role } from '../schema';
 import type { Env } from '../workers/env';
 import { now } from '../workers/lib/clock';
-import { type AgentTool, runAgentLoop, type RunStopReason } from '../workers/runtime/agent-loop';
+import { runAgentLoop, type RunStopReason } from '../workers/runtime/agent-loop';
 import { costInHundredths } from '../workers/runtime/pricing';
 import type { ModelMessage } from '../workers/runtime/provider';
 import { LOCAL_PROVIDER_NOTICE, LocalProvider } from '../workers/runtime/providers/local';
+import { runTools } from '../workers/runtime/tools';
 import { finishTurn, saveArtifact } from '../workers/services/execution-runs';
 
 /** Spec 6.1: the event types of an execution stream. */
@@ -45,6 +47,11 @@ export interface TurnInput {
   executionId: number;
   workspaceId: string;
   userId: string;
+  role: Role;
+  /** The key that started the run, or null for a session. */
+  apiKeyId: number | null;
+  /** The request that started the run, for the audit trail of what the run changes. */
+  requestId: string;
   skillName: string;
   /** The prompt of the skill version the execution was created with. */
   system: string;
@@ -173,23 +180,6 @@ export class ExecutionSession extends DurableObject<Env> {
     this.append([{ type: 'agent.info', payload: { provider: provider.name, model: provider.model, message: LOCAL_PROVIDER_NOTICE } }]);
     const db = drizzle(this.env.DB, { schema });
     const history = kv.get<ModelMessage[]>('messages') ?? [];
-    const artifactTool: AgentTool = {
-      spec: {
-        name: 'write_artifact',
-        description: 'Save a file (Markdown or text) as an artifact of this execution.',
-        inputSchema: {
-          type: 'object',
-          properties: { name: { type: 'string' }, content: { type: 'string' } },
-          required: ['name', 'content'],
-        },
-      },
-      displayName: 'Write artifact',
-      label: (args) => String(args.name ?? 'file'),
-      run: async (args) => {
-        const saved = await saveArtifact(db, this.env.BUCKET, input, String(args.name ?? ''), String(args.content ?? ''));
-        return saved ? { content: `Saved ${saved}` } : { content: 'Invalid artifact name or content', isError: true };
-      },
-    };
     let stopReason: RunStopReason = 'error';
     let text = '';
     let usage = { inputTokens: 0, outputTokens: 0 };
@@ -198,7 +188,7 @@ export class ExecutionSession extends DurableObject<Env> {
         provider,
         system: input.system,
         messages: [...history, { role: 'user', content: [{ type: 'text', text: input.text }] }],
-        tools: [artifactTool],
+        tools: runTools(db, this.env.BUCKET, input),
         maxTokens: MAX_OUTPUT_TOKENS,
         maxTurns: MAX_MODEL_REQUESTS,
         emit: (events) => void this.append(events),

@@ -2,7 +2,7 @@ import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { executions, skillVersions } from '../../schema';
 import type { ExecutionEvent } from '../../durable-objects/ExecutionSession';
-import type { Principal } from '../auth/principal';
+import { apiKeyIdOf, type Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { AppError, conflict } from '../errors';
 import { now, toIso } from '../lib/clock';
@@ -130,6 +130,9 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     executionId: execution.id,
     workspaceId: principal.workspaceId,
     userId: principal.userId,
+    role: principal.role,
+    apiKeyId: apiKeyIdOf(principal),
+    requestId: principal.origin.requestId,
     skillName: execution.skillName,
     system: version?.prompt ?? '',
     text,

@@ -1,8 +1,9 @@
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { memory } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
+import { invalidInput } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { recordChange } from './audit';
 
@@ -38,4 +39,51 @@ export async function writeMemory(db: Db, principal: Principal, input: PutMemory
     }),
   ]);
   return { content: input.content, updatedAt: toIso(t) };
+}
+
+/** Spec 2.4: appended entries are separated by a blank line, three hyphens, a blank line. */
+export const MEMORY_SEPARATOR = '\n\n---\n\n';
+
+export const AppendMemoryBody = z.object({ content: z.string().min(1).max(MAX_MEMORY_CHARS) });
+
+/**
+ * Appends an entry in one statement (an upsert that concatenates in SQL), so concurrent
+ * appends never overwrite each other, unlike read-modify-write. An append that would grow the
+ * document past MAX_MEMORY_CHARS yields NULL for the NOT NULL column: the statement fails and
+ * with it the whole batch, so no audit entry records an append that did not happen.
+ */
+export async function appendMemory(db: Db, principal: Principal, entry: string): Promise<MemoryDocument> {
+  const t = now();
+  try {
+    const [[row]] = await db.batch([
+      db
+        .insert(memory)
+        .values({ workspaceId: principal.workspaceId, content: entry, updatedBy: principal.userId, updatedAt: t })
+        .onConflictDoUpdate({
+          target: memory.workspaceId,
+          set: {
+            content: sql`CASE
+              WHEN length(${memory.content}) + ${MEMORY_SEPARATOR.length} + length(excluded.content) > ${MAX_MEMORY_CHARS} THEN NULL
+              WHEN ${memory.content} = '' THEN excluded.content
+              ELSE ${memory.content} || ${MEMORY_SEPARATOR} || excluded.content END`,
+            updatedBy: principal.userId,
+            updatedAt: t,
+          },
+        })
+        .returning(),
+      ...recordChange(db, principal, {
+        action: 'memory.appended',
+        resourceType: 'memory',
+        resourceId: principal.workspaceId,
+        metadata: { length: entry.length },
+        activity: 'Working memory was appended to',
+      }),
+    ]);
+    return { content: row!.content, updatedAt: toIso(row!.updatedAt) };
+  } catch (error) {
+    if (error instanceof Error && /NOT NULL constraint failed: memory\.content/.test(`${error.message} ${String(error.cause ?? '')}`)) {
+      throw invalidInput('content', 'too_big', `Working memory would exceed ${MAX_MEMORY_CHARS} characters`);
+    }
+    throw error;
+  }
 }

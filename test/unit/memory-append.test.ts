@@ -1,0 +1,70 @@
+import { env } from 'cloudflare:workers';
+import { drizzle } from 'drizzle-orm/d1';
+import { describe, expect, it } from 'vitest';
+import * as schema from '../../schema';
+import type { Principal } from '../../workers/auth/principal';
+import { appendMemory, MAX_MEMORY_CHARS, MEMORY_SEPARATOR } from '../../workers/services/memory';
+import { call, signUp } from '../helpers/api';
+
+const db = drizzle(env.DB, { schema });
+const principalOf = (user: Awaited<ReturnType<typeof signUp>>): Principal => ({
+  userId: user.user.id,
+  workspaceId: user.workspaceId,
+  role: 'owner',
+  credential: { type: 'session', sessionId: 'test' },
+  scopes: ['*'],
+  origin: { requestId: 'test', ip: null, userAgent: null },
+});
+
+describe('appendMemory', () => {
+  it('joins entries with the spec separator, starting from an empty document', async () => {
+    const user = await signUp();
+    await appendMemory(db, principalOf(user), 'first');
+    const doc = await appendMemory(db, principalOf(user), 'second');
+    expect(doc.content).toBe(`first${MEMORY_SEPARATOR}second`);
+    expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe(doc.content);
+  });
+
+  it('loses nothing when twenty appends race', async () => {
+    const user = await signUp();
+    const entries = Array.from({ length: 20 }, (_, i) => `note ${i}`);
+    await Promise.all(entries.map((e) => appendMemory(db, principalOf(user), e)));
+    const parts = (await call('/api/v1/memory', { token: user.token })).body.content.split(MEMORY_SEPARATOR);
+    expect([...parts].sort()).toEqual([...entries].sort());
+  });
+
+  it('refuses to grow past the cap, and records nothing for the refused append', async () => {
+    const user = await signUp();
+    await appendMemory(db, principalOf(user), 'x'.repeat(MAX_MEMORY_CHARS - 10));
+    await expect(appendMemory(db, principalOf(user), 'y'.repeat(20))).rejects.toMatchObject({ code: 'INVALID_INPUT', status: 400 });
+    const audit = await call('/api/v1/audit-logs?action=memory.appended', { token: user.token });
+    expect(audit.body.data).toHaveLength(1);
+    expect((await call('/api/v1/memory', { token: user.token })).body.content).toHaveLength(MAX_MEMORY_CHARS - 10);
+  });
+});
+
+describe('the run tools for working memory', () => {
+  it('read and append the workspace memory as the run’s principal, attributed to its key', async () => {
+    const { runTools } = await import('../../workers/runtime/tools');
+    const user = await signUp();
+    await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'Existing note' } });
+    const tools = runTools(db, env.BUCKET, {
+      executionId: 1,
+      workspaceId: user.workspaceId,
+      userId: user.user.id,
+      role: 'owner',
+      apiKeyId: 7,
+      requestId: 'req-run-1',
+      skillName: 'x',
+      system: '',
+      text: '',
+    });
+    const byName = Object.fromEntries(tools.map((t) => [t.spec.name, t]));
+    expect(Object.keys(byName).sort()).toEqual(['append_memory', 'read_memory', 'write_artifact']);
+    expect(await byName.read_memory!.run({})).toEqual({ content: 'Existing note' });
+    expect(await byName.append_memory!.run({ content: 'From the run' })).toEqual({ content: 'Appended' });
+    expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe(`Existing note${MEMORY_SEPARATOR}From the run`);
+    const [entry] = (await call('/api/v1/audit-logs?action=memory.appended', { token: user.token })).body.data;
+    expect(entry).toMatchObject({ actor: { type: 'api_key', apiKeyId: 'key_7' }, requestId: 'req-run-1' });
+  });
+});
