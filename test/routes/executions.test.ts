@@ -328,3 +328,25 @@ describe('surviving eviction', () => {
     }
   });
 });
+
+describe('per-user execution rate limit', () => {
+  it('answers the 21st run start in a minute 429 RATE_LIMITED (flat on the run route)', async () => {
+    const user = await setup();
+    advanceClock(60_000 - (Date.now() % 60_000) + 1);
+    try {
+      for (let i = 0; i < 20; i++) {
+        const res = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input: `Run ${i}.` } });
+        expect(res.status).toBe(200);
+        await call(`/api/v1/executions/${res.body.executionId}/cancel`, { method: 'POST', token: user.token });
+        // Polled in D1, not through the API: 20 runs must stay under the API's own 100/minute limit.
+        const row = env.DB.prepare('SELECT status FROM executions WHERE id = ?').bind(Number(res.body.executionId.slice(5)));
+        while ((await row.first<{ status: string }>())!.status !== 'idle') await new Promise((r) => setTimeout(r, 10));
+      }
+      const limited = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input: 'One too many.' } });
+      expect(limited.status).toBe(429);
+      expect(limited.body).toMatchObject({ error: 'RATE_LIMITED', details: { serviceCode: 'RATE_LIMITED', retryAfterSeconds: expect.any(Number) } });
+    } finally {
+      resetClock();
+    }
+  });
+});

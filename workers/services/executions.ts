@@ -7,11 +7,15 @@ import type { Db, Env } from '../env';
 import { AppError, conflict } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { formatId } from '../lib/ids';
+import { hitRateLimit } from '../lib/rate-limit';
 import { byIntegerId, cursorPage, DEFAULT_PAGE, mapPage } from '../lib/pagination';
 import { streamPath } from './execution-streams';
 import { recordChange } from './audit';
 import { requireOwned } from './tenant';
 import { requireSkill } from './skills';
+
+/** Spec 7.2's per-user execution rate limit (its number is ours): run starts per minute. */
+export const RUNS_PER_MINUTE = 20;
 
 /** Spec 8: the offset form of the history defaults to 10 items. */
 const HISTORY_PAGE = 10;
@@ -112,6 +116,11 @@ export async function postEvents(db: Db, env: Env, principal: Principal, rawId: 
 async function startRun(db: Db, env: Env, principal: Principal, execution: typeof executions.$inferSelect, text: string) {
   if (execution.status === 'working') throw new AppError('EXECUTION_RUNNING', 409, 'The execution is already running');
   if (execution.status !== 'idle') throw conflict(`The execution is ${execution.status}: rerun it instead`);
+  const decision = await hitRateLimit(env, `runs:user:${principal.userId}`, RUNS_PER_MINUTE, 60_000);
+  if (!decision.allowed) {
+    const retryAfterSeconds = Math.ceil(decision.resetMs / 1000);
+    throw new AppError('RATE_LIMITED', 429, `At most ${RUNS_PER_MINUTE} runs may start per minute per user`, { retryAfterSeconds });
+  }
   const limit = Number(env.MAX_ACTIVE_EXECUTIONS) || 1;
   const claimed = await db
     .update(executions)
