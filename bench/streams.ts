@@ -1,0 +1,114 @@
+/**
+ * npm run bench: execution streams against a bare workerd SSE endpoint, measured in one run and
+ * printed as ratios (service / baseline; lower is better). Both run under `wrangler dev` on
+ * this machine, so absolute times mean little and ratios are what to compare across changes.
+ */
+import { spawn } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import { freePort, startService } from '../test/e2e/helpers';
+
+const SUBSCRIBERS = 100;
+const ROUNDS = 5;
+
+/** Reads an SSE response to its end; returns ms to the first `agent.message` and the frame count. */
+async function consume(res: Response, started: number) {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let frames = 0;
+  let firstMessageMs = Number.NaN;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    const parts = buffer.split('\n\n');
+    buffer = parts.pop()!;
+    for (const part of parts) {
+      if (!part.includes('data:')) continue;
+      frames += 1;
+      if (Number.isNaN(firstMessageMs) && part.includes('"agent.message"')) firstMessageMs = performance.now() - started;
+    }
+  }
+  return { frames, firstMessageMs, totalMs: performance.now() - started };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function startBaseline() {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'dev', '--config', 'bench/baseline.wrangler.toml', '--port', String(port), '--ip', '127.0.0.1'], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 240; i++) {
+    try {
+      if ((await fetch(`${base}/?n=1`)).ok) break;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return { base, stop: () => process.kill(-child.pid!, 'SIGTERM') };
+}
+
+async function main() {
+  const service = await startService();
+  const baseline = await startBaseline();
+  try {
+    const headers = { 'x-api-key': service.apiKey, 'content-type': 'application/json' };
+    const api = (path: string, init: RequestInit = {}) => fetch(`${service.base}${path}`, { ...init, headers });
+    await api('/api/v1/skills/bench-skill', {
+      method: 'PUT',
+      body: JSON.stringify({ name: 'Bench', description: 'Bench.', category: 'General', prompt: '# Bench\nSummarise.' }),
+    });
+    const input = 'Plan the launch. Write the notes. Tell the team. Book the room. Order the food. Send the invites.';
+
+    /** One run: open `subscribers` streams, post the message, read them all to the end. */
+    async function serviceRun(subscribers: number) {
+      const created = (await (await api('/api/v1/executions', { method: 'POST', body: JSON.stringify({ skill_slug: 'bench-skill', input }) })).json()) as { id: string };
+      const { sseUrl } = (await (await api(`/api/v1/executions/${created.id}/stream-token`)).json()) as { sseUrl: string };
+      const url = sseUrl.replace(new URL(sseUrl).origin, service.base);
+      const streams = await Promise.all(Array.from({ length: subscribers }, () => fetch(url)));
+      const started = performance.now();
+      await api(`/api/v1/executions/${created.id}/events`, {
+        method: 'POST',
+        body: JSON.stringify({ events: [{ type: 'user.message', content: [{ type: 'text', text: input }] }] }),
+      });
+      return Promise.all(streams.map((s) => consume(s, started)));
+    }
+
+    async function baselineRun(subscribers: number, n: number) {
+      const started = performance.now();
+      const streams = await Promise.all(Array.from({ length: subscribers }, () => fetch(`${baseline.base}/?n=${n}`)));
+      return Promise.all(streams.map((s) => consume(s, started)));
+    }
+
+    await serviceRun(1); // warm up both
+    const frames = (await serviceRun(1))[0]!.frames;
+    await baselineRun(1, frames);
+
+    const one = { service: [] as number[], baseline: [] as number[], firstService: [] as number[], firstBaseline: [] as number[] };
+    const fan = { service: [] as number[], baseline: [] as number[] };
+    for (let round = 0; round < ROUNDS; round++) {
+      const [s] = await serviceRun(1);
+      const [b] = await baselineRun(1, frames);
+      one.service.push(s!.frames / (s!.totalMs / 1000));
+      one.baseline.push(b!.frames / (b!.totalMs / 1000));
+      one.firstService.push(s!.firstMessageMs);
+      one.firstBaseline.push(b!.firstMessageMs);
+      const sf = await serviceRun(SUBSCRIBERS);
+      const bf = await baselineRun(SUBSCRIBERS, frames);
+      fan.service.push(Math.max(...sf.map((r) => r.totalMs)));
+      fan.baseline.push(Math.max(...bf.map((r) => r.totalMs)));
+    }
+
+    const ratio = (a: number, b: number) => (a / b).toFixed(2);
+    console.log(`execution streams vs bare workerd SSE (${frames} events per run, median of ${ROUNDS} rounds)`);
+    console.log(`  time to first agent.message   ratio ${ratio(median(one.firstService), median(one.firstBaseline))}   (lower is better)`);
+    console.log(`  events per second, 1 stream   ratio ${ratio(median(one.service), median(one.baseline))}   (higher is better)`);
+    console.log(`  ${SUBSCRIBERS} subscribers, time to last idle   ratio ${ratio(median(fan.service), median(fan.baseline))}   (lower is better)`);
+  } finally {
+    baseline.stop();
+    await service.stop();
+  }
+}
+
+await main();
