@@ -18,8 +18,9 @@ const isReplayable = (status: number) => status < 500 && status !== 429;
 /**
  * For POSTs that honour `idempotency-key` (spec 8). The first request claims the key with a
  * pending row (an atomic insert, so two racing requests cannot both run); its response is
- * stored and replayed to later requests with `idempotency-replayed: true`. The same key with a
- * different method, path or body is 409 CONFLICT, as is a retry while the first is in flight.
+ * stored and replayed to later requests with `idempotency-replayed: true`. The same key from
+ * another caller, or with a different method, path or body, is 409 CONFLICT, as is a retry
+ * while the first is in flight.
  */
 export const idempotent = createMiddleware<AppEnv>(async (c, next) => {
   const key = c.req.header('idempotency-key');
@@ -27,10 +28,14 @@ export const idempotent = createMiddleware<AppEnv>(async (c, next) => {
   if (!KEY_PATTERN.test(key)) {
     throw invalidInput('idempotency-key', 'format', 'idempotency-key must be 1..255 printable ASCII characters');
   }
-  const { workspaceId } = principalOf(c);
+  const principal = principalOf(c);
+  const { workspaceId } = principal;
   const db = c.var.db;
+  // The caller is part of the fingerprint: a replay returns what that request created (a new
+  // API key, say), so another credential reusing the key must get a conflict, never the answer.
+  const caller = principal.credential.type === 'api_key' ? `key:${principal.credential.apiKeyId}` : `user:${principal.userId}`;
   // Keyed, because bodies can hold secrets (POST /secrets): a plain hash of a weak value could be guessed back.
-  const requestHash = await hmacSha256Hex(c.env.SIGNING_SECRET, `${c.req.method} ${c.req.path}\n${await c.req.text()}`);
+  const requestHash = await hmacSha256Hex(c.env.SIGNING_SECRET, `${caller} ${c.req.method} ${c.req.path}\n${await c.req.text()}`);
   const record = and(eq(idempotencyRecords.workspaceId, workspaceId), eq(idempotencyRecords.key, key));
 
   const claimed = await claim(db, workspaceId, key, requestHash);
