@@ -9,6 +9,7 @@ import { costInHundredths } from '../workers/runtime/pricing';
 import type { ModelMessage } from '../workers/runtime/provider';
 import { LOCAL_PROVIDER_NOTICE, LocalProvider } from '../workers/runtime/providers/local';
 import { runTools } from '../workers/runtime/tools';
+import { settleTurn } from '../workers/services/credits';
 import { finishTurn, saveArtifact } from '../workers/services/execution-runs';
 
 /** Spec 6.1: the event types of an execution stream. */
@@ -52,6 +53,9 @@ export interface TurnInput {
   apiKeyId: number | null;
   /** The request that started the run, for the audit trail of what the run changes. */
   requestId: string;
+  /** The credit hold of this turn: its key and amount (hundredths of a Ds). */
+  turnKey: string;
+  budget: number;
   skillName: string;
   /** The prompt of the skill version the execution was created with. */
   system: string;
@@ -192,7 +196,14 @@ export class ExecutionSession extends DurableObject<Env> {
         maxTokens: MAX_OUTPUT_TOKENS,
         maxTurns: MAX_MODEL_REQUESTS,
         emit: (events) => void this.append(events),
-        shouldStop: () => (kv.get<boolean>('interrupt') ? 'interrupt' : now() - startedAt > MAX_RUN_MS ? 'error' : null),
+        shouldStop: (spent) =>
+          kv.get<boolean>('interrupt')
+            ? 'interrupt'
+            : now() - startedAt > MAX_RUN_MS
+              ? 'error'
+              : costInHundredths(provider.model, spent.inputTokens, spent.outputTokens) > input.budget
+                ? 'limit_reached'
+                : null,
       });
       kv.put('messages', result.messages);
       ({ stopReason, text, usage } = result);
@@ -203,6 +214,13 @@ export class ExecutionSession extends DurableObject<Env> {
     if (stopReason === 'end_turn') await saveArtifact(db, this.env.BUCKET, input, 'output.md', text);
     // D1 first: a client that acts on session.status_idle must find the execution idle.
     await finishTurn(db, input.executionId, stopReason, { cost, ...usage, elapsedMs: now() - startedAt });
+    await settleTurn(db, {
+      userId: input.userId,
+      turnKey: input.turnKey,
+      executionId: `exec_${input.executionId}`,
+      cost,
+      description: `${input.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${provider.model})`,
+    });
     kv.delete('turn');
     this.append([
       {

@@ -7,3 +7,4 @@ export * from './workspaces';
 export * from './executions';
 export * from './secrets';
 export * from './skills';
+export * from './credits';

@@ -12,6 +12,7 @@ import { apiKeys } from './routes/api-keys';
 import { auditLogs } from './routes/audit-logs';
 import { artifactRoutes } from './routes/artifacts';
 import { auth } from './routes/auth';
+import { billing } from './routes/billing';
 import { executionRoutes } from './routes/executions';
 import { invitations } from './routes/invitations';
 import { install } from './routes/install';
@@ -67,6 +68,7 @@ export function createApp() {
   app.route('/api/v1/install', install);
   app.route('/api/v1/executions', executionRoutes);
   app.route('/api/v1/artifacts', artifactRoutes);
+  app.route('/api/v1/billing', billing);
   app.route('/streams', streams);
 
   app.get(

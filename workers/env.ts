@@ -12,6 +12,8 @@ export interface Env {
   WORKFLOW_STEPS: Queue;
   MAX_ACTIVE_EXECUTIONS: string;
   MAX_BODY_BYTES: string;
+  /** Ds granted to every new user (a `purchase` transaction). */
+  WELCOME_CREDITS?: string;
   /** Pause between the local model's streamed words, in ms (0: as fast as possible). */
   LOCAL_MODEL_DELAY_MS?: string;
   /** HMAC secret for signed stream and control-plane URLs. */

@@ -55,6 +55,8 @@ describe('the run tools for working memory', () => {
       role: 'owner',
       apiKeyId: 7,
       requestId: 'req-run-1',
+      turnKey: 'exec_1:t',
+      budget: 0,
       skillName: 'x',
       system: '',
       text: '',

@@ -79,6 +79,9 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/v1/artifacts/:id': { auth: 'credential', scope: 'workspace:files:read' },
   'GET /api/v1/artifacts/:id/download': { auth: 'credential', scope: 'workspace:files:read' },
   'DELETE /api/v1/artifacts/:id': { auth: 'credential', scope: 'workspace:files:write' },
+
+  'GET /api/v1/billing/balance': { auth: 'credential', scope: 'billing:read' },
+  'GET /api/v1/billing/transactions': { auth: 'credential', scope: 'billing:read' },
 };
 
 export const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;

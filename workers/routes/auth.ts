@@ -27,7 +27,8 @@ const SignedOut = z.object({ success: z.literal(true) });
 export const auth = new Hono<AppEnv>()
   .post('/sign-up/email', documented('Auth', 'Create an account, its personal workspace and a session', 201, SessionResponse), validate('json', SignUpBody), async (c) => {
     await throttle(c.env, `signup:ip:${c.var.origin.ip ?? 'unknown'}`, SIGN_UP_PER_IP);
-    return c.json(await signUp(c.var.db, c.req.valid('json'), c.var.origin), 201);
+    const welcomeCredits = Math.round((Number(c.env.WELCOME_CREDITS) || 0) * 100);
+    return c.json(await signUp(c.var.db, c.req.valid('json'), c.var.origin, welcomeCredits), 201);
   })
   .post('/sign-in/email', documented('Auth', 'Start a session', 200, SessionResponse), validate('json', SignInBody), async (c) => {
     const { email } = c.req.valid('json');

@@ -12,6 +12,7 @@ import { isUniqueViolation } from '../lib/db-errors';
 import { formatId, uuidv7 } from '../lib/ids';
 import { slugFrom } from '../lib/slug';
 import { recordChange } from './audit';
+import { welcomeGrantStatements } from './credits';
 
 export const Email = z.email().max(254).transform((e) => e.toLowerCase());
 export const Password = z.string().min(8).max(256);
@@ -42,7 +43,8 @@ async function newSession(db: Db, userId: string, origin: RequestOrigin) {
 }
 
 /** Creates the user, their personal workspace (role owner) and a session, atomically. */
-export async function signUp(db: Db, input: SignUpBody, origin: RequestOrigin): Promise<SessionResponse> {
+/** `welcomeCredits`: hundredths of a Ds granted at sign-up (WELCOME_CREDITS). */
+export async function signUp(db: Db, input: SignUpBody, origin: RequestOrigin, welcomeCredits: number): Promise<SessionResponse> {
   const userId = uuidv7();
   const workspaceId = uuidv7();
   const session = await newSession(db, userId, origin);
@@ -69,6 +71,7 @@ export async function signUp(db: Db, input: SignUpBody, origin: RequestOrigin): 
       }),
       db.insert(members).values({ workspaceId, userId, role: 'owner', createdAt: t }),
       session.insert,
+      ...welcomeGrantStatements(db, userId, welcomeCredits),
       ...recordChange(db, owner, {
         action: 'user.signed_up',
         resourceType: 'user',

@@ -11,6 +11,7 @@ import { hitRateLimit } from '../lib/rate-limit';
 import { byIntegerId, cursorPage, DEFAULT_PAGE, mapPage } from '../lib/pagination';
 import { streamPath } from './execution-streams';
 import { recordChange } from './audit';
+import { insufficientCredits, MIN_RUN_BALANCE, releaseReservation, reserveCredits, RUN_BUDGET } from './credits';
 import { requireOwned } from './tenant';
 import { requireSkill } from './skills';
 
@@ -134,6 +135,14 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     )
     .returning({ id: executions.id });
   if (claimed.length === 0) throw new AppError('EXECUTION_RUNNING', 409, 'Another execution is running in this workspace');
+  // The turn holds credits up to RUN_BUDGET; it stops with limit_reached when its cost passes the hold.
+  const turnKey = `${formatId('exec', execution.id)}:${crypto.randomUUID()}`;
+  const budget = await reserveCredits(db, principal.userId, turnKey, RUN_BUDGET);
+  if (budget < MIN_RUN_BALANCE) {
+    await releaseReservation(db, principal.userId, turnKey);
+    await db.update(executions).set({ status: 'idle' }).where(eq(executions.id, execution.id));
+    throw await insufficientCredits(db, principal.userId);
+  }
   const [version] = await db.select({ prompt: skillVersions.prompt }).from(skillVersions).where(eq(skillVersions.id, execution.skillVersionId ?? -1)).limit(1);
   return env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).startTurn({
     executionId: execution.id,
@@ -142,6 +151,8 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     role: principal.role,
     apiKeyId: apiKeyIdOf(principal),
     requestId: principal.origin.requestId,
+    turnKey,
+    budget,
     skillName: execution.skillName,
     system: version?.prompt ?? '',
     text,

@@ -1,0 +1,62 @@
+import { sql } from 'drizzle-orm';
+import { check, index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { users } from './users';
+
+/**
+ * Credits belong to users (DECISIONS.md). Amounts are integers in hundredths of a Ds.
+ * `balance`, `reserved` and `total_spent` are caches, recomputed from the two tables below in
+ * the same D1 batch as every change, so a replayed change cannot drift them.
+ */
+export const creditAccounts = sqliteTable(
+  'credit_accounts',
+  {
+    userId: text('user_id')
+      .primaryKey()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    balance: integer('balance').notNull().default(0),
+    reserved: integer('reserved').notNull().default(0),
+    totalSpent: integer('total_spent').notNull().default(0),
+    isAdmin: integer('is_admin', { mode: 'boolean' }).notNull().default(false),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [
+    check('credit_balance_non_negative', sql`${t.balance} >= 0`),
+    check('credit_reserved_within_balance', sql`${t.reserved} >= 0 AND ${t.reserved} <= ${t.balance}`),
+  ],
+);
+
+export const CREDIT_TRANSACTION_TYPES = ['usage', 'purchase'] as const;
+
+/** Append-only. `business_key` makes each grant and settlement happen once. */
+export const creditTransactions = sqliteTable(
+  'credit_transactions',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    /** Signed: purchases positive, usage negative. */
+    amount: integer('amount').notNull(),
+    type: text('type', { enum: CREDIT_TRANSACTION_TYPES }).notNull(),
+    description: text('description').notNull(),
+    executionId: text('execution_id'),
+    paymentSessionId: text('payment_session_id'),
+    businessKey: text('business_key').unique(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [index('credit_transactions_user_idx').on(t.userId, t.id)],
+);
+
+/** Credits held for a running execution until it settles. */
+export const creditReservations = sqliteTable('credit_reservations', {
+  id: integer('id').primaryKey({ autoIncrement: true }),
+  userId: text('user_id')
+    .notNull()
+    .references(() => users.id, { onDelete: 'cascade' }),
+  executionId: text('execution_id').notNull().unique(),
+  amount: integer('amount').notNull(),
+  createdAt: integer('created_at').notNull(),
+  settledAt: integer('settled_at'),
+});
+
+export type CreditTransactionRow = typeof creditTransactions.$inferSelect;
