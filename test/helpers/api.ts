@@ -86,3 +86,23 @@ export function expectError(res: ApiResponse, status: number, code: string) {
   }
   return res.body.error as { code: string; message: string; details?: Record<string, any> };
 }
+
+/** A session principal of `user`, for calling service functions directly. */
+export const sessionPrincipal = (user: TestUser): import('../../workers/auth/principal').Principal => ({
+  userId: user.user.id,
+  workspaceId: user.workspaceId,
+  role: 'owner',
+  credential: { type: 'session', sessionId: 'test' },
+  scopes: ['*'],
+  origin: { requestId: 'test', ip: null, userAgent: null },
+});
+
+/** Polls an execution's status until it is `wanted` (runs finish in the background). */
+export async function waitForStatus(user: TestUser, id: string, wanted: string) {
+  for (let i = 0; i < 200; i++) {
+    const res = await call(`/api/v1/executions/${id}/status`, { token: user.token });
+    if (res.body.status === wanted) return res.body;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`execution ${id} never reached ${wanted}`);
+}

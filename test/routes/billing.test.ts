@@ -3,7 +3,7 @@ import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
 import * as schema from '../../schema';
 import { grantCredits, reserveCredits, settleTurn } from '../../workers/services/credits';
-import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
+import { call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 
 const db = drizzle(env.DB, { schema });
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
@@ -15,15 +15,6 @@ async function setBalance(user: TestUser, ds: number) {
     .bind(user.user.id, Math.round((ds - current) * 100), Date.now())
     .run();
   await env.DB.prepare('UPDATE credit_accounts SET balance = (SELECT SUM(amount) FROM credit_transactions WHERE user_id = ?1) WHERE user_id = ?1').bind(user.user.id).run();
-}
-
-async function waitForStatus(user: TestUser, id: string, wanted: string) {
-  for (let i = 0; i < 200; i++) {
-    const res = await call(`/api/v1/executions/${id}/status`, { token: user.token });
-    if (res.body.status === wanted) return res.body;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`execution ${id} never reached ${wanted}`);
 }
 
 describe('balance and transactions', () => {

@@ -2,7 +2,7 @@ import { evictDurableObject, runDurableObjectAlarm } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
-import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
+import { BASE, call, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 
 const SKILL = { name: 'Meeting Summarizer', description: 'Summarises notes.', category: 'productivity', prompt: '# Meeting Summarizer\nYou summarise meeting notes.' };
 
@@ -26,15 +26,6 @@ async function readStream(user: TestUser, id: string) {
     .split('\n\n')
     .filter((f) => f.includes('data:'))
     .map((f) => ({ seq: Number(/^id: (\d+)$/m.exec(f)![1]), ...JSON.parse(/^data: (.*)$/m.exec(f)![1]!) }));
-}
-
-async function waitForStatus(user: TestUser, id: string, wanted: string) {
-  for (let i = 0; i < 100; i++) {
-    const res = await call(`/api/v1/executions/${id}/status`, { token: user.token });
-    if (res.body.status === wanted) return res.body;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`execution ${id} never reached ${wanted}`);
 }
 
 describe('the three-step flow on the local provider', () => {

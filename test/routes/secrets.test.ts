@@ -4,10 +4,9 @@ import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
 import * as schema from '../../schema';
 import { type SecretRow } from '../../schema';
-import type { Principal } from '../../workers/auth/principal';
 import { decryptSecret, encryptSecret } from '../../workers/lib/encryption';
 import { createSecret, revealSecret, secretContext, updateSecret } from '../../workers/services/secrets';
-import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
+import { call, createKey, expectError, signUp, type TestUser, sessionPrincipal } from '../helpers/api';
 
 const VALUE = 's3cr3t-VALUE-1234';
 
@@ -22,16 +21,6 @@ const db = () => drizzle(env.DB, { schema });
 const storedRow = async (id: string) =>
   (await db().select().from(schema.secrets).where(eq(schema.secrets.id, Number(id.slice('sec_'.length)))))[0] ?? null;
 const decryptRow = (row: SecretRow) => decryptSecret(env.ENCRYPTION_KEY, secretContext(row.workspaceId, row.name), row.ciphertext);
-
-/** The services take the resolved principal; this is a session principal of `user`. */
-const principalOf = (user: TestUser): Principal => ({
-  userId: user.user.id,
-  workspaceId: user.workspaceId,
-  role: 'owner',
-  credential: { type: 'session', sessionId: 'test' },
-  scopes: ['*'],
-  origin: { requestId: 'test', ip: null, userAgent: null },
-});
 
 describe('POST /api/v1/secrets', () => {
   it('answers 201 with the record, never the value, and stores only ciphertext', async () => {
@@ -264,16 +253,16 @@ describe('encryption', () => {
   it('answers 503 SERVICE_UNAVAILABLE naming ENCRYPTION_KEY when it is missing or malformed, writing nothing', async () => {
     const user = await signUp();
     const unavailable = { code: 'SERVICE_UNAVAILABLE', status: 503, message: expect.stringContaining('ENCRYPTION_KEY') };
-    await expect(createSecret(db(), principalOf(user), undefined, { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
-    await expect(createSecret(db(), principalOf(user), '', { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
-    await expect(createSecret(db(), principalOf(user), btoa('sixteen byte key'), { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
-    await expect(createSecret(db(), principalOf(user), 'not base64!', { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
+    await expect(createSecret(db(), sessionPrincipal(user), undefined, { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
+    await expect(createSecret(db(), sessionPrincipal(user), '', { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
+    await expect(createSecret(db(), sessionPrincipal(user), btoa('sixteen byte key'), { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
+    await expect(createSecret(db(), sessionPrincipal(user), 'not base64!', { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
     expect((await list(user)).body.data).toEqual([]);
 
     const created = await create(user, { name: 'EXISTING', value: VALUE });
     const before = (await storedRow(created.body.id))!;
-    await expect(updateSecret(db(), principalOf(user), undefined, created.body.id, { value: 'x' })).rejects.toMatchObject(unavailable);
-    await expect(updateSecret(db(), principalOf(user), undefined, created.body.id, { name: 'RENAMED' })).rejects.toMatchObject(unavailable);
+    await expect(updateSecret(db(), sessionPrincipal(user), undefined, created.body.id, { value: 'x' })).rejects.toMatchObject(unavailable);
+    await expect(updateSecret(db(), sessionPrincipal(user), undefined, created.body.id, { name: 'RENAMED' })).rejects.toMatchObject(unavailable);
     expect(await storedRow(created.body.id)).toEqual(before);
     await expect(decryptSecret(undefined, 'ctx', before.ciphertext)).rejects.toMatchObject(unavailable);
   });

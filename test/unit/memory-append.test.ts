@@ -2,25 +2,15 @@ import { env } from 'cloudflare:workers';
 import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
 import * as schema from '../../schema';
-import type { Principal } from '../../workers/auth/principal';
 import { appendMemory, MAX_MEMORY_CHARS, MEMORY_SEPARATOR } from '../../workers/services/memory';
-import { call, signUp } from '../helpers/api';
+import { call, sessionPrincipal, signUp } from '../helpers/api';
 
 const db = drizzle(env.DB, { schema });
-const principalOf = (user: Awaited<ReturnType<typeof signUp>>): Principal => ({
-  userId: user.user.id,
-  workspaceId: user.workspaceId,
-  role: 'owner',
-  credential: { type: 'session', sessionId: 'test' },
-  scopes: ['*'],
-  origin: { requestId: 'test', ip: null, userAgent: null },
-});
-
 describe('appendMemory', () => {
   it('joins entries with the spec separator, starting from an empty document', async () => {
     const user = await signUp();
-    await appendMemory(db, principalOf(user), 'first');
-    const doc = await appendMemory(db, principalOf(user), 'second');
+    await appendMemory(db, sessionPrincipal(user), 'first');
+    const doc = await appendMemory(db, sessionPrincipal(user), 'second');
     expect(doc.content).toBe(`first${MEMORY_SEPARATOR}second`);
     expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe(doc.content);
   });
@@ -28,15 +18,15 @@ describe('appendMemory', () => {
   it('loses nothing when twenty appends race', async () => {
     const user = await signUp();
     const entries = Array.from({ length: 20 }, (_, i) => `note ${i}`);
-    await Promise.all(entries.map((e) => appendMemory(db, principalOf(user), e)));
+    await Promise.all(entries.map((e) => appendMemory(db, sessionPrincipal(user), e)));
     const parts = (await call('/api/v1/memory', { token: user.token })).body.content.split(MEMORY_SEPARATOR);
     expect([...parts].sort()).toEqual([...entries].sort());
   });
 
   it('refuses to grow past the cap, and records nothing for the refused append', async () => {
     const user = await signUp();
-    await appendMemory(db, principalOf(user), 'x'.repeat(MAX_MEMORY_CHARS - 10));
-    await expect(appendMemory(db, principalOf(user), 'y'.repeat(20))).rejects.toMatchObject({ code: 'INVALID_INPUT', status: 400 });
+    await appendMemory(db, sessionPrincipal(user), 'x'.repeat(MAX_MEMORY_CHARS - 10));
+    await expect(appendMemory(db, sessionPrincipal(user), 'y'.repeat(20))).rejects.toMatchObject({ code: 'INVALID_INPUT', status: 400 });
     const audit = await call('/api/v1/audit-logs?action=memory.appended', { token: user.token });
     expect(audit.body.data).toHaveLength(1);
     expect((await call('/api/v1/memory', { token: user.token })).body.content).toHaveLength(MAX_MEMORY_CHARS - 10);
