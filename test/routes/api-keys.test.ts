@@ -580,3 +580,18 @@ describe('POST /api/v1/api-keys/:id/revoke', () => {
     expect((await apiKeyRow(key.id))!.status).toBe('active');
   });
 });
+
+describe('stored idempotent answers', () => {
+  it('keep a new key encrypted at rest, and replay it intact', async () => {
+    const user = await signUp();
+    const headers = { 'idempotency-key': 'sealed-at-rest' };
+    const first = await call('/api/v1/api-keys', { token: user.token, headers, body: { name: 'sealed' } });
+    const rows = await env.DB.prepare('SELECT body FROM idempotency_records WHERE key = ?').bind('sealed-at-rest').all<{ body: string }>();
+    expect(rows.results).toHaveLength(1);
+    expect(rows.results[0]!.body.startsWith('enc:')).toBe(true);
+    expect(rows.results[0]!.body).not.toContain(first.body.key);
+    const replay = await call('/api/v1/api-keys', { token: user.token, headers, body: { name: 'sealed' } });
+    expect(replay.headers.get('idempotency-replayed')).toBe('true');
+    expect(replay.body.key).toBe(first.body.key);
+  });
+});

@@ -3,7 +3,8 @@ import { createMiddleware } from 'hono/factory';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { idempotencyRecords } from '../../schema';
 import type { AppEnv, Db } from '../env';
-import { conflict, invalidInput } from '../errors';
+import { AppError, conflict, invalidInput } from '../errors';
+import { decryptSecret, encryptSecret } from '../lib/encryption';
 import { now } from '../lib/clock';
 import { hmacSha256Hex } from '../lib/crypto';
 import { principalOf } from './authenticate';
@@ -49,12 +50,13 @@ export const idempotent = createMiddleware<AppEnv>(async (c, next) => {
     }
     c.header('content-type', existing.contentType ?? 'application/json');
     c.header('idempotency-replayed', 'true');
-    return c.body(existing.body ?? '', existing.status as ContentfulStatusCode);
+    const body = await openBody(c.env.ENCRYPTION_KEY, replayContext(workspaceId, key), existing.body ?? '');
+    return c.body(body, existing.status as ContentfulStatusCode);
   }
 
   await next();
   if (isReplayable(c.res.status)) {
-    const body = await c.res.clone().text();
+    const body = await sealBody(c.env.ENCRYPTION_KEY, replayContext(workspaceId, key), await c.res.clone().text());
     await db
       .update(idempotencyRecords)
       .set({ status: c.res.status, body, contentType: c.res.headers.get('content-type') })
@@ -63,6 +65,30 @@ export const idempotent = createMiddleware<AppEnv>(async (c, next) => {
     await db.delete(idempotencyRecords).where(record);
   }
 });
+
+/**
+ * Stored answers can hold secrets shown once (a new API key), so they are kept encrypted under
+ * ENCRYPTION_KEY, bound to the workspace and idempotency key. Without a usable key they are
+ * kept as they are, as the README says.
+ */
+const SEALED = 'enc:';
+const replayContext = (workspaceId: string, key: string) => `idempotency:${workspaceId}:${key}`;
+
+async function sealBody(encryptionKey: string | undefined, context: string, body: string): Promise<string> {
+  try {
+    return SEALED + (await encryptSecret(encryptionKey, context, body));
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'SERVICE_UNAVAILABLE') return body;
+    throw error;
+  }
+}
+
+async function openBody(encryptionKey: string | undefined, context: string, stored: string): Promise<string> {
+  if (!stored.startsWith(SEALED)) return stored;
+  const body = await decryptSecret(encryptionKey, context, stored.slice(SEALED.length));
+  if (body === null) throw new Error('A stored idempotent answer does not decrypt under ENCRYPTION_KEY');
+  return body;
+}
 
 /** Inserts the pending row, taking over a record older than the TTL. True if this request owns the key. */
 async function claim(db: Db, workspaceId: string, key: string, requestHash: string): Promise<boolean> {
