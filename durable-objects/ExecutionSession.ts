@@ -6,8 +6,9 @@ import type { Env } from '../workers/env';
 import { now } from '../workers/lib/clock';
 import { runAgentLoop, type RunStopReason } from '../workers/runtime/agent-loop';
 import { costInHundredths } from '../workers/runtime/pricing';
-import type { ModelMessage } from '../workers/runtime/provider';
-import { LOCAL_PROVIDER_NOTICE, LocalProvider } from '../workers/runtime/providers/local';
+import type { ModelMessage, ModelProvider } from '../workers/runtime/provider';
+import { selectProvider } from '../workers/runtime/providers/index';
+import { LOCAL_PROVIDER_NOTICE } from '../workers/runtime/providers/local';
 import { runTools } from '../workers/runtime/tools';
 import { settleTurn } from '../workers/services/credits';
 import { finishTurn, saveArtifact } from '../workers/services/execution-runs';
@@ -180,14 +181,30 @@ export class ExecutionSession extends DurableObject<Env> {
 
   private async runLoop(input: TurnInput, startedAt: number): Promise<void> {
     const kv = this.ctx.storage.kv;
-    const provider = new LocalProvider(Number(this.env.LOCAL_MODEL_DELAY_MS ?? 0) || 0);
-    this.append([{ type: 'agent.info', payload: { provider: provider.name, model: provider.model, message: LOCAL_PROVIDER_NOTICE } }]);
+    let provider: ModelProvider | null = null;
+    try {
+      provider = selectProvider(this.env);
+      this.append([
+        {
+          type: 'agent.info',
+          payload:
+            provider.name === 'local'
+              ? { provider: provider.name, model: provider.model, message: LOCAL_PROVIDER_NOTICE }
+              : { provider: provider.name, model: provider.model },
+        },
+      ]);
+    } catch (error) {
+      // A configuration error ends the turn visibly (stop reason error) instead of leaving it working.
+      this.append([{ type: 'agent.info', payload: { message: error instanceof Error ? error.message : 'No model provider is configured' } }]);
+    }
+    const model = provider?.model ?? 'none';
     const db = drizzle(this.env.DB, { schema });
     const history = kv.get<ModelMessage[]>('messages') ?? [];
     let stopReason: RunStopReason = 'error';
     let text = '';
     let usage = { inputTokens: 0, outputTokens: 0 };
     try {
+      if (!provider) throw new Error('no model provider');
       const result = await runAgentLoop({
         provider,
         system: input.system,
@@ -201,7 +218,7 @@ export class ExecutionSession extends DurableObject<Env> {
             ? 'interrupt'
             : now() - startedAt > MAX_RUN_MS
               ? 'error'
-              : costInHundredths(provider.model, spent.inputTokens, spent.outputTokens) > input.budget
+              : costInHundredths(model, spent.inputTokens, spent.outputTokens) > input.budget
                 ? 'limit_reached'
                 : null,
       });
@@ -210,7 +227,7 @@ export class ExecutionSession extends DurableObject<Env> {
     } catch (error) {
       console.error(JSON.stringify({ level: 'error', executionId: input.executionId, error: String(error) }));
     }
-    const cost = costInHundredths(provider.model, usage.inputTokens, usage.outputTokens);
+    const cost = costInHundredths(model, usage.inputTokens, usage.outputTokens);
     if (stopReason === 'end_turn') await saveArtifact(db, this.env.BUCKET, input, 'output.md', text);
     // D1 first: a client that acts on session.status_idle must find the execution idle.
     await finishTurn(db, input.executionId, stopReason, { cost, ...usage, elapsedMs: now() - startedAt });
@@ -219,7 +236,7 @@ export class ExecutionSession extends DurableObject<Env> {
       turnKey: input.turnKey,
       executionId: `exec_${input.executionId}`,
       cost,
-      description: `${input.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${provider.model})`,
+      description: `${input.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${model})`,
     });
     kv.delete('turn');
     this.append([

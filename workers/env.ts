@@ -16,6 +16,13 @@ export interface Env {
   WELCOME_CREDITS?: string;
   /** Pause between the local model's streamed words, in ms (0: as fast as possible). */
   LOCAL_MODEL_DELAY_MS?: string;
+  /** Model provider selection (workers/runtime/providers/index.ts; README, Configuration). */
+  MODEL_PROVIDER?: string;
+  MODEL?: string;
+  ANTHROPIC_API_KEY?: string;
+  ANTHROPIC_BASE_URL?: string;
+  OPENAI_API_KEY?: string;
+  OPENAI_BASE_URL?: string;
   /** HMAC secret for signed stream and control-plane URLs. */
   SIGNING_SECRET: string;
   /** Base64 AES-256 key for secrets and BYOK keys at rest. */
