@@ -10,7 +10,7 @@ import type { ModelMessage, ModelProvider } from '../workers/runtime/provider';
 import { selectProvider } from '../workers/runtime/providers/index';
 import { LOCAL_PROVIDER_NOTICE } from '../workers/runtime/providers/local';
 import { runTools } from '../workers/runtime/tools';
-import { settleTurn } from '../workers/services/credits';
+import { settleExecution } from '../workers/services/credits';
 import { finishTurn, saveArtifact } from '../workers/services/execution-runs';
 
 /** Spec 6.1: the event types of an execution stream. */
@@ -231,7 +231,7 @@ export class ExecutionSession extends DurableObject<Env> {
     if (stopReason === 'end_turn') await saveArtifact(db, this.env.BUCKET, input, 'output.md', text);
     // D1 first: a client that acts on session.status_idle must find the execution idle.
     await finishTurn(db, input.executionId, stopReason, { cost, ...usage, elapsedMs: now() - startedAt });
-    await settleTurn(db, {
+    await settleExecution(db, {
       userId: input.userId,
       turnKey: input.turnKey,
       executionId: `exec_${input.executionId}`,

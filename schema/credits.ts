@@ -17,6 +17,10 @@ export const creditAccounts = sqliteTable(
     reserved: integer('reserved').notNull().default(0),
     totalSpent: integer('total_spent').notNull().default(0),
     isAdmin: integer('is_admin', { mode: 'boolean' }).notNull().default(false),
+    /** Set by an operator: the user's tier is `sitelicense` (spec 3.7; the billing issue reads it). */
+    siteLicense: integer('site_license', { mode: 'boolean' }).notNull().default(false),
+    /** Epoch ms; a time in the future makes the tier `basedmode` (set by the billing webhook). */
+    subscriptionExpiresAt: integer('subscription_expires_at'),
     updatedAt: integer('updated_at').notNull(),
   },
   (t) => [

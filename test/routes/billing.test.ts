@@ -2,19 +2,19 @@ import { env } from 'cloudflare:workers';
 import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
 import * as schema from '../../schema';
-import { grantCredits, reserveCredits, settleTurn } from '../../workers/services/credits';
+import { grantCredits, reserveCredits, settleExecution } from '../../workers/services/credits';
 import { call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 
 const db = drizzle(env.DB, { schema });
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
 
-/** Sets the user's credits to exactly `ds` by a correcting transaction, as an operator would. */
+/** Sets the user's credits to exactly `ds` through the ledger: a grant up, a charge down. */
 async function setBalance(user: TestUser, ds: number) {
   const current = (await call('/api/v1/billing/balance', { token: user.token })).body.balance;
-  await env.DB.prepare("INSERT INTO credit_transactions (user_id, amount, type, description, created_at) VALUES (?, ?, 'purchase', 'test adjustment', ?)")
-    .bind(user.user.id, Math.round((ds - current) * 100), Date.now())
-    .run();
-  await env.DB.prepare('UPDATE credit_accounts SET balance = (SELECT SUM(amount) FROM credit_transactions WHERE user_id = ?1) WHERE user_id = ?1').bind(user.user.id).run();
+  const delta = Math.round((ds - current) * 100);
+  const ref = `adjust:${crypto.randomUUID()}`;
+  if (delta > 0) await grantCredits(db, { userId: user.user.id, amount: delta, description: 'test adjustment', businessKey: ref });
+  if (delta < 0) await settleExecution(db, { userId: user.user.id, executionId: ref, cost: -delta, description: 'test adjustment' });
 }
 
 describe('balance and transactions', () => {
@@ -39,14 +39,64 @@ describe('balance and transactions', () => {
     expect(balance.totalSpent).toBeCloseTo(status.cost, 2);
   });
 
-  it('shows only the caller’s own transactions and needs billing:read', async () => {
+  it('shows amounts in Ds with two decimals, signed, and canExecute from what is available', async () => {
+    const user = await signUp();
+    await settleExecution(db, { userId: user.user.id, executionId: 'exec_77', cost: 5001, description: 'Notes: 1 input and 2 output tokens' });
+    expect((await call('/api/v1/billing/balance', { token: user.token })).body).toEqual({ balance: 49.99, totalSpent: 50.01, canExecute: false, isAdmin: false });
+    const [usage] = (await call('/api/v1/billing/transactions', { token: user.token })).body.transactions;
+    expect(usage).toEqual({
+      id: expect.any(Number),
+      userId: user.user.id,
+      amount: -50.01,
+      type: 'usage',
+      description: 'Notes: 1 input and 2 output tokens',
+      executionId: 'exec_77',
+      paymentSessionId: null,
+      createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+    });
+    await grantCredits(db, { userId: user.user.id, amount: 1, description: 'top-up', paymentSessionId: 'cs_test_9', businessKey: `test:${crypto.randomUUID()}` });
+    expect((await call('/api/v1/billing/balance', { token: user.token })).body).toMatchObject({ balance: 50, canExecute: true });
+    expect((await call('/api/v1/billing/transactions', { token: user.token })).body.transactions[0]).toMatchObject({ amount: 0.01, type: 'purchase', paymentSessionId: 'cs_test_9' });
+  });
+
+  it('says isAdmin for an account an operator marked so', async () => {
+    const user = await signUp();
+    await env.DB.prepare('UPDATE credit_accounts SET is_admin = 1 WHERE user_id = ?').bind(user.user.id).run();
+    expect((await call('/api/v1/billing/balance', { token: user.token })).body.isAdmin).toBe(true);
+  });
+
+  it('lists the 50 most recent transactions, newest first', async () => {
+    const user = await signUp();
+    for (let i = 1; i <= 60; i++) {
+      await grantCredits(db, { userId: user.user.id, amount: i, description: `grant ${i}`, businessKey: `test:${user.user.id}:${i}` });
+    }
+    const { transactions } = (await call('/api/v1/billing/transactions', { token: user.token })).body;
+    expect(transactions).toHaveLength(50);
+    expect(transactions.map((t: { description: string }) => t.description)).toEqual(Array.from({ length: 50 }, (_, i) => `grant ${60 - i}`));
+    const ids = transactions.map((t: { id: number }) => t.id);
+    expect(ids).toEqual([...ids].sort((a, b) => b - a));
+  });
+
+  it('never shows another user’s transactions', async () => {
     const user = await signUp();
     const other = await signUp();
+    await grantCredits(db, { userId: other.user.id, amount: 500, description: 'theirs', businessKey: `test:${crypto.randomUUID()}` });
     const mine = (await call('/api/v1/billing/transactions', { token: user.token })).body.transactions;
-    expect(mine.every((t: { userId: string }) => t.userId === user.user.id)).toBe(true);
-    expect(mine.map((t: { userId: string }) => t.userId)).not.toContain(other.user.id);
-    const key = await createKey(user, ['profile:read']);
-    expect(expectError(await call('/api/v1/billing/balance', { apiKey: key.key }), 403, 'FORBIDDEN').details).toEqual({ scope: 'billing:read' });
+    expect(mine.map((t: { userId: string; description: string }) => [t.userId, t.description])).toEqual([[user.user.id, 'Welcome grant']]);
+    const theirs = (await call('/api/v1/billing/transactions', { token: other.token })).body.transactions;
+    expect(theirs.map((t: { userId: string }) => t.userId)).toEqual([other.user.id, other.user.id]);
+    expect((await call('/api/v1/billing/balance', { token: user.token })).body.balance).toBe(100);
+  });
+
+  it('needs billing:read on API keys', async () => {
+    const user = await signUp();
+    const without = await createKey(user, ['profile:read']);
+    for (const path of ['/api/v1/billing/balance', '/api/v1/billing/transactions']) {
+      expect(expectError(await call(path, { apiKey: without.key }), 403, 'FORBIDDEN').details).toEqual({ scope: 'billing:read' });
+    }
+    const reader = await createKey(user, ['billing:read']);
+    expect((await call('/api/v1/billing/balance', { apiKey: reader.key })).body.balance).toBe(100);
+    expect((await call('/api/v1/billing/transactions', { apiKey: reader.key })).body.transactions).toHaveLength(1);
   });
 });
 
@@ -71,8 +121,8 @@ describe('the run gate and limits', () => {
     // What the run route does, with an empty hold: the local model is so cheap (a whole run
     // costs about 0.01 Ds) that only a zero hold is passed by its first request.
     await env.DB.prepare("UPDATE executions SET status = 'working' WHERE id = ?").bind(executionId).run();
-    const held = await reserveCredits(db, user.user.id, `${created.body.id}:tiny`, 0);
-    expect(held).toBe(0);
+    const hold = await reserveCredits(db, { userId: user.user.id, executionId: created.body.id, turnKey: `${created.body.id}:tiny`, amount: 0 });
+    expect(hold).toEqual({ reserved: true, amount: 0 });
     await env.EXECUTION_SESSION.getByName(created.body.id).startTurn({
       executionId,
       workspaceId: user.workspaceId,
@@ -81,7 +131,7 @@ describe('the run gate and limits', () => {
       apiKeyId: null,
       requestId: 'test',
       turnKey: `${created.body.id}:tiny`,
-      budget: held,
+      budget: 0,
       skillName: 'Notes',
       system: SKILL.prompt,
       text: 'Plan it.',
@@ -93,38 +143,5 @@ describe('the run gate and limits', () => {
     expect(balance.balance).toBeGreaterThan(99);
     expect(balance.totalSpent).toBeGreaterThan(0);
     expect(events.filter((e) => e.type === 'span.model_request_end')).toHaveLength(1);
-  });
-});
-
-describe('ledger atomicity', () => {
-  it('grants once per business key', async () => {
-    const user = await signUp();
-    const grant = { userId: user.user.id, amount: 1000, description: 'Pack', businessKey: `test:${crypto.randomUUID()}` };
-    expect(await grantCredits(db, grant)).toEqual({ granted: true });
-    expect(await grantCredits(db, grant)).toEqual({ granted: false });
-    expect((await call('/api/v1/billing/balance', { token: user.token })).body.balance).toBe(110);
-  });
-
-  it('lets only one of two concurrent holds take credits that cover one', async () => {
-    const user = await signUp();
-    const held = await Promise.all([reserveCredits(db, user.user.id, 'a', 8000), reserveCredits(db, user.user.id, 'b', 8000)]);
-    expect([...held].sort((x, y) => x - y)).toEqual([2000, 8000]);
-  });
-
-  it('settles a turn once, capped at what is available', async () => {
-    const user = await signUp();
-    await reserveCredits(db, user.user.id, 'turn-1', 5000);
-    const settle = () => settleTurn(db, { userId: user.user.id, turnKey: 'turn-1', executionId: 'exec_1', cost: 50_000, description: 'big' });
-    await settle();
-    await settle();
-    const balance = (await call('/api/v1/billing/balance', { token: user.token })).body;
-    expect(balance).toMatchObject({ balance: 0, totalSpent: 100, canExecute: false });
-    const usage = (await call('/api/v1/billing/transactions', { token: user.token })).body.transactions.filter((t: { type: string }) => t.type === 'usage');
-    expect(usage).toHaveLength(1);
-  });
-
-  it('refuses a negative balance at the database', async () => {
-    const user = await signUp();
-    await expect(env.DB.prepare('UPDATE credit_accounts SET balance = -1 WHERE user_id = ?').bind(user.user.id).run()).rejects.toThrow(/CHECK constraint failed/);
   });
 });

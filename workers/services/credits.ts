@@ -1,20 +1,33 @@
-import { desc, eq, sql } from 'drizzle-orm';
+import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { creditAccounts, creditReservations, creditTransactions, type CreditTransactionRow } from '../../schema';
+import { CREDIT_TRANSACTION_TYPES, creditAccounts, creditReservations, creditTransactions, type CreditTransactionRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { AppError } from '../errors';
 import { now, toIso } from '../lib/clock';
 
-/** DECISIONS.md: starting a run needs at least 50 Ds available (hundredths here). */
+/**
+ * The credit ledger (DECISIONS.md "Models and cost", "Credits belong to users"). Every amount
+ * here is an integer in hundredths of a Ds; only the presenters and the 402 show Ds. Every
+ * change is one D1 batch that ends by recomputing the account's cached totals from the source
+ * tables, so a replayed change cannot drift them and nothing needs to be read first.
+ */
+
+/** DECISIONS.md: starting a run needs at least 50 Ds available (5000 hundredths). */
 export const MIN_RUN_BALANCE = 5000;
-/** What a run holds while it works: its spending limit (hundredths; 200 Ds). */
+/** What a run turn holds while it works: its spending limit (hundredths; 200 Ds). */
 export const RUN_BUDGET = 20_000;
-const TRANSACTIONS_SHOWN = 50;
+const TRANSACTIONS_SHOWN = 50; // spec 8: the 50 most recent, no paging
 
 const ds = (hundredths: number) => hundredths / 100;
 
-/** Recomputes the cached totals from the source tables; part of every change's batch. */
+/** Money is integers (ARCHITECTURE.md): a fractional or negative amount is a bug in the caller. */
+function hundredths(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer of hundredths of a Ds, got ${value}`);
+  return value;
+}
+
+/** Recomputes the cached totals from the source tables; the last statement of every change's batch. */
 const recompute = (db: Db, userId: string) =>
   db
     .update(creditAccounts)
@@ -26,120 +39,180 @@ const recompute = (db: Db, userId: string) =>
     })
     .where(eq(creditAccounts.userId, userId));
 
-const ensureAccount = (db: Db, userId: string) =>
-  db.insert(creditAccounts).values({ userId, updatedAt: now() }).onConflictDoNothing();
-
-interface Grant {
-  userId: string;
-  /** Hundredths of a Ds, positive. */
-  amount: number;
-  description: string;
-  businessKey: string;
-  paymentSessionId?: string | null;
-}
-
-const grantInsert = (db: Db, grant: Grant) =>
-  db
-    .insert(creditTransactions)
-    .values({
-      userId: grant.userId,
-      amount: grant.amount,
-      type: 'purchase',
-      description: grant.description,
-      executionId: null,
-      paymentSessionId: grant.paymentSessionId ?? null,
-      businessKey: grant.businessKey,
-      createdAt: now(),
-    })
-    .onConflictDoNothing({ target: creditTransactions.businessKey })
-    .returning({ id: creditTransactions.id });
-
-/** For the sign-up batch: the account and the welcome grant (WELCOME_CREDITS). */
-export const welcomeGrantStatements = (db: Db, userId: string, amount: number) =>
-  [
-    ensureAccount(db, userId),
-    grantInsert(db, { userId, amount, description: 'Welcome grant', businessKey: `welcome:${userId}` }),
-    recompute(db, userId),
-  ] as const;
-
-/** Adds credits once per business key (a replayed webhook grants nothing more). */
-export async function grantCredits(db: Db, grant: Grant): Promise<{ granted: boolean }> {
-  const [, inserted] = await db.batch([ensureAccount(db, grant.userId), grantInsert(db, grant), recompute(db, grant.userId)]);
-  return { granted: inserted.length > 0 };
-}
+const ensureAccount = (db: Db, userId: string) => db.insert(creditAccounts).values({ userId, updatedAt: now() }).onConflictDoNothing();
 
 async function account(db: Db, userId: string) {
   const [row] = await db.select().from(creditAccounts).where(eq(creditAccounts.userId, userId)).limit(1);
   return row ?? { balance: 0, reserved: 0, totalSpent: 0, isAdmin: false };
 }
 
-/** 402 INSUFFICIENT_CREDITS, with the numbers the skill-run route shows flat (spec 7.3). */
-export async function insufficientCredits(db: Db, userId: string): Promise<AppError> {
+interface Grant {
+  userId: string;
+  /** Hundredths of a Ds, positive. */
+  amount: number;
+  description: string;
+  /** Makes the grant happen once: `welcome:<userId>`, a payment provider's event id, … */
+  businessKey: string;
+  paymentSessionId?: string | null;
+}
+
+/** The account, the grant (once per business key) and the recompute, for one batch. */
+const grantStatements = (db: Db, grant: Grant) =>
+  [
+    ensureAccount(db, grant.userId),
+    db
+      .insert(creditTransactions)
+      .values({
+        userId: grant.userId,
+        amount: hundredths(grant.amount, 'amount'),
+        type: 'purchase',
+        description: grant.description,
+        executionId: null,
+        paymentSessionId: grant.paymentSessionId ?? null,
+        businessKey: grant.businessKey,
+        createdAt: now(),
+      })
+      .onConflictDoNothing({ target: creditTransactions.businessKey })
+      .returning({ id: creditTransactions.id }),
+    recompute(db, grant.userId),
+  ] as const;
+
+/** For the sign-up batch: the account and the welcome grant of `amount` hundredths (WELCOME_CREDITS). */
+export const welcomeGrantStatements = (db: Db, userId: string, amount: number) =>
+  grantStatements(db, { userId, amount, description: 'Welcome grant', businessKey: `welcome:${userId}` });
+
+/** Adds credits once per business key: a replayed grant adds nothing and answers `{granted: false}`. */
+export async function grantCredits(db: Db, grant: Grant): Promise<{ granted: boolean }> {
+  const [, inserted] = await db.batch(grantStatements(db, grant));
+  return { granted: inserted.length > 0 };
+}
+
+/** What the user can still hold or spend: `balance - reserved`, in hundredths. */
+export async function availableBalance(db: Db, userId: string): Promise<number> {
   const { balance, reserved } = await account(db, userId);
-  return new AppError('INSUFFICIENT_CREDITS', 402, `Starting a run needs at least ${ds(MIN_RUN_BALANCE)} Ds available`, {
+  return balance - reserved;
+}
+
+/** 402 INSUFFICIENT_CREDITS with the numbers, in Ds, that the skill-run route shows flat (spec 7.3). */
+const insufficient = ({ balance, reserved }: { balance: number; reserved: number }) =>
+  new AppError('INSUFFICIENT_CREDITS', 402, `Starting a run needs at least ${ds(MIN_RUN_BALANCE)} Ds available`, {
     balance: ds(balance),
     availableBalance: ds(balance - reserved),
     minimumRequired: ds(MIN_RUN_BALANCE),
   });
+
+/** Throws 402 INSUFFICIENT_CREDITS unless the user has MIN_RUN_BALANCE available. */
+export async function assertCanStartRun(db: Db, userId: string): Promise<void> {
+  const current = await account(db, userId);
+  if (current.balance - current.reserved < MIN_RUN_BALANCE) throw insufficient(current);
 }
 
-/** Gives back a hold that was not used (the run did not start). */
-export const releaseReservation = (db: Db, userId: string, turnKey: string) =>
-  db.batch([db.delete(creditReservations).where(eq(creditReservations.executionId, turnKey)), recompute(db, userId)]);
+/** The same 402 for a hold that was refused, with the user's numbers as they are now. */
+export const insufficientCredits = async (db: Db, userId: string): Promise<AppError> => insufficient(await account(db, userId));
 
 /**
- * Holds up to `max` of the user's available credits for one turn (`turnKey`): the insert
- * computes the amount from the account in SQL and the recompute runs in the same batch, and
- * D1 runs batches one at a time, so two holds never both take the same credits. Answers the
- * amount held (0 when nothing was available).
+ * Which hold: an execution's, or with `turnKey` one turn of it. An execution that takes several
+ * messages runs several turns, each with its own hold and its own settlement (the run route
+ * uses `exec_N:<uuid>`). The key is stored in `credit_reservations.execution_id`.
  */
-export async function reserveCredits(db: Db, userId: string, turnKey: string, max: number): Promise<number> {
-  const available = sql`(SELECT ${creditAccounts.balance} - ${creditAccounts.reserved} FROM ${creditAccounts} WHERE ${creditAccounts.userId} = ${userId})`;
-  const [, [row]] = await db.batch([
+interface HoldRef {
+  userId: string;
+  executionId: string;
+  turnKey?: string;
+}
+
+const holdKey = (ref: HoldRef) => ref.turnKey ?? ref.executionId;
+
+const unsettledHold = (ref: HoldRef) =>
+  and(eq(creditReservations.executionId, holdKey(ref)), eq(creditReservations.userId, ref.userId), isNull(creditReservations.settledAt));
+
+/**
+ * Holds `amount` of the user's available credits. All or nothing, unless `minimum` is given:
+ * then it holds as much of `amount` as is available, provided that is at least `minimum`. The
+ * hold is one conditional INSERT…SELECT on the account, batched with the recompute, and D1 runs
+ * batches one at a time, so two holds never both take the same credits. Asking again for the
+ * same hold takes nothing more and answers the first.
+ */
+export async function reserveCredits(
+  db: Db,
+  request: HoldRef & { amount: number; minimum?: number },
+): Promise<{ reserved: true; amount: number } | { reserved: false; available: number }> {
+  const { userId } = request;
+  const amount = hundredths(request.amount, 'amount');
+  const minimum = hundredths(request.minimum ?? amount, 'minimum');
+  const available = sql<number>`${creditAccounts.balance} - ${creditAccounts.reserved}`;
+  const [, [held]] = await db.batch([
     ensureAccount(db, userId),
     db
       .insert(creditReservations)
-      .values({ userId, executionId: turnKey, amount: sql`MAX(0, MIN(${max}, ${available}))`, createdAt: now() })
+      .select(
+        db
+          .select({
+            id: sql<number>`NULL`.as('id'),
+            userId: creditAccounts.userId,
+            executionId: sql<string>`${holdKey(request)}`.as('execution_id'),
+            amount: sql<number>`MIN(${amount}, ${available})`.as('amount'),
+            createdAt: sql<number>`${now()}`.as('created_at'),
+            settledAt: sql<number | null>`NULL`.as('settled_at'),
+          })
+          .from(creditAccounts)
+          .where(and(eq(creditAccounts.userId, userId), sql`${available} >= ${minimum}`)),
+      )
+      .onConflictDoNothing({ target: creditReservations.executionId })
       .returning({ amount: creditReservations.amount }),
     recompute(db, userId),
   ]);
-  return row?.amount ?? 0;
+  if (held) return { reserved: true, amount: held.amount };
+  const [earlier] = await db.select({ amount: creditReservations.amount }).from(creditReservations).where(unsettledHold(request)).limit(1);
+  if (earlier) return { reserved: true, amount: earlier.amount };
+  return { reserved: false, available: await availableBalance(db, userId) };
+}
+
+/** Gives back a hold that was never used (the run did not start). Settled holds stay as they are. */
+export async function releaseReservation(db: Db, ref: HoldRef): Promise<{ released: boolean }> {
+  const [deleted] = await db.batch([
+    db.delete(creditReservations).where(unsettledHold(ref)).returning({ id: creditReservations.id }),
+    recompute(db, ref.userId),
+  ]);
+  return { released: deleted.length > 0 };
 }
 
 /**
- * Ends a turn's hold and charges its cost, capped so the balance never goes below 0. A cost of
- * 0 is still recorded (BYOK runs, later). Idempotent per turn.
+ * Ends a hold and charges `cost` as a `usage` transaction of `-cost` on `executionId`, capped so
+ * the balance never goes below 0 nor below the user's other holds. A cost of 0 is still recorded
+ * (BYOK runs). Once per hold: the business key is `usage:<turnKey or executionId>`, and a replay
+ * changes nothing and answers `{settled: false, charged: 0}`. `charged` is after the cap.
  */
-export async function settleTurn(
-  db: Db,
-  settlement: { userId: string; turnKey: string; executionId: string; cost: number; description: string },
-): Promise<void> {
-  const { userId, turnKey } = settlement;
-  const held = sql`COALESCE((SELECT ${creditReservations.amount} FROM ${creditReservations} WHERE ${creditReservations.executionId} = ${turnKey} AND ${creditReservations.settledAt} IS NULL), 0)`;
+export async function settleExecution(db: Db, settlement: HoldRef & { cost: number; description: string }): Promise<{ settled: boolean; charged: number }> {
+  const { userId } = settlement;
+  const held = sql`COALESCE((SELECT ${creditReservations.amount} FROM ${creditReservations} WHERE ${unsettledHold(settlement)}), 0)`;
   const spendable = sql`(SELECT ${creditAccounts.balance} - ${creditAccounts.reserved} FROM ${creditAccounts} WHERE ${creditAccounts.userId} = ${userId}) + ${held}`;
-  await db.batch([
+  const [, [charge]] = await db.batch([
     ensureAccount(db, userId),
     db
       .insert(creditTransactions)
       .values({
         userId,
-        amount: sql`-MIN(${settlement.cost}, MAX(${spendable}, 0))`,
+        amount: sql`-MIN(${hundredths(settlement.cost, 'cost')}, MAX(${spendable}, 0))`,
         type: 'usage',
         description: settlement.description,
         executionId: settlement.executionId,
         paymentSessionId: null,
-        businessKey: `usage:${turnKey}`,
+        businessKey: `usage:${holdKey(settlement)}`,
         createdAt: now(),
       })
-      .onConflictDoNothing({ target: creditTransactions.businessKey }),
-    db.update(creditReservations).set({ settledAt: now() }).where(eq(creditReservations.executionId, turnKey)),
+      .onConflictDoNothing({ target: creditTransactions.businessKey })
+      .returning({ amount: creditTransactions.amount }),
+    db.update(creditReservations).set({ settledAt: now() }).where(unsettledHold(settlement)),
     recompute(db, userId),
   ]);
+  return charge ? { settled: true, charged: Math.abs(charge.amount) } : { settled: false, charged: 0 };
 }
 
 export const BalanceStatus = z.object({ balance: z.number(), totalSpent: z.number(), canExecute: z.boolean(), isAdmin: z.boolean() });
 
-export async function getBalance(db: Db, principal: Principal) {
+/** Spec 2.7's balance status, in Ds; `canExecute` when MIN_RUN_BALANCE is available. */
+export async function getBalance(db: Db, principal: Principal): Promise<z.infer<typeof BalanceStatus>> {
   const { balance, reserved, totalSpent, isAdmin } = await account(db, principal.userId);
   return { balance: ds(balance), totalSpent: ds(totalSpent), canExecute: balance - reserved >= MIN_RUN_BALANCE, isAdmin };
 }
@@ -148,14 +221,14 @@ export const Transaction = z.object({
   id: z.number().int(),
   userId: z.string(),
   amount: z.number(),
-  type: z.enum(['usage', 'purchase']),
+  type: z.enum(CREDIT_TRANSACTION_TYPES),
   description: z.string(),
   executionId: z.string().nullable(),
   paymentSessionId: z.string().nullable(),
   createdAt: z.string(),
 });
 
-const presentTransaction = (row: CreditTransactionRow) => ({
+const presentTransaction = (row: CreditTransactionRow): z.infer<typeof Transaction> => ({
   id: row.id,
   userId: row.userId,
   amount: ds(row.amount),
@@ -166,7 +239,7 @@ const presentTransaction = (row: CreditTransactionRow) => ({
   createdAt: toIso(row.createdAt),
 });
 
-/** Spec 8: the 50 most recent, newest first, no paging; the caller's own (credits belong to users). */
+/** Spec 8: the 50 most recent, newest first, no paging; the caller's own, whichever workspace it acts in. */
 export async function listTransactions(db: Db, principal: Principal) {
   const rows = await db
     .select()

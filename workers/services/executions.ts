@@ -11,7 +11,7 @@ import { hitRateLimit } from '../lib/rate-limit';
 import { byIntegerId, cursorPage, DEFAULT_PAGE, mapPage } from '../lib/pagination';
 import { streamPath } from './execution-streams';
 import { recordChange } from './audit';
-import { insufficientCredits, MIN_RUN_BALANCE, releaseReservation, reserveCredits, RUN_BUDGET } from './credits';
+import { insufficientCredits, MIN_RUN_BALANCE, reserveCredits, RUN_BUDGET } from './credits';
 import { requireOwned } from './tenant';
 import { requireSkill } from './skills';
 
@@ -137,9 +137,8 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
   if (claimed.length === 0) throw new AppError('EXECUTION_RUNNING', 409, 'Another execution is running in this workspace');
   // The turn holds credits up to RUN_BUDGET; it stops with limit_reached when its cost passes the hold.
   const turnKey = `${formatId('exec', execution.id)}:${crypto.randomUUID()}`;
-  const budget = await reserveCredits(db, principal.userId, turnKey, RUN_BUDGET);
-  if (budget < MIN_RUN_BALANCE) {
-    await releaseReservation(db, principal.userId, turnKey);
+  const hold = await reserveCredits(db, { userId: principal.userId, executionId: formatId('exec', execution.id), turnKey, amount: RUN_BUDGET, minimum: MIN_RUN_BALANCE });
+  if (!hold.reserved) {
     await db.update(executions).set({ status: 'idle' }).where(eq(executions.id, execution.id));
     throw await insufficientCredits(db, principal.userId);
   }
@@ -152,7 +151,7 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     apiKeyId: apiKeyIdOf(principal),
     requestId: principal.origin.requestId,
     turnKey,
-    budget,
+    budget: hold.amount,
     skillName: execution.skillName,
     system: version?.prompt ?? '',
     text,
