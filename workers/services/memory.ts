@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { invalidInput } from '../errors';
 import { now, toIso } from '../lib/clock';
+import { isConstraintFailure } from '../lib/db-errors';
 import { recordChange } from './audit';
 
 /** Largest memory document, in characters: well inside a D1 row and the request body cap. */
@@ -81,7 +82,7 @@ export async function appendMemory(db: Db, principal: Principal, entry: string):
     ]);
     return { content: row!.content, updatedAt: toIso(row!.updatedAt) };
   } catch (error) {
-    if (error instanceof Error && /NOT NULL constraint failed: memory\.content/.test(`${error.message} ${String(error.cause ?? '')}`)) {
+    if (isConstraintFailure(error, 'NOT NULL', 'memory.content')) {
       throw invalidInput('content', 'too_big', `Working memory would exceed ${MAX_MEMORY_CHARS} characters`);
     }
     throw error;
