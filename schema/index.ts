@@ -8,3 +8,4 @@ export * from './executions';
 export * from './secrets';
 export * from './skills';
 export * from './credits';
+export * from './byok';
