@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
 import { defineConfig } from 'vitest/config';
+import { FIXTURE_PORT } from './test/setup/fixture-port';
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations(path.join(import.meta.dirname, 'schema/migrations'));
@@ -15,6 +16,9 @@ export default defineConfig(async () => {
             ENCRYPTION_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
             // Slow enough that a test can interrupt a run mid-stream, fast enough to keep runs short.
             LOCAL_MODEL_DELAY_MS: '5',
+            // No service key is set, so runs use the local model; a user's own OpenAI key (BYOK)
+            // reaches the fixture server's recorded stream instead of the real API.
+            OPENAI_BASE_URL: `http://127.0.0.1:${FIXTURE_PORT}/model/openai/byok/`,
           },
         },
       }),

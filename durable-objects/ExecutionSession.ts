@@ -9,8 +9,11 @@ import { costInHundredths } from '../workers/runtime/pricing';
 import type { ModelMessage, ModelProvider } from '../workers/runtime/provider';
 import { selectProvider } from '../workers/runtime/providers/index';
 import { LOCAL_PROVIDER_NOTICE } from '../workers/runtime/providers/local';
+import { eventRedactor, redactSecrets, secretsNotice } from '../workers/runtime/run-secrets';
 import { runTools } from '../workers/runtime/tools';
+import { byokKeyFor } from '../workers/services/byok';
 import { settleExecution } from '../workers/services/credits';
+import { runSecrets, type RunSecret } from '../workers/services/skill-secrets';
 import { finishTurn, saveArtifact } from '../workers/services/execution-runs';
 
 /** Spec 6.1: the event types of an execution stream. */
@@ -58,6 +61,8 @@ export interface TurnInput {
   turnKey: string;
   budget: number;
   skillName: string;
+  /** The skill whose bound secrets the run's tools may use (looked up when the turn runs). */
+  skillSlug: string;
   /** The prompt of the skill version the execution was created with. */
   system: string;
   text: string;
@@ -181,63 +186,67 @@ export class ExecutionSession extends DurableObject<Env> {
 
   private async runLoop(input: TurnInput, startedAt: number): Promise<void> {
     const kv = this.ctx.storage.kv;
+    const db = drizzle(this.env.DB, { schema });
     let provider: ModelProvider | null = null;
+    // The user's own key (BYOK) pays for the run instead of credits.
+    let ownKey = false;
+    let secrets: RunSecret[] = [];
     try {
-      provider = selectProvider(this.env);
-      this.append([
-        {
-          type: 'agent.info',
-          payload:
-            provider.name === 'local'
-              ? { provider: provider.name, model: provider.model, message: LOCAL_PROVIDER_NOTICE }
-              : { provider: provider.name, model: provider.model },
-        },
-      ]);
+      const byok = await byokKeyFor(db, this.env.ENCRYPTION_KEY, input.userId);
+      provider = selectProvider(this.env, byok);
+      ownKey = byok !== null;
+      secrets = await runSecrets(db, this.env.ENCRYPTION_KEY, input.workspaceId, input.skillSlug);
+      const about = { provider: provider.name, model: provider.model, ...(ownKey ? { byok: true } : {}) };
+      this.append([{ type: 'agent.info', payload: provider.name === 'local' ? { ...about, message: LOCAL_PROVIDER_NOTICE } : about }]);
     } catch (error) {
       // A configuration error ends the turn visibly (stop reason error) instead of leaving it working.
+      provider = null;
       this.append([{ type: 'agent.info', payload: { message: error instanceof Error ? error.message : 'No model provider is configured' } }]);
     }
     const model = provider?.model ?? 'none';
-    const db = drizzle(this.env.DB, { schema });
+    const costOf = (spent: { inputTokens: number; outputTokens: number }) => (ownKey ? 0 : costInHundredths(model, spent.inputTokens, spent.outputTokens));
     const history = kv.get<ModelMessage[]>('messages') ?? [];
     let stopReason: RunStopReason = 'error';
     let text = '';
     let usage = { inputTokens: 0, outputTokens: 0 };
+    const redactor = eventRedactor<NewExecutionEvent>(secrets);
     try {
       if (!provider) throw new Error('no model provider');
       const result = await runAgentLoop({
         provider,
-        system: input.system,
+        system: input.system + secretsNotice(secrets),
         messages: [...history, { role: 'user', content: [{ type: 'text', text: input.text }] }],
-        tools: runTools(db, this.env.BUCKET, input),
+        tools: runTools(db, this.env.BUCKET, input, secrets),
         maxTokens: MAX_OUTPUT_TOKENS,
         maxTurns: MAX_MODEL_REQUESTS,
-        emit: (events) => void this.append(events),
+        emit: (events) => void this.append(redactor.push(events)),
         shouldStop: (spent) =>
           kv.get<boolean>('interrupt')
             ? 'interrupt'
             : now() - startedAt > MAX_RUN_MS
               ? 'error'
-              : costInHundredths(model, spent.inputTokens, spent.outputTokens) > input.budget
+              : costOf(spent) > input.budget
                 ? 'limit_reached'
                 : null,
       });
       kv.put('messages', result.messages);
-      ({ stopReason, text, usage } = result);
+      ({ stopReason, usage } = result);
+      text = redactSecrets(result.text, secrets);
     } catch (error) {
       console.error(JSON.stringify({ level: 'error', executionId: input.executionId, error: String(error) }));
     }
-    const cost = costInHundredths(model, usage.inputTokens, usage.outputTokens);
+    this.append(redactor.flush());
     if (stopReason === 'end_turn') await saveArtifact(db, this.env.BUCKET, input, 'output.md', text);
-    // D1 first: a client that acts on session.status_idle must find the execution idle.
-    await finishTurn(db, input.executionId, stopReason, { cost, ...usage, elapsedMs: now() - startedAt });
-    await settleExecution(db, {
+    // What the run is shown to cost is what was charged: the cost capped at the balance.
+    const { charged: cost } = await settleExecution(db, {
       userId: input.userId,
       turnKey: input.turnKey,
       executionId: `exec_${input.executionId}`,
-      cost,
-      description: `${input.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${model})`,
+      cost: costOf(usage),
+      description: `${input.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${model}${ownKey ? ', on your own key' : ''})`,
     });
+    // D1 before the idle event: a client that acts on session.status_idle must find the execution idle.
+    await finishTurn(db, input.executionId, stopReason, { cost, ...usage, elapsedMs: now() - startedAt });
     kv.delete('turn');
     this.append([
       {

@@ -13,6 +13,7 @@ import { auditLogs } from './routes/audit-logs';
 import { artifactRoutes } from './routes/artifacts';
 import { auth } from './routes/auth';
 import { billing } from './routes/billing';
+import { byok } from './routes/byok';
 import { executionRoutes } from './routes/executions';
 import { invitations } from './routes/invitations';
 import { install } from './routes/install';
@@ -69,6 +70,7 @@ export function createApp() {
   app.route('/api/v1/executions', executionRoutes);
   app.route('/api/v1/artifacts', artifactRoutes);
   app.route('/api/v1/billing', billing);
+  app.route('/api/v1/byok', byok);
   app.route('/streams', streams);
 
   app.get(

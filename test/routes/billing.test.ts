@@ -133,6 +133,7 @@ describe('the run gate and limits', () => {
       turnKey: `${created.body.id}:tiny`,
       budget: 0,
       skillName: 'Notes',
+      skillSlug: 'notes',
       system: SKILL.prompt,
       text: 'Plan it.',
     });
@@ -143,5 +144,8 @@ describe('the run gate and limits', () => {
     expect(balance.balance).toBeGreaterThan(99);
     expect(balance.totalSpent).toBeGreaterThan(0);
     expect(events.filter((e) => e.type === 'span.model_request_end')).toHaveLength(1);
+    // The result shows what was charged, which is the usage transaction of this execution.
+    const charged = (await call('/api/v1/billing/transactions', { token: user.token })).body.transactions.find((t: { executionId: string | null }) => t.executionId === created.body.id);
+    expect(events.find((e) => e.type === 'execution.result')!.payload.cost).toBe(-charged.amount);
   });
 });

@@ -341,3 +341,30 @@ describe('per-user execution rate limit', () => {
     }
   });
 });
+
+describe('secrets bound to the skill', () => {
+  it('never appear in the stream, the status or the artifacts, even when the input quotes one', async () => {
+    const user = await setup();
+    const value = 'zebra-0123456789-secret';
+    const secret = await call('/api/v1/secrets', { token: user.token, body: { name: 'CRM_TOKEN', value } });
+    expect((await call('/api/v1/skills/meeting-summarizer/secrets', { token: user.token, body: { secretId: secret.body.id, envVar: 'CRM_TOKEN' } })).status).toBe(201);
+
+    const created = await create(user);
+    await message(user, created.body.id, `Log in with ${value} today. Then file the notes.`);
+    const frames = await readStream(user, created.body.id);
+    expect(frames.at(-1)!.payload).toEqual({ stop_reason: { type: 'end_turn' } });
+    // The user's own message is echoed as sent; everything the run produced is masked.
+    const produced = frames.filter((f) => f.type !== 'user.message');
+    expect(JSON.stringify(produced)).not.toContain('zebra');
+    expect(JSON.stringify(produced)).toContain('[secret CRM_TOKEN]');
+
+    const status = await waitForStatus(user, created.body.id, 'completed');
+    expect(JSON.stringify(status)).not.toContain('zebra');
+    const listed = await call('/api/v1/artifacts', { token: user.token });
+    for (const artifact of listed.body.data) {
+      const text = (await call(`/api/v1/artifacts/${artifact.id}/download`, { token: user.token })).body;
+      expect(text).not.toContain('zebra');
+    }
+    expect(listed.body.data.map((a: { name: string }) => a.name).sort()).toEqual(['notes.md', 'output.md']);
+  });
+});

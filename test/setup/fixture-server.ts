@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { TestProject } from 'vitest/node';
+import { FIXTURE_PORT } from './fixture-port';
 
 export const COMMIT = 'a1b2c3d4e5f60718293a4b5c6d7e8f9012345678';
 
@@ -94,7 +95,7 @@ function buildArchives(): Map<string, Buffer> {
  * method or body answers 400 naming the first difference; a wrong key answers 401 as the real
  * APIs do.
  */
-export const MODEL_KEYS = { anthropic: 'test-anthropic-key', openai: 'test-openai-key' };
+export const MODEL_KEYS = { anthropic: 'test-anthropic-key', openai: 'test-openai-key', byok: 'sk-byok-test-0123456789abcdef' };
 
 interface ModelScenario {
   body: unknown;
@@ -103,6 +104,8 @@ interface ModelScenario {
   answer: string[] | unknown;
   /** Drop the connection after the frames instead of ending the response. */
   drop?: boolean;
+  /** Answer any well-formed request (a whole agent run, whose prompt the test does not pin). */
+  anyBody?: boolean;
 }
 
 const SYSTEM = 'You are a careful assistant.';
@@ -338,6 +341,11 @@ function openaiScenarios(): Map<string, ModelScenario> {
       },
     ],
     [
+      // A user's own key (BYOK) running a whole turn through the service: vitest.config.ts points OPENAI_BASE_URL here.
+      'byok',
+      { body: null, anyBody: true, answer: [role, delta({ content: 'Done on your own key.' }), delta({}, 'stop'), usage(1200, 300), done] },
+    ],
+    [
       'rate-limited',
       {
         body: first,
@@ -361,7 +369,7 @@ function modelRoutes() {
   for (const [name, scenario] of openaiScenarios()) {
     routes.set(`/model/openai/${name}/chat/completions`, {
       scenario,
-      authorized: (req) => req.headers.authorization === `Bearer ${MODEL_KEYS.openai}`,
+      authorized: (req) => req.headers.authorization === `Bearer ${name === 'byok' ? MODEL_KEYS.byok : MODEL_KEYS.openai}`,
       unauthorized: {
         error: { message: 'Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' },
       },
@@ -384,7 +392,7 @@ async function serveModel(req: IncomingMessage, res: ServerResponse, route: NonN
   } catch {
     return json(400, { error: { type: 'invalid_request_error', message: 'fixture: the body is not JSON' } });
   }
-  const difference = firstDifference(body, route.scenario.body);
+  const difference = route.scenario.anyBody ? null : firstDifference(body, route.scenario.body);
   if (difference) return json(400, { error: { type: 'invalid_request_error', message: `fixture: ${difference}` } });
   const { status = 200, answer } = route.scenario;
   if (status !== 200) return json(status, answer);
@@ -401,6 +409,14 @@ async function serveModel(req: IncomingMessage, res: ServerResponse, route: NonN
   else res.end();
 }
 
+/** Answers what arrived (method, headers, body) as JSON: the run's http_request tool is checked against it. */
+async function echo(req: IncomingMessage, res: ServerResponse) {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const body = Buffer.concat(chunks).toString('utf8');
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ method: req.method, headers: req.headers, body }));
+}
+
 export default async function setup(project: TestProject) {
   const json = registryRoutes();
   const binary = buildArchives();
@@ -410,6 +426,8 @@ export default async function setup(project: TestProject) {
     const model = models.get(path);
     if (model) {
       serveModel(req, res, model).catch(() => res.destroy());
+    } else if (path === '/echo') {
+      echo(req, res).catch(() => res.destroy());
     } else if (json.has(path)) {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(json.get(path)));
     } else if (binary.has(path)) {
@@ -418,7 +436,8 @@ export default async function setup(project: TestProject) {
       res.writeHead(404).end();
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // A fixed port, because the Worker's own settings (vitest.config.ts) name it as a model base URL.
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(FIXTURE_PORT, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
   project.provide('fixtureOrigin', `http://127.0.0.1:${port}`);
   project.provide('fixtureCommit', COMMIT);

@@ -48,11 +48,12 @@ describe('the run tools for working memory', () => {
       turnKey: 'exec_1:t',
       budget: 0,
       skillName: 'x',
+      skillSlug: 'notes',
       system: '',
       text: '',
     });
     const byName = Object.fromEntries(tools.map((t) => [t.spec.name, t]));
-    expect(Object.keys(byName).sort()).toEqual(['append_memory', 'read_memory', 'write_artifact']);
+    expect(Object.keys(byName).sort()).toEqual(['append_memory', 'http_request', 'read_memory', 'write_artifact']);
     expect(await byName.read_memory!.run({})).toEqual({ content: 'Existing note' });
     expect(await byName.append_memory!.run({ content: 'From the run' })).toEqual({ content: 'Appended' });
     expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe(`Existing note${MEMORY_SEPARATOR}From the run`);

@@ -82,6 +82,11 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
 
   'GET /api/v1/billing/balance': { auth: 'credential', scope: 'billing:read' },
   'GET /api/v1/billing/transactions': { auth: 'credential', scope: 'billing:read' },
+
+  'GET /api/v1/byok': { auth: 'credential', scope: 'billing:read' },
+  // Spec 5.4 has no billing write scope: storing a key that pays for runs is a profile change.
+  'PUT /api/v1/byok': { auth: 'credential', scope: 'profile:write' },
+  'DELETE /api/v1/byok': { auth: 'credential', scope: 'profile:write' },
 };
 
 export const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;

@@ -1,14 +1,10 @@
 import { invalidInput } from '../errors';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
-const TIMEOUT_MS = 15_000;
+export const OUTBOUND_TIMEOUT_MS = 15_000;
 
-/**
- * Fetches a caller-supplied URL: https only (plain http just for loopback, i.e. local
- * development), a timeout, no credentials, and at most `maxBytes` read. Failures are the
- * caller's input errors on `field`.
- */
-export async function fetchLimited(url: string, field: string, maxBytes: number, accept?: string): Promise<Uint8Array> {
+/** A URL the service may call: https, or plain http to loopback only (local development). */
+export function outboundUrl(url: string, field: string): URL {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -18,12 +14,42 @@ export async function fetchLimited(url: string, field: string, maxBytes: number,
   if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && LOOPBACK.has(parsed.hostname))) {
     throw invalidInput(field, 'https', `${field} must be an https URL`);
   }
+  return parsed;
+}
+
+/** Reads at most `maxBytes` of a body as text and cancels the rest. */
+export async function readTextPrefix(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<{ text: string; truncated: boolean }> {
+  if (!body) return { text: '', truncated: false };
+  const decoder = new TextDecoder();
+  const reader = body.getReader();
+  let text = '';
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return { text: text + decoder.decode(), truncated: false };
+    const room = maxBytes - size;
+    size += value.length;
+    if (value.length > room) {
+      await reader.cancel();
+      return { text: text + decoder.decode(value.subarray(0, room)), truncated: true };
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+}
+
+/**
+ * Fetches a caller-supplied URL: https only (plain http just for loopback, i.e. local
+ * development), a timeout, no credentials, and at most `maxBytes` read. Failures are the
+ * caller's input errors on `field`.
+ */
+export async function fetchLimited(url: string, field: string, maxBytes: number, accept?: string): Promise<Uint8Array> {
+  const parsed = outboundUrl(url, field);
   let response: Response;
   try {
     response = await fetch(parsed, {
       headers: accept ? { accept } : {},
       redirect: 'follow',
-      signal: AbortSignal.timeout(TIMEOUT_MS),
+      signal: AbortSignal.timeout(OUTBOUND_TIMEOUT_MS),
     });
   } catch {
     throw invalidInput(field, 'unreachable', `${parsed.origin} could not be reached`);

@@ -2,9 +2,16 @@ import type { TurnInput } from '../../durable-objects/ExecutionSession';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { AppError } from '../errors';
+import { OUTBOUND_TIMEOUT_MS, outboundUrl, readTextPrefix } from '../lib/outbound';
 import { saveArtifact } from '../services/execution-runs';
 import { appendMemory, readMemory } from '../services/memory';
+import type { RunSecret } from '../services/skill-secrets';
 import type { AgentTool } from './agent-loop';
+import { redactSecrets, resolveSecrets, UnknownSecretError } from './run-secrets';
+
+/** What http_request hands back to the model: enough for an API answer, small for the context. */
+const MAX_RESPONSE_BYTES = 64 * 1024;
+const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
 /** The run acts as whoever started it: memory writes are theirs in the audit log. */
 export const runPrincipal = (turn: TurnInput): Principal => ({
@@ -16,10 +23,43 @@ export const runPrincipal = (turn: TurnInput): Principal => ({
   origin: { requestId: turn.requestId, ip: null, userAgent: null },
 });
 
-const failed = (error: unknown) => ({ content: error instanceof AppError ? error.message : 'The tool failed', isError: true });
+const failed = (error: unknown) => ({
+  content: error instanceof AppError || error instanceof UnknownSecretError ? error.message : 'The tool failed',
+  isError: true,
+});
 
-/** The tools every run offers the model (issue 4): write an artifact, read and append working memory. */
-export function runTools(db: Db, bucket: R2Bucket, turn: TurnInput): AgentTool[] {
+const stringRecord = (value: unknown): Record<string, string> =>
+  value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, String(v)])) : {};
+
+/**
+ * One HTTP request on the run's behalf, with `${NAME}` secrets filled in at the last moment.
+ * Redirects are not followed, so a credential in a header never travels to a host the model
+ * did not name; the answer (status and at most MAX_RESPONSE_BYTES of body) comes back masked.
+ */
+async function httpRequest(args: Record<string, unknown>, secrets: readonly RunSecret[]) {
+  const method = String(args.method ?? 'GET').toUpperCase();
+  if (!(HTTP_METHODS as readonly string[]).includes(method)) return { content: `method must be one of ${HTTP_METHODS.join(', ')}`, isError: true };
+  const url = outboundUrl(resolveSecrets(String(args.url ?? ''), secrets), 'url');
+  const headers = Object.fromEntries(Object.entries(stringRecord(args.headers)).map(([k, v]) => [k, resolveSecrets(v, secrets)]));
+  const body = args.body === undefined || method === 'GET' ? undefined : resolveSecrets(String(args.body), secrets);
+  let response: Response;
+  try {
+    response = await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(OUTBOUND_TIMEOUT_MS) });
+  } catch {
+    return { content: `${url.origin} could not be reached`, isError: true };
+  }
+  const { text, truncated } = await readTextPrefix(response.body, MAX_RESPONSE_BYTES);
+  const location = response.headers.get('location');
+  const head = `HTTP ${response.status}${location ? `\nLocation: ${location}` : ''}`;
+  return { content: redactSecrets(`${head}\n\n${text}${truncated ? '\n[truncated]' : ''}`, secrets), isError: response.status >= 400 };
+}
+
+
+/**
+ * The tools every run offers the model: write an artifact, read and append working memory, and
+ * call an HTTP API with the skill's bound secrets.
+ */
+export function runTools(db: Db, bucket: R2Bucket, turn: TurnInput, secrets: readonly RunSecret[] = []): AgentTool[] {
   const principal = runPrincipal(turn);
   return [
     {
@@ -35,7 +75,7 @@ export function runTools(db: Db, bucket: R2Bucket, turn: TurnInput): AgentTool[]
       displayName: 'Write artifact',
       label: (args) => String(args.name ?? 'file'),
       run: async (args) => {
-        const saved = await saveArtifact(db, bucket, turn, String(args.name ?? ''), String(args.content ?? ''));
+        const saved = await saveArtifact(db, bucket, turn, String(args.name ?? ''), redactSecrets(String(args.content ?? ''), secrets));
         return saved ? { content: `Saved ${saved}` } : { content: 'Invalid artifact name or content', isError: true };
       },
     },
@@ -62,6 +102,27 @@ export function runTools(db: Db, bucket: R2Bucket, turn: TurnInput): AgentTool[]
           () => ({ content: 'Appended' }),
           failed,
         ),
+    },
+    {
+      spec: {
+        name: 'http_request',
+        description:
+          'Send an HTTP request (https) and read the answer. Write a bound secret as ${NAME} in the url, a header value or the body; it is filled in when the request is sent.',
+        inputSchema: {
+          type: 'object',
+          properties: {
+            url: { type: 'string', description: 'An https URL' },
+            method: { type: 'string', enum: [...HTTP_METHODS] },
+            headers: { type: 'object', additionalProperties: { type: 'string' } },
+            body: { type: 'string' },
+          },
+          required: ['url'],
+        },
+      },
+      displayName: 'HTTP request',
+      // The label shows what the model wrote, placeholders and all: never a resolved value.
+      label: (args) => `${String(args.method ?? 'GET').toUpperCase()} ${String(args.url ?? '')}`.slice(0, 200),
+      run: (args) => httpRequest(args, secrets).catch(failed),
     },
   ];
 }

@@ -11,6 +11,7 @@ import { hitRateLimit } from '../lib/rate-limit';
 import { byIntegerId, cursorPage, DEFAULT_PAGE, mapPage } from '../lib/pagination';
 import { streamPath } from './execution-streams';
 import { recordChange } from './audit';
+import { hasByokKey } from './byok';
 import { insufficientCredits, MIN_RUN_BALANCE, reserveCredits, RUN_BUDGET } from './credits';
 import { requireOwned } from './tenant';
 import { requireSkill } from './skills';
@@ -136,8 +137,10 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     .returning({ id: executions.id });
   if (claimed.length === 0) throw new AppError('EXECUTION_RUNNING', 409, 'Another execution is running in this workspace');
   // The turn holds credits up to RUN_BUDGET; it stops with limit_reached when its cost passes the hold.
+  // A run on the user's own key (BYOK) costs nothing, so it holds nothing and needs no credits.
   const turnKey = `${formatId('exec', execution.id)}:${crypto.randomUUID()}`;
-  const hold = await reserveCredits(db, { userId: principal.userId, executionId: formatId('exec', execution.id), turnKey, amount: RUN_BUDGET, minimum: MIN_RUN_BALANCE });
+  const budget = (await hasByokKey(db, principal.userId)) ? 0 : RUN_BUDGET;
+  const hold = await reserveCredits(db, { userId: principal.userId, executionId: formatId('exec', execution.id), turnKey, amount: budget, minimum: Math.min(budget, MIN_RUN_BALANCE) });
   if (!hold.reserved) {
     await db.update(executions).set({ status: 'idle' }).where(eq(executions.id, execution.id));
     throw await insufficientCredits(db, principal.userId);
@@ -153,6 +156,7 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     turnKey,
     budget: hold.amount,
     skillName: execution.skillName,
+    skillSlug: execution.skillSlug,
     system: version?.prompt ?? '',
     text,
   });

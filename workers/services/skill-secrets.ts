@@ -1,6 +1,6 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { secrets, skillSecretBindings } from '../../schema';
+import { secrets, skillSecretBindings, skills } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { AppError, notFound } from '../errors';
@@ -8,7 +8,7 @@ import { now, toIso } from '../lib/clock';
 import { isUniqueViolation } from '../lib/db-errors';
 import { formatId } from '../lib/ids';
 import { recordChange } from './audit';
-import { EnvVarName, requireSecret } from './secrets';
+import { EnvVarName, requireSecret, revealSecret } from './secrets';
 import { requireSkill } from './skills';
 
 /** `secretId` is `sec_<n>` or `<n>`, as a string or a number (spec 2.1). */
@@ -103,4 +103,25 @@ export async function unbindSecret(db: Db, principal: Principal, slug: string, r
     }),
   ]);
   return { success: true as const };
+}
+
+/** A secret as a run sees it: the variable name it is bound as, and its value. */
+export interface RunSecret {
+  envVar: string;
+  value: string;
+}
+
+/**
+ * The secrets bound to a workspace's skill, decrypted, for the runtime only (never for a
+ * response). Read when a turn starts, so a binding or rotation made meanwhile applies to the next turn.
+ */
+export async function runSecrets(db: Db, encryptionKey: string | undefined, workspaceId: string, slug: string): Promise<RunSecret[]> {
+  const rows = await db
+    .select({ envVar: skillSecretBindings.envVar, secret: secrets })
+    .from(skillSecretBindings)
+    .innerJoin(skills, eq(skills.id, skillSecretBindings.skillId))
+    .innerJoin(secrets, eq(secrets.id, skillSecretBindings.secretId))
+    .where(and(eq(skills.workspaceId, workspaceId), eq(skills.slug, slug)))
+    .orderBy(asc(skillSecretBindings.envVar));
+  return Promise.all(rows.map(async (row) => ({ envVar: row.envVar, value: await revealSecret(encryptionKey, row.secret) })));
 }

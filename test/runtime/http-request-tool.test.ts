@@ -1,0 +1,61 @@
+import { env } from 'cloudflare:workers';
+import { drizzle } from 'drizzle-orm/d1';
+import { describe, expect, inject, it } from 'vitest';
+import * as schema from '../../schema';
+import { runTools } from '../../workers/runtime/tools';
+
+const db = drizzle(env.DB, { schema });
+const SECRETS = [{ envVar: 'API_TOKEN', value: 'tok-live-0123456789' }];
+const turn = {
+  executionId: 1,
+  workspaceId: 'ws-tools',
+  userId: 'user-tools',
+  role: 'owner' as const,
+  apiKeyId: null,
+  requestId: 'req-tools',
+  turnKey: 'exec_1:t',
+  budget: 0,
+  skillName: 'x',
+  skillSlug: 'x',
+  system: '',
+  text: '',
+};
+const httpTool = (secrets = SECRETS) => runTools(db, env.BUCKET, turn, secrets).find((t) => t.spec.name === 'http_request')!;
+
+describe('the http_request run tool', () => {
+  it('sends bound secrets filled in, and hands the model the answer with every value masked', async () => {
+    const result = await httpTool().run({
+      url: `${inject('fixtureOrigin')}/echo`,
+      method: 'post',
+      headers: { authorization: 'Bearer ${API_TOKEN}', 'x-plain': 'visible' },
+      body: 'token=${API_TOKEN}',
+    });
+    expect(result.isError).toBe(false);
+    expect(result.content.startsWith('HTTP 200\n\n')).toBe(true);
+    const echoed = JSON.parse(result.content.slice('HTTP 200\n\n'.length));
+    // The fixture saw the real value: it comes back, and only the masking hides it.
+    expect(echoed).toMatchObject({ method: 'POST', headers: { authorization: 'Bearer [secret API_TOKEN]', 'x-plain': 'visible' }, body: 'token=[secret API_TOKEN]' });
+    expect(result.content).not.toContain('tok-live');
+  });
+
+  it('labels the call with what the model wrote, never a value', () => {
+    expect(httpTool().label({ url: 'https://api.example.test/v1?key=${API_TOKEN}', method: 'get' })).toBe('GET https://api.example.test/v1?key=${API_TOKEN}');
+  });
+
+  it('answers the model with an error for an unbound secret, a bad method, a non-https URL or a host that cannot be reached', async () => {
+    const tool = httpTool();
+    expect(await tool.run({ url: `${inject('fixtureOrigin')}/echo`, headers: { authorization: '${OTHER}' } })).toEqual({
+      content: 'No secret OTHER is bound to this skill',
+      isError: true,
+    });
+    expect(await tool.run({ url: `${inject('fixtureOrigin')}/echo`, method: 'TRACE' })).toMatchObject({ isError: true, content: expect.stringContaining('method must be one of') });
+    expect(await tool.run({ url: 'http://example.test/' })).toEqual({ content: 'url must be an https URL', isError: true });
+    expect(await tool.run({ url: 'not a url' })).toEqual({ content: 'url is not a URL', isError: true });
+    expect(await tool.run({ url: 'http://127.0.0.1:1/' })).toEqual({ content: 'http://127.0.0.1:1 could not be reached', isError: true });
+  });
+
+  it('reports a non-2xx answer as a tool error with its status', async () => {
+    const result = await httpTool().run({ url: `${inject('fixtureOrigin')}/no-such-path` });
+    expect(result).toMatchObject({ isError: true, content: expect.stringMatching(/^HTTP 404/) });
+  });
+});
