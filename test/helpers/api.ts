@@ -98,9 +98,9 @@ export const sessionPrincipal = (user: TestUser): import('../../workers/auth/pri
 });
 
 /** Polls an execution's status until it is `wanted` (runs finish in the background). */
-export async function waitForStatus(user: TestUser, id: string, wanted: string) {
+export async function waitForStatus(user: TestUser, id: string, wanted: string, headers: Record<string, string> = {}) {
   for (let i = 0; i < 200; i++) {
-    const res = await call(`/api/v1/executions/${id}/status`, { token: user.token });
+    const res = await call(`/api/v1/executions/${id}/status`, { token: user.token, headers });
     if (res.body.status === wanted) return res.body;
     await new Promise((r) => setTimeout(r, 20));
   }

@@ -113,6 +113,27 @@ describe('the run gate and limits', () => {
     expect((await call('/api/v1/skills/notes/run', { token: user.token, body: { input: 'x' } })).status).toBe(200);
   });
 
+  it('lets only one of two concurrent runs start when the balance covers one (two workspaces of one user)', async () => {
+    const user = await signUp();
+    const team = await call('/api/v1/workspaces', { token: user.token, body: { name: 'Team', slug: `team-${crypto.randomUUID().slice(0, 8)}` } });
+    const inTeam = { 'x-workspace-id': team.body.id };
+    await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: SKILL });
+    await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, headers: inTeam, body: SKILL });
+    await setBalance(user, 60);
+    const runs = await Promise.all([
+      call('/api/v1/skills/notes/run', { token: user.token, body: { input: 'One.' } }),
+      call('/api/v1/skills/notes/run', { token: user.token, headers: inTeam, body: { input: 'Two.' } }),
+    ]);
+    expect(runs.map((r) => r.status).sort()).toEqual([200, 402]);
+    const refused = runs.find((r) => r.status === 402)!;
+    // The first run holds all 60 Ds while it works.
+    expect(refused.body).toMatchObject({ error: 'INSUFFICIENT_CREDITS', balance: 60, availableBalance: 0, minimumRequired: 50 });
+    const started = runs.find((r) => r.status === 200)!;
+    const workspace = started === runs[0] ? {} : inTeam;
+    await waitForStatus(user, started.body.executionId, 'completed', workspace);
+    expect((await call('/api/v1/billing/balance', { token: user.token })).body.canExecute).toBe(true);
+  });
+
   it('stops a run whose cost passes its hold with limit_reached; the execution is idle and the charge stays within the balance', async () => {
     const user = await signUp();
     await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: SKILL });
