@@ -368,3 +368,18 @@ describe('secrets bound to the skill', () => {
     expect(listed.body.data.map((a: { name: string }) => a.name).sort()).toEqual(['notes.md', 'output.md']);
   });
 });
+
+describe('the audit trail of runs', () => {
+  it('records creating, starting and interrupting a run, with activity lines', async () => {
+    const user = await setup();
+    const created = await create(user);
+    await message(user, created.body.id, 'We ship Friday. Ana writes the notes.');
+    const cancelled = await call(`/api/v1/executions/${created.body.id}/cancel`, { token: user.token, body: {} });
+    const audit = (await call('/api/v1/audit-logs?resource_type=execution', { token: user.token })).body.data;
+    const actions = audit.filter((e: { resourceId: string }) => e.resourceId === created.body.id).map((e: { action: string }) => e.action);
+    // Newest first; the interrupt is recorded only if the run was still working when cancelled.
+    expect(actions).toEqual([...(cancelled.body.processKilled ? ['execution.interrupted'] : []), 'execution.started', 'execution.created']);
+    const activity = (await call('/api/v1/activity', { token: user.token })).body.data.map((e: { summary: string }) => e.summary);
+    expect(activity).toContain('A run of Meeting Summarizer started');
+  });
+});

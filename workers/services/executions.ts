@@ -1,4 +1,5 @@
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
+import type { BatchItem } from 'drizzle-orm/batch';
 import { z } from 'zod';
 import { executions, skillVersions } from '../../schema';
 import type { ExecutionEvent } from '../../durable-objects/ExecutionSession';
@@ -101,13 +102,30 @@ const present = (executionId: number, e: ExecutionEvent) => ({
 export async function postEvents(db: Db, env: Env, principal: Principal, rawId: string, body: PostEventsBody) {
   const execution = await requireExecution(db, principal, rawId);
   const event = body.events[0]!;
-  const session = env.EXECUTION_SESSION.getByName(formatId('exec', execution.id));
   if (event.type === 'user.interrupt') {
     if (execution.status !== 'working') throw conflict('The execution is not running');
-    return { data: (await session.interrupt()).map((e) => present(execution.id, e)) };
+    return { data: (await interruptRun(db, env, principal, execution)).map((e) => present(execution.id, e)) };
   }
   const text = event.content.map((b) => b.text).join('\n');
   return { data: (await startRun(db, env, principal, execution, text)).map((e) => present(execution.id, e)) };
+}
+
+/** Records a run starting or being interrupted, once the session has taken it (the claim and the session are not one batch). */
+const recordRun = (db: Db, principal: Principal, execution: typeof executions.$inferSelect, action: 'execution.started' | 'execution.interrupted') =>
+  db.batch(
+    recordChange(db, principal, {
+      action,
+      resourceType: 'execution',
+      resourceId: formatId('exec', execution.id),
+      metadata: { skill: execution.skillSlug },
+      activity: `A run of ${execution.skillName || execution.skillSlug} ${action === 'execution.started' ? 'started' : 'was interrupted'}`,
+    }) as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]],
+  );
+
+async function interruptRun(db: Db, env: Env, principal: Principal, execution: typeof executions.$inferSelect) {
+  const events = await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).interrupt();
+  await recordRun(db, principal, execution, 'execution.interrupted');
+  return events;
 }
 
 /**
@@ -146,7 +164,7 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     throw await insufficientCredits(db, principal.userId);
   }
   const [version] = await db.select({ prompt: skillVersions.prompt }).from(skillVersions).where(eq(skillVersions.id, execution.skillVersionId ?? -1)).limit(1);
-  return env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).startTurn({
+  const accepted = await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).startTurn({
     executionId: execution.id,
     workspaceId: principal.workspaceId,
     userId: principal.userId,
@@ -160,6 +178,8 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     system: version?.prompt ?? '',
     text,
   });
+  await recordRun(db, principal, execution, 'execution.started');
+  return accepted;
 }
 
 const Connector = z.discriminatedUnion('type', [
@@ -235,7 +255,7 @@ export async function cancelExecution(db: Db, env: Env, principal: Principal, ra
   if (execution.status !== 'working') {
     return { success: true, message: `The execution is ${execution.status}; nothing to cancel`, processKilled: false, actualStatus: execution.status };
   }
-  await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).interrupt();
+  await interruptRun(db, env, principal, execution);
   return { success: true, message: 'The run was interrupted', processKilled: true, actualStatus: 'idle' };
 }
 
