@@ -98,4 +98,60 @@ describe('the agent loop on the local provider', () => {
     expect(result).toMatchObject({ stopReason: 'error', error: 'Overloaded' });
     expect(events.map((e) => e.type)).toEqual(['agent.message']);
   });
+
+  /** Refuses its first `failures` requests with `kind` before any event, then streams an answer. */
+  const flaky = (failures: number, kind: 'rate_limited' | 'bad_request') => {
+    let calls = 0;
+    const provider: ModelProvider = {
+      name: 'openai',
+      model: 'test',
+      async *stream(): AsyncIterable<ModelEvent> {
+        calls++;
+        if (calls <= failures) throw new ProviderError(kind, `refused ${calls}`);
+        yield { type: 'text_delta', text: 'Answer' };
+        yield { type: 'usage', inputTokens: 3, outputTokens: 1 };
+        yield { type: 'stop', reason: 'end_turn' };
+      },
+    };
+    return { provider, calls: () => calls };
+  };
+  const loop = (provider: ModelProvider, events: NewExecutionEvent[], shouldStop: () => 'interrupt' | null = () => null) =>
+    runAgentLoop({
+      provider,
+      system: SYSTEM,
+      messages: [{ role: 'user', content: [{ type: 'text', text: INPUT }] }],
+      tools: [],
+      maxTokens: 64,
+      maxTurns: 2,
+      emit: (batch) => void events.push(...batch),
+      shouldStop,
+      retryDelaysMs: [1, 1],
+    });
+
+  it('retries a request refused for a transient reason before its first event, saying so, and finishes', async () => {
+    const { provider, calls } = flaky(2, 'rate_limited');
+    const events: NewExecutionEvent[] = [];
+    const result = await loop(provider, events);
+    expect(result).toMatchObject({ stopReason: 'end_turn', text: 'Answer' });
+    expect(calls()).toBe(3);
+    expect(events.filter((e) => e.type === 'agent.info').map((e) => e.payload)).toEqual([
+      { message: 'The model provider is busy (rate_limited); retrying in 0.001 s', retry: 1 },
+      { message: 'The model provider is busy (rate_limited); retrying in 0.001 s', retry: 2 },
+    ]);
+  });
+
+  it('gives up with error once the retries are spent, and never retries a permanent refusal', async () => {
+    const transient = flaky(3, 'rate_limited');
+    expect(await loop(transient.provider, [])).toMatchObject({ stopReason: 'error', error: 'refused 3' });
+    expect(transient.calls()).toBe(3);
+    const permanent = flaky(1, 'bad_request');
+    expect(await loop(permanent.provider, [])).toMatchObject({ stopReason: 'error', error: 'refused 1' });
+    expect(permanent.calls()).toBe(1);
+  });
+
+  it('stops waiting for a retry when the run is interrupted meanwhile', async () => {
+    const { provider, calls } = flaky(1, 'rate_limited');
+    expect(await loop(provider, [], () => 'interrupt')).toMatchObject({ stopReason: 'interrupt' });
+    expect(calls()).toBe(1);
+  });
 });

@@ -26,7 +26,12 @@ export interface AgentLoopOptions {
   /** Asked between model events: a reason to stop now (interrupt, cap, budget), or null. */
   shouldStop: (usage: TokenUsage) => Exclude<RunStopReason, 'end_turn'> | null;
   signal?: AbortSignal;
+  /** Waits before retrying a request the provider refused for a transient reason; one retry each. */
+  retryDelaysMs?: readonly number[];
 }
+
+/** Rate limits and overloads usually clear within seconds; past these the run fails visibly. */
+const RETRY_DELAYS_MS = [1_000, 4_000];
 
 export interface TokenUsage {
   inputTokens: number;
@@ -55,10 +60,13 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   let text = '';
   const finish = (stopReason: RunStopReason, error?: string): AgentLoopResult => ({ stopReason, messages, text, usage, error });
 
-  for (let turn = 0; turn < options.maxTurns; turn++) {
+  const delays = options.retryDelaysMs ?? RETRY_DELAYS_MS;
+  for (let turn = 0, attempt = 0; turn < options.maxTurns; turn++) {
     const calls: Extract<ContentBlock, { type: 'tool_use' }>[] = [];
     let turnText = '';
     let stop: string | undefined;
+    // Whether this request produced anything: only a request that failed before its first event is retried.
+    let started = false;
     try {
       for await (const event of options.provider.stream({
         model: options.provider.model,
@@ -68,6 +76,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
         maxTokens: options.maxTokens,
         signal: options.signal,
       })) {
+        started = true;
         const halt = options.shouldStop(usage);
         if (halt) {
           // What was already streamed is the run's output, even when it stops early.
@@ -92,9 +101,18 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
         }
       }
     } catch (error) {
-      if (error instanceof ProviderError) return finish('error', error.message);
-      throw error;
+      if (!(error instanceof ProviderError)) throw error;
+      const delay = delays[attempt];
+      if (!error.retryable || started || delay === undefined) return finish('error', error.message);
+      attempt++;
+      await options.emit([{ type: 'agent.info', payload: { message: `The model provider is busy (${error.kind}); retrying in ${delay / 1000} s`, retry: attempt } }]);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      const halt = options.shouldStop(usage);
+      if (halt) return finish(halt);
+      turn--;
+      continue;
     }
+    attempt = 0;
     if (turnText) text = turnText;
     messages.push({ role: 'assistant', content: [...(turnText ? [{ type: 'text' as const, text: turnText }] : []), ...calls] });
     const halt = options.shouldStop(usage);
