@@ -16,6 +16,11 @@ export default defineConfig(async () => {
             ENCRYPTION_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
             // Slow enough that a test can interrupt a run mid-stream, fast enough to keep runs short.
             LOCAL_MODEL_DELAY_MS: '5',
+            // Empty, even if .dev.vars sets one: purchase must never reach Stripe from a test
+            // (checkout is tested on a fake fetch).
+            STRIPE_SECRET_KEY: '',
+            STRIPE_WEBHOOK_SECRET: 'whsec_test_0123456789abcdef0123456789abcdef',
+            STRIPE_PUBLISHABLE_KEY: 'pk_test_0123456789abcdef',
             // No service key is set, so runs use the local model; a user's own OpenAI key (BYOK)
             // reaches the fixture server's recorded stream instead of the real API.
             OPENAI_BASE_URL: `http://127.0.0.1:${FIXTURE_PORT}/model/openai/byok/`,

@@ -23,6 +23,12 @@ export interface Env {
   ANTHROPIC_BASE_URL?: string;
   OPENAI_API_KEY?: string;
   OPENAI_BASE_URL?: string;
+  /** Stripe (workers/services/stripe.ts; README, Billing). Without the secret key, purchase is 503. */
+  STRIPE_SECRET_KEY?: string;
+  STRIPE_WEBHOOK_SECRET?: string;
+  STRIPE_PUBLISHABLE_KEY?: string;
+  /** The app's URI scheme for the Checkout return pages' deep links (default `workspaceskills`). */
+  APP_SCHEME?: string;
   /** HMAC secret for signed stream and control-plane URLs. */
   SIGNING_SECRET: string;
   /** Base64 AES-256 key for secrets and BYOK keys at rest. */

@@ -82,6 +82,16 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
 
   'GET /api/v1/billing/balance': { auth: 'credential', scope: 'billing:read' },
   'GET /api/v1/billing/transactions': { auth: 'credential', scope: 'billing:read' },
+  'GET /api/v1/billing/packs': { auth: 'credential', scope: 'billing:read' },
+  // Spec 5.4 has no billing write scope: spending the user's money is a sensitive profile write.
+  'POST /api/v1/billing/purchase': { auth: 'credential', scope: 'profile:write' },
+  // Stripe calls it; the stripe-signature header is its credential.
+  'POST /api/v1/billing/webhook': { auth: 'public' },
+  // Reached by a browser redirect from Checkout, without credentials (spec 4.9).
+  'GET /api/v1/billing/return/:outcome': { auth: 'public' },
+  'GET /api/v1/billing/subscription/tier': { auth: 'credential', scope: 'billing:read' },
+  'GET /api/v1/billing/subscription/info': { auth: 'credential', scope: 'billing:read' },
+  'GET /api/v1/billing/publishable-key': { auth: 'credential', scope: 'billing:read' },
 
   'GET /api/v1/byok': { auth: 'credential', scope: 'billing:read' },
   // Spec 5.4 has no billing write scope: storing a key that pays for runs is a profile change.

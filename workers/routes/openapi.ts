@@ -32,3 +32,16 @@ export const documented = (tag: string, summary: string, status: 200 | 201, sche
     summary,
     responses: { [status]: json(schema, description), ...errors },
   });
+
+/** OpenAPI description of a route a browser lands on: an HTML page, or the envelope's 404 for other values of `param`. */
+export const documentedPage = (tag: string, summary: string, param: { name: string; values: readonly string[] }) =>
+  describeRoute({
+    tags: [tag],
+    summary,
+    parameters: [{ name: param.name, in: 'path', required: true, schema: { type: 'string', enum: [...param.values] } }],
+    responses: {
+      200: { description: 'An HTML page', content: { 'text/html': { schema: { type: 'string' } } } },
+      404: json(ErrorEnvelope, 'NOT_FOUND'),
+      429: errors[429],
+    },
+  });

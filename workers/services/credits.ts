@@ -51,12 +51,23 @@ interface Grant {
   /** Hundredths of a Ds, positive. */
   amount: number;
   description: string;
-  /** Makes the grant happen once: `welcome:<userId>`, a payment provider's event id, … */
+  /** Makes the grant happen once: `welcome:<userId>`, `checkout:<session id>`, `invoice:<invoice id>`. */
   businessKey: string;
   paymentSessionId?: string | null;
+  /**
+   * A subscription payment: also moves `subscription_expires_at` to at least this time (epoch
+   * ms), in the same batch. Never backwards, so a replayed or late older invoice cannot shorten it.
+   */
+  subscriptionUntil?: number;
 }
 
-/** The account, the grant (once per business key) and the recompute, for one batch. */
+const extendSubscription = (db: Db, userId: string, until: number) =>
+  db
+    .update(creditAccounts)
+    .set({ subscriptionExpiresAt: sql`MAX(COALESCE(${creditAccounts.subscriptionExpiresAt}, 0), ${until})` })
+    .where(eq(creditAccounts.userId, userId));
+
+/** The account, the grant (once per business key), any subscription extension and the recompute, for one batch. */
 const grantStatements = (db: Db, grant: Grant) =>
   [
     ensureAccount(db, grant.userId),
@@ -74,6 +85,7 @@ const grantStatements = (db: Db, grant: Grant) =>
       })
       .onConflictDoNothing({ target: creditTransactions.businessKey })
       .returning({ id: creditTransactions.id }),
+    ...(grant.subscriptionUntil === undefined ? [] : [extendSubscription(db, grant.userId, grant.subscriptionUntil)]),
     recompute(db, grant.userId),
   ] as const;
 
