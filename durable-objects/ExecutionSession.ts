@@ -2,7 +2,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { drizzle } from 'drizzle-orm/d1';
 import * as schema from '../schema';
 import type { Role } from '../schema';
-import type { Env } from '../workers/env';
+import type { Db, Env } from '../workers/env';
 import { now } from '../workers/lib/clock';
 import { runAgentLoop, type RunStopReason } from '../workers/runtime/agent-loop';
 import { costInHundredths } from '../workers/runtime/pricing';
@@ -74,6 +74,22 @@ interface RunningTurn {
   startedAt: number;
 }
 
+/**
+ * The turn's conversation after its last completed model request (and tool calls), and their
+ * usage. Once the agent loop has ended, `ended` holds its outcome and each bookkeeping step is
+ * marked as it completes, so a turn cut off while finishing is finished, not run again.
+ */
+interface Checkpoint {
+  turnKey: string;
+  messages: ModelMessage[];
+  usage: { inputTokens: number; outputTokens: number };
+  ended?: { stopReason: RunStopReason; text: string; model: string; ownKey: boolean };
+  outputSaved?: boolean;
+  /** What settlement charged (hundredths of a Ds). */
+  charged?: number;
+  recorded?: boolean;
+}
+
 /** How often the alarm checks that a turn is still running. */
 const HEARTBEAT_MS = 30_000;
 
@@ -102,7 +118,9 @@ const isEnd = (event: ExecutionEvent | undefined) => event?.type === 'session.st
  * agent loop in the background (`ctx.waitUntil`); `interrupt` records the intent in storage
  * (`interrupt` key), which the loop checks between model events. The conversation is kept
  * under the `messages` key for later turns; the turn in progress under `turn`, which an alarm
- * heartbeat uses to resume a run that an eviction or restart cut off. When a run ends the object writes its outcome to
+ * heartbeat uses to resume a run that an eviction or restart cut off, from `checkpoint` (the
+ * turn's conversation after each model request and its tool calls, then which of its closing
+ * steps are done), so a resumed turn neither calls a tool twice nor charges twice. When a run ends the object writes its outcome to
  * D1 (status, cost, tokens, time) and, for a completed run, the `output.md` artifact.
  *
  * Streaming: `fetch` answers Server-Sent Events: every event after `lastSeq` (query) or
@@ -187,6 +205,10 @@ export class ExecutionSession extends DurableObject<Env> {
   private async runLoop(input: TurnInput, startedAt: number): Promise<void> {
     const kv = this.ctx.storage.kv;
     const db = drizzle(this.env.DB, { schema });
+    // A turn cut off by an eviction goes on from its last checkpoint: tools already called are not called again.
+    const saved = kv.get<Checkpoint>('checkpoint');
+    const resumed = saved?.turnKey === input.turnKey ? saved : null;
+    if (resumed?.ended) return this.finishRun(db, input, startedAt, resumed);
     let provider: ModelProvider | null = null;
     // The user's own key (BYOK) pays for the run instead of credits.
     let ownKey = false;
@@ -206,48 +228,79 @@ export class ExecutionSession extends DurableObject<Env> {
     const model = provider?.model ?? 'none';
     const costOf = (spent: { inputTokens: number; outputTokens: number }) => (ownKey ? 0 : costInHundredths(model, spent.inputTokens, spent.outputTokens));
     const history = kv.get<ModelMessage[]>('messages') ?? [];
+    const before = resumed?.usage ?? { inputTokens: 0, outputTokens: 0 };
+    const total = (spent: { inputTokens: number; outputTokens: number }) => ({
+      inputTokens: before.inputTokens + spent.inputTokens,
+      outputTokens: before.outputTokens + spent.outputTokens,
+    });
     let stopReason: RunStopReason = 'error';
     let text = '';
-    let usage = { inputTokens: 0, outputTokens: 0 };
+    let usage = before;
+    let messages = resumed?.messages ?? [];
     const redactor = eventRedactor<NewExecutionEvent>(secrets);
     try {
       if (!provider) throw new Error('no model provider');
       const result = await runAgentLoop({
         provider,
         system: input.system + secretsNotice(secrets),
-        messages: [...history, { role: 'user', content: [{ type: 'text', text: input.text }] }],
+        messages: resumed?.messages ?? [...history, { role: 'user', content: [{ type: 'text', text: input.text }] }],
         tools: runTools(db, this.env.BUCKET, input, secrets),
         maxTokens: MAX_OUTPUT_TOKENS,
         maxTurns: MAX_MODEL_REQUESTS,
         emit: (events) => void this.append(redactor.push(events)),
+        checkpoint: ({ messages, usage: spent }) => kv.put('checkpoint', { turnKey: input.turnKey, messages, usage: total(spent) } satisfies Checkpoint),
         shouldStop: (spent) =>
           kv.get<boolean>('interrupt')
             ? 'interrupt'
             : now() - startedAt > MAX_RUN_MS
               ? 'error'
-              : costOf(spent) > input.budget
+              : costOf(total(spent)) > input.budget
                 ? 'limit_reached'
                 : null,
       });
       kv.put('messages', result.messages);
-      ({ stopReason, usage } = result);
+      messages = result.messages;
+      stopReason = result.stopReason;
+      usage = total(result.usage);
       text = redactSecrets(result.text, secrets);
     } catch (error) {
       console.error(JSON.stringify({ level: 'error', executionId: input.executionId, error: String(error) }));
     }
     this.append(redactor.flush());
-    if (stopReason === 'end_turn') await saveArtifact(db, this.env.BUCKET, input, 'output.md', text);
-    // What the run is shown to cost is what was charged: the cost capped at the balance.
-    const { charged: cost } = await settleExecution(db, {
-      userId: input.userId,
-      turnKey: input.turnKey,
-      executionId: `exec_${input.executionId}`,
-      cost: costOf(usage),
-      description: `${input.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${model}${ownKey ? ', on your own key' : ''})`,
-    });
-    // D1 before the idle event: a client that acts on session.status_idle must find the execution idle.
-    await finishTurn(db, input.executionId, stopReason, { cost, ...usage, elapsedMs: now() - startedAt });
+    const checkpoint: Checkpoint = { turnKey: input.turnKey, messages, usage, ended: { stopReason, text, model, ownKey } };
+    kv.put('checkpoint', checkpoint);
+    await this.finishRun(db, input, startedAt, checkpoint);
+  }
+
+  /** The bookkeeping of an ended turn, each step once: output.md, settlement, the D1 record, then the closing events. */
+  private async finishRun(db: Db, input: TurnInput, startedAt: number, checkpoint: Checkpoint): Promise<void> {
+    const kv = this.ctx.storage.kv;
+    const { stopReason, text, model, ownKey } = checkpoint.ended!;
+    const { usage } = checkpoint;
+    const mark = (step: Partial<Checkpoint>) => kv.put('checkpoint', Object.assign(checkpoint, step));
+    if (stopReason === 'end_turn' && !checkpoint.outputSaved) {
+      await saveArtifact(db, this.env.BUCKET, input, 'output.md', text);
+      mark({ outputSaved: true });
+    }
+    if (checkpoint.charged === undefined) {
+      // What the run is shown to cost is what was charged: the cost capped at the balance.
+      const { charged } = await settleExecution(db, {
+        userId: input.userId,
+        turnKey: input.turnKey,
+        executionId: `exec_${input.executionId}`,
+        cost: ownKey ? 0 : costInHundredths(model, usage.inputTokens, usage.outputTokens),
+        description: `${input.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${model}${ownKey ? ', on your own key' : ''})`,
+      });
+      mark({ charged });
+    }
+    const cost = checkpoint.charged!;
+    if (!checkpoint.recorded) {
+      // D1 before the idle event: a client that acts on session.status_idle must find the execution idle.
+      await finishTurn(db, input.executionId, stopReason, { cost, ...usage, elapsedMs: now() - startedAt });
+      mark({ recorded: true });
+    }
     kv.delete('turn');
+    kv.delete('checkpoint');
     this.append([
       {
         type: 'execution.result',

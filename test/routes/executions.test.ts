@@ -1,4 +1,4 @@
-import { evictDurableObject, runDurableObjectAlarm } from 'cloudflare:test';
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
@@ -287,6 +287,20 @@ describe('rerun and remix', () => {
 
 describe('surviving eviction', () => {
   const stubOf = (id: string) => env.EXECUTION_SESSION.getByName(id);
+  const turnInput = (user: TestUser, id: string) => ({
+    executionId: Number(id.slice(5)),
+    workspaceId: user.workspaceId,
+    userId: user.user.id,
+    role: 'owner' as const,
+    apiKeyId: null,
+    requestId: 'test',
+    turnKey: '',
+    budget: 20_000,
+    skillName: SKILL.name,
+    skillSlug: 'meeting-summarizer',
+    system: SKILL.prompt,
+    text: 'Anything.',
+  });
 
   it('resumes a run cut off by an eviction when the heartbeat fires, and completes it', async () => {
     const user = await setup();
@@ -303,17 +317,66 @@ describe('surviving eviction', () => {
     expect(types.at(-1)).toBe('session.status_idle');
   });
 
+  it('goes on from the last checkpoint: a tool the cut-off turn already called is not called again', async () => {
+    const user = await setup();
+    const id = (await create(user)).body.id;
+    await message(user, id, 'A plan with several steps. Step one. Step two. Step three.');
+    // Wait until the answer streams: the artifact tool ran and the turn checkpointed after it.
+    while (!(await stubOf(id).events(0)).some((e) => e.type === 'agent.message')) await new Promise((r) => setTimeout(r, 5));
+    await evictDurableObject(stubOf(id));
+    expect(await runDurableObjectAlarm(stubOf(id))).toBe(true);
+    await waitForStatus(user, id, 'completed');
+    const events = await stubOf(id).events(0);
+    expect(events.filter((e) => e.type === 'agent.tool_use')).toHaveLength(1);
+    const artifacts = await env.DB.prepare('SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id').bind(Number(id.slice(5))).all();
+    expect(artifacts.results.map((r) => r.name)).toEqual(['notes.md', 'output.md']);
+    // Both model requests are paid for once: the one before the eviction and the one after it.
+    const result = events.find((e) => e.type === 'execution.result')!.payload as { tokenUsage: { input_tokens: number } };
+    const spans = events.filter((e) => e.type === 'span.model_request_end').map((e) => (e.payload.usage as { input_tokens: number }).input_tokens);
+    expect(result.tokenUsage.input_tokens).toBe(spans[0]! + spans.at(-1)!);
+  });
+
   it('ends a lost run with error once past the 65-minute cap', async () => {
     const user = await setup();
     const id = (await create(user)).body.id;
     await message(user, id, 'Anything.');
     await evictDurableObject(stubOf(id));
+    // Lost before any checkpoint, so the heartbeat has to run the turn again, and finds it past the cap.
+    await runInDurableObject(stubOf(id), (_, state) => state.storage.kv.delete('checkpoint'));
     advanceClock(66 * 60_000);
     try {
       await runDurableObjectAlarm(stubOf(id));
       await waitForStatus(user, id, 'failed');
       const last = (await stubOf(id).events(0)).at(-1)!;
       expect(last).toMatchObject({ type: 'session.status_idle', payload: { stop_reason: { type: 'error' } } });
+    } finally {
+      resetClock();
+    }
+  });
+
+  it('finishes, not fails, a turn whose model work had ended before it was cut off, even past the cap', async () => {
+    const user = await setup();
+    const id = (await create(user)).body.id;
+    await message(user, id, 'Anything.');
+    await waitForStatus(user, id, 'completed');
+    const finished = await stubOf(id).events(0);
+    // The state an eviction leaves when it strikes after the loop ended but before the bookkeeping.
+    const turnKey = `${id}:lost`;
+    await runInDurableObject(stubOf(id), (_, state) => {
+      state.storage.kv.put('turn', { input: { ...turnInput(user, id), turnKey }, startedAt: Date.now() });
+      state.storage.kv.put('checkpoint', { turnKey, messages: [], usage: { inputTokens: 10, outputTokens: 5 }, ended: { stopReason: 'end_turn', text: 'Done.', model: 'local-1', ownKey: false } });
+    });
+    await env.DB.prepare("UPDATE executions SET status = 'working' WHERE id = ?").bind(Number(id.slice(5))).run();
+    await evictDurableObject(stubOf(id));
+    advanceClock(66 * 60_000);
+    try {
+      await runDurableObjectAlarm(stubOf(id));
+      await waitForStatus(user, id, 'completed');
+      const events = (await stubOf(id).events(0)).slice(finished.length);
+      expect(events.map((e) => e.type)).toEqual(['agent.info', 'execution.result', 'session.status_idle']);
+      expect(events[1]!.payload).toMatchObject({ summary: 'Done.', tokenUsage: { input_tokens: 10, output_tokens: 5 } });
+      const outputs = await env.DB.prepare("SELECT COUNT(*) AS n FROM artifacts WHERE execution_id = ? AND name = 'output.md'").bind(Number(id.slice(5))).first<{ n: number }>();
+      expect(outputs!.n).toBe(2);
     } finally {
       resetClock();
     }

@@ -26,6 +26,11 @@ export interface AgentLoopOptions {
   /** Asked between model events: a reason to stop now (interrupt, cap, budget), or null. */
   shouldStop: (usage: TokenUsage) => Exclude<RunStopReason, 'end_turn'> | null;
   signal?: AbortSignal;
+  /**
+   * Called after each model request whose tool calls were answered: the conversation so far and
+   * what it cost, so a run cut off later can go on from here instead of starting the turn again.
+   */
+  checkpoint?: (state: { messages: ModelMessage[]; usage: TokenUsage }) => void;
   /** Waits before retrying a request the provider refused for a transient reason; one retry each. */
   retryDelaysMs?: readonly number[];
 }
@@ -129,6 +134,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       results.push({ type: 'tool_result', toolUseId: call.id, content: result.content, isError: result.isError });
     }
     messages.push({ role: 'user', content: results });
+    options.checkpoint?.({ messages, usage });
   }
   return finish('error', `The run used its ${options.maxTurns} model requests without finishing`);
 }
