@@ -33,6 +33,16 @@ describe('GET/PUT/DELETE /api/v1/byok', () => {
     expect((await byok(user, 'DELETE')).body).toEqual({ hasKey: false, keyPreview: null });
   });
 
+  it('moves the tier from paygmode to byokmode and back (spec 3.7)', async () => {
+    const user = await signUp();
+    const tier = async () => (await call('/api/v1/billing/subscription/tier', { token: user.token })).body.tier;
+    expect(await tier()).toBe('paygmode');
+    await byok(user, 'PUT', { key: OPENAI_KEY });
+    expect(await tier()).toBe('byokmode');
+    await byok(user, 'DELETE');
+    expect(await tier()).toBe('paygmode');
+  });
+
   it('refuses a missing key, a non-string and an unrecognised prefix with 400 on field key, storing nothing', async () => {
     const user = await signUp();
     for (const body of [{}, { key: 42 }, { key: 'pk-abcdefghijklmnopqrstuvwxyz' }, { key: 'sk-short' }, { key: 'sk-has spaces in the middle of it' }]) {
