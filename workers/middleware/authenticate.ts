@@ -12,14 +12,17 @@ import { hitRateLimit } from '../lib/rate-limit';
 export const API_RATE_LIMIT = 100;
 export const API_RATE_WINDOW_MS = 60_000;
 
+type Context = Parameters<Parameters<typeof createMiddleware<AppEnv>>[0]>[0];
+
 /** The route pattern that will handle this request, e.g. `GET /api/v1/api-keys/:id/revoke`. */
-function handlerRouteKey(c: Parameters<Parameters<typeof createMiddleware<AppEnv>>[0]>[0]): string | undefined {
+function handlerRouteKey(c: Context): string | undefined {
   const method = c.req.method === 'HEAD' ? 'GET' : c.req.method;
   const route = matchedRoutes(c).find((r) => r.method === method && !r.path.endsWith('*'));
   return route && routeKey(method, route.path);
 }
 
-function authorize(access: RouteAccess, principal: Principal | undefined): void {
+/** Whether `principal` may call a route with `access`; throws 401 or 403 (with `details.scope`) otherwise. */
+export function authorize(access: RouteAccess, principal: Principal | undefined): void {
   if (access.auth === 'public') return;
   if (!principal) throw unauthorized();
   const { credential } = principal;
@@ -33,16 +36,12 @@ function authorize(access: RouteAccess, principal: Principal | undefined): void 
 }
 
 /**
- * For `/api/v1/*`: resolves the credential, counts the request against its rate limit (the
- * caller's IP when there is no valid credential), sets the `x-ratelimit-*` headers on every
- * response, then checks the route-to-scope table.
+ * Resolves the request's credential and counts the request against its rate limit (the
+ * caller's IP when there is no valid credential), setting the `x-ratelimit-*` headers. One
+ * path for REST and MCP, so both share a credential's limit. Answers the principal, or
+ * undefined without a credential; a refused credential throws after it was counted.
  */
-export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
-  const key = handlerRouteKey(c);
-  if (key === undefined) return next(); // no such route: 404 NOT_FOUND, credential or not
-  const access = ROUTE_ACCESS[key];
-  if (!access) throw new Error(`Route ${key} is missing from ROUTE_ACCESS`);
-
+export async function identify(c: Context): Promise<Principal | undefined> {
   let principal: Principal | undefined;
   let failure: unknown;
   try {
@@ -76,6 +75,16 @@ export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
     });
   }
   if (failure) throw failure;
+  return principal;
+}
+
+/** For `/api/v1/*`: identifies the caller, then checks the route-to-scope table. */
+export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
+  const key = handlerRouteKey(c);
+  if (key === undefined) return next(); // no such route: 404 NOT_FOUND, credential or not
+  const access = ROUTE_ACCESS[key];
+  if (!access) throw new Error(`Route ${key} is missing from ROUTE_ACCESS`);
+  const principal = await identify(c);
   authorize(access, principal);
   c.set('principal', principal);
   await next();
