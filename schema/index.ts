@@ -9,3 +9,5 @@ export * from './secrets';
 export * from './skills';
 export * from './credits';
 export * from './byok';
+export * from "./oauth";
+export * from "./workflows";
