@@ -11,3 +11,4 @@ export * from './credits';
 export * from './byok';
 export * from "./oauth";
 export * from "./workflows";
+export * from "./traces";
