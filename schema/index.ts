@@ -12,3 +12,4 @@ export * from './byok';
 export * from "./oauth";
 export * from "./workflows";
 export * from "./traces";
+export * from "./agent-permissions";
