@@ -18,6 +18,7 @@ import { executionRoutes } from './routes/executions';
 import { invitations } from './routes/invitations';
 import { install } from './routes/install';
 import { marketplace } from './routes/marketplace';
+import { mcp } from './routes/mcp';
 import { memory } from './routes/memory';
 import { profile } from './routes/profile';
 import { secretRoutes } from './routes/secrets';
@@ -72,6 +73,7 @@ export function createApp() {
   app.route('/api/v1/billing', billing);
   app.route('/api/v1/byok', byok);
   app.route('/streams', streams);
+  app.route('/', mcp);
 
   app.get(
     '/api/v1/openapi.json',

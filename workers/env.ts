@@ -29,6 +29,8 @@ export interface Env {
   STRIPE_PUBLISHABLE_KEY?: string;
   /** The app's URI scheme for the Checkout return pages' deep links (default `workspaceskills`). */
   APP_SCHEME?: string;
+  /** Comma-separated browser origins, besides the service's own, that may call /mcp (README, MCP). */
+  MCP_ALLOWED_ORIGINS?: string;
   /** HMAC secret for signed stream and control-plane URLs. */
   SIGNING_SECRET: string;
   /** Base64 AES-256 key for secrets and BYOK keys at rest. */

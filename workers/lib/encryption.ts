@@ -1,4 +1,5 @@
 import { AppError } from '../errors';
+import { fromBase64, toBase64 } from './base64';
 
 /**
  * AES-256-GCM (WebCrypto) for values at rest (secrets, later BYOK keys) under ENCRYPTION_KEY,
@@ -17,15 +18,6 @@ const keys = new Map<string, Promise<CryptoKey>>();
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-
-/** Chunked, so a 64 KiB value does not overflow the argument list of String.fromCharCode. */
-function toBase64(bytes: Uint8Array): string {
-  let binary = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
-}
-
-const fromBase64 = (encoded: string): Uint8Array => Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0));
 
 function importKey(encoded: string | undefined): Promise<CryptoKey> {
   const cached = encoded === undefined ? undefined : keys.get(encoded);

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { CATEGORIES, catalogSkills, type CatalogSkillRow } from '../../schema';
 import type { Db } from '../env';
 import { invalidInput, notFound } from '../errors';
+import { fromBase64, toBase64 } from '../lib/base64';
 import { type BundleFile, validateBundle } from '../lib/bundle';
 import { loadBundle, storeBundle } from '../lib/bundle-store';
 import { now } from '../lib/clock';
@@ -18,7 +19,7 @@ export const CatalogEntry = z.object({
 export type CatalogEntry = z.infer<typeof CatalogEntry>;
 
 export const decodeFiles = (files: { path: string; base64: string }[]): BundleFile[] =>
-  files.map((f) => ({ path: f.path, bytes: Uint8Array.from(atob(f.base64), (c) => c.charCodeAt(0)) }));
+  files.map((f) => ({ path: f.path, bytes: fromBase64(f.base64) }));
 
 /**
  * Loads importer output into the marketplace: validates each bundle again (the file may have
@@ -176,12 +177,6 @@ export const BundleDownload = z.object({
   contentChecksum: z.string(),
   files: z.array(z.object({ path: z.string(), base64: z.string() })),
 });
-
-const toBase64 = (bytes: Uint8Array) => {
-  let binary = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
-};
 
 /** The bundle's files, so another instance can install from this one and verify the checksum. */
 export async function getMarketplaceBundle(db: Db, bucket: R2Bucket, slug: string) {

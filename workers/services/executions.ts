@@ -223,8 +223,9 @@ async function createAndStart(db: Db, env: Env, principal: Principal, input: Cre
 }
 
 /** POST /skills/:slug/run: create and start in one call (spec 4.3). */
-export const runSkill = (db: Db, env: Env, principal: Principal, slug: string, body: RunSkillBody) =>
-  createAndStart(db, env, principal, { skill_slug: slug, input: body.input, source: 'api', interface: body.interface ?? 'api' });
+/** `source` is the channel the run came through: `api` for REST, `mcp` for the MCP endpoint (spec 2.2). */
+export const runSkill = (db: Db, env: Env, principal: Principal, slug: string, body: RunSkillBody, source: 'api' | 'mcp' = 'api') =>
+  createAndStart(db, env, principal, { skill_slug: slug, input: body.input, source, interface: body.interface ?? source });
 
 export const FollowUpBody = z.object({ input: z.string().trim().min(1).max(100_000) });
 export type FollowUpBody = z.infer<typeof FollowUpBody>;

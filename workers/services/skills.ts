@@ -82,12 +82,13 @@ function presentInstalled(skill: SkillRow, version: SkillVersionRow): InstallRec
 
 const withoutStorage = ({ bundleType: _b, storagePath: _s, filesCount: _f, ...rest }: InstallRecord): InstalledSkill => rest;
 
-const installedQuery = (db: Db, principal: Principal) =>
+/** The workspace's installed skills with their live versions; `slug` narrows it to one. */
+const installedQuery = (db: Db, principal: Principal, slug?: string) =>
   db
     .select({ skill: skills, version: skillVersions })
     .from(skills)
     .innerJoin(skillVersions, eq(skillVersions.id, skills.activeVersionId))
-    .where(eq(skills.workspaceId, principal.workspaceId))
+    .where(and(eq(skills.workspaceId, principal.workspaceId), slug === undefined ? undefined : eq(skills.slug, slug)))
     .orderBy(asc(skills.slug));
 
 export const ListSkillsQuery = z.object({
@@ -112,6 +113,13 @@ export async function listSkills(db: Db, principal: Principal, query: ListSkills
     offset: query.offset,
     hasMore: query.offset + rows.length < total!.n,
   };
+}
+
+/** One installed skill with its live version's storage fields (the MCP `get-skill-details` tool). */
+export async function getInstalledSkill(db: Db, principal: Principal, slug: string): Promise<InstallRecord> {
+  const [row] = await installedQuery(db, principal, slug).limit(1);
+  if (!row) throw notFound(`Skill "${slug}"`);
+  return presentInstalled(row.skill, row.version);
 }
 
 /** Content for a new version: where it came from and what it holds. */

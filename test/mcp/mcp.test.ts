@@ -1,0 +1,203 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { exports } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { BASE, call, createKey, expectError, signUp, waitForStatus } from '../helpers/api';
+import { catalogEntry, seedCatalog } from '../helpers/skills';
+
+const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
+const TOOL_NAMES = [
+  'list-installed-skills',
+  'get-skill-details',
+  'install-skill',
+  'uninstall-skill',
+  'execute-skill',
+  'list-executions',
+  'get-execution-status',
+  'cancel-execution',
+  'list-artifacts',
+  'get-artifact',
+  'download-artifact',
+  'delete-artifact',
+  'read-memory',
+  'write-memory',
+  'get-credit-balance',
+];
+
+/** The SDK's own client over its Streamable HTTP transport, its requests answered by the Worker in-process. */
+async function connect(apiKey: string, headers: Record<string, string> = {}) {
+  const client = new Client({ name: 'test-client', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(`${BASE}/mcp`), {
+    requestInit: { headers: { 'x-api-key': apiKey, ...headers } },
+    fetch: (url, init) => exports.default.fetch(new Request(url, init)),
+  });
+  await client.connect(transport);
+  return client;
+}
+
+type Result = Awaited<ReturnType<Client['callTool']>>;
+const json = (result: Result) => JSON.parse((result.content as { type: string; text: string }[])[0]!.text);
+const ok = (result: Result) => {
+  if (result.isError) throw new Error(`tool failed: ${JSON.stringify(result.content)}`);
+  expect(result.structuredContent).toEqual(json(result));
+  return json(result);
+};
+const failure = (result: Result, code: string) => {
+  expect(result.isError).toBe(true);
+  expect(json(result).error.code).toBe(code);
+  return json(result).error;
+};
+
+async function setup(scopes: string[] = ['*']) {
+  const user = await signUp();
+  await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: SKILL });
+  const key = await createKey(user, scopes);
+  return { user, key: key.key, client: await connect(key.key) };
+}
+
+describe('the MCP endpoint', () => {
+  it('lists every tool with a description, an input schema and truthful annotations', async () => {
+    const { client } = await setup();
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual([...TOOL_NAMES].sort());
+    for (const tool of tools) {
+      expect(tool.description!.length).toBeGreaterThan(30);
+      expect(tool.inputSchema.type).toBe('object');
+    }
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+    expect(byName['read-memory']!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true });
+    expect(byName['delete-artifact']!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+    expect(byName['execute-skill']!.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: false });
+    expect(byName['write-memory']!.inputSchema.properties).toMatchObject({ mode: { enum: ['overwrite', 'append'] } });
+  });
+
+  it('installs, shows, lists and uninstalls skills, with NOT_FOUND as a tool error', async () => {
+    const slug = `mcp-skill-${crypto.randomUUID().slice(0, 8)}`;
+    await seedCatalog([catalogEntry(slug, { title: 'MCP Skill', category: 'research' })]);
+    const { client } = await setup();
+    expect(ok(await client.callTool({ name: 'install-skill', arguments: { slug } }))).toMatchObject({ slug, name: 'MCP Skill', versionNumber: 1 });
+    expect(ok(await client.callTool({ name: 'list-installed-skills', arguments: {} })).skills.map((s: { slug: string }) => s.slug)).toEqual([slug, 'notes'].sort());
+    expect(ok(await client.callTool({ name: 'get-skill-details', arguments: { slug } }))).toMatchObject({ slug, filesCount: 1, bundleType: 'agent-skills' });
+    expect(ok(await client.callTool({ name: 'uninstall-skill', arguments: { slug } }))).toEqual({ success: true });
+    failure(await client.callTool({ name: 'get-skill-details', arguments: { slug } }), 'NOT_FOUND');
+    failure(await client.callTool({ name: 'uninstall-skill', arguments: { slug } }), 'NOT_FOUND');
+    failure(await client.callTool({ name: 'install-skill', arguments: { slug: 'no-such-skill-anywhere' } }), 'NOT_FOUND');
+  });
+
+  it('runs a skill (source mcp), follows it, lists it, reads and deletes what it produced', async () => {
+    const { user, client } = await setup();
+    const started = ok(await client.callTool({ name: 'execute-skill', arguments: { slug: 'notes', input: 'We ship Friday. Ana writes the notes.' } }));
+    expect(started).toMatchObject({ executionId: expect.stringMatching(/^exec_\d+$/), status: 'started', skillName: 'Notes' });
+    await waitForStatus(user, started.executionId, 'completed');
+
+    const status = ok(await client.callTool({ name: 'get-execution-status', arguments: { executionId: started.executionId } }));
+    expect(status).toMatchObject({ executionId: started.executionId, status: 'completed', outputBlocks: [{ type: 'text' }] });
+    const history = ok(await client.callTool({ name: 'list-executions', arguments: { channels: ['mcp'] } }));
+    expect(history.items).toEqual([expect.objectContaining({ executionId: started.executionId, source: 'mcp', interface: 'mcp' })]);
+    expect(ok(await client.callTool({ name: 'list-executions', arguments: { channels: ['api'] } })).items).toEqual([]);
+    expect(ok(await client.callTool({ name: 'cancel-execution', arguments: { executionId: started.executionId } }))).toMatchObject({ processKilled: false, actualStatus: 'completed' });
+
+    const artifacts = ok(await client.callTool({ name: 'list-artifacts', arguments: {} })).data;
+    const output = artifacts.find((a: { name: string }) => a.name === 'output.md');
+    expect(ok(await client.callTool({ name: 'get-artifact', arguments: { artifactId: output.id } }))).toMatchObject({ id: output.id, executionId: started.executionId });
+    const downloaded = ok(await client.callTool({ name: 'download-artifact', arguments: { artifactId: output.id } }));
+    expect(downloaded).toMatchObject({ encoding: 'utf-8', content: expect.stringContaining('## Notes') });
+    expect(ok(await client.callTool({ name: 'delete-artifact', arguments: { artifactId: output.id } }))).toEqual({ success: true });
+
+    for (const [name, args] of [
+      ['execute-skill', { slug: 'not-installed', input: 'x' }],
+      ['get-execution-status', { executionId: 'exec_999999' }],
+      ['cancel-execution', { executionId: 'exec_999999' }],
+      ['get-artifact', { artifactId: output.id }],
+      ['download-artifact', { artifactId: output.id }],
+      ['delete-artifact', { artifactId: output.id }],
+    ] as const) {
+      failure(await client.callTool({ name, arguments: args }), 'NOT_FOUND');
+    }
+  });
+
+  it('refuses bad arguments as a tool error, before any service runs', async () => {
+    const { key, client } = await setup();
+    for (const [name, args] of [
+      ['execute-skill', { slug: 'notes' }],
+      ['write-memory', { content: 'x', mode: 'prepend' }],
+      ['list-executions', { limit: 0 }],
+    ] as const) {
+      const result = await client.callTool({ name, arguments: args });
+      expect(result.isError).toBe(true);
+    }
+    expect((await call('/api/v1/executions', { apiKey: key })).body.items).toEqual([]);
+    expect((await call('/api/v1/memory', { apiKey: key })).body.content).toBe('');
+  });
+
+  it('records the client’s interface label from its User-Agent', async () => {
+    const { user, key } = await setup();
+    const vscode = await connect(key, { 'user-agent': 'Visual Studio Code/1.99 (vscode mcp)' });
+    const started = ok(await vscode.callTool({ name: 'execute-skill', arguments: { slug: 'notes', input: 'Hello there.' } }));
+    await waitForStatus(user, started.executionId, 'completed');
+    const history = ok(await vscode.callTool({ name: 'list-executions', arguments: {} }));
+    expect(history.items[0]).toMatchObject({ source: 'mcp', interface: 'mcp-vscode' });
+  });
+
+  it('reads and writes working memory; concurrent appends are all kept', async () => {
+    const { client } = await setup();
+    expect(ok(await client.callTool({ name: 'write-memory', arguments: { content: 'Start', mode: 'overwrite' } }))).toMatchObject({ content: 'Start' });
+    await Promise.all(Array.from({ length: 12 }, (_, i) => client.callTool({ name: 'write-memory', arguments: { content: `note ${i}`, mode: 'append' } })));
+    const { content } = ok(await client.callTool({ name: 'read-memory', arguments: {} }));
+    const entries = content.split('\n\n---\n\n');
+    expect(entries[0]).toBe('Start');
+    expect(entries.slice(1).sort()).toEqual(Array.from({ length: 12 }, (_, i) => `note ${i}`).sort());
+  });
+
+  it('applies the scope of the REST route each tool mirrors', async () => {
+    const { client } = await setup(['billing:read', 'memory:read']);
+    expect(ok(await client.callTool({ name: 'get-credit-balance', arguments: {} }))).toMatchObject({ balance: 100, canExecute: true });
+    expect(ok(await client.callTool({ name: 'read-memory', arguments: {} }))).toMatchObject({ content: '' });
+    const denied = failure(await client.callTool({ name: 'write-memory', arguments: { content: 'x', mode: 'append' } }), 'FORBIDDEN');
+    expect(denied.details).toEqual({ scope: 'memory:write' });
+    failure(await client.callTool({ name: 'execute-skill', arguments: { slug: 'notes', input: 'x' } }), 'FORBIDDEN');
+    failure(await client.callTool({ name: 'list-installed-skills', arguments: {} }), 'FORBIDDEN');
+  });
+});
+
+describe('the MCP endpoint over HTTP', () => {
+  const post = (headers: Record<string, string>, method = 'POST') =>
+    exports.default.fetch(`${BASE}/mcp/`, {
+      method,
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body: method === 'POST' ? JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) : undefined,
+    });
+
+  it('answers no key 401 in the envelope with WWW-Authenticate, and a bad key 401 too', async () => {
+    for (const headers of [{}, { 'x-api-key': 'sk_live_not-a-real-key' }] as Record<string, string>[]) {
+      const res = await post(headers);
+      expect(res.status).toBe(401);
+      expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"`);
+      expect((await res.json()) as object).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
+    }
+  });
+
+  it('answers GET and DELETE 405 before the transport, and a foreign Origin 403', async () => {
+    const { key } = await setup();
+    for (const method of ['GET', 'DELETE']) {
+      const res = await post({ 'x-api-key': key }, method);
+      expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe('POST');
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('INVALID_INPUT');
+    }
+    const foreign = await post({ 'x-api-key': key, origin: 'https://evil.example' });
+    expect(foreign.status).toBe(403);
+    expectError({ status: foreign.status, headers: foreign.headers, body: await foreign.json() }, 403, 'FORBIDDEN');
+    expect((await post({ 'x-api-key': key, origin: BASE })).status).toBe(200);
+  });
+
+  it('shares the REST rate limit of the key, with the same headers', async () => {
+    const { key } = await setup();
+    const rest = await call('/api/v1/memory', { apiKey: key });
+    const viaMcp = await post({ 'x-api-key': key });
+    expect(viaMcp.status).toBe(200);
+    expect(Number(viaMcp.headers.get('x-ratelimit-remaining'))).toBe(Number(rest.headers.get('x-ratelimit-remaining')) - 1);
+    expect(viaMcp.headers.get('x-ratelimit-limit')).toBe('100');
+  });
+});
+

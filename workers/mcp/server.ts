@@ -1,0 +1,24 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/cfworker';
+import type { ToolContext } from './tool';
+import { artifactTools } from './tools/artifacts.tools';
+import { billingTools } from './tools/billing.tools';
+import { executionTools } from './tools/executions.tools';
+import { memoryTools } from './tools/memory.tools';
+import { skillTools } from './tools/skills.tools';
+
+/** Every tool the endpoint offers, each a thin adapter over workers/services/. */
+export const MCP_TOOLS = [...skillTools, ...executionTools, ...artifactTools, ...memoryTools, ...billingTools];
+
+/**
+ * A fresh server per request (stateless Streamable HTTP: CONVENTIONS.md). The SDK's default
+ * JSON Schema validator compiles with `new Function`, which Workers forbid; @cfworker's does not.
+ */
+export function createMcpServer(ctx: ToolContext): McpServer {
+  const server = new McpServer(
+    { name: 'workspace-skills-service', version: '1.0.0' },
+    { capabilities: { tools: {} }, jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },
+  );
+  for (const tool of MCP_TOOLS) tool.register(server, ctx);
+  return server;
+}

@@ -1,0 +1,70 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { Principal } from '../auth/principal';
+import { ROUTE_ACCESS } from '../auth/route-scopes';
+import type { Db, Env } from '../env';
+import { AppError } from '../errors';
+import { authorize } from '../middleware/authenticate';
+
+/** What every tool call runs with: the same principal, database and bindings a REST call gets. */
+export interface ToolContext {
+  db: Db;
+  env: Env;
+  principal: Principal;
+  /** The client's interface label for executions started here (spec 2.2): `mcp`, `mcp-vscode`, … */
+  clientInterface: string;
+  requestId: string;
+}
+
+export interface ServiceTool<Shape extends z.ZodRawShape> {
+  name: string;
+  title: string;
+  description: string;
+  /** The REST route this tool mirrors (a ROUTE_ACCESS key): its scope applies to the tool too. */
+  route: keyof typeof ROUTE_ACCESS & string;
+  input: Shape;
+  annotations: Required<Pick<ToolAnnotations, 'readOnlyHint' | 'destructiveHint' | 'idempotentHint' | 'openWorldHint'>>;
+  /** The service's answer: a JSON object (lists are wrapped), sent as text and as `structuredContent`. */
+  run: (ctx: ToolContext, args: z.infer<z.ZodObject<Shape>>) => Promise<object>;
+}
+
+/** A failed call: an MCP tool error whose text is the service's error envelope, code first (DECISIONS.md, MCP tools). */
+function toolError(error: unknown, requestId: string): CallToolResult {
+  const known =
+    error instanceof AppError
+      ? error
+      : (console.error(JSON.stringify({ level: 'error', requestId, error: error instanceof Error ? (error.stack ?? error.message) : String(error) })),
+        new AppError('INTERNAL_ERROR', 500, 'An unexpected error occurred'));
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(known.toEnvelope()) }] };
+}
+
+/**
+ * A tool as a thin adapter over a service: the mirrored route's scope check, the service call,
+ * and its result as JSON text plus `structuredContent`. The SDK validates arguments against
+ * `input` before `run` is called.
+ */
+export function defineTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
+  return {
+    name: tool.name,
+    register(server: McpServer, ctx: ToolContext) {
+      server.registerTool(
+        tool.name,
+        { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: { title: tool.title, ...tool.annotations } },
+        // The SDK's callback type cannot be resolved for a generic shape; at run time `args` is
+        // the input parsed against `tool.input`.
+        (async (args: z.infer<z.ZodObject<Shape>>): Promise<CallToolResult> => {
+          try {
+            authorize(ROUTE_ACCESS[tool.route]!, ctx.principal);
+            const result = await tool.run(ctx, args);
+            return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown> };
+          } catch (error) {
+            return toolError(error, ctx.requestId);
+          }
+        }) as never,
+      );
+    },
+  };
+}
+
+export const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;

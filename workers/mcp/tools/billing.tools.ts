@@ -1,0 +1,14 @@
+import { getBalance } from '../../services/credits';
+import { defineTool, READ_ONLY } from '../tool';
+
+export const billingTools = [
+  defineTool({
+    name: 'get-credit-balance',
+    title: 'Get credit balance',
+    description: 'Shows the caller’s credits in Ds: balance, total spent, whether a run can start (50 Ds available) and whether the account is an admin.',
+    route: 'GET /api/v1/billing/balance',
+    input: {},
+    annotations: READ_ONLY,
+    run: (ctx) => getBalance(ctx.db, ctx.principal),
+  }),
+];
