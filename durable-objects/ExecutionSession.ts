@@ -63,6 +63,8 @@ export interface TurnInput {
   skillName: string;
   /** The skill whose bound secrets the run's tools may use (looked up when the turn runs). */
   skillSlug: string;
+  /** The channel the execution came through (`api`, `mcp`, `chat`), for the control plane's `sources` filter. */
+  source?: string;
   /** The prompt of the skill version the execution was created with. */
   system: string;
   text: string;

@@ -25,6 +25,7 @@ import { secretRoutes } from './routes/secrets';
 import { skillSecretRoutes } from './routes/skill-secrets';
 import { skills } from './routes/skills';
 import { streams } from './routes/streams';
+import { traceRoutes } from './routes/traces';
 import { workspaces } from './routes/workspaces';
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -72,6 +73,7 @@ export function createApp() {
   app.route('/api/v1/artifacts', artifactRoutes);
   app.route('/api/v1/billing', billing);
   app.route('/api/v1/byok', byok);
+  app.route('/api/v1/traces', traceRoutes);
   app.route('/streams', streams);
   app.route('/', mcp);
 

@@ -44,6 +44,8 @@ export interface RequestOrigin {
   requestId: string;
   ip: string | null;
   userAgent: string | null;
+  /** `x-agent-slug`: attribution on traces (spec 4.7 rule 3), never an access check. */
+  agentSlug?: string | null;
 }
 
 export type AppEnv = {

@@ -97,6 +97,13 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   // Spec 5.4 has no billing write scope: storing a key that pays for runs is a profile change.
   'PUT /api/v1/byok': { auth: 'credential', scope: 'profile:write' },
   'DELETE /api/v1/byok': { auth: 'credential', scope: 'profile:write' },
+
+  'GET /api/v1/traces': { auth: 'credential', scope: 'trace:read' },
+  'GET /api/v1/traces/:id': { auth: 'credential', scope: 'trace:read' },
+  'GET /api/v1/traces/:id/events': { auth: 'credential', scope: 'trace:read' },
+  'POST /api/v1/traces/:id/events': { auth: 'credential', scope: 'trace:write' },
+  // Continue starts nothing: it only reads the trace (spec 4.7 rule 4).
+  'POST /api/v1/traces/:id/continue': { auth: 'credential', scope: 'trace:read' },
 };
 
 export const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;

@@ -7,6 +7,10 @@ import { invalidInput } from '../errors';
 /** A caller's request id is kept if it is short and printable; otherwise we make one. */
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
+/** An `x-agent-slug` worth recording: a short slug; anything else is ignored. */
+const AGENT_SLUG = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
+const agentSlugOf = (value: string | undefined) => (value !== undefined && AGENT_SLUG.test(value.trim()) ? value.trim() : null);
+
 /** Spec 9: the latest (and so far only) dated API version. */
 export const CURRENT_API_VERSION = '2026-11-01';
 const VERSION_DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -33,6 +37,7 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
     requestId,
     ip: c.req.header('cf-connecting-ip') ?? null,
     userAgent: c.req.header('user-agent')?.slice(0, 512) ?? null,
+    agentSlug: agentSlugOf(c.req.header('x-agent-slug')),
   });
   c.set('principal', undefined);
   const version = c.req.header('service-version');

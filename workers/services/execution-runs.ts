@@ -5,6 +5,7 @@ import type { Db } from '../env';
 import type { RunStopReason } from '../runtime/agent-loop';
 import { now } from '../lib/clock';
 import { workspacePrefix } from './archive-install';
+import { traceRunFinished } from './traces';
 
 /** Artifact names the agent may use: plain file names. */
 const ARTIFACT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
@@ -35,7 +36,7 @@ export async function saveArtifact(db: Db, bucket: R2Bucket, turn: TurnInput, na
 /** DECISIONS.md: end_turn → completed, error → failed, interrupt and limit_reached → idle again. */
 const statusAfter = (reason: RunStopReason) => (reason === 'end_turn' ? 'completed' : reason === 'error' ? 'failed' : 'idle');
 
-/** Writes a finished turn's outcome to the executions index. */
+/** Writes a finished turn's outcome to the executions index and its lineage's trace, in one batch. */
 export async function finishTurn(
   db: Db,
   executionId: number,
@@ -43,15 +44,18 @@ export async function finishTurn(
   totals: { cost: number; inputTokens: number; outputTokens: number; elapsedMs: number },
 ) {
   const status = statusAfter(reason);
-  await db
-    .update(executions)
-    .set({
-      status,
-      cost: sql`${executions.cost} + ${totals.cost}`,
-      inputTokens: sql`${executions.inputTokens} + ${totals.inputTokens}`,
-      outputTokens: sql`${executions.outputTokens} + ${totals.outputTokens}`,
-      executionTimeMs: sql`${executions.executionTimeMs} + ${totals.elapsedMs}`,
-      completedAt: status === 'idle' ? null : now(),
-    })
-    .where(eq(executions.id, executionId));
+  await db.batch([
+    db
+      .update(executions)
+      .set({
+        status,
+        cost: sql`${executions.cost} + ${totals.cost}`,
+        inputTokens: sql`${executions.inputTokens} + ${totals.inputTokens}`,
+        outputTokens: sql`${executions.outputTokens} + ${totals.outputTokens}`,
+        executionTimeMs: sql`${executions.executionTimeMs} + ${totals.elapsedMs}`,
+        completedAt: status === 'idle' ? null : now(),
+      })
+      .where(eq(executions.id, executionId)),
+    traceRunFinished(db, executionId, reason, totals.cost),
+  ]);
 }

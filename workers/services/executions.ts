@@ -16,6 +16,7 @@ import { hasByokKey } from './byok';
 import { insufficientCredits, MIN_RUN_BALANCE, reserveCredits, RUN_BUDGET } from './credits';
 import { requireOwned } from './tenant';
 import { requireSkill } from './skills';
+import { requireTraceByKey, traceExecutionRemoved, traceRunStarted, traceUpsert } from './traces';
 
 /** Spec 7.2's per-user execution rate limit (its number is ours): run starts per minute. */
 export const RUNS_PER_MINUTE = 20;
@@ -28,6 +29,8 @@ export const CreateExecutionBody = z.object({
   input: z.string().trim().min(1).max(100_000),
   source: z.string().trim().min(1).max(40).default('api'),
   interface: z.string().trim().min(1).max(40).default('api'),
+  /** A trace key (spec 4.7 rule 4): the execution joins that lineage's trace. */
+  sessionId: z.string().trim().min(1).max(100).optional(),
 });
 export type CreateExecutionBody = z.infer<typeof CreateExecutionBody>;
 
@@ -35,14 +38,20 @@ export const IdleExecution = z.object({ id: z.string(), skill_slug: z.string(), 
 export type IdleExecution = z.infer<typeof IdleExecution>;
 
 interface Lineage {
-  parentExecutionId: number;
+  parentExecutionId: number | null;
   traceKey: string;
 }
 
 /** Step 1 of the three-step flow: an idle execution of an installed skill; nothing runs yet. */
 export async function createExecution(db: Db, principal: Principal, input: CreateExecutionBody, lineage?: Lineage): Promise<IdleExecution> {
   const skill = await requireSkill(db, principal, input.skill_slug);
+  if (!lineage && input.sessionId !== undefined) {
+    const trace = await requireTraceByKey(db, principal, input.sessionId);
+    lineage = { parentExecutionId: trace.targetExecutionId, traceKey: trace.traceKey };
+  }
+  const traceKey = lineage?.traceKey ?? crypto.randomUUID();
   const [version] = await db.select().from(skillVersions).where(eq(skillVersions.id, skill.activeVersionId!)).limit(1);
+  const newId = sql`(SELECT MAX(${executions.id}) FROM ${executions} WHERE ${executions.workspaceId} = ${principal.workspaceId})`;
   const [[row]] = await db.batch([
     db
       .insert(executions)
@@ -57,10 +66,11 @@ export async function createExecution(db: Db, principal: Principal, input: Creat
         source: input.source,
         interface: input.interface,
         parentExecutionId: lineage?.parentExecutionId ?? null,
-        traceKey: lineage?.traceKey ?? crypto.randomUUID(),
+        traceKey,
         startedAt: now(),
       })
       .returning(),
+    traceUpsert(db, principal, { traceKey, kind: 'execution', title: `${version!.name}: ${input.input}`, executionId: newId }),
     ...recordChange(db, principal, {
       action: 'execution.created',
       resourceType: 'execution',
@@ -175,9 +185,11 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     budget: hold.amount,
     skillName: execution.skillName,
     skillSlug: execution.skillSlug,
+    source: execution.source,
     system: version?.prompt ?? '',
     text,
   });
+  await traceRunStarted(db, execution.id);
   await recordRun(db, principal, execution, 'execution.started');
   return accepted;
 }
@@ -211,6 +223,7 @@ async function createAndStart(db: Db, env: Env, principal: Principal, input: Cre
     await startRun(db, env, principal, execution, input.input);
   } catch (error) {
     await db.delete(executions).where(eq(executions.id, execution.id));
+    await traceExecutionRemoved(db, principal.workspaceId, execution.traceKey);
     throw error;
   }
   return {
