@@ -25,6 +25,7 @@ import { secretRoutes } from './routes/secrets';
 import { skillSecretRoutes } from './routes/skill-secrets';
 import { skills } from './routes/skills';
 import { streams } from './routes/streams';
+import { threadRoutes } from './routes/threads';
 import { traceRoutes } from './routes/traces';
 import { workspaces } from './routes/workspaces';
 
@@ -74,6 +75,7 @@ export function createApp() {
   app.route('/api/v1/billing', billing);
   app.route('/api/v1/byok', byok);
   app.route('/api/v1/traces', traceRoutes);
+  app.route('/api/v1/threads', threadRoutes);
   app.route('/streams', streams);
   app.route('/', mcp);
 

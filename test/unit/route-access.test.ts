@@ -12,7 +12,9 @@ const describeAccess = (access: RouteAccess) =>
     ? 'none'
     : access.auth === 'session'
       ? 'session only'
-      : access.auth === 'key'
+      : access.auth === 'agent'
+        ? 'API key (also unactivated)'
+        : access.auth === 'key'
         ? `API key with \`${access.scope}\``
         : `\`${access.scope}\``;
 

@@ -34,7 +34,7 @@ export interface PresentedCredentials {
   workspaceSelector: string | undefined;
 }
 
-async function principalFromApiKey(db: Db, key: string, origin: RequestOrigin): Promise<Principal> {
+async function principalFromApiKey(db: Db, key: string, origin: RequestOrigin, allowUnactivated: boolean): Promise<Principal> {
   const [row] = await db
     .select({
       id: apiKeys.id,
@@ -50,7 +50,7 @@ async function principalFromApiKey(db: Db, key: string, origin: RequestOrigin): 
     .limit(1);
   if (!row) throw unauthorized('The API key is not valid');
   if (row.status === 'revoked') throw forbidden('This API key has been revoked');
-  if (row.status === 'unactivated') throw forbidden('This API key is not activated yet: approve it in the app first');
+  if (row.status === 'unactivated' && !allowUnactivated) throw forbidden('This API key is not activated yet: approve it in the app first');
   // A key outlives its owner's membership only as a dead credential.
   if (!row.role) throw forbidden('The key owner is no longer a member of its workspace');
   return {
@@ -125,8 +125,10 @@ export async function resolvePrincipal(
   db: Db,
   presented: PresentedCredentials,
   origin: RequestOrigin,
+  /** Only the agent routes admit an unactivated key: asking for scopes is how it gets activated (spec 3.5). */
+  options: { allowUnactivated?: boolean } = {},
 ): Promise<Principal | undefined> {
-  if (presented.apiKey !== undefined) return principalFromApiKey(db, presented.apiKey, origin);
+  if (presented.apiKey !== undefined) return principalFromApiKey(db, presented.apiKey, origin, options.allowUnactivated ?? false);
   if (presented.sessionToken !== undefined)
     return principalFromSession(db, presented.sessionToken, presented.workspaceSelector, origin);
   return undefined;

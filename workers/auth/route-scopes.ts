@@ -104,6 +104,11 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/v1/traces/:id/events': { auth: 'credential', scope: 'trace:write' },
   // Continue starts nothing: it only reads the trace (spec 4.7 rule 4).
   'POST /api/v1/traces/:id/continue': { auth: 'credential', scope: 'trace:read' },
+
+  'POST /api/v1/threads': { auth: 'credential', scope: 'thread:write' },
+  'GET /api/v1/threads': { auth: 'credential', scope: 'thread:read' },
+  'POST /api/v1/threads/:id/messages': { auth: 'credential', scope: 'thread:write' },
+  'GET /api/v1/threads/:id/messages': { auth: 'credential', scope: 'thread:read' },
 };
 
 export const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;

@@ -3,6 +3,7 @@ import { matchedRoutes } from 'hono/route';
 import { resolvePrincipal } from '../auth/credentials';
 import type { Principal } from '../auth/principal';
 import { ROUTE_ACCESS, routeKey, type RouteAccess } from '../auth/route-scopes';
+import { coveredByGrant, GRANT_TOKEN_HEADER } from '../auth/grants';
 import { hasScope } from '../auth/scopes';
 import type { AppEnv } from '../env';
 import { AppError, forbidden, unauthorized } from '../errors';
@@ -29,7 +30,7 @@ export function authorize(access: RouteAccess, principal: Principal | undefined)
   if (access.auth === 'session' && credential.type !== 'session') {
     throw forbidden('This route is for signed-in people (session token), not API keys');
   }
-  if (access.auth === 'key' && credential.type !== 'api_key') throw forbidden('This route needs an API key');
+  if ((access.auth === 'key' || access.auth === 'agent') && credential.type !== 'api_key') throw forbidden('This route needs an API key');
   if ((access.auth === 'credential' || access.auth === 'key') && !hasScope(principal.scopes, access.scope)) {
     throw forbidden(`This credential lacks the scope "${access.scope}"`, { scope: access.scope });
   }
@@ -41,7 +42,7 @@ export function authorize(access: RouteAccess, principal: Principal | undefined)
  * path for REST and MCP, so both share a credential's limit. Answers the principal, or
  * undefined without a credential; a refused credential throws after it was counted.
  */
-export async function identify(c: Context): Promise<Principal | undefined> {
+export async function identify(c: Context, options: { allowUnactivated?: boolean } = {}): Promise<Principal | undefined> {
   let principal: Principal | undefined;
   let failure: unknown;
   try {
@@ -53,6 +54,7 @@ export async function identify(c: Context): Promise<Principal | undefined> {
         workspaceSelector: c.req.header('x-workspace-id'),
       },
       c.var.origin,
+      options,
     );
   } catch (error) {
     failure = error;
@@ -78,14 +80,24 @@ export async function identify(c: Context): Promise<Principal | undefined> {
   return principal;
 }
 
+/**
+ * Spec 5.5: a key lacking a route's scope may hold a session grant of it, or a one-time grant,
+ * which this request then spends (`x-permission-grant` picks which).
+ */
+async function grantCovers(c: Context, access: RouteAccess, principal: Principal | undefined): Promise<boolean> {
+  if (access.auth !== 'credential' && access.auth !== 'key') return false;
+  if (!principal || principal.credential.type !== 'api_key' || hasScope(principal.scopes, access.scope)) return false;
+  return coveredByGrant(c.var.db, principal.credential.apiKeyId, access.scope, c.req.header(GRANT_TOKEN_HEADER));
+}
+
 /** For `/api/v1/*`: identifies the caller, then checks the route-to-scope table. */
 export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
   const key = handlerRouteKey(c);
   if (key === undefined) return next(); // no such route: 404 NOT_FOUND, credential or not
   const access = ROUTE_ACCESS[key];
   if (!access) throw new Error(`Route ${key} is missing from ROUTE_ACCESS`);
-  const principal = await identify(c);
-  authorize(access, principal);
+  const principal = await identify(c, { allowUnactivated: access.auth === 'agent' });
+  if (!(await grantCovers(c, access, principal))) authorize(access, principal);
   c.set('principal', principal);
   await next();
 });

@@ -40,7 +40,7 @@ export type ApiKeyRecord = z.infer<typeof ApiKeyRecord>;
 export const CreatedApiKey = ApiKeyRecord.extend({ key: z.string() });
 export type CreatedApiKey = z.infer<typeof CreatedApiKey>;
 
-const presentApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
+export const presentApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
   id: formatId('key', row.id),
   name: row.name,
   keyPreview: row.keyPreview,
