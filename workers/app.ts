@@ -12,6 +12,7 @@ import { apiKeys } from './routes/api-keys';
 import { auditLogs } from './routes/audit-logs';
 import { artifactRoutes } from './routes/artifacts';
 import { auth } from './routes/auth';
+import { authPages } from './routes/auth-pages';
 import { billing } from './routes/billing';
 import { byok } from './routes/byok';
 import { executionRoutes } from './routes/executions';
@@ -20,6 +21,7 @@ import { install } from './routes/install';
 import { marketplace } from './routes/marketplace';
 import { mcp } from './routes/mcp';
 import { memory } from './routes/memory';
+import { oauth, wellKnown } from './routes/oauth';
 import { profile } from './routes/profile';
 import { secretRoutes } from './routes/secrets';
 import { skillSecretRoutes } from './routes/skill-secrets';
@@ -58,6 +60,9 @@ export function createApp() {
   app.use('/api/v1/*', authenticate);
 
   app.route('/auth', auth);
+  app.route('/auth', authPages);
+  app.route('/auth', oauth);
+  app.route('/.well-known', wellKnown);
   app.route('/api/v1/profile', profile);
   app.route('/api/v1/workspaces', workspaces);
   app.route('/api/v1/invitations', invitations);

@@ -3,7 +3,9 @@ import * as schema from '../schema';
 import { createApp } from './app';
 import type { Env } from './env';
 import { deleteExpiredIdempotencyRecords } from './middleware/idempotency';
+import { maintainSigningKeys } from './auth/oauth/signing-keys';
 import { deleteExpiredSessions } from './services/accounts';
+import { deleteExpiredOAuthRecords } from './services/oauth';
 
 export { ExecutionSession } from '../durable-objects/ExecutionSession';
 export { RateLimiter } from '../durable-objects/RateLimiter';
@@ -16,7 +18,14 @@ export default {
   /** Hourly housekeeping (wrangler.toml [triggers]). */
   async scheduled(_controller, env, ctx) {
     const db = drizzle(env.DB, { schema });
-    ctx.waitUntil(Promise.all([deleteExpiredSessions(db), deleteExpiredIdempotencyRecords(db)]));
+    ctx.waitUntil(
+      Promise.all([
+        deleteExpiredSessions(db),
+        deleteExpiredIdempotencyRecords(db),
+        deleteExpiredOAuthRecords(db),
+        maintainSigningKeys(db, env.ENCRYPTION_KEY),
+      ]),
+    );
   },
 
   /**

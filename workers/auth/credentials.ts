@@ -4,6 +4,7 @@ import type { Db, RequestOrigin } from '../env';
 import { forbidden, notFound, unauthorized } from '../errors';
 import { now } from '../lib/clock';
 import { randomToken, sha256Hex } from '../lib/crypto';
+import { apiScopesOf, findAccessToken } from '../services/oauth';
 import type { Principal } from './principal';
 import { WILDCARD } from './scopes';
 
@@ -30,6 +31,8 @@ export const newSessionToken = () => randomToken(32);
 export interface PresentedCredentials {
   apiKey: string | undefined;
   sessionToken: string | undefined;
+  /** `Authorization: Bearer …`: an OAuth access token (spec 5.1). */
+  bearerToken?: string | undefined;
   /** `x-workspace-id`: honoured for sessions only (spec 5.1). */
   workspaceSelector: string | undefined;
 }
@@ -118,6 +121,31 @@ async function principalFromSession(
 }
 
 /**
+ * RFC 6750: an opaque access token, looked up on every request so revocation is immediate
+ * (RFC 7009, spec 5.3 rule 5). Its workspace is the one chosen at consent; its scopes are
+ * checked per route like a key's, and OIDC scopes count for nothing there (spec 5.3 rule 6).
+ */
+async function principalFromAccessToken(db: Db, token: string, origin: RequestOrigin): Promise<Principal> {
+  const grant = await findAccessToken(db, token);
+  if (!grant) throw unauthorized('The access token is not valid, has expired or was revoked');
+  if (!grant.role) throw forbidden('The user is no longer a member of the workspace this token is for');
+  return {
+    userId: grant.userId,
+    workspaceId: grant.workspaceId,
+    role: grant.role,
+    credential: { type: 'oauth', grantId: grant.grantId, clientId: grant.clientId },
+    scopes: apiScopesOf(grant.scopes),
+    origin,
+  };
+}
+
+/** The token of an `Authorization: Bearer` header (RFC 6750 2.1), or undefined. */
+export function bearerTokenOf(header: string | undefined): string | undefined {
+  const match = header && /^Bearer\s+([A-Za-z0-9._~+/-]+=*)\s*$/i.exec(header);
+  return match ? match[1] : undefined;
+}
+
+/**
  * Resolves the request's credential. Returns undefined when none is presented; throws 401 for
  * an unknown or expired one and 403 for a revoked or unactivated key.
  */
@@ -131,5 +159,6 @@ export async function resolvePrincipal(
   if (presented.apiKey !== undefined) return principalFromApiKey(db, presented.apiKey, origin, options.allowUnactivated ?? false);
   if (presented.sessionToken !== undefined)
     return principalFromSession(db, presented.sessionToken, presented.workspaceSelector, origin);
+  if (presented.bearerToken !== undefined) return principalFromAccessToken(db, presented.bearerToken, origin);
   return undefined;
 }

@@ -3,7 +3,9 @@ import type { RequestOrigin } from '../env';
 
 export type Credential =
   | { type: 'session'; sessionId: string }
-  | { type: 'api_key'; apiKeyId: number };
+  | { type: 'api_key'; apiKeyId: number }
+  /** An OAuth access token (spec 5.3): bound to one user, workspace and client at consent. */
+  | { type: 'oauth'; grantId: string; clientId: string };
 
 /**
  * Who is calling, in which workspace, with what rights. Every service function takes one,

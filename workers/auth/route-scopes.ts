@@ -6,13 +6,16 @@ import type { Scope } from './scopes';
  * - `credential`: an API key, session token or OAuth token holding `scope`
  *   (sessions and `*` keys skip the scope check);
  * - `session`: a signed-in person only (the app's approval routes);
- * - `key`: an API key only.
+ * - `key`: an API key only;
+ * - `agent`: an API key, activated or not, with no scope check: connect, request-permission and
+ *   their polls, where a key gets its scopes in the first place (spec 3.3-3.5).
  */
 export type RouteAccess =
   | { auth: 'public' }
   | { auth: 'credential'; scope: Scope }
   | { auth: 'session' }
-  | { auth: 'key'; scope: Scope };
+  | { auth: 'key'; scope: Scope }
+  | { auth: 'agent' };
 
 /**
  * The route-to-scope table: the single source of truth for access to `/api/v1/`.
@@ -37,6 +40,27 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/v1/api-keys': { auth: 'credential', scope: 'agent:list' },
   'POST /api/v1/api-keys': { auth: 'credential', scope: 'profile:write' },
   'POST /api/v1/api-keys/:id/revoke': { auth: 'credential', scope: 'profile:write' },
+
+  // Spec 3.3-3.5, 5.5: agents ask for scopes with their key (unactivated keys too); the key's
+  // owner decides in the app.
+  'POST /api/v1/agents/connect': { auth: 'agent' },
+  'GET /api/v1/agents/connect/poll/:consentId': { auth: 'agent' },
+  'POST /api/v1/agents/connect/by-code': { auth: 'session' },
+  'POST /api/v1/agents/consents/:consentId/approve': { auth: 'session' },
+  'POST /api/v1/agents/consents/:consentId/deny': { auth: 'session' },
+  'POST /api/v1/agents/request-permission': { auth: 'agent' },
+  'GET /api/v1/agents/request-permission/poll/:requestId': { auth: 'agent' },
+  'GET /api/v1/agents/permission-requests': { auth: 'session' },
+  'POST /api/v1/agents/permission-requests/:requestId/approve': { auth: 'session' },
+  'POST /api/v1/agents/permission-requests/:requestId/deny': { auth: 'session' },
+  'DELETE /api/v1/agents/:keyId/scopes/:scope': { auth: 'credential', scope: 'profile:write' },
+
+  // Spec 5.2: the device flow. The agent has no credential yet: the device code is its secret.
+  'POST /api/v1/activate': { auth: 'public' },
+  'POST /api/v1/activate/poll': { auth: 'public' },
+  'GET /api/v1/activate/lookup': { auth: 'session' },
+  'POST /api/v1/activate/confirm': { auth: 'session' },
+  'POST /api/v1/activate/deny': { auth: 'session' },
 
   'GET /api/v1/memory': { auth: 'credential', scope: 'memory:read' },
   'PUT /api/v1/memory': { auth: 'credential', scope: 'memory:write' },

@@ -1,6 +1,6 @@
 import { createMiddleware } from 'hono/factory';
 import { matchedRoutes } from 'hono/route';
-import { resolvePrincipal } from '../auth/credentials';
+import { bearerTokenOf, resolvePrincipal } from '../auth/credentials';
 import type { Principal } from '../auth/principal';
 import { ROUTE_ACCESS, routeKey, type RouteAccess } from '../auth/route-scopes';
 import { coveredByGrant, GRANT_TOKEN_HEADER } from '../auth/grants';
@@ -51,6 +51,7 @@ export async function identify(c: Context, options: { allowUnactivated?: boolean
       {
         apiKey: c.req.header('x-api-key'),
         sessionToken: c.req.header('x-auth-token'),
+        bearerToken: bearerTokenOf(c.req.header('authorization')),
         workspaceSelector: c.req.header('x-workspace-id'),
       },
       c.var.origin,

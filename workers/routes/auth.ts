@@ -21,19 +21,26 @@ async function throttle(env: AppEnv['Bindings'], subject: string, limit: number)
   }
 }
 
+/** The API and the sign-in pages count attempts together. */
+export async function throttleSignIn(env: AppEnv['Bindings'], ip: string | null, email: string) {
+  await throttle(env, `signin:ip:${ip ?? 'unknown'}`, SIGN_IN_PER_IP);
+  await throttle(env, `signin:account:${email}`, SIGN_IN_PER_ACCOUNT);
+}
+
+export const throttleSignUp = (env: AppEnv['Bindings'], ip: string | null) => throttle(env, `signup:ip:${ip ?? 'unknown'}`, SIGN_UP_PER_IP);
+
 const SignedOut = z.object({ success: z.literal(true) });
 
 /** Accounts and sessions (DECISIONS.md). The token is sent back as `x-auth-token`. */
 export const auth = new Hono<AppEnv>()
   .post('/sign-up/email', documented('Auth', 'Create an account, its personal workspace and a session', 201, SessionResponse), validate('json', SignUpBody), async (c) => {
-    await throttle(c.env, `signup:ip:${c.var.origin.ip ?? 'unknown'}`, SIGN_UP_PER_IP);
+    await throttleSignUp(c.env, c.var.origin.ip);
     const welcomeCredits = Math.round((Number(c.env.WELCOME_CREDITS) || 0) * 100);
     return c.json(await signUp(c.var.db, c.req.valid('json'), c.var.origin, welcomeCredits), 201);
   })
   .post('/sign-in/email', documented('Auth', 'Start a session', 200, SessionResponse), validate('json', SignInBody), async (c) => {
     const { email } = c.req.valid('json');
-    await throttle(c.env, `signin:ip:${c.var.origin.ip ?? 'unknown'}`, SIGN_IN_PER_IP);
-    await throttle(c.env, `signin:account:${email}`, SIGN_IN_PER_ACCOUNT);
+    await throttleSignIn(c.env, c.var.origin.ip, email);
     return c.json(await signIn(c.var.db, c.req.valid('json'), c.var.origin));
   })
   .post('/sign-out', documented('Auth', 'End the session of x-auth-token', 200, SignedOut), async (c) => {

@@ -106,7 +106,7 @@ export const Profile = z.object({
   name: z.string(),
   createdAt: z.string(),
   workspace: z.object({ id: z.string(), name: z.string(), slug: z.string(), role: z.string() }),
-  credential: z.object({ type: z.enum(['session', 'api_key']), apiKeyId: z.string().nullable() }),
+  credential: z.object({ type: z.enum(['session', 'api_key', 'oauth']), apiKeyId: z.string().nullable() }),
   scopes: z.array(z.string()),
 });
 export type Profile = z.infer<typeof Profile>;
@@ -131,7 +131,7 @@ export async function getProfile(db: Db, principal: Principal): Promise<Profile>
     credential:
       principal.credential.type === 'api_key'
         ? { type: 'api_key', apiKeyId: formatId('key', principal.credential.apiKeyId) }
-        : { type: 'session', apiKeyId: null },
+        : { type: principal.credential.type, apiKeyId: null },
     scopes: principal.scopes,
   };
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { apiKeys, members, ROLES, sessions, users, workspaces, type Role, type WorkspaceRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
-import { AppError, notFound } from '../errors';
+import { AppError, forbidden, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { isUniqueViolation } from '../lib/db-errors';
 import { formatId, uuidv7 } from '../lib/ids';
@@ -143,6 +143,8 @@ export async function setCurrentWorkspace(
   const target = await findMembership(db, principal.userId, input.workspace);
   if (!target) throw notFound('Workspace');
   const { credential } = principal;
+  // An OAuth token acts in the workspace the user chose at consent (spec 5.3), nowhere else.
+  if (credential.type === 'oauth') throw forbidden('An OAuth access token is bound to the workspace chosen when it was granted');
   const change =
     credential.type === 'api_key'
       ? db.update(apiKeys).set({ workspaceId: target.workspace.id }).where(eq(apiKeys.id, credential.apiKeyId))

@@ -1,0 +1,604 @@
+import { env, exports } from 'cloudflare:workers';
+import { drizzle } from 'drizzle-orm/d1';
+import { createLocalJWKSet, jwtVerify } from 'jose';
+import { afterEach, describe, expect, it } from 'vitest';
+import { rotateSigningKey } from '../../workers/auth/oauth/signing-keys';
+import { advanceClock, resetClock } from '../../workers/lib/clock';
+import * as schema from '../../schema';
+import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
+
+const drizzleDb = () => drizzle(env.DB, { schema });
+
+afterEach(() => resetClock());
+
+const REDIRECT = 'https://client.example/callback';
+
+/** A raw request to the Worker, redirects not followed. */
+const raw = (path: string, init: RequestInit = {}) => exports.default.fetch(`${BASE}${path}`, { redirect: 'manual', ...init });
+
+const b64url = (bytes: ArrayBuffer | Uint8Array) =>
+  btoa(String.fromCharCode(...new Uint8Array(bytes))).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+
+async function pkce() {
+  const verifier = b64url(crypto.getRandomValues(new Uint8Array(32)));
+  const challenge = b64url(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier)));
+  return { verifier, challenge };
+}
+
+async function register(user: TestUser, body: Record<string, unknown> = {}) {
+  return call('/auth/oauth2/register', {
+    token: user.token,
+    headers: { origin: 'https://client.example' },
+    body: { client_name: 'Test client', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', ...body },
+  });
+}
+
+const cookieHeader = (user: TestUser, csrf?: string) => `__Host-session=${user.token}${csrf ? `; __Host-csrf=${csrf}` : ''}`;
+
+/** The value of a `Set-Cookie` named `name`. */
+const setCookieValue = (res: Response, name: string) =>
+  res.headers.getSetCookie().map((c) => new RegExp(`^${name}=([^;]*)`).exec(c)?.[1]).find((v) => v !== undefined);
+
+const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1];
+
+interface Flow {
+  user: TestUser;
+  clientId: string;
+  verifier: string;
+  state: string;
+}
+
+function authorizeQuery(clientId: string, challenge: string, scope: string, extra: Record<string, string> = {}) {
+  return new URLSearchParams({
+    client_id: clientId,
+    response_type: 'code',
+    redirect_uri: REDIRECT,
+    scope,
+    state: 'st-123',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    ...extra,
+  });
+}
+
+/** Runs authorize and the consent form as a browser would; answers the code. */
+async function authorizeCode(scope: string, existing?: { user: TestUser; clientId: string }) {
+  const user = existing?.user ?? (await signUp('OAuth User'));
+  const clientId = existing?.clientId ?? (await register(user)).body.client_id;
+  const { verifier, challenge } = await pkce();
+  const page = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, challenge, scope)}`, { headers: { cookie: cookieHeader(user) } });
+  expect(page.status).toBe(200);
+  const html = await page.text();
+  const csrf = setCookieValue(page, '__Host-csrf')!;
+  const form = new URLSearchParams({ csrf, decision: 'allow', workspace_id: user.workspaceId });
+  for (const name of ['client_id', 'redirect_uri', 'response_type', 'scope', 'state', 'code_challenge', 'code_challenge_method']) {
+    form.set(name, hidden(html, name)!.replace(/&amp;/g, '&'));
+  }
+  const consent = await raw('/auth/oauth2/authorize', {
+    method: 'POST',
+    headers: { cookie: cookieHeader(user, csrf), 'content-type': 'application/x-www-form-urlencoded', origin: BASE },
+    body: form,
+  });
+  expect(consent.status).toBe(303);
+  const location = new URL(consent.headers.get('location')!);
+  const flow: Flow = { user, clientId, verifier, state: location.searchParams.get('state')! };
+  return { ...flow, code: location.searchParams.get('code')!, location };
+}
+
+const token = (form: Record<string, string>) =>
+  raw('/auth/oauth2/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
+
+const exchange = (flow: { code: string; clientId: string; verifier: string }, overrides: Record<string, string> = {}) =>
+  token({ grant_type: 'authorization_code', code: flow.code, client_id: flow.clientId, redirect_uri: REDIRECT, code_verifier: flow.verifier, ...overrides });
+
+const bearer = (accessToken: string, path = '/api/v1/profile') => call(path, { headers: { authorization: `Bearer ${accessToken}` } });
+
+async function tokensFor(scope: string) {
+  const flow = await authorizeCode(scope);
+  const res = await exchange(flow);
+  expect(res.status).toBe(200);
+  return { ...flow, tokens: (await res.json()) as Record<string, any> };
+}
+
+describe('discovery', () => {
+  it('serves the same RFC 8414 document at both addresses, issuer exactly {base}/auth', async () => {
+    const oidc = await call('/auth/.well-known/openid-configuration');
+    const rfc8414 = await call('/.well-known/oauth-authorization-server/auth');
+    expect(oidc.status).toBe(200);
+    expect(rfc8414.body).toEqual(oidc.body);
+    expect(oidc.body).toMatchObject({
+      issuer: `${BASE}/auth`,
+      authorization_endpoint: `${BASE}/auth/oauth2/authorize`,
+      token_endpoint: `${BASE}/auth/oauth2/token`,
+      registration_endpoint: `${BASE}/auth/oauth2/register`,
+      revocation_endpoint: `${BASE}/auth/oauth2/revoke`,
+      userinfo_endpoint: `${BASE}/auth/oauth2/userinfo`,
+      jwks_uri: `${BASE}/auth/jwks`,
+      code_challenge_methods_supported: ['S256'],
+      authorization_response_iss_parameter_supported: true,
+      response_types_supported: ['code'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      token_endpoint_auth_methods_supported: ['none'],
+    });
+    for (const scope of ['profile:read', 'tool:execute', 'trace:write', 'billing:read', 'openid', 'profile', 'email', 'offline_access']) {
+      expect(oidc.body.scopes_supported).toContain(scope);
+    }
+    expect(oidc.body.scopes_supported).not.toContain('*');
+  });
+
+  it('serves RFC 9728 protected resource metadata for /mcp and for the root, without trailing slash', async () => {
+    const mcp = await call('/.well-known/oauth-protected-resource/mcp');
+    expect(mcp.status).toBe(200);
+    expect(mcp.body).toMatchObject({ resource: `${BASE}/mcp`, authorization_servers: [`${BASE}/auth`], bearer_methods_supported: ['header'] });
+    const root = await call('/.well-known/oauth-protected-resource');
+    expect(root.body.resource).toBe(BASE);
+    expect(root.body.scopes_supported).toContain('memory:read');
+    expect(root.body.scopes_supported).not.toContain('openid');
+  });
+});
+
+describe('POST /auth/oauth2/register', () => {
+  it('registers a public client for a signed-in user with an Origin', async () => {
+    const user = await signUp();
+    const res = await register(user);
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({
+      client_id: expect.any(String),
+      client_name: 'Test client',
+      redirect_uris: [REDIRECT],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    });
+    expect(res.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it('needs a session and an Origin header', async () => {
+    const user = await signUp();
+    const body = { redirect_uris: [REDIRECT] };
+    expectError(await call('/auth/oauth2/register', { headers: { origin: 'https://client.example' }, body }), 401, 'UNAUTHORIZED');
+    expectError(await call('/auth/oauth2/register', { token: user.token, body }), 403, 'FORBIDDEN');
+    const key = (await call('/api/v1/api-keys', { token: user.token, body: { name: 'k' } })).body.key;
+    expectError(await call('/auth/oauth2/register', { token: key, headers: { origin: 'https://x.example' }, body }), 401, 'UNAUTHORIZED');
+  });
+
+  it('refuses a cookie session from another site (CSRF)', async () => {
+    const user = await signUp();
+    const res = await raw('/auth/oauth2/register', {
+      method: 'POST',
+      headers: { cookie: cookieHeader(user), origin: 'https://evil.example', 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: [REDIRECT] }),
+    });
+    expect(res.status).toBe(403);
+  });
+
+  it.each([
+    ['http://client.example/cb', 'invalid_redirect_uri'],
+    ['https://client.example/cb#frag', 'invalid_redirect_uri'],
+    ['not a url', 'invalid_redirect_uri'],
+    ['javascript:alert(1)', 'invalid_redirect_uri'],
+  ])('refuses the redirect URI %s', async (uri, error) => {
+    const res = await register(await signUp(), { redirect_uris: [uri] });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe(error);
+  });
+
+  it('accepts http only on loopback addresses', async () => {
+    const user = await signUp();
+    for (const uri of ['http://127.0.0.1:8123/cb', 'http://[::1]/cb', 'http://localhost:3000/cb']) {
+      expect((await register(user, { redirect_uris: [uri] })).status).toBe(201);
+    }
+  });
+
+  it('refuses confidential clients and empty redirect lists', async () => {
+    const user = await signUp();
+    const secret = await register(user, { token_endpoint_auth_method: 'client_secret_basic' });
+    expect(secret.status).toBe(400);
+    expect(secret.body.error).toBe('invalid_client_metadata');
+    const none = await register(user, { redirect_uris: [] });
+    expect(none.body.error).toBe('invalid_redirect_uri');
+  });
+});
+
+describe('GET /auth/oauth2/authorize', () => {
+  it('sends a browser without a session to sign in, and back to this request', async () => {
+    const user = await signUp();
+    const clientId = (await register(user)).body.client_id;
+    const query = authorizeQuery(clientId, (await pkce()).challenge, 'profile:read');
+    const res = await raw(`/auth/oauth2/authorize?${query}`);
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get('location')!, BASE);
+    expect(location.pathname).toBe('/auth/sign-in');
+    expect(location.searchParams.get('next')).toBe(`/auth/oauth2/authorize?${query}`);
+  });
+
+  it('shows an unknown client or an unregistered redirect URI to the user, never redirecting', async () => {
+    const user = await signUp();
+    const clientId = (await register(user)).body.client_id;
+    const { challenge } = await pkce();
+    const unknown = await raw(`/auth/oauth2/authorize?${authorizeQuery('no-such-client', challenge, 'profile:read')}`, { headers: { cookie: cookieHeader(user) } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.headers.get('location')).toBeNull();
+    expect(await unknown.text()).toContain('not registered');
+    const mismatch = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, challenge, 'profile:read', { redirect_uri: 'https://client.example/other' })}`, {
+      headers: { cookie: cookieHeader(user) },
+    });
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.headers.get('location')).toBeNull();
+  });
+
+  it.each([
+    [{ code_challenge: '' }, 'invalid_request'],
+    [{ code_challenge_method: 'plain' }, 'invalid_request'],
+    [{ code_challenge_method: '' }, 'invalid_request'],
+    [{ scope: 'profile:read made:up' }, 'invalid_scope'],
+    [{ scope: '*' }, 'invalid_scope'],
+    [{ response_type: 'token' }, 'unsupported_response_type'],
+  ])('redirects %j back with %s, state and iss', async (override, error) => {
+    const user = await signUp();
+    const clientId = (await register(user)).body.client_id;
+    const query = authorizeQuery(clientId, (await pkce()).challenge, 'profile:read', override);
+    for (const [k, v] of Object.entries(override)) if (v === '') query.delete(k);
+    const res = await raw(`/auth/oauth2/authorize?${query}`, { headers: { cookie: cookieHeader(user) } });
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get('location')!);
+    expect(`${location.origin}${location.pathname}`).toBe(REDIRECT);
+    expect(location.searchParams.get('error')).toBe(error);
+    expect(location.searchParams.get('state')).toBe('st-123');
+    expect(location.searchParams.get('iss')).toBe(`${BASE}/auth`);
+  });
+
+  it('shows the consent page: scopes in plain words, sensitive ones marked, framing refused', async () => {
+    const user = await signUp();
+    const clientId = (await register(user)).body.client_id;
+    const res = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, (await pkce()).challenge, 'profile:read tool:execute offline_access')}`, {
+      headers: { cookie: cookieHeader(user) },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/html');
+    const csp = res.headers.get('content-security-policy')!;
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain('form-action');
+    expect(res.headers.get('x-frame-options')).toBe('DENY');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const csrfCookie = res.headers.getSetCookie().find((c) => c.startsWith('__Host-csrf='))!;
+    expect(csrfCookie).toMatch(/HttpOnly/i);
+    expect(csrfCookie).toMatch(/Secure/i);
+    expect(csrfCookie).toMatch(/SameSite=Lax/i);
+    const html = await res.text();
+    expect(html).toMatch(/^<!doctype html>/);
+    expect(html).toContain('<html lang="en">');
+    expect(html).toContain('Allow Test client to use your account?');
+    expect(html).toContain('See your name, email and workspaces');
+    expect(html).toMatch(/<li class="sensitive">Run skills \(this spends your credits\)<span class="badge">sensitive<\/span>/);
+    expect(html).not.toMatch(/<li class="sensitive">See your name/);
+    expect(html).toContain('<label for="workspace_id">');
+  });
+
+  it('refuses a consent post without the CSRF token', async () => {
+    const user = await signUp();
+    const clientId = (await register(user)).body.client_id;
+    const form = authorizeQuery(clientId, (await pkce()).challenge, 'profile:read');
+    form.set('decision', 'allow');
+    const res = await raw('/auth/oauth2/authorize', {
+      method: 'POST',
+      headers: { cookie: cookieHeader(user), 'content-type': 'application/x-www-form-urlencoded' },
+      body: form,
+    });
+    expect(res.status).toBe(403);
+    expect(res.headers.get('location')).toBeNull();
+    expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    form.set('csrf', 'forged-value-forged-value-forged-value');
+    const forged = await raw('/auth/oauth2/authorize', {
+      method: 'POST',
+      headers: { cookie: `${cookieHeader(user)}; __Host-csrf=another-value-another-value-another`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: form,
+    });
+    expect(forged.status).toBe(403);
+  });
+
+  it('echoes state and iss with the code; a denial returns access_denied', async () => {
+    const { code, location } = await authorizeCode('profile:read');
+    expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(location.searchParams.get('state')).toBe('st-123');
+    expect(location.searchParams.get('iss')).toBe(`${BASE}/auth`);
+
+    const user = await signUp();
+    const clientId = (await register(user)).body.client_id;
+    const page = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, (await pkce()).challenge, 'profile:read')}`, { headers: { cookie: cookieHeader(user) } });
+    const html = await page.text();
+    const csrf = setCookieValue(page, '__Host-csrf')!;
+    const form = new URLSearchParams({ csrf, decision: 'deny' });
+    for (const name of ['client_id', 'redirect_uri', 'response_type', 'scope', 'state', 'code_challenge', 'code_challenge_method']) form.set(name, hidden(html, name)!);
+    const denied = await raw('/auth/oauth2/authorize', {
+      method: 'POST',
+      headers: { cookie: cookieHeader(user, csrf), 'content-type': 'application/x-www-form-urlencoded' },
+      body: form,
+    });
+    const back = new URL(denied.headers.get('location')!);
+    expect(back.searchParams.get('error')).toBe('access_denied');
+    expect(back.searchParams.get('code')).toBeNull();
+    expect(back.searchParams.get('state')).toBe('st-123');
+  });
+});
+
+describe('POST /auth/oauth2/token', () => {
+  it('exchanges a code for an opaque, hashed, one-hour access token, never cached', async () => {
+    const flow = await authorizeCode('profile:read');
+    const res = await exchange(flow);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const body = (await res.json()) as Record<string, any>;
+    expect(body).toEqual({ access_token: expect.stringMatching(/^oat_/), token_type: 'Bearer', expires_in: 3600, scope: 'profile:read' });
+    const stored = await env.DB.prepare('SELECT * FROM oauth_tokens').all();
+    expect(JSON.stringify(stored.results)).not.toContain(body.access_token);
+  });
+
+  it('refuses a wrong verifier, and the code is spent', async () => {
+    const flow = await authorizeCode('profile:read');
+    const wrong = await exchange(flow, { code_verifier: (await pkce()).verifier });
+    expect(wrong.status).toBe(400);
+    expect(await wrong.json()).toMatchObject({ error: 'invalid_grant' });
+    expect((await exchange(flow)).status).toBe(400);
+  });
+
+  it('refuses a redirect_uri different from the authorization request', async () => {
+    const flow = await authorizeCode('profile:read');
+    const res = await exchange(flow, { redirect_uri: 'https://client.example/callback2' });
+    expect(await res.json()).toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('refuses the code for another client', async () => {
+    const flow = await authorizeCode('profile:read');
+    const other = (await register(flow.user)).body.client_id;
+    expect(await (await exchange(flow, { client_id: other })).json()).toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('refuses an expired code (one minute)', async () => {
+    const flow = await authorizeCode('profile:read');
+    advanceClock(61_000);
+    const res = await exchange(flow);
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('expired') });
+  });
+
+  it('a code used twice fails and revokes the tokens it issued', async () => {
+    const flow = await authorizeCode('profile:read offline_access');
+    const first = (await (await exchange(flow)).json()) as Record<string, any>;
+    expect((await bearer(first.access_token)).status).toBe(200);
+    const again = await exchange(flow);
+    expect(await again.json()).toMatchObject({ error: 'invalid_grant' });
+    expectError(await bearer(first.access_token), 401, 'UNAUTHORIZED');
+    const refreshed = await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token, client_id: flow.clientId });
+    expect(await refreshed.json()).toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('lets exactly one of two simultaneous exchanges win', async () => {
+    const flow = await authorizeCode('profile:read');
+    const statuses = (await Promise.all([exchange(flow), exchange(flow)])).map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 400]);
+  });
+
+  it('takes form bodies only and names unsupported grants', async () => {
+    const json = await raw('/auth/oauth2/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"grant_type":"authorization_code"}' });
+    expect(json.status).toBe(400);
+    expect(await json.json()).toMatchObject({ error: 'invalid_request' });
+    expect(await (await token({ grant_type: 'password' })).json()).toMatchObject({ error: 'unsupported_grant_type' });
+    expect(await (await token({ grant_type: 'authorization_code' })).json()).toMatchObject({ error: 'invalid_request' });
+  });
+
+  it('signs an id_token for openid with the published key; rotation keeps old tokens verifiable', async () => {
+    const { tokens, clientId, user } = await tokensFor('openid profile email');
+    const jwks = await call('/auth/jwks');
+    expect(jwks.body.keys.length).toBeGreaterThanOrEqual(1);
+    for (const key of jwks.body.keys) {
+      expect(key).toMatchObject({ kty: 'RSA', alg: 'RS256', use: 'sig', kid: expect.any(String) });
+      expect(key.d).toBeUndefined();
+    }
+    const { payload, protectedHeader } = await jwtVerify(tokens.id_token, createLocalJWKSet(jwks.body), { issuer: `${BASE}/auth`, audience: clientId });
+    expect(payload).toMatchObject({ sub: user.user.id, name: 'OAuth User', email: user.email });
+
+    const stored = await env.DB.prepare('SELECT private_jwk_ciphertext FROM oauth_signing_keys WHERE kid = ?').bind(protectedHeader.kid).first<{ private_jwk_ciphertext: string }>();
+    expect(stored!.private_jwk_ciphertext).not.toContain('"d"');
+
+    const newKid = await rotateSigningKey(drizzleDb(), env.ENCRYPTION_KEY);
+    const after = await call('/auth/jwks');
+    expect(after.body.keys.map((k: any) => k.kid)).toEqual(expect.arrayContaining([newKid, protectedHeader.kid]));
+    await jwtVerify(tokens.id_token, createLocalJWKSet(after.body));
+    const second = await tokensFor('openid');
+    const { protectedHeader: header2 } = await jwtVerify(second.tokens.id_token, createLocalJWKSet(after.body));
+    expect(header2.kid).toBe(newKid);
+  });
+});
+
+describe('bearer tokens at the API', () => {
+  it('act in the consenting workspace within the granted scopes, 403 naming the scope outside', async () => {
+    const { tokens, user } = await tokensFor('profile:read memory:read');
+    const profile = await bearer(tokens.access_token);
+    expect(profile.status).toBe(200);
+    expect(profile.body).toMatchObject({ id: user.user.id, workspace: { id: user.workspaceId }, credential: { type: 'oauth' }, scopes: ['profile:read', 'memory:read'] });
+    expect((await bearer(tokens.access_token, '/api/v1/memory')).status).toBe(200);
+    const outside = expectError(await bearer(tokens.access_token, '/api/v1/billing/balance'), 403, 'FORBIDDEN');
+    expect(outside.message).toContain('billing:read');
+    expect(outside.details?.scope).toBe('billing:read');
+    const write = expectError(await call('/api/v1/memory', { method: 'PUT', headers: { authorization: `Bearer ${tokens.access_token}` }, body: { content: 'x' } }), 403, 'FORBIDDEN');
+    expect(write.message).toContain('memory:write');
+  });
+
+  it('the OIDC profile scope grants no API access (it is not profile:read)', async () => {
+    const { tokens } = await tokensFor('openid profile');
+    const error = expectError(await bearer(tokens.access_token), 403, 'FORBIDDEN');
+    expect(error.message).toContain('profile:read');
+    const info = await call('/auth/oauth2/userinfo', { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    expect(info.status).toBe(200);
+    expect(info.body).toEqual({ sub: expect.any(String), name: 'OAuth User' });
+  });
+
+  it('an unknown or expired token is 401', async () => {
+    expectError(await bearer('oat_not-a-real-token'), 401, 'UNAUTHORIZED');
+    const { tokens } = await tokensFor('profile:read');
+    advanceClock(3601_000);
+    expectError(await bearer(tokens.access_token), 401, 'UNAUTHORIZED');
+  });
+
+  it('cannot use session-only routes or move to another workspace', async () => {
+    const { tokens } = await tokensFor('profile:read profile:write');
+    expectError(await call('/api/v1/invitations/accept', { headers: { authorization: `Bearer ${tokens.access_token}` }, body: { token: 'x' } }), 403, 'FORBIDDEN');
+    const other = await call('/api/v1/workspaces', { headers: { authorization: `Bearer ${tokens.access_token}` }, body: { name: 'Other', slug: `other-${crypto.randomUUID().slice(0, 8)}` } });
+    expect(other.status).toBe(201);
+    expectError(
+      await call('/api/v1/workspaces/current', { method: 'PUT', headers: { authorization: `Bearer ${tokens.access_token}` }, body: { workspace: other.body.id } }),
+      403,
+      'FORBIDDEN',
+    );
+  });
+});
+
+describe('refresh tokens', () => {
+  it('come only with offline_access', async () => {
+    const { tokens } = await tokensFor('profile:read');
+    expect(tokens.refresh_token).toBeUndefined();
+  });
+
+  it('rotate on use; reusing an old one revokes the whole family', async () => {
+    const { tokens, clientId } = await tokensFor('profile:read offline_access');
+    expect(tokens.refresh_token).toMatch(/^ort_/);
+    const rotated = await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId });
+    expect(rotated.status).toBe(200);
+    expect(rotated.headers.get('cache-control')).toBe('no-store');
+    const next = (await rotated.json()) as Record<string, any>;
+    expect(next).toMatchObject({ token_type: 'Bearer', expires_in: 3600, refresh_token: expect.stringMatching(/^ort_/) });
+    expect(next.refresh_token).not.toBe(tokens.refresh_token);
+    expect((await bearer(next.access_token)).status).toBe(200);
+
+    const reuse = await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId });
+    expect(await reuse.json()).toMatchObject({ error: 'invalid_grant' });
+    expectError(await bearer(next.access_token), 401, 'UNAUTHORIZED');
+    expectError(await bearer(tokens.access_token), 401, 'UNAUTHORIZED');
+    const successor = await token({ grant_type: 'refresh_token', refresh_token: next.refresh_token, client_id: clientId });
+    expect(await successor.json()).toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('are bound to their client and may only narrow scopes', async () => {
+    const { tokens, clientId, user } = await tokensFor('profile:read memory:read offline_access');
+    const other = (await register(user)).body.client_id;
+    expect(await (await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: other })).json()).toMatchObject({ error: 'invalid_grant' });
+    const wider = await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId, scope: 'memory:write' });
+    expect(await wider.json()).toMatchObject({ error: 'invalid_scope' });
+    const narrow = (await (await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId, scope: 'memory:read' })).json()) as Record<string, any>;
+    expect(narrow.scope).toBe('memory:read offline_access');
+    expectError(await bearer(narrow.access_token), 403, 'FORBIDDEN');
+  });
+});
+
+describe('POST /auth/oauth2/revoke', () => {
+  const revoke = (form: Record<string, string>) =>
+    raw('/auth/oauth2/revoke', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
+
+  it('ends an access token at once', async () => {
+    const { tokens, clientId } = await tokensFor('profile:read');
+    expect((await bearer(tokens.access_token)).status).toBe(200);
+    expect((await revoke({ token: tokens.access_token, client_id: clientId })).status).toBe(200);
+    expectError(await bearer(tokens.access_token), 401, 'UNAUTHORIZED');
+  });
+
+  it('revoking a refresh token ends its access tokens too', async () => {
+    const { tokens, clientId } = await tokensFor('profile:read offline_access');
+    expect((await revoke({ token: tokens.refresh_token, client_id: clientId, token_type_hint: 'refresh_token' })).status).toBe(200);
+    expectError(await bearer(tokens.access_token), 401, 'UNAUTHORIZED');
+    expect(await (await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId })).json()).toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('answers 200 for an unknown token and refuses another client', async () => {
+    expect((await revoke({ token: 'oat_unknown', client_id: 'whatever' })).status).toBe(200);
+    const { tokens, user } = await tokensFor('profile:read');
+    const other = (await register(user)).body.client_id;
+    const res = await revoke({ token: tokens.access_token, client_id: other });
+    expect(res.status).toBe(400);
+    expect((await bearer(tokens.access_token)).status).toBe(200);
+  });
+});
+
+describe('GET /auth/oauth2/userinfo', () => {
+  it('answers the claims of the scopes, and 401 with WWW-Authenticate without a token', async () => {
+    const { tokens, user } = await tokensFor('openid email');
+    const info = await call('/auth/oauth2/userinfo', { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    expect(info.body).toEqual({ sub: user.user.id, email: user.email, email_verified: false });
+    const none = await call('/auth/oauth2/userinfo');
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toContain('invalid_token');
+    const noOpenid = await tokensFor('profile:read');
+    expect((await call('/auth/oauth2/userinfo', { headers: { authorization: `Bearer ${noOpenid.tokens.access_token}` } })).status).toBe(403);
+  });
+});
+
+describe('sign-in and sign-up pages', () => {
+  it('render accessible forms with CSP, framing refused and a CSRF cookie', async () => {
+    for (const path of ['/auth/sign-in', '/auth/sign-up']) {
+      const res = await raw(path);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+      const html = await res.text();
+      expect(html).toContain('<label for="email">Email</label>');
+      expect(html).toContain('<label for="password">Password</label>');
+      expect(html).toMatch(/name="csrf" value="[A-Za-z0-9_-]{32}"/);
+    }
+  });
+
+  it('refuse a post without the CSRF token', async () => {
+    const user = await signUp();
+    const res = await raw('/auth/sign-in', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ email: user.email, password: user.password }),
+    });
+    expect(res.status).toBe(403);
+    expect(res.headers.getSetCookie().some((c) => c.startsWith('__Host-session='))).toBe(false);
+  });
+
+  it('sign in, set the session cookie and go back to next (a local path only)', async () => {
+    const user = await signUp();
+    const page = await raw('/auth/sign-in?next=%2Fauth%2Foauth2%2Fauthorize%3Fclient_id%3Dx');
+    const csrf = setCookieValue(page, '__Host-csrf')!;
+    const post = (form: Record<string, string>) =>
+      raw('/auth/sign-in', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `__Host-csrf=${csrf}`, origin: BASE },
+        body: new URLSearchParams({ csrf, ...form }),
+      });
+    const wrong = await post({ email: user.email, password: 'wrong password', next: '/x' });
+    expect(wrong.status).toBe(401);
+    expect(await wrong.text()).toContain('role="alert"');
+
+    const ok = await post({ email: user.email, password: user.password, next: '/auth/oauth2/authorize?client_id=x' });
+    expect(ok.status).toBe(303);
+    expect(ok.headers.get('location')).toBe('/auth/oauth2/authorize?client_id=x');
+    const cookie = ok.headers.getSetCookie().find((c) => c.startsWith('__Host-session='))!;
+    expect(cookie).toMatch(/HttpOnly/i);
+    expect(cookie).toMatch(/Secure/i);
+    expect(cookie).toMatch(/SameSite=Lax/i);
+    expect(cookie).toMatch(/Path=\//);
+    const session = setCookieValue(ok, '__Host-session')!;
+    expect((await call('/api/v1/profile', { token: session })).body.id).toBe(user.user.id);
+
+    const evil = await post({ email: user.email, password: user.password, next: '//evil.example/x' });
+    expect(evil.headers.get('location')).toBe('/auth/sign-in');
+  });
+
+  it('sign up creates the account and signs in', async () => {
+    const page = await raw('/auth/sign-up');
+    const csrf = setCookieValue(page, '__Host-csrf')!;
+    const email = `page-${crypto.randomUUID()}@example.test`;
+    const res = await raw('/auth/sign-up', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `__Host-csrf=${csrf}`, 'cf-connecting-ip': '2001:db8::ffff' },
+      body: new URLSearchParams({ csrf, name: 'Page Person', email, password: 'long enough password', next: '/auth/sign-in' }),
+    });
+    expect(res.status).toBe(303);
+    const session = setCookieValue(res, '__Host-session')!;
+    expect((await call('/api/v1/profile', { token: session })).body).toMatchObject({ email, name: 'Page Person' });
+    const signedIn = await raw('/auth/sign-in', { headers: { cookie: `__Host-session=${session}` } });
+    expect(await signedIn.text()).toContain('Signed in as Page Person');
+  });
+});

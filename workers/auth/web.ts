@@ -1,0 +1,81 @@
+import type { Context } from 'hono';
+import { getCookie, setCookie } from 'hono/cookie';
+import type { AppEnv } from '../env';
+import { randomToken, timingSafeEqual } from '../lib/crypto';
+import { resolvePrincipal, SESSION_TTL_MS } from './credentials';
+import type { Principal } from './principal';
+
+/**
+ * The browser side of sessions (DECISIONS.md, Accounts and sessions): the same session token as
+ * `x-auth-token`, in an HttpOnly, Secure, SameSite=Lax cookie. The `__Host-` prefix pins it to
+ * this host and path `/` (RFC 6265bis 4.1.3.2).
+ */
+export const SESSION_COOKIE = '__Host-session';
+const CSRF_COOKIE = '__Host-csrf';
+
+type Ctx = Context<AppEnv>;
+
+const cookieOptions = { httpOnly: true, secure: true, sameSite: 'Lax' as const, path: '/' };
+
+export function setSessionCookie(c: Ctx, token: string) {
+  setCookie(c, SESSION_COOKIE, token, { ...cookieOptions, maxAge: Math.floor(SESSION_TTL_MS / 1000) });
+}
+
+export const sessionCookie = (c: Ctx) => getCookie(c, SESSION_COOKIE);
+
+/** The signed-in person of a page request, or undefined (no cookie, or an ended session). */
+export async function pagePrincipal(c: Ctx): Promise<Principal | undefined> {
+  const token = sessionCookie(c);
+  if (!token) return undefined;
+  try {
+    return await resolvePrincipal(c.var.db, { apiKey: undefined, sessionToken: token, workspaceSelector: undefined }, c.var.origin);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CSRF (RFC 9700 4.7 for the consent form; OWASP double-submit cookie): every form carries the
+ * value of an HttpOnly cookie the page set; a cross-site post can send the cookie but cannot
+ * read it into the form. A present `Origin` must also be ours.
+ */
+export function csrfToken(c: Ctx): string {
+  const existing = getCookie(c, CSRF_COOKIE);
+  if (existing && /^[A-Za-z0-9_-]{32,64}$/.test(existing)) return existing;
+  const token = randomToken(24);
+  setCookie(c, CSRF_COOKIE, token, cookieOptions);
+  return token;
+}
+
+export function csrfValid(c: Ctx, submitted: unknown): boolean {
+  const origin = c.req.header('origin');
+  if (origin !== undefined && origin !== new URL(c.req.url).origin) return false;
+  const cookie = getCookie(c, CSRF_COOKIE);
+  return typeof submitted === 'string' && !!cookie && timingSafeEqual(cookie, submitted);
+}
+
+/**
+ * Headers for every page: a nonce-based CSP with `frame-ancestors 'none'` (RFC 9700 4.16,
+ * clickjacking of the consent screen), no referrer (authorize URLs carry state), no caching.
+ * `formTargets` adds where a form's redirect may lead (the client's redirect URI): browsers
+ * apply `form-action` to the redirect after a post too.
+ */
+export function pageHeaders(c: Ctx, nonce: string, formTargets: string[] = []) {
+  const formAction = ["'self'", ...formTargets].join(' ');
+  c.header(
+    'content-security-policy',
+    `default-src 'none'; style-src 'nonce-${nonce}'; img-src 'self' data:; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
+  );
+  c.header('x-frame-options', 'DENY');
+  c.header('x-content-type-options', 'nosniff');
+  c.header('referrer-policy', 'no-referrer');
+  c.header('cache-control', 'no-store');
+}
+
+/** Where to go after signing in: a path on this site only (no open redirect). */
+export function safeNext(value: unknown, fallback = '/auth/sign-in'): string {
+  if (typeof value !== 'string' || !value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return fallback;
+  return value.length > 4000 ? fallback : value;
+}
+
+export const newNonce = () => randomToken(16);

@@ -1,0 +1,101 @@
+import { Hono, type Context } from 'hono';
+import type { JSX } from 'hono/jsx/jsx-runtime';
+import { SignedInPage, SignInPage, SignUpPage, MessagePage } from '../auth/pages';
+import { csrfToken, csrfValid, newNonce, pageHeaders, pagePrincipal, safeNext, setSessionCookie } from '../auth/web';
+import type { AppEnv } from '../env';
+import { AppError } from '../errors';
+import { signIn, SignInBody, signUp, SignUpBody } from '../services/accounts';
+import { throttleSignIn, throttleSignUp } from './auth';
+
+type Ctx = Context<AppEnv>;
+type Status = 200 | 400 | 401 | 403 | 409 | 429;
+
+function render(c: Ctx, status: Status, body: (nonce: string) => JSX.Element) {
+  const nonce = newNonce();
+  pageHeaders(c, nonce);
+  return c.html(body(nonce), status);
+}
+
+const refused = (c: Ctx) =>
+  render(c, 403, (nonce) => (
+    <MessagePage nonce={nonce} title="Request refused" message="The form expired or came from another site. Go back, reload the page and try again." />
+  ));
+
+/** The message a person sees for a failed sign-in or sign-up, and its status. */
+function failure(error: unknown, fallback: string): { status: Status; message: string } {
+  if (!(error instanceof AppError)) throw error;
+  if (error.code === 'RATE_LIMITED') return { status: 429, message: 'Too many attempts. Wait a few minutes and try again.' };
+  if (error.code === 'ALREADY_EXISTS') return { status: 409, message: 'An account with this email already exists. Sign in instead.' };
+  if (error.code === 'UNAUTHORIZED') return { status: 401, message: 'Email or password is incorrect.' };
+  return { status: 400, message: fallback };
+}
+
+const str = (v: unknown) => (typeof v === 'string' ? v : '');
+
+/**
+ * Sign-in and sign-up pages (DECISIONS.md, Accounts and sessions): they start the same session
+ * as the JSON API, in the session cookie, and send the browser on to `next` (a path here only).
+ */
+export const authPages = new Hono<AppEnv>()
+  .get('/sign-in', async (c) => {
+    const next = safeNext(c.req.query('next'));
+    const principal = await pagePrincipal(c);
+    if (principal && c.req.query('next')) return c.redirect(next, 302);
+    if (principal) {
+      const user = await c.var.db.query.users.findFirst({ where: (u, { eq }) => eq(u.id, principal.userId) });
+      return render(c, 200, (nonce) => <SignedInPage nonce={nonce} name={user?.name ?? ''} email={user?.email ?? ''} />);
+    }
+    const csrf = csrfToken(c);
+    return render(c, 200, (nonce) => <SignInPage nonce={nonce} csrf={csrf} next={next} />);
+  })
+  .post('/sign-in', async (c) => {
+    const form = await c.req.parseBody();
+    if (!csrfValid(c, form.csrf)) return refused(c);
+    const next = safeNext(form.next);
+    const csrf = csrfToken(c);
+    const again = (status: Status, error: string) =>
+      render(c, status, (nonce) => <SignInPage nonce={nonce} csrf={csrf} next={next} email={str(form.email)} error={error} />);
+    const input = SignInBody.safeParse({ email: form.email, password: form.password });
+    if (!input.success) return again(400, 'Enter your email address and password.');
+    try {
+      await throttleSignIn(c.env, c.var.origin.ip, input.data.email);
+      const session = await signIn(c.var.db, input.data, c.var.origin);
+      setSessionCookie(c, session.token);
+      return c.redirect(next, 303);
+    } catch (error) {
+      const { status, message } = failure(error, 'Sign-in failed.');
+      return again(status, message);
+    }
+  })
+  .get('/sign-up', async (c) => {
+    const next = safeNext(c.req.query('next'));
+    const csrf = csrfToken(c);
+    return render(c, 200, (nonce) => <SignUpPage nonce={nonce} csrf={csrf} next={next} />);
+  })
+  .post('/sign-up', async (c) => {
+    const form = await c.req.parseBody();
+    if (!csrfValid(c, form.csrf)) return refused(c);
+    const next = safeNext(form.next);
+    const csrf = csrfToken(c);
+    const again = (status: Status, error: string) =>
+      render(c, status, (nonce) => (
+        <SignUpPage nonce={nonce} csrf={csrf} next={next} email={str(form.email)} name={str(form.name)} error={error} />
+      ));
+    const input = SignUpBody.safeParse({ email: form.email, password: form.password, name: form.name });
+    if (!input.success) {
+      const field = String(input.error.issues[0]?.path[0] ?? '');
+      const message =
+        field === 'password' ? 'The password needs at least 8 characters.' : field === 'email' ? 'Enter a valid email address.' : 'Enter your name.';
+      return again(400, message);
+    }
+    try {
+      await throttleSignUp(c.env, c.var.origin.ip);
+      const welcomeCredits = Math.round((Number(c.env.WELCOME_CREDITS) || 0) * 100);
+      const session = await signUp(c.var.db, input.data, c.var.origin, welcomeCredits);
+      setSessionCookie(c, session.token);
+      return c.redirect(next, 303);
+    } catch (error) {
+      const { status, message } = failure(error, 'The account could not be created.');
+      return again(status, message);
+    }
+  });

@@ -1,0 +1,229 @@
+import { Hono, type Context } from 'hono';
+import type { JSX } from 'hono/jsx/jsx-runtime';
+import { cors } from 'hono/cors';
+import { bearerTokenOf, resolvePrincipal } from '../auth/credentials';
+import { authorizationServerMetadata, mcpResourceOf, protectedResourceMetadata } from '../auth/oauth/metadata';
+import { jwks } from '../auth/oauth/signing-keys';
+import { ConsentPage, MessagePage } from '../auth/pages';
+import { csrfToken, csrfValid, newNonce, pagePrincipal, pageHeaders, sessionCookie } from '../auth/web';
+import type { AppEnv } from '../env';
+import { forbidden, unauthorized } from '../errors';
+import {
+  AUTHORIZE_PARAM_NAMES,
+  authorizationResponseUrl,
+  describeScope,
+  exchangeToken,
+  issueCode,
+  OAuthError,
+  registerClient,
+  revokeToken,
+  TokenForm,
+  userinfo,
+  validateAuthorize,
+  workspacesOf,
+  type AuthorizeParams,
+} from '../services/oauth';
+
+type Ctx = Context<AppEnv>;
+
+const baseOf = (c: Ctx) => new URL(c.req.url).origin;
+
+/** RFC 6749 5.1: token responses (and errors) must not be cached. */
+function noStore(c: Ctx) {
+  c.header('cache-control', 'no-store');
+  c.header('pragma', 'no-cache');
+}
+
+/** Runs an OAuth endpoint, answering protocol errors in RFC 6749 5.2 shape. */
+async function oauthEndpoint(c: Ctx, handler: () => Promise<Response>): Promise<Response> {
+  try {
+    return await handler();
+  } catch (error) {
+    if (!(error instanceof OAuthError)) throw error;
+    noStore(c);
+    // RFC 6750 3.1: a refused bearer token is announced in WWW-Authenticate.
+    if (error.error === 'invalid_token' || error.error === 'insufficient_scope') {
+      c.header('www-authenticate', `Bearer error="${error.error}", error_description="${error.description}"`);
+    }
+    return c.json(error.toBody(), error.status);
+  }
+}
+
+/** RFC 6749 3.2: the token endpoint takes `application/x-www-form-urlencoded` only. */
+async function formOf(c: Ctx): Promise<Record<string, string>> {
+  if (!c.req.header('content-type')?.toLowerCase().startsWith('application/x-www-form-urlencoded')) {
+    throw new OAuthError('invalid_request', 'The body must be application/x-www-form-urlencoded');
+  }
+  const body = await c.req.parseBody();
+  return Object.fromEntries(Object.entries(body).filter((e): e is [string, string] => typeof e[1] === 'string'));
+}
+
+function page(c: Ctx, status: 200 | 400 | 403, render: (nonce: string) => JSX.Element, formTargets: string[] = []) {
+  const nonce = newNonce();
+  pageHeaders(c, nonce, formTargets);
+  return c.html(render(nonce), status);
+}
+
+const messagePage = (c: Ctx, status: 400 | 403, title: string, message: string) =>
+  page(c, status, (nonce) => <MessagePage nonce={nonce} title={title} message={message} />);
+
+const signInRedirect = (c: Ctx, next: string) => c.redirect(`/auth/sign-in?next=${encodeURIComponent(next)}`, 302);
+
+function authorizeParamsOf(source: Record<string, unknown>): AuthorizeParams {
+  const params: AuthorizeParams = {};
+  for (const name of AUTHORIZE_PARAM_NAMES) {
+    const value = source[name];
+    if (typeof value === 'string' && value !== '') params[name] = value;
+  }
+  return params;
+}
+
+/** Handles the two outcomes of a request that cannot proceed (RFC 6749 4.1.2.1). */
+async function validated(c: Ctx, params: AuthorizeParams) {
+  const outcome = await validateAuthorize(c.var.db, baseOf(c), params);
+  if (outcome.ok) return { request: outcome.request };
+  if (!outcome.redirect) return { response: messagePage(c, 400, 'This sign-in link does not work', outcome.message) };
+  const url = authorizationResponseUrl(baseOf(c), outcome.redirectUri, {
+    error: outcome.error,
+    error_description: outcome.description,
+    state: outcome.state,
+  });
+  return { response: c.redirect(url, 302) };
+}
+
+const open = cors({ origin: '*', allowHeaders: ['authorization', 'content-type', 'x-auth-token'], maxAge: 600 });
+
+/** The authorization server under /auth (spec 4.10, 5.3). */
+export const oauth = new Hono<AppEnv>()
+  .use('/.well-known/*', open)
+  .use('/jwks', open)
+  .use('/oauth2/token', open)
+  .use('/oauth2/revoke', open)
+  .use('/oauth2/userinfo', open)
+  .use('/oauth2/register', open)
+  .get('/.well-known/openid-configuration', (c) => c.json(authorizationServerMetadata(baseOf(c))))
+  .get('/jwks', async (c) => {
+    c.header('cache-control', 'public, max-age=300');
+    return c.json(await jwks(c.var.db, c.env.ENCRYPTION_KEY));
+  })
+
+  // RFC 7591, spec 5.3 rule 2: a signed-in person registers a public client. A cookie session
+  // counts only from our own Origin (CSRF); a header session cannot be sent cross-site anyway.
+  .post('/oauth2/register', (c) =>
+    oauthEndpoint(c, async () => {
+      const origin = c.req.header('origin');
+      const header = c.req.header('x-auth-token');
+      const token = header ?? sessionCookie(c);
+      if (!token) throw unauthorized('Registering a client needs a signed-in session (x-auth-token)');
+      if (!origin) throw forbidden('Registering a client needs an Origin header');
+      if (header === undefined && origin !== baseOf(c)) throw forbidden('A cookie session registers clients only from this site');
+      const principal = await resolvePrincipal(c.var.db, { apiKey: undefined, sessionToken: token, workspaceSelector: undefined }, c.var.origin);
+      let body: unknown;
+      try {
+        body = await c.req.json();
+      } catch {
+        throw new OAuthError('invalid_client_metadata', 'The body must be a JSON object');
+      }
+      noStore(c);
+      return c.json(await registerClient(c.var.db, principal!.userId, body), 201);
+    }),
+  )
+
+  .get('/oauth2/authorize', async (c) => {
+    const params = authorizeParamsOf(c.req.query());
+    const checked = await validated(c, params);
+    if (checked.response) return checked.response;
+    const { request } = checked;
+    const principal = await pagePrincipal(c);
+    // DECISIONS.md: the sign-in page brings the browser back here, the request intact.
+    if (!principal) return signInRedirect(c, `${c.req.path}?${new URL(c.req.url).searchParams}`);
+    const csrf = csrfToken(c);
+    const workspaces = await workspacesOf(c.var.db, principal.userId);
+    const userName = (await c.var.db.query.users.findFirst({ where: (u, { eq }) => eq(u.id, principal.userId) }))?.name ?? '';
+    const redirectOrigin = new URL(request.redirectUri).origin;
+    return page(
+      c,
+      200,
+      (nonce) => (
+        <ConsentPage
+          nonce={nonce}
+          csrf={csrf}
+          clientName={request.client.name}
+          redirectHost={new URL(request.redirectUri).host}
+          userName={userName}
+          scopes={request.scopes.map(describeScope)}
+          workspaces={workspaces}
+          currentWorkspaceId={principal.workspaceId}
+          params={params as Record<string, string>}
+        />
+      ),
+      [redirectOrigin],
+    );
+  })
+
+  .post('/oauth2/authorize', async (c) => {
+    const form = await c.req.parseBody();
+    // RFC 9700 4.7 (CSRF) and 4.16 (clickjacking): consent counts only from our own form.
+    if (!csrfValid(c, form.csrf)) return messagePage(c, 403, 'Request refused', 'The form expired or came from another site. Go back and try again.');
+    const params = authorizeParamsOf(form);
+    const principal = await pagePrincipal(c);
+    if (!principal) {
+      const query = new URLSearchParams(params as Record<string, string>);
+      return signInRedirect(c, `/auth/oauth2/authorize?${query}`);
+    }
+    const checked = await validated(c, params);
+    if (checked.response) return checked.response;
+    const { request } = checked;
+    const base = baseOf(c);
+    if (form.decision !== 'allow') {
+      return c.redirect(authorizationResponseUrl(base, request.redirectUri, { error: 'access_denied', error_description: 'The user denied access', state: request.state }), 303);
+    }
+    const workspaceId = typeof form.workspace_id === 'string' ? form.workspace_id : principal.workspaceId;
+    try {
+      const code = await issueCode(c.var.db, principal, workspaceId, request);
+      return c.redirect(authorizationResponseUrl(base, request.redirectUri, { code, state: request.state }), 303);
+    } catch (error) {
+      if (error instanceof OAuthError) return messagePage(c, 403, 'Request refused', error.description);
+      throw error;
+    }
+  })
+
+  // RFC 6749 4.1.3 and 6; every answer is no-store (RFC 6749 5.1).
+  .post('/oauth2/token', (c) =>
+    oauthEndpoint(c, async () => {
+      const parsed = TokenForm.safeParse(await formOf(c));
+      if (!parsed.success) throw new OAuthError('invalid_request', parsed.error.issues[0]!.message);
+      const response = await exchangeToken(c.var.db, { base: baseOf(c), encryptionKey: c.env.ENCRYPTION_KEY }, parsed.data);
+      noStore(c);
+      return c.json(response);
+    }),
+  )
+
+  // RFC 7009 2.1-2.2: 200 whether or not the token was known.
+  .post('/oauth2/revoke', (c) =>
+    oauthEndpoint(c, async () => {
+      const form = await formOf(c);
+      await revokeToken(c.var.db, form.token, form.client_id);
+      noStore(c);
+      return c.body(null, 200);
+    }),
+  )
+
+  // OIDC Core 5.3: GET or POST with the access token as a bearer.
+  .on(['GET', 'POST'], '/oauth2/userinfo', (c) =>
+    oauthEndpoint(c, async () => {
+      noStore(c);
+      return c.json(await userinfo(c.var.db, bearerTokenOf(c.req.header('authorization'))));
+    }),
+  );
+
+/**
+ * Root well-known documents: RFC 8414 3.1 puts the issuer's path after the well-known segment;
+ * RFC 9728 3.1 does the same for protected resources (`/mcp`), and the root document describes
+ * the whole service as one resource, without a trailing slash.
+ */
+export const wellKnown = new Hono<AppEnv>()
+  .use('*', open)
+  .get('/oauth-authorization-server/auth', (c) => c.json(authorizationServerMetadata(baseOf(c))))
+  .get('/oauth-protected-resource/mcp', (c) => c.json(protectedResourceMetadata(baseOf(c), mcpResourceOf(baseOf(c)))))
+  .get('/oauth-protected-resource', (c) => c.json(protectedResourceMetadata(baseOf(c), baseOf(c))));

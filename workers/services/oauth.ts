@@ -1,0 +1,576 @@
+import { and, eq, gt, isNull, lt, or } from 'drizzle-orm';
+import { z } from 'zod';
+import { members, oauthClients, oauthCodes, oauthGrants, oauthTokens, users, workspaces, type OAuthClientRow } from '../../schema';
+import { sha256Hex as credentialHash } from '../lib/crypto';
+import {
+  ACCESS_TOKEN_TTL_S,
+  CODE_TTL_S,
+  issuerOf,
+  mcpResourceOf,
+  OIDC_SCOPES,
+  REFRESH_TOKEN_TTL_S,
+} from '../auth/oauth/metadata';
+import { signIdToken } from '../auth/oauth/signing-keys';
+import type { Principal } from '../auth/principal';
+import { DEFAULT_KEY_SCOPES, isKnownScope, isSensitiveScope } from '../auth/scopes';
+import type { Db } from '../env';
+import { now } from '../lib/clock';
+import { base64url, randomToken, timingSafeEqual } from '../lib/crypto';
+import { uuidv7 } from '../lib/ids';
+
+/**
+ * The OAuth 2.1 authorization server (spec 5.3). Checklist: RFC 9700 (Security BCP), RFC 8414
+ * (metadata), RFC 7591 (registration), RFC 7009 (revocation), RFC 9728 (resource metadata), the
+ * MCP authorization spec. Each check names the rule it enforces.
+ */
+
+/** A protocol error in RFC 6749 5.2 / RFC 7591 3.2.2 shape: `{error, error_description}`. */
+export class OAuthError extends Error {
+  constructor(
+    readonly error: string,
+    readonly description: string,
+    readonly status: 400 | 401 | 403 = 400,
+  ) {
+    super(description);
+    this.name = 'OAuthError';
+  }
+
+  toBody() {
+    return { error: this.error, error_description: this.description };
+  }
+}
+
+export const ACCESS_TOKEN_PREFIX = 'oat_';
+export const REFRESH_TOKEN_PREFIX = 'ort_';
+
+const isOidcScope = (s: string) => (OIDC_SCOPES as readonly string[]).includes(s);
+/** The scopes that count at the API: OIDC ones grant nothing there (spec 5.3 rule 6). */
+export const apiScopesOf = (scopes: readonly string[]) => scopes.filter((s) => !isOidcScope(s));
+
+// ---------------------------------------------------------------------------------------------
+// Registration (RFC 7591)
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+const isLoopback = (url: URL) => LOOPBACK_HOSTS.has(url.hostname) || /^127(\.\d{1,3}){3}$/.test(url.hostname);
+
+/**
+ * RFC 9700 2.1 / 4.1.1: redirect URIs are registered in full and matched exactly; https only,
+ * except http on a loopback address for native apps (RFC 8252 7.3, OAuth 2.1 2.3.1); no
+ * fragment (RFC 6749 3.1.2).
+ */
+function redirectUriProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return `"${value}" is not an absolute URL`;
+  }
+  if (value.includes('#')) return `"${value}" has a fragment`;
+  if (url.username || url.password) return `"${value}" carries credentials`;
+  if (url.protocol === 'https:') return null;
+  if (url.protocol === 'http:' && isLoopback(url)) return null;
+  return `"${value}" must use https (http only on a loopback address)`;
+}
+
+export const RegisterBody = z.object({
+  client_name: z.string().trim().min(1).max(100).optional(),
+  redirect_uris: z.array(z.string().max(2000)).min(1).max(10),
+  grant_types: z.array(z.enum(['authorization_code', 'refresh_token'])).min(1).optional(),
+  response_types: z.array(z.literal('code')).min(1).optional(),
+  token_endpoint_auth_method: z.string().optional(),
+});
+export type RegisterBody = z.infer<typeof RegisterBody>;
+
+export async function registerClient(db: Db, userId: string, raw: unknown) {
+  const parsed = RegisterBody.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.join('.') || 'body';
+    const error = field.startsWith('redirect_uris') ? 'invalid_redirect_uri' : 'invalid_client_metadata';
+    throw new OAuthError(error, `${field}: ${issue.message}`);
+  }
+  const body = parsed.data;
+  for (const uri of body.redirect_uris) {
+    const problem = redirectUriProblem(uri);
+    if (problem) throw new OAuthError('invalid_redirect_uri', problem);
+  }
+  // Public clients only: PKCE stands in for a secret (OAuth 2.1 2.1; MCP authorization spec).
+  if (body.token_endpoint_auth_method !== undefined && body.token_endpoint_auth_method !== 'none') {
+    throw new OAuthError('invalid_client_metadata', 'token_endpoint_auth_method must be "none": clients are public and use PKCE');
+  }
+  const client = {
+    id: randomToken(18),
+    name: body.client_name ?? 'Unnamed client',
+    redirectUris: [...new Set(body.redirect_uris)],
+    grantTypes: [...new Set(body.grant_types ?? ['authorization_code'])],
+    createdBy: userId,
+    createdAt: now(),
+  };
+  await db.insert(oauthClients).values(client);
+  return {
+    client_id: client.id,
+    client_id_issued_at: Math.floor(client.createdAt / 1000),
+    client_name: client.name,
+    redirect_uris: client.redirectUris,
+    grant_types: client.grantTypes,
+    response_types: ['code'],
+    token_endpoint_auth_method: 'none',
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Authorization (RFC 6749 4.1.1, RFC 7636, RFC 9207)
+
+export interface AuthorizeParams {
+  client_id?: string;
+  redirect_uri?: string;
+  response_type?: string;
+  scope?: string;
+  state?: string;
+  code_challenge?: string;
+  code_challenge_method?: string;
+  nonce?: string;
+  resource?: string;
+}
+
+export const AUTHORIZE_PARAM_NAMES = [
+  'client_id',
+  'redirect_uri',
+  'response_type',
+  'scope',
+  'state',
+  'code_challenge',
+  'code_challenge_method',
+  'nonce',
+  'resource',
+] as const;
+
+/** A request the client may hear about (at its redirect URI) or only the user (on a page). */
+export type AuthorizeOutcome =
+  | { ok: true; request: ValidAuthorizeRequest }
+  | { ok: false; redirect: false; message: string }
+  | { ok: false; redirect: true; redirectUri: string; state: string | undefined; error: string; description: string };
+
+export interface ValidAuthorizeRequest {
+  client: OAuthClientRow;
+  redirectUri: string;
+  scopes: string[];
+  state: string | undefined;
+  codeChallenge: string;
+  nonce: string | undefined;
+  resource: string | null;
+}
+
+/**
+ * OAuth 2.1 2.3.1 / RFC 8252 7.3: exact match, except that a loopback IP redirect may use any
+ * port (native apps bind an ephemeral one).
+ */
+function redirectMatches(registered: string, presented: string): boolean {
+  if (registered === presented) return true;
+  try {
+    const a = new URL(registered);
+    const b = new URL(presented);
+    if (a.protocol !== 'http:' || !isLoopback(a) || a.hostname === 'localhost') return false;
+    a.port = '';
+    b.port = '';
+    return a.href === b.href;
+  } catch {
+    return false;
+  }
+}
+
+const PKCE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
+
+export async function validateAuthorize(db: Db, base: string, params: AuthorizeParams): Promise<AuthorizeOutcome> {
+  // RFC 6749 4.1.2.1 / RFC 9700 4.11.1 (open redirector): an unknown client or a redirect URI
+  // that is not registered is told to the user, never redirected to.
+  if (!params.client_id) return { ok: false, redirect: false, message: 'The request names no client (client_id is missing).' };
+  const [client] = await db.select().from(oauthClients).where(eq(oauthClients.id, params.client_id)).limit(1);
+  if (!client) return { ok: false, redirect: false, message: 'The application asking for access is not registered here.' };
+  // OAuth 2.1 3.1.2.2: redirect_uri is required (clients may register several).
+  const redirectUri = params.redirect_uri;
+  if (!redirectUri || !client.redirectUris.some((r) => redirectMatches(r, redirectUri))) {
+    return { ok: false, redirect: false, message: 'The address the application wants to return to is not one it registered.' };
+  }
+  const fail = (error: string, description: string): AuthorizeOutcome => ({
+    ok: false,
+    redirect: true,
+    redirectUri,
+    state: params.state,
+    error,
+    description,
+  });
+  if (params.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be "code"');
+  // RFC 9700 2.1.1: PKCE is required, and only S256 (plain would leak the verifier).
+  if (!params.code_challenge) return fail('invalid_request', 'code_challenge is required (PKCE, S256)');
+  if (params.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
+  if (!PKCE_CHALLENGE.test(params.code_challenge)) return fail('invalid_request', 'code_challenge must be 43 base64url characters');
+  // RFC 6749 3.3: no scope means the default set (the same as a new key's).
+  const scopes = params.scope?.trim() ? [...new Set(params.scope.trim().split(/\s+/))] : [...DEFAULT_KEY_SCOPES];
+  const unknown = scopes.find((s) => !isKnownScope(s) && !isOidcScope(s));
+  if (unknown) return fail('invalid_scope', `Unknown scope "${unknown}"`);
+  if (scopes.includes('offline_access') && !client.grantTypes.includes('refresh_token')) {
+    return fail('invalid_scope', 'offline_access needs a client registered for the refresh_token grant');
+  }
+  // RFC 8707 2 / MCP authorization spec: a named resource must be this service or its MCP endpoint.
+  const resource = params.resource ?? null;
+  if (resource !== null && resource !== base && resource !== mcpResourceOf(base)) {
+    return fail('invalid_target', `The resource must be ${base} or ${mcpResourceOf(base)}`);
+  }
+  return {
+    ok: true,
+    request: { client, redirectUri, scopes, state: params.state, codeChallenge: params.code_challenge, nonce: params.nonce, resource },
+  };
+}
+
+/** The redirect back to the client; RFC 9207 adds `iss`, RFC 6749 4.1.2 echoes `state`. */
+export function authorizationResponseUrl(base: string, redirectUri: string, values: Record<string, string | undefined>): string {
+  const url = new URL(redirectUri);
+  for (const [k, v] of Object.entries(values)) if (v !== undefined) url.searchParams.set(k, v);
+  url.searchParams.set('iss', issuerOf(base));
+  return url.href;
+}
+
+/** What the consent page shows: plain words per scope, sensitive ones marked (spec 5.4). */
+const SCOPE_WORDS: Record<string, string> = {
+  'profile:read': 'See your name, email and workspaces',
+  'profile:write': 'Change your profile, workspaces, API keys and purchases',
+  'profile:search': 'See the members and invitations of your workspaces',
+  'memory:read': "Read the workspace's shared memory",
+  'memory:write': "Change the workspace's shared memory",
+  'thread:read': 'Read your conversations',
+  'thread:write': 'Write in your conversations',
+  'workspace:files:read': 'See and download the files runs produced',
+  'workspace:files:write': 'Delete files in the workspace',
+  'tool:execute': 'Run skills (this spends your credits)',
+  'library:read': 'See installed skills and their secrets’ names',
+  'library:write': 'Install, write and remove skills and secrets',
+  'workflow:run': 'Start and control workflows',
+  'trace:read': 'Read the traces of past runs and chats',
+  'trace:write': 'Add to traces',
+  'agent:message': 'Send messages as an agent',
+  'agent:list': 'See your agents and API keys',
+  'stats:read': 'See usage statistics',
+  'model:read': 'See the available models',
+  'connector:list': 'See your connected apps',
+  'channel:read': 'Read channels',
+  'activity:read': 'Read the audit and activity logs',
+  'billing:read': 'See your credit balance, purchases and plan',
+  openid: 'Know who you are (your account id)',
+  profile: 'See your name',
+  email: 'See your email address',
+  offline_access: 'Stay connected when you are not using it (until you revoke it)',
+};
+
+export function describeScope(scope: string): { scope: string; words: string; sensitive: boolean } {
+  const connector = /^connector:([^:]+):(read|exec)$/.exec(scope);
+  const words =
+    SCOPE_WORDS[scope] ??
+    (connector ? (connector[2] === 'read' ? `Read from your connected ${connector[1]}` : `Act in your connected ${connector[1]}`) : scope);
+  return { scope, words, sensitive: isSensitiveScope(scope) };
+}
+
+/** The workspaces the consenting user can bind the grant to. */
+export async function workspacesOf(db: Db, userId: string) {
+  return db
+    .select({ id: workspaces.id, name: workspaces.name })
+    .from(members)
+    .innerJoin(workspaces, eq(workspaces.id, members.workspaceId))
+    .where(eq(members.userId, userId))
+    .orderBy(workspaces.id);
+}
+
+/** Issues the code once the user consented; it is bound to everything the exchange must repeat. */
+export async function issueCode(db: Db, principal: Principal, workspaceId: string, request: ValidAuthorizeRequest): Promise<string> {
+  const [member] = await db
+    .select({ role: members.role })
+    .from(members)
+    .where(and(eq(members.userId, principal.userId), eq(members.workspaceId, workspaceId)))
+    .limit(1);
+  if (!member) throw new OAuthError('access_denied', 'You are not a member of that workspace', 403);
+  const code = randomToken(32);
+  const t = now();
+  await db.insert(oauthCodes).values({
+    id: await credentialHash(code),
+    clientId: request.client.id,
+    userId: principal.userId,
+    workspaceId,
+    redirectUri: request.redirectUri,
+    scopes: request.scopes,
+    resource: request.resource,
+    codeChallenge: request.codeChallenge,
+    nonce: request.nonce ?? null,
+    authTime: t,
+    expiresAt: t + CODE_TTL_S * 1000,
+    createdAt: t,
+  });
+  return code;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Token endpoint (RFC 6749 4.1.3, 6; RFC 7636 4.6; RFC 9700 4.14)
+
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: string;
+  refresh_token?: string;
+  id_token?: string;
+}
+
+interface Signer {
+  base: string;
+  encryptionKey: string | undefined;
+}
+
+async function s256(verifier: string): Promise<string> {
+  return base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier))));
+}
+
+/** RFC 7636 4.1: 43..128 unreserved characters. */
+const PKCE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
+
+const revokeGrant = (db: Db, grantId: string) =>
+  db.update(oauthGrants).set({ revokedAt: now() }).where(and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAt)));
+
+/** New access (and, with offline_access, refresh) token rows for a grant. */
+async function mintTokens(db: Db, grantId: string, scopes: string[]) {
+  const access = `${ACCESS_TOKEN_PREFIX}${randomToken(32)}`;
+  const t = now();
+  const rows: (typeof oauthTokens.$inferInsert)[] = [
+    { id: await credentialHash(access), kind: 'access' as const, grantId, scopes, expiresAt: t + ACCESS_TOKEN_TTL_S * 1000, createdAt: t },
+  ];
+  let refresh: string | undefined;
+  // Spec 5.3 rule 4: only offline_access yields a refresh token.
+  if (scopes.includes('offline_access')) {
+    refresh = `${REFRESH_TOKEN_PREFIX}${randomToken(32)}`;
+    rows.push({ id: await credentialHash(refresh), kind: 'refresh', grantId, scopes, expiresAt: t + REFRESH_TOKEN_TTL_S * 1000, createdAt: t });
+  }
+  return { access, refresh, insert: db.insert(oauthTokens).values(rows) };
+}
+
+async function idTokenFor(db: Db, signer: Signer, grant: { userId: string; clientId: string }, scopes: string[], extra: Record<string, unknown>) {
+  if (!scopes.includes('openid')) return undefined;
+  const [user] = await db.select().from(users).where(eq(users.id, grant.userId)).limit(1);
+  if (!user) throw new OAuthError('invalid_grant', 'The user no longer exists');
+  return signIdToken(db, signer.encryptionKey, {
+    iss: issuerOf(signer.base),
+    sub: user.id,
+    aud: grant.clientId,
+    ...extra,
+    ...(scopes.includes('profile') ? { name: user.name } : {}),
+    ...(scopes.includes('email') ? { email: user.email, email_verified: false } : {}),
+  });
+}
+
+export const TokenForm = z.object({
+  grant_type: z.string().optional(),
+  code: z.string().max(200).optional(),
+  redirect_uri: z.string().max(2000).optional(),
+  code_verifier: z.string().max(200).optional(),
+  client_id: z.string().max(100).optional(),
+  refresh_token: z.string().max(200).optional(),
+  scope: z.string().max(2000).optional(),
+  resource: z.string().max(2000).optional(),
+});
+export type TokenForm = z.infer<typeof TokenForm>;
+
+export async function exchangeToken(db: Db, signer: Signer, form: TokenForm): Promise<TokenResponse> {
+  if (form.grant_type === 'authorization_code') return exchangeCode(db, signer, form);
+  if (form.grant_type === 'refresh_token') return refreshTokens(db, signer, form);
+  throw new OAuthError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
+}
+
+async function exchangeCode(db: Db, signer: Signer, form: TokenForm): Promise<TokenResponse> {
+  if (!form.code || !form.client_id || !form.redirect_uri || !form.code_verifier) {
+    throw new OAuthError('invalid_request', 'code, client_id, redirect_uri and code_verifier are required');
+  }
+  const codeHash = await credentialHash(form.code);
+  // RFC 6749 4.1.2 / RFC 9700 4.5: single use. The conditional update lets exactly one
+  // exchange claim the code, even two at once.
+  const [code] = await db
+    .update(oauthCodes)
+    .set({ usedAt: now() })
+    .where(and(eq(oauthCodes.id, codeHash), isNull(oauthCodes.usedAt)))
+    .returning();
+  if (!code) {
+    const [used] = await db.select({ grantId: oauthCodes.grantId }).from(oauthCodes).where(eq(oauthCodes.id, codeHash)).limit(1);
+    // RFC 6749 4.1.2: a code used twice revokes the tokens issued from it.
+    if (used?.grantId) await revokeGrant(db, used.grantId);
+    throw new OAuthError('invalid_grant', 'The code is not valid or was already used');
+  }
+  // From here on the code is spent whatever the outcome: a wrong guess burns it.
+  if (code.expiresAt <= now()) throw new OAuthError('invalid_grant', 'The code has expired');
+  // RFC 6749 4.1.3: bound to the client and the exact redirect URI of the request.
+  if (code.clientId !== form.client_id) throw new OAuthError('invalid_grant', 'The code was issued to another client');
+  if (code.redirectUri !== form.redirect_uri) throw new OAuthError('invalid_grant', 'redirect_uri differs from the authorization request');
+  // RFC 7636 4.6: the verifier must hash to the challenge.
+  if (!PKCE_VERIFIER.test(form.code_verifier) || !timingSafeEqual(await s256(form.code_verifier), code.codeChallenge)) {
+    throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
+  }
+  // RFC 8707 2.2: a resource named at the token endpoint must be the one consented to.
+  if (form.resource !== undefined && code.resource !== null && form.resource !== code.resource) {
+    throw new OAuthError('invalid_target', 'resource differs from the authorization request');
+  }
+  const grantId = uuidv7();
+  const tokens = await mintTokens(db, grantId, code.scopes);
+  await db.batch([
+    db.insert(oauthGrants).values({
+      id: grantId,
+      clientId: code.clientId,
+      userId: code.userId,
+      workspaceId: code.workspaceId,
+      scopes: code.scopes,
+      resource: code.resource,
+      createdAt: now(),
+    }),
+    tokens.insert,
+    db.update(oauthCodes).set({ grantId }).where(eq(oauthCodes.id, codeHash)),
+  ]);
+  const idToken = await idTokenFor(db, signer, code, code.scopes, {
+    auth_time: Math.floor(code.authTime / 1000),
+    ...(code.nonce ? { nonce: code.nonce } : {}),
+  });
+  return {
+    access_token: tokens.access,
+    token_type: 'Bearer',
+    expires_in: ACCESS_TOKEN_TTL_S,
+    scope: code.scopes.join(' '),
+    ...(tokens.refresh ? { refresh_token: tokens.refresh } : {}),
+    ...(idToken ? { id_token: idToken } : {}),
+  };
+}
+
+async function refreshTokens(db: Db, signer: Signer, form: TokenForm): Promise<TokenResponse> {
+  if (!form.refresh_token || !form.client_id) throw new OAuthError('invalid_request', 'refresh_token and client_id are required');
+  const tokenHash = await credentialHash(form.refresh_token);
+  const [row] = await db
+    .select({ token: oauthTokens, grant: oauthGrants })
+    .from(oauthTokens)
+    .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
+    .where(and(eq(oauthTokens.id, tokenHash), eq(oauthTokens.kind, 'refresh')))
+    .limit(1);
+  if (!row || row.grant.revokedAt !== null || row.token.revokedAt !== null || row.token.expiresAt <= now()) {
+    throw new OAuthError('invalid_grant', 'The refresh token is not valid');
+  }
+  // RFC 6749 6: bound to the client it was issued to.
+  if (row.grant.clientId !== form.client_id) throw new OAuthError('invalid_grant', 'The refresh token was issued to another client');
+  // RFC 6749 6: a refresh may narrow the scopes, never widen them.
+  let scopes = row.token.scopes;
+  if (form.scope?.trim()) {
+    const asked = [...new Set(form.scope.trim().split(/\s+/))];
+    const extra = asked.find((s) => !row.token.scopes.includes(s));
+    if (extra) throw new OAuthError('invalid_scope', `The scope "${extra}" was not granted`);
+    // The family continues only if offline_access stays.
+    scopes = asked.includes('offline_access') ? asked : [...asked, 'offline_access'];
+  }
+  // RFC 9700 4.14.2: rotation. Exactly one use claims the token; any later use is reuse, a
+  // sign that it leaked, so the whole family is revoked.
+  const [claimed] = await db
+    .update(oauthTokens)
+    .set({ usedAt: now() })
+    .where(and(eq(oauthTokens.id, tokenHash), isNull(oauthTokens.usedAt)))
+    .returning({ id: oauthTokens.id });
+  if (!claimed) {
+    await revokeGrant(db, row.grant.id);
+    throw new OAuthError('invalid_grant', 'The refresh token was already used; every token of this grant is now revoked');
+  }
+  const tokens = await mintTokens(db, row.grant.id, scopes);
+  await tokens.insert;
+  const idToken = await idTokenFor(db, signer, row.grant, scopes, {});
+  return {
+    access_token: tokens.access,
+    token_type: 'Bearer',
+    expires_in: ACCESS_TOKEN_TTL_S,
+    scope: scopes.join(' '),
+    ...(tokens.refresh ? { refresh_token: tokens.refresh } : {}),
+    ...(idToken ? { id_token: idToken } : {}),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Revocation (RFC 7009)
+
+export async function revokeToken(db: Db, token: string | undefined, clientId: string | undefined): Promise<void> {
+  if (!token) throw new OAuthError('invalid_request', 'token is required');
+  if (!clientId) throw new OAuthError('invalid_client', 'client_id is required', 401);
+  const [row] = await db
+    .select({ token: oauthTokens, grant: oauthGrants })
+    .from(oauthTokens)
+    .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
+    .where(eq(oauthTokens.id, await credentialHash(token)))
+    .limit(1);
+  // RFC 7009 2.2: an invalid or unknown token is not an error.
+  if (!row) return;
+  // RFC 7009 2.1: only the client the token was issued to may revoke it.
+  if (row.grant.clientId !== clientId) throw new OAuthError('unauthorized_client', 'The token was issued to another client');
+  // RFC 7009 2.1: revoking a refresh token ends its grant's access tokens too; an access token
+  // ends alone. Either takes effect at once: the API reads these rows on every request.
+  if (row.token.kind === 'refresh') await revokeGrant(db, row.grant.id);
+  else await db.update(oauthTokens).set({ revokedAt: now() }).where(eq(oauthTokens.id, row.token.id));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Access tokens at the API and userinfo
+
+export interface AccessTokenGrant {
+  grantId: string;
+  clientId: string;
+  userId: string;
+  workspaceId: string;
+  role: (typeof members.$inferSelect)['role'] | null;
+  scopes: string[];
+}
+
+/** The live grant behind an access token, or null for an unknown, expired or revoked one. */
+export async function findAccessToken(db: Db, token: string): Promise<AccessTokenGrant | null> {
+  const [row] = await db
+    .select({ token: oauthTokens, grant: oauthGrants, role: members.role })
+    .from(oauthTokens)
+    .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
+    .leftJoin(members, and(eq(members.workspaceId, oauthGrants.workspaceId), eq(members.userId, oauthGrants.userId)))
+    .where(
+      and(
+        eq(oauthTokens.id, await credentialHash(token)),
+        eq(oauthTokens.kind, 'access'),
+        gt(oauthTokens.expiresAt, now()),
+        isNull(oauthTokens.revokedAt),
+        isNull(oauthGrants.revokedAt),
+      ),
+    )
+    .limit(1);
+  if (!row) return null;
+  return {
+    grantId: row.grant.id,
+    clientId: row.grant.clientId,
+    userId: row.grant.userId,
+    workspaceId: row.grant.workspaceId,
+    role: row.role,
+    scopes: row.token.scopes,
+  };
+}
+
+/** OIDC Core 5.3: claims by scope; `openid` is required. */
+export async function userinfo(db: Db, token: string | undefined) {
+  const grant = token ? await findAccessToken(db, token) : null;
+  if (!grant) throw new OAuthError('invalid_token', 'The access token is not valid', 401);
+  if (!grant.scopes.includes('openid')) throw new OAuthError('insufficient_scope', 'userinfo needs the openid scope', 403);
+  const [user] = await db.select().from(users).where(eq(users.id, grant.userId)).limit(1);
+  if (!user) throw new OAuthError('invalid_token', 'The user no longer exists', 401);
+  return {
+    sub: user.id,
+    ...(grant.scopes.includes('profile') ? { name: user.name } : {}),
+    ...(grant.scopes.includes('email') ? { email: user.email, email_verified: false } : {}),
+  };
+}
+
+/** Housekeeping: spent codes and expired tokens are useless. */
+export async function deleteExpiredOAuthRecords(db: Db): Promise<void> {
+  const t = now();
+  await db.batch([
+    db.delete(oauthCodes).where(lt(oauthCodes.expiresAt, t - CODE_TTL_S * 1000)),
+    db.delete(oauthTokens).where(or(lt(oauthTokens.expiresAt, t), lt(oauthTokens.revokedAt, t - 24 * 3600_000))),
+  ]);
+}
