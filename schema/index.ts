@@ -13,3 +13,4 @@ export * from "./oauth";
 export * from "./workflows";
 export * from "./traces";
 export * from "./agent-permissions";
+export * from "./connectors";
