@@ -8,6 +8,7 @@ import { AppError, invalidInput } from './errors';
 import { authenticate } from './middleware/authenticate';
 import { CURRENT_API_VERSION, requestContext } from './middleware/request-context';
 import { activity } from './routes/activity';
+import { agentRoutes } from './routes/agents';
 import { apiKeys } from './routes/api-keys';
 import { auditLogs } from './routes/audit-logs';
 import { artifactRoutes } from './routes/artifacts';
@@ -29,6 +30,7 @@ import { skills } from './routes/skills';
 import { streams } from './routes/streams';
 import { threadRoutes } from './routes/threads';
 import { traceRoutes } from './routes/traces';
+import { workflowRoutes } from './routes/workflows';
 import { workspaces } from './routes/workspaces';
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -79,6 +81,8 @@ export function createApp() {
   app.route('/api/v1/artifacts', artifactRoutes);
   app.route('/api/v1/billing', billing);
   app.route('/api/v1/byok', byok);
+  app.route('/api/v1/agents', agentRoutes);
+  app.route('/api/v1/workflows', workflowRoutes);
   app.route('/api/v1/traces', traceRoutes);
   app.route('/api/v1/threads', threadRoutes);
   app.route('/streams', streams);

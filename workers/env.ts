@@ -2,6 +2,7 @@ import type { DrizzleD1Database } from 'drizzle-orm/d1';
 import type * as schema from '../schema';
 import type { ExecutionSession } from '../durable-objects/ExecutionSession';
 import type { RateLimiter } from '../durable-objects/RateLimiter';
+import type { WorkflowRun } from '../durable-objects/WorkflowRun';
 import type { Principal } from './auth/principal';
 
 export interface Env {
@@ -10,6 +11,7 @@ export interface Env {
   RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
   EXECUTION_SESSION: DurableObjectNamespace<ExecutionSession>;
   WORKFLOW_STEPS: Queue;
+  WORKFLOW_RUN: DurableObjectNamespace<WorkflowRun>;
   MAX_ACTIVE_EXECUTIONS: string;
   MAX_BODY_BYTES: string;
   /** Ds granted to every new user (a `purchase` transaction). */

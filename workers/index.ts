@@ -4,11 +4,13 @@ import { createApp } from './app';
 import type { Env } from './env';
 import { deleteExpiredIdempotencyRecords } from './middleware/idempotency';
 import { maintainSigningKeys } from './auth/oauth/signing-keys';
+import { consumeWorkflowSteps } from './queues/workflow-steps';
 import { deleteExpiredSessions } from './services/accounts';
 import { deleteExpiredOAuthRecords } from './services/oauth';
 
 export { ExecutionSession } from '../durable-objects/ExecutionSession';
 export { RateLimiter } from '../durable-objects/RateLimiter';
+export { WorkflowRun } from '../durable-objects/WorkflowRun';
 
 const app = createApp();
 
@@ -28,11 +30,8 @@ export default {
     );
   },
 
-  /**
-   * The workflow-steps consumer arrives with the workflow engine (issue 7); nothing produces
-   * messages before then, so any message is retried rather than lost.
-   */
-  async queue(batch) {
-    batch.retryAll();
+  /** The workflow-steps consumer: each message advances one run by one step (workers/queues/workflow-steps.ts). */
+  async queue(batch, env) {
+    await consumeWorkflowSteps(batch, env);
   },
 } satisfies ExportedHandler<Env>;

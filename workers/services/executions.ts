@@ -143,7 +143,7 @@ async function interruptRun(db: Db, env: Env, principal: Principal, execution: t
  * that also counts the workspace's working executions, so two requests cannot both pass
  * MAX_ACTIVE_EXECUTIONS.
  */
-async function startRun(db: Db, env: Env, principal: Principal, execution: typeof executions.$inferSelect, text: string) {
+async function startRun(db: Db, env: Env, principal: Principal, execution: typeof executions.$inferSelect, text: string, system?: string) {
   if (execution.status === 'working') throw new AppError('EXECUTION_RUNNING', 409, 'The execution is already running');
   if (execution.status !== 'idle') throw conflict(`The execution is ${execution.status}: rerun it instead`);
   const decision = await hitRateLimit(env, `runs:user:${principal.userId}`, RUNS_PER_MINUTE, 60_000);
@@ -186,12 +186,41 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     skillName: execution.skillName,
     skillSlug: execution.skillSlug,
     source: execution.source,
-    system: version?.prompt ?? '',
+    system: system ?? version?.prompt ?? '',
     text,
   });
   await traceRunStarted(db, execution.id);
   await recordRun(db, principal, execution, 'execution.started');
   return accepted;
+}
+
+/**
+ * A run of a workspace agent (a workflow `agent` step): an execution whose system prompt is the
+ * agent's instructions instead of a skill's, started at once; one that cannot start is removed.
+ */
+export async function runAgent(db: Db, env: Env, principal: Principal, agent: { slug: string; name: string; instructions: string }, input: string) {
+  const [row] = await db
+    .insert(executions)
+    .values({
+      workspaceId: principal.workspaceId,
+      userId: principal.userId,
+      skillSlug: `agent:${agent.slug}`,
+      skillName: agent.name,
+      status: 'idle',
+      inputText: input,
+      source: 'workflow',
+      interface: 'workflow',
+      traceKey: crypto.randomUUID(),
+      startedAt: now(),
+    })
+    .returning();
+  try {
+    await startRun(db, env, principal, row!, input, agent.instructions);
+  } catch (error) {
+    await db.delete(executions).where(eq(executions.id, row!.id));
+    throw error;
+  }
+  return formatId('exec', row!.id);
 }
 
 const Connector = z.discriminatedUnion('type', [

@@ -1,0 +1,126 @@
+import { z } from 'zod';
+import type { WorkflowRunRow } from '../../schema/workflows';
+import type { Principal } from '../auth/principal';
+import type { Db, Env } from '../env';
+import { notFound } from '../errors';
+import { toIso } from '../lib/clock';
+import { findRun, launchWorkflow, resumeRun } from './workflows';
+
+/** Spec 4.8: the run stream polls about once a second. */
+const POLL_MS = 1_000;
+/** A stream lasts at most this long; clients re-subscribe. */
+const MAX_STREAM_MS = 30 * 60_000;
+/** Spec 4.8: the server closes on these (and on canceled too: nothing follows it). */
+const CLOSING = new Set(['success', 'failed', 'suspended', 'canceled']);
+
+const encoder = new TextEncoder();
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
+
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  // wrangler dev buffers SSE unless the response declares no content encoding.
+  'content-encoding': 'identity',
+};
+
+export const snapshotFrame = (row: WorkflowRunRow) => ({
+  type: 'workflow-snapshot' as const,
+  runId: row.runId,
+  workflowId: row.workflowId,
+  status: row.status,
+  updatedAt: toIso(row.updatedAt),
+  snapshot: JSON.parse(row.snapshot) as Record<string, unknown>,
+});
+
+/**
+ * Polls the run record: `onRow` for every new version, `onMissing` while the run is not visible
+ * yet; ends once the status is one the stream closes on, the client goes away, or time is up.
+ */
+async function follow(db: Db, principal: Principal, runId: string, signal: AbortSignal, onRow: (row: WorkflowRunRow) => Promise<void>, onMissing: () => Promise<void>, since = -1) {
+  const started = Date.now();
+  let version = since;
+  while (!signal.aborted && Date.now() - started < MAX_STREAM_MS) {
+    const row = await findRun(db, principal, runId);
+    if (!row) await onMissing();
+    else if (row.version !== version) {
+      version = row.version;
+      await onRow(row);
+      if (CLOSING.has(row.status)) return;
+    }
+    await sleep(POLL_MS, signal);
+  }
+}
+
+/** GET /workflows/runs/:runId/events: `workflow-snapshot` frames, `:` heartbeats while nothing is visible. */
+export async function runEvents(db: Db, principal: Principal, runId: string, signal: AbortSignal): Promise<Response> {
+  if (!(await findRun(db, principal, runId))) throw notFound('Workflow run');
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = writable.getWriter();
+  const abort = new AbortController();
+  signal.addEventListener('abort', () => abort.abort(), { once: true });
+  const write = (text: string) => writer.write(encoder.encode(text)).catch(() => abort.abort());
+  void follow(db, principal, runId, abort.signal, (row) => write(`data: ${JSON.stringify(snapshotFrame(row))}\n\n`), () => write(': heartbeat\n\n'))
+    .catch((error) => console.error(JSON.stringify({ level: 'error', runId, error: String(error) })))
+    .finally(() => writer.close().catch(() => undefined));
+  return new Response(readable, { headers: SSE_HEADERS });
+}
+
+export const StreamBody = z.union([
+  z.object({ inputData: z.record(z.string(), z.unknown()) }),
+  z.object({ runId: z.string().min(1).max(100), step: z.string().min(1).max(64).optional(), resumeData: z.unknown().optional() }),
+]);
+export type StreamBody = z.infer<typeof StreamBody>;
+
+/**
+ * POST /workflows/:id/stream: launches (`{inputData}`) or resumes (`{runId, step, resumeData}`)
+ * and answers an AI SDK UI message stream (SSE of `{type: ...}` parts, header
+ * `x-vercel-ai-ui-message-stream: v1`): `start`, one `data-workflow` part per snapshot, a text
+ * part saying how the run ended, `finish`, then `[DONE]`. Launch and resume errors answer
+ * before the stream starts, in their usual shapes.
+ */
+export async function streamWorkflow(db: Db, env: Env, principal: Principal, id: string, body: StreamBody, signal: AbortSignal): Promise<Response> {
+  let runId: string;
+  if ('inputData' in body) runId = (await launchWorkflow(db, env, principal, id, body.inputData)).runId;
+  else {
+    const answer = await resumeRun(db, env, principal, body.runId, { stepId: body.step, resumeData: body.resumeData });
+    if (answer.status !== 200) return Response.json(answer.body, { status: answer.status });
+    runId = body.runId;
+  }
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = writable.getWriter();
+  const abort = new AbortController();
+  signal.addEventListener('abort', () => abort.abort(), { once: true });
+  const part = (value: unknown) => writer.write(encoder.encode(`data: ${JSON.stringify(value)}\n\n`)).catch(() => abort.abort());
+  const messageId = `wf-${runId}`;
+  let last: WorkflowRunRow | null = null;
+  void (async () => {
+    await part({ type: 'start', messageId });
+    await follow(
+      db,
+      principal,
+      runId,
+      abort.signal,
+      async (row) => {
+        last = row;
+        await part({ type: 'data-workflow', id: runId, data: snapshotFrame(row) });
+      },
+      async () => undefined,
+    );
+    const ended = last as WorkflowRunRow | null;
+    if (ended) {
+      const text = `Workflow ${ended.workflowId} run ${runId}: ${ended.status}`;
+      await part({ type: 'text-start', id: `${messageId}-status` });
+      await part({ type: 'text-delta', id: `${messageId}-status`, delta: text });
+      await part({ type: 'text-end', id: `${messageId}-status` });
+    }
+    await part({ type: 'finish' });
+    await writer.write(encoder.encode('data: [DONE]\n\n')).catch(() => undefined);
+  })()
+    .catch((error) => console.error(JSON.stringify({ level: 'error', runId, error: String(error) })))
+    .finally(() => writer.close().catch(() => undefined));
+  return new Response(readable, { headers: { ...SSE_HEADERS, 'x-vercel-ai-ui-message-stream': 'v1' } });
+}

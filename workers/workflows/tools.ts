@@ -1,0 +1,138 @@
+import { and, eq } from 'drizzle-orm';
+import { executions } from '../../schema';
+import type { Principal } from '../auth/principal';
+import type { Db, Env } from '../env';
+import { AppError } from '../errors';
+import { parseId } from '../lib/ids';
+import { findAgent } from '../services/agents';
+import { runAgent, runSkill } from '../services/executions';
+import { readMemory } from '../services/memory';
+import type { Json, LeafStep } from './compiler';
+import { valueProblem } from './json-schema';
+
+/**
+ * The tool registry: the tool ids a `tool` entry may name in this deployment (spec 4.8 step 4).
+ * - `execute-skill`: runs an installed skill; input `{slug, input}` (rule 10).
+ * - `human-input`: suspends the run until a resume; the resume data is the output.
+ * - `read-memory`: the workspace's working-memory document, `{content}`.
+ */
+export const TOOL_IDS = ['execute-skill', 'human-input', 'read-memory'] as const;
+
+/** A step that could not run: `retryable` ones wait and try again without spending a retry. */
+export class StepError extends Error {
+  constructor(
+    message: string,
+    readonly retryable = false,
+  ) {
+    super(message);
+  }
+}
+
+/** What starting a step that runs an execution answers. */
+export type Started = { executionId: string };
+
+/** Capacity refusals (another execution working, the per-user start rate) wait; anything else fails the step. */
+function startFailure(error: unknown): never {
+  if (error instanceof AppError) {
+    const retryable = error.code === 'EXECUTION_RUNNING' || error.code === 'RATE_LIMITED';
+    throw new StepError(`${error.code}: ${error.message}`, retryable);
+  }
+  throw error;
+}
+
+const asText = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
+
+/** Rule 10: `{slug, input}`; a non-string input is JSON-stringified before it reaches the skill. */
+export async function startSkill(db: Db, env: Env, principal: Principal, input: unknown): Promise<Started> {
+  const record = (input ?? {}) as Record<string, unknown>;
+  if (typeof record.slug !== 'string' || record.input === undefined || record.input === null) {
+    throw new StepError('execute-skill needs {slug, input} from the entry before it (a mapping that yields slug and input)');
+  }
+  try {
+    const started = await runSkill(db, env, principal, record.slug, { input: asText(record.input) });
+    return { executionId: started.executionId };
+  } catch (error) {
+    return startFailure(error);
+  }
+}
+
+/** An agent step's prompt: its input as text, plus the output contract when it declares one. */
+export async function startAgent(db: Db, env: Env, principal: Principal, step: Extract<LeafStep, { type: 'agent' }>, input: unknown): Promise<Started> {
+  const agent = await findAgent(db, principal.workspaceId, step.agentSlug);
+  if (!agent) throw new StepError(`The agent ${step.agentSlug} no longer exists in this workspace`);
+  const contract =
+    step.outputSchema === undefined
+      ? ''
+      : `\n\nAnswer with only a JSON value (no prose, no code fence) that conforms to this JSON Schema:\n${JSON.stringify(step.outputSchema)}`;
+  const text = (input === undefined || input === null || input === '' ? 'Begin.' : asText(input)) + contract;
+  try {
+    return { executionId: await runAgent(db, env, principal, agent, text) };
+  } catch (error) {
+    return startFailure(error);
+  }
+}
+
+/** Where a started execution is: still working, or its outcome. */
+export type ExecutionCheck = { state: 'working' } | { state: 'completed'; text: string; executionId: string } | { state: 'stopped'; reason: string };
+
+export async function checkExecution(db: Db, env: Env, workspaceId: string, executionId: string): Promise<ExecutionCheck> {
+  const id = parseId('exec', executionId);
+  const [row] = await db
+    .select({ status: executions.status })
+    .from(executions)
+    .where(and(eq(executions.workspaceId, workspaceId), eq(executions.id, id ?? -1)))
+    .limit(1);
+  if (!row) return { state: 'stopped', reason: `execution ${executionId} no longer exists` };
+  if (row.status === 'working') return { state: 'working' };
+  const events = await env.EXECUTION_SESSION.getByName(executionId).events(0);
+  if (row.status === 'completed') {
+    // The answer of the last turn: the agent's message text after the last status_running.
+    const start = events.map((e) => e.type).lastIndexOf('session.status_running');
+    const text = events
+      .slice(start + 1)
+      .filter((e) => e.type === 'agent.message')
+      .flatMap((e) => (e.payload.content as { type: string; text?: string }[]).map((c) => c.text ?? ''))
+      .join('');
+    return { state: 'completed', text, executionId };
+  }
+  const idle = events.filter((e) => e.type === 'session.status_idle').at(-1);
+  const reason = (idle?.payload.stop_reason as { type?: string } | undefined)?.type ?? row.status;
+  return { state: 'stopped', reason: `execution ${executionId} ended with ${reason}` };
+}
+
+/** The output of a finished execution step; an agent with an outputSchema must answer conforming JSON. */
+export function executionOutput(step: LeafStep, done: { text: string; executionId: string }): Json {
+  if (step.type === 'agent' && step.outputSchema !== undefined) {
+    const raw = done.text.trim().replace(/^```(?:json)?\s*|\s*```$/g, '');
+    let value: unknown;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      throw new StepError(`agent step ${step.id}: the answer is not JSON, so it cannot satisfy its outputSchema`);
+    }
+    const problem = valueProblem(step.outputSchema, value);
+    if (problem) throw new StepError(`agent step ${step.id}: the answer does not satisfy its outputSchema at ${problem.pointer || '/'}: ${problem.message}`);
+    return value as Json;
+  }
+  return { executionId: done.executionId, status: 'completed', text: done.text };
+}
+
+/** Tools that answer at once. */
+export async function runInstantTool(db: Db, principal: Principal, toolId: string): Promise<Json> {
+  if (toolId === 'read-memory') {
+    const memory = await readMemory(db, principal);
+    return { content: memory.content };
+  }
+  throw new StepError(`Tool ${toolId} is not available in this deployment`);
+}
+
+/** Interrupts an execution a canceled run no longer needs; one that already ended is left alone. */
+export async function stopExecution(env: Env, db: Db, workspaceId: string, executionId: string) {
+  const id = parseId('exec', executionId);
+  const [row] = await db
+    .select({ status: executions.status })
+    .from(executions)
+    .where(and(eq(executions.workspaceId, workspaceId), eq(executions.id, id ?? -1)))
+    .limit(1);
+  if (row?.status === 'working') await env.EXECUTION_SESSION.getByName(executionId).interrupt();
+}
