@@ -7,7 +7,9 @@ import type { AppEnv } from './env';
 import { AppError, invalidInput } from './errors';
 import { authenticate } from './middleware/authenticate';
 import { CURRENT_API_VERSION, requestContext } from './middleware/request-context';
+import { activate } from './routes/activate';
 import { activity } from './routes/activity';
+import { agentPermissions } from './routes/agent-permissions';
 import { agentRoutes } from './routes/agents';
 import { apiKeys } from './routes/api-keys';
 import { auditLogs } from './routes/audit-logs';
@@ -69,6 +71,8 @@ export function createApp() {
   app.route('/api/v1/workspaces', workspaces);
   app.route('/api/v1/invitations', invitations);
   app.route('/api/v1/api-keys', apiKeys);
+  app.route('/api/v1/agents', agentPermissions);
+  app.route('/api/v1/activate', activate);
   app.route('/api/v1/memory', memory);
   app.route('/api/v1/audit-logs', auditLogs);
   app.route('/api/v1/activity', activity);
