@@ -32,6 +32,8 @@ import { skills } from './routes/skills';
 import { streams } from './routes/streams';
 import { threadRoutes } from './routes/threads';
 import { traceRoutes } from './routes/traces';
+import { apiEvents, control, eventRoutes } from './routes/control';
+import { announceChanges } from './middleware/announce-changes';
 import { workflowRoutes } from './routes/workflows';
 import { workspaces } from './routes/workspaces';
 
@@ -62,6 +64,7 @@ export function createApp() {
     })(c, next);
   });
   app.use('/api/v1/*', authenticate);
+  app.use('/api/v1/*', announceChanges);
 
   app.route('/auth', auth);
   app.route('/auth', authPages);
@@ -89,6 +92,9 @@ export function createApp() {
   app.route('/api/v1/workflows', workflowRoutes);
   app.route('/api/v1/traces', traceRoutes);
   app.route('/api/v1/threads', threadRoutes);
+  app.route('/api/v1/events', eventRoutes);
+  app.route('/api/events', apiEvents);
+  app.route('/control', control);
   app.route('/streams', streams);
   app.route('/', mcp);
 

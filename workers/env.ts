@@ -2,6 +2,7 @@ import type { DrizzleD1Database } from 'drizzle-orm/d1';
 import type * as schema from '../schema';
 import type { ExecutionSession } from '../durable-objects/ExecutionSession';
 import type { RateLimiter } from '../durable-objects/RateLimiter';
+import type { WorkspaceChannel } from '../durable-objects/WorkspaceChannel';
 import type { WorkflowRun } from '../durable-objects/WorkflowRun';
 import type { Principal } from './auth/principal';
 
@@ -10,6 +11,8 @@ export interface Env {
   BUCKET: R2Bucket;
   RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
   EXECUTION_SESSION: DurableObjectNamespace<ExecutionSession>;
+  /** One per workspace: the control-plane WebSocket and /api/events (durable-objects/WorkspaceChannel.ts). */
+  WORKSPACE_CHANNEL: DurableObjectNamespace<WorkspaceChannel>;
   WORKFLOW_STEPS: Queue;
   WORKFLOW_RUN: DurableObjectNamespace<WorkflowRun>;
   MAX_ACTIVE_EXECUTIONS: string;

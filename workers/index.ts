@@ -10,6 +10,7 @@ import { deleteExpiredOAuthRecords } from './services/oauth';
 
 export { ExecutionSession } from '../durable-objects/ExecutionSession';
 export { RateLimiter } from '../durable-objects/RateLimiter';
+export { WorkspaceChannel } from '../durable-objects/WorkspaceChannel';
 export { WorkflowRun } from '../durable-objects/WorkflowRun';
 
 const app = createApp();

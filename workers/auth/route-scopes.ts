@@ -153,6 +153,8 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/v1/threads': { auth: 'credential', scope: 'thread:read' },
   'POST /api/v1/threads/:id/messages': { auth: 'credential', scope: 'thread:write' },
   'GET /api/v1/threads/:id/messages': { auth: 'credential', scope: 'thread:read' },
+
+  'GET /api/v1/events/subscribe-url': { auth: 'credential', scope: 'channel:read' },
 };
 
 export const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;

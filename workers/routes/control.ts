@@ -1,0 +1,56 @@
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { bearerTokenOf, resolvePrincipal } from '../auth/credentials';
+import { hasScope } from '../auth/scopes';
+import type { AppEnv } from '../env';
+import { AppError, forbidden, unauthorized } from '../errors';
+import { verifyStreamToken } from '../lib/signing';
+import { principalOf } from '../middleware/authenticate';
+import { createSubscribeUrl } from '../services/control-plane';
+import { documented } from './openapi';
+
+/** The scope that opens the workspace's real-time channels (spec 5.4 `channel:read`). */
+const CHANNEL_SCOPE = 'channel:read';
+
+/** GET /api/v1/events/subscribe-url (spec 4.3): the signed control-plane URL. */
+export const eventRoutes = new Hono<AppEnv>().get(
+  '/subscribe-url',
+  documented('Events', "A signed WebSocket URL for the workspace's control plane, valid 5 minutes", 200, z.object({ url: z.string(), expiresInMs: z.number() })),
+  async (c) => c.json(await createSubscribeUrl(principalOf(c), new URL(c.req.url).origin, c.env.SIGNING_SECRET)),
+);
+
+/**
+ * The control-plane WebSocket on `{control_url}`. No API key or session: the signed token is the
+ * credential, checked here, before the upgrade reaches the channel (tampered or expired: 401).
+ */
+export const control = new Hono<AppEnv>().get('/ws', async (c) => {
+  const token = c.req.query('token');
+  const claims = token ? await verifyStreamToken(c.env.SIGNING_SECRET, 'control-channel', token) : null;
+  if (!claims || claims.subject !== claims.workspaceId) throw unauthorized('The control-plane URL is invalid or has expired');
+  if (c.req.header('upgrade')?.toLowerCase() !== 'websocket') throw new AppError('INVALID_INPUT', 426, 'Expected a WebSocket upgrade', { field: 'upgrade', rule: 'websocket' });
+  return c.env.WORKSPACE_CHANNEL.getByName(claims.workspaceId).fetch(c.req.raw);
+});
+
+/**
+ * GET /api/events (spec 4.11, 6.3): Server-Sent Events of the workspace's executions,
+ * `event: execution-state`. The API key comes in the `apiKey` query (EventSource cannot set
+ * headers) or `x-api-key`; a session token or access token works too. `sources` filters by the
+ * executions' source (comma-separated, e.g. `api,mcp`).
+ */
+export const apiEvents = new Hono<AppEnv>().get('/', async (c) => {
+  const principal = await resolvePrincipal(
+    c.var.db,
+    {
+      apiKey: c.req.query('apiKey') ?? c.req.header('x-api-key'),
+      sessionToken: c.req.header('x-auth-token'),
+      bearerToken: bearerTokenOf(c.req.header('authorization')),
+      workspaceSelector: c.req.header('x-workspace-id'),
+    },
+    c.var.origin,
+  );
+  if (!principal) throw unauthorized();
+  if (!hasScope(principal.scopes, CHANNEL_SCOPE)) throw forbidden(`This credential lacks the scope "${CHANNEL_SCOPE}"`, { scope: CHANNEL_SCOPE });
+  const sources = c.req.query('sources');
+  const url = `https://channel/events${sources ? `?sources=${encodeURIComponent(sources)}` : ''}`;
+  return c.env.WORKSPACE_CHANNEL.getByName(principal.workspaceId).fetch(url, { signal: c.req.raw.signal });
+});
