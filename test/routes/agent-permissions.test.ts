@@ -1,4 +1,6 @@
-import { env } from 'cloudflare:workers';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { env, exports } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { BASE, call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
@@ -371,6 +373,24 @@ describe('POST /api/v1/agents/request-permission', () => {
     // The used token is ignored; the remaining grant serves the next request.
     expect((await readMemory(key.key, { 'x-permission-grant': tokenB })).status).toBe(200);
     expectError(await readMemory(key.key, { 'x-permission-grant': tokenB }), 403, 'FORBIDDEN');
+  });
+
+  it('grants are honoured by MCP tools too: a one-time grant serves one tool call', async () => {
+    const user = await signUp();
+    const key = await createKey(user);
+    const client = new Client({ name: 'grant-test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${BASE}/mcp`), {
+        requestInit: { headers: { 'x-api-key': key.key } },
+        fetch: (url, init) => exports.default.fetch(new Request(url, init)),
+      }),
+    );
+    const codeOf = (result: Awaited<ReturnType<Client['callTool']>>) =>
+      result.isError ? JSON.parse((result.content as { text: string }[])[0]!.text).error.code : 'OK';
+    expect(codeOf(await client.callTool({ name: 'read-memory', arguments: {} }))).toBe('FORBIDDEN');
+    await granted(user, key.key, 'memory:read', 'one_time');
+    expect(codeOf(await client.callTool({ name: 'read-memory', arguments: {} }))).toBe('OK');
+    expect(codeOf(await client.callTool({ name: 'read-memory', arguments: {} }))).toBe('FORBIDDEN');
   });
 
   it('the approver may change the mode; denial, a second decision and expiry behave like consents', async () => {

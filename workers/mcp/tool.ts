@@ -5,7 +5,7 @@ import type { Principal } from '../auth/principal';
 import { ROUTE_ACCESS } from '../auth/route-scopes';
 import type { Db, Env } from '../env';
 import { AppError } from '../errors';
-import { authorize } from '../middleware/authenticate';
+import { authorizeWithGrants } from '../middleware/authenticate';
 
 /** What every tool call runs with: the same principal, database and bindings a REST call gets. */
 export interface ToolContext {
@@ -15,6 +15,8 @@ export interface ToolContext {
   /** The client's interface label for executions started here (spec 2.2): `mcp`, `mcp-vscode`, … */
   clientInterface: string;
   requestId: string;
+  /** `x-permission-grant`: which one-time grant a call spends (spec 5.5). */
+  grantToken?: string;
 }
 
 export interface ServiceTool<Shape extends z.ZodRawShape> {
@@ -55,7 +57,7 @@ export function defineTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>
         // the input parsed against `tool.input`.
         (async (args: z.infer<z.ZodObject<Shape>>): Promise<CallToolResult> => {
           try {
-            authorize(ROUTE_ACCESS[tool.route]!, ctx.principal);
+            await authorizeWithGrants(ctx.db, ROUTE_ACCESS[tool.route]!, ctx.principal, ctx.grantToken);
             const result = await tool.run(ctx, args);
             return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown> };
           } catch (error) {

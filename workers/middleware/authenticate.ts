@@ -5,7 +5,7 @@ import type { Principal } from '../auth/principal';
 import { ROUTE_ACCESS, routeKey, type RouteAccess } from '../auth/route-scopes';
 import { coveredByGrant, GRANT_TOKEN_HEADER } from '../auth/grants';
 import { hasScope } from '../auth/scopes';
-import type { AppEnv } from '../env';
+import type { AppEnv, Db } from '../env';
 import { AppError, forbidden, unauthorized } from '../errors';
 import { hitRateLimit } from '../lib/rate-limit';
 
@@ -82,13 +82,20 @@ export async function identify(c: Context, options: { allowUnactivated?: boolean
 }
 
 /**
- * Spec 5.5: a key lacking a route's scope may hold a session grant of it, or a one-time grant,
- * which this request then spends (`x-permission-grant` picks which).
+ * `authorize`, after giving a key that lacks the scope its second chance (spec 5.5): a session
+ * grant of the scope, or a one-time grant, which this call then spends (`grantToken`, the
+ * `x-permission-grant` header, picks which). REST routes and MCP tools both check through here.
  */
-async function grantCovers(c: Context, access: RouteAccess, principal: Principal | undefined): Promise<boolean> {
-  if (access.auth !== 'credential' && access.auth !== 'key') return false;
-  if (!principal || principal.credential.type !== 'api_key' || hasScope(principal.scopes, access.scope)) return false;
-  return coveredByGrant(c.var.db, principal.credential.apiKeyId, access.scope, c.req.header(GRANT_TOKEN_HEADER));
+export async function authorizeWithGrants(db: Db, access: RouteAccess, principal: Principal | undefined, grantToken: string | undefined): Promise<void> {
+  if (
+    (access.auth === 'credential' || access.auth === 'key') &&
+    principal?.credential.type === 'api_key' &&
+    !hasScope(principal.scopes, access.scope) &&
+    (await coveredByGrant(db, principal.credential.apiKeyId, access.scope, grantToken))
+  ) {
+    return;
+  }
+  authorize(access, principal);
 }
 
 /** For `/api/v1/*`: identifies the caller, then checks the route-to-scope table. */
@@ -98,7 +105,7 @@ export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
   const access = ROUTE_ACCESS[key];
   if (!access) throw new Error(`Route ${key} is missing from ROUTE_ACCESS`);
   const principal = await identify(c, { allowUnactivated: access.auth === 'agent' });
-  if (!(await grantCovers(c, access, principal))) authorize(access, principal);
+  await authorizeWithGrants(c.var.db, access, principal, c.req.header(GRANT_TOKEN_HEADER));
   c.set('principal', principal);
   await next();
 });

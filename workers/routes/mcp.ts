@@ -1,5 +1,6 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { Hono, type Context } from 'hono';
+import { GRANT_TOKEN_HEADER } from '../auth/grants';
 import type { AppEnv } from '../env';
 import { AppError, forbidden, unauthorized } from '../errors';
 import { identify } from '../middleware/authenticate';
@@ -41,6 +42,7 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
     principal,
     clientInterface: clientInterface(c.req.header('user-agent')),
     requestId: c.var.requestId,
+    grantToken: c.req.header(GRANT_TOKEN_HEADER),
   });
   await server.connect(transport);
   const response = await transport.handleRequest(c.req.raw);
