@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import * as schema from '../../schema';
 import { AppError } from '../../workers/errors';
 import { launchWorkflow } from '../../workers/services/workflows';
-import { BASE, call, createKey, expectError, sessionPrincipal, signUp, type TestUser } from '../helpers/api';
+import { BASE, call, createKey, expectError, sessionPrincipal, signUp } from '../helpers/api';
 import { seedArtifact, zipOf } from '../helpers/skills';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 
