@@ -6,6 +6,7 @@ import { deleteExpiredIdempotencyRecords } from './middleware/idempotency';
 import { maintainSigningKeys } from './auth/oauth/signing-keys';
 import { consumeWorkflowSteps } from './queues/workflow-steps';
 import { deleteExpiredSessions } from './services/accounts';
+import { deleteExpiredActivations } from './services/device-activation';
 import { deleteExpiredOAuthRecords } from './services/oauth';
 
 export { ExecutionSession } from '../durable-objects/ExecutionSession';
@@ -25,6 +26,7 @@ export default {
       Promise.all([
         deleteExpiredSessions(db),
         deleteExpiredIdempotencyRecords(db),
+        deleteExpiredActivations(db),
         deleteExpiredOAuthRecords(db),
         maintainSigningKeys(db, env.ENCRYPTION_KEY),
       ]),

@@ -1,4 +1,6 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
+import worker from '../../workers/index';
 import { afterEach, describe, expect, it } from 'vitest';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
@@ -167,6 +169,18 @@ describe('denied, expired and used codes', () => {
     await confirm(user, user_code);
     wait(600);
     expect((await poll(device_code)).body).toEqual({ status: 'expired' });
+  });
+
+  it('the hourly job deletes activations a day after they expired', async () => {
+    const old = (await start()).body;
+    wait(600 + 24 * 3600);
+    const fresh = (await start()).body;
+    expect((await poll(old.device_code)).body).toEqual({ status: 'expired' });
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    expectError(await poll(old.device_code), 404, 'NOT_FOUND');
+    expect((await poll(fresh.device_code)).body.status).toBe('pending');
   });
 
   it('unknown codes are 404; the app routes need a session', async () => {

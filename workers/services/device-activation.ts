@@ -18,6 +18,8 @@ export const DEVICE_CODE_TTL_SECONDS = 600;
 export const DEVICE_POLL_INTERVAL_SECONDS = 2;
 /** RFC 8628 section 3.5: every `slow_down` adds 5 seconds to the interval. */
 export const SLOW_DOWN_STEP_SECONDS = 5;
+/** How long a finished activation is kept, for the answers of late polls. */
+const ACTIVATION_RETENTION_MS = 24 * 3600_000;
 
 export const StartActivationBody = z.object({ client_label: z.string().trim().min(1).max(100) });
 export type StartActivationBody = z.infer<typeof StartActivationBody>;
@@ -270,6 +272,14 @@ async function decide(db: Db, principal: Principal, userCode: string, approve: b
 }
 
 /** `POST /activate/confirm`: binds the person and their current workspace to the key to be minted. */
+/**
+ * Hourly housekeeping: activations a day past their expiry go. Until then a late poll still
+ * reads `expired` (or 409 for a delivered key) rather than 404.
+ */
+export async function deleteExpiredActivations(db: Db): Promise<void> {
+  await db.delete(deviceActivations).where(lte(deviceActivations.expiresAt, now() - ACTIVATION_RETENTION_MS));
+}
+
 export const confirmActivation = (db: Db, principal: Principal, userCode: string) => decide(db, principal, userCode, true);
 
 export const denyActivation = (db: Db, principal: Principal, userCode: string) => decide(db, principal, userCode, false);
