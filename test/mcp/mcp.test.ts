@@ -4,6 +4,7 @@ import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { BASE, call, createKey, expectError, signUp, waitForStatus } from '../helpers/api';
 import { catalogEntry, seedCatalog } from '../helpers/skills';
+import { definition, install, mapping, waitForRun } from '../helpers/workflows';
 
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
 const TOOL_NAMES = [
@@ -22,6 +23,11 @@ const TOOL_NAMES = [
   'read-memory',
   'write-memory',
   'get-credit-balance',
+  'start-workflow',
+  'list-workflow-runs',
+  'get-workflow-run',
+  'cancel-workflow-run',
+  'resume-workflow-run',
 ];
 
 /** The SDK's own client over its Streamable HTTP transport, its requests answered by the Worker in-process. */
@@ -157,6 +163,44 @@ describe('the MCP endpoint', () => {
     expect(denied.details).toEqual({ scope: 'memory:write' });
     failure(await client.callTool({ name: 'execute-skill', arguments: { slug: 'notes', input: 'x' } }), 'FORBIDDEN');
     failure(await client.callTool({ name: 'list-installed-skills', arguments: {} }), 'FORBIDDEN');
+  });
+});
+
+describe('the workflow tools', () => {
+  const humanInput = { type: 'tool', id: 'approve', toolId: 'human-input', options: { metadata: { prompt: 'Ship it?' } } };
+
+  it('start, list, show, resume a suspended run to success, with the resume errors as tool errors', async () => {
+    const { user, client } = await setup();
+    await install(user, 'ship', definition('ship', [humanInput, mapping('after', { answer: { step: 'approve', path: 'ok' } })]));
+    const started = ok(await client.callTool({ name: 'start-workflow', arguments: { workflowId: 'ship', inputs: {} } }));
+    expect(started).toEqual({ runId: expect.any(String), workflowId: 'ship', status: 'started' });
+    await waitForRun(user, started.runId, ['suspended']);
+
+    expect(ok(await client.callTool({ name: 'list-workflow-runs', arguments: {} })).runs.map((r: { runId: string }) => r.runId)).toEqual([started.runId]);
+    expect(ok(await client.callTool({ name: 'get-workflow-run', arguments: { runId: started.runId } })).run).toMatchObject({ status: 'suspended' });
+    failure(await client.callTool({ name: 'resume-workflow-run', arguments: { runId: started.runId, stepId: 'nope', resumeData: {} } }), 'STEP_MISMATCH');
+    expect(ok(await client.callTool({ name: 'resume-workflow-run', arguments: { runId: started.runId, resumeData: { ok: true } } }))).toEqual({ runId: started.runId, status: 'running' });
+    const { run } = await waitForRun(user, started.runId, ['success']);
+    expect(run.snapshot.result).toEqual({ answer: true });
+
+    // A finished run answers spec 7.3's own shape, carried as is.
+    const finished = await client.callTool({ name: 'resume-workflow-run', arguments: { runId: started.runId, resumeData: {} } });
+    expect(finished.isError).toBe(true);
+    expect(json(finished)).toEqual({ cancelled: true, error: expect.any(String) });
+    failure(await client.callTool({ name: 'get-workflow-run', arguments: { runId: 'no-such-run' } }), 'NOT_FOUND');
+    failure(await client.callTool({ name: 'start-workflow', arguments: { workflowId: 'no-such-workflow' } }), 'NOT_FOUND');
+  });
+
+  it('cancels a run, and keeps other workspaces’ runs out of reach', async () => {
+    const { user, client } = await setup();
+    await install(user, 'wait', definition('wait', [humanInput]));
+    const { runId } = ok(await client.callTool({ name: 'start-workflow', arguments: { workflowId: 'wait' } }));
+    await waitForRun(user, runId, ['suspended']);
+    const other = await setup();
+    failure(await other.client.callTool({ name: 'cancel-workflow-run', arguments: { runId } }), 'NOT_FOUND');
+    failure(await other.client.callTool({ name: 'get-workflow-run', arguments: { runId } }), 'NOT_FOUND');
+    expect(ok(await client.callTool({ name: 'cancel-workflow-run', arguments: { runId } }))).toEqual({ success: true, runId });
+    expect((await waitForRun(user, runId, ['canceled'])).run.status).toBe('canceled');
   });
 });
 

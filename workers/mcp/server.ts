@@ -6,9 +6,10 @@ import { billingTools } from './tools/billing.tools';
 import { executionTools } from './tools/executions.tools';
 import { memoryTools } from './tools/memory.tools';
 import { skillTools } from './tools/skills.tools';
+import { workflowTools } from './tools/workflows.tools';
 
 /** Every tool the endpoint offers, each a thin adapter over workers/services/. */
-export const MCP_TOOLS = [...skillTools, ...executionTools, ...artifactTools, ...memoryTools, ...billingTools];
+export const MCP_TOOLS = [...skillTools, ...executionTools, ...artifactTools, ...memoryTools, ...billingTools, ...workflowTools];
 
 /**
  * A fresh server per request (stateless Streamable HTTP: CONVENTIONS.md). The SDK's default

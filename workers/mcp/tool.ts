@@ -31,8 +31,16 @@ export interface ServiceTool<Shape extends z.ZodRawShape> {
   run: (ctx: ToolContext, args: z.infer<z.ZodObject<Shape>>) => Promise<object>;
 }
 
+/** A failure a route answers in its own shape (workflow resume, spec 7.3): the tool error carries that body as is. */
+export class ToolFailure extends Error {
+  constructor(readonly body: object) {
+    super('tool failure');
+  }
+}
+
 /** A failed call: an MCP tool error whose text is the service's error envelope, code first (DECISIONS.md, MCP tools). */
 function toolError(error: unknown, requestId: string): CallToolResult {
+  if (error instanceof ToolFailure) return { isError: true, content: [{ type: 'text', text: JSON.stringify(error.body) }] };
   const known =
     error instanceof AppError
       ? error
