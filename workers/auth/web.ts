@@ -56,7 +56,8 @@ export function csrfValid(c: Ctx, submitted: unknown): boolean {
 
 /**
  * Headers for every page: a nonce-based CSP with `frame-ancestors 'none'` (RFC 9700 4.16,
- * clickjacking of the consent screen), no referrer (authorize URLs carry state), no caching.
+ * clickjacking of the consent screen), no referrer to other sites (authorize URLs carry state;
+ * `no-referrer` would also turn our own forms' Origin into "null"), no caching.
  * `formTargets` adds where a form's redirect may lead (the client's redirect URI): browsers
  * apply `form-action` to the redirect after a post too.
  */
@@ -68,7 +69,7 @@ export function pageHeaders(c: Ctx, nonce: string, formTargets: string[] = []) {
   );
   c.header('x-frame-options', 'DENY');
   c.header('x-content-type-options', 'nosniff');
-  c.header('referrer-policy', 'no-referrer');
+  c.header('referrer-policy', 'same-origin');
   c.header('cache-control', 'no-store');
 }
 

@@ -1,0 +1,134 @@
+import { createServer, type Server } from 'node:http';
+import * as oauth from 'oauth4webapi';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, startService, type RunningService } from './helpers';
+
+/**
+ * The whole authorization-code flow as a real client and a real browser see it: oauth4webapi
+ * (a conformant client that checks `iss`, state, PKCE and the id_token) against `npm start`,
+ * with headless Chromium (Debian's package, installed by .ci/run) signing in and consenting.
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+
+describe('OAuth 2.1 authorization code flow in a browser', () => {
+  let service: RunningService;
+  let browser: Browser;
+  let callback: Server;
+  let redirectUri: string;
+  const insecure = { [oauth.allowInsecureRequests]: true }; // wrangler dev serves http on loopback
+
+  beforeAll(async () => {
+    const port = await freePort();
+    redirectUri = `http://127.0.0.1:${port}/callback`;
+    // The client's redirect target: it only has to answer, the test reads the URL from the browser.
+    callback = createServer((_req, res) => res.end('You can close this window.')).listen(port, '127.0.0.1');
+    [service, browser] = await Promise.all([startService(), chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS })]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await service?.stop();
+    callback?.close();
+  });
+
+  it('signs in, consents, gets tokens, calls the API within scope, refreshes and revokes', async () => {
+    const base = service.base;
+    const email = `oauth-e2e-${Date.now()}@example.test`;
+    const password = 'e2e password long enough';
+    const signUp = await fetch(`${base}/auth/sign-up/email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password, name: 'E2E Person' }),
+    });
+    expect(signUp.status).toBe(201);
+    const { token: session } = (await signUp.json()) as { token: string };
+
+    // Discovery at the RFC 8414 address for an issuer with a path.
+    const issuer = new URL(`${base}/auth`);
+    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
+    expect(as.code_challenge_methods_supported).toEqual(['S256']);
+
+    // Registration needs the person's session and an Origin.
+    const registered = await oauth.processDynamicClientRegistrationResponse(
+      await oauth.dynamicClientRegistrationRequest(
+        as,
+        { client_name: 'E2E Client', redirect_uris: [redirectUri], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' },
+        { headers: new Headers({ 'x-auth-token': session, origin: `http://127.0.0.1` }), ...insecure },
+      ),
+    );
+    const client: oauth.Client = { client_id: registered.client_id };
+
+    const verifier = oauth.generateRandomCodeVerifier();
+    const state = oauth.generateRandomState();
+    const nonce = oauth.generateRandomNonce();
+    const authorizeUrl = new URL(as.authorization_endpoint!);
+    authorizeUrl.search = new URLSearchParams({
+      client_id: client.client_id,
+      response_type: 'code',
+      redirect_uri: redirectUri,
+      scope: 'openid profile profile:read memory:read offline_access',
+      state,
+      nonce,
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    }).toString();
+
+    // The browser: authorize sends it to sign in, then back to the consent screen.
+    const page = await browser.newPage();
+    await page.goto(authorizeUrl.href);
+    expect(new URL(page.url()).pathname).toBe('/auth/sign-in');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Allow E2E Client to use your account?' }).waitFor();
+    expect(await page.getByRole('listitem').allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringContaining('See your name, email and workspaces'), expect.stringContaining("Read the workspace's shared memory")]),
+    );
+    await Promise.all([page.waitForURL((url) => url.href.startsWith(redirectUri)), page.getByRole('button', { name: 'Allow' }).click()]);
+    const callbackUrl = new URL(page.url());
+    await page.close();
+
+    // oauth4webapi checks state and the RFC 9207 `iss`, then PKCE and the id_token at the token endpoint.
+    const params = oauth.validateAuthResponse(as, client, callbackUrl, state);
+    const tokens = await oauth.processAuthorizationCodeResponse(
+      as,
+      client,
+      await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri, verifier, insecure),
+      { expectedNonce: nonce, requireIdToken: true },
+    );
+    expect(tokens).toMatchObject({ token_type: 'bearer', expires_in: 3600, refresh_token: expect.any(String) });
+    expect(oauth.getValidatedIdTokenClaims(tokens)).toMatchObject({ iss: issuer.href, aud: client.client_id, name: 'E2E Person' });
+
+    const api = (accessToken: string, path: string) => fetch(`${base}${path}`, { headers: { authorization: `Bearer ${accessToken}` } });
+    const profile = await api(tokens.access_token, '/api/v1/profile');
+    expect(profile.status).toBe(200);
+    expect(await profile.json()).toMatchObject({ email, credential: { type: 'oauth' }, scopes: ['profile:read', 'memory:read'] });
+    expect((await api(tokens.access_token, '/api/v1/memory')).status).toBe(200);
+    const outside = await api(tokens.access_token, '/api/v1/billing/balance');
+    expect(outside.status).toBe(403);
+    expect(((await outside.json()) as { error: { message: string } }).error.message).toContain('billing:read');
+
+    // Refresh rotates the refresh token; the new access token works.
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token!, insecure),
+    );
+    expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
+    expect((await api(refreshed.access_token, '/api/v1/profile')).status).toBe(200);
+
+    // Revoking the refresh token ends the grant at once, at the API too.
+    await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, oauth.None(), refreshed.refresh_token!, insecure));
+    expect((await api(refreshed.access_token, '/api/v1/profile')).status).toBe(401);
+    expect((await api(tokens.access_token, '/api/v1/profile')).status).toBe(401);
+  });
+});
