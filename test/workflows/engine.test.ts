@@ -1,10 +1,10 @@
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
-import { env } from 'cloudflare:workers';
+import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import type { StepMessage, WorkflowRun } from '../../durable-objects/WorkflowRun';
 import worker from '../../workers/index';
 import { advanceClock } from '../../workers/lib/clock';
-import { call, expectError, signUp, type TestUser } from '../helpers/api';
+import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 
 const SKILL = { name: 'Meeting Summarizer', description: 'Summarises notes.', category: 'productivity', prompt: '# Meeting Summarizer\nYou summarise meeting notes.' };
@@ -330,5 +330,71 @@ describe('durability', () => {
     const { run, steps } = await waitForRun(user, runId);
     expect(run.snapshot.result).toEqual({ ok: 'yes' });
     expect(steps.approve.output).toEqual({ ok: 'yes' });
+  });
+});
+
+describe('retries, resume frames and the UI message stream', () => {
+  it('retries a failing tool step per options.retries with backoff, then fails the run', async () => {
+    const started = Date.now();
+    const { user, runId } = await runOf([
+      mapping('shape', { slug: { value: 'not-installed' }, input: { value: 'x' } }),
+      { type: 'tool', id: 'run', toolId: 'execute-skill', options: { retries: 1 } },
+    ]);
+    const { run } = await waitForRun(user, runId);
+    expect(run.status).toBe('failed');
+    expect(run.snapshot.error).toMatch(/^Step run failed: NOT_FOUND/);
+    // One retry after a 1 s backoff, delivered as a second attempt of the same unit.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    expect((await tasksOf(runId)).find((t) => t.key === '1')).toMatchObject({ status: 'failed', attempt: 2 });
+  });
+
+  it('answers NO_SUSPEND_FRAME for a run marked suspended without a suspended step', async () => {
+    const { user, runId } = await runOf([humanInput('approve')]);
+    await waitForRun(user, runId, ['suspended']);
+    await runInDurableObject(stub(runId), (_: WorkflowRun, state) => {
+      state.storage.sql.exec(`UPDATE tasks SET status = 'done'`);
+    });
+    expectError(await call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body: {} }), 409, 'NO_SUSPEND_FRAME');
+  });
+
+  it('launches and resumes through POST /workflows/:id/stream as an AI SDK UI message stream', async () => {
+    const user = await signUp();
+    await install(user, 'flow', definition('flow', [humanInput('approve'), mapping('after', { ok: { step: 'approve', path: 'ok' } })]));
+    const parts = async (res: Response) =>
+      (await res.text())
+        .split('\n\n')
+        .filter((f) => f.startsWith('data: '))
+        .map((f) => f.slice(6))
+        .map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
+    const launched = await exports.default.fetch(`${BASE}/api/v1/workflows/flow/stream`, {
+      method: 'POST',
+      headers: { 'x-auth-token': user.token, 'content-type': 'application/json' },
+      body: JSON.stringify({ inputData: {} }),
+    });
+    expect(launched.status).toBe(200);
+    expect(launched.headers.get('x-vercel-ai-ui-message-stream')).toBe('v1');
+    const first = await parts(launched);
+    expect(first[0]).toMatchObject({ type: 'start' });
+    const runId = first[0].messageId.slice(3);
+    const snapshots = first.filter((p) => p.type === 'data-workflow');
+    expect(snapshots.at(-1).data).toMatchObject({ type: 'workflow-snapshot', runId, status: 'suspended' });
+    expect(first.slice(-5).map((p) => (p === '[DONE]' ? p : p.type))).toEqual(['text-start', 'text-delta', 'text-end', 'finish', '[DONE]']);
+    expect(first.find((p) => p.type === 'text-delta').delta).toBe(`Workflow flow run ${runId}: suspended`);
+
+    const resumed = await exports.default.fetch(`${BASE}/api/v1/workflows/flow/stream`, {
+      method: 'POST',
+      headers: { 'x-auth-token': user.token, 'content-type': 'application/json' },
+      body: JSON.stringify({ runId, step: 'approve', resumeData: { ok: 1 } }),
+    });
+    const second = await parts(resumed);
+    expect(second.filter((p) => p.type === 'data-workflow').at(-1).data).toMatchObject({ status: 'success', snapshot: { result: { ok: 1 } } });
+    // A resume that cannot happen answers before any stream, in the resume shape.
+    const again = await exports.default.fetch(`${BASE}/api/v1/workflows/flow/stream`, {
+      method: 'POST',
+      headers: { 'x-auth-token': user.token, 'content-type': 'application/json' },
+      body: JSON.stringify({ runId, resumeData: {} }),
+    });
+    expect(again.status).toBe(409);
+    expect(await again.json()).toEqual({ cancelled: true, error: expect.any(String) });
   });
 });

@@ -3,7 +3,7 @@ import type { WorkflowRunRow } from '../../schema/workflows';
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { notFound } from '../errors';
-import { toIso } from '../lib/clock';
+import { now, toIso } from '../lib/clock';
 import { findRun, launchWorkflow, resumeRun } from './workflows';
 
 /** Spec 4.8: the run stream polls about once a second. */
@@ -41,9 +41,9 @@ export const snapshotFrame = (row: WorkflowRunRow) => ({
  * yet; ends once the status is one the stream closes on, the client goes away, or time is up.
  */
 async function follow(db: Db, principal: Principal, runId: string, signal: AbortSignal, onRow: (row: WorkflowRunRow) => Promise<void>, onMissing: () => Promise<void>, since = -1) {
-  const started = Date.now();
+  const started = now();
   let version = since;
-  while (!signal.aborted && Date.now() - started < MAX_STREAM_MS) {
+  while (!signal.aborted && now() - started < MAX_STREAM_MS) {
     const row = await findRun(db, principal, runId);
     if (!row) await onMissing();
     else if (row.version !== version) {
