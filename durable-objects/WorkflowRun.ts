@@ -2,6 +2,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { drizzle } from 'drizzle-orm/d1';
 import { sql } from 'drizzle-orm';
 import * as schema from '../schema';
+import { threadMessages } from '../schema/traces';
 import { workflowRuns, workflowStepResults, type WorkflowRunStatus } from '../schema/workflows';
 import type { Principal } from '../workers/auth/principal';
 import type { Db, Env } from '../workers/env';
@@ -529,12 +530,20 @@ export class WorkflowRun extends DurableObject<Env> {
   private refreshStatus(meta: RunMeta) {
     if (FINAL.includes(meta.status)) return;
     const active = this.tasks(`status IN ('queued', 'running', 'waiting')`).length;
-    const suspended = this.tasks(`status = 'suspended'`).length;
-    const status = active === 0 && suspended > 0 ? 'suspended' : 'running';
+    const suspended = this.tasks(`status = 'suspended'`);
+    const status = active === 0 && suspended.length > 0 ? 'suspended' : 'running';
     if (status !== meta.status) {
       meta.status = status;
       this.saveMeta(meta);
+      if (status === 'suspended') this.notify(meta, `Workflow ${meta.workflowId} is waiting for input at ${suspended.map((t) => t.step_id).join(', ')}; resume run ${meta.runId} to go on.`);
     }
+  }
+
+  /** A chat-started run reports into its thread; the message goes to D1 with the next run record write. */
+  private notify(meta: RunMeta, text: string) {
+    if (!meta.threadId) return;
+    const kv = this.ctx.storage.kv;
+    kv.put('notices', [...(kv.get<string[]>('notices') ?? []), text]);
   }
 
   /** Ends the run: open units are canceled; answers the executions they had started. */
@@ -545,6 +554,8 @@ export class WorkflowRun extends DurableObject<Env> {
     Object.assign(latest, { status, ...(error === undefined ? {} : { error }), ...(result === undefined ? {} : { result }) });
     this.saveMeta(latest);
     Object.assign(meta, latest);
+    if (status === 'success') this.notify(latest, `Workflow ${latest.workflowId} finished (run ${latest.runId}).`);
+    if (status === 'failed') this.notify(latest, `Workflow ${latest.workflowId} failed (run ${latest.runId}): ${error ?? 'unknown error'}`);
     return inflight;
   }
 
@@ -623,6 +634,7 @@ export class WorkflowRun extends DurableObject<Env> {
     };
     const db = this.db;
     const t = now();
+    const notices = meta.threadId ? (kv.get<string[]>('notices') ?? []) : [];
     const run = {
       runId: meta.runId,
       workspaceId: meta.workspaceId,
@@ -652,8 +664,11 @@ export class WorkflowRun extends DurableObject<Env> {
             .values({ runId: meta.runId, stepId: r.step_id, status: r.status, output: r.output, updatedAt: t })
             .onConflictDoUpdate({ target: [workflowStepResults.runId, workflowStepResults.stepId], set: { status: r.status, output: r.output, updatedAt: t } }),
         ),
+      ...notices.map((content) => db.insert(threadMessages).values({ threadId: meta.threadId!, role: 'assistant', content, createdAt: t })),
     ]);
     kv.put('persisted', Math.max(rev, kv.get<number>('persisted') ?? 0));
+    // Notices raised while this write was in flight stay for the next one.
+    if (notices.length) kv.put('notices', (kv.get<string[]>('notices') ?? []).slice(notices.length));
   }
 
   /** What a suspended step asks: `options.metadata.prompt` of its human-input entry. */

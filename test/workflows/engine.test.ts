@@ -398,3 +398,35 @@ describe('retries, resume frames and the UI message stream', () => {
     expect(await again.json()).toEqual({ cancelled: true, error: expect.any(String) });
   });
 });
+
+describe('runs started from a chat thread', () => {
+  it('answers conversationId and reports suspension and completion into the thread', async () => {
+    const user = await signUp();
+    await addSkill(user);
+    const thread = await call('/api/v1/threads', { token: user.token, body: { skill_slug: 'meeting-summarizer' } });
+    expect(thread.status).toBe(201);
+    await install(user, 'flow', definition('flow', [humanInput('approve'), sleep('after')]));
+    const launched = await call('/api/v1/workflows/flow/launch', { token: user.token, body: { threadId: thread.body.id } });
+    expect(launched.status).toBe(201);
+    expect(launched.body).toEqual({ runId: expect.any(String), workflowId: 'flow', status: 'started', conversationId: thread.body.id });
+    const runId = launched.body.runId;
+    await waitForRun(user, runId, ['suspended']);
+    await call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body: { resumeData: {} } });
+    await waitForRun(user, runId, ['success']);
+    const rows = await until(
+      () => env.DB.prepare('SELECT role, content FROM thread_messages WHERE thread_id = ? ORDER BY id').bind(thread.body.id).all().then((r) => r.results),
+      (r) => r.length === 2,
+      'the notifications',
+    );
+    expect(rows).toEqual([
+      { role: 'assistant', content: `Workflow flow is waiting for input at approve; resume run ${runId} to go on.` },
+      { role: 'assistant', content: `Workflow flow finished (run ${runId}).` },
+    ]);
+    const other = await signUp();
+    await install(other, 'flow', definition('flow', [sleep('a')]));
+    const refused = expectError(await call('/api/v1/workflows/flow/launch', { token: other.token, body: { threadId: thread.body.id } }), 404, 'NOT_FOUND');
+    expect(refused.details!.field).toBe('threadId');
+    // Without a thread, no conversationId.
+    expect(Object.keys((await call('/api/v1/workflows/flow/launch', { token: other.token, body: {} })).body)).toEqual(['runId', 'workflowId', 'status']);
+  });
+});

@@ -83,7 +83,7 @@ export const workflowRoutes = new Hono<AppEnv>()
     c.json(await uninstallWorkflow(c.var.db, c.env.BUCKET, principalOf(c), c.req.valid('param').slug)),
   )
   .post('/:id/launch', documented('Workflows', 'Start a run', 201, Launched), validate('param', IdParam), optionalJsonBody, validate('json', LaunchBody), async (c) =>
-    c.json(await launchWorkflow(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('json').inputs ?? {}), 201),
+    c.json(await launchWorkflow(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('json').inputs ?? {}, c.req.valid('json').threadId), 201),
   )
   .post('/:id/stream', documented('Workflows', 'Launch or resume with an AI-SDK UI message stream', 200, z.string()), validate('param', IdParam), optionalJsonBody, validate('json', StreamBody), async (c) =>
     streamWorkflow(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('json'), c.req.raw.signal),

@@ -1,7 +1,7 @@
 import type { BatchItem } from 'drizzle-orm/batch';
 import { and, desc, eq, inArray, or } from 'drizzle-orm';
 import { z } from 'zod';
-import { artifacts } from '../../schema';
+import { artifacts, threads } from '../../schema';
 import { workflowRuns, workflowStepResults, workflows, type WorkflowRow, type WorkflowRunRow } from '../../schema/workflows';
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
@@ -241,7 +241,8 @@ async function resolveLaunchId(db: Db, principal: Principal, id: string): Promis
   return row;
 }
 
-export const LaunchBody = z.object({ inputs: z.record(z.string(), z.unknown()).optional() });
+/** `threadId`: the chat thread the run was started from; it gets the run's outcome as a message. */
+export const LaunchBody = z.object({ inputs: z.record(z.string(), z.unknown()).optional(), threadId: z.string().min(1).max(100).optional() });
 
 /** The principal as the run keeps it: what its steps act as. */
 export const runPrincipal = (principal: Principal): Principal => ({ ...principal, scopes: [...principal.scopes], origin: { ...principal.origin } });
@@ -250,6 +251,8 @@ export interface Launched {
   runId: string;
   workflowId: string;
   status: 'started';
+  /** Only for runs started from a chat thread (spec 4.8). */
+  conversationId?: string;
 }
 
 /**
@@ -257,8 +260,12 @@ export interface Launched {
  * the run to a fresh WorkflowRun object, which writes the run record and queues the first step.
  * Without the queue binding nothing is created (503).
  */
-export async function launchWorkflow(db: Db, env: Env, principal: Principal, id: string, inputs: Record<string, unknown> = {}): Promise<Launched> {
+export async function launchWorkflow(db: Db, env: Env, principal: Principal, id: string, inputs: Record<string, unknown> = {}, threadId?: string): Promise<Launched> {
   const row = await resolveLaunchId(db, principal, id);
+  if (threadId !== undefined) {
+    const [thread] = await db.select({ id: threads.id }).from(threads).where(and(eq(threads.workspaceId, principal.workspaceId), eq(threads.id, threadId))).limit(1);
+    if (!thread) throw new AppError('NOT_FOUND', 404, 'Thread not found', { field: 'threadId' });
+  }
   const compiled = await compileFor(db, principal.workspaceId, JSON.parse(row.definition));
   const problem = valueProblem(compiled.inputSchema, inputs);
   if (problem) {
@@ -277,6 +284,7 @@ export async function launchWorkflow(db: Db, env: Env, principal: Principal, id:
       principal: runPrincipal(principal),
       workflow: JSON.stringify(compiled),
       initData: JSON.stringify(inputs),
+      threadId: threadId ?? null,
     });
   } catch (error) {
     console.error(JSON.stringify({ level: 'error', requestId: principal.origin.requestId, runId, error: String(error) }));
@@ -291,7 +299,7 @@ export async function launchWorkflow(db: Db, env: Env, principal: Principal, id:
       activity: `Workflow ${row.name} was launched`,
     }) as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]],
   );
-  return { runId, workflowId: row.slug, status: 'started' };
+  return { runId, workflowId: row.slug, status: 'started', ...(threadId === undefined ? {} : { conversationId: threadId }) };
 }
 
 export const RunRecord = z.object({
