@@ -12,6 +12,7 @@ import { activity } from './routes/activity';
 import { agentPermissions } from './routes/agent-permissions';
 import { agentRoutes } from './routes/agents';
 import { apiKeys } from './routes/api-keys';
+import { approvalPages } from './routes/approval-pages';
 import { auditLogs } from './routes/audit-logs';
 import { artifactRoutes } from './routes/artifacts';
 import { auth } from './routes/auth';
@@ -70,6 +71,7 @@ export function createApp() {
   app.route('/auth', authPages);
   app.route('/auth', oauth);
   app.route('/.well-known', wellKnown);
+  app.route('/', approvalPages);
   app.route('/api/v1/profile', profile);
   app.route('/api/v1/workspaces', workspaces);
   app.route('/api/v1/invitations', invitations);

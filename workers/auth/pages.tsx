@@ -13,7 +13,10 @@ body{margin:0;display:flex;justify-content:center;padding:2rem 1rem}
 main{width:100%;max-width:28rem}
 h1{font-size:1.5rem;margin:0 0 1rem}
 label{display:block;font-weight:600;margin-top:1rem}
-input,select{box-sizing:border-box;width:100%;padding:.6rem;font:inherit;margin-top:.25rem}
+label.inline{display:inline;font-weight:normal}
+fieldset{margin-top:1rem;border:1px solid #8884;border-radius:.25rem}
+blockquote{margin:.5rem 0;padding-left:1rem;border-left:3px solid #8888;white-space:pre-wrap}
+input:not([type=checkbox]):not([type=radio]),select{box-sizing:border-box;width:100%;padding:.6rem;font:inherit;margin-top:.25rem}
 button{font:inherit;padding:.6rem 1.2rem;margin:1.5rem .5rem 0 0;cursor:pointer}
 button:focus-visible,input:focus-visible,select:focus-visible,a:focus-visible{outline:3px solid #2563eb;outline-offset:2px}
 .error{border:2px solid #b91c1c;padding:.75rem;border-radius:.25rem}
@@ -123,7 +126,7 @@ export interface ConsentProps {
   clientName: string;
   redirectHost: string;
   userName: string;
-  scopes: { scope: string; words: string; sensitive: boolean }[];
+  scopes: ScopeLine[];
   workspaces: { id: string; name: string }[];
   currentWorkspaceId: string;
   /** The authorize parameters, carried through the form and validated again on post. */
@@ -145,22 +148,14 @@ export const ConsentPage: FC<ConsentProps> = (p) => (
       <ul class="scopes" aria-labelledby="scopes-heading">
         {p.scopes.map((s) => (
           <li class={s.sensitive ? 'sensitive' : undefined}>
-            {s.words}
-            {s.sensitive ? <span class="badge">sensitive</span> : null} <span class="muted">({s.scope})</span>
+            <ScopeItem s={s} />
           </li>
         ))}
       </ul>
       {p.scopes.some((s) => s.sensitive) ? (
         <p class="muted">Items marked sensitive can change your data or spend your credits.</p>
       ) : null}
-      <label for="workspace_id">In workspace</label>
-      <select id="workspace_id" name="workspace_id">
-        {p.workspaces.map((w) => (
-          <option value={w.id} selected={w.id === p.currentWorkspaceId}>
-            {w.name}
-          </option>
-        ))}
-      </select>
+      <WorkspacePicker workspaces={p.workspaces} current={p.currentWorkspaceId} />
       <button type="submit" name="decision" value="allow">
         Allow
       </button>
@@ -175,5 +170,187 @@ export const MessagePage: FC<{ nonce: string; title: string; message: string }> 
   <Layout title={title} nonce={nonce}>
     <h1>{title}</h1>
     <p role="alert">{message}</p>
+  </Layout>
+);
+
+type ScopeLine = { scope: string; words: string; sensitive: boolean };
+
+const ScopeItem: FC<{ s: ScopeLine }> = ({ s }) => (
+  <>
+    {s.words}
+    {s.sensitive ? <span class="badge">sensitive</span> : null} <span class="muted">({s.scope})</span>
+  </>
+);
+
+/** A code entry form: `/activate` (user code) and `/approve` (link code) alike. */
+export const CodeEntryPage: FC<{ nonce: string; title: string; action: string; name: string; hint: string; value?: string; error?: string }> = (p) => (
+  <Layout title={p.title} nonce={p.nonce}>
+    <h1>{p.title}</h1>
+    <ErrorNote message={p.error} />
+    <form method="get" action={p.action}>
+      <label for="code">Code</label>
+      <input
+        id="code"
+        name={p.name}
+        type="text"
+        required
+        autocomplete="one-time-code"
+        autocapitalize="characters"
+        spellcheck={false}
+        pattern="[A-Za-z]{4}[- ]?[A-Za-z]{4}"
+        placeholder="XXXX-XXXX"
+        value={p.value ?? ''}
+        aria-describedby="code-hint"
+      />
+      <p id="code-hint" class="muted">
+        {p.hint}
+      </p>
+      <button type="submit">Continue</button>
+    </form>
+  </Layout>
+);
+
+export const WorkspacePicker: FC<{ workspaces: { id: string; name: string }[]; current: string }> = ({ workspaces, current }) => (
+  <>
+    <label for="workspace_id">In workspace</label>
+    <select id="workspace_id" name="workspace_id">
+      {workspaces.map((w) => (
+        <option value={w.id} selected={w.id === current}>
+          {w.name}
+        </option>
+      ))}
+    </select>
+  </>
+);
+
+export interface ActivateProps {
+  nonce: string;
+  csrf: string;
+  userCode: string;
+  clientLabel: string;
+  scopes: ScopeLine[];
+  workspaces: { id: string; name: string }[];
+  currentWorkspaceId: string;
+}
+
+/** RFC 8628 3.3: the person checks the code shown on the device, then approves or denies. */
+export const ActivatePage: FC<ActivateProps> = (p) => (
+  <Layout title="Connect a device" nonce={p.nonce}>
+    <h1>Connect “{p.clientLabel}”?</h1>
+    <p>
+      Check that the device shows the code <strong>{p.userCode}</strong>. If you did not start this, deny it.
+    </p>
+    <form method="post" action="/activate">
+      <input type="hidden" name="csrf" value={p.csrf} />
+      <input type="hidden" name="user_code" value={p.userCode} />
+      <h2 id="scopes-heading">It gets an API key that can:</h2>
+      <ul class="scopes" aria-labelledby="scopes-heading">
+        {p.scopes.map((s) => (
+          <li class={s.sensitive ? 'sensitive' : undefined}>
+            <ScopeItem s={s} />
+          </li>
+        ))}
+      </ul>
+      <WorkspacePicker workspaces={p.workspaces} current={p.currentWorkspaceId} />
+      <button type="submit" name="decision" value="approve">
+        Approve
+      </button>
+      <button type="submit" name="decision" value="deny">
+        Deny
+      </button>
+    </form>
+  </Layout>
+);
+
+export interface ApproveConsentProps {
+  nonce: string;
+  csrf: string;
+  code: string;
+  agentName: string;
+  reason: string;
+  keyName: string;
+  workspaceName: string;
+  scopes: ScopeLine[];
+}
+
+/** An agent's connect request (spec 3.3): every scope pre-ticked; unticking narrows the grant. */
+export const ApproveConsentPage: FC<ApproveConsentProps> = (p) => (
+  <Layout title="Approve an agent" nonce={p.nonce}>
+    <h1>{p.agentName} asks for access</h1>
+    <p>
+      Key “{p.keyName}” in {p.workspaceName}. The agent says:
+    </p>
+    <blockquote>{p.reason}</blockquote>
+    <form method="post" action="/approve">
+      <input type="hidden" name="csrf" value={p.csrf} />
+      <input type="hidden" name="code" value={p.code} />
+      <fieldset>
+        <legend>Allow it to:</legend>
+        {p.scopes.map((s, i) => (
+          <div>
+            <input type="checkbox" id={`scope-${i}`} name="scopes" value={s.scope} checked />{' '}
+            <label for={`scope-${i}`} class={s.sensitive ? 'inline sensitive' : 'inline'}>
+              <ScopeItem s={s} />
+            </label>
+          </div>
+        ))}
+      </fieldset>
+      <button type="submit" name="decision" value="approve">
+        Approve selected
+      </button>
+      <button type="submit" name="decision" value="deny">
+        Deny
+      </button>
+    </form>
+  </Layout>
+);
+
+export interface ApproveRequestProps {
+  nonce: string;
+  csrf: string;
+  code: string;
+  keyName: string;
+  workspaceName: string;
+  reason: string;
+  scope: ScopeLine;
+  requestedMode: string;
+}
+
+const MODE_WORDS: Record<string, string> = {
+  persistent: 'Always (until you revoke it)',
+  session: 'For one hour',
+  one_time: 'Once (within 5 minutes)',
+};
+
+/** A permission request (spec 3.4, 5.5): one scope, the agent's reason, and how long. */
+export const ApproveRequestPage: FC<ApproveRequestProps> = (p) => (
+  <Layout title="Approve a permission" nonce={p.nonce}>
+    <h1>Key “{p.keyName}” asks for one more permission</h1>
+    <p>In {p.workspaceName}. The agent says:</p>
+    <blockquote>{p.reason}</blockquote>
+    <p class={p.scope.sensitive ? 'sensitive' : undefined}>
+      <ScopeItem s={p.scope} />
+    </p>
+    <form method="post" action="/approve">
+      <input type="hidden" name="csrf" value={p.csrf} />
+      <input type="hidden" name="code" value={p.code} />
+      <fieldset>
+        <legend>For how long?</legend>
+        {Object.entries(MODE_WORDS).map(([mode, words]) => (
+          <div>
+            <input type="radio" id={`mode-${mode}`} name="mode" value={mode} checked={mode === p.requestedMode} />{' '}
+            <label for={`mode-${mode}`} class="inline">
+              {words}
+            </label>
+          </div>
+        ))}
+      </fieldset>
+      <button type="submit" name="decision" value="approve">
+        Approve
+      </button>
+      <button type="submit" name="decision" value="deny">
+        Deny
+      </button>
+    </form>
   </Layout>
 );

@@ -1,6 +1,10 @@
+import { and, eq } from 'drizzle-orm';
 import type { Context } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
-import type { AppEnv } from '../env';
+import type { JSX } from 'hono/jsx/jsx-runtime';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { members } from '../../schema';
+import type { AppEnv, Db } from '../env';
 import { randomToken, timingSafeEqual } from '../lib/crypto';
 import { resolvePrincipal, SESSION_TTL_MS } from './credentials';
 import type { Principal } from './principal';
@@ -61,7 +65,7 @@ export function csrfValid(c: Ctx, submitted: unknown): boolean {
  * `formTargets` adds where a form's redirect may lead (the client's redirect URI): browsers
  * apply `form-action` to the redirect after a post too.
  */
-export function pageHeaders(c: Ctx, nonce: string, formTargets: string[] = []) {
+function pageHeaders(c: Ctx, nonce: string, formTargets: string[] = []) {
   const formAction = ["'self'", ...formTargets].join(' ');
   c.header(
     'content-security-policy',
@@ -79,4 +83,21 @@ export function safeNext(value: unknown, fallback = '/auth/sign-in'): string {
   return value.length > 4000 ? fallback : value;
 }
 
-export const newNonce = () => randomToken(16);
+const newNonce = () => randomToken(16);
+
+/** The signed-in person acting in another of their workspaces, or undefined if not a member. */
+export async function asMemberOf(db: Db, principal: Principal, workspaceId: string): Promise<Principal | undefined> {
+  const [member] = await db
+    .select({ role: members.role })
+    .from(members)
+    .where(and(eq(members.userId, principal.userId), eq(members.workspaceId, workspaceId)))
+    .limit(1);
+  return member ? { ...principal, workspaceId, role: member.role } : undefined;
+}
+
+/** Answers a page with the headers above; `body` gets the CSP nonce for its stylesheet. */
+export function renderPage(c: Ctx, status: ContentfulStatusCode, body: (nonce: string) => JSX.Element, formTargets: string[] = []) {
+  const nonce = newNonce();
+  pageHeaders(c, nonce, formTargets);
+  return c.html(body(nonce), status);
+}

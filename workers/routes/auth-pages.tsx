@@ -1,7 +1,6 @@
 import { Hono, type Context } from 'hono';
-import type { JSX } from 'hono/jsx/jsx-runtime';
 import { SignedInPage, SignInPage, SignUpPage, MessagePage } from '../auth/pages';
-import { csrfToken, csrfValid, newNonce, pageHeaders, pagePrincipal, safeNext, setSessionCookie } from '../auth/web';
+import { csrfToken, csrfValid, pagePrincipal, renderPage, safeNext, setSessionCookie } from '../auth/web';
 import type { AppEnv } from '../env';
 import { AppError } from '../errors';
 import { signIn, SignInBody, signUp, SignUpBody } from '../services/accounts';
@@ -10,14 +9,8 @@ import { throttleSignIn, throttleSignUp } from './auth';
 type Ctx = Context<AppEnv>;
 type Status = 200 | 400 | 401 | 403 | 409 | 429;
 
-function render(c: Ctx, status: Status, body: (nonce: string) => JSX.Element) {
-  const nonce = newNonce();
-  pageHeaders(c, nonce);
-  return c.html(body(nonce), status);
-}
-
 const refused = (c: Ctx) =>
-  render(c, 403, (nonce) => (
+  renderPage(c, 403, (nonce) => (
     <MessagePage nonce={nonce} title="Request refused" message="The form expired or came from another site. Go back, reload the page and try again." />
   ));
 
@@ -43,10 +36,10 @@ export const authPages = new Hono<AppEnv>()
     if (principal && c.req.query('next')) return c.redirect(next, 302);
     if (principal) {
       const user = await c.var.db.query.users.findFirst({ where: (u, { eq }) => eq(u.id, principal.userId) });
-      return render(c, 200, (nonce) => <SignedInPage nonce={nonce} name={user?.name ?? ''} email={user?.email ?? ''} />);
+      return renderPage(c, 200, (nonce) => <SignedInPage nonce={nonce} name={user?.name ?? ''} email={user?.email ?? ''} />);
     }
     const csrf = csrfToken(c);
-    return render(c, 200, (nonce) => <SignInPage nonce={nonce} csrf={csrf} next={next} />);
+    return renderPage(c, 200, (nonce) => <SignInPage nonce={nonce} csrf={csrf} next={next} />);
   })
   .post('/sign-in', async (c) => {
     const form = await c.req.parseBody();
@@ -54,7 +47,7 @@ export const authPages = new Hono<AppEnv>()
     const next = safeNext(form.next);
     const csrf = csrfToken(c);
     const again = (status: Status, error: string) =>
-      render(c, status, (nonce) => <SignInPage nonce={nonce} csrf={csrf} next={next} email={str(form.email)} error={error} />);
+      renderPage(c, status, (nonce) => <SignInPage nonce={nonce} csrf={csrf} next={next} email={str(form.email)} error={error} />);
     const input = SignInBody.safeParse({ email: form.email, password: form.password });
     if (!input.success) return again(400, 'Enter your email address and password.');
     try {
@@ -70,7 +63,7 @@ export const authPages = new Hono<AppEnv>()
   .get('/sign-up', async (c) => {
     const next = safeNext(c.req.query('next'));
     const csrf = csrfToken(c);
-    return render(c, 200, (nonce) => <SignUpPage nonce={nonce} csrf={csrf} next={next} />);
+    return renderPage(c, 200, (nonce) => <SignUpPage nonce={nonce} csrf={csrf} next={next} />);
   })
   .post('/sign-up', async (c) => {
     const form = await c.req.parseBody();
@@ -78,7 +71,7 @@ export const authPages = new Hono<AppEnv>()
     const next = safeNext(form.next);
     const csrf = csrfToken(c);
     const again = (status: Status, error: string) =>
-      render(c, status, (nonce) => (
+      renderPage(c, status, (nonce) => (
         <SignUpPage nonce={nonce} csrf={csrf} next={next} email={str(form.email)} name={str(form.name)} error={error} />
       ));
     const input = SignUpBody.safeParse({ email: form.email, password: form.password, name: form.name });

@@ -1,11 +1,10 @@
 import { Hono, type Context } from 'hono';
-import type { JSX } from 'hono/jsx/jsx-runtime';
 import { cors } from 'hono/cors';
 import { bearerTokenOf, resolvePrincipal } from '../auth/credentials';
 import { authorizationServerMetadata, mcpResourceOf, protectedResourceMetadata } from '../auth/oauth/metadata';
 import { jwks } from '../auth/oauth/signing-keys';
 import { ConsentPage, MessagePage } from '../auth/pages';
-import { csrfToken, csrfValid, newNonce, pagePrincipal, pageHeaders, sessionCookie } from '../auth/web';
+import { csrfToken, csrfValid, pagePrincipal, renderPage, sessionCookie } from '../auth/web';
 import type { AppEnv } from '../env';
 import { forbidden, unauthorized } from '../errors';
 import {
@@ -58,14 +57,8 @@ async function formOf(c: Ctx): Promise<Record<string, string>> {
   return Object.fromEntries(Object.entries(body).filter((e): e is [string, string] => typeof e[1] === 'string'));
 }
 
-function page(c: Ctx, status: 200 | 400 | 403, render: (nonce: string) => JSX.Element, formTargets: string[] = []) {
-  const nonce = newNonce();
-  pageHeaders(c, nonce, formTargets);
-  return c.html(render(nonce), status);
-}
-
 const messagePage = (c: Ctx, status: 400 | 403, title: string, message: string) =>
-  page(c, status, (nonce) => <MessagePage nonce={nonce} title={title} message={message} />);
+  renderPage(c, status, (nonce) => <MessagePage nonce={nonce} title={title} message={message} />);
 
 const signInRedirect = (c: Ctx, next: string) => c.redirect(`/auth/sign-in?next=${encodeURIComponent(next)}`, 302);
 
@@ -141,7 +134,7 @@ export const oauth = new Hono<AppEnv>()
     const workspaces = await workspacesOf(c.var.db, principal.userId);
     const userName = (await c.var.db.query.users.findFirst({ where: (u, { eq }) => eq(u.id, principal.userId) }))?.name ?? '';
     const redirectOrigin = new URL(request.redirectUri).origin;
-    return page(
+    return renderPage(
       c,
       200,
       (nonce) => (
