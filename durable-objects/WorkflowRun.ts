@@ -283,8 +283,9 @@ export class WorkflowRun extends DurableObject<Env> {
     if (!meta) return { canceled: false, status: 'missing' };
     if (FINAL.includes(meta.status)) return { canceled: false, status: meta.status };
     const inflight = this.closeRun(meta, 'canceled');
-    await this.ctx.storage.deleteAlarm();
     await this.persist();
+    // Clears the alarm (pending sleeps and polls were canceled with their units above).
+    await this.rearm();
     await this.stopAll(meta, inflight);
     return { canceled: true, status: 'canceled' };
   }
@@ -292,7 +293,12 @@ export class WorkflowRun extends DurableObject<Env> {
   /** The alarm: due sleeps, execution polls, backoffs, and the watchdog for lost messages and cut-off steps. */
   override async alarm(): Promise<void> {
     const meta = this.meta();
-    if (!meta || FINAL.includes(meta.status)) return;
+    if (!meta) return;
+    if (FINAL.includes(meta.status)) {
+      // Only a D1 write that failed brings a finished run's alarm back.
+      await this.persist();
+      return this.rearm();
+    }
     const t = now();
     for (const task of this.tasks(`status = 'waiting' AND due_at <= ?`, t)) {
       if (this.meta()!.status !== 'running' && this.meta()!.status !== 'suspended') break;
@@ -596,9 +602,16 @@ export class WorkflowRun extends DurableObject<Env> {
 
   private async rearm() {
     const meta = this.meta();
-    if (!meta || FINAL.includes(meta.status)) return this.ctx.storage.deleteAlarm();
     const t = now();
+    const kv = this.ctx.storage.kv;
+    // A D1 write that failed is tried again in a second, even for a finished run.
+    const unwritten = (kv.get<number>('rev') ?? 0) > (kv.get<number>('persisted') ?? 0) ? [t + OUTBOX_RETRY_MS] : [];
+    if (!meta || FINAL.includes(meta.status)) {
+      if (unwritten.length) return this.ctx.storage.setAlarm(Date.now() + OUTBOX_RETRY_MS);
+      return this.ctx.storage.deleteAlarm();
+    }
     const candidates = [
+      ...unwritten,
       ...this.tasks(`status = 'waiting'`).map((task) => task.due_at ?? t),
       ...this.tasks(`status = 'queued'`).map((task) => (task.sent ? task.updated_at + REDELIVER_MS : t + OUTBOX_RETRY_MS)),
       ...this.tasks(`status = 'running'`).map((task) => task.updated_at + LEASE_MS),

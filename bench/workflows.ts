@@ -1,0 +1,110 @@
+/**
+ * npm run bench:workflows: per-step overhead of the service's workflow engine (one WorkflowRun
+ * object, one queue message per step) against Cloudflare Workflows (`step.do`), both in the
+ * same `wrangler dev`, printed as a ratio. Each engine runs the same mapping step 1 and 50
+ * times; per-step overhead = (time for 50 − time for 1) / 49, median of ROUNDS rounds.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { freePort } from '../test/e2e/helpers';
+
+const ROUNDS = 3;
+const STEPS = 50;
+const CONFIG = 'bench/.workflows.wrangler.toml';
+
+/** wrangler.toml with the bench Worker as main and the Cloudflare Workflow bound, written beside it. */
+function writeConfig() {
+  const base = readFileSync('wrangler.toml', 'utf8')
+    .replace(/^main = .*$/m, 'main = "workflows-worker.ts"')
+    .replace(/^migrations_dir = "(.*)"$/m, 'migrations_dir = "../$1"')
+    .replace(/^\[triggers\][\s\S]*?(?=^\[|$(?![\s\S]))/m, '');
+  writeFileSync(CONFIG, `${base}\n[[workflows]]\nname = "bench-mapping-steps"\nbinding = "BENCH_WORKFLOW"\nclass_name = "MappingSteps"\n`);
+}
+
+async function startService() {
+  const port = await freePort();
+  const stateDir = mkdtempSync(join(tmpdir(), 'wss-bench-'));
+  const child = spawn(process.execPath, ['scripts/start.mjs', '--port', String(port), '--persist-to', stateDir, '--ip', '127.0.0.1', '--config', CONFIG], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const apiKey = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`not ready:\n${out}`)), 150_000);
+    child.stdout!.on('data', () => {
+      const match = /API key \(full access\):\s+(sk_live_[A-Za-z0-9_-]+)/.exec(out);
+      if (match) (clearTimeout(timer), resolve(match[1]!));
+    });
+    child.once('exit', (code) => (clearTimeout(timer), reject(new Error(`exited ${code}:\n${out}`))));
+  });
+  const stop = () => {
+    if (child.exitCode === null) process.kill(-child.pid!, 'SIGTERM');
+    rmSync(stateDir, { recursive: true, force: true });
+    rmSync(CONFIG, { force: true });
+  };
+  return { base: `http://127.0.0.1:${port}`, apiKey, stop };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function main() {
+  writeConfig();
+  const service = await startService();
+  try {
+    const headers = { 'x-api-key': service.apiKey, 'content-type': 'application/json' };
+    const api = async (path: string, body?: unknown) => {
+      const res = await fetch(`${service.base}${path}`, { method: body === undefined ? 'GET' : 'POST', headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      return (await res.json()) as any;
+    };
+    const mapping = (i: number) => ({ type: 'mapping', id: `map-${i}`, mapConfig: JSON.stringify({ greeting: { template: 'Hello ${initData.name}' }, name: { initData: true, path: 'name' }, i: { value: i } }) });
+    for (const n of [1, STEPS]) {
+      const graph = Array.from({ length: n }, (_, i) => mapping(i));
+      await api(`/api/v1/workflows/bench-${n}/install`, { id: `bench-${n}`, inputSchema: { type: 'object' }, outputSchema: { type: 'object' }, graph });
+    }
+
+    async function serviceRun(n: number) {
+      const started = performance.now();
+      const { runId } = await api(`/api/v1/workflows/bench-${n}/launch`, { inputs: { name: 'Ada' } });
+      for (;;) {
+        const { run } = await api(`/api/v1/workflows/runs/${runId}`);
+        if (run?.status === 'success') return performance.now() - started;
+        if (run && run.status !== 'running') throw new Error(`run ${runId} ended ${run.status}`);
+        await pause(5);
+      }
+    }
+
+    async function cloudflareRun(n: number) {
+      const started = performance.now();
+      const { id } = (await (await fetch(`${service.base}/bench/cf-workflow`, { method: 'POST', body: JSON.stringify({ steps: n, name: 'Ada' }) })).json()) as { id: string };
+      for (;;) {
+        const status = (await (await fetch(`${service.base}/bench/cf-workflow/${id}`)).json()) as { status: string };
+        if (status.status === 'complete') return performance.now() - started;
+        if (status.status === 'errored' || status.status === 'terminated') throw new Error(`workflow ${id} ${status.status}`);
+        await pause(5);
+      }
+    }
+
+    await serviceRun(1); // warm up both
+    await cloudflareRun(1);
+    const perStep = { service: [] as number[], cloudflare: [] as number[] };
+    for (let round = 0; round < ROUNDS; round++) {
+      perStep.service.push(((await serviceRun(STEPS)) - (await serviceRun(1))) / (STEPS - 1));
+      perStep.cloudflare.push(((await cloudflareRun(STEPS)) - (await cloudflareRun(1))) / (STEPS - 1));
+    }
+    const s = median(perStep.service);
+    const c = median(perStep.cloudflare);
+    console.log(`workflow engine vs Cloudflare Workflows, ${STEPS}-step mapping workflow (median of ${ROUNDS} rounds)`);
+    console.log(`  per-step overhead   ratio ${(s / c).toFixed(2)}   (lower is better; service ${s.toFixed(1)} ms, step.do ${c.toFixed(1)} ms)`);
+  } finally {
+    service.stop();
+  }
+}
+
+await main();
