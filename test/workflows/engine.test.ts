@@ -82,6 +82,32 @@ describe('entry types', () => {
     expect(Object.keys(res.steps).sort()).toEqual(['m', 'route', 'unknown']);
   });
 
+  it('evaluates the remaining operators through the queue too', async () => {
+    const { user, runId } = await runOf(
+      [
+        mapping('m', { n: { initData: true, path: 'n' }, tag: { value: 'b' } }),
+        {
+          type: 'conditional',
+          id: 'ops',
+          steps: ['ne', 'lte', 'gt', 'notIn', 'exists', 'truthy', 'neMissing'].map((id) => sleep(id)),
+          predicates: [
+            { op: 'ne', left: { path: 'inputData.n' }, right: { literal: 4 } },
+            { op: 'lte', left: { path: 'inputData.n' }, right: { literal: 3 } },
+            { op: 'gt', left: { path: 'stepResults.m.n' }, right: { literal: 3 } },
+            { op: 'notIn', value: { path: 'inputData.tag' }, set: { literal: ['a', 'c'] } },
+            { op: 'exists', path: 'initData.n' },
+            { op: 'truthy', value: { path: 'state.flag' } },
+            { op: 'ne', left: { path: 'inputData.none' }, right: { literal: 1 } },
+          ],
+        },
+      ],
+      { n: 3 },
+    );
+    const { run } = await waitForRun(user, runId);
+    // gt 3 is false for 3; state is empty (no stateSchema), so truthy is false; ne on a missing path is false.
+    expect(Object.keys(run.snapshot.result).sort()).toEqual(['exists', 'lte', 'ne', 'notIn']);
+  });
+
   it('loops until its predicate ends it, and fails past maxIterations with a clear error', async () => {
     const until1 = await runOf([mapping('m', { done: { value: true } }), { type: 'loop', id: 'l', step: sleep('body'), loopType: 'dountil', predicate: { op: 'truthy', value: { path: 'inputData.done' } } }]);
     expect((await waitForRun(until1.user, until1.runId)).run).toMatchObject({ status: 'success', snapshot: { result: { done: true } } });
@@ -164,6 +190,8 @@ describe('human input: suspend and resume', () => {
     const suspended = await waitForRun(user, runId, ['suspended']);
     expect(suspended.run.snapshot).toMatchObject({ status: 'suspended', value: { approve: 'suspended' }, suspended: { approve: { prompt: 'Ship it?' } } });
     expect(suspended.steps).toEqual({ approve: { status: 'suspended', output: null } });
+    // A suspended step holds nothing: no timer.
+    expect(await runInDurableObject(stub(runId), (_: WorkflowRun, state) => state.storage.getAlarm())).toBeNull();
     // The queue lists runs that have not finished.
     expect((await call('/api/v1/workflows/queue', { token: user.token })).body).toEqual({ queued: [{ runId, workflowSlug: 'flow', enqueuedAt: expect.any(String), status: 'suspended' }], total: 1 });
     expectError(await call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body: { stepId: 'other', resumeData: {} } }), 409, 'STEP_MISMATCH');
