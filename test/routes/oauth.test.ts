@@ -2,8 +2,10 @@ import { env, exports } from 'cloudflare:workers';
 import { drizzle } from 'drizzle-orm/d1';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { rotateSigningKey } from '../../workers/auth/oauth/signing-keys';
-import { advanceClock, resetClock } from '../../workers/lib/clock';
+import { mcpWwwAuthenticate } from '../../workers/auth/oauth/metadata';
+import { maintainSigningKeys, rotateSigningKey } from '../../workers/auth/oauth/signing-keys';
+import { deleteExpiredOAuthRecords } from '../../workers/services/oauth';
+import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import * as schema from '../../schema';
 import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
 
@@ -600,5 +602,41 @@ describe('sign-in and sign-up pages', () => {
     expect((await call('/api/v1/profile', { token: session })).body).toMatchObject({ email, name: 'Page Person' });
     const signedIn = await raw('/auth/sign-in', { headers: { cookie: `__Host-session=${session}` } });
     expect(await signedIn.text()).toContain('Signed in as Page Person');
+  });
+});
+
+describe('housekeeping and helpers', () => {
+  it('rotates a signing key older than 90 days and drops retired keys a day later', async () => {
+    const db = drizzleDb();
+    const active = await rotateSigningKey(db, env.ENCRYPTION_KEY);
+    advanceClock(91 * 24 * 3600_000);
+    await maintainSigningKeys(db, env.ENCRYPTION_KEY);
+    const rotated: string[] = (await call('/auth/jwks')).body.keys.map((k: any) => k.kid);
+    expect(rotated).toHaveLength(2);
+    expect(rotated).toContain(active);
+    const successor = rotated.find((kid) => kid !== active);
+    advanceClock(25 * 3600_000);
+    await maintainSigningKeys(db, env.ENCRYPTION_KEY);
+    expect((await call('/auth/jwks')).body.keys.map((k: any) => k.kid)).toEqual([successor]);
+    const stored = await env.DB.prepare('SELECT kid FROM oauth_signing_keys').all();
+    expect(stored.results.map((r) => r.kid)).toEqual([successor]);
+  });
+
+  it('deletes expired codes and tokens, keeping live ones', async () => {
+    const { tokens } = await tokensFor('profile:read offline_access');
+    await deleteExpiredOAuthRecords(drizzleDb());
+    expect((await bearer(tokens.access_token)).status).toBe(200);
+    advanceClock(3601_000);
+    await deleteExpiredOAuthRecords(drizzleDb());
+    const left = await env.DB.prepare("SELECT kind FROM oauth_tokens WHERE kind = 'access' AND expires_at < ?").bind(now()).all();
+    expect(left.results).toEqual([]);
+    expect((await env.DB.prepare("SELECT count(*) AS n FROM oauth_tokens WHERE kind = 'refresh'").first<{ n: number }>())!.n).toBeGreaterThan(0);
+  });
+
+  it('builds the MCP WWW-Authenticate challenge (RFC 9728 5.1, RFC 6750 3)', () => {
+    expect(mcpWwwAuthenticate(BASE)).toBe(`Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"`);
+    expect(mcpWwwAuthenticate(BASE, { error: 'insufficient_scope', scope: 'memory:write' })).toBe(
+      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:write"`,
+    );
   });
 });
