@@ -24,6 +24,8 @@ export default defineConfig(async () => {
             // No service key is set, so runs use the local model; a user's own OpenAI key (BYOK)
             // reaches the fixture server's recorded stream instead of the real API.
             OPENAI_BASE_URL: `http://127.0.0.1:${FIXTURE_PORT}/model/openai/byok/`,
+            // The GitHub connector talks to the fixture server's fake GitHub REST API.
+            GITHUB_API_BASE_URL: `http://127.0.0.1:${FIXTURE_PORT}/github`,
           },
         },
       }),

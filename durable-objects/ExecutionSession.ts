@@ -3,6 +3,7 @@ import { drizzle } from 'drizzle-orm/d1';
 import * as schema from '../schema';
 import type { Role } from '../schema';
 import type { Db, Env } from '../workers/env';
+import type { RunConnector } from '../workers/connectors/registry';
 import { now } from '../workers/lib/clock';
 import { runAgentLoop, type RunStopReason } from '../workers/runtime/agent-loop';
 import { costInHundredths } from '../workers/runtime/pricing';
@@ -10,6 +11,7 @@ import type { ModelMessage, ModelProvider } from '../workers/runtime/provider';
 import { selectProvider } from '../workers/runtime/providers/index';
 import { LOCAL_PROVIDER_NOTICE } from '../workers/runtime/providers/local';
 import { eventRedactor, redactSecrets, secretsNotice } from '../workers/runtime/run-secrets';
+import { connectorRunTools } from '../workers/runtime/connector-tools';
 import { runTools } from '../workers/runtime/tools';
 import { byokKeyFor } from '../workers/services/byok';
 import { settleExecution } from '../workers/services/credits';
@@ -66,6 +68,8 @@ export interface TurnInput {
   skillSlug: string;
   /** The channel the execution came through (`api`, `mcp`, `chat`), for the control plane's `sources` filter. */
   source?: string;
+  /** The run's connector (spec 4.3): the repository its tools read; the token is loaded from D1 when a tool runs. */
+  connector?: RunConnector;
   /** The prompt of the skill version the execution was created with. */
   system: string;
   text: string;
@@ -262,7 +266,7 @@ export class ExecutionSession extends DurableObject<Env> {
         provider,
         system: input.system + secretsNotice(secrets),
         messages: resumed?.messages ?? [...history, { role: 'user', content: [{ type: 'text', text: input.text }] }],
-        tools: runTools(db, this.env.BUCKET, input, secrets),
+        tools: [...runTools(db, this.env.BUCKET, input, secrets), ...connectorRunTools(db, this.env, input)],
         maxTokens: MAX_OUTPUT_TOKENS,
         maxTurns: MAX_MODEL_REQUESTS,
         emit: (events) => void this.append(redactor.push(events)),

@@ -9,6 +9,7 @@ import { authenticate } from './middleware/authenticate';
 import { CURRENT_API_VERSION, requestContext } from './middleware/request-context';
 import { activate } from './routes/activate';
 import { activity } from './routes/activity';
+import { connectorRoutes } from './routes/connectors';
 import { agentPermissions } from './routes/agent-permissions';
 import { agentRoutes } from './routes/agents';
 import { apiKeys } from './routes/api-keys';
@@ -92,6 +93,7 @@ export function createApp() {
   app.route('/api/v1/byok', byok);
   app.route('/api/v1/agents', agentRoutes);
   app.route('/api/v1/workflows', workflowRoutes);
+  app.route('/api/v1/connectors', connectorRoutes);
   app.route('/api/v1/traces', traceRoutes);
   app.route('/api/v1/threads', threadRoutes);
   app.route('/api/v1/events', eventRoutes);

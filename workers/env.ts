@@ -36,6 +36,8 @@ export interface Env {
   APP_SCHEME?: string;
   /** Comma-separated browser origins, besides the service's own, that may call /mcp (README, MCP). */
   MCP_ALLOWED_ORIGINS?: string;
+  /** GitHub's REST API base (default https://api.github.com; GitHub Enterprise: https://HOST/api/v3). Set but unusable: the connector is not configured. */
+  GITHUB_API_BASE_URL?: string;
   /** HMAC secret for signed stream and control-plane URLs. */
   SIGNING_SECRET: string;
   /** Base64 AES-256 key for secrets and BYOK keys at rest. */

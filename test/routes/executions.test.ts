@@ -1,7 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { advanceClock, resetClock } from '../../workers/lib/clock';
+import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { BASE, call, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 
 const SKILL = { name: 'Meeting Summarizer', description: 'Summarises notes.', category: 'productivity', prompt: '# Meeting Summarizer\nYou summarise meeting notes.' };
@@ -287,68 +287,100 @@ describe('rerun and remix', () => {
 
 describe('surviving eviction', () => {
   const stubOf = (id: string) => env.EXECUTION_SESSION.getByName(id);
-  const turnInput = (user: TestUser, id: string) => ({
-    executionId: Number(id.slice(5)),
-    workspaceId: user.workspaceId,
-    userId: user.user.id,
-    role: 'owner' as const,
-    apiKeyId: null,
-    requestId: 'test',
-    turnKey: '',
-    budget: 20_000,
-    skillName: SKILL.name,
-    skillSlug: 'meeting-summarizer',
-    system: SKILL.prompt,
-    text: 'Anything.',
-  });
+  const idOf = (id: string) => Number(id.slice(5));
+  const NOTES_CALL = { type: 'tool_use', id: 'call-1', name: 'write_artifact', input: { name: 'notes.md', content: '# Notes' } };
 
-  it('resumes a run cut off by an eviction when the heartbeat fires, and completes it', async () => {
-    const user = await setup();
+  /**
+   * What an eviction leaves when it strikes a working turn: the turn recorded in storage (and,
+   * past its first model request, a checkpoint), the execution `working` in D1, and no run in
+   * memory. Built on a finished execution so that no real run races the test.
+   */
+  async function loseTurn(user: TestUser, checkpoint?: { messages: unknown[]; usage: { inputTokens: number; outputTokens: number } }) {
     const id = (await create(user)).body.id;
-    await message(user, id, 'A plan with several steps. Step one. Step two. Step three.');
+    await message(user, id, 'Warm up.');
+    await waitForStatus(user, id, 'completed');
+    const before = (await stubOf(id).events(0)).length;
+    const turnKey = `${id}:lost`;
+    const input = {
+      executionId: idOf(id),
+      workspaceId: user.workspaceId,
+      userId: user.user.id,
+      role: 'owner' as const,
+      apiKeyId: null,
+      requestId: 'test',
+      turnKey,
+      budget: 20_000,
+      skillName: SKILL.name,
+      skillSlug: 'meeting-summarizer',
+      system: SKILL.prompt,
+      text: 'A plan with several steps. Step one. Step two.',
+    };
+    await runInDurableObject(stubOf(id), (_, state) => {
+      state.storage.kv.put('turn', { input, startedAt: now() });
+      if (checkpoint) state.storage.kv.put('checkpoint', { turnKey, ...checkpoint });
+    });
+    await env.DB.prepare("UPDATE executions SET status = 'working', completed_at = NULL WHERE id = ?").bind(idOf(id)).run();
     await evictDurableObject(stubOf(id));
-    expect(await runDurableObjectAlarm(stubOf(id))).toBe(true);
-    const status = await waitForStatus(user, id, 'completed');
-    expect(status.outputBlocks).toHaveLength(1);
-    const events = await stubOf(id).events(0);
-    expect(events.map((e) => e.payload.message)).toContain('The run was interrupted by a restart and resumes now.');
-    const types = events.map((e) => e.type);
-    expect(types.filter((t) => t === 'session.status_idle')).toHaveLength(1);
-    expect(types.at(-1)).toBe('session.status_idle');
+    return { id, newEvents: async () => (await stubOf(id).events(0)).slice(before), outputs: () => env.DB.prepare("SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id").bind(idOf(id)).all() };
+  }
+
+  it('resumes a turn cut off by an eviction when the heartbeat fires, and completes it', async () => {
+    const user = await setup();
+    const lost = await loseTurn(user);
+    expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
+    await waitForStatus(user, lost.id, 'completed');
+    const events = await lost.newEvents();
+    expect(events[0]).toMatchObject({ type: 'agent.info', payload: { message: 'The run was interrupted by a restart and resumes now.' } });
+    // Run again from the start: the artifact tool, then the answer.
+    expect(events.filter((e) => e.type === 'agent.tool_use')).toHaveLength(1);
+    expect(events.map((e) => e.type).slice(-2)).toEqual(['execution.result', 'session.status_idle']);
+    expect(events.at(-1)!.payload).toEqual({ stop_reason: { type: 'end_turn' } });
   });
 
   it('goes on from the last checkpoint: a tool the cut-off turn already called is not called again', async () => {
     const user = await setup();
-    const id = (await create(user)).body.id;
-    await message(user, id, 'A plan with several steps. Step one. Step two. Step three.');
-    // Wait until the answer streams: the artifact tool ran and the turn checkpointed after it.
-    while (!(await stubOf(id).events(0)).some((e) => e.type === 'agent.message')) await new Promise((r) => setTimeout(r, 5));
-    await evictDurableObject(stubOf(id));
-    expect(await runDurableObjectAlarm(stubOf(id))).toBe(true);
-    await waitForStatus(user, id, 'completed');
-    const events = await stubOf(id).events(0);
-    expect(events.filter((e) => e.type === 'agent.tool_use')).toHaveLength(1);
-    const artifacts = await env.DB.prepare('SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id').bind(Number(id.slice(5))).all();
-    expect(artifacts.results.map((r) => r.name)).toEqual(['notes.md', 'output.md']);
-    // Both model requests are paid for once: the one before the eviction and the one after it.
-    const result = events.find((e) => e.type === 'execution.result')!.payload as { tokenUsage: { input_tokens: number } };
-    const spans = events.filter((e) => e.type === 'span.model_request_end').map((e) => (e.payload.usage as { input_tokens: number }).input_tokens);
-    expect(result.tokenUsage.input_tokens).toBe(spans[0]! + spans.at(-1)!);
+    const lost = await loseTurn(user, {
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'A plan with several steps. Step one. Step two.' }] },
+        { role: 'assistant', content: [NOTES_CALL] },
+        { role: 'user', content: [{ type: 'tool_result', toolUseId: 'call-1', content: 'Saved notes.md' }] },
+      ],
+      usage: { inputTokens: 1000, outputTokens: 50 },
+    });
+    expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
+    await waitForStatus(user, lost.id, 'completed');
+    const events = await lost.newEvents();
+    expect(events.filter((e) => e.type === 'agent.tool_use')).toHaveLength(0);
+    const spans = events.filter((e) => e.type === 'span.model_request_end');
+    expect(spans).toHaveLength(1);
+    // The result counts the request before the eviction and the one after it, once each.
+    const usage = spans[0]!.payload.usage as { input_tokens: number; output_tokens: number };
+    expect(events.find((e) => e.type === 'execution.result')!.payload.tokenUsage).toEqual({ input_tokens: 1000 + usage.input_tokens, output_tokens: 50 + usage.output_tokens });
+    expect((await lost.outputs()).results.map((r) => r.name)).toEqual(['notes.md', 'output.md', 'output.md']);
   });
 
-  it('ends a lost run with error once past the 65-minute cap', async () => {
+  it('survives a real eviction at whatever moment it strikes: one end, one output.md, never stuck working', async () => {
     const user = await setup();
     const id = (await create(user)).body.id;
-    await message(user, id, 'Anything.');
+    await message(user, id, 'A plan with several steps. Step one. Step two. Step three.');
     await evictDurableObject(stubOf(id));
-    // Lost before any checkpoint, so the heartbeat has to run the turn again, and finds it past the cap.
-    await runInDurableObject(stubOf(id), (_, state) => state.storage.kv.delete('checkpoint'));
+    await runDurableObjectAlarm(stubOf(id));
+    await waitForStatus(user, id, 'completed');
+    const types = (await stubOf(id).events(0)).map((e) => e.type);
+    expect(types.filter((t) => t === 'session.status_idle')).toHaveLength(1);
+    expect(types.filter((t) => t === 'execution.result')).toHaveLength(1);
+    expect(types.at(-1)).toBe('session.status_idle');
+    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM artifacts WHERE execution_id = ? AND name = 'output.md'").bind(idOf(id)).first<{ n: number }>())!.n).toBe(1);
+  });
+
+  it('ends a lost turn with error once past the 65-minute cap', async () => {
+    const user = await setup();
+    const lost = await loseTurn(user);
     advanceClock(66 * 60_000);
     try {
-      await runDurableObjectAlarm(stubOf(id));
-      await waitForStatus(user, id, 'failed');
-      const last = (await stubOf(id).events(0)).at(-1)!;
-      expect(last).toMatchObject({ type: 'session.status_idle', payload: { stop_reason: { type: 'error' } } });
+      await runDurableObjectAlarm(stubOf(lost.id));
+      await waitForStatus(user, lost.id, 'failed');
+      expect((await lost.newEvents()).at(-1)).toMatchObject({ type: 'session.status_idle', payload: { stop_reason: { type: 'error' } } });
     } finally {
       resetClock();
     }
@@ -356,27 +388,20 @@ describe('surviving eviction', () => {
 
   it('finishes, not fails, a turn whose model work had ended before it was cut off, even past the cap', async () => {
     const user = await setup();
-    const id = (await create(user)).body.id;
-    await message(user, id, 'Anything.');
-    await waitForStatus(user, id, 'completed');
-    const finished = await stubOf(id).events(0);
-    // The state an eviction leaves when it strikes after the loop ended but before the bookkeeping.
-    const turnKey = `${id}:lost`;
-    await runInDurableObject(stubOf(id), (_, state) => {
-      state.storage.kv.put('turn', { input: { ...turnInput(user, id), turnKey }, startedAt: Date.now() });
-      state.storage.kv.put('checkpoint', { turnKey, messages: [], usage: { inputTokens: 10, outputTokens: 5 }, ended: { stopReason: 'end_turn', text: 'Done.', model: 'local-1', ownKey: false } });
+    const lost = await loseTurn(user, { messages: [], usage: { inputTokens: 10, outputTokens: 5 } });
+    // The loop's outcome was recorded; only output.md, settlement and the D1 record were left.
+    await runInDurableObject(stubOf(lost.id), (_, state) => {
+      const checkpoint = state.storage.kv.get<Record<string, unknown>>('checkpoint')!;
+      state.storage.kv.put('checkpoint', { ...checkpoint, ended: { stopReason: 'end_turn', text: 'Done.', model: 'local-1', ownKey: false } });
     });
-    await env.DB.prepare("UPDATE executions SET status = 'working' WHERE id = ?").bind(Number(id.slice(5))).run();
-    await evictDurableObject(stubOf(id));
     advanceClock(66 * 60_000);
     try {
-      await runDurableObjectAlarm(stubOf(id));
-      await waitForStatus(user, id, 'completed');
-      const events = (await stubOf(id).events(0)).slice(finished.length);
+      await runDurableObjectAlarm(stubOf(lost.id));
+      await waitForStatus(user, lost.id, 'completed');
+      const events = await lost.newEvents();
       expect(events.map((e) => e.type)).toEqual(['agent.info', 'execution.result', 'session.status_idle']);
       expect(events[1]!.payload).toMatchObject({ summary: 'Done.', tokenUsage: { input_tokens: 10, output_tokens: 5 } });
-      const outputs = await env.DB.prepare("SELECT COUNT(*) AS n FROM artifacts WHERE execution_id = ? AND name = 'output.md'").bind(Number(id.slice(5))).first<{ n: number }>();
-      expect(outputs!.n).toBe(2);
+      expect((await lost.outputs()).results.map((r) => r.name)).toEqual(['notes.md', 'output.md', 'output.md']);
     } finally {
       resetClock();
     }

@@ -2,7 +2,8 @@
  * Vitest global setup (runs in Node, not workerd): a local HTTP server standing in for the
  * outside world the Worker fetches from: another instance's marketplace (registry installs),
  * a git host serving archives of a commit (POST /api/v1/install), and the model providers'
- * streaming APIs (`/model/anthropic/<scenario>`, `/model/openai/<scenario>` as base URLs).
+ * streaming APIs (`/model/anthropic/<scenario>`, `/model/openai/<scenario>` as base URLs), and
+ * GitHub's REST API under `/github` (./fake-github.ts).
  * Anything not listed answers 404, so an unexpected request fails its test.
  */
 import { execFileSync } from 'node:child_process';
@@ -13,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { TestProject } from 'vitest/node';
+import { serveGithub } from './fake-github';
 import { FIXTURE_PORT } from './fixture-port';
 
 export const COMMIT = 'a1b2c3d4e5f60718293a4b5c6d7e8f9012345678';
@@ -424,7 +426,9 @@ export default async function setup(project: TestProject) {
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     const model = models.get(path);
-    if (model) {
+    if (path.startsWith('/github/')) {
+      serveGithub(req, res, `http://127.0.0.1:${FIXTURE_PORT}`).catch(() => res.destroy());
+    } else if (model) {
       serveModel(req, res, model).catch(() => res.destroy());
     } else if (path === '/echo') {
       echo(req, res).catch(() => res.destroy());

@@ -10,6 +10,8 @@ import { now, toIso } from '../lib/clock';
 import { formatId } from '../lib/ids';
 import { hitRateLimit } from '../lib/rate-limit';
 import { byIntegerId, cursorPage, DEFAULT_PAGE, mapPage } from '../lib/pagination';
+import type { RunConnector } from '../connectors/registry';
+import { checkRunConnector, runConnectorOf, saveRunConnector } from './connectors';
 import { streamPath } from './execution-streams';
 import { recordChange } from './audit';
 import { hasByokKey } from './byok';
@@ -186,6 +188,7 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     skillName: execution.skillName,
     skillSlug: execution.skillSlug,
     source: execution.source,
+    connector: await runConnectorOf(db, execution.id),
     system: system ?? version?.prompt ?? '',
     text,
   });
@@ -223,10 +226,8 @@ export async function runAgent(db: Db, env: Env, principal: Principal, agent: { 
   return formatId('exec', row!.id);
 }
 
-const Connector = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('github'), fields: z.object({ repo: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, 'owner/repo') }) }),
-  z.object({ type: z.literal('remote'), fields: z.object({}).strict() }),
-]);
+/** `github` with `fields.repo` (owner/repo) or `remote` with empty fields; any other type is 400 INVALID_CONNECTOR (services/connectors.ts). */
+const Connector = z.object({ type: z.string().trim().min(1).max(64), fields: z.record(z.string(), z.unknown()).default({}) });
 
 export const RunSkillBody = z.object({
   input: z.string().trim().min(1).max(100_000),
@@ -245,9 +246,10 @@ export const StartedRun = z.object({
 });
 
 /** Creates an execution and starts it at once; one that cannot start is not left behind idle. */
-async function createAndStart(db: Db, env: Env, principal: Principal, input: CreateExecutionBody, lineage?: Lineage) {
+async function createAndStart(db: Db, env: Env, principal: Principal, input: CreateExecutionBody, lineage?: Lineage, connector?: RunConnector) {
   const idle = await createExecution(db, principal, input, lineage);
   const execution = await requireExecution(db, principal, idle.id);
+  if (connector) await saveRunConnector(db, execution.id, principal.workspaceId, connector);
   try {
     await startRun(db, env, principal, execution, input.input);
   } catch (error) {
@@ -266,8 +268,15 @@ async function createAndStart(db: Db, env: Env, principal: Principal, input: Cre
 
 /** POST /skills/:slug/run: create and start in one call (spec 4.3). */
 /** `source` is the channel the run came through: `api` for REST, `mcp` for the MCP endpoint (spec 2.2). */
-export const runSkill = (db: Db, env: Env, principal: Principal, slug: string, body: RunSkillBody, source: 'api' | 'mcp' = 'api') =>
-  createAndStart(db, env, principal, { skill_slug: slug, input: body.input, source, interface: body.interface ?? source });
+export const runSkill = async (db: Db, env: Env, principal: Principal, slug: string, body: RunSkillBody, source: 'api' | 'mcp' = 'api') =>
+  createAndStart(
+    db,
+    env,
+    principal,
+    { skill_slug: slug, input: body.input, source, interface: body.interface ?? source },
+    undefined,
+    body.connector && (await checkRunConnector(db, env, principal, body.connector)),
+  );
 
 export const FollowUpBody = z.object({ input: z.string().trim().min(1).max(100_000) });
 export type FollowUpBody = z.infer<typeof FollowUpBody>;
@@ -286,6 +295,7 @@ export async function followUp(db: Db, env: Env, principal: Principal, rawId: st
     principal,
     { skill_slug: parent.skillSlug, input: body.input, source: parent.source, interface: parent.interface },
     { parentExecutionId: parent.id, traceKey: kind === 'rerun' && parent.traceKey ? parent.traceKey : crypto.randomUUID() },
+    await runConnectorOf(db, parent.id),
   );
   return { ...started, parentExecutionId: formatId('exec', parent.id) };
 }
