@@ -17,7 +17,6 @@ import { byokKeyFor } from '../workers/services/byok';
 import { settleExecution } from '../workers/services/credits';
 import { runSecrets, type RunSecret } from '../workers/services/skill-secrets';
 import { finishTurn, saveArtifact } from '../workers/services/execution-runs';
-import { type ChannelTarget, controlMessagesFor, publish } from '../workers/services/control-plane';
 
 /** Spec 6.1: the event types of an execution stream. */
 export const EXECUTION_EVENT_TYPES = [
@@ -66,7 +65,7 @@ export interface TurnInput {
   skillName: string;
   /** The skill whose bound secrets the run's tools may use (looked up when the turn runs). */
   skillSlug: string;
-  /** The channel the execution came through (`api`, `mcp`, `chat`), for the control plane's `sources` filter. */
+  /** The channel the execution came through (`api`, `mcp`, `chat`, `workflow`). */
   source?: string;
   /** The run's connector (spec 4.3): the repository its tools read; the token is loaded from D1 when a tool runs. */
   connector?: RunConnector;
@@ -141,9 +140,6 @@ export class ExecutionSession extends DurableObject<Env> {
   private running = false;
   private readonly subscribers = new Set<WritableStreamDefaultWriter<Uint8Array>>();
   private keepAlive: ReturnType<typeof setInterval> | undefined;
-  /** Text deltas not yet sent to the control plane, and the chain that keeps its messages in order. */
-  private readonly unsentText = { text: '' };
-  private outbox: Promise<void> = Promise.resolve();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -165,18 +161,7 @@ export class ExecutionSession extends DurableObject<Env> {
       this.ctx.storage.sql.exec(`INSERT INTO events (seq, type, payload, at) VALUES (?, ?, ?, ?)`, e.seq, e.type, JSON.stringify(e.payload), e.at);
     }
     for (const e of written) this.broadcast(e);
-    this.notifyChannel(written);
     return written;
-  }
-
-  /** Reports the events to the workspace's control plane (WorkspaceChannel), in order, without holding up the run. */
-  private notifyChannel(events: ExecutionEvent[]) {
-    const target = this.ctx.storage.kv.get<ChannelTarget>('channel');
-    if (!target) return;
-    const messages = controlMessagesFor(target, events, this.unsentText);
-    if (messages.length === 0) return;
-    this.outbox = this.outbox.then(() => publish(this.env, target.workspaceId, messages));
-    this.ctx.waitUntil(this.outbox);
   }
 
   /** Starts a turn: answers the accepted event and the status event; the run goes on in the background. */
@@ -184,7 +169,6 @@ export class ExecutionSession extends DurableObject<Env> {
     const kv = this.ctx.storage.kv;
     kv.put('interrupt', false);
     kv.put('turn', { input, startedAt: now() } satisfies RunningTurn);
-    kv.put('channel', { workspaceId: input.workspaceId, executionId: `exec_${input.executionId}`, source: input.source ?? 'api' } satisfies ChannelTarget);
     const accepted = this.append([
       { type: 'user.message', payload: { content: [{ type: 'text', text: input.text }] } },
       { type: 'session.status_running', payload: {} },

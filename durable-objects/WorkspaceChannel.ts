@@ -1,10 +1,14 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../workers/env';
-import { type ControlMessage, executionState } from '../workers/services/control-plane';
+import type { ExecutionEvent } from './ExecutionSession';
+import { type ControlMessage, controlMessagesFor, executionState, type RelayState, type RelayTarget } from '../workers/services/control-plane';
 
 /** Comment frames keep idle SSE connections (and proxies) from timing out. */
 const KEEP_ALIVE_MS = 15_000;
 const encoder = new TextEncoder();
+/** A relayed run's stream that ends early (its object was evicted) is reopened this often, after this long. */
+const RELAY_RECONNECTS = 3;
+const RELAY_RETRY_MS = 2_000;
 
 interface SseSubscriber {
   writer: WritableStreamDefaultWriter<Uint8Array>;
@@ -22,6 +26,12 @@ interface SseSubscriber {
  *
  * `/api/events` subscribers (SSE) are held in memory while their stream is open; they keep the
  * object awake, and an eviction drops them (clients reconnect).
+ *
+ * Execution messages: the Worker publishes `execution-started` when a run starts; if anyone is
+ * listening, the channel then follows that run's own event stream (the ExecutionSession's SSE,
+ * from the started event on) and turns its events into progress and completion messages. The
+ * execution's object makes no calls out while it runs, and a workspace nobody watches costs
+ * nothing; a listener that connects mid-run hears from the next run on.
  *
  * The URL is verified by the Worker before the upgrade reaches this object.
  */
@@ -58,8 +68,16 @@ export class WorkspaceChannel extends DurableObject<Env> {
     });
   }
 
-  /** Sends messages to every socket, and execution messages to matching /api/events streams. Answers how many sockets are open. */
+  /** Sends messages to every socket and /api/events stream; a started run is followed while anyone listens. Answers how many sockets are open. */
   publish(messages: ControlMessage[]): number {
+    const sockets = this.send(messages);
+    if (sockets > 0 || this.sse.size > 0) {
+      for (const m of messages) if (m.type === 'execution-started') this.ctx.waitUntil(this.relay(m, m.seq));
+    }
+    return sockets;
+  }
+
+  private send(messages: ControlMessage[]): number {
     const sockets = this.ctx.getWebSockets();
     for (const message of messages) {
       const text = JSON.stringify(message);
@@ -78,6 +96,39 @@ export class WorkspaceChannel extends DurableObject<Env> {
       }
     }
     return sockets.length;
+  }
+
+  /** Follows a run's event stream after `afterSeq` and sends its messages until the run is idle. */
+  private async relay(target: RelayTarget, afterSeq: number): Promise<void> {
+    const pending: RelayState = { text: '', cost: null };
+    let last = afterSeq;
+    for (let attempt = 0; attempt <= RELAY_RECONNECTS; attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, RELAY_RETRY_MS));
+      const res = await this.env.EXECUTION_SESSION.getByName(target.executionId).fetch(`https://session/stream?lastSeq=${last}`);
+      // 204: the run ended and everything after `last` was already sent.
+      if (res.status !== 200 || !res.body) return;
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = '';
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+        buffer += chunk.value;
+        const events: ExecutionEvent[] = [];
+        for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
+          const frame = buffer.slice(0, cut);
+          buffer = buffer.slice(cut + 2);
+          const id = /^id: (\d+)$/m.exec(frame);
+          const data = /^data: (.*)$/m.exec(frame);
+          // Comment frames (keep-alive) carry neither.
+          if (id && data) events.push({ seq: Number(id[1]), at: 0, ...(JSON.parse(data[1]!) as Pick<ExecutionEvent, 'type' | 'payload'>) });
+        }
+        if (events.length === 0) continue;
+        last = events.at(-1)!.seq;
+        this.send(controlMessagesFor(target, events, pending));
+        if (events.at(-1)!.type === 'session.status_idle') {
+          await reader.cancel();
+          return;
+        }
+      }
+    }
   }
 
   override webSocketMessage(): void {

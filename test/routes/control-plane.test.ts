@@ -132,16 +132,13 @@ describe('the control-plane WebSocket', () => {
     expect(theirs.messages.filter((m) => typeof m === 'object' && m.executionId)).toEqual([]);
 
     // A run that ends in error is execution-failed.
-    const failed = await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'meeting-summarizer', input: 'x' } });
-    await env.EXECUTION_SESSION.getByName(failed.body.id).startTurn({
-      executionId: Number(failed.body.id.slice(5)), workspaceId: user.workspaceId, userId: user.user.id, role: 'owner', apiKeyId: null, requestId: 't',
-      turnKey: `${failed.body.id}:t`, budget: 20_000, skillName: 'x', skillSlug: 'meeting-summarizer', source: 'api', system: '', text: 'Anything.',
-    });
-    // Past the 65-minute cap the loop stops with error at once.
+    const failed = (await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'meeting-summarizer', input: 'x' } })).body.id;
+    expect((await call(`/api/v1/executions/${failed}/events`, { token: user.token, body: { events: [{ type: 'user.message', content: [{ type: 'text', text: 'A plan. Step one. Step two. Step three.' }] }] } })).status).toBe(200);
+    // Past the 65-minute cap the loop stops with error.
     advanceClock(66 * 60_000);
     try {
-      const failure = await until(() => executionMessages(mine.messages, failed.body.id).find((m) => m.type.startsWith('execution-') && m.type !== 'execution-started' && m.type !== 'execution-progress'), 'failure');
-      expect(failure).toMatchObject({ type: 'execution-failed', stopReason: 'error' });
+      const failure = await until(() => executionMessages(mine.messages, failed).find((m) => m.type === 'execution-failed' || m.type === 'execution-completed'), 'failure');
+      expect(failure).toMatchObject({ type: 'execution-failed', stopReason: 'error', source: 'api' });
     } finally {
       resetClock();
     }

@@ -25,21 +25,27 @@ export type ControlMessage =
     }
   | { type: 'execution-completed' | 'execution-failed'; executionId: string; source: string; seq: number; stopReason: string; cost: number | null };
 
-/** Which execution an ExecutionSession reports for, set when a turn starts. */
-export interface ChannelTarget {
-  workspaceId: string;
+/** The execution whose events a channel relays. */
+export interface RelayTarget {
   executionId: string;
   source: string;
 }
 
+/** What relaying a run carries from one batch of events to the next. */
+export interface RelayState {
+  /** Text deltas not sent yet. */
+  text: string;
+  /** From `execution.result`, for the completion message. */
+  cost: number | null;
+}
+
 /**
- * The control messages for events an execution just logged. Text deltas are not sent one by
+ * The control messages for events of an execution's log (after its `session.status_running`). Text deltas are not sent one by
  * one: they are gathered in `pending` and sent as one output block when the text ends.
  */
-export function controlMessagesFor(target: ChannelTarget, events: ExecutionEvent[], pending: { text: string }): ControlMessage[] {
+export function controlMessagesFor(target: RelayTarget, events: ExecutionEvent[], pending: RelayState): ControlMessage[] {
   const base = { executionId: target.executionId, source: target.source };
   const out: ControlMessage[] = [];
-  let cost: number | null = null;
   for (const event of events) {
     if (event.type === 'agent.message') {
       pending.text += ((event.payload.content as { text?: string }[] | undefined) ?? []).map((c) => c.text ?? '').join('');
@@ -50,10 +56,10 @@ export function controlMessagesFor(target: ChannelTarget, events: ExecutionEvent
       pending.text = '';
     }
     if (event.type === 'session.status_running') out.push({ type: 'execution-started', ...base, seq: event.seq });
-    else if (event.type === 'execution.result') cost = typeof event.payload.cost === 'number' ? event.payload.cost : null;
+    else if (event.type === 'execution.result') pending.cost = typeof event.payload.cost === 'number' ? event.payload.cost : null;
     else if (event.type === 'session.status_idle') {
       const stopReason = (event.payload.stop_reason as { type?: string } | undefined)?.type ?? 'end_turn';
-      out.push({ type: stopReason === 'error' ? 'execution-failed' : 'execution-completed', ...base, seq: event.seq, stopReason, cost });
+      out.push({ type: stopReason === 'error' ? 'execution-failed' : 'execution-completed', ...base, seq: event.seq, stopReason, cost: pending.cost });
     } else if (event.type !== 'user.message') out.push({ type: 'execution-progress', ...base, seq: event.seq, event: event.type });
   }
   return out;

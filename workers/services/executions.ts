@@ -19,6 +19,7 @@ import { insufficientCredits, MIN_RUN_BALANCE, reserveCredits, RUN_BUDGET } from
 import { requireOwned } from './tenant';
 import { requireSkill } from './skills';
 import { requireTraceByKey, traceExecutionRemoved, traceRunStarted, traceUpsert } from './traces';
+import { publish } from './control-plane';
 
 /** Spec 7.2's per-user execution rate limit (its number is ours): run starts per minute. */
 export const RUNS_PER_MINUTE = 20;
@@ -193,6 +194,10 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     text,
   });
   await traceRunStarted(db, execution.id);
+  // The control plane relays the rest of the run from the execution's own stream (WorkspaceChannel).
+  await publish(env, principal.workspaceId, [
+    { type: 'execution-started', executionId: formatId('exec', execution.id), source: execution.source, seq: accepted.at(-1)?.seq ?? 0 },
+  ]);
   await recordRun(db, principal, execution, 'execution.started');
   return accepted;
 }
