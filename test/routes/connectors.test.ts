@@ -25,7 +25,7 @@ async function callWith(overrides: Record<string, unknown>, path: string, user: 
     }),
     { ...env, ...overrides },
   );
-  return { status: response.status, body: (await response.json()) as any };
+  return { status: response.status, headers: response.headers, body: (await response.json()) as any };
 }
 
 describe('GET /api/v1/connectors', () => {
