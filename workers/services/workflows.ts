@@ -123,8 +123,6 @@ export async function installWorkflow(db: Db, bucket: R2Bucket, principal: Princ
   return present(stored);
 }
 
-export const InstallFromArtifactBody = z.object({ artifactId: z.string().min(1).max(40) });
-
 /**
  * Spec 7.3: 400 for a missing or mistyped artifactId, 404 for no such artifact, 500 when the
  * bundle has no workflow.json or its definition does not compile. The slug is the definition's id.
