@@ -640,3 +640,26 @@ describe('housekeeping and helpers', () => {
     );
   });
 });
+
+describe('signing out from the page', () => {
+  it('ends the cookie session with the CSRF token, and refuses without it', async () => {
+    const user = await signUp();
+    const signedIn = await raw('/auth/sign-in', { headers: { cookie: cookieHeader(user) } });
+    const html = await signedIn.text();
+    expect(html).toContain('action="/auth/sign-out"');
+    const csrf = hidden(html, 'csrf')!;
+    const post = (form: Record<string, string>) =>
+      raw('/auth/sign-out', {
+        method: 'POST',
+        headers: { cookie: cookieHeader(user, csrf), 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(form),
+      });
+    expect((await post({})).status).toBe(403);
+    expect((await call('/api/v1/profile', { token: user.token })).status).toBe(200);
+    const out = await post({ csrf });
+    expect(out.status).toBe(303);
+    expect(out.headers.get('location')).toBe('/auth/sign-in');
+    expect(out.headers.getSetCookie().find((c) => c.startsWith('__Host-session='))).toMatch(/Max-Age=0/);
+    expectError(await call('/api/v1/profile', { token: user.token }), 401, 'UNAUTHORIZED');
+  });
+});

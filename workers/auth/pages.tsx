@@ -111,12 +111,16 @@ export const SignUpPage: FC<SignUpProps> = ({ nonce, csrf, next, email, name, er
   </Layout>
 );
 
-export const SignedInPage: FC<{ nonce: string; name: string; email: string }> = ({ nonce, name, email }) => (
+export const SignedInPage: FC<{ nonce: string; csrf: string; name: string; email: string }> = ({ nonce, csrf, name, email }) => (
   <Layout title="Signed in" nonce={nonce}>
     <h1>You are signed in</h1>
     <p>
       Signed in as {name} ({email}).
     </p>
+    <form method="post" action="/auth/sign-out">
+      <input type="hidden" name="csrf" value={csrf} />
+      <button type="submit">Sign out</button>
+    </form>
   </Layout>
 );
 

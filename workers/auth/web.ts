@@ -1,6 +1,6 @@
 import { and, eq } from 'drizzle-orm';
 import type { Context } from 'hono';
-import { getCookie, setCookie } from 'hono/cookie';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { members } from '../../schema';
@@ -26,6 +26,8 @@ export function setSessionCookie(c: Ctx, token: string) {
 }
 
 export const sessionCookie = (c: Ctx) => getCookie(c, SESSION_COOKIE);
+
+export const clearSessionCookie = (c: Ctx) => deleteCookie(c, SESSION_COOKIE, cookieOptions);
 
 /** The signed-in person of a page request, or undefined (no cookie, or an ended session). */
 export async function pagePrincipal(c: Ctx): Promise<Principal | undefined> {

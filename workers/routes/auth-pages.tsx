@@ -36,7 +36,8 @@ export const authPages = new Hono<AppEnv>()
     if (principal && c.req.query('next')) return c.redirect(next, 302);
     if (principal) {
       const user = await c.var.db.query.users.findFirst({ where: (u, { eq }) => eq(u.id, principal.userId) });
-      return renderPage(c, 200, (nonce) => <SignedInPage nonce={nonce} name={user?.name ?? ''} email={user?.email ?? ''} />);
+      const csrf = csrfToken(c);
+      return renderPage(c, 200, (nonce) => <SignedInPage nonce={nonce} csrf={csrf} name={user?.name ?? ''} email={user?.email ?? ''} />);
     }
     const csrf = csrfToken(c);
     return renderPage(c, 200, (nonce) => <SignInPage nonce={nonce} csrf={csrf} next={next} />);

@@ -1,7 +1,8 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../env';
-import { AppError, unauthorized } from '../errors';
+import { clearSessionCookie, csrfValid, sessionCookie } from '../auth/web';
+import { AppError, forbidden, unauthorized } from '../errors';
 import { hitRateLimit } from '../lib/rate-limit';
 import { validate } from '../middleware/validate';
 import { SessionResponse, signIn, SignInBody, signOut, signUp, SignUpBody } from '../services/accounts';
@@ -45,6 +46,15 @@ export const auth = new Hono<AppEnv>()
   })
   .post('/sign-out', documented('Auth', 'End the session of x-auth-token', 200, SignedOut), async (c) => {
     const token = c.req.header('x-auth-token');
+    const cookie = sessionCookie(c);
+    // The signed-in page's form: the cookie session, CSRF-checked, then back to the sign-in page.
+    if (!token && cookie && c.req.header('content-type')?.startsWith('application/x-www-form-urlencoded')) {
+      const form = await c.req.parseBody();
+      if (!csrfValid(c, form.csrf)) throw forbidden('The form expired or came from another site');
+      await signOut(c.var.db, cookie);
+      clearSessionCookie(c);
+      return c.redirect('/auth/sign-in', 303);
+    }
     if (!token) throw unauthorized('Send the session token in x-auth-token');
     await signOut(c.var.db, token);
     return c.json({ success: true as const });
