@@ -28,6 +28,17 @@ const TOOL_NAMES = [
   'get-workflow-run',
   'cancel-workflow-run',
   'resume-workflow-run',
+  'list-connectors',
+  'connect-connector',
+  'disconnect-connector',
+  'get-connector-status',
+  'list-sources',
+  'list-branches',
+  'get-source-content',
+  'list-github-repos',
+  'search-connector-actions',
+  'run-connector-action',
+  'list-connector-triggers',
 ];
 
 /** The SDK's own client over its Streamable HTTP transport, its requests answered by the Worker in-process. */

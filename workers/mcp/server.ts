@@ -3,13 +3,14 @@ import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/sdk/validatio
 import type { ToolContext } from './tool';
 import { artifactTools } from './tools/artifacts.tools';
 import { billingTools } from './tools/billing.tools';
+import { connectorTools } from './tools/connectors.tools';
 import { executionTools } from './tools/executions.tools';
 import { memoryTools } from './tools/memory.tools';
 import { skillTools } from './tools/skills.tools';
 import { workflowTools } from './tools/workflows.tools';
 
 /** Every tool the endpoint offers, each a thin adapter over workers/services/. */
-export const MCP_TOOLS = [...skillTools, ...executionTools, ...artifactTools, ...memoryTools, ...billingTools, ...workflowTools];
+export const MCP_TOOLS = [...skillTools, ...executionTools, ...artifactTools, ...memoryTools, ...billingTools, ...workflowTools, ...connectorTools];
 
 /**
  * A fresh server per request (stateless Streamable HTTP: CONVENTIONS.md). The SDK's default
