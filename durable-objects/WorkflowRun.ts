@@ -247,7 +247,10 @@ export class WorkflowRun extends DurableObject<Env> {
       // An unexpected fault (not a StepError) fails the step like any other.
       this.failTask(key, error instanceof Error ? error.message : String(error));
     }
-    await this.afterChange();
+    // The next unit's message goes out first; the D1 write and the alarm follow without holding
+    // the consumer, so the queue can deliver the next step while the record is written.
+    await this.flushOutbox();
+    this.ctx.waitUntil(this.persist().then(() => this.rearm()));
     return 'ran';
   }
 
