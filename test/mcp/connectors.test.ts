@@ -202,3 +202,18 @@ describe('connector tools over MCP', () => {
     failure(await client.callTool({ name: 'list-sources', arguments: { repo: REPO } }), 'CONNECTOR_NOT_CONNECTED');
   });
 });
+
+describe('execute-skill with a connector', () => {
+  const SKILL = { name: 'Reviewer', description: 'Reviews code.', category: 'development', prompt: '# Reviewer\nReview.' };
+
+  it('is CONNECTOR_NOT_CONNECTED without a connection, and starts a run reading the repository with one', async () => {
+    const { user, client, token } = await setup(['connector:list', 'connector:github:read', 'connector:github:exec', 'tool:execute'], false);
+    await call('/api/v1/skills/reviewer', { method: 'PUT', token: user.token, body: SKILL });
+    const connector = { type: 'github', fields: { repo: REPO } };
+    failure(await client.callTool({ name: 'execute-skill', arguments: { slug: 'reviewer', input: 'Review', connector } }), 'CONNECTOR_NOT_CONNECTED');
+    ok(await client.callTool({ name: 'connect-connector', arguments: { connector: 'github', token } }));
+    const started = ok(await client.callTool({ name: 'execute-skill', arguments: { slug: 'reviewer', input: 'Review', connector } }));
+    expect(started.status).toBe('started');
+    failure(await client.callTool({ name: 'execute-skill', arguments: { slug: 'reviewer', input: 'Review', connector: { type: 'svn', fields: {} } } }), 'INVALID_CONNECTOR');
+  });
+});

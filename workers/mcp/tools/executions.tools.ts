@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cancelExecution, getExecutionStatus, ListExecutionsQuery, listExecutions, runSkill } from '../../services/executions';
+import { cancelExecution, getExecutionStatus, ListExecutionsQuery, listExecutions, runSkill, RunSkillBody } from '../../services/executions';
 import { SkillSlug } from '../../services/skills';
 import { defineTool, READ_ONLY } from '../tool';
 
@@ -16,9 +16,10 @@ export const executionTools = [
       slug: SkillSlug.describe('The installed skill to run'),
       input: z.string().trim().min(1).max(100_000).describe('What the skill should work on: the instructions or material for this run'),
       interface: z.string().trim().min(1).max(40).optional().describe('A label for the client, recorded on the execution; defaults to the detected MCP client'),
+      connector: RunSkillBody.shape.connector.describe('{type:"github", fields:{repo:"owner/repo"}} gives the run read tools for that repository (needs connector:github:read and a connection); {type:"remote", fields:{}} means no source'),
     },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    run: (ctx, args) => runSkill(ctx.db, ctx.env, ctx.principal, args.slug, { input: args.input, interface: args.interface ?? ctx.clientInterface }, 'mcp'),
+    run: (ctx, args) => runSkill(ctx.db, ctx.env, ctx.principal, args.slug, { input: args.input, interface: args.interface ?? ctx.clientInterface, connector: args.connector }, 'mcp'),
   }),
   defineTool({
     name: 'list-executions',
