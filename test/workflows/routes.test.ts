@@ -58,6 +58,8 @@ describe('install', () => {
     expectError(await call('/api/v1/workflows/bad/install', { token: user.token, body: { content: '{oops' } }), 400, 'INVALID_INPUT');
     expectError(await call('/api/v1/workflows/bad/install', { token: user.token, body: { unrelated: true } }), 400, 'INVALID_INPUT');
     expectError(await call('/api/v1/workflows/Bad_Slug/install', { token: user.token, body: simple() }), 400, 'INVALID_INPUT');
+    // Route names are never slugs.
+    expectError(await call('/api/v1/workflows/runs/install', { token: user.token, body: simple() }), 400, 'INVALID_INPUT');
     expectError(await call('/api/v1/workflows/bad', { token: user.token }), 404, 'NOT_FOUND');
   });
 

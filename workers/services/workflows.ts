@@ -22,7 +22,14 @@ const MAX_RUNS_PAGE = 200;
 /** Largest definition text accepted, from a body or an artifact. */
 const MAX_DEFINITION_BYTES = 512 * 1024;
 
-export const WorkflowSlug = z.string().max(MAX_SLUG_LENGTH).regex(WORKFLOW_SLUG, 'kebab-case: lower-case letters, digits and single hyphens');
+/** Path segments under /workflows that are routes of their own, so never slugs. */
+const RESERVED_SLUGS = new Set(['runs', 'queue', 'definitions', 'install-from-artifact']);
+
+export const WorkflowSlug = z
+  .string()
+  .max(MAX_SLUG_LENGTH)
+  .regex(WORKFLOW_SLUG, 'kebab-case: lower-case letters, digits and single hyphens')
+  .refine((slug) => !RESERVED_SLUGS.has(slug), 'is reserved for a route');
 
 export const WorkflowRecord = z.object({
   id: z.number().int(),
@@ -264,7 +271,14 @@ export async function launchWorkflow(db: Db, env: Env, principal: Principal, id:
     const [thread] = await db.select({ id: threads.id }).from(threads).where(and(eq(threads.workspaceId, principal.workspaceId), eq(threads.id, threadId))).limit(1);
     if (!thread) throw new AppError('NOT_FOUND', 404, 'Thread not found', { field: 'threadId' });
   }
-  const compiled = await compileFor(db, principal.workspaceId, JSON.parse(row.definition));
+  let stored: unknown;
+  try {
+    stored = JSON.parse(row.definition);
+  } catch {
+    // Spec 7.3: a launch that cannot load its definition is 400.
+    throw invalidInput('definition', 'json', 'The stored definition is not valid JSON; install it again');
+  }
+  const compiled = await compileFor(db, principal.workspaceId, stored);
   const problem = valueProblem(compiled.inputSchema, inputs);
   if (problem) {
     const field = ['inputs', ...problem.pointer.split('/').filter(Boolean)].join('.');
