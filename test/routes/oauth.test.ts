@@ -424,6 +424,8 @@ describe('bearer tokens at the API', () => {
     const outside = expectError(await bearer(tokens.access_token, '/api/v1/billing/balance'), 403, 'FORBIDDEN');
     expect(outside.message).toContain('billing:read');
     expect(outside.details?.scope).toBe('billing:read');
+    const refused = await bearer(tokens.access_token, '/api/v1/billing/balance');
+    expect(refused.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope", scope="billing:read"');
     const write = expectError(await call('/api/v1/memory', { method: 'PUT', headers: { authorization: `Bearer ${tokens.access_token}` }, body: { content: 'x' } }), 403, 'FORBIDDEN');
     expect(write.message).toContain('memory:write');
   });
@@ -438,7 +440,9 @@ describe('bearer tokens at the API', () => {
   });
 
   it('an unknown or expired token is 401', async () => {
-    expectError(await bearer('oat_not-a-real-token'), 401, 'UNAUTHORIZED');
+    const unknown = await bearer('oat_not-a-real-token');
+    expectError(unknown, 401, 'UNAUTHORIZED');
+    expect(unknown.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
     const { tokens } = await tokensFor('profile:read');
     advanceClock(3601_000);
     expectError(await bearer(tokens.access_token), 401, 'UNAUTHORIZED');

@@ -77,7 +77,13 @@ export async function identify(c: Context, options: { allowUnactivated?: boolean
       retryAfterSeconds: resetSeconds,
     });
   }
-  if (failure) throw failure;
+  if (failure) {
+    // RFC 6750 3.1: a refused bearer token is named in the challenge.
+    if (failure instanceof AppError && failure.status === 401 && c.req.header('authorization')) {
+      c.header('www-authenticate', 'Bearer error="invalid_token"');
+    }
+    throw failure;
+  }
   return principal;
 }
 
@@ -105,7 +111,15 @@ export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
   const access = ROUTE_ACCESS[key];
   if (!access) throw new Error(`Route ${key} is missing from ROUTE_ACCESS`);
   const principal = await identify(c, { allowUnactivated: access.auth === 'agent' });
-  await authorizeWithGrants(c.var.db, access, principal, c.req.header(GRANT_TOKEN_HEADER));
+  try {
+    await authorizeWithGrants(c.var.db, access, principal, c.req.header(GRANT_TOKEN_HEADER));
+  } catch (error) {
+    // RFC 6750 3.1: an OAuth token lacking the route's scope learns which one.
+    if (principal?.credential.type === 'oauth' && error instanceof AppError && typeof error.details?.scope === 'string') {
+      c.header('www-authenticate', `Bearer error="insufficient_scope", scope="${error.details.scope}"`);
+    }
+    throw error;
+  }
   c.set('principal', principal);
   await next();
 });
