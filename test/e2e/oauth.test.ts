@@ -84,6 +84,9 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
 
     // The browser: authorize sends it to sign in, then back to the consent screen.
     const page = await browser.newPage();
+    // Every page must render within its own CSP (nonce-styled, no script): no console errors.
+    const consoleErrors: string[] = [];
+    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
     await page.goto(authorizeUrl.href);
     expect(new URL(page.url()).pathname).toBe('/auth/sign-in');
     await page.getByLabel('Email').fill(email);
@@ -96,6 +99,7 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
     await Promise.all([page.waitForURL((url) => url.href.startsWith(redirectUri)), page.getByRole('button', { name: 'Allow' }).click()]);
     const callbackUrl = new URL(page.url());
     await page.close();
+    expect(consoleErrors).toEqual([]);
 
     // oauth4webapi checks state and the RFC 9207 `iss`, then PKCE and the id_token at the token endpoint.
     const params = oauth.validateAuthResponse(as, client, callbackUrl, state);

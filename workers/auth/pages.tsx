@@ -34,6 +34,8 @@ export const Layout: FC<{ title: string; nonce: string; children?: Child }> = ({
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="robots" content="noindex" />
+        {/* No favicon request: the CSP allows data: images only. */}
+        <link rel="icon" href="data:," />
         <title>{title} · Workspace AI Skills</title>
         <style nonce={nonce}>{CSS}</style>
       </head>
