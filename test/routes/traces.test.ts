@@ -93,6 +93,23 @@ describe('the trace index', () => {
   });
 });
 
+describe('runs that cannot start', () => {
+  it('leave the trace as it was: a refused rerun keeps the lineage’s status, a refused new run leaves no trace', async () => {
+    const user = await setup();
+    const first = await run(user, 'Notes.');
+    const [before] = (await traces(user)).body.items;
+    const busy = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input: 'A long plan. With steps. And more steps. And even more.' } });
+    const refused = await call(`/api/v1/executions/${first}/rerun`, { token: user.token, body: { input: 'Again.' } });
+    expect(refused.body.error).toBe('EXECUTION_RUNNING');
+    const refusedNew = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input: 'Another.' } });
+    expect(refusedNew.body.error).toBe('EXECUTION_RUNNING');
+    await waitForStatus(user, busy.body.executionId, 'completed');
+    const after = (await traces(user)).body.items;
+    expect(after).toHaveLength(2);
+    expect(after.find((t: { id: string }) => t.id === before.id)).toMatchObject({ status: 'completed', target: { executionId: first }, totalCost: before.totalCost });
+  });
+});
+
 describe('turns', () => {
   it('resolves the turns of every run in the lineage with one monotonic seq, and pages them', async () => {
     const user = await setup();

@@ -118,17 +118,17 @@ export function traceRunFinished(db: Db, executionId: number, reason: RunStopRea
 
 /**
  * An execution that could not start is deleted again: its trace then points at the lineage's
- * previous run, or goes if the lineage has none left (and no thread owns it).
+ * previous run (and takes its status), or goes if the lineage has none left (and no thread owns it).
  */
 export async function traceExecutionRemoved(db: Db, workspaceId: string, traceKey: string) {
   const [latest] = await db
-    .select({ id: executions.id })
+    .select({ id: executions.id, status: executions.status })
     .from(executions)
     .where(and(eq(executions.workspaceId, workspaceId), eq(executions.traceKey, traceKey)))
     .orderBy(desc(executions.id))
     .limit(1);
   const lineage = and(eq(traces.workspaceId, workspaceId), eq(traces.traceKey, traceKey));
-  if (latest) await db.update(traces).set({ targetExecutionId: latest.id }).where(lineage);
+  if (latest) await db.update(traces).set({ targetExecutionId: latest.id, status: latest.status === 'working' ? 'running' : latest.status }).where(lineage);
   else await db.delete(traces).where(and(lineage, eq(traces.kind, 'execution')));
 }
 
