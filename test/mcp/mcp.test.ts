@@ -4,6 +4,7 @@ import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { BASE, call, createKey, expectError, signUp, waitForStatus } from '../helpers/api';
 import { catalogEntry, seedCatalog } from '../helpers/skills';
+import { tokensFor } from '../helpers/oauth';
 import { definition, install, mapping, waitForRun } from '../helpers/workflows';
 
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
@@ -224,12 +225,45 @@ describe('the MCP endpoint over HTTP', () => {
     });
 
   it('answers no key 401 in the envelope with WWW-Authenticate, and a bad key 401 too', async () => {
-    for (const headers of [{}, { 'x-api-key': 'sk_live_not-a-real-key' }] as Record<string, string>[]) {
+    for (const [headers, problem] of [
+      [{}, ''],
+      [{ 'x-api-key': 'sk_live_not-a-real-key' }, ', error="invalid_token"'],
+    ] as [Record<string, string>, string][]) {
       const res = await post(headers);
       expect(res.status).toBe(401);
-      expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"`);
+      expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"${problem}`);
       expect((await res.json()) as object).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
     }
+  });
+
+  it('takes OAuth bearer tokens: in-scope tools run, and a missing scope is a 403 scope challenge', async () => {
+    const { tokens } = await tokensFor('memory:read billing:read');
+    const auth = { authorization: `Bearer ${tokens.access_token}` };
+    const client = new Client({ name: 'oauth-client', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${BASE}/mcp`), { requestInit: { headers: auth }, fetch: (url, init) => exports.default.fetch(new Request(url, init)) }),
+    );
+    expect(ok(await client.callTool({ name: 'get-credit-balance', arguments: {} }))).toMatchObject({ balance: 100 });
+
+    const callTool = (name: string, args: object) =>
+      exports.default.fetch(`${BASE}/mcp`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name, arguments: args } }),
+      });
+    const refused = await callTool('write-memory', { content: 'x', mode: 'append' });
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:write"`);
+    expect(await refused.json()).toMatchObject({ error: { code: 'FORBIDDEN', details: { scope: 'memory:write' } } });
+    expect((await callTool('read-memory', {})).status).toBe(200);
+
+    const revoked = await exports.default.fetch(`${BASE}/mcp`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer oat_not-a-real-token', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(revoked.status).toBe(401);
+    expect(revoked.headers.get('www-authenticate')).toContain('error="invalid_token"');
   });
 
   it('answers GET and DELETE 405 before the transport, and a foreign Origin 403', async () => {

@@ -1,4 +1,4 @@
-import { env, exports } from 'cloudflare:workers';
+import { env } from 'cloudflare:workers';
 import { drizzle } from 'drizzle-orm/d1';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -7,100 +7,13 @@ import { maintainSigningKeys, rotateSigningKey } from '../../workers/auth/oauth/
 import { deleteExpiredOAuthRecords } from '../../workers/services/oauth';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import * as schema from '../../schema';
-import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
+import { BASE, call, expectError, signUp } from '../helpers/api';
+import { authorizeCode, authorizeQuery, bearer, cookieHeader, exchange, hidden, pkce, raw, REDIRECT, register, setCookieValue, token, tokensFor } from '../helpers/oauth';
+
 
 const drizzleDb = () => drizzle(env.DB, { schema });
 
 afterEach(() => resetClock());
-
-const REDIRECT = 'https://client.example/callback';
-
-/** A raw request to the Worker, redirects not followed. */
-const raw = (path: string, init: RequestInit = {}) => exports.default.fetch(`${BASE}${path}`, { redirect: 'manual', ...init });
-
-const b64url = (bytes: ArrayBuffer | Uint8Array) =>
-  btoa(String.fromCharCode(...new Uint8Array(bytes))).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-
-async function pkce() {
-  const verifier = b64url(crypto.getRandomValues(new Uint8Array(32)));
-  const challenge = b64url(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier)));
-  return { verifier, challenge };
-}
-
-async function register(user: TestUser, body: Record<string, unknown> = {}) {
-  return call('/auth/oauth2/register', {
-    token: user.token,
-    headers: { origin: 'https://client.example' },
-    body: { client_name: 'Test client', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', ...body },
-  });
-}
-
-const cookieHeader = (user: TestUser, csrf?: string) => `__Host-session=${user.token}${csrf ? `; __Host-csrf=${csrf}` : ''}`;
-
-/** The value of a `Set-Cookie` named `name`. */
-const setCookieValue = (res: Response, name: string) =>
-  res.headers.getSetCookie().map((c) => new RegExp(`^${name}=([^;]*)`).exec(c)?.[1]).find((v) => v !== undefined);
-
-const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1];
-
-interface Flow {
-  user: TestUser;
-  clientId: string;
-  verifier: string;
-  state: string;
-}
-
-function authorizeQuery(clientId: string, challenge: string, scope: string, extra: Record<string, string> = {}) {
-  return new URLSearchParams({
-    client_id: clientId,
-    response_type: 'code',
-    redirect_uri: REDIRECT,
-    scope,
-    state: 'st-123',
-    code_challenge: challenge,
-    code_challenge_method: 'S256',
-    ...extra,
-  });
-}
-
-/** Runs authorize and the consent form as a browser would; answers the code. */
-async function authorizeCode(scope: string, existing?: { user: TestUser; clientId: string }) {
-  const user = existing?.user ?? (await signUp('OAuth User'));
-  const clientId = existing?.clientId ?? (await register(user)).body.client_id;
-  const { verifier, challenge } = await pkce();
-  const page = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, challenge, scope)}`, { headers: { cookie: cookieHeader(user) } });
-  expect(page.status).toBe(200);
-  const html = await page.text();
-  const csrf = setCookieValue(page, '__Host-csrf')!;
-  const form = new URLSearchParams({ csrf, decision: 'allow', workspace_id: user.workspaceId });
-  for (const name of ['client_id', 'redirect_uri', 'response_type', 'scope', 'state', 'code_challenge', 'code_challenge_method']) {
-    form.set(name, hidden(html, name)!.replace(/&amp;/g, '&'));
-  }
-  const consent = await raw('/auth/oauth2/authorize', {
-    method: 'POST',
-    headers: { cookie: cookieHeader(user, csrf), 'content-type': 'application/x-www-form-urlencoded', origin: BASE },
-    body: form,
-  });
-  expect(consent.status).toBe(303);
-  const location = new URL(consent.headers.get('location')!);
-  const flow: Flow = { user, clientId, verifier, state: location.searchParams.get('state')! };
-  return { ...flow, code: location.searchParams.get('code')!, location };
-}
-
-const token = (form: Record<string, string>) =>
-  raw('/auth/oauth2/token', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
-
-const exchange = (flow: { code: string; clientId: string; verifier: string }, overrides: Record<string, string> = {}) =>
-  token({ grant_type: 'authorization_code', code: flow.code, client_id: flow.clientId, redirect_uri: REDIRECT, code_verifier: flow.verifier, ...overrides });
-
-const bearer = (accessToken: string, path = '/api/v1/profile') => call(path, { headers: { authorization: `Bearer ${accessToken}` } });
-
-async function tokensFor(scope: string) {
-  const flow = await authorizeCode(scope);
-  const res = await exchange(flow);
-  expect(res.status).toBe(200);
-  return { ...flow, tokens: (await res.json()) as Record<string, any> };
-}
 
 describe('discovery', () => {
   it('serves the same RFC 8414 document at both addresses, issuer exactly {base}/auth', async () => {

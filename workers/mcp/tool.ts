@@ -57,6 +57,7 @@ function toolError(error: unknown, requestId: string): CallToolResult {
 export function defineTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
   return {
     name: tool.name,
+    route: tool.route,
     register(server: McpServer, ctx: ToolContext) {
       server.registerTool(
         tool.name,
