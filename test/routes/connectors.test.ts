@@ -244,3 +244,16 @@ describe('POST /api/v1/skills/:slug/run with a connector', () => {
     expect(remoteRow).toMatchObject({ connector_type: 'remote', repo: null });
   });
 });
+
+describe('a run with a GitHub connector, end to end', () => {
+  it('reads a file of the fake repository through its tool: the model (BYOK fixture) calls read_repository_file and quotes it', async () => {
+    const { user } = await connected();
+    expect((await call('/api/v1/byok', { method: 'PUT', token: user.token, body: { key: inject('modelKeys').byok } })).status).toBe(200);
+    await call('/api/v1/skills/reviewer', { method: 'PUT', token: user.token, body: { name: 'Reviewer', description: 'Reviews code.', category: 'development', prompt: '# Reviewer\nReview.' } });
+    const res = await call('/api/v1/skills/reviewer/run', { token: user.token, body: { input: 'What does the README say?', connector: { type: 'github', fields: { repo: 'octo-org/widgets' } } } });
+    expect(res.status).toBe(200);
+    const status = await waitForStatus(user, res.body.executionId, 'completed');
+    // The fixture model answers with the tool's result: only the fake repository's README could give this text.
+    expect(status.outputBlocks).toEqual([{ type: 'text', text: 'The README says: # Widgets\n\nThe widget factory.\n' }]);
+  });
+});

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { TestProject } from 'vitest/node';
-import { serveGithub } from './fake-github';
+import { githubReaderAnswer, serveGithub } from './fake-github';
 import { FIXTURE_PORT } from './fixture-port';
 
 export const COMMIT = 'a1b2c3d4e5f60718293a4b5c6d7e8f9012345678';
@@ -396,8 +396,9 @@ async function serveModel(req: IncomingMessage, res: ServerResponse, route: NonN
   }
   const difference = route.scenario.anyBody ? null : firstDifference(body, route.scenario.body);
   if (difference) return json(400, { error: { type: 'invalid_request_error', message: `fixture: ${difference}` } });
-  const { status = 200, answer } = route.scenario;
-  if (status !== 200) return json(status, answer);
+  const { status = 200, answer: scripted } = route.scenario;
+  if (status !== 200) return json(status, scripted);
+  const answer = (route.scenario.anyBody && githubReaderAnswer(body)) || scripted;
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   for (const frame of answer as string[]) {
     const bytes = Buffer.from(frame, 'utf8');
