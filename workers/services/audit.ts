@@ -40,6 +40,15 @@ export function recordChange(db: Db, principal: Principal, change: Change): Batc
   return [audit, db.insert(activityLog).values({ ...base, ...actor, type: change.action, summary: change.activity, createdAt: at })];
 }
 
+/**
+ * Records a change whose work was done where no D1 batch reaches (a Durable Object, Stripe,
+ * GitHub): in a batch of its own, once that work succeeded.
+ */
+export async function recordChangeAfter(db: Db, principal: Principal, change: Change): Promise<void> {
+  const [audit, ...activity] = recordChange(db, principal, change);
+  await db.batch([audit!, ...activity]);
+}
+
 const Actor = z.object({
   type: z.enum(['user', 'api_key']),
   userId: z.string(),

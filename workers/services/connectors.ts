@@ -1,5 +1,4 @@
 import { and, eq } from 'drizzle-orm';
-import type { BatchItem } from 'drizzle-orm/batch';
 import { z } from 'zod';
 import { connectorConnections, executionConnectors, type ConnectorConnectionRow } from '../../schema';
 import type { Principal } from '../auth/principal';
@@ -11,7 +10,7 @@ import { AppError, forbidden, invalidInput } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { decryptSecret, encryptSecret } from '../lib/encryption';
 import { valueProblem } from '../workflows/json-schema';
-import { recordChange } from './audit';
+import { recordChange, recordChangeAfter } from './audit';
 
 /**
  * Connectors (issue 10): the registry's types, each workspace's connections (one encrypted
@@ -291,15 +290,13 @@ export async function runConnectorAction(db: Db, env: Env, principal: Principal,
   if (problem) throw invalidInput(`input${problem.pointer.replace(/\//g, '.')}`, 'schema', `input${problem.pointer}: ${problem.message}`);
   const api = await workspaceGithub(db, env, principal.workspaceId);
   const result = await runGithubAction(api, action.name, args.input);
-  await db.batch(
-    recordChange(db, principal, {
-      action: 'connector.action',
-      resourceType: 'connector',
-      resourceId: definition.type,
-      metadata: { action: action.name, repo: String(args.input.repo ?? '') },
-      activity: `${definition.name}: ${action.title.toLowerCase()} in ${String(args.input.repo ?? '')}`,
-    }) as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]],
-  );
+  await recordChangeAfter(db, principal, {
+    action: 'connector.action',
+    resourceType: 'connector',
+    resourceId: definition.type,
+    metadata: { action: action.name, repo: String(args.input.repo ?? '') },
+    activity: `${definition.name}: ${action.title.toLowerCase()} in ${String(args.input.repo ?? '')}`,
+  });
   return { connector: definition.type, action: action.name, result };
 }
 

@@ -1,5 +1,4 @@
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
-import type { BatchItem } from 'drizzle-orm/batch';
 import { z } from 'zod';
 import { executions, skillVersions } from '../../schema';
 import type { ExecutionEvent } from '../../durable-objects/ExecutionSession';
@@ -13,7 +12,7 @@ import { byIntegerId, cursorPage, DEFAULT_PAGE, mapPage } from '../lib/paginatio
 import type { RunConnector } from '../connectors/registry';
 import { checkRunConnector, runConnectorOf, saveRunConnector } from './connectors';
 import { streamPath } from './execution-streams';
-import { recordChange } from './audit';
+import { recordChange, recordChangeAfter } from './audit';
 import { hasByokKey } from './byok';
 import { insufficientCredits, MIN_RUN_BALANCE, reserveCredits, RUN_BUDGET } from './credits';
 import { requireOwned } from './tenant';
@@ -125,15 +124,13 @@ export async function postEvents(db: Db, env: Env, principal: Principal, rawId: 
 
 /** Records a run starting or being interrupted, once the session has taken it (the claim and the session are not one batch). */
 const recordRun = (db: Db, principal: Principal, execution: typeof executions.$inferSelect, action: 'execution.started' | 'execution.interrupted') =>
-  db.batch(
-    recordChange(db, principal, {
-      action,
-      resourceType: 'execution',
-      resourceId: formatId('exec', execution.id),
-      metadata: { skill: execution.skillSlug },
-      activity: `A run of ${execution.skillName || execution.skillSlug} ${action === 'execution.started' ? 'started' : 'was interrupted'}`,
-    }) as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]],
-  );
+  recordChangeAfter(db, principal, {
+    action,
+    resourceType: 'execution',
+    resourceId: formatId('exec', execution.id),
+    metadata: { skill: execution.skillSlug },
+    activity: `A run of ${execution.skillName || execution.skillSlug} ${action === 'execution.started' ? 'started' : 'was interrupted'}`,
+  });
 
 async function interruptRun(db: Db, env: Env, principal: Principal, execution: typeof executions.$inferSelect) {
   const events = await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).interrupt();

@@ -7,7 +7,7 @@ import type { Db } from '../env';
 import { AppError, invalidInput } from '../errors';
 import { now } from '../lib/clock';
 import { sha256Hex } from '../lib/crypto';
-import { recordChange } from './audit';
+import { recordChangeAfter } from './audit';
 import { findPack, type Pack, SUBSCRIPTION_GRANT } from './billing';
 import { grantCredits } from './credits';
 
@@ -94,13 +94,12 @@ export async function createCheckoutSession(
     throw new AppError('INVALID_INPUT', 400, 'The checkout was not created', { rule: 'checkout_not_created', stripeCode: error.code ?? null });
   }
   if (!session.url) throw new AppError('INVALID_INPUT', 400, 'The checkout was not created', { rule: 'checkout_not_created', stripeCode: null });
-  const [audit, ...activity] = recordChange(db, principal, {
+  await recordChangeAfter(db, principal, {
     action: 'billing.checkout_created',
     resourceType: 'checkout_session',
     resourceId: session.id,
     metadata: { packId: pack.id, dollarinos: pack.dollarinos, priceCents: pack.priceCents },
   });
-  await db.batch([audit!, ...activity]);
   return { checkoutUrl: session.url };
 }
 

@@ -1,4 +1,3 @@
-import type { BatchItem } from 'drizzle-orm/batch';
 import { and, desc, eq, inArray, or } from 'drizzle-orm';
 import { z } from 'zod';
 import { artifacts, threads } from '../../schema';
@@ -14,7 +13,7 @@ import { valueProblem } from '../workflows/json-schema';
 import { TOOL_IDS } from '../workflows/tools';
 import { agentSlugs } from './agents';
 import { workspacePrefix } from './archive-install';
-import { recordChange } from './audit';
+import { recordChange, recordChangeAfter } from './audit';
 
 /** Spec 8: the runs list defaults to 50. */
 const DEFAULT_RUNS_PAGE = 50;
@@ -302,15 +301,13 @@ export async function launchWorkflow(db: Db, env: Env, principal: Principal, id:
     console.error(JSON.stringify({ level: 'error', requestId: principal.origin.requestId, runId, error: String(error) }));
     throw new AppError('INTERNAL_ERROR', 500, 'The run could not be started', { cause: error instanceof Error ? error.message : String(error) });
   }
-  await db.batch(
-    recordChange(db, principal, {
-      action: 'workflow.launched',
-      resourceType: 'workflow_run',
-      resourceId: runId,
-      metadata: { workflowId: row.slug },
-      activity: `Workflow ${row.name} was launched`,
-    }) as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]],
-  );
+  await recordChangeAfter(db, principal, {
+    action: 'workflow.launched',
+    resourceType: 'workflow_run',
+    resourceId: runId,
+    metadata: { workflowId: row.slug },
+    activity: `Workflow ${row.name} was launched`,
+  });
   return { runId, workflowId: row.slug, status: 'started', ...(threadId === undefined ? {} : { conversationId: threadId }) };
 }
 
@@ -393,14 +390,12 @@ export async function resumeRun(db: Db, env: Env, principal: Principal, runId: s
   }
   switch (outcome.kind) {
     case 'resumed':
-      await db.batch(
-        recordChange(db, principal, {
-          action: 'workflow.resumed',
-          resourceType: 'workflow_run',
-          resourceId: row.runId,
-          metadata: { stepId: outcome.stepId },
-        }) as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]],
-      );
+      await recordChangeAfter(db, principal, {
+        action: 'workflow.resumed',
+        resourceType: 'workflow_run',
+        resourceId: row.runId,
+        metadata: { stepId: outcome.stepId },
+      });
       return { status: 200, body: { runId: row.runId, status: 'running' } };
     case 'finished':
       return { status: 409, body: { cancelled: true, error: `The run has already finished (${outcome.status})` } };
@@ -420,15 +415,13 @@ export async function cancelRun(db: Db, env: Env, principal: Principal, runId: s
   const row = await requireRun(db, principal, runId);
   const outcome = await env.WORKFLOW_RUN.getByName(row.runId).cancel();
   if (outcome.canceled) {
-    await db.batch(
-      recordChange(db, principal, {
-        action: 'workflow.canceled',
-        resourceType: 'workflow_run',
-        resourceId: row.runId,
-        metadata: { workflowId: row.workflowId },
-        activity: `A run of workflow ${row.workflowId} was canceled`,
-      }) as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]],
-    );
+    await recordChangeAfter(db, principal, {
+      action: 'workflow.canceled',
+      resourceType: 'workflow_run',
+      resourceId: row.runId,
+      metadata: { workflowId: row.workflowId },
+      activity: `A run of workflow ${row.workflowId} was canceled`,
+    });
   }
   return { success: true as const, runId: row.runId };
 }
