@@ -87,6 +87,10 @@ describe('the MCP endpoint', () => {
     expect(byName['delete-artifact']!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
     expect(byName['execute-skill']!.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: false });
     expect(byName['write-memory']!.inputSchema.properties).toMatchObject({ mode: { enum: ['overwrite', 'append'] } });
+    // Every service tool declares the shape of its answer, which the SDK checks each result against.
+    const connectorTools = (await import('../../workers/mcp/tools/connectors.tools')).connectorTools.map((t) => t.name);
+    for (const name of TOOL_NAMES.filter((n) => !connectorTools.includes(n))) expect(byName[name]!.outputSchema?.type, name).toBe('object');
+    expect(byName['get-credit-balance']!.outputSchema!.properties).toMatchObject({ balance: { type: 'number' }, canExecute: { type: 'boolean' } });
   });
 
   it('installs, shows, lists and uninstalls skills, with NOT_FOUND as a tool error', async () => {

@@ -15,6 +15,10 @@ export const CursorQuery = z.object({
 });
 export type CursorQuery = z.infer<typeof CursorQuery>;
 
+/** The cursor page's shape, for documentation and MCP output schemas. */
+export const cursorEnvelope = <T extends z.ZodType>(item: T) =>
+  z.object({ data: z.array(item), first_id: z.string().nullable(), last_id: z.string().nullable(), has_more: z.boolean() });
+
 export interface CursorPage<T> {
   data: T[];
   first_id: string | null;

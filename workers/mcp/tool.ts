@@ -26,6 +26,11 @@ export interface ServiceTool<Shape extends z.ZodRawShape> {
   /** The REST route this tool mirrors (a ROUTE_ACCESS key): its scope applies to the tool too. */
   route: keyof typeof ROUTE_ACCESS & string;
   input: Shape;
+  /**
+   * The answer's shape, as the MCP `outputSchema`: the SDK checks `structuredContent` against
+   * it. The connector tools, whose answers carry the provider's own objects, declare none.
+   */
+  output?: z.ZodObject;
   annotations: Required<Pick<ToolAnnotations, 'readOnlyHint' | 'destructiveHint' | 'idempotentHint' | 'openWorldHint'>>;
   /** The service's answer: a JSON object (lists are wrapped), sent as text and as `structuredContent`. */
   run: (ctx: ToolContext, args: z.infer<z.ZodObject<Shape>>) => Promise<object>;
@@ -61,7 +66,7 @@ export function defineTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>
     register(server: McpServer, ctx: ToolContext) {
       server.registerTool(
         tool.name,
-        { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: { title: tool.title, ...tool.annotations } },
+        { title: tool.title, description: tool.description, inputSchema: tool.input, outputSchema: tool.output, annotations: { title: tool.title, ...tool.annotations } },
         // The SDK's callback type cannot be resolved for a generic shape; at run time `args` is
         // the input parsed against `tool.input`.
         (async (args: z.infer<z.ZodObject<Shape>>): Promise<CallToolResult> => {

@@ -15,6 +15,7 @@ import {
   FollowUpBody,
   FollowUpRun,
   HistoryItem,
+  HistoryPage,
   listExecutions,
   ListExecutionsQuery,
   getExecutionStatus,
@@ -32,7 +33,7 @@ const EventList = z.object({
 });
 
 const History = z.union([
-  z.object({ items: z.array(HistoryItem), hasMore: z.boolean(), offset: z.number(), limit: z.number() }),
+  HistoryPage,
   cursorEnvelope(HistoryItem),
 ]);
 

@@ -22,8 +22,7 @@ const errors = {
 };
 
 /** The cursor envelope of spec 8 around `item`. */
-export const cursorEnvelope = <T extends z.ZodType>(item: T) =>
-  z.object({ data: z.array(item), first_id: z.string().nullable(), last_id: z.string().nullable(), has_more: z.boolean() });
+export { cursorEnvelope } from '../lib/pagination';
 
 /** OpenAPI description of one route: its success response plus the shared error responses. */
 export const documented = (tag: string, summary: string, status: 200 | 201, schema: z.ZodType, description = 'OK') =>

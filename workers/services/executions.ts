@@ -378,6 +378,9 @@ export async function listExecutions(db: Db, principal: Principal, query: ListEx
   return { items: rows.slice(0, limit).map(presentHistory), hasMore: rows.length > limit, offset: query.offset, limit };
 }
 
+/** The offset form of the history (spec 4.3). */
+export const HistoryPage = z.object({ items: z.array(HistoryItem), hasMore: z.boolean(), offset: z.number(), limit: z.number() });
+
 export const ExecutionStatus = z.object({
   executionId: z.string(),
   status: z.string(),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { toBase64 } from '../../lib/base64';
-import { deleteArtifact, downloadArtifact, getArtifact, listArtifacts } from '../../services/artifacts';
+import { cursorEnvelope } from '../../lib/pagination';
+import { ArtifactRecord, deleteArtifact, downloadArtifact, getArtifact, listArtifacts } from '../../services/artifacts';
 import { defineTool, READ_ONLY } from '../tool';
 
 const artifactId = z.string().min(1).max(40).describe('The artifact id, art_<n> or <n>');
@@ -16,6 +17,7 @@ export const artifactTools = [
       limit: z.number().int().min(1).max(100).optional().describe('Page size (default 20)'),
       after_id: z.string().min(1).max(64).optional().describe('Continue after this artifact id (last_id of the previous page)'),
     },
+    output: cursorEnvelope(ArtifactRecord),
     annotations: READ_ONLY,
     run: (ctx, args) => listArtifacts(ctx.db, ctx.principal, { limit: args.limit ?? 20, after_id: args.after_id }),
   }),
@@ -25,6 +27,7 @@ export const artifactTools = [
     description: 'Shows one artifact’s record: the execution that made it, its name, content type, size and creation time.',
     route: 'GET /api/v1/artifacts/:id',
     input: { artifactId },
+    output: ArtifactRecord,
     annotations: READ_ONLY,
     run: (ctx, { artifactId }) => getArtifact(ctx.db, ctx.principal, artifactId),
   }),
@@ -34,6 +37,7 @@ export const artifactTools = [
     description: 'Returns an artifact’s content: as text for text, Markdown and JSON files, otherwise base64 (encoding says which).',
     route: 'GET /api/v1/artifacts/:id/download',
     input: { artifactId },
+    output: z.object({ artifact: ArtifactRecord, encoding: z.enum(['utf-8', 'base64']), content: z.string() }),
     annotations: READ_ONLY,
     run: async (ctx, { artifactId }) => {
       const { row, body } = await downloadArtifact(ctx.db, ctx.env.BUCKET, ctx.principal, artifactId);
@@ -52,6 +56,7 @@ export const artifactTools = [
     description: 'Deletes an artifact and its stored bytes. This cannot be undone.',
     route: 'DELETE /api/v1/artifacts/:id',
     input: { artifactId },
+    output: z.object({ success: z.literal(true) }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     run: (ctx, { artifactId }) => deleteArtifact(ctx.db, ctx.env.BUCKET, ctx.principal, artifactId),
   }),

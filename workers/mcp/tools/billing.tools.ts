@@ -1,4 +1,4 @@
-import { getBalance } from '../../services/credits';
+import { BalanceStatus, getBalance } from '../../services/credits';
 import { defineTool, READ_ONLY } from '../tool';
 
 export const billingTools = [
@@ -8,6 +8,7 @@ export const billingTools = [
     description: 'Shows the caller’s credits in Ds: balance, total spent, whether a run can start (50 Ds available) and whether the account is an admin.',
     route: 'GET /api/v1/billing/balance',
     input: {},
+    output: BalanceStatus,
     annotations: READ_ONLY,
     run: (ctx) => getBalance(ctx.db, ctx.principal),
   }),

@@ -1,5 +1,16 @@
 import { z } from 'zod';
-import { cancelExecution, getExecutionStatus, ListExecutionsQuery, listExecutions, runSkill, RunSkillBody } from '../../services/executions';
+import {
+  CancelResult,
+  cancelExecution,
+  ExecutionStatus,
+  getExecutionStatus,
+  HistoryPage,
+  ListExecutionsQuery,
+  listExecutions,
+  runSkill,
+  RunSkillBody,
+  StartedRun,
+} from '../../services/executions';
 import { SkillSlug } from '../../services/skills';
 import { defineTool, READ_ONLY } from '../tool';
 
@@ -18,6 +29,7 @@ export const executionTools = [
       interface: z.string().trim().min(1).max(40).optional().describe('A label for the client, recorded on the execution; defaults to the detected MCP client'),
       connector: RunSkillBody.shape.connector.describe('{type:"github", fields:{repo:"owner/repo"}} gives the run read tools for that repository (needs connector:github:read and a connection); {type:"remote", fields:{}} means no source'),
     },
+    output: StartedRun,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     run: (ctx, args) => runSkill(ctx.db, ctx.env, ctx.principal, args.slug, { input: args.input, interface: args.interface ?? ctx.clientInterface, connector: args.connector }, 'mcp'),
   }),
@@ -32,6 +44,7 @@ export const executionTools = [
       channels: z.array(z.string().max(40)).max(20).optional().describe('Only these sources, e.g. ["api", "mcp"]'),
       interfaces: z.array(z.string().max(40)).max(20).optional().describe('Only these interfaces, e.g. ["mcp-vscode"]'),
     },
+    output: HistoryPage,
     annotations: READ_ONLY,
     run: (ctx, args) =>
       listExecutions(
@@ -46,6 +59,7 @@ export const executionTools = [
     description: 'Shows an execution’s status (idle, working, completed, failed), its output blocks so far, cost in Ds and time in ms. Pass blocksAfter to get only newer blocks.',
     route: 'GET /api/v1/executions/:id/status',
     input: { executionId, blocksAfter: z.number().int().min(0).max(100_000).optional().describe('Skip the first n output blocks (delta polling)') },
+    output: ExecutionStatus,
     annotations: READ_ONLY,
     run: (ctx, args) => getExecutionStatus(ctx.db, ctx.env, ctx.principal, args.executionId, args.blocksAfter ?? 0),
   }),
@@ -55,6 +69,7 @@ export const executionTools = [
     description: 'Interrupts a working execution (it becomes idle and can take a new message); does nothing to one that is not working.',
     route: 'POST /api/v1/executions/:id/cancel',
     input: { executionId },
+    output: CancelResult,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     run: (ctx, { executionId }) => cancelExecution(ctx.db, ctx.env, ctx.principal, executionId),
   }),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { appendMemory, MAX_MEMORY_CHARS, readMemory, writeMemory } from '../../services/memory';
+import { appendMemory, MAX_MEMORY_CHARS, MemoryDocument, readMemory, writeMemory } from '../../services/memory';
 import { defineTool, READ_ONLY } from '../tool';
 
 export const memoryTools = [
@@ -9,6 +9,7 @@ export const memoryTools = [
     description: 'Reads the workspace’s shared working-memory document, which every agent paired to the workspace can read and add to.',
     route: 'GET /api/v1/memory',
     input: {},
+    output: MemoryDocument,
     annotations: READ_ONLY,
     run: (ctx) => readMemory(ctx.db, ctx.principal),
   }),
@@ -22,6 +23,7 @@ export const memoryTools = [
       content: z.string().max(MAX_MEMORY_CHARS).describe('The text to write'),
       mode: z.enum(['overwrite', 'append']).describe('append: add after the separator; overwrite: replace everything'),
     },
+    output: MemoryDocument,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     run: (ctx, { content, mode }) => (mode === 'append' ? appendMemory(ctx.db, ctx.principal, content) : writeMemory(ctx.db, ctx.principal, { content })),
   }),

@@ -1,4 +1,5 @@
-import { getInstalledSkill, installSkill, listSkills, SkillSlug, uninstallSkill } from '../../services/skills';
+import { z } from 'zod';
+import { getInstalledSkill, InstalledSkill, InstallRecord, installSkill, listSkills, SkillSlug, uninstallSkill } from '../../services/skills';
 import { defineTool, READ_ONLY } from '../tool';
 
 const slug = SkillSlug.describe('The skill’s slug, e.g. meeting-summarizer');
@@ -10,6 +11,7 @@ export const skillTools = [
     description: 'Lists the skills installed in this workspace (name, slug, description, category, prompt, source, version), alphabetical by slug.',
     route: 'GET /api/v1/skills',
     input: {},
+    output: z.object({ skills: z.array(InstalledSkill) }),
     annotations: READ_ONLY,
     run: async (ctx) => ({ skills: await listSkills(ctx.db, ctx.principal, { offset: 0 }) }),
   }),
@@ -19,6 +21,7 @@ export const skillTools = [
     description: 'Shows one installed skill: its prompt, active version number, content checksum, bundle type and file count. Fails with NOT_FOUND if it is not installed.',
     route: 'GET /api/v1/skills',
     input: { slug },
+    output: InstallRecord,
     annotations: READ_ONLY,
     run: (ctx, { slug }) => getInstalledSkill(ctx.db, ctx.principal, slug),
   }),
@@ -29,6 +32,7 @@ export const skillTools = [
       'Installs a skill from the marketplace catalog into this workspace (or reinstalls it, adding a version only if its content changed). Fails with EXECUTION_RUNNING while a run is in progress.',
     route: 'POST /api/v1/skills/:slug/install',
     input: { slug: slug.describe('The marketplace slug of the skill to install') },
+    output: InstallRecord,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     run: async (ctx, { slug }) => (await installSkill(ctx.db, ctx.env.BUCKET, ctx.principal, slug, {})).record,
   }),
@@ -38,6 +42,7 @@ export const skillTools = [
     description: 'Removes an installed skill, its versions and its secret bindings from this workspace. Fails with EXECUTION_RUNNING while a run is in progress.',
     route: 'POST /api/v1/skills/:slug/uninstall',
     input: { slug },
+    output: z.object({ success: z.literal(true) }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     run: (ctx, { slug }) => uninstallSkill(ctx.db, ctx.principal, slug),
   }),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cancelRun, getRun, launchWorkflow, listRuns, resumeRun } from '../../services/workflows';
+import { cancelRun, getRun, launchWorkflow, listRuns, resumeRun, RunRecord } from '../../services/workflows';
 import { defineTool, READ_ONLY, ToolFailure } from '../tool';
 
 const runId = z.string().min(1).max(100).describe('The workflow run id');
@@ -15,6 +15,7 @@ export const workflowTools = [
       workflowId: z.string().min(1).max(200).describe('The workflow’s slug, runtime id or declared id'),
       inputs: z.record(z.string(), z.unknown()).optional().describe('The run’s input data (initData), validated against the workflow’s inputSchema'),
     },
+    output: z.object({ runId: z.string(), workflowId: z.string(), status: z.literal('started'), conversationId: z.string().optional() }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     run: (ctx, args) => launchWorkflow(ctx.db, ctx.env, ctx.principal, args.workflowId, args.inputs ?? {}),
   }),
@@ -24,6 +25,7 @@ export const workflowTools = [
     description: 'Lists this workspace’s workflow runs, newest first, with status (running, suspended, success, failed, canceled) and snapshot.',
     route: 'GET /api/v1/workflows/runs',
     input: { limit: z.number().int().min(1).max(200).optional().describe('How many (default 50)') },
+    output: z.object({ runs: z.array(RunRecord) }),
     annotations: READ_ONLY,
     run: (ctx, args) => listRuns(ctx.db, ctx.principal, args.limit ?? 50),
   }),
@@ -33,6 +35,7 @@ export const workflowTools = [
     description: 'Shows one workflow run and the status and output of each of its steps; a suspended run names the step waiting for human input.',
     route: 'GET /api/v1/workflows/runs/:runId',
     input: { runId },
+    output: z.object({ run: RunRecord, steps: z.record(z.string(), z.object({ status: z.string(), output: z.unknown() })) }),
     annotations: READ_ONLY,
     run: (ctx, { runId }) => getRun(ctx.db, ctx.principal, runId),
   }),
@@ -42,6 +45,7 @@ export const workflowTools = [
     description: 'Cancels a run that has not finished, stopping pending sleeps and in-flight skill executions; a finished run is left as it is.',
     route: 'POST /api/v1/workflows/runs/:runId/cancel',
     input: { runId },
+    output: z.object({ success: z.literal(true), runId: z.string() }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     run: (ctx, { runId }) => cancelRun(ctx.db, ctx.env, ctx.principal, runId),
   }),
@@ -56,6 +60,7 @@ export const workflowTools = [
       resumeData: z.unknown().optional().describe('The human input: what the suspended step outputs'),
       stepId: z.string().min(1).max(64).optional().describe('The suspended step’s id, when the run waits at more than one'),
     },
+    output: z.object({ runId: z.string(), status: z.literal('running') }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     run: async (ctx, args) => {
       const answer = await resumeRun(ctx.db, ctx.env, ctx.principal, args.runId, { resumeData: args.resumeData, stepId: args.stepId });
