@@ -1,42 +1,16 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { exports } from 'cloudflare:workers';
 import { describe, expect, inject, it } from 'vitest';
-import { BASE, call, createKey, signUp } from '../helpers/api';
+import { call, createKey, signUp } from '../helpers/api';
+import { connectMcp, failure, ok } from '../helpers/mcp';
 
 const REPO = 'octo-org/widgets';
 const newToken = () => `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
 const github = (path: string, token: string) => fetch(`${inject('fixtureOrigin')}/github${path}`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.json() as Promise<any>);
 
-async function connect(apiKey: string) {
-  const client = new Client({ name: 'connector-test', version: '1.0.0' });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${BASE}/mcp`), {
-      requestInit: { headers: { 'x-api-key': apiKey } },
-      fetch: (url, init) => exports.default.fetch(new Request(url, init)),
-    }),
-  );
-  return client;
-}
-
-type Result = Awaited<ReturnType<Client['callTool']>>;
-const json = (result: Result) => JSON.parse((result.content as { type: string; text: string }[])[0]!.text);
-const ok = (result: Result) => {
-  if (result.isError) throw new Error(`tool failed: ${JSON.stringify(result.content)}`);
-  expect(result.structuredContent).toEqual(json(result));
-  return json(result);
-};
-const failure = (result: Result, code: string) => {
-  expect(result.isError, JSON.stringify(result.content)).toBe(true);
-  expect(json(result).error.code).toBe(code);
-  return json(result).error;
-};
-
 /** A workspace whose key holds every connector scope, connected to the fake GitHub through the tool. */
 async function setup(scopes = ['connector:list', 'connector:github:read', 'connector:github:exec'], connected = true) {
   const user = await signUp();
   const key = await createKey(user, scopes);
-  const client = await connect(key.key);
+  const client = await connectMcp({ 'x-api-key': key.key });
   const token = newToken();
   if (connected) expect(ok(await client.callTool({ name: 'connect-connector', arguments: { connector: 'github', token } })).status).toBe('connected');
   return { user, client, token };
@@ -180,14 +154,14 @@ describe('connector tools over MCP', () => {
 
   it('needs connector:list, then connector:github:read for sources and connector:github:exec for actions and connecting', async () => {
     const { user } = await setup(['connector:list', 'connector:github:exec']);
-    const noList = await connect((await createKey(user, ['connector:github:read'])).key);
+    const noList = await connectMcp({ 'x-api-key': (await createKey(user, ['connector:github:read'])).key });
     expect(failure(await noList.callTool({ name: 'list-connectors', arguments: {} }), 'FORBIDDEN').details).toEqual({ scope: 'connector:list' });
 
-    const lister = await connect((await createKey(user, ['connector:list'])).key);
+    const lister = await connectMcp({ 'x-api-key': (await createKey(user, ['connector:list'])).key });
     expect(failure(await lister.callTool({ name: 'list-sources', arguments: { repo: REPO } }), 'FORBIDDEN').details).toEqual({ scope: 'connector:github:read' });
     expect(failure(await lister.callTool({ name: 'list-github-repos', arguments: {} }), 'FORBIDDEN').details).toEqual({ scope: 'connector:github:read' });
 
-    const reader = await connect((await createKey(user, ['connector:list', 'connector:github:read'])).key);
+    const reader = await connectMcp({ 'x-api-key': (await createKey(user, ['connector:list', 'connector:github:read'])).key });
     expect(ok(await reader.callTool({ name: 'list-branches', arguments: { repo: REPO } })).branches).toHaveLength(3);
     const denied = failure(await reader.callTool({ name: 'run-connector-action', arguments: { connector: 'github', action: 'create_issue', input: { repo: REPO, title: 'x' } } }), 'FORBIDDEN');
     expect(denied.details).toEqual({ scope: 'connector:github:exec' });

@@ -1,8 +1,7 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { BASE, call, createKey, expectError, signUp, waitForStatus } from '../helpers/api';
+import { connectMcp, failure, ok, toolJson } from '../helpers/mcp';
 import { catalogEntry, seedCatalog } from '../helpers/skills';
 import { tokensFor } from '../helpers/oauth';
 import { definition, install, mapping, waitForRun } from '../helpers/workflows';
@@ -42,29 +41,7 @@ const TOOL_NAMES = [
   'list-connector-triggers',
 ];
 
-/** The SDK's own client over its Streamable HTTP transport, its requests answered by the Worker in-process. */
-async function connect(apiKey: string, headers: Record<string, string> = {}) {
-  const client = new Client({ name: 'test-client', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${BASE}/mcp`), {
-    requestInit: { headers: { 'x-api-key': apiKey, ...headers } },
-    fetch: (url, init) => exports.default.fetch(new Request(url, init)),
-  });
-  await client.connect(transport);
-  return client;
-}
-
-type Result = Awaited<ReturnType<Client['callTool']>>;
-const json = (result: Result) => JSON.parse((result.content as { type: string; text: string }[])[0]!.text);
-const ok = (result: Result) => {
-  if (result.isError) throw new Error(`tool failed: ${JSON.stringify(result.content)}`);
-  expect(result.structuredContent).toEqual(json(result));
-  return json(result);
-};
-const failure = (result: Result, code: string) => {
-  expect(result.isError).toBe(true);
-  expect(json(result).error.code).toBe(code);
-  return json(result).error;
-};
+const connect = (apiKey: string, headers: Record<string, string> = {}) => connectMcp({ 'x-api-key': apiKey, ...headers });
 
 async function setup(scopes: string[] = ['*']) {
   const user = await signUp();
@@ -202,7 +179,7 @@ describe('the workflow tools', () => {
     // A finished run answers spec 7.3's own shape, carried as is.
     const finished = await client.callTool({ name: 'resume-workflow-run', arguments: { runId: started.runId, resumeData: {} } });
     expect(finished.isError).toBe(true);
-    expect(json(finished)).toEqual({ cancelled: true, error: expect.any(String) });
+    expect(toolJson(finished)).toEqual({ cancelled: true, error: expect.any(String) });
     failure(await client.callTool({ name: 'get-workflow-run', arguments: { runId: 'no-such-run' } }), 'NOT_FOUND');
     failure(await client.callTool({ name: 'start-workflow', arguments: { workflowId: 'no-such-workflow' } }), 'NOT_FOUND');
   });
@@ -243,10 +220,7 @@ describe('the MCP endpoint over HTTP', () => {
   it('takes OAuth bearer tokens: in-scope tools run, and a missing scope is a 403 scope challenge', async () => {
     const { tokens } = await tokensFor('memory:read billing:read');
     const auth = { authorization: `Bearer ${tokens.access_token}` };
-    const client = new Client({ name: 'oauth-client', version: '1.0.0' });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${BASE}/mcp`), { requestInit: { headers: auth }, fetch: (url, init) => exports.default.fetch(new Request(url, init)) }),
-    );
+    const client = await connectMcp(auth);
     expect(ok(await client.callTool({ name: 'get-credit-balance', arguments: {} }))).toMatchObject({ balance: 100 });
 
     const callTool = (name: string, args: object) =>
