@@ -13,6 +13,7 @@ import { LOCAL_PROVIDER_NOTICE } from '../workers/runtime/providers/local';
 import { eventRedactor, redactSecrets, secretsNotice } from '../workers/runtime/run-secrets';
 import { connectorRunTools } from '../workers/runtime/connector-tools';
 import { runTools } from '../workers/runtime/tools';
+import { threadRunTools } from '../workers/runtime/workflow-tools';
 import { byokKeyFor } from '../workers/services/byok';
 import { settleExecution } from '../workers/services/credits';
 import { runSecrets, type RunSecret } from '../workers/services/skill-secrets';
@@ -69,6 +70,8 @@ export interface TurnInput {
   source?: string;
   /** The run's connector (spec 4.3): the repository its tools read; the token is loaded from D1 when a tool runs. */
   connector?: RunConnector;
+  /** The chat thread this turn answers, set only when its caller may launch workflows (the turn then offers start_workflow). */
+  threadId?: string;
   /** The prompt of the skill version the execution was created with. */
   system: string;
   text: string;
@@ -250,7 +253,7 @@ export class ExecutionSession extends DurableObject<Env> {
         provider,
         system: input.system + secretsNotice(secrets),
         messages: resumed?.messages ?? [...history, { role: 'user', content: [{ type: 'text', text: input.text }] }],
-        tools: [...runTools(db, this.env.BUCKET, input, secrets), ...connectorRunTools(db, this.env, input)],
+        tools: [...runTools(db, this.env.BUCKET, input, secrets), ...connectorRunTools(db, this.env, input), ...threadRunTools(db, this.env, input)],
         maxTokens: MAX_OUTPUT_TOKENS,
         maxTurns: MAX_MODEL_REQUESTS,
         emit: (events) => void this.append(redactor.push(events)),

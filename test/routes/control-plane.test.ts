@@ -3,6 +3,7 @@ import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { BASE, call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { definition, install, launch, waitForRun } from '../helpers/workflows';
 
 const SKILL = { name: 'Meeting Summarizer', description: 'Summarises notes.', category: 'productivity', prompt: '# Meeting Summarizer\nYou summarise meeting notes.' };
 
@@ -115,6 +116,37 @@ describe('the control-plane WebSocket', () => {
 
     await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'Notes' } });
     await until(() => messages.find((m) => m.type === 'cache-invalidate' && m.resource === 'memory'), 'cache-invalidate');
+    ws.close();
+  });
+
+  it('announces workflow installs, launches, resumes and cancels as cache-invalidate, each audited', async () => {
+    const user = await setup();
+    const { ws, messages } = await connect(user);
+    const approve = { type: 'tool', id: 'approve', toolId: 'human-input', options: { metadata: { prompt: 'Go?' } } };
+    await install(user, 'flow', definition('flow', [approve, { ...approve, id: 'again' }]));
+    const first = await launch(user, 'flow');
+    await waitForRun(user, first, ['suspended']);
+    expect((await call(`/api/v1/workflows/runs/${first}/resume`, { token: user.token, body: { resumeData: {} } })).status).toBe(200);
+    await waitForRun(user, first, ['suspended']);
+    expect((await call(`/api/v1/workflows/runs/${first}/cancel`, { token: user.token, body: {} })).status).toBe(200);
+    const paths = [
+      '/api/v1/workflows/flow/install',
+      '/api/v1/workflows/flow/launch',
+      `/api/v1/workflows/runs/${first}/resume`,
+      `/api/v1/workflows/runs/${first}/cancel`,
+    ];
+    const announced = await until(() => {
+      const seen = messages.filter((m) => m.type === 'cache-invalidate' && m.resource === 'workflows').map((m) => m.path);
+      return paths.every((p) => seen.includes(p)) && seen;
+    }, 'the workflow announcements');
+    expect(announced).toEqual(paths);
+    const audit = await call('/api/v1/audit-logs?limit=50', { token: user.token });
+    expect(audit.body.data.map((e: { action: string }) => e.action).filter((a: string) => a.startsWith('workflow.')).sort()).toEqual([
+      'workflow.canceled',
+      'workflow.installed',
+      'workflow.launched',
+      'workflow.resumed',
+    ]);
     ws.close();
   });
 

@@ -283,28 +283,3 @@ export async function serveGithub(req: IncomingMessage, res: ServerResponse, ori
   return notFound();
 }
 
-/**
- * The BYOK model's behaviour when a run offers `read_repository_file` (a run started with a
- * GitHub connector): it first calls the tool on README.md, then answers with what the tool
- * returned, in OpenAI's streaming chunks. Null for any other request (the scenario's own answer).
- */
-export function githubReaderAnswer(body: unknown): string[] | null {
-  const request = body as { tools?: { function?: { name?: string } }[]; messages?: { role: string; content?: unknown }[] };
-  if (!request?.tools?.some((t) => t.function?.name === 'read_repository_file')) return null;
-  const chunk = (choices: unknown[], usage: unknown = null) =>
-    `data: ${JSON.stringify({ id: 'chatcmpl-GhR', object: 'chat.completion.chunk', created: 1731600000, model: 'gpt-4o-mini-2024-07-18', choices, usage })}\n\n`;
-  const delta = (d: unknown, finish_reason: string | null = null) => chunk([{ index: 0, delta: d, logprobs: null, finish_reason }]);
-  const usage = chunk([], { prompt_tokens: 200, completion_tokens: 20, total_tokens: 220 });
-  const result = request.messages?.find((m) => m.role === 'tool');
-  if (!result) {
-    return [
-      delta({ role: 'assistant', content: null }),
-      delta({ tool_calls: [{ index: 0, id: 'call_readme', type: 'function', function: { name: 'read_repository_file', arguments: '' } }] }),
-      delta({ tool_calls: [{ index: 0, function: { arguments: '{"path":"README.md"}' } }] }),
-      delta({}, 'tool_calls'),
-      usage,
-      'data: [DONE]\n\n',
-    ];
-  }
-  return [delta({ role: 'assistant', content: '' }), delta({ content: `The README says: ${String(result.content)}` }), delta({}, 'stop'), usage, 'data: [DONE]\n\n'];
-}

@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { TestProject } from 'vitest/node';
-import { githubReaderAnswer, serveGithub } from './fake-github';
+import { serveGithub } from './fake-github';
+import { toolCallingAnswer } from './tool-calling-model';
 import { FIXTURE_PORT } from './fixture-port';
 
 export const COMMIT = 'a1b2c3d4e5f60718293a4b5c6d7e8f9012345678';
@@ -398,7 +399,7 @@ async function serveModel(req: IncomingMessage, res: ServerResponse, route: NonN
   if (difference) return json(400, { error: { type: 'invalid_request_error', message: `fixture: ${difference}` } });
   const { status = 200, answer: scripted } = route.scenario;
   if (status !== 200) return json(status, scripted);
-  const answer = (route.scenario.anyBody && githubReaderAnswer(body)) || scripted;
+  const answer = (route.scenario.anyBody && toolCallingAnswer(body)) || scripted;
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   for (const frame of answer as string[]) {
     const bytes = Buffer.from(frame, 'utf8');

@@ -1,10 +1,10 @@
 import { createExecutionContext, createMessageBatch, getQueueResult, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import type { StepMessage, WorkflowRun } from '../../durable-objects/WorkflowRun';
 import worker from '../../workers/index';
 import { advanceClock } from '../../workers/lib/clock';
-import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
+import { BASE, call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 
 const SKILL = { name: 'Meeting Summarizer', description: 'Summarises notes.', category: 'productivity', prompt: '# Meeting Summarizer\nYou summarise meeting notes.' };
@@ -456,5 +456,35 @@ describe('runs started from a chat thread', () => {
     expect(refused.details!.field).toBe('threadId');
     // Without a thread, no conversationId.
     expect(Object.keys((await call('/api/v1/workflows/flow/launch', { token: other.token, body: {} })).body)).toEqual(['runId', 'workflowId', 'status']);
+  });
+
+  it('starts from an agent turn in the thread (start_workflow), only for a caller who may launch workflows', async () => {
+    const user = await signUp();
+    await addSkill(user);
+    // The BYOK fixture model calls start_workflow when the message asks for it (test/setup/tool-calling-model.ts).
+    expect((await call('/api/v1/byok', { method: 'PUT', token: user.token, body: { key: inject('modelKeys').byok } })).status).toBe(200);
+    await install(user, 'flow', definition('flow', [mapping('greet', { hello: { value: 'world' } })]));
+    const thread = (await call('/api/v1/threads', { token: user.token, body: { skill_slug: 'meeting-summarizer' } })).body;
+    const posted = await call(`/api/v1/threads/${thread.id}/messages`, { token: user.token, body: { content: 'Please start workflow flow' } });
+    expect(posted.status).toBe(201);
+    expect(posted.body.status).toBe('completed');
+    const runId = /as run ([\w-]+);/.exec(posted.body.reply.content)?.[1];
+    expect(posted.body.reply.content).toBe(`Started workflow flow as run ${runId}; its outcome will be posted to this conversation.`);
+    await waitForRun(user, runId!, ['success']);
+    const notice = await until(
+      () => env.DB.prepare("SELECT role, content FROM thread_messages WHERE thread_id = ? AND execution_id IS NULL").bind(thread.id).all().then((r) => r.results),
+      (r) => r.length === 1,
+      'the completion notice',
+    );
+    expect(notice).toEqual([{ role: 'assistant', content: `Workflow flow finished (run ${runId}).` }]);
+    const runs = await call('/api/v1/workflows/runs', { token: user.token });
+    expect(runs.body.runs.map((r: { runId: string }) => r.runId)).toEqual([runId]);
+
+    // A key with thread:write but without workflow:run: the turn is not offered the tool, so nothing starts.
+    const key = await createKey(user, ['thread:read', 'thread:write', 'library:read']);
+    const refused = await call(`/api/v1/threads/${thread.id}/messages`, { apiKey: key.key, body: { content: 'Now start workflow flow' } });
+    expect(refused.status).toBe(201);
+    expect(refused.body.reply.content).toBe('Done on your own key.');
+    expect((await call('/api/v1/workflows/runs', { token: user.token })).body.runs).toHaveLength(1);
   });
 });

@@ -1,8 +1,9 @@
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { executions, skillVersions } from '../../schema';
+import { executions, skillVersions, threads } from '../../schema';
 import type { ExecutionEvent } from '../../durable-objects/ExecutionSession';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
+import { hasScope } from '../auth/scopes';
 import type { Db, Env } from '../env';
 import { AppError, conflict } from '../errors';
 import { now, toIso } from '../lib/clock';
@@ -187,6 +188,7 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     skillSlug: execution.skillSlug,
     source: execution.source,
     connector: await runConnectorOf(db, execution.id),
+    threadId: await launchingThreadOf(db, principal, execution),
     system: system ?? version?.prompt ?? '',
     text,
   });
@@ -197,6 +199,20 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
   ]);
   await recordRun(db, principal, execution, 'execution.started');
   return accepted;
+}
+
+/**
+ * The thread a chat run answers, when its caller may launch workflows (`workflow:run`, the scope
+ * of the launch route): only then does the turn offer start_workflow.
+ */
+async function launchingThreadOf(db: Db, principal: Principal, execution: typeof executions.$inferSelect): Promise<string | undefined> {
+  if (execution.source !== 'chat' || !hasScope(principal.scopes, 'workflow:run')) return undefined;
+  const [thread] = await db
+    .select({ id: threads.id })
+    .from(threads)
+    .where(and(eq(threads.workspaceId, principal.workspaceId), eq(threads.traceKey, execution.traceKey)))
+    .limit(1);
+  return thread?.id;
 }
 
 /**

@@ -1,0 +1,64 @@
+import { env } from 'cloudflare:workers';
+import { drizzle } from 'drizzle-orm/d1';
+import { describe, expect, it } from 'vitest';
+import * as schema from '../../schema';
+import type { TurnInput } from '../../durable-objects/ExecutionSession';
+import { threadRunTools } from '../../workers/runtime/workflow-tools';
+import { call, signUp } from '../helpers/api';
+import { definition, install, mapping, waitForRun } from '../helpers/workflows';
+
+const db = drizzle(env.DB, { schema });
+
+async function chatTurn(threadId?: string) {
+  const user = await signUp();
+  await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: { name: 'Notes', description: 'Takes notes.', category: 'productivity', prompt: '# Notes' } });
+  const thread = (await call('/api/v1/threads', { token: user.token, body: { skill_slug: 'notes' } })).body;
+  const turn: TurnInput = {
+    executionId: 1,
+    workspaceId: user.workspaceId,
+    userId: user.user.id,
+    role: 'owner',
+    apiKeyId: null,
+    requestId: 'req-workflow-tools',
+    turnKey: 'exec_1:t',
+    budget: 0,
+    skillName: 'Notes',
+    skillSlug: 'notes',
+    system: '',
+    text: '',
+    threadId: threadId ?? thread.id,
+  };
+  return { user, thread, turn };
+}
+
+const startWorkflow = (turn: TurnInput) => threadRunTools(db, env, turn).find((t) => t.spec.name === 'start_workflow')!;
+
+describe('start_workflow, the tool of a chat turn', () => {
+  it('is offered only to a turn that answers a thread', async () => {
+    const { turn } = await chatTurn();
+    expect(threadRunTools(db, env, turn).map((t) => t.spec.name)).toEqual(['start_workflow']);
+    expect(threadRunTools(db, env, { ...turn, threadId: undefined })).toEqual([]);
+  });
+
+  it('launches the workflow with its inputs, tied to the thread', async () => {
+    const { user, thread, turn } = await chatTurn();
+    const schemaOf = { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] };
+    await install(user, 'digest', definition('digest', [mapping('echo', { topic: { initData: true, path: 'topic' } })], { inputSchema: schemaOf }));
+    const result = await startWorkflow(turn).run({ workflowId: 'digest', inputs: { topic: 'q3' } });
+    expect(result.isError).toBeUndefined();
+    const runId = /as run ([\w-]+);/.exec(result.content)![1]!;
+    const finished = await waitForRun(user, runId, ['success']);
+    expect(finished.run.snapshot.result).toEqual({ topic: 'q3' });
+    const row = await env.DB.prepare('SELECT thread_id FROM workflow_runs WHERE run_id = ?').bind(runId).first();
+    expect(row).toEqual({ thread_id: thread.id });
+  });
+
+  it('hands the model the refusal: unknown workflow, inputs against the schema, inputs not an object', async () => {
+    const { user, turn } = await chatTurn();
+    await install(user, 'digest', definition('digest', [mapping('echo', { topic: { initData: true, path: 'topic' } })], { inputSchema: { type: 'object', required: ['topic'] } }));
+    expect(await startWorkflow(turn).run({ workflowId: 'missing' })).toEqual({ content: 'Workflow not found', isError: true });
+    expect(await startWorkflow(turn).run({ workflowId: 'digest', inputs: {} })).toMatchObject({ isError: true, content: expect.stringContaining('topic') });
+    expect(await startWorkflow(turn).run({ workflowId: 'digest', inputs: ['q3'] })).toEqual({ content: 'inputs must be an object', isError: true });
+    expect((await call('/api/v1/workflows/runs', { token: user.token })).body.runs).toEqual([]);
+  });
+});

@@ -1,0 +1,60 @@
+/**
+ * The BYOK fixture model's tool-calling behaviours, in OpenAI's streaming chunks: when a request
+ * offers one of these tools (and the user asked for it), the model calls it, then answers with
+ * what the tool returned. Null when no behaviour applies (the scenario's own answer is used).
+ */
+interface ChatRequest {
+  tools?: { function?: { name?: string } }[];
+  messages?: { role: string; content?: unknown }[];
+}
+
+interface Behaviour {
+  tool: string;
+  /** The call's arguments for this request, or null when the model should not call the tool. */
+  args: (request: ChatRequest) => Record<string, unknown> | null;
+  reply: (result: string) => string;
+}
+
+const lastUserText = (request: ChatRequest) => {
+  const content = request.messages?.findLast((m) => m.role === 'user')?.content;
+  return typeof content === 'string' ? content : JSON.stringify(content ?? '');
+};
+
+const BEHAVIOURS: Behaviour[] = [
+  // A run started with a GitHub connector reads the README.
+  { tool: 'read_repository_file', args: () => ({ path: 'README.md' }), reply: (result) => `The README says: ${result}` },
+  // A chat turn asked to "start workflow <id>" starts it.
+  {
+    tool: 'start_workflow',
+    args: (request) => {
+      const asked = /start workflow ([\w:-]+)/i.exec(lastUserText(request));
+      return asked ? { workflowId: asked[1] } : null;
+    },
+    reply: (result) => result,
+  },
+];
+
+export function toolCallingAnswer(body: unknown): string[] | null {
+  const request = body as ChatRequest;
+  const offered = (name: string) => request?.tools?.some((t) => t.function?.name === name);
+  const chunk = (choices: unknown[], usage: unknown = null) =>
+    `data: ${JSON.stringify({ id: 'chatcmpl-Tool', object: 'chat.completion.chunk', created: 1731600000, model: 'gpt-4o-mini-2024-07-18', choices, usage })}\n\n`;
+  const delta = (d: unknown, finish_reason: string | null = null) => chunk([{ index: 0, delta: d, logprobs: null, finish_reason }]);
+  const usage = chunk([], { prompt_tokens: 200, completion_tokens: 20, total_tokens: 220 });
+  const result = request?.messages?.find((m) => m.role === 'tool');
+  for (const behaviour of BEHAVIOURS) {
+    if (!offered(behaviour.tool)) continue;
+    if (result) return [delta({ role: 'assistant', content: '' }), delta({ content: behaviour.reply(String(result.content)) }), delta({}, 'stop'), usage, 'data: [DONE]\n\n'];
+    const args = behaviour.args(request);
+    if (!args) continue;
+    return [
+      delta({ role: 'assistant', content: null }),
+      delta({ tool_calls: [{ index: 0, id: `call_${behaviour.tool}`, type: 'function', function: { name: behaviour.tool, arguments: '' } }] }),
+      delta({ tool_calls: [{ index: 0, function: { arguments: JSON.stringify(args) } }] }),
+      delta({}, 'tool_calls'),
+      usage,
+      'data: [DONE]\n\n',
+    ];
+  }
+  return null;
+}
