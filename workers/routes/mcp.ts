@@ -9,6 +9,7 @@ import type { AppEnv } from '../env';
 import { AppError, forbidden, unauthorized } from '../errors';
 import { identify } from '../middleware/authenticate';
 import { createMcpServer, MCP_TOOLS } from '../mcp/server';
+import { documentedProtocol } from './openapi';
 
 /** Spec 2.2's interface labels for MCP clients; stateless requests carry no client info past initialize, so the User-Agent tells. */
 function clientInterface(userAgent: string | undefined): string {
@@ -85,4 +86,6 @@ const postOnly = (c: Context<AppEnv>) => {
 };
 
 /** `POST /mcp` and `/mcp/` (spec 4.11): every service operation as an MCP tool. */
-export const mcp = new Hono<AppEnv>().post('/mcp', handle).post('/mcp/', handle).on(['GET', 'DELETE', 'PUT', 'PATCH'], ['/mcp', '/mcp/'], postOnly);
+const mcpDoc = documentedProtocol('MCP', 'Every service operation as an MCP tool (stateless, JSON responses)', 'MCP Streamable HTTP transport', 200, 'application/json');
+
+export const mcp = new Hono<AppEnv>().post('/mcp', mcpDoc, handle).post('/mcp/', mcpDoc, handle).on(['GET', 'DELETE', 'PUT', 'PATCH'], ['/mcp', '/mcp/'], postOnly);

@@ -7,6 +7,7 @@ import { ConsentPage, MessagePage } from '../auth/pages';
 import { csrfToken, csrfValid, pagePrincipal, renderPage, sessionCookie } from '../auth/web';
 import type { AppEnv } from '../env';
 import { forbidden, unauthorized } from '../errors';
+import { documentedProtocol } from './openapi';
 import {
   AUTHORIZE_PARAM_NAMES,
   authorizationResponseUrl,
@@ -94,15 +95,15 @@ export const oauth = new Hono<AppEnv>()
   .use('/oauth2/revoke', open)
   .use('/oauth2/userinfo', open)
   .use('/oauth2/register', open)
-  .get('/.well-known/openid-configuration', (c) => c.json(authorizationServerMetadata(baseOf(c))))
-  .get('/jwks', async (c) => {
+  .get('/.well-known/openid-configuration', documentedProtocol('OAuth', 'Authorization server metadata', 'RFC 8414, OpenID Connect Discovery 1.0', 200, 'application/json'), (c) => c.json(authorizationServerMetadata(baseOf(c))))
+  .get('/jwks', documentedProtocol('OAuth', 'The id_token signing keys', 'RFC 7517 JWK Set', 200, 'application/json'), async (c) => {
     c.header('cache-control', 'public, max-age=300');
     return c.json(await jwks(c.var.db, c.env.ENCRYPTION_KEY));
   })
 
   // RFC 7591, spec 5.3 rule 2: a signed-in person registers a public client. A cookie session
   // counts only from our own Origin (CSRF); a header session cannot be sent cross-site anyway.
-  .post('/oauth2/register', (c) =>
+  .post('/oauth2/register', documentedProtocol('OAuth', 'Register a public client (a signed-in session)', 'RFC 7591', 201, 'application/json'), (c) =>
     oauthEndpoint(c, async () => {
       const origin = c.req.header('origin');
       const header = c.req.header('x-auth-token');
@@ -122,7 +123,7 @@ export const oauth = new Hono<AppEnv>()
     }),
   )
 
-  .get('/oauth2/authorize', async (c) => {
+  .get('/oauth2/authorize', documentedProtocol('OAuth', 'Authorization request: the consent page, or a redirect with the code or error', 'OAuth 2.1 authorization endpoint, PKCE S256 (RFC 7636), RFC 9207 iss', 200, 'text/html'), async (c) => {
     const params = authorizeParamsOf(c.req.query());
     const checked = await validated(c, params);
     if (checked.response) return checked.response;
@@ -154,7 +155,7 @@ export const oauth = new Hono<AppEnv>()
     );
   })
 
-  .post('/oauth2/authorize', async (c) => {
+  .post('/oauth2/authorize', documentedProtocol('OAuth', 'The consent form: approve or deny, then a redirect to the client', 'OAuth 2.1 authorization endpoint', 200, 'text/html'), async (c) => {
     const form = await c.req.parseBody();
     // RFC 9700 4.7 (CSRF) and 4.16 (clickjacking): consent counts only from our own form.
     if (!csrfValid(c, form.csrf)) return messagePage(c, 403, 'Request refused', 'The form expired or came from another site. Go back and try again.');
@@ -182,7 +183,7 @@ export const oauth = new Hono<AppEnv>()
   })
 
   // RFC 6749 4.1.3 and 6; every answer is no-store (RFC 6749 5.1).
-  .post('/oauth2/token', (c) =>
+  .post('/oauth2/token', documentedProtocol('OAuth', 'Exchange a code or a refresh token', 'OAuth 2.1 token endpoint (form body)', 200, 'application/json'), (c) =>
     oauthEndpoint(c, async () => {
       const parsed = TokenForm.safeParse(await formOf(c));
       if (!parsed.success) throw new OAuthError('invalid_request', parsed.error.issues[0]!.message);
@@ -193,7 +194,7 @@ export const oauth = new Hono<AppEnv>()
   )
 
   // RFC 7009 2.1-2.2: 200 whether or not the token was known.
-  .post('/oauth2/revoke', (c) =>
+  .post('/oauth2/revoke', documentedProtocol('OAuth', 'Revoke an access or refresh token', 'RFC 7009', 200, 'text/plain'), (c) =>
     oauthEndpoint(c, async () => {
       const form = await formOf(c);
       await revokeToken(c.var.db, form.token, form.client_id);
@@ -203,7 +204,7 @@ export const oauth = new Hono<AppEnv>()
   )
 
   // OIDC Core 5.3: GET or POST with the access token as a bearer.
-  .on(['GET', 'POST'], '/oauth2/userinfo', (c) =>
+  .on(['GET', 'POST'], '/oauth2/userinfo', documentedProtocol('OAuth', 'Claims about the signed-in user (bearer access token)', 'OpenID Connect Core 5.3', 200, 'application/json'), (c) =>
     oauthEndpoint(c, async () => {
       noStore(c);
       return c.json(await userinfo(c.var.db, bearerTokenOf(c.req.header('authorization'))));
@@ -217,6 +218,6 @@ export const oauth = new Hono<AppEnv>()
  */
 export const wellKnown = new Hono<AppEnv>()
   .use('*', open)
-  .get('/oauth-authorization-server/auth', (c) => c.json(authorizationServerMetadata(baseOf(c))))
-  .get('/oauth-protected-resource/mcp', (c) => c.json(protectedResourceMetadata(baseOf(c), mcpResourceOf(baseOf(c)))))
-  .get('/oauth-protected-resource', (c) => c.json(protectedResourceMetadata(baseOf(c), baseOf(c))));
+  .get('/oauth-authorization-server/auth', documentedProtocol('OAuth', 'Authorization server metadata', 'RFC 8414', 200, 'application/json'), (c) => c.json(authorizationServerMetadata(baseOf(c))))
+  .get('/oauth-protected-resource/mcp', documentedProtocol('OAuth', 'Protected resource metadata of /mcp', 'RFC 9728', 200, 'application/json'), (c) => c.json(protectedResourceMetadata(baseOf(c), mcpResourceOf(baseOf(c)))))
+  .get('/oauth-protected-resource', documentedProtocol('OAuth', 'Protected resource metadata of the API', 'RFC 9728', 200, 'application/json'), (c) => c.json(protectedResourceMetadata(baseOf(c), baseOf(c))));

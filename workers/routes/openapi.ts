@@ -44,3 +44,15 @@ export const documentedPage = (tag: string, summary: string, param: { name: stri
       429: errors[429],
     },
   });
+
+/**
+ * OpenAPI description of a route whose wire format another standard defines (OAuth RFCs, MCP,
+ * Server-Sent Events, WebSocket): what it is, its media type, and where the format is specified.
+ */
+export const documentedProtocol = (tag: string, summary: string, standard: string, status: 101 | 200 | 201, mediaType: string) =>
+  describeRoute({
+    tags: [tag],
+    summary,
+    description: `Wire format: ${standard}.`,
+    responses: { [status]: { description: 'OK', ...(status === 101 ? {} : { content: { [mediaType]: { schema: { type: mediaType === 'application/json' ? 'object' : 'string' } } } }) } },
+  });
