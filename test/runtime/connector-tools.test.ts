@@ -5,6 +5,7 @@ import * as schema from '../../schema';
 import type { TurnInput } from '../../durable-objects/ExecutionSession';
 import { connectorRunTools } from '../../workers/runtime/connector-tools';
 import { call, signUp } from '../helpers/api';
+import { turnOf } from '../helpers/turns';
 
 const db = drizzle(env.DB, { schema });
 
@@ -12,21 +13,7 @@ async function turnWith(connector: TurnInput['connector'], connect = true) {
   const user = await signUp();
   const token = `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
   if (connect) expect((await call('/api/v1/connectors/github/connect', { token: user.token, body: { token } })).status).toBe(200);
-  const turn: TurnInput = {
-    executionId: 1,
-    workspaceId: user.workspaceId,
-    userId: user.user.id,
-    role: 'owner',
-    apiKeyId: null,
-    requestId: 'req-connector-tools',
-    turnKey: 'exec_1:t',
-    budget: 0,
-    skillName: 'x',
-    skillSlug: 'x',
-    system: '',
-    text: '',
-    connector,
-  };
+  const turn = turnOf(user, { requestId: 'req-connector-tools', connector });
   return { user, token, turn };
 }
 

@@ -3,23 +3,11 @@ import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, inject, it } from 'vitest';
 import * as schema from '../../schema';
 import { runTools } from '../../workers/runtime/tools';
+import { turnOf } from '../helpers/turns';
 
 const db = drizzle(env.DB, { schema });
 const SECRETS = [{ envVar: 'API_TOKEN', value: 'tok-live-0123456789' }];
-const turn = {
-  executionId: 1,
-  workspaceId: 'ws-tools',
-  userId: 'user-tools',
-  role: 'owner' as const,
-  apiKeyId: null,
-  requestId: 'req-tools',
-  turnKey: 'exec_1:t',
-  budget: 0,
-  skillName: 'x',
-  skillSlug: 'x',
-  system: '',
-  text: '',
-};
+const turn = turnOf(null);
 const httpTool = (secrets = SECRETS) => runTools(db, env.BUCKET, turn, secrets).find((t) => t.spec.name === 'http_request')!;
 
 describe('the http_request run tool', () => {

@@ -5,6 +5,7 @@ import * as schema from '../../schema';
 import type { TurnInput } from '../../durable-objects/ExecutionSession';
 import { threadRunTools } from '../../workers/runtime/workflow-tools';
 import { call, signUp } from '../helpers/api';
+import { turnOf } from '../helpers/turns';
 import { definition, install, mapping, waitForRun } from '../helpers/workflows';
 
 const db = drizzle(env.DB, { schema });
@@ -13,21 +14,7 @@ async function chatTurn(threadId?: string) {
   const user = await signUp();
   await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: { name: 'Notes', description: 'Takes notes.', category: 'productivity', prompt: '# Notes' } });
   const thread = (await call('/api/v1/threads', { token: user.token, body: { skill_slug: 'notes' } })).body;
-  const turn: TurnInput = {
-    executionId: 1,
-    workspaceId: user.workspaceId,
-    userId: user.user.id,
-    role: 'owner',
-    apiKeyId: null,
-    requestId: 'req-workflow-tools',
-    turnKey: 'exec_1:t',
-    budget: 0,
-    skillName: 'Notes',
-    skillSlug: 'notes',
-    system: '',
-    text: '',
-    threadId: threadId ?? thread.id,
-  };
+  const turn = turnOf(user, { requestId: 'req-workflow-tools', skillName: 'Notes', skillSlug: 'notes', threadId: threadId ?? thread.id });
   return { user, thread, turn };
 }
 

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import * as schema from '../../schema';
 import { appendMemory, MAX_MEMORY_CHARS, MEMORY_SEPARATOR } from '../../workers/services/memory';
 import { call, sessionPrincipal, signUp } from '../helpers/api';
+import { turnOf } from '../helpers/turns';
 
 const db = drizzle(env.DB, { schema });
 describe('appendMemory', () => {
@@ -38,20 +39,7 @@ describe('the run tools for working memory', () => {
     const { runTools } = await import('../../workers/runtime/tools');
     const user = await signUp();
     await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'Existing note' } });
-    const tools = runTools(db, env.BUCKET, {
-      executionId: 1,
-      workspaceId: user.workspaceId,
-      userId: user.user.id,
-      role: 'owner',
-      apiKeyId: 7,
-      requestId: 'req-run-1',
-      turnKey: 'exec_1:t',
-      budget: 0,
-      skillName: 'x',
-      skillSlug: 'notes',
-      system: '',
-      text: '',
-    });
+    const tools = runTools(db, env.BUCKET, turnOf(user, { apiKeyId: 7, requestId: 'req-run-1', skillSlug: 'notes' }));
     const byName = Object.fromEntries(tools.map((t) => [t.spec.name, t]));
     expect(Object.keys(byName).sort()).toEqual(['append_memory', 'http_request', 'read_memory', 'write_artifact']);
     expect(await byName.read_memory!.run({})).toEqual({ content: 'Existing note' });
