@@ -46,7 +46,9 @@ async function httpRequest(args: Record<string, unknown>, secrets: readonly RunS
   try {
     response = await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(OUTBOUND_TIMEOUT_MS) });
   } catch {
-    return { content: `${url.origin} could not be reached`, isError: true };
+    // Named as the model wrote it: the resolved URL may hold a secret, even in the host, where
+    // the URL parser lower-cases it beyond what masking recognises.
+    return { content: `${String(args.url)} could not be reached`, isError: true };
   }
   const { text, truncated } = await readTextPrefix(response.body, MAX_RESPONSE_BYTES);
   const location = response.headers.get('location');
