@@ -174,6 +174,17 @@ describe('secrets never leak', () => {
     expect((await api('/api/v1/skills/notes/secrets', { ...auth, body: { secretId: secret.body.id, envVar: 'API_TOKEN' } })).status).toBe(201);
     await api('/api/v1/skills/notes/secrets', auth);
 
+    // The workspace's live execution feed, open for every run that follows.
+    const feed = await exports.default.fetch(`${BASE}/api/events`, { headers: { 'x-api-key': apiKey } });
+    expect(feed.status).toBe(200);
+    const feedReader = feed.body!.getReader();
+    const feedText = { text: '' };
+    const feedDone = (async () => {
+      const decoder = new TextDecoder();
+      for (let chunk = await feedReader.read(); !chunk.done; chunk = await feedReader.read()) feedText.text += decoder.decode(chunk.value);
+    })().catch(() => undefined);
+    for (let i = 0; i < 100 && !feedText.text.startsWith(': connected'); i++) await new Promise((r) => setTimeout(r, 10));
+
     // A run on the local model with the secret bound (it does not call http_request).
     const executions: { id: string; headers?: Record<string, string> }[] = [];
     const localRun = await api('/api/v1/skills/notes/run', { ...auth, body: { input: 'Summarise the week.' } });
@@ -316,6 +327,12 @@ describe('secrets never leak', () => {
 
     // What every run recorded: the event log, the signed stream, the status and the artifacts.
     expect(executions).toHaveLength(5);
+    await feedReader.cancel();
+    await feedDone;
+    // The feed carried every run's progress, the masked answer of the http_request run included.
+    for (const { id } of executions) expect(feedText.text).toContain(`"executionId":"${id}"`);
+    expect(feedText.text).toContain('[secret API_TOKEN]');
+    saw('GET /api/events', feedText.text);
     for (const { id } of executions) {
       saw(`events of ${id}`, JSON.stringify(await env.EXECUTION_SESSION.getByName(id).events(0)));
       const streamToken = await read(`/api/v1/executions/${id}/stream-token`, asKey);
