@@ -71,6 +71,10 @@ afterAll(() => vi.restoreAllMocks());
 
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
 const db = drizzle(env.DB, { schema });
+const httpTool = (secrets: { envVar: string; value: string }[]) => {
+  const turn = { executionId: 1, workspaceId: 'ws', userId: 'u', role: 'owner' as const, apiKeyId: null, requestId: 'r', turnKey: 't', budget: 0, skillName: 'x', skillSlug: 'x', system: '', text: '' };
+  return runTools(db, env.BUCKET, turn, secrets).find((t) => t.spec.name === 'http_request')!;
+};
 
 describe('secrets never leak', () => {
   it('runs every credential-handling flow and finds no value anywhere but the response that issued it', async () => {
@@ -382,12 +386,24 @@ describe('secrets never leak', () => {
     expect(leaks).toEqual([]);
   });
 
+  it('keeps every character of a secret out of an http_request answer cut off in the middle of it', async () => {
+    const value = canary('cut');
+    const http = httpTool([{ envVar: 'TOKEN', value }]);
+    const echo = (filler: number) => http.run({ url: `${inject('fixtureOrigin')}/echo`, method: 'POST', body: `${'x'.repeat(filler)}\${TOKEN}` });
+    // Where the echoed body puts the value (a body of the same order of size, so the echoed content-length has as many digits).
+    const probe = 60_000;
+    const head = 'HTTP 200\n\n'.length;
+    const at = (await echo(probe)).content.indexOf('[secret TOKEN]') - head;
+    // Now the answer is cut (at 64 KiB) five characters into the value.
+    const cut = await echo(probe + 64 * 1024 - 5 - at);
+    expect(cut.content.endsWith('xxxxx\n[truncated]')).toBe(true);
+    expect(cut.content).not.toContain(value.slice(0, 5));
+  });
+
   it('keeps a secret out of what http_request tells the model when the request cannot be sent', async () => {
     // Upper-case letters too: a URL's host is lower-cased, so masking the parsed URL would miss it.
     const value = `Canary-Host-${crypto.randomUUID().slice(0, 8)}`;
-    const secrets = [{ envVar: 'HOST_PART', value }];
-    const turn = { executionId: 1, workspaceId: 'ws', userId: 'u', role: 'owner' as const, apiKeyId: null, requestId: 'r', turnKey: 't', budget: 0, skillName: 'x', skillSlug: 'x', system: '', text: '' };
-    const http = runTools(db, env.BUCKET, turn, secrets).find((t) => t.spec.name === 'http_request')!;
+    const http = httpTool([{ envVar: 'HOST_PART', value }]);
     expect(await http.run({ url: `https://\${HOST_PART}.invalid/` })).toEqual({ content: 'https://${HOST_PART}.invalid/ could not be reached', isError: true });
   });
 });
