@@ -39,7 +39,7 @@ describe('the http_request run tool', () => {
     expect(await tool.run({ url: `${inject('fixtureOrigin')}/echo`, method: 'TRACE' })).toMatchObject({ isError: true, content: expect.stringContaining('method must be one of') });
     expect(await tool.run({ url: 'http://example.test/' })).toEqual({ content: 'url must be an https URL', isError: true });
     expect(await tool.run({ url: 'not a url' })).toEqual({ content: 'url is not a URL', isError: true });
-    expect(await tool.run({ url: 'http://127.0.0.1:1/' })).toEqual({ content: 'http://127.0.0.1:1 could not be reached', isError: true });
+    expect(await tool.run({ url: 'http://127.0.0.1:1/' })).toEqual({ content: 'http://127.0.0.1:1/ could not be reached', isError: true });
   });
 
   it('reports a non-2xx answer as a tool error with its status', async () => {

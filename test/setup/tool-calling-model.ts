@@ -5,7 +5,7 @@
  */
 interface ChatRequest {
   tools?: { function?: { name?: string } }[];
-  messages?: { role: string; content?: unknown }[];
+  messages?: { role: string; content?: unknown; tool_call_id?: string }[];
 }
 
 interface Behaviour {
@@ -32,6 +32,17 @@ const BEHAVIOURS: Behaviour[] = [
     },
     reply: (result) => result,
   },
+  // A run asked to "call <url> with <NAME>" sends the bound secret NAME as a bearer token and in the body.
+  {
+    tool: 'http_request',
+    args: (request) => {
+      const asked = /call (\S+) with ([A-Z_][A-Z0-9_]*)/.exec(lastUserText(request));
+      if (!asked) return null;
+      const placeholder = `\${${asked[2]}}`;
+      return { url: asked[1], method: 'POST', headers: { authorization: `Bearer ${placeholder}` }, body: `token=${placeholder}` };
+    },
+    reply: (result) => `The service answered: ${result}`,
+  },
 ];
 
 export function toolCallingAnswer(body: unknown): string[] | null {
@@ -41,9 +52,10 @@ export function toolCallingAnswer(body: unknown): string[] | null {
     `data: ${JSON.stringify({ id: 'chatcmpl-Tool', object: 'chat.completion.chunk', created: 1731600000, model: 'gpt-4o-mini-2024-07-18', choices, usage })}\n\n`;
   const delta = (d: unknown, finish_reason: string | null = null) => chunk([{ index: 0, delta: d, logprobs: null, finish_reason }]);
   const usage = chunk([], { prompt_tokens: 200, completion_tokens: 20, total_tokens: 220 });
-  const result = request?.messages?.find((m) => m.role === 'tool');
   for (const behaviour of BEHAVIOURS) {
     if (!offered(behaviour.tool)) continue;
+    // Only this behaviour's own call is answered by it: http_request is offered to every run.
+    const result = request?.messages?.find((m) => m.role === 'tool' && m.tool_call_id === `call_${behaviour.tool}`);
     if (result) return [delta({ role: 'assistant', content: '' }), delta({ content: behaviour.reply(String(result.content)) }), delta({}, 'stop'), usage, 'data: [DONE]\n\n'];
     const args = behaviour.args(request);
     if (!args) continue;

@@ -46,12 +46,29 @@ async function httpRequest(args: Record<string, unknown>, secrets: readonly RunS
   try {
     response = await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(OUTBOUND_TIMEOUT_MS) });
   } catch {
-    return { content: `${url.origin} could not be reached`, isError: true };
+    // Named as the model wrote it: the resolved URL may hold a secret, even in the host, where
+    // the URL parser lower-cases it beyond what masking recognises.
+    return { content: `${String(args.url)} could not be reached`, isError: true };
   }
   const { text, truncated } = await readTextPrefix(response.body, MAX_RESPONSE_BYTES);
   const location = response.headers.get('location');
   const head = `HTTP ${response.status}${location ? `\nLocation: ${location}` : ''}`;
-  return { content: redactSecrets(`${head}\n\n${text}${truncated ? '\n[truncated]' : ''}`, secrets), isError: response.status >= 400 };
+  const masked = redactSecrets(`${head}\n\n${text}`, secrets);
+  return { content: truncated ? `${withoutPartialValue(masked, secrets)}\n[truncated]` : masked, isError: response.status >= 400 };
+}
+
+/** A cut-off answer may end in the first characters of a value, which masking cannot recognise: they are dropped. */
+function withoutPartialValue(text: string, secrets: readonly RunSecret[]): string {
+  let end = text.length;
+  for (const { value } of secrets) {
+    for (let n = Math.min(value.length - 1, end); n > 0; n--) {
+      if (text.slice(0, end).endsWith(value.slice(0, n))) {
+        end -= n;
+        break;
+      }
+    }
+  }
+  return text.slice(0, end);
 }
 
 
