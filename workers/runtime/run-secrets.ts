@@ -92,6 +92,20 @@ const messageText = (event: Event): string | null => {
 
 const message = <E extends Event>(text: string) => ({ type: 'agent.message', payload: { content: [{ type: 'text', text }] } }) as unknown as E;
 
+/** A cut-off answer may end in the first characters of a value, which masking cannot recognise: they are dropped. */
+export function withoutPartialValue(text: string, secrets: readonly RunSecret[]): string {
+  let end = text.length;
+  for (const { value } of secrets) {
+    for (let n = Math.min(value.length - 1, end); n > 0; n--) {
+      if (text.slice(0, end).endsWith(value.slice(0, n))) {
+        end -= n;
+        break;
+      }
+    }
+  }
+  return text.slice(0, end);
+}
+
 /**
  * Masks secrets in a run's events as they are recorded. A model streams text in pieces, and a
  * value can arrive split across two `agent.message` deltas, so streamed text is held back by

@@ -7,7 +7,7 @@ import { saveArtifact } from '../services/execution-runs';
 import { appendMemory, readMemory } from '../services/memory';
 import type { RunSecret } from '../services/skill-secrets';
 import type { AgentTool } from './agent-loop';
-import { redactSecrets, resolveSecrets, UnknownSecretError } from './run-secrets';
+import { redactSecrets, resolveSecrets, UnknownSecretError, withoutPartialValue } from './run-secrets';
 
 /** What http_request hands back to the model: enough for an API answer, small for the context. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
@@ -55,20 +55,6 @@ async function httpRequest(args: Record<string, unknown>, secrets: readonly RunS
   const head = `HTTP ${response.status}${location ? `\nLocation: ${location}` : ''}`;
   const masked = redactSecrets(`${head}\n\n${text}`, secrets);
   return { content: truncated ? `${withoutPartialValue(masked, secrets)}\n[truncated]` : masked, isError: response.status >= 400 };
-}
-
-/** A cut-off answer may end in the first characters of a value, which masking cannot recognise: they are dropped. */
-function withoutPartialValue(text: string, secrets: readonly RunSecret[]): string {
-  let end = text.length;
-  for (const { value } of secrets) {
-    for (let n = Math.min(value.length - 1, end); n > 0; n--) {
-      if (text.slice(0, end).endsWith(value.slice(0, n))) {
-        end -= n;
-        break;
-      }
-    }
-  }
-  return text.slice(0, end);
 }
 
 
