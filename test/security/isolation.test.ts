@@ -26,6 +26,8 @@ const MARK = {
   message: 'alpha-message-3d6b18',
   agent: 'alpha-agent-8a2c55',
   invitee: 'alpha-invitee@example.test',
+  memory: 'alpha-memory-6e0b93',
+  githubToken: `ghp_fixture_a1f${crypto.randomUUID().replace(/-/g, '').slice(0, 9)}`,
 };
 
 /** A's resources, by the name the cases use. */
@@ -187,9 +189,10 @@ let aKey: string;
 /** B's key holding every scope the route table names: the scope check always passes. */
 let bKey: string;
 let before: Record<string, string[]>;
+let githubAccount: string;
 
 /** Everything of A's that B's answers must not carry. */
-const aMarkers = () => [...Object.values(MARK), A.user.id, A.email];
+const aMarkers = () => [...Object.values(MARK), A.user.id, A.email, githubAccount];
 /** A's string ids: a row written after the setup must not name any of them. */
 const aIds = () => [A.workspaceId, A.user.id, fixture.traceId, fixture.threadId, fixture.runId, fixture.consentId, fixture.requestId];
 
@@ -220,7 +223,10 @@ beforeAll(async () => {
   const request = await ok(await call('/api/v1/agents/request-permission', { apiKey: aKey, body: { scope: 'library:read', reason: 'to read' } }), 202, 'request');
   await ok(await call(`/api/v1/workspaces/${A.workspaceId}/invitations`, { ...as, body: { email: MARK.invitee, role: 'member' } }), 201, 'invitation');
   await ok(await call('/api/v1/agents', { ...as, body: { slug: 'alpha-agent', name: 'Alpha agent', instructions: MARK.agent } }), 201, 'agent');
-  await ok(await call('/api/v1/connectors/github/connect', { ...as, body: { token: `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}` } }), 200, 'connect');
+  await ok(await call('/api/v1/memory', { ...as, method: 'PUT', body: { content: MARK.memory } }), 200, 'memory');
+  // The fake GitHub names the account after the token: `octo-<what follows ghp_fixture_>`.
+  const github = await ok(await call('/api/v1/connectors/github/connect', { ...as, body: { token: MARK.githubToken } }), 200, 'connect');
+  githubAccount = github.account;
 
   const workflowSlug = 'alpha-flow';
   await install(A, workflowSlug, definition('alpha-flow', [{ type: 'tool', id: 'approve', toolId: 'human-input', options: { metadata: { prompt: MARK.prompt } } }]));
@@ -406,6 +412,39 @@ const TOOL_EXCLUDED: Record<string, string> = {
 
 /** An argument that names a resource: `slug`, `id`, or `<thing>Id` (`stepId` is a step inside the run named by `runId`). */
 const isIdArgument = (name: string) => name === 'slug' || name === 'id' || (/^[a-z]+Id$/.test(name) && name !== 'stepId');
+
+describe('lists and reads without an id', () => {
+  it("show B nothing of A's on any GET route of the table", async () => {
+    const reads = Object.entries(ROUTE_ACCESS).filter(([key, access]) => key.startsWith('GET ') && !key.includes('/:') && access.auth !== 'public');
+    await collect(reads, async (key, access) => {
+      const res = await call(key.split(' ')[1]!, access.auth === 'agent' || access.auth === 'key' ? { apiKey: bKey } : { token: B.token });
+      expect(res.status, JSON.stringify(res.body)).toBeLessThan(500);
+      const text = JSON.stringify(res.body);
+      for (const marker of [...aMarkers(), ...aIds()]) expect(text, `leaks ${marker}`).not.toContain(marker);
+    });
+  });
+
+  it("show B nothing of A's from any read-only MCP tool that needs no argument", async () => {
+    const client = await connectMcp({ 'x-api-key': bKey });
+    const { tools } = await client.listTools();
+    const reads = tools.filter((t) => t.annotations?.readOnlyHint && !(t.inputSchema.required ?? []).length);
+    expect(reads.map((t) => t.name)).toEqual(expect.arrayContaining(['list-installed-skills', 'list-executions', 'list-artifacts', 'read-memory', 'list-workflow-runs', 'list-connectors']));
+    await collect(
+      reads.map((t): [string, string] => [t.name, t.name]),
+      async (name) => {
+        const text = JSON.stringify((await client.callTool({ name, arguments: {} })).content);
+        for (const marker of [...aMarkers(), ...aIds()]) expect(text, `leaks ${marker}`).not.toContain(marker);
+      },
+    );
+    await client.close();
+  });
+
+  it("ignore x-workspace-id naming A's workspace on B's key (spec 5.1: keys are bound to their workspace)", async () => {
+    const res = await call('/api/v1/skills', { apiKey: bKey, headers: { 'x-workspace-id': fixture.workspaceId } });
+    expect(res.status).toBe(200);
+    expect(res.body.map((skill: { slug: string }) => skill.slug)).toEqual(['bravo-skill']);
+  });
+});
 
 describe('MCP tools', () => {
   it("answer B a NOT_FOUND tool error for A's ids, with B's session and with B's scoped key", async () => {
