@@ -4,7 +4,7 @@ import { ROUTE_ACCESS } from '../../workers/auth/route-scopes';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { API_RATE_WINDOW_MS } from '../../workers/middleware/authenticate';
 import { MCP_TOOLS } from '../../workers/mcp/server';
-import { type ApiResponse, BASE, call, createKey, signUp, type TestUser } from '../helpers/api';
+import { type ApiResponse, BASE, call, type CallOptions, createKey, signUp, type TestUser } from '../helpers/api';
 import { connectMcp, type ToolResult, toolJson } from '../helpers/mcp';
 import { definition, install, launch } from '../helpers/workflows';
 
@@ -189,6 +189,14 @@ let aKey: string;
 /** B's key holding every scope the route table names: the scope check always passes. */
 let bKey: string;
 let before: Record<string, string[]>;
+/** A's own session selecting, and A's own key bound to, a second workspace of A's. */
+let aElsewhere: { session: CallOptions; key: string };
+
+/** Who must not see A's personal workspace: B, and A acting in another workspace (a user-only filter would pass for B). */
+const outsiders = () => [
+  { name: 'B', session: { token: B.token } as CallOptions, key: bKey },
+  { name: 'A-elsewhere', ...aElsewhere },
+];
 let githubAccount: string;
 
 /** Everything of A's that B's answers must not carry. */
@@ -261,6 +269,13 @@ beforeAll(async () => {
   await install(B, 'bravo-flow', definition('bravo-flow', [{ type: 'mapping', id: 'echo', mapConfig: JSON.stringify({ x: { value: 1 } }) }]));
   const scopes = [...new Set(Object.values(ROUTE_ACCESS).flatMap((access) => ('scope' in access ? [access.scope] : [])))];
   bKey = (await createKey(B, scopes)).key;
+  const second = await ok(await call('/api/v1/workspaces', { ...as, body: { name: 'Alpha two', slug: `alpha-two-${crypto.randomUUID().slice(0, 8)}` } }), 201, 'second workspace');
+  const elsewhere = { token: A.token, headers: { 'x-workspace-id': second.id } };
+  const elsewhereKey = await ok(await call('/api/v1/api-keys', { ...elsewhere, body: { name: 'elsewhere', scopes } }), 201, 'key elsewhere');
+  aElsewhere = { session: elsewhere, key: elsewhereKey.key };
+  for (const credential of [elsewhere, { apiKey: elsewhereKey.key }]) {
+    expect((await ok(await call('/api/v1/workspaces/current', credential), 200, 'current workspace')).id).toBe(second.id);
+  }
   // Background work of A's run and chat turn (settlement, trace totals) may still land: wait until two snapshots agree.
   let previous = '';
   before = await until('the database settling', async () => {
@@ -330,25 +345,24 @@ describe("another workspace's ids in paths", () => {
     });
   });
 
-  it("answer B 404 NOT_FOUND on every route, with B's session and with B's scoped key", async () => {
+  it("answer 404 NOT_FOUND on every route to B's session and scoped key, and to A's own in a second workspace", async () => {
     const probes = Object.entries(CASES).flatMap(([key, probeOf]) => {
       const access = ROUTE_ACCESS[key]!;
-      const credentials: [string, { token?: string; apiKey?: string }][] = [];
-      // Agent routes take API keys only, session routes sessions only.
-      if (access.auth !== 'key' && access.auth !== 'agent') credentials.push(['session', { token: B.token }]);
-      if (access.auth !== 'session') credentials.push(['key', { apiKey: bKey }]);
       const probe = probeOf(fixture);
-      const runs = credentials.map(([name, credential]): [string, { key: string; probe: Probe; credential: typeof credential }] => [
-        `${key} with B's ${name}`,
-        { key, probe, credential },
-      ]);
+      const runs = outsiders().flatMap((outsider) => {
+        const credentials: [string, CallOptions][] = [];
+        // Agent routes take API keys only, session routes sessions only.
+        if (access.auth !== 'key' && access.auth !== 'agent') credentials.push([`${outsider.name}'s session`, outsider.session]);
+        if (access.auth !== 'session') credentials.push([`${outsider.name}'s key`, { apiKey: outsider.key }]);
+        return credentials.map(([name, credential]): [string, { key: string; probe: Probe; credential: CallOptions }] => [`${key} with ${name}`, { key, probe, credential }]);
+      });
       // Paths take integer ids bare too (DECISIONS.md, Executions): `exec_5` and `5` name the same execution.
       const bare = Object.fromEntries(Object.entries(probe.params).map(([name, value]) => [name, value.replace(/^(exec|art|sec|key)_(\d+)$/, '$2')]));
       if (JSON.stringify(bare) !== JSON.stringify(probe.params)) runs.push([`${key} with a bare id`, { ...runs.at(-1)![1], probe: { ...probe, params: bare } }]);
       return runs;
     });
     await collect(probes, async (name, { key, probe, credential }) => {
-      const res = await call(pathOf(key, probe.params), { method: key.split(' ')[0], body: probe.body, ...credential });
+      const res = await call(pathOf(key, probe.params), { ...credential, method: key.split(' ')[0], body: probe.body });
       expectHidden(res, name, FLAT_ERRORS.has(key));
     });
   });
@@ -447,9 +461,13 @@ describe('lists and reads without an id', () => {
 });
 
 describe('MCP tools', () => {
-  it("answer B a NOT_FOUND tool error for A's ids, with B's session and with B's scoped key", async () => {
-    const clients = { session: await connectMcp({ 'x-auth-token': B.token }), key: await connectMcp({ 'x-api-key': bKey }) };
-    const { tools } = await clients.key.listTools();
+  it("answer a NOT_FOUND tool error for A's ids to B's session and key, and to A's own in a second workspace", async () => {
+    const clients: Record<string, Awaited<ReturnType<typeof connectMcp>>> = {};
+    for (const outsider of outsiders()) {
+      clients[`${outsider.name}'s session`] = await connectMcp({ 'x-auth-token': outsider.session.token!, ...outsider.session.headers });
+      clients[`${outsider.name}'s key`] = await connectMcp({ 'x-api-key': outsider.key });
+    }
+    const { tools } = await clients["B's key"]!.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(MCP_TOOLS.map((t) => t.name).sort());
     const withIds = tools.filter((t) => Object.keys(t.inputSchema.properties ?? {}).some(isIdArgument)).map((t) => t.name);
     expect(withIds.filter((name) => !TOOL_CASES[name] && !TOOL_EXCLUDED[name]), 'give these tools a case in TOOL_CASES (or a reason in TOOL_EXCLUDED)').toEqual([]);
@@ -457,7 +475,7 @@ describe('MCP tools', () => {
 
     const calls = Object.entries(TOOL_CASES).flatMap(([tool, argsOf]) =>
       Object.entries(clients).map(([credential, client]): [string, () => Promise<ToolResult>] => [
-        `${tool} with B's ${credential}`,
+        `${tool} with ${credential}`,
         () => client.callTool({ name: tool, arguments: argsOf(fixture) }),
       ]),
     );
