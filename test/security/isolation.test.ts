@@ -30,9 +30,15 @@ const MARK = {
   githubToken: `ghp_fixture_a1f${crypto.randomUUID().replace(/-/g, '').slice(0, 9)}`,
 };
 
+/** The idempotency-key A's secret was created with: keys are per workspace. */
+const IDEMPOTENCY_KEY = 'alpha-idempotency-4b7e';
+
 /** A's resources, by the name the cases use. */
 interface Fixture {
   workspaceId: string;
+  workspaceSlug: string;
+  /** The one-time token of A's invitation, addressed to someone other than B. */
+  invitationToken: string;
   skillSlug: string;
   versionNumber: string;
   secretId: string;
@@ -202,8 +208,8 @@ const outsiders = () => [
 
 /** Everything of A's that B's answers must not carry. */
 const aMarkers = () => [...Object.values(MARK), A.user.id, A.email, githubAccount];
-/** A's string ids: a row written after the setup must not name any of them. */
-const aIds = () => [A.workspaceId, A.user.id, fixture.traceId, fixture.threadId, fixture.runId, fixture.consentId, fixture.requestId];
+/** The string ids of A's workspace and its resources: a row written after the setup must not name any of them (A's user id may: A acts elsewhere too). */
+const aIds = () => [A.workspaceId, fixture.traceId, fixture.threadId, fixture.runId, fixture.consentId, fixture.requestId];
 
 beforeAll(async () => {
   [A, B] = await Promise.all([signUp('Alice'), signUp('Bob')]);
@@ -214,7 +220,7 @@ beforeAll(async () => {
     200,
     'author skill',
   );
-  const secret = await ok(await call('/api/v1/secrets', { ...as, body: { name: 'ALPHA_TOKEN', value: MARK.secret } }), 201, 'secret');
+  const secret = await ok(await call('/api/v1/secrets', { ...as, headers: { 'idempotency-key': IDEMPOTENCY_KEY }, body: { name: 'ALPHA_TOKEN', value: MARK.secret } }), 201, 'secret');
   const binding = await ok(await call(`/api/v1/skills/${skillSlug}/secrets`, { ...as, body: { secretId: secret.id, envVar: 'ALPHA_TOKEN' } }), 201, 'bind');
   const run = await ok(await call(`/api/v1/skills/${skillSlug}/run`, { ...as, body: { input: MARK.input } }), 200, 'run');
   await until('the run completing', async () => ((await executionStatus(run.executionId)) === 'completed' ? true : undefined));
@@ -230,7 +236,8 @@ beforeAll(async () => {
   aKey = key.key;
   const consent = await ok(await call('/api/v1/agents/connect', { apiKey: aKey, body: { requestedScopes: ['tool:execute'] } }), 202, 'consent');
   const request = await ok(await call('/api/v1/agents/request-permission', { apiKey: aKey, body: { scope: 'library:read', reason: 'to read' } }), 202, 'request');
-  await ok(await call(`/api/v1/workspaces/${A.workspaceId}/invitations`, { ...as, body: { email: MARK.invitee, role: 'member' } }), 201, 'invitation');
+  const invitation = await ok(await call(`/api/v1/workspaces/${A.workspaceId}/invitations`, { ...as, body: { email: MARK.invitee, role: 'member' } }), 201, 'invitation');
+  const workspace = await ok(await call('/api/v1/workspaces/current', as), 200, 'workspace');
   await ok(await call('/api/v1/agents', { ...as, body: { slug: 'alpha-agent', name: 'Alpha agent', instructions: MARK.agent } }), 201, 'agent');
   await ok(await call('/api/v1/memory', { ...as, method: 'PUT', body: { content: MARK.memory } }), 200, 'memory');
   // The fake GitHub names the account after the token: `octo-<what follows ghp_fixture_>`.
@@ -244,6 +251,8 @@ beforeAll(async () => {
 
   fixture = {
     workspaceId: A.workspaceId,
+    workspaceSlug: workspace.slug,
+    invitationToken: invitation.token,
     skillSlug,
     versionNumber: '1',
     secretId: secret.id,
@@ -382,7 +391,10 @@ describe("another workspace's ids in bodies and headers", () => {
     "A's consent by its link code": () => ({ path: '/api/v1/agents/connect/by-code', body: { link_code: fixture.consentLinkCode } }),
     "A's permission request by its link code": () => ({ path: '/api/v1/agents/connect/by-code', body: { link_code: fixture.requestLinkCode } }),
     "B's key rebound to A's workspace": () => ({ path: '/api/v1/workspaces/current', method: 'PUT', body: { workspace: fixture.workspaceId }, apiKey: true }),
+    "B's key rebound to A's workspace by slug": () => ({ path: '/api/v1/workspaces/current', method: 'PUT', body: { workspace: fixture.workspaceSlug }, apiKey: true }),
     "B's session selecting A's workspace (x-workspace-id)": () => ({ path: '/api/v1/skills', headers: { 'x-workspace-id': fixture.workspaceId } }),
+    "B's session selecting A's workspace by slug": () => ({ path: '/api/v1/skills', headers: { 'x-workspace-id': fixture.workspaceSlug } }),
+    "B accepting A's invitation addressed to someone else": () => ({ path: '/api/v1/invitations/accept', body: { token: fixture.invitationToken } }),
   };
 
   it('answer B 404 NOT_FOUND', async () => {
@@ -391,6 +403,14 @@ describe("another workspace's ids in bodies and headers", () => {
       const res = await call(request.path, { ...request, ...(apiKey ? { apiKey: bKey } : { token: B.token }) });
       expectHidden(res, name);
     });
+  });
+
+  it("never replay A's stored answer for the same idempotency-key", async () => {
+    for (const outsider of outsiders()) {
+      const res = await call('/api/v1/secrets', { ...outsider.session, headers: { ...outsider.session.headers, 'idempotency-key': IDEMPOTENCY_KEY }, body: { name: 'OWN_TOKEN', value: 'own value' } });
+      expect({ who: outsider.name, status: res.status, replayed: res.headers.get('idempotency-replayed') }).toEqual({ who: outsider.name, status: 201, replayed: null });
+      expect(res.body.name).toBe('OWN_TOKEN');
+    }
   });
 
   it("refuse an agent step naming A's agent exactly as one naming no agent", async () => {
