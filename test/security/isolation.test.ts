@@ -384,6 +384,7 @@ describe("another workspace's ids in bodies and headers", () => {
     "an execution of A's skill": () => ({ path: '/api/v1/executions', body: { skill_slug: fixture.skillSlug, input: 'Go.' } }),
     "an execution joining A's trace (sessionId)": () => ({ path: '/api/v1/executions', body: { skill_slug: 'bravo-skill', input: 'Go.', sessionId: fixture.traceKey } }),
     "a thread with A's skill": () => ({ path: '/api/v1/threads', body: { skill_slug: fixture.skillSlug } }),
+    "unbinding A's binding under B's own skill": () => ({ path: `/api/v1/skills/bravo-skill/secrets/${fixture.bindingId}`, method: 'DELETE' }),
     "binding A's secret to B's skill": () => ({ path: '/api/v1/skills/bravo-skill/secrets', body: { secretId: fixture.secretId, envVar: 'STOLEN' } }),
     "a workflow installed from A's artifact": () => ({ path: '/api/v1/workflows/install-from-artifact', body: { artifactId: fixture.artifactId } }),
     "B's workflow launched from A's thread": () => ({ path: '/api/v1/workflows/bravo-flow/launch', body: { threadId: fixture.threadId } }),
