@@ -273,15 +273,16 @@ describe('rerun and remix', () => {
     expect(remixed!.traceKey).not.toBe(parent!.traceKey);
   });
 
-  it('answers flat legacy errors, and 404 across workspaces', async () => {
+  it('answers errors in the envelope with details.serviceCode (not the run route\'s flat shape), and 404 across workspaces', async () => {
     const user = await setup();
     const stranger = await signUp();
     const id = (await create(user)).body.id;
     const empty = await call(`/api/v1/executions/${id}/rerun`, { token: user.token, body: {} });
-    expect(empty.body).toMatchObject({ error: 'INVALID_INPUT', field: 'input', details: { serviceCode: 'INVALID_INPUT' } });
+    expect(empty.status).toBe(400);
+    expect(empty.body).toEqual({ error: { code: 'INVALID_INPUT', message: expect.any(String), details: expect.objectContaining({ field: 'input', serviceCode: 'INVALID_INPUT' }) } });
     const foreign = await call(`/api/v1/executions/${id}/remix`, { token: stranger.token, body: { input: 'x' } });
     expect(foreign.status).toBe(404);
-    expect(foreign.body).toMatchObject({ error: 'NOT_FOUND', details: { serviceCode: 'NOT_FOUND' } });
+    expect(foreign.body).toEqual({ error: { code: 'NOT_FOUND', message: expect.any(String), details: { serviceCode: 'NOT_FOUND' } } });
   });
 });
 

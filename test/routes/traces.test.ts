@@ -100,7 +100,7 @@ describe('runs that cannot start', () => {
     const [before] = (await traces(user)).body.items;
     const busy = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input: 'A long plan. With steps. And more steps. And even more.' } });
     const refused = await call(`/api/v1/executions/${first}/rerun`, { token: user.token, body: { input: 'Again.' } });
-    expect(refused.body.error).toBe('EXECUTION_RUNNING');
+    expect(refused.body.error.code).toBe('EXECUTION_RUNNING');
     const refusedNew = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input: 'Another.' } });
     expect(refusedNew.body.error).toBe('EXECUTION_RUNNING');
     await waitForStatus(user, busy.body.executionId, 'completed');

@@ -67,8 +67,8 @@ interface Probe {
   body?: unknown;
 }
 
-/** Routes answering failures in spec 7.3's flat shape `{error: '<CODE>', message}` (rerun and remix follow run). */
-const FLAT_ERRORS = new Set(['POST /api/v1/skills/:slug/run', 'POST /api/v1/executions/:id/rerun', 'POST /api/v1/executions/:id/remix']);
+/** The route answering failures in spec 7.3's flat shape `{error: '<CODE>', message}`. */
+const FLAT_ERRORS = new Set(['POST /api/v1/skills/:slug/run']);
 
 /** Every route with a path parameter, keyed as in ROUTE_ACCESS: how to name A's resource on it. */
 const CASES: Record<string, (a: Fixture) => Probe> = {

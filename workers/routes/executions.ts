@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../env';
 import { principalOf } from '../middleware/authenticate';
-import { legacyFlatErrors } from '../middleware/legacy-errors';
+import { serviceCodeErrors } from '../middleware/legacy-errors';
 import { validate } from '../middleware/validate';
 import { createStreamUrl } from '../services/execution-streams';
 import {
@@ -46,16 +46,16 @@ export const executionRoutes = new Hono<AppEnv>()
   )
   .post(
     '/:id/rerun',
-    documented('Executions', 'Run the same skill again with new instructions, in the same lineage (flat legacy errors)', 200, FollowUpRun),
-    legacyFlatErrors,
+    documented('Executions', 'Run the same skill again with new instructions, in the same lineage (errors carry details.serviceCode)', 200, FollowUpRun),
+    serviceCodeErrors,
     validate('param', IdParam),
     validate('json', FollowUpBody),
     async (c) => c.json(await followUp(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('json'), 'rerun')),
   )
   .post(
     '/:id/remix',
-    documented('Executions', 'Run the same skill with new instructions as a new lineage (flat legacy errors)', 200, FollowUpRun),
-    legacyFlatErrors,
+    documented('Executions', 'Run the same skill with new instructions as a new lineage (errors carry details.serviceCode)', 200, FollowUpRun),
+    serviceCodeErrors,
     validate('param', IdParam),
     validate('json', FollowUpBody),
     async (c) => c.json(await followUp(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('json'), 'remix')),
