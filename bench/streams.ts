@@ -1,11 +1,11 @@
 /**
- * npm run bench: execution streams against a bare workerd SSE endpoint, measured in one run and
- * printed as ratios (service / baseline; lower is better). Both run under `wrangler dev` on
+ * npm run bench:streams: execution streams against a bare workerd SSE endpoint, measured in one
+ * run and printed as ratios (service / baseline; lower is better). Both run under `wrangler dev` on
  * this machine, so absolute times mean little and ratios are what to compare across changes.
  */
-import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { freePort, startService } from '../test/e2e/helpers';
+import { startService } from '../test/e2e/helpers';
+import { median, startBaseline } from './lib';
 
 const SUBSCRIBERS = 100;
 const ROUNDS = 5;
@@ -29,32 +29,16 @@ async function consume(res: Response, started: number) {
   return { frames, firstMessageMs, totalMs: performance.now() - started };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-async function startBaseline() {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'dev', '--config', 'bench/baseline.wrangler.toml', '--port', String(port), '--ip', '127.0.0.1'], {
-    detached: true,
-    stdio: 'ignore',
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 240; i++) {
-    try {
-      if ((await fetch(`${base}/?n=1`)).ok) break;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return { base, stop: () => process.kill(-child.pid!, 'SIGTERM') };
-}
-
 async function main() {
   const service = await startService();
   const baseline = await startBaseline();
   try {
     const headers = { 'x-api-key': service.apiKey, 'content-type': 'application/json' };
-    const api = (path: string, init: RequestInit = {}) => fetch(`${service.base}${path}`, { ...init, headers });
+    const api = async (path: string, init: RequestInit = {}) => {
+      const res = await fetch(`${service.base}${path}`, { ...init, headers });
+      if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+      return res;
+    };
     await api('/api/v1/skills/bench-skill', {
       method: 'PUT',
       body: JSON.stringify({ name: 'Bench', description: 'Bench.', category: 'General', prompt: '# Bench\nSummarise.' }),

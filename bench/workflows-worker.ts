@@ -1,10 +1,12 @@
 /**
  * The service's Worker plus one Cloudflare Workflow, for `bench/workflows.ts` only: the same
- * mapping step repeated as `step.do` calls, so both engines run in one `wrangler dev`.
+ * mapping step repeated as `step.do` calls, so both engines run in one `wrangler dev`. The API
+ * limit is raised (bench/raise-api-limit.ts): polling a run's status would otherwise hit it.
  */
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from 'cloudflare:workers';
 import service from '../workers/index';
 import type { Env } from '../workers/env';
+import { withRaisedApiLimit } from './raise-api-limit';
 
 export { ExecutionSession, RateLimiter, WorkflowRun } from '../workers/index';
 export * from '../workers/index';
@@ -38,6 +40,6 @@ export default {
     }
     const match = /^\/bench\/cf-workflow\/([^/]+)$/.exec(url.pathname);
     if (match) return Response.json(await (await env.BENCH_WORKFLOW.get(match[1]!)).status());
-    return service.fetch(request, env, ctx);
+    return service.fetch(request, withRaisedApiLimit(env), ctx);
   },
 } satisfies ExportedHandler<BenchEnv>;

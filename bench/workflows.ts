@@ -61,6 +61,7 @@ async function main() {
     const headers = { 'x-api-key': service.apiKey, 'content-type': 'application/json' };
     const api = async (path: string, body?: unknown) => {
       const res = await fetch(`${service.base}${path}`, { method: body === undefined ? 'GET' : 'POST', headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
       return (await res.json()) as any;
     };
     const mapping = (i: number) => ({ type: 'mapping', id: `map-${i}`, mapConfig: JSON.stringify({ greeting: { template: 'Hello ${initData.name}' }, name: { initData: true, path: 'name' }, i: { value: i } }) });
