@@ -90,6 +90,8 @@ interface RunningTurn {
  */
 interface Checkpoint {
   turnKey: string;
+  /** The last event seq at this checkpoint: events after it belong to work a resume does again. */
+  seq?: number;
   messages: ModelMessage[];
   usage: { inputTokens: number; outputTokens: number };
   ended?: { stopReason: RunStopReason; text: string; model: string; ownKey: boolean };
@@ -116,6 +118,16 @@ const frame = (event: ExecutionEvent) =>
   encoder.encode(`id: ${event.seq}\ndata: ${JSON.stringify({ type: event.type, payload: event.payload })}\n\n`);
 
 const isEnd = (event: ExecutionEvent | undefined) => event?.type === 'session.status_idle';
+
+/**
+ * The log without the text a resumed turn streamed again: a resume notice (`agent.info` with
+ * `resumesAfter`) supersedes the `agent.message` events between that seq and itself, which the
+ * cut-off model request had streamed before the restart. What a run answered is read from this.
+ */
+export function withoutSupersededText(events: ExecutionEvent[]): ExecutionEvent[] {
+  const cut = events.flatMap((e) => (e.type === 'agent.info' && typeof e.payload.resumesAfter === 'number' ? [[e.payload.resumesAfter, e.seq] as const] : []));
+  return cut.length === 0 ? events : events.filter((e) => e.type !== 'agent.message' || !cut.some(([after, at]) => e.seq > after && e.seq < at));
+}
 
 /**
  * One per execution, addressed by its id (`exec_<n>`). It owns the execution's event log.
@@ -192,7 +204,13 @@ export class ExecutionSession extends DurableObject<Env> {
     if (!turn) return;
     await this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_MS);
     if (this.running) return;
-    this.append([{ type: 'agent.info', payload: { message: 'The run was interrupted by a restart and resumes now.' } }]);
+    // The turn goes on from its checkpoint (or its start): what was streamed after that is streamed again.
+    const saved = this.ctx.storage.kv.get<Checkpoint>('checkpoint');
+    const resumesAfter =
+      (saved?.turnKey === turn.input.turnKey ? saved.seq : undefined) ??
+      this.ctx.storage.sql.exec<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM events WHERE type = 'session.status_running'`).one().seq ??
+      0;
+    this.append([{ type: 'agent.info', payload: { message: 'The run was interrupted by a restart and resumes now.', resumesAfter } }]);
     await this.runTurn(turn.input, turn.startedAt);
   }
 
@@ -257,7 +275,8 @@ export class ExecutionSession extends DurableObject<Env> {
         maxTokens: MAX_OUTPUT_TOKENS,
         maxTurns: MAX_MODEL_REQUESTS,
         emit: (events) => void this.append(redactor.push(events)),
-        checkpoint: ({ messages, usage: spent }) => kv.put('checkpoint', { turnKey: input.turnKey, messages, usage: total(spent) } satisfies Checkpoint),
+        checkpoint: ({ messages, usage: spent }) =>
+          kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage: total(spent) } satisfies Checkpoint),
         shouldStop: (spent) =>
           kv.get<boolean>('interrupt')
             ? 'interrupt'
@@ -276,7 +295,7 @@ export class ExecutionSession extends DurableObject<Env> {
       console.error(JSON.stringify({ level: 'error', executionId: input.executionId, error: String(error) }));
     }
     this.append(redactor.flush());
-    const checkpoint: Checkpoint = { turnKey: input.turnKey, messages, usage, ended: { stopReason, text, model, ownKey } };
+    const checkpoint: Checkpoint = { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage, ended: { stopReason, text, model, ownKey } };
     kv.put('checkpoint', checkpoint);
     await this.finishRun(db, input, startedAt, checkpoint);
   }

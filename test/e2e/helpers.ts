@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,51 +19,78 @@ export interface RunningService {
   base: string;
   apiKey: string;
   output: () => string;
-  stop: () => Promise<void>;
+  /** Ends the process group (SIGTERM unless told; SIGKILL is a crash) and deletes the state directory if it made it. */
+  stop: (signal?: NodeJS.Signals) => Promise<void>;
+}
+
+export interface StartOptions {
+  /** The local state to run on; the caller owns it, so stop() leaves it. Default: a fresh directory. */
+  stateDir?: string;
+  /** More arguments for `wrangler dev`, e.g. `['--var', 'LOCAL_MODEL_DELAY_MS:100']`. */
+  args?: string[];
+  /**
+   * `wrangler dev` alone on a `stateDir` that `npm start` already prepared (migrations, catalog,
+   * seed), as after a crash: ready when it answers, with the key saved in the state's dev-seed.json.
+   */
+  restart?: boolean;
 }
 
 /**
  * Runs `npm start` exactly as a person would (through scripts/start.mjs), on its own port and
- * with its own state directory, and waits for the printed API key.
+ * with its own state directory (or `options.stateDir`), and waits for the printed API key.
  */
-export async function startService(timeoutMs = 90_000): Promise<RunningService & { readyAfterMs: number }> {
+export async function startService(timeoutMs = 90_000, options: StartOptions = {}): Promise<RunningService & { readyAfterMs: number }> {
   const port = await freePort();
-  const stateDir = mkdtempSync(join(tmpdir(), 'wss-e2e-'));
+  const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), 'wss-e2e-'));
+  const base = `http://127.0.0.1:${port}`;
   const started = Date.now();
+  const args = ['--port', String(port), '--persist-to', stateDir, '--ip', '127.0.0.1', ...(options.args ?? [])];
   const child: ChildProcess = spawn(
     process.execPath,
-    ['scripts/start.mjs', '--port', String(port), '--persist-to', stateDir, '--ip', '127.0.0.1'],
+    options.restart ? ['node_modules/wrangler/bin/wrangler.js', 'dev', ...args] : ['scripts/start.mjs', ...args],
     { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, WRANGLER_SEND_METRICS: 'false' } },
   );
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
 
-  const stop = async () => {
-    if (child.exitCode === null) {
-      process.kill(-child.pid!, 'SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      process.kill(-child.pid!, signal);
+      await exited;
     }
-    rmSync(stateDir, { recursive: true, force: true });
+    if (!options.stateDir) rmSync(stateDir, { recursive: true, force: true });
   };
 
+  const name = options.restart ? 'wrangler dev' : 'npm start';
+  let settled = false;
   const apiKey = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`npm start was not ready in ${timeoutMs} ms:\n${out}`)), timeoutMs);
-    const check = () => {
-      const match = /API key \(full access\):\s+(sk_live_[A-Za-z0-9_-]+)/.exec(out);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    };
-    child.stdout!.on('data', check);
-    child.once('exit', (code) => {
+    const settle = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
-      reject(new Error(`npm start exited with ${code}:\n${out}`));
+      outcome();
+    };
+    const timer = setTimeout(() => settle(() => reject(new Error(`${name} was not ready in ${timeoutMs} ms:\n${out}`))), timeoutMs);
+    child.once('exit', (code) => settle(() => reject(new Error(`${name} exited with ${code}:\n${out}`))));
+    if (options.restart) {
+      const { apiKey: saved } = JSON.parse(readFileSync(join(stateDir, 'dev-seed.json'), 'utf8')) as { apiKey: string };
+      const poll = (): unknown =>
+        !settled &&
+        fetch(`${base}/api/v1/openapi.json`)
+          .then((res) => (res.ok ? settle(() => resolve(saved)) : setTimeout(poll, 250)))
+          .catch(() => setTimeout(poll, 250));
+      poll();
+      return;
+    }
+    child.stdout!.on('data', () => {
+      const match = /API key \(full access\):\s+(sk_live_[A-Za-z0-9_-]+)/.exec(out);
+      if (match) settle(() => resolve(match[1]!));
     });
   }).catch(async (error) => {
     await stop();
     throw error;
   });
-  return { base: `http://127.0.0.1:${port}`, apiKey, output: () => out, stop, readyAfterMs: Date.now() - started };
+  return { base, apiKey, output: () => out, stop, readyAfterMs: Date.now() - started };
 }

@@ -338,6 +338,24 @@ describe('surviving eviction', () => {
     expect(events.at(-1)!.payload).toEqual({ stop_reason: { type: 'end_turn' } });
   });
 
+  it('answers the resumed text once: what the cut-off request had streamed is superseded, not prepended', async () => {
+    const user = await setup();
+    const lost = await loseTurn(user);
+    // What the turn had streamed when it was cut off: its opening events and half an answer.
+    await stubOf(lost.id).append([
+      { type: 'user.message', payload: { content: [{ type: 'text', text: 'A plan with several steps. Step one. Step two.' }] } },
+      { type: 'session.status_running', payload: {} },
+      { type: 'agent.message', payload: { content: [{ type: 'text', text: 'HALF AN ANSWER ' }] } },
+    ]);
+    expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
+    await waitForStatus(user, lost.id, 'completed');
+    const notice = (await lost.newEvents()).find((e) => e.type === 'agent.info')!;
+    expect(notice.payload).toEqual({ message: 'The run was interrupted by a restart and resumes now.', resumesAfter: notice.seq - 2 });
+    const blocks = (await call(`/api/v1/executions/${lost.id}/status`, { token: user.token })).body.outputBlocks;
+    expect(blocks.at(-1).text).toMatch(/^## /);
+    expect(blocks.at(-1).text).not.toContain('HALF AN ANSWER');
+  });
+
   it('goes on from the last checkpoint: a tool the cut-off turn already called is not called again', async () => {
     const user = await setup();
     const lost = await loseTurn(user, {

@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { executions, skillVersions, threads } from '../../schema';
-import type { ExecutionEvent } from '../../durable-objects/ExecutionSession';
+import { withoutSupersededText, type ExecutionEvent } from '../../durable-objects/ExecutionSession';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
 import { hasScope } from '../auth/scopes';
 import type { Db, Env } from '../env';
@@ -413,7 +413,7 @@ export const StatusQuery = z.object({ blocksAfter: z.coerce.number().int().min(0
 /** One text block per turn: the agent's streamed message text between running and idle. */
 function outputBlocks(events: ExecutionEvent[]) {
   const blocks: { type: 'text'; text: string }[] = [];
-  for (const event of events) {
+  for (const event of withoutSupersededText(events)) {
     if (event.type === 'session.status_running') blocks.push({ type: 'text', text: '' });
     else if (event.type === 'agent.message' && blocks.length) {
       blocks[blocks.length - 1]!.text += (event.payload.content as { text: string }[]).map((c) => c.text).join('');

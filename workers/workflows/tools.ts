@@ -1,4 +1,5 @@
 import { and, eq } from 'drizzle-orm';
+import { withoutSupersededText } from '../../durable-objects/ExecutionSession';
 import { executions } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
@@ -88,8 +89,7 @@ export async function checkExecution(db: Db, env: Env, workspaceId: string, exec
   if (row.status === 'completed') {
     // The answer of the last turn: the agent's message text after the last status_running.
     const start = events.map((e) => e.type).lastIndexOf('session.status_running');
-    const text = events
-      .slice(start + 1)
+    const text = withoutSupersededText(events.slice(start + 1))
       .filter((e) => e.type === 'agent.message')
       .flatMap((e) => (e.payload.content as { type: string; text?: string }[]).map((c) => c.text ?? ''))
       .join('');
