@@ -1,7 +1,8 @@
 import { env } from 'cloudflare:workers';
+import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTE_ACCESS } from '../../workers/auth/route-scopes';
-import { advanceClock, resetClock } from '../../workers/lib/clock';
+import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { call, createKey, signUp, type ApiResponse, type CallOptions, type TestUser } from '../helpers/api';
 import { definition, install, mapping } from '../helpers/workflows';
 
@@ -61,7 +62,7 @@ const NO_BODY: Record<string, string> = {
 /** Write routes left out of the batteries, each for a reason. */
 const EXCLUDED: Record<string, string> = {
   'DELETE /api/v1/byok': 'no body and no path parameter: there is no input to make hostile',
-  'POST /api/v1/billing/webhook': 'a raw body verified by stripe-signature: its own test below',
+  'POST /api/v1/billing/webhook': 'a raw body verified by stripe-signature: its own test at the end of this file',
 };
 
 /** Write routes that read their JSON body themselves (no declared schema); they get the generic body cases. */
@@ -573,5 +574,34 @@ function paginationCases(route: string): Case[] {
 describe('list routes refuse bad pagination: a 4xx envelope, nothing stored', () => {
   it.each(listRoutes)('%s', async (route) => {
     await battery(route, paginationCases(route));
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The Stripe webhook: its body is raw and signed. Bad signatures are refused in
+// test/routes/billing-stripe.test.ts; here the signature is good and the body is hostile.
+
+describe('POST /api/v1/billing/webhook with a valid signature over a hostile body', () => {
+  it('answers 4xx or an ignored 200, never a 5xx, grants nothing and pollutes nothing', async () => {
+    const userId = world.user.user.id;
+    const event = (object: unknown) => JSON.stringify({ id: `evt_${crypto.randomUUID().replaceAll('-', '')}`, object: 'event', type: 'checkout.session.completed', data: { object } });
+    const bodies: Record<string, string> = {
+      ...MALFORMED_JSON,
+      ...NOT_AN_OBJECT,
+      'event without data': '{"id": "evt_1", "type": "checkout.session.completed"}',
+      'data.object a string': event('hostile'),
+      'metadata of wrong types': event({ id: 'cs_1', payment_status: 'paid', client_reference_id: 42, metadata: { userId: { id: userId }, packId: ['regular'] } }),
+      'metadata through __proto__': event({ id: 'cs_2', payment_status: 'paid', metadata: JSON.parse(`{"__proto__": {"userId": "${userId}", "packId": "regular", "polluted": 1}}`) }),
+      'unknown pack, unicode user': event({ id: 'cs_3', payment_status: 'paid', metadata: { userId: `${userId}\u0000`, packId: '\u202eregular' } }),
+    };
+    const cases: Case[] = Object.entries(bodies).map(([label, payload]) => ({
+      label,
+      allowSuccess: true,
+      send: async () => {
+        const signature = await Stripe.webhooks.generateTestHeaderStringAsync({ payload, secret: env.STRIPE_WEBHOOK_SECRET!, timestamp: Math.floor(now() / 1000) });
+        return send('/api/v1/billing/webhook', { method: 'POST', rawBody: payload, headers: { 'stripe-signature': signature } });
+      },
+    }));
+    await battery('POST /api/v1/billing/webhook', cases);
   });
 });
