@@ -175,6 +175,15 @@ describe('PUT /api/v1/skills/:slug (authoring)', () => {
     expect(expectError(await author(user, 'Not_Valid', authored), 400, 'INVALID_INPUT').details?.field).toBe('slug');
   });
 
+  it('authors slugs that YAML would read as something else than a string', async () => {
+    const user = await signUp();
+    for (const slug of ['0', '1e3', 'true', 'null']) {
+      const res = await author(user, slug, authored);
+      expect(res.status, `${slug}: ${JSON.stringify(res.body)}`).toBe(200);
+      expect(res.body.slug).toBe(slug);
+    }
+  });
+
   it('turns a catalog skill into the user’s own, without repository or commit', async () => {
     const user = await signUp();
     await install(user, 'code-reviewer');

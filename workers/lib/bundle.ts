@@ -182,7 +182,7 @@ export function renderSkillMd(input: { slug: string; name: string; description: 
   const yamlString = (s: string) => JSON.stringify(s);
   return [
     '---',
-    `name: ${input.slug}`,
+    `name: ${yamlString(input.slug)}`,
     `description: ${yamlString(input.description)}`,
     'metadata:',
     `  title: ${yamlString(input.name)}`,

@@ -1,9 +1,26 @@
 import { zValidator } from '@hono/zod-validator';
 import { createMiddleware } from 'hono/factory';
-import type { ValidationTargets } from 'hono';
+import type { Context, ValidationTargets } from 'hono';
 import { resolver, uniqueSymbol } from 'hono-openapi';
 import type { z } from 'zod';
-import { invalidInput } from '../errors';
+import { AppError, invalidInput } from '../errors';
+
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
+
+/** Requests whose empty body optionalJsonBody reads as `{}`: they sent no body to mistype. */
+const emptyBodies = new WeakSet<Request>();
+
+/**
+ * Hono's json validator reads a body sent under any other content type as `{}`, so a body whose
+ * every field is optional (narrowed consent scopes, launch inputs) would be silently ignored and
+ * the request carried out with defaults. A non-empty body must say it is JSON.
+ */
+async function assertJsonMediaType(c: Context): Promise<void> {
+  const mediaType = (c.req.header('content-type') ?? '').split(';')[0]!.trim();
+  if (!JSON_MEDIA_TYPE.test(mediaType) && !emptyBodies.has(c.req.raw) && (await c.req.text()).trim() !== '') {
+    throw new AppError('INVALID_INPUT', 415, 'Send the body as application/json', { field: 'content-type', rule: 'media_type' });
+  }
+}
 
 const fieldOf = (target: keyof ValidationTargets, path: PropertyKey[]) =>
   path.length ? path.map(String).join('.') : target === 'json' ? 'body' : target;
@@ -25,7 +42,23 @@ export function validate<Target extends keyof ValidationTargets, Schema extends 
     const first = issues[0]!;
     throw invalidInput(first.field, first.rule, `Invalid ${first.field}: ${first.message}`, { issues });
   });
-  return Object.assign(middleware, { [uniqueSymbol]: { target, ...resolver(schema) } });
+  const checked: typeof middleware =
+    target === 'json'
+      ? async (c, next) => {
+          await assertJsonMediaType(c);
+          return middleware(c, next);
+        }
+      : middleware;
+  return Object.assign(checked, { [uniqueSymbol]: { target, ...resolver(schema) } });
+}
+
+/** The JSON body of a route that tells its shapes apart itself; malformed JSON is 400 INVALID_INPUT, as through validate(). */
+export async function readJsonBody(c: Context): Promise<unknown> {
+  try {
+    return await c.req.json();
+  } catch {
+    throw invalidInput('body', 'json', 'The request body is not valid JSON');
+  }
 }
 
 /**
@@ -35,6 +68,9 @@ export function validate<Target extends keyof ValidationTargets, Schema extends 
 export const optionalJsonBody = createMiddleware(async (c, next) => {
   // HonoRequest.json() parses its cached text, so an empty body is cached as the text `{}`.
   // The cache holds promises at run time; Hono types its entries as plain values.
-  if ((await c.req.text()).trim() === '') (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve('{}');
+  if ((await c.req.text()).trim() === '') {
+    (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve('{}');
+    emptyBodies.add(c.req.raw);
+  }
   await next();
 });

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../env';
 import { principalOf } from '../middleware/authenticate';
-import { optionalJsonBody, validate } from '../middleware/validate';
+import { optionalJsonBody, readJsonBody, validate } from '../middleware/validate';
 import {
   cancelRun,
   definitionFromBody,
@@ -44,7 +44,7 @@ export const workflowRoutes = new Hono<AppEnv>()
     async (c) => c.json(await listDefinitions(c.var.db, principalOf(c))),
   )
   .post('/install-from-artifact', documented('Workflows', 'Install the workflow.json of an artifact bundle', 201, WorkflowRecord), optionalJsonBody, async (c) =>
-    c.json(await installFromArtifact(c.var.db, c.env.BUCKET, principalOf(c), await c.req.json()), 201),
+    c.json(await installFromArtifact(c.var.db, c.env.BUCKET, principalOf(c), await readJsonBody(c)), 201),
   )
   .get('/runs', documented('Workflows', 'Runs of this workspace, newest first', 200, z.object({ runs: z.array(RunRecord) })), validate('query', RunsQuery), async (c) =>
     c.json(await listRuns(c.var.db, principalOf(c), c.req.valid('query').limit)),
@@ -74,7 +74,7 @@ export const workflowRoutes = new Hono<AppEnv>()
     c.json(await getWorkflow(c.var.db, principalOf(c), c.req.valid('param').slug)),
   )
   .post('/:slug/install', documented('Workflows', 'Compile and install a definition under this slug (overwrites)', 201, WorkflowRecord), validate('param', SlugParam), optionalJsonBody, async (c) =>
-    c.json(await installWorkflow(c.var.db, c.env.BUCKET, principalOf(c), c.req.valid('param').slug, definitionFromBody(await c.req.json())), 201),
+    c.json(await installWorkflow(c.var.db, c.env.BUCKET, principalOf(c), c.req.valid('param').slug, definitionFromBody(await readJsonBody(c))), 201),
   )
   .post('/:slug/uninstall', documented('Workflows', 'Uninstall', 200, Success), validate('param', SlugParam), async (c) =>
     c.json(await uninstallWorkflow(c.var.db, c.env.BUCKET, principalOf(c), c.req.valid('param').slug)),

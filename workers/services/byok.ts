@@ -10,8 +10,11 @@ import { decryptSecret, encryptSecret } from '../lib/encryption';
 import type { ByokKey } from '../runtime/providers/index';
 import { recordChange } from './audit';
 
-/** Provider keys are long single tokens; anything else is a paste error, refused before it is stored. */
-export const PutByokBody = z.object({ key: z.string().trim().min(20).max(512).regex(/^\S+$/, 'a single token without spaces') });
+/**
+ * Provider keys are long single tokens of printable ASCII (they travel in a request header);
+ * anything else is a paste error, refused before it is stored.
+ */
+export const PutByokBody = z.object({ key: z.string().trim().min(20).max(512).regex(/^[\x21-\x7e]+$/, 'a single token of printable ASCII characters') });
 export type PutByokBody = z.infer<typeof PutByokBody>;
 
 export const ByokStatus = z.object({ hasKey: z.boolean(), keyPreview: z.string().nullable(), provider: z.enum(BYOK_PROVIDERS).nullable() });

@@ -24,7 +24,8 @@ import { recordChange, recordChangeAfter } from './audit';
  * so REST routes and MCP tools share them.
  */
 
-export const ConnectBody = z.object({ token: z.string().trim().min(1).max(1024).regex(/^\S+$/, 'a single token without spaces') });
+// Printable ASCII: the token travels in an Authorization header, which cannot carry anything else.
+export const ConnectBody = z.object({ token: z.string().trim().min(1).max(1024).regex(/^[\x21-\x7e]+$/, 'a single token of printable ASCII characters') });
 export type ConnectBody = z.infer<typeof ConnectBody>;
 
 /**

@@ -105,6 +105,9 @@ export async function createCheckoutSession(
 
 const cryptoProvider = Stripe.createSubtleCryptoProvider();
 
+/** What applyStripeEvent reads of every event. */
+const EventShape = z.object({ id: z.string(), type: z.string(), data: z.object({ object: z.record(z.string(), z.unknown()) }) });
+
 /**
  * The event, if `payload` carries a valid `stripe-signature` from the endpoint's secret and is
  * recent (Stripe's 5-minute tolerance, on the service clock). 400 otherwise; 503 naming
@@ -113,14 +116,18 @@ const cryptoProvider = Stripe.createSubtleCryptoProvider();
 export async function verifyWebhook(secret: string | undefined, payload: string, signature: string | undefined): Promise<Stripe.Event> {
   const key = setting(secret);
   if (!key) throw missingSetting('STRIPE_WEBHOOK_SECRET', 'Stripe events cannot be verified');
+  let event: Stripe.Event;
   try {
-    return await Stripe.webhooks.constructEventAsync(payload, signature ?? '', key, undefined, cryptoProvider, now());
+    event = await Stripe.webhooks.constructEventAsync(payload, signature ?? '', key, undefined, cryptoProvider, now());
   } catch (error) {
     if (error instanceof Stripe.errors.StripeSignatureVerificationError || error instanceof SyntaxError) {
       throw invalidInput('stripe-signature', 'signature', 'The stripe-signature header does not verify this body');
     }
     throw error;
   }
+  // The SDK parses any JSON it verifies; a signed `null` or an event without data.object is refused, not a 500.
+  if (!EventShape.safeParse(event).success) throw invalidInput('body', 'event', 'The body is not a Stripe event');
+  return event;
 }
 
 // Only the fields the grants read, parsed rather than trusted to the SDK's types: an event's
