@@ -79,6 +79,9 @@ export async function createKey(user: TestUser, scopes?: string[], extra: Record
   return res.body as { id: string; key: string; scopes: string[]; status: string };
 }
 
+/** The route that answers its own failures in spec 7.3's flat shape `{error: '<CODE>', message, ...}`. */
+export const FLAT_ERRORS: ReadonlySet<string> = new Set(['POST /api/v1/skills/:slug/run']);
+
 /** Asserts the spec's error envelope and returns it. */
 export function expectError(res: ApiResponse, status: number, code: string) {
   if (res.status !== status || res.body?.error?.code !== code) {

@@ -17,6 +17,18 @@ describe('error envelope', () => {
     expect(error.details).toMatchObject({ field: 'body', rule: 'json' });
   });
 
+  it('refuses a JSON body sent under another content type (400 on field content-type) instead of reading it as {}', async () => {
+    const user = await signUp();
+    const error = expectError(
+      await call('/api/v1/memory', { method: 'PUT', token: user.token, rawBody: '{"content": "typed"}', headers: { 'content-type': 'text/plain' } }),
+      400,
+      'INVALID_INPUT',
+    );
+    expect(error.details).toMatchObject({ field: 'content-type', rule: 'media_type' });
+    expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe('');
+    expect((await call('/api/v1/memory', { method: 'PUT', token: user.token, rawBody: '{"content": "typed"}', headers: { 'content-type': 'application/json; charset=utf-8' } })).status).toBe(200);
+  });
+
   it('names the field and rule of a validation failure, and lists every issue', async () => {
     const user = await signUp();
     const error = expectError(

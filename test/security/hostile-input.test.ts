@@ -3,7 +3,7 @@ import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTE_ACCESS } from '../../workers/auth/route-scopes';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
-import { call, createKey, signUp, type ApiResponse, type CallOptions, type TestUser } from '../helpers/api';
+import { call, createKey, FLAT_ERRORS, signUp, type ApiResponse, type CallOptions, type TestUser } from '../helpers/api';
 import { definition, install, mapping } from '../helpers/workflows';
 
 /**
@@ -71,8 +71,6 @@ const SELF_PARSED_BODY: Record<string, string> = {
   'POST /api/v1/workflows/install-from-artifact': '{artifactId}, read by installFromArtifact',
 };
 
-/** Routes whose errors come in the spec 7.3 flat legacy shape `{error: '<CODE>', message, details}`. */
-const FLAT_ERRORS = new Set(['POST /api/v1/skills/:slug/run', 'POST /api/v1/executions/:id/rerun', 'POST /api/v1/executions/:id/remix']);
 
 const splitKey = (key: string) => key.split(' ') as [method: string, path: string];
 const paramNames = (path: string) => [...path.matchAll(/:(\w+)/g)].map((m) => m[1]!);

@@ -4,7 +4,7 @@ import { ROUTE_ACCESS } from '../../workers/auth/route-scopes';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { API_RATE_WINDOW_MS } from '../../workers/middleware/authenticate';
 import { MCP_TOOLS } from '../../workers/mcp/server';
-import { type ApiResponse, BASE, call, type CallOptions, createKey, signUp, type TestUser } from '../helpers/api';
+import { type ApiResponse, BASE, call, type CallOptions, createKey, FLAT_ERRORS, signUp, type TestUser } from '../helpers/api';
 import { connectMcp, type ToolResult, toolJson } from '../helpers/mcp';
 import { definition, install, launch } from '../helpers/workflows';
 
@@ -67,8 +67,6 @@ interface Probe {
   body?: unknown;
 }
 
-/** The route answering failures in spec 7.3's flat shape `{error: '<CODE>', message}`. */
-const FLAT_ERRORS = new Set(['POST /api/v1/skills/:slug/run']);
 
 /** Every route with a path parameter, keyed as in ROUTE_ACCESS: how to name A's resource on it. */
 const CASES: Record<string, (a: Fixture) => Probe> = {

@@ -3,7 +3,7 @@ import { createMiddleware } from 'hono/factory';
 import type { Context, ValidationTargets } from 'hono';
 import { resolver, uniqueSymbol } from 'hono-openapi';
 import type { z } from 'zod';
-import { AppError, invalidInput } from '../errors';
+import { invalidInput } from '../errors';
 
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
 
@@ -18,7 +18,7 @@ const emptyBodies = new WeakSet<Request>();
 async function assertJsonMediaType(c: Context): Promise<void> {
   const mediaType = (c.req.header('content-type') ?? '').split(';')[0]!.trim();
   if (!JSON_MEDIA_TYPE.test(mediaType) && !emptyBodies.has(c.req.raw) && (await c.req.text()).trim() !== '') {
-    throw new AppError('INVALID_INPUT', 415, 'Send the body as application/json', { field: 'content-type', rule: 'media_type' });
+    throw invalidInput('content-type', 'media_type', 'Send the body as application/json');
   }
 }
 
