@@ -1,7 +1,7 @@
 /** What the benches share: starting the service and the bare baseline under `wrangler dev`, wrk, medians. */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { freePort } from '../test/e2e/helpers';
+import { freePort, startService as startE2eService } from '../test/e2e/helpers';
 
 export { freePort };
 
@@ -31,32 +31,8 @@ export interface BenchService {
  * `config` on `stateDir`; stopping leaves the state for a restart on it.
  */
 export async function startService(config: string, stateDir: string): Promise<BenchService> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['scripts/start.mjs', '--port', String(port), '--persist-to', stateDir, '--ip', '127.0.0.1', '--config', config], {
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const stop = async () => {
-    if (child.exitCode !== null) return;
-    process.kill(-child.pid!, 'SIGTERM');
-    await new Promise((r) => child.once('exit', r));
-  };
-  const apiKey = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`not ready:\n${out}`)), 150_000);
-    child.stdout!.on('data', () => {
-      const match = /API key \(full access\):\s+(sk_live_[A-Za-z0-9_-]+)/.exec(out);
-      if (match) (clearTimeout(timer), resolve(match[1]!));
-    });
-    child.once('exit', (code) => (clearTimeout(timer), reject(new Error(`exited ${code}:\n${out}`))));
-  }).catch(async (error) => {
-    await stop();
-    throw error;
-  });
-  return { base: `http://127.0.0.1:${port}`, apiKey, stop };
+  const { base, apiKey, stop } = await startE2eService(150_000, { stateDir, args: ['--config', config] });
+  return { base, apiKey, stop: () => stop() };
 }
 
 /** The bare Worker (bench/baseline-worker.js) under `wrangler dev`. */

@@ -4,59 +4,36 @@
  * same `wrangler dev`, printed as a ratio. Each engine runs the same mapping step 1 and 50
  * times; per-step overhead = (time for 50 − time for 1) / 49, median of ROUNDS rounds.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { freePort } from '../test/e2e/helpers';
+import { median, startService, writeBenchConfig } from './lib';
 
 const ROUNDS = 3;
 const STEPS = 50;
 const CONFIG = 'bench/.workflows.wrangler.toml';
 
 /** wrangler.toml with the bench Worker as main and the Cloudflare Workflow bound, written beside it. */
-function writeConfig() {
-  const base = readFileSync('wrangler.toml', 'utf8')
-    .replace(/^main = .*$/m, 'main = "workflows-worker.ts"')
-    .replace(/^migrations_dir = "(.*)"$/m, 'migrations_dir = "../$1"')
-    .replace(/^\[triggers\][\s\S]*?(?=^\[|$(?![\s\S]))/m, '');
-  writeFileSync(CONFIG, `${base}\n[[workflows]]\nname = "bench-mapping-steps"\nbinding = "BENCH_WORKFLOW"\nclass_name = "MappingSteps"\n`);
-}
+const writeConfig = () =>
+  writeBenchConfig(CONFIG, 'workflows-worker.ts', '\n[[workflows]]\nname = "bench-mapping-steps"\nbinding = "BENCH_WORKFLOW"\nclass_name = "MappingSteps"\n');
 
-async function startService() {
-  const port = await freePort();
+async function startWorkflowService() {
   const stateDir = mkdtempSync(join(tmpdir(), 'wss-bench-'));
-  const child = spawn(process.execPath, ['scripts/start.mjs', '--port', String(port), '--persist-to', stateDir, '--ip', '127.0.0.1', '--config', CONFIG], {
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const apiKey = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`not ready:\n${out}`)), 150_000);
-    child.stdout!.on('data', () => {
-      const match = /API key \(full access\):\s+(sk_live_[A-Za-z0-9_-]+)/.exec(out);
-      if (match) (clearTimeout(timer), resolve(match[1]!));
-    });
-    child.once('exit', (code) => (clearTimeout(timer), reject(new Error(`exited ${code}:\n${out}`))));
-  });
-  const stop = () => {
-    if (child.exitCode === null) process.kill(-child.pid!, 'SIGTERM');
+  const service = await startService(CONFIG, stateDir);
+  const stop = async () => {
+    await service.stop();
     rmSync(stateDir, { recursive: true, force: true });
     rmSync(CONFIG, { force: true });
   };
-  return { base: `http://127.0.0.1:${port}`, apiKey, stop };
+  return { ...service, stop };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main() {
   writeConfig();
-  const service = await startService();
+  const service = await startWorkflowService();
   try {
     const headers = { 'x-api-key': service.apiKey, 'content-type': 'application/json' };
     const api = async (path: string, body?: unknown) => {
@@ -104,7 +81,7 @@ async function main() {
     console.log(`workflow engine vs Cloudflare Workflows, ${STEPS}-step mapping workflow (median of ${ROUNDS} rounds)`);
     console.log(`  per-step overhead   ratio ${(s / c).toFixed(2)}   (lower is better; service ${s.toFixed(1)} ms, step.do ${c.toFixed(1)} ms)`);
   } finally {
-    service.stop();
+    await service.stop();
   }
 }
 

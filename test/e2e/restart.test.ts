@@ -152,15 +152,19 @@ describe('a crash of wrangler dev and a restart on the same state', () => {
     expect(types.filter((t) => t === 'agent.tool_use')).toHaveLength(1);
   });
 
-  it('finishes the workflow run that was asleep, after its sleep, each step once', async () => {
-    const detail = await waitFor(
-      'the sleeping run finishing',
+  /** The run's detail once it has left running and suspended (within a minute). */
+  const finished = (runId: string) =>
+    waitFor(
+      `run ${runId} finishing`,
       async () => {
-        const res = await api(`/api/v1/workflows/runs/${napRun}`);
+        const res = await api(`/api/v1/workflows/runs/${runId}`);
         return ['running', 'suspended'].includes(res.body.run.status) ? undefined : res.body;
       },
       60_000,
     );
+
+  it('finishes the workflow run that was asleep, after its sleep, each step once', async () => {
+    const detail = await finished(napRun);
     expect(detail.run.status).toBe('success');
     expect(Date.now() - napLaunchedAt).toBeGreaterThanOrEqual(SLEEP_MS);
     expect(detail.steps).toEqual({
@@ -172,14 +176,7 @@ describe('a crash of wrangler dev and a restart on the same state', () => {
   });
 
   it('finishes the workflow run whose step was working, each step once', async () => {
-    const detail = await waitFor(
-      'the run finishing',
-      async () => {
-        const res = await api(`/api/v1/workflows/runs/${stepRun}`);
-        return ['running', 'suspended'].includes(res.body.run.status) ? undefined : res.body;
-      },
-      60_000,
-    );
+    const detail = await finished(stepRun);
     expect(detail.run.status).toBe('success');
     expect(Object.keys(detail.steps).sort()).toEqual(['after', 'run', 'shape']);
     // The step's execution is the one that was cut off, resumed and completed: not a second run.
