@@ -1,4 +1,4 @@
-import { exports } from 'cloudflare:workers';
+import { env, exports } from 'cloudflare:workers';
 import { SignJWT } from 'jose';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
@@ -59,9 +59,9 @@ const tamper = (token: string, change: Record<string, unknown>) => {
   return `${header}.${b64url({ ...payload, ...change })}.${signature}`;
 };
 
-/** A token with the very claims of `token`, signed under `secret`. */
-const resign = (token: string, secret: string) =>
-  new SignJWT(partsOf(token).payload).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(secret));
+/** A token with the very claims of `token` (changed by `change`), signed under `secret`. */
+const resign = (token: string, secret: string, change: (claims: Record<string, unknown>) => Record<string, unknown> = (claims) => claims) =>
+  new SignJWT(change(partsOf(token).payload)).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(secret));
 
 /** The claims of `token` with `alg: none` and no signature. */
 const unsigned = (token: string) => `${b64url({ alg: 'none', typ: 'JWT' })}.${b64url(partsOf(token).payload)}.`;
@@ -91,6 +91,8 @@ describe('the execution stream URL', () => {
     await expectRefused(await open(pathOf(a.executionId), tamper(token, { exp: Math.floor(now() / 1000) + 86_400 })), 'lifetime extended, signature kept');
     await expectRefused(await open(pathOf(a.executionId), await resign(token, 'someone-elses-secret-0123456789abcdef')), 'signed under another key');
     await expectRefused(await open(pathOf(a.executionId), unsigned(token)), 'alg none');
+    const withoutExpiry = await resign(token, env.SIGNING_SECRET, ({ exp: _, ...claims }) => claims);
+    await expectRefused(await open(pathOf(a.executionId), withoutExpiry), 'signed with the real key but without exp');
     await expectRefused(await open(pathOf(a.executionId), `${token}x`), 'trailing byte');
     await expectRefused(await open(pathOf(a.executionId), 'a'.repeat(10_000)), '10k garbage');
     await expectRefused(await open(pathOf(a.executionId), ''), 'empty token');

@@ -32,6 +32,8 @@ export async function verifyStreamToken(secret: string, audience: StreamAudience
     const { payload } = await jwtVerify(token, key(secret), {
       audience,
       algorithms: ['HS256'],
+      // Every URL this service signs expires; a token without exp would open its stream forever.
+      requiredClaims: ['exp', 'sub'],
       currentDate: new Date(now()),
     });
     if (typeof payload.sub !== 'string' || typeof payload.wid !== 'string') return null;
