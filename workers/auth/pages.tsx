@@ -150,14 +150,7 @@ export const ConsentPage: FC<ConsentProps> = (p) => (
       {Object.entries(p.params).map(([name, value]) => (
         <input type="hidden" name={name} value={value} />
       ))}
-      <h2 id="scopes-heading">It will be able to:</h2>
-      <ul class="scopes" aria-labelledby="scopes-heading">
-        {p.scopes.map((s) => (
-          <li class={s.sensitive ? 'sensitive' : undefined}>
-            <ScopeItem s={s} />
-          </li>
-        ))}
-      </ul>
+      <ScopeList heading="It will be able to:" scopes={p.scopes} />
       {p.scopes.some((s) => s.sensitive) ? (
         <p class="muted">Items marked sensitive can change your data or spend your credits.</p>
       ) : null}
@@ -185,6 +178,20 @@ const ScopeItem: FC<{ s: ScopeLine }> = ({ s }) => (
   <>
     {s.words}
     {s.sensitive ? <span class="badge">sensitive</span> : null} <span class="muted">({s.scope})</span>
+  </>
+);
+
+/** The scopes a consent grants, under its heading; sensitive ones marked. */
+const ScopeList: FC<{ heading: string; scopes: ScopeLine[] }> = ({ heading, scopes }) => (
+  <>
+    <h2 id="scopes-heading">{heading}</h2>
+    <ul class="scopes" aria-labelledby="scopes-heading">
+      {scopes.map((s) => (
+        <li class={s.sensitive ? 'sensitive' : undefined}>
+          <ScopeItem s={s} />
+        </li>
+      ))}
+    </ul>
   </>
 );
 
@@ -249,14 +256,7 @@ export const ActivatePage: FC<ActivateProps> = (p) => (
     <form method="post" action="/activate">
       <input type="hidden" name="csrf" value={p.csrf} />
       <input type="hidden" name="user_code" value={p.userCode} />
-      <h2 id="scopes-heading">It gets an API key that can:</h2>
-      <ul class="scopes" aria-labelledby="scopes-heading">
-        {p.scopes.map((s) => (
-          <li class={s.sensitive ? 'sensitive' : undefined}>
-            <ScopeItem s={s} />
-          </li>
-        ))}
-      </ul>
+      <ScopeList heading="It gets an API key that can:" scopes={p.scopes} />
       <WorkspacePicker workspaces={p.workspaces} current={p.currentWorkspaceId} />
       <button type="submit" name="decision" value="approve">
         Approve
