@@ -1,4 +1,13 @@
+import { z } from 'zod';
 import { invalidInput } from '../errors';
+
+/**
+ * A credential the service sends in a request header for its owner (a provider key, an access
+ * token): one token of printable ASCII, which is all a header can carry; anything else is a
+ * paste error, refused before it is stored.
+ */
+export const headerToken = (min: number, max: number) =>
+  z.string().trim().min(min).max(max).regex(/^[\x21-\x7e]+$/, 'a single token of printable ASCII characters');
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 export const OUTBOUND_TIMEOUT_MS = 15_000;

@@ -7,14 +7,12 @@ import { AppError, invalidInput } from '../errors';
 import { now } from '../lib/clock';
 import { isConstraintFailure } from '../lib/db-errors';
 import { decryptSecret, encryptSecret } from '../lib/encryption';
+import { headerToken } from '../lib/outbound';
 import type { ByokKey } from '../runtime/providers/index';
 import { recordChange } from './audit';
 
-/**
- * Provider keys are long single tokens of printable ASCII (they travel in a request header);
- * anything else is a paste error, refused before it is stored.
- */
-export const PutByokBody = z.object({ key: z.string().trim().min(20).max(512).regex(/^[\x21-\x7e]+$/, 'a single token of printable ASCII characters') });
+/** Provider keys are long single tokens. */
+export const PutByokBody = z.object({ key: headerToken(20, 512) });
 export type PutByokBody = z.infer<typeof PutByokBody>;
 
 export const ByokStatus = z.object({ hasKey: z.boolean(), keyPreview: z.string().nullable(), provider: z.enum(BYOK_PROVIDERS).nullable() });

@@ -9,6 +9,7 @@ import type { Db, Env } from '../env';
 import { AppError, forbidden, invalidInput } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { decryptSecret, encryptSecret } from '../lib/encryption';
+import { headerToken } from '../lib/outbound';
 import { valueProblem } from '../workflows/json-schema';
 import { recordChange, recordChangeAfter } from './audit';
 
@@ -24,8 +25,7 @@ import { recordChange, recordChangeAfter } from './audit';
  * so REST routes and MCP tools share them.
  */
 
-// Printable ASCII: the token travels in an Authorization header, which cannot carry anything else.
-export const ConnectBody = z.object({ token: z.string().trim().min(1).max(1024).regex(/^[\x21-\x7e]+$/, 'a single token of printable ASCII characters') });
+export const ConnectBody = z.object({ token: headerToken(1, 1024) });
 export type ConnectBody = z.infer<typeof ConnectBody>;
 
 /**
