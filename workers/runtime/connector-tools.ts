@@ -1,15 +1,14 @@
 import type { TurnInput } from '../../durable-objects/ExecutionSession';
 import { GitRef, RepoPath } from '../connectors/github';
 import type { Db, Env } from '../env';
-import { AppError } from '../errors';
 import { workspaceGithub } from '../services/connectors';
 import type { AgentTool } from './agent-loop';
+import { failed } from './tools';
 
 /** What a file read hands the model at most: a source file, small for the context. */
 const MAX_FILE_CHARS = 64 * 1024;
 const MAX_LISTED_FILES = 2_000;
 
-const failed = (error: unknown) => ({ content: error instanceof AppError ? error.message : 'The tool failed', isError: true });
 
 /**
  * The tools a run started with `connector: {type:'github', fields:{repo}}` gets: list and read

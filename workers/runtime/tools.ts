@@ -23,8 +23,9 @@ export const runPrincipal = (turn: TurnInput): Principal => ({
   origin: { requestId: turn.requestId, ip: null, userAgent: null },
 });
 
-const failed = (error: unknown) => ({
-  content: error instanceof AppError || error instanceof UnknownSecretError ? error.message : 'The tool failed',
+/** A tool's refusal as the model sees it: the service's own message, never an internal one. */
+export const failed = (error: unknown, fallback = 'The tool failed') => ({
+  content: error instanceof AppError || error instanceof UnknownSecretError ? error.message : fallback,
   isError: true,
 });
 
@@ -103,7 +104,7 @@ export function runTools(db: Db, bucket: R2Bucket, turn: TurnInput, secrets: rea
       run: async (args) =>
         appendMemory(db, principal, String(args.content ?? '')).then(
           () => ({ content: 'Appended' }),
-          failed,
+          (error) => failed(error),
         ),
     },
     {
@@ -125,7 +126,7 @@ export function runTools(db: Db, bucket: R2Bucket, turn: TurnInput, secrets: rea
       displayName: 'HTTP request',
       // The label shows what the model wrote, placeholders and all: never a resolved value.
       label: (args) => `${String(args.method ?? 'GET').toUpperCase()} ${String(args.url ?? '')}`.slice(0, 200),
-      run: (args) => httpRequest(args, secrets).catch(failed),
+      run: (args) => httpRequest(args, secrets).catch((error) => failed(error)),
     },
   ];
 }

@@ -1,9 +1,8 @@
 import type { TurnInput } from '../../durable-objects/ExecutionSession';
 import type { Db, Env } from '../env';
-import { AppError } from '../errors';
 import { launchWorkflow } from '../services/workflows';
 import type { AgentTool } from './agent-loop';
-import { runPrincipal } from './tools';
+import { failed, runPrincipal } from './tools';
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -39,7 +38,7 @@ export function threadRunTools(db: Db, env: Env, turn: TurnInput): AgentTool[] {
           const launched = await launchWorkflow(db, env, runPrincipal(turn), String(args.workflowId ?? ''), inputs, threadId);
           return { content: `Started workflow ${launched.workflowId} as run ${launched.runId}; its outcome will be posted to this conversation.` };
         } catch (error) {
-          return { content: error instanceof AppError ? error.message : 'The workflow could not be started', isError: true };
+          return failed(error, 'The workflow could not be started');
         }
       },
     },
