@@ -1,9 +1,8 @@
 import { DurableObject } from 'cloudflare:workers';
 import { drizzle } from 'drizzle-orm/d1';
 import * as schema from '../schema';
-import type { Role } from '../schema';
 import type { Db, Env } from '../workers/env';
-import type { RunConnector } from '../workers/connectors/registry';
+import type { ExecutionEvent, ExecutionEventType, JsonObject, NewExecutionEvent, TurnInput } from '../workers/executions/events';
 import { now } from '../workers/lib/clock';
 import { runAgentLoop, type RunStopReason } from '../workers/runtime/agent-loop';
 import { costInHundredths } from '../workers/runtime/pricing';
@@ -18,64 +17,6 @@ import { byokKeyFor } from '../workers/services/byok';
 import { settleExecution } from '../workers/services/credits';
 import { runSecrets, type RunSecret } from '../workers/services/skill-secrets';
 import { finishTurn, saveArtifact } from '../workers/services/execution-runs';
-
-/** Spec 6.1: the event types of an execution stream. */
-export const EXECUTION_EVENT_TYPES = [
-  'session.status_running',
-  'session.status_idle',
-  'agent.message',
-  'agent.tool_use',
-  'agent.thinking',
-  'agent.info',
-  'execution.result',
-  'span.model_request_end',
-  'user.message',
-  'user.interrupt',
-] as const;
-export type ExecutionEventType = (typeof EXECUTION_EVENT_TYPES)[number];
-
-/**
- * Event payloads are JSON objects. Values are typed one level deep on purpose: RPC's
- * serializability check rejects `unknown` and cannot expand a recursive JSON type.
- */
-export type JsonObject = { [key: string]: string | number | boolean | null | object };
-
-export interface NewExecutionEvent {
-  type: ExecutionEventType;
-  payload: JsonObject;
-}
-
-export interface ExecutionEvent extends NewExecutionEvent {
-  seq: number;
-  at: number;
-}
-
-/** What a turn needs from D1, resolved by the route before the run starts. */
-export interface TurnInput {
-  executionId: number;
-  workspaceId: string;
-  userId: string;
-  role: Role;
-  /** The key that started the run, or null for a session. */
-  apiKeyId: number | null;
-  /** The request that started the run, for the audit trail of what the run changes. */
-  requestId: string;
-  /** The credit hold of this turn: its key and amount (hundredths of a Ds). */
-  turnKey: string;
-  budget: number;
-  skillName: string;
-  /** The skill whose bound secrets the run's tools may use (looked up when the turn runs). */
-  skillSlug: string;
-  /** The channel the execution came through (`api`, `mcp`, `chat`, `workflow`). */
-  source?: string;
-  /** The run's connector (spec 4.3): the repository its tools read; the token is loaded from D1 when a tool runs. */
-  connector?: RunConnector;
-  /** The chat thread this turn answers, set only when its caller may launch workflows (the turn then offers start_workflow). */
-  threadId?: string;
-  /** The prompt of the skill version the execution was created with. */
-  system: string;
-  text: string;
-}
 
 /** A turn in progress, persisted so the heartbeat can resume it after an eviction. */
 interface RunningTurn {
@@ -118,16 +59,6 @@ const frame = (event: ExecutionEvent) =>
   encoder.encode(`id: ${event.seq}\ndata: ${JSON.stringify({ type: event.type, payload: event.payload })}\n\n`);
 
 const isEnd = (event: ExecutionEvent | undefined) => event?.type === 'session.status_idle';
-
-/**
- * The log without the text a resumed turn streamed again: a resume notice (`agent.info` with
- * `resumesAfter`) supersedes the `agent.message` events between that seq and itself, which the
- * cut-off model request had streamed before the restart. What a run answered is read from this.
- */
-export function withoutSupersededText(events: ExecutionEvent[]): ExecutionEvent[] {
-  const cut = events.flatMap((e) => (e.type === 'agent.info' && typeof e.payload.resumesAfter === 'number' ? [[e.payload.resumesAfter, e.seq] as const] : []));
-  return cut.length === 0 ? events : events.filter((e) => e.type !== 'agent.message' || !cut.some(([after, at]) => e.seq > after && e.seq < at));
-}
 
 /**
  * One per execution, addressed by its id (`exec_<n>`). It owns the execution's event log.

@@ -1,6 +1,6 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../workers/env';
-import type { ExecutionEvent } from './ExecutionSession';
+import type { ExecutionEvent } from '../workers/executions/events';
 import { type ControlMessage, controlMessagesFor, executionState, type RelayState, type RelayTarget } from '../workers/services/control-plane';
 
 /** Comment frames keep idle SSE connections (and proxies) from timing out. */

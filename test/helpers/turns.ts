@@ -1,4 +1,4 @@
-import type { TurnInput } from '../../durable-objects/ExecutionSession';
+import type { TurnInput } from '../../workers/executions/events';
 import type { TestUser } from './api';
 
 /** A turn as the ExecutionSession hands it to the run tools: the user's, owner, no key, unless overridden. */

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
 import * as schema from '../../schema';
-import type { TurnInput } from '../../durable-objects/ExecutionSession';
+import type { TurnInput } from '../../workers/executions/events';
 import { threadRunTools } from '../../workers/runtime/workflow-tools';
 import { call, signUp } from '../helpers/api';
 import { turnOf } from '../helpers/turns';

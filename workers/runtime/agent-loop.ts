@@ -1,4 +1,4 @@
-import type { NewExecutionEvent } from '../../durable-objects/ExecutionSession';
+import type { NewExecutionEvent } from '../executions/events';
 import { type ContentBlock, type ModelMessage, type ModelProvider, ProviderError, type ToolSpec } from './provider';
 
 /** Spec 6.1 stop reasons. */

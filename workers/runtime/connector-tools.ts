@@ -1,4 +1,4 @@
-import type { TurnInput } from '../../durable-objects/ExecutionSession';
+import type { TurnInput } from '../executions/events';
 import { GitRef, RepoPath } from '../connectors/github';
 import type { Db, Env } from '../env';
 import { workspaceGithub } from '../services/connectors';

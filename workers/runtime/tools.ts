@@ -1,4 +1,4 @@
-import type { TurnInput } from '../../durable-objects/ExecutionSession';
+import type { TurnInput } from '../executions/events';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { AppError } from '../errors';

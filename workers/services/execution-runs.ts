@@ -1,6 +1,6 @@
 import { eq, sql } from 'drizzle-orm';
 import { artifacts, executions } from '../../schema';
-import type { TurnInput } from '../../durable-objects/ExecutionSession';
+import type { TurnInput } from '../executions/events';
 import type { Db } from '../env';
 import type { RunStopReason } from '../runtime/agent-loop';
 import { now } from '../lib/clock';

@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { executions, skillVersions, threads } from '../../schema';
-import { withoutSupersededText, type ExecutionEvent } from '../../durable-objects/ExecutionSession';
+import { withoutSupersededText, type ExecutionEvent } from '../executions/events';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
 import { hasScope } from '../auth/scopes';
 import type { Db, Env } from '../env';

@@ -2,7 +2,7 @@ import { and, asc, desc, eq, gt, gte, lt, sql } from 'drizzle-orm';
 import type { BatchItem } from 'drizzle-orm/batch';
 import { z } from 'zod';
 import { executions, traceSegments, traceTurns, traces, TURN_TYPES, type TraceKind, type TraceRow, type TurnType } from '../../schema';
-import type { ExecutionEvent } from '../../durable-objects/ExecutionSession';
+import type { ExecutionEvent } from '../executions/events';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { AppError, conflict, invalidInput, notFound } from '../errors';

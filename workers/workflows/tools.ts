@@ -1,5 +1,5 @@
 import { and, eq } from 'drizzle-orm';
-import { withoutSupersededText } from '../../durable-objects/ExecutionSession';
+import { withoutSupersededText } from '../executions/events';
 import { executions } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';

@@ -1,0 +1,75 @@
+import type { Role } from '../../schema';
+import type { RunConnector } from '../connectors/registry';
+
+/**
+ * The vocabulary of an execution: its events and what a turn needs to run. The execution's
+ * object, the run tools and the services all speak it, so it depends on none of them.
+ */
+
+/** Spec 6.1: the event types of an execution stream. */
+export const EXECUTION_EVENT_TYPES = [
+  'session.status_running',
+  'session.status_idle',
+  'agent.message',
+  'agent.tool_use',
+  'agent.thinking',
+  'agent.info',
+  'execution.result',
+  'span.model_request_end',
+  'user.message',
+  'user.interrupt',
+] as const;
+export type ExecutionEventType = (typeof EXECUTION_EVENT_TYPES)[number];
+
+/**
+ * Event payloads are JSON objects. Values are typed one level deep on purpose: RPC's
+ * serializability check rejects `unknown` and cannot expand a recursive JSON type.
+ */
+export type JsonObject = { [key: string]: string | number | boolean | null | object };
+
+export interface NewExecutionEvent {
+  type: ExecutionEventType;
+  payload: JsonObject;
+}
+
+export interface ExecutionEvent extends NewExecutionEvent {
+  seq: number;
+  at: number;
+}
+
+/** What a turn needs from D1, resolved by the route before the run starts. */
+export interface TurnInput {
+  executionId: number;
+  workspaceId: string;
+  userId: string;
+  role: Role;
+  /** The key that started the run, or null for a session. */
+  apiKeyId: number | null;
+  /** The request that started the run, for the audit trail of what the run changes. */
+  requestId: string;
+  /** The credit hold of this turn: its key and amount (hundredths of a Ds). */
+  turnKey: string;
+  budget: number;
+  skillName: string;
+  /** The skill whose bound secrets the run's tools may use (looked up when the turn runs). */
+  skillSlug: string;
+  /** The channel the execution came through (`api`, `mcp`, `chat`, `workflow`). */
+  source?: string;
+  /** The run's connector (spec 4.3): the repository its tools read; the token is loaded from D1 when a tool runs. */
+  connector?: RunConnector;
+  /** The chat thread this turn answers, set only when its caller may launch workflows (the turn then offers start_workflow). */
+  threadId?: string;
+  /** The prompt of the skill version the execution was created with. */
+  system: string;
+  text: string;
+}
+
+/**
+ * The log without the text a resumed turn streamed again: a resume notice (`agent.info` with
+ * `resumesAfter`) supersedes the `agent.message` events between that seq and itself, which the
+ * cut-off model request had streamed before the restart. What a run answered is read from this.
+ */
+export function withoutSupersededText(events: ExecutionEvent[]): ExecutionEvent[] {
+  const cut = events.flatMap((e) => (e.type === 'agent.info' && typeof e.payload.resumesAfter === 'number' ? [[e.payload.resumesAfter, e.seq] as const] : []));
+  return cut.length === 0 ? events : events.filter((e) => e.type !== 'agent.message' || !cut.some(([after, at]) => e.seq > after && e.seq < at));
+}
