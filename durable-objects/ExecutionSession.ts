@@ -2,7 +2,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { drizzle } from 'drizzle-orm/d1';
 import * as schema from '../schema';
 import type { Db, Env } from '../workers/env';
-import type { ExecutionEvent, ExecutionEventType, JsonObject, NewExecutionEvent, TurnInput } from '../workers/executions/events';
+import type { ExecutionEvent, ExecutionEventType, JsonObject, NewExecutionEvent, StartTurnAnswer, TurnInput, TurnOutcome } from '../workers/executions/events';
 import { now } from '../workers/lib/clock';
 import { runAgentLoop, type RunStopReason } from '../workers/runtime/agent-loop';
 import { costInHundredths } from '../workers/runtime/pricing';
@@ -52,7 +52,7 @@ const MAX_OUTPUT_TOKENS = 4096;
 
 /** Comment frames keep idle connections (and proxies) from timing out. */
 const KEEP_ALIVE_MS = 15_000;
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 const encoder = new TextEncoder();
 
 const frame = (event: ExecutionEvent) =>
@@ -65,6 +65,9 @@ const isEnd = (event: ExecutionEvent | undefined) => event?.type === 'session.st
  *
  * Storage (SQLite): `events(seq INTEGER PRIMARY KEY, type, payload JSON, at)` is append-only;
  * `meta(key, value)` holds `schema_version`. `seq` starts at 1 and has no gaps.
+ * `turns(turn_key PRIMARY KEY, state, seq, at)` records every turn key this object took
+ * (`started`, with the seq of its `user.message`) or refused for good (`abandoned`): the run
+ * lifecycle (workers/executions/lifecycle.ts) asks it whether a claimed turn ever started.
  *
  * Runs: `startTurn` records the user's message and `session.status_running`, then runs the
  * agent loop in the background (`ctx.waitUntil`); `interrupt` records the intent in storage
@@ -84,6 +87,8 @@ const isEnd = (event: ExecutionEvent | undefined) => event?.type === 'session.st
 export class ExecutionSession extends DurableObject<Env> {
   /** Whether a turn is running in this instance (memory: false again after an eviction). */
   private running = false;
+  /** The turn running in this instance, settled when it ends (so an interrupt can wait for it). */
+  private current: Promise<void> | undefined;
   private readonly subscribers = new Set<WritableStreamDefaultWriter<Uint8Array>>();
   private keepAlive: ReturnType<typeof setInterval> | undefined;
 
@@ -94,7 +99,8 @@ export class ExecutionSession extends DurableObject<Env> {
       ctx.storage.sql.exec(
         `CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, type TEXT NOT NULL, payload TEXT NOT NULL, at INTEGER NOT NULL)`,
       );
-      ctx.storage.sql.exec(`INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)`, String(SCHEMA_VERSION));
+      ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS turns (turn_key TEXT PRIMARY KEY, state TEXT NOT NULL, seq INTEGER, at INTEGER NOT NULL)`);
+      ctx.storage.sql.exec(`INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)`, String(SCHEMA_VERSION));
     });
   }
 
@@ -110,18 +116,25 @@ export class ExecutionSession extends DurableObject<Env> {
     return written;
   }
 
-  /** Starts a turn: answers the accepted event and the status event; the run goes on in the background. */
-  startTurn(input: TurnInput): ExecutionEvent[] {
+  /**
+   * Starts a turn: answers the accepted event and the status event; the run goes on in the
+   * background. A turn key this object has seen before (started, or abandoned by the lifecycle's
+   * compensation or reconciler) is refused, as is any turn while another one runs: whichever of
+   * a late start and an abandon arrives first decides, once.
+   */
+  startTurn(input: TurnInput): StartTurnAnswer {
     const kv = this.ctx.storage.kv;
+    if (this.turn(input.turnKey) !== undefined || kv.get('turn') !== undefined) return { accepted: false };
     kv.put('interrupt', false);
     kv.put('turn', { input, startedAt: now() } satisfies RunningTurn);
     const accepted = this.append([
       { type: 'user.message', payload: { content: [{ type: 'text', text: input.text }] } },
       { type: 'session.status_running', payload: {} },
     ]);
+    this.ctx.storage.sql.exec(`INSERT INTO turns (turn_key, state, seq, at) VALUES (?, 'started', ?, ?)`, input.turnKey, accepted[0]!.seq, now());
     void this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_MS);
     this.ctx.waitUntil(this.runTurn(input, now()));
-    return accepted;
+    return { accepted: true, events: accepted };
   }
 
   /**
@@ -135,6 +148,11 @@ export class ExecutionSession extends DurableObject<Env> {
     if (!turn) return;
     await this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_MS);
     if (this.running) return;
+    await this.resume(turn);
+  }
+
+  /** Goes on with a turn recorded in storage but not running here; the run's notice comes first, synchronously, so nothing starts it twice. */
+  private resume(turn: RunningTurn): Promise<void> {
     // The turn goes on from its checkpoint (or its start): what was streamed after that is streamed again.
     const saved = this.ctx.storage.kv.get<Checkpoint>('checkpoint');
     const resumesAfter =
@@ -142,22 +160,91 @@ export class ExecutionSession extends DurableObject<Env> {
       this.ctx.storage.sql.exec<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM events WHERE type = 'session.status_running'`).one().seq ??
       0;
     this.append([{ type: 'agent.info', payload: { message: 'The run was interrupted by a restart and resumes now.', resumesAfter } }]);
-    await this.runTurn(turn.input, turn.startedAt);
+    return this.runTurn(turn.input, turn.startedAt);
   }
 
-  /** Records the user's interrupt; the running loop stops at its next event. */
-  interrupt(): ExecutionEvent[] {
-    this.ctx.storage.kv.put('interrupt', true);
-    return this.append([{ type: 'user.interrupt', payload: {} }]);
+  /** A turn recorded here but not running in this instance (an eviction or restart cut it off) resumes now instead of at the next heartbeat. */
+  private resumeIfLost(turn: RunningTurn) {
+    if (!this.running) this.ctx.waitUntil(this.resume(turn));
   }
 
-  private async runTurn(input: TurnInput, startedAt: number): Promise<void> {
-    this.running = true;
-    try {
-      await this.runLoop(input, startedAt);
-    } finally {
-      this.running = false;
+  /**
+   * The user's interrupt. A turn held here records it and stops at its next event (a cut-off
+   * one resumes to do so at once); with `waitMs` the answer waits that long for the turn to end.
+   * With no turn here, `turnKey` (the one the executions index claimed) never started: it is
+   * abandoned with `user.interrupt` and `session.status_idle` (interrupt), so streams end.
+   */
+  async interrupt(turnKey: string | null, waitMs = 0): Promise<TurnOutcome> {
+    const turn = this.ctx.storage.kv.get<RunningTurn>('turn');
+    if (!turn) {
+      return this.abandon(turnKey, [
+        { type: 'user.interrupt', payload: {} },
+        { type: 'session.status_idle', payload: { stop_reason: { type: 'interrupt' } } },
+      ]);
     }
+    this.ctx.storage.kv.put('interrupt', true);
+    const events = this.append([{ type: 'user.interrupt', payload: {} }]);
+    this.resumeIfLost(turn);
+    if (waitMs > 0 && this.current) await Promise.race([this.current.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, waitMs))]);
+    return { state: 'live', events };
+  }
+
+  /**
+   * The reconciler's question for a turn the executions index has had `working` too long: a
+   * turn held here is live (and resumes now if it was cut off); a turn key never seen here
+   * never started and is abandoned with `notice` and `session.status_idle` (error), which ends
+   * every open stream of it.
+   */
+  reconcile(turnKey: string | null, notice: string): TurnOutcome {
+    const turn = this.ctx.storage.kv.get<RunningTurn>('turn');
+    if (turn) {
+      this.resumeIfLost(turn);
+      return { state: 'live', events: [] };
+    }
+    return this.abandon(turnKey, [
+      { type: 'agent.info', payload: { message: notice } },
+      { type: 'session.status_idle', payload: { stop_reason: { type: 'error' } } },
+    ]);
+  }
+
+  /**
+   * The compensation of a start that failed or went unanswered: the turn is live if this object
+   * took it after all (its opening events are answered), otherwise it is fenced off so a late
+   * `startTurn` with its key is refused. Nothing is appended: the caller answers an error.
+   */
+  withdraw(turnKey: string): TurnOutcome {
+    const started = this.turn(turnKey);
+    if (started?.state === 'started') return { state: 'live', events: this.events(started.seq! - 1, 2) };
+    return this.abandon(turnKey, []);
+  }
+
+  /** What this object recorded of a turn key: started (with its `user.message` seq) or abandoned. */
+  private turn(turnKey: string): { state: 'started' | 'abandoned'; seq: number | null } | undefined {
+    return this.ctx.storage.sql
+      .exec<{ state: 'started' | 'abandoned'; seq: number | null }>(`SELECT state, seq FROM turns WHERE turn_key = ?`, turnKey)
+      .toArray()[0];
+  }
+
+  /**
+   * Fences off a turn that is not held here: a started key (whose turn has ended) is finished;
+   * a key seen for the first time is recorded as abandoned and `closing` is appended, once. A
+   * legacy claim without a key cannot be fenced; its closing events are appended.
+   */
+  private abandon(turnKey: string | null, closing: NewExecutionEvent[]): TurnOutcome {
+    const state = turnKey === null ? undefined : this.turn(turnKey)?.state;
+    if (state === 'started') return { state: 'finished' };
+    if (state === 'abandoned') return { state: 'abandoned', events: [] };
+    if (turnKey !== null) this.ctx.storage.sql.exec(`INSERT INTO turns (turn_key, state, at) VALUES (?, 'abandoned', ?)`, turnKey, now());
+    return { state: 'abandoned', events: closing.length ? this.append(closing) : [] };
+  }
+
+  private runTurn(input: TurnInput, startedAt: number): Promise<void> {
+    this.running = true;
+    this.current = this.runLoop(input, startedAt).finally(() => {
+      this.running = false;
+      this.current = undefined;
+    });
+    return this.current;
   }
 
   private async runLoop(input: TurnInput, startedAt: number): Promise<void> {

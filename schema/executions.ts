@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
 import { workspaceIdColumn } from './workspaces';
 
@@ -34,8 +35,20 @@ export const executions = sqliteTable(
     completedAt: integer('completed_at'),
     /** Milliseconds spent in `working`, summed over turns. */
     executionTimeMs: integer('execution_time_ms').notNull().default(0),
+    /**
+     * The latest turn's key (`exec_<id>:<uuid>`), written by the claim that moves the execution to
+     * `working`: it names the turn's credit hold and the turn in the execution's object, so after
+     * a crash at any point the reconciler can ask the object whether that turn ever started.
+     */
+    turnKey: text('turn_key'),
+    /** When the latest turn was claimed (epoch ms): the reconciler leaves younger claims alone. */
+    claimedAt: integer('claimed_at'),
   },
-  (t) => [index('executions_workspace_status_idx').on(t.workspaceId, t.status)],
+  (t) => [
+    index('executions_workspace_status_idx').on(t.workspaceId, t.status),
+    // The reconciler's sweep: working executions by claim age, across workspaces.
+    index('executions_working_claimed_idx').on(t.claimedAt).where(sql`${t.status} = 'working'`),
+  ],
 );
 
 /** Files a run produced (DECISIONS.md, Artifacts); the bytes live in R2 under `r2Key`. */

@@ -4,7 +4,7 @@ import { openAPIRouteHandler } from 'hono-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { AppEnv } from './env';
-import { AppError, invalidInput } from './errors';
+import { AppError, invalidInput, retryAfterHeader } from './errors';
 import { announceChanges } from './middleware/announce-changes';
 import { authenticate } from './middleware/authenticate';
 import { CURRENT_API_VERSION, requestContext } from './middleware/request-context';
@@ -128,7 +128,7 @@ export function createApp() {
   app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route for ${c.req.method} ${c.req.path}` } }, 404));
   app.onError((error, c) => {
     const appError = toAppError(error, c.var.requestId ?? '');
-    return c.json(appError.toEnvelope(), appError.status);
+    return c.json(appError.toEnvelope(), appError.status, retryAfterHeader(appError));
   });
   return app;
 }

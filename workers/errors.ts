@@ -52,6 +52,10 @@ export class AppError extends Error {
   }
 }
 
+/** The Retry-After header of an error that says when to try again (`details.retryAfterSeconds`). */
+export const retryAfterHeader = (error: AppError): Record<string, string> =>
+  typeof error.details?.retryAfterSeconds === 'number' ? { 'retry-after': String(error.details.retryAfterSeconds) } : {};
+
 export const invalidInput = (field: string, rule: string, message: string, details?: ErrorDetails) =>
   new AppError('INVALID_INPUT', 400, message, { field, rule, ...details });
 

@@ -1,6 +1,7 @@
 import { drizzle } from 'drizzle-orm/d1';
 import * as schema from '../schema';
 import { createApp } from './app';
+import { reconcileStale } from './executions/lifecycle';
 import type { Env } from './env';
 import { deleteExpiredIdempotencyRecords } from './middleware/idempotency';
 import { maintainSigningKeys } from './auth/oauth/signing-keys';
@@ -19,7 +20,7 @@ const app = createApp();
 export default {
   fetch: app.fetch,
 
-  /** Hourly housekeeping (wrangler.toml [triggers]). */
+  /** Hourly housekeeping (wrangler.toml [triggers]), and the run reconciler's sweep. */
   async scheduled(_controller, env, ctx) {
     const db = drizzle(env.DB, { schema });
     ctx.waitUntil(
@@ -29,6 +30,8 @@ export default {
         deleteExpiredActivations(db),
         deleteExpiredOAuthRecords(db),
         maintainSigningKeys(db, env.ENCRYPTION_KEY),
+        // Runs a crash left `working` without a live turn: released, so no workspace stays locked.
+        reconcileStale(db, env),
       ]),
     );
   },

@@ -64,6 +64,16 @@ export interface TurnInput {
   text: string;
 }
 
+/** The object's answer to `startTurn`: refused when it has seen the turn's key before or holds another turn. */
+export type StartTurnAnswer = { accepted: true; events: ExecutionEvent[] } | { accepted: false };
+
+/**
+ * What the execution's object knows of a claimed turn: `live` (it holds the turn, which runs,
+ * resumes or finishes there), `finished` (it ran and ended there) or `abandoned` (it never
+ * started and never will: a late start is refused); `events` are what the answer appended.
+ */
+export type TurnOutcome = { state: 'live' | 'abandoned'; events: ExecutionEvent[] } | { state: 'finished' };
+
 /**
  * The log without the text a resumed turn streamed again: a resume notice (`agent.info` with
  * `resumesAfter`) supersedes the `agent.message` events between that seq and itself, which the

@@ -1,6 +1,6 @@
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../env';
-import { AppError } from '../errors';
+import { AppError, retryAfterHeader } from '../errors';
 
 /**
  * Spec 7.1: the run, rerun and remix routes carry the service's own code in
@@ -18,8 +18,8 @@ const runErrors = (shape: 'flat' | 'envelope') =>
     c.res = undefined;
     c.res =
       shape === 'flat'
-        ? c.json({ ...error.extra, ...error.details, error: error.code, message: error.message, details }, error.status)
-        : c.json({ ...error.extra, error: { code: error.code, message: error.message, details } }, error.status);
+        ? c.json({ ...error.extra, ...error.details, error: error.code, message: error.message, details }, error.status, retryAfterHeader(error))
+        : c.json({ ...error.extra, error: { code: error.code, message: error.message, details } }, error.status, retryAfterHeader(error));
   });
 
 export const legacyFlatErrors = runErrors('flat');

@@ -81,5 +81,5 @@ export const executionRoutes = new Hono<AppEnv>()
   documented('Executions', 'A short-lived signed SSE URL; append lastSeq=<n> to resume after event n', 200, z.object({ sseUrl: z.string() })),
   validate('param', IdParam),
   async (c) =>
-    c.json(await createStreamUrl(c.var.db, principalOf(c), c.req.valid('param').id, new URL(c.req.url).origin, c.env.SIGNING_SECRET)),
+    c.json(await createStreamUrl(c.var.db, c.env, principalOf(c), c.req.valid('param').id, new URL(c.req.url).origin)),
 );

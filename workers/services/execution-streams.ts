@@ -1,9 +1,8 @@
-import { executions } from '../../schema';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { Db, Env } from '../env';
+import { currentExecution } from '../executions/lifecycle';
 import { formatId } from '../lib/ids';
 import { signStreamToken } from '../lib/signing';
-import { requireOwned } from './tenant';
 
 /** Stream URLs are short-lived: fetch a fresh one to reconnect. */
 export const STREAM_TOKEN_TTL_MS = 5 * 60_000;
@@ -12,10 +11,11 @@ export const STREAM_TOKEN_TTL_MS = 5 * 60_000;
 export const streamPath = (executionId: number) => `/streams/executions/${formatId('exec', executionId)}`;
 
 /** GET /executions/:id/stream-token: a signed URL for the caller's own execution. */
-export async function createStreamUrl(db: Db, principal: Principal, rawId: string, origin: string, secret: string) {
-  const row = await requireOwned(db, executions, principal, 'exec', rawId, 'Execution');
+export async function createStreamUrl(db: Db, env: Env, principal: Principal, rawId: string, origin: string) {
+  // A run lost to a crash is settled first, so the stream ends instead of waiting for it.
+  const row = await currentExecution(db, env, principal, rawId);
   const token = await signStreamToken(
-    secret,
+    env.SIGNING_SECRET,
     'execution-stream',
     { subject: formatId('exec', row.id), workspaceId: principal.workspaceId },
     STREAM_TOKEN_TTL_MS,

@@ -1,28 +1,21 @@
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { executions, skillVersions, threads } from '../../schema';
+import { executions, skillVersions } from '../../schema';
 import { withoutSupersededText, type ExecutionEvent } from '../executions/events';
-import { apiKeyIdOf, type Principal } from '../auth/principal';
-import { hasScope } from '../auth/scopes';
+import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
-import { AppError, conflict } from '../errors';
+import { conflict } from '../errors';
+import { CANCEL_WAIT_MS, currentExecution, interruptTurn, startTurn } from '../executions/lifecycle';
 import { now, toIso } from '../lib/clock';
 import { formatId } from '../lib/ids';
-import { hitRateLimit } from '../lib/rate-limit';
 import { byIntegerId, cursorPage, DEFAULT_PAGE, mapPage } from '../lib/pagination';
 import type { RunConnector } from '../connectors/registry';
 import { checkRunConnector, runConnectorOf, saveRunConnector } from './connectors';
 import { streamPath } from './execution-streams';
-import { recordChange, recordChangeAfter } from './audit';
-import { hasByokKey } from './byok';
-import { insufficientCredits, MIN_RUN_BALANCE, reserveCredits, RUN_BUDGET } from './credits';
+import { recordChange } from './audit';
 import { requireOwned } from './tenant';
 import { requireSkill } from './skills';
-import { requireTraceByKey, traceExecutionRemoved, traceRunStarted, traceUpsert } from './traces';
-import { publish } from './control-plane';
-
-/** Spec 7.2's per-user execution rate limit (its number is ours): run starts per minute. */
-export const RUNS_PER_MINUTE = 20;
+import { requireTraceByKey, traceExecutionRemoved, traceUpsert } from './traces';
 
 /** Spec 8: the offset form of the history defaults to 10 items. */
 const HISTORY_PAGE = 10;
@@ -113,106 +106,15 @@ const present = (executionId: number, e: ExecutionEvent) => ({
  * 409 EXECUTION_RUNNING, to a finished one 409 CONFLICT); `user.interrupt` stops a working one.
  */
 export async function postEvents(db: Db, env: Env, principal: Principal, rawId: string, body: PostEventsBody) {
-  const execution = await requireExecution(db, principal, rawId);
+  const execution = await currentExecution(db, env, principal, rawId);
   const event = body.events[0]!;
   if (event.type === 'user.interrupt') {
     if (execution.status !== 'working') throw conflict('The execution is not running');
-    return { data: (await interruptRun(db, env, principal, execution)).map((e) => present(execution.id, e)) };
+    const { outcome } = await interruptTurn(db, env, principal, execution);
+    return { data: (outcome.state === 'finished' ? [] : outcome.events).map((e) => present(execution.id, e)) };
   }
   const text = event.content.map((b) => b.text).join('\n');
-  return { data: (await startRun(db, env, principal, execution, text)).map((e) => present(execution.id, e)) };
-}
-
-/** Records a run starting or being interrupted, once the session has taken it (the claim and the session are not one batch). */
-const recordRun = (db: Db, principal: Principal, execution: typeof executions.$inferSelect, action: 'execution.started' | 'execution.interrupted') =>
-  recordChangeAfter(db, principal, {
-    action,
-    resourceType: 'execution',
-    resourceId: formatId('exec', execution.id),
-    metadata: { skill: execution.skillSlug },
-    activity: `A run of ${execution.skillName || execution.skillSlug} ${action === 'execution.started' ? 'started' : 'was interrupted'}`,
-  });
-
-async function interruptRun(db: Db, env: Env, principal: Principal, execution: typeof executions.$inferSelect) {
-  const events = await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).interrupt();
-  await recordRun(db, principal, execution, 'execution.interrupted');
-  return events;
-}
-
-/**
- * Moves an idle execution to `working` and starts its turn. The move is one conditional UPDATE
- * that also counts the workspace's working executions, so two requests cannot both pass
- * MAX_ACTIVE_EXECUTIONS.
- */
-async function startRun(db: Db, env: Env, principal: Principal, execution: typeof executions.$inferSelect, text: string, system?: string) {
-  if (execution.status === 'working') throw new AppError('EXECUTION_RUNNING', 409, 'The execution is already running');
-  if (execution.status !== 'idle') throw conflict(`The execution is ${execution.status}: rerun it instead`);
-  const decision = await hitRateLimit(env, `runs:user:${principal.userId}`, RUNS_PER_MINUTE, 60_000);
-  if (!decision.allowed) {
-    const retryAfterSeconds = Math.ceil(decision.resetMs / 1000);
-    throw new AppError('RATE_LIMITED', 429, `At most ${RUNS_PER_MINUTE} runs may start per minute per user`, { retryAfterSeconds });
-  }
-  const limit = Number(env.MAX_ACTIVE_EXECUTIONS) || 1;
-  const claimed = await db
-    .update(executions)
-    .set({ status: 'working' })
-    .where(
-      and(
-        eq(executions.id, execution.id),
-        eq(executions.status, 'idle'),
-        sql`(SELECT COUNT(*) FROM ${executions} WHERE ${executions.workspaceId} = ${principal.workspaceId} AND ${executions.status} = 'working') < ${limit}`,
-      ),
-    )
-    .returning({ id: executions.id });
-  if (claimed.length === 0) throw new AppError('EXECUTION_RUNNING', 409, 'Another execution is running in this workspace');
-  // The turn holds credits up to RUN_BUDGET; it stops with limit_reached when its cost passes the hold.
-  // A run on the user's own key (BYOK) costs nothing, so it holds nothing and needs no credits.
-  const turnKey = `${formatId('exec', execution.id)}:${crypto.randomUUID()}`;
-  const budget = (await hasByokKey(db, principal.userId)) ? 0 : RUN_BUDGET;
-  const hold = await reserveCredits(db, { userId: principal.userId, executionId: formatId('exec', execution.id), turnKey, amount: budget, minimum: Math.min(budget, MIN_RUN_BALANCE) });
-  if (!hold.reserved) {
-    await db.update(executions).set({ status: 'idle' }).where(eq(executions.id, execution.id));
-    throw await insufficientCredits(db, principal.userId);
-  }
-  const [version] = await db.select({ prompt: skillVersions.prompt }).from(skillVersions).where(eq(skillVersions.id, execution.skillVersionId ?? -1)).limit(1);
-  const accepted = await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).startTurn({
-    executionId: execution.id,
-    workspaceId: principal.workspaceId,
-    userId: principal.userId,
-    role: principal.role,
-    apiKeyId: apiKeyIdOf(principal),
-    requestId: principal.origin.requestId,
-    turnKey,
-    budget: hold.amount,
-    skillName: execution.skillName,
-    skillSlug: execution.skillSlug,
-    source: execution.source,
-    connector: await runConnectorOf(db, execution.id),
-    threadId: await launchingThreadOf(db, principal, execution),
-    system: system ?? version?.prompt ?? '',
-    text,
-  });
-  await traceRunStarted(db, execution.id);
-  // The control plane relays the rest of the run from the execution's own stream (WorkspaceChannel).
-  await publish(env, principal.workspaceId, [
-    { type: 'execution-started', executionId: formatId('exec', execution.id), source: execution.source, seq: accepted.at(-1)?.seq ?? 0 },
-  ]);
-  await recordRun(db, principal, execution, 'execution.started');
-  return accepted;
-}
-
-/**
- * The thread a chat run answers, when its caller may launch workflows (`workflow:run`, the scope
- * of the launch route): only then does the turn offer start_workflow.
- */
-async function launchingThreadOf(db: Db, principal: Principal, execution: typeof executions.$inferSelect): Promise<string | undefined> {
-  if (execution.source !== 'chat' || !hasScope(principal.scopes, 'workflow:run')) return undefined;
-  const [thread] = await db
-    .select({ id: threads.id })
-    .from(threads)
-    .where(and(eq(threads.workspaceId, principal.workspaceId), eq(threads.traceKey, execution.traceKey)))
-    .limit(1);
-  return thread?.id;
+  return { data: (await startTurn(db, env, principal, execution, text)).map((e) => present(execution.id, e)) };
 }
 
 /**
@@ -236,7 +138,7 @@ export async function runAgent(db: Db, env: Env, principal: Principal, agent: { 
     })
     .returning();
   try {
-    await startRun(db, env, principal, row!, input, agent.instructions);
+    await startTurn(db, env, principal, row!, input, agent.instructions);
   } catch (error) {
     await db.delete(executions).where(eq(executions.id, row!.id));
     throw error;
@@ -269,7 +171,7 @@ async function createAndStart(db: Db, env: Env, principal: Principal, input: Cre
   const execution = await requireExecution(db, principal, idle.id);
   if (connector) await saveRunConnector(db, execution.id, principal.workspaceId, connector);
   try {
-    await startRun(db, env, principal, execution, input.input);
+    await startTurn(db, env, principal, execution, input.input);
   } catch (error) {
     await db.delete(executions).where(eq(executions.id, execution.id));
     await traceExecutionRemoved(db, principal.workspaceId, execution.traceKey);
@@ -320,14 +222,26 @@ export async function followUp(db: Db, env: Env, principal: Principal, rawId: st
 
 export const CancelResult = z.object({ success: z.boolean(), message: z.string(), processKilled: z.boolean(), actualStatus: z.string() });
 
-/** Cancel = interrupt a working execution (DECISIONS.md: it is idle afterwards). */
+/**
+ * Cancel = interrupt a working execution (it is idle afterwards), waiting a few seconds for the
+ * run to stop so the answer says what actually happened. A run that never reached its session
+ * (lost to a crash) is stopped and its credits released all the same.
+ */
 export async function cancelExecution(db: Db, env: Env, principal: Principal, rawId: string) {
   const execution = await requireExecution(db, principal, rawId);
   if (execution.status !== 'working') {
     return { success: true, message: `The execution is ${execution.status}; nothing to cancel`, processKilled: false, actualStatus: execution.status };
   }
-  await interruptRun(db, env, principal, execution);
-  return { success: true, message: 'The run was interrupted', processKilled: true, actualStatus: 'idle' };
+  const { outcome, status } = await interruptTurn(db, env, principal, execution, CANCEL_WAIT_MS);
+  const message =
+    outcome.state === 'abandoned'
+      ? 'The run had not started (it was lost before its session took it); it was stopped and its credits released'
+      : outcome.state === 'finished'
+        ? `The run had already ended; the execution is ${status}`
+        : status === 'working'
+          ? 'The run was told to stop and stops at its next step'
+          : 'The run was interrupted';
+  return { success: true, message, processKilled: outcome.state === 'live', actualStatus: status };
 }
 
 const csv = z
@@ -423,7 +337,7 @@ function outputBlocks(events: ExecutionEvent[]) {
 }
 
 export async function getExecutionStatus(db: Db, env: Env, principal: Principal, rawId: string, blocksAfter = 0) {
-  const execution = await requireExecution(db, principal, rawId);
+  const execution = await currentExecution(db, env, principal, rawId);
   const events = await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).events(0);
   return {
     executionId: formatId('exec', execution.id),

@@ -6,6 +6,7 @@ import type { Db, Env } from '../env';
 import { AppError } from '../errors';
 import { parseId } from '../lib/ids';
 import { findAgent } from '../services/agents';
+import { interruptTurn } from '../executions/lifecycle';
 import { runAgent, runSkill } from '../services/executions';
 import { readMemory } from '../services/memory';
 import type { Json, LeafStep } from './compiler';
@@ -130,9 +131,9 @@ export async function runInstantTool(db: Db, principal: Principal, toolId: strin
 export async function stopExecution(env: Env, db: Db, workspaceId: string, executionId: string) {
   const id = parseId('exec', executionId);
   const [row] = await db
-    .select({ status: executions.status })
+    .select()
     .from(executions)
     .where(and(eq(executions.workspaceId, workspaceId), eq(executions.id, id ?? -1)))
     .limit(1);
-  if (row?.status === 'working') await env.EXECUTION_SESSION.getByName(executionId).interrupt();
+  if (row?.status === 'working') await interruptTurn(db, env, null, row);
 }
