@@ -66,7 +66,8 @@ const isEnd = (event: ExecutionEvent | undefined) => event?.type === 'session.st
  * Storage (SQLite): `events(seq INTEGER PRIMARY KEY, type, payload JSON, at)` is append-only;
  * `meta(key, value)` holds `schema_version`. `seq` starts at 1 and has no gaps.
  * `turns(turn_key PRIMARY KEY, state, seq, at)` records every turn key this object took
- * (`started`, with the seq of its `user.message`) or refused for good (`abandoned`): the run
+ * (`started`, with the seq of its `user.message`) or refused for good (`abandoned`, with the seq
+ * of the `session.status_idle` that closed it, once it is settled): the run
  * lifecycle (workers/executions/lifecycle.ts) asks it whether a claimed turn ever started.
  *
  * Runs: `startTurn` records the user's message and `session.status_running`, then runs the
@@ -227,15 +228,24 @@ export class ExecutionSession extends DurableObject<Env> {
 
   /**
    * Fences off a turn that is not held here: a started key (whose turn has ended) is finished;
-   * a key seen for the first time is recorded as abandoned and `closing` is appended, once. A
+   * any other is recorded as abandoned, so it can never start, and `closing` is appended once
+   * per key (a turn withdrawn silently still gets its closing events when it is settled). A
    * legacy claim without a key cannot be fenced; its closing events are appended.
    */
   private abandon(turnKey: string | null, closing: NewExecutionEvent[]): TurnOutcome {
-    const state = turnKey === null ? undefined : this.turn(turnKey)?.state;
-    if (state === 'started') return { state: 'finished' };
-    if (state === 'abandoned') return { state: 'abandoned', events: [] };
-    if (turnKey !== null) this.ctx.storage.sql.exec(`INSERT INTO turns (turn_key, state, at) VALUES (?, 'abandoned', ?)`, turnKey, now());
-    return { state: 'abandoned', events: closing.length ? this.append(closing) : [] };
+    const known = turnKey === null ? undefined : this.turn(turnKey);
+    if (known?.state === 'started') return { state: 'finished' };
+    const closed = known !== undefined && known.seq !== null;
+    const events = closing.length > 0 && !closed ? this.append(closing) : [];
+    if (turnKey !== null) {
+      this.ctx.storage.sql.exec(
+        `INSERT OR REPLACE INTO turns (turn_key, state, seq, at) VALUES (?, 'abandoned', ?, ?)`,
+        turnKey,
+        events.at(-1)?.seq ?? known?.seq ?? null,
+        now(),
+      );
+    }
+    return { state: 'abandoned', events };
   }
 
   private runTurn(input: TurnInput, startedAt: number): Promise<void> {

@@ -118,6 +118,18 @@ export async function postEvents(db: Db, env: Env, principal: Principal, rawId: 
 }
 
 /**
+ * Deletes an execution created to start at once whose start failed and was undone (it is idle).
+ * One still `working` is left: its start could not be undone yet, and the reconciler settles it.
+ */
+async function removeUnstarted(db: Db, executionId: number): Promise<boolean> {
+  const removed = await db
+    .delete(executions)
+    .where(and(eq(executions.id, executionId), eq(executions.status, 'idle')))
+    .returning({ id: executions.id });
+  return removed.length > 0;
+}
+
+/**
  * A run of a workspace agent (a workflow `agent` step): an execution whose system prompt is the
  * agent's instructions instead of a skill's, started at once; one that cannot start is removed.
  */
@@ -140,7 +152,7 @@ export async function runAgent(db: Db, env: Env, principal: Principal, agent: { 
   try {
     await startTurn(db, env, principal, row!, input, agent.instructions);
   } catch (error) {
-    await db.delete(executions).where(eq(executions.id, row!.id));
+    await removeUnstarted(db, row!.id);
     throw error;
   }
   return formatId('exec', row!.id);
@@ -173,8 +185,7 @@ async function createAndStart(db: Db, env: Env, principal: Principal, input: Cre
   try {
     await startTurn(db, env, principal, execution, input.input);
   } catch (error) {
-    await db.delete(executions).where(eq(executions.id, execution.id));
-    await traceExecutionRemoved(db, principal.workspaceId, execution.traceKey);
+    if (await removeUnstarted(db, execution.id)) await traceExecutionRemoved(db, principal.workspaceId, execution.traceKey);
     throw error;
   }
   return {
