@@ -90,6 +90,25 @@ describe('service-version', () => {
   });
 });
 
+describe('x-d1-bookmark (D1 read replication)', () => {
+  it('answers a bookmark with every request; a read that sends it back sees the write it came from', async () => {
+    const user = await signUp();
+    const write = await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'written first' } });
+    const bookmark = write.headers.get('x-d1-bookmark');
+    expect(bookmark).toMatch(/^[0-9a-f]+(-[0-9a-f]+)*$/i);
+    const read = await call('/api/v1/memory', { token: user.token, headers: { 'x-d1-bookmark': bookmark! } });
+    expect(read.body.content).toBe('written first');
+    expect(read.headers.get('x-d1-bookmark')).toMatch(/^[0-9a-f]+(-[0-9a-f]+)*$/i);
+  });
+
+  it('refuses a malformed bookmark with 400 INVALID_INPUT naming the header, before anything runs', async () => {
+    const user = await signUp();
+    const error = expectError(await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'x' }, headers: { 'x-d1-bookmark': 'not a bookmark' } }), 400, 'INVALID_INPUT');
+    expect(error.details).toMatchObject({ field: 'x-d1-bookmark', rule: 'format' });
+    expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe('');
+  });
+});
+
 describe('credentials', () => {
   it('answers 401 UNAUTHORIZED without a credential, or with an unknown key or token', async () => {
     expectError(await call('/api/v1/profile'), 401, 'UNAUTHORIZED');

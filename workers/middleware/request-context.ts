@@ -11,6 +11,14 @@ const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 const AGENT_SLUG = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
 const agentSlugOf = (value: string | undefined) => (value !== undefined && AGENT_SLUG.test(value.trim()) ? value.trim() : null);
 
+/**
+ * D1 read replication: a client that sends back the bookmark of its last answer reads at least
+ * that fresh, even from a replica; without one, reads may go to any replica and writes (any
+ * method but GET and HEAD) start at the primary. Every answer carries the session's bookmark.
+ */
+export const BOOKMARK_HEADER = 'x-d1-bookmark';
+const BOOKMARK = /^[0-9a-f]{1,64}(-[0-9a-f]{1,64}){0,7}$/i;
+
 /** Spec 9: the latest (and so far only) dated API version. */
 export const CURRENT_API_VERSION = '2026-11-01';
 const VERSION_DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -32,7 +40,13 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   c.set('requestId', requestId);
   c.header('x-request-id', requestId);
   c.header('service-version', CURRENT_API_VERSION);
-  c.set('db', drizzle(c.env.DB, { schema }));
+  const bookmark = c.req.header(BOOKMARK_HEADER);
+  if (bookmark !== undefined && !BOOKMARK.test(bookmark)) {
+    throw invalidInput(BOOKMARK_HEADER, 'format', `${BOOKMARK_HEADER} must be a bookmark from an earlier answer's ${BOOKMARK_HEADER} header`);
+  }
+  const session = c.env.DB.withSession(bookmark ?? (c.req.method === 'GET' || c.req.method === 'HEAD' ? 'first-unconstrained' : 'first-primary'));
+  // drizzle's D1 driver needs only prepare and batch, which a session has.
+  c.set('db', drizzle(session as unknown as D1Database, { schema }));
   c.set('origin', {
     requestId,
     ip: c.req.header('cf-connecting-ip') ?? null,
@@ -45,4 +59,6 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
     throw invalidInput('service-version', 'date', 'service-version must be a date in the form YYYY-MM-DD');
   }
   await next();
+  const latest = session.getBookmark();
+  if (latest !== null) c.header(BOOKMARK_HEADER, latest);
 });

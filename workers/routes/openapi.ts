@@ -24,12 +24,25 @@ const errors = {
 /** The cursor envelope of spec 8 around `item`. */
 export { cursorEnvelope } from '../lib/pagination';
 
+/** D1 read replication: the session bookmark each answer carries and a client may send back (workers/middleware/request-context.ts). */
+const bookmark = {
+  parameter: {
+    name: 'x-d1-bookmark',
+    in: 'header' as const,
+    required: false,
+    description: 'The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas).',
+    schema: { type: 'string' as const },
+  },
+  header: { description: 'The database session bookmark after this request; send it back to read at least this fresh.', schema: { type: 'string' as const } },
+};
+
 /** OpenAPI description of one route: its success response plus the shared error responses. */
 export const documented = (tag: string, summary: string, status: 200 | 201, schema: z.ZodType, description = 'OK') =>
   describeRoute({
     tags: [tag],
     summary,
-    responses: { [status]: json(schema, description), ...errors },
+    parameters: [bookmark.parameter],
+    responses: { [status]: { ...json(schema, description), headers: { 'x-d1-bookmark': bookmark.header } }, ...errors },
   });
 
 /** OpenAPI description of a route a browser lands on: an HTML page, or the envelope's 404 for other values of `param`. */
