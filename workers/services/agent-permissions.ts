@@ -14,15 +14,15 @@ import { apiKeyIdOf, type Principal } from '../auth/principal';
 import { GRANT_TOKEN_HEADER, grantTokenHash, hasSessionGrant } from '../auth/grants';
 import { DEFAULT_KEY_SCOPES, hasScope, isKnownScope, isSensitiveScope, WILDCARD } from '../auth/scopes';
 import type { Db } from '../env';
-import { AppError, conflict, invalidInput, notFound } from '../errors';
+import { AppError, invalidInput, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { randomToken } from '../lib/crypto';
-import { isConstraintFailure, isUniqueViolation } from '../lib/db-errors';
 import { formatId, parseId, uuidv7 } from '../lib/ids';
 import { cursorPage, mapPage } from '../lib/pagination';
-import { newUserCode, normalizeUserCode, userCodeHash } from '../lib/user-codes';
+import { normalizeUserCode, userCodeHash } from '../lib/user-codes';
 import { ApiKeyRecord, presentApiKey } from './api-keys';
 import { recordChange } from './audit';
+import { decideOnce, decisionOf, requirePending, withFreshCode } from './pending-decisions';
 
 /** Spec 5.5 and 8: a consent or request waits 5 minutes for its decision. */
 export const DECISION_WINDOW_MS = 5 * 60_000;
@@ -90,20 +90,6 @@ export const effectiveMode = (mode: unknown): GrantMode =>
 const grantExpiry = (mode: GrantMode, t: number): number | null =>
   mode === 'session' ? t + SESSION_GRANT_MS : mode === 'one_time' ? t + ONE_TIME_GRANT_MS : null;
 
-type Decision = 'pending' | 'granted' | 'denied' | 'expired';
-
-const decisionOf = (row: { status: 'pending' | 'granted' | 'denied'; expiresAt: number }): Decision =>
-  row.status === 'pending' && row.expiresAt <= now() ? 'expired' : row.status;
-
-const expired = (what: string) => new AppError('EXPIRED', 410, `This ${what} timed out before it was decided`);
-
-/** 409 for a decision already taken, 410 once the window closed. */
-function requirePending(row: { status: 'pending' | 'granted' | 'denied'; expiresAt: number }, what: string): void {
-  const decision = decisionOf(row);
-  if (decision === 'expired') throw expired(what);
-  if (decision !== 'pending') throw conflict(`This ${what} is no longer pending: it was ${decision}`, { status: decision });
-}
-
 const scopeList = (scopes: readonly string[]) => scopes.map((scope) => ({ scope, sensitive: isSensitiveScope(scope) }));
 
 /** The calling key's row. Agent routes admit unactivated keys, so this is read fresh. */
@@ -115,19 +101,6 @@ async function callingKey(db: Db, principal: Principal): Promise<ApiKeyRow> {
 }
 
 const newGrantToken = () => `pgt_${randomToken(32)}`;
-
-/** Inserts a row keyed by a fresh link code, drawing another code on the (rare) collision. */
-async function withLinkCode<T>(insert: (linkCode: string, hash: string) => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    const linkCode = newUserCode();
-    try {
-      return await insert(linkCode, await userCodeHash(normalizeUserCode(linkCode)!));
-    } catch (error) {
-      if (attempt < 2 && isUniqueViolation(error)) continue;
-      throw error;
-    }
-  }
-}
 
 const approvalUrl = (baseUrl: string, linkCode: string) => `${baseUrl}/approve?code=${linkCode}`;
 
@@ -161,8 +134,8 @@ export async function connect(db: Db, principal: Principal, input: ConnectBody, 
   const t = now();
   const id = uuidv7();
   const agentDisplayName = input.agentDisplayName ?? key.name;
-  const linkCode = await withLinkCode(async (code, linkCodeHash) => {
-    await db.batch([
+  const { code: linkCode } = await withFreshCode((linkCodeHash) =>
+    db.batch([
       db.insert(agentConsents).values({
         id,
         workspaceId: key.workspaceId,
@@ -182,9 +155,8 @@ export async function connect(db: Db, principal: Principal, input: ConnectBody, 
         resourceId: id,
         metadata: { agentDisplayName, scopes, apiKeyId: formatId('key', key.id) },
       }),
-    ]);
-    return code;
-  });
+    ]),
+  );
   return {
     status: 'pending',
     consent_id: id,
@@ -345,21 +317,6 @@ export async function getConsent(db: Db, principal: Principal, consentId: string
   return presentConsent(consent, keyName);
 }
 
-/**
- * Runs a decision's batch. The batch's audit row takes its resource id from a subquery that
- * finds the row only if this very decision landed (`decided_at` = t); when a racing decision
- * won, the id is NULL, the NOT NULL constraint fails and the whole batch (key change included)
- * rolls back, so a decision is taken, applied and audited exactly once.
- */
-async function decideOnce(run: () => Promise<unknown>, lost: () => Promise<never>): Promise<void> {
-  try {
-    await run();
-  } catch (error) {
-    if (isConstraintFailure(error, 'NOT NULL', 'audit_log.resource_id')) await lost();
-    throw error;
-  }
-}
-
 async function requireConsent(db: Db, principal: Principal, consentId: string) {
   const found = UUID.test(consentId) ? await decidableConsent(db, principal, eq(agentConsents.id, consentId)) : undefined;
   if (!found) throw notFound('Consent');
@@ -384,39 +341,34 @@ export async function approveConsent(db: Db, principal: Principal, consentId: st
   const extra = granted.find((s) => !consent.requestedScopes.includes(s));
   if (extra !== undefined) throw invalidInput('scopes', 'subset', `"${extra}" was not requested: approve a subset of the requested scopes`);
 
-  const t = now();
-  const won = sql`(SELECT ${agentConsents.id} FROM ${agentConsents} WHERE ${agentConsents.id} = ${consent.id} AND ${agentConsents.status} = 'granted' AND ${agentConsents.decidedAt} = ${t})`;
   const approved = JSON.stringify(granted);
-  await decideOnce(
-    () =>
-      db.batch([
-        db
-          .update(agentConsents)
-          .set({ status: 'granted', grantedScopes: granted, decidedAt: t })
-          .where(and(eq(agentConsents.id, consent.id), eq(agentConsents.status, 'pending'), gt(agentConsents.expiresAt, t))),
-        ...recordChange(db, principal, {
-          action: 'agent.consent_approved',
-          resourceType: 'agent_consent',
-          resourceId: won,
-          metadata: { apiKeyId: formatId('key', consent.apiKeyId), scopes: granted, sensitive: granted.filter(isSensitiveScope) },
-          activity: `${consent.agentDisplayName} was granted ${granted.join(', ')}`,
-        }),
-        // Merged in SQL, so a concurrent change to the key's scopes is not overwritten.
-        db
-          .update(apiKeys)
-          .set({
-            scopes: sql`CASE WHEN EXISTS (SELECT 1 FROM json_each(${apiKeys.scopes}) WHERE value = ${WILDCARD}) THEN json(${approved})
-              ELSE (SELECT json_group_array(value) FROM (SELECT value FROM json_each(${apiKeys.scopes}) UNION SELECT value FROM json_each(${approved}))) END`,
-            status: sql`CASE WHEN ${apiKeys.status} = 'unactivated' THEN 'active' ELSE ${apiKeys.status} END`,
-          })
-          .where(eq(apiKeys.id, consent.apiKeyId)),
-      ]),
-    async () => {
-      const [current] = await db.select().from(agentConsents).where(eq(agentConsents.id, consent.id));
-      requirePending(current!, 'consent');
-      throw conflict('This consent was decided by another request');
-    },
-  );
+  await decideOnce(db, {
+    table: agentConsents,
+    id: consent.id,
+    what: 'consent',
+    status: 'granted',
+    t: now(),
+    set: { grantedScopes: granted },
+    audit: (resourceId) =>
+      recordChange(db, principal, {
+        action: 'agent.consent_approved',
+        resourceType: 'agent_consent',
+        resourceId,
+        metadata: { apiKeyId: formatId('key', consent.apiKeyId), scopes: granted, sensitive: granted.filter(isSensitiveScope) },
+        activity: `${consent.agentDisplayName} was granted ${granted.join(', ')}`,
+      }),
+    effects: [
+      // Merged in SQL, so a concurrent change to the key's scopes is not overwritten.
+      db
+        .update(apiKeys)
+        .set({
+          scopes: sql`CASE WHEN EXISTS (SELECT 1 FROM json_each(${apiKeys.scopes}) WHERE value = ${WILDCARD}) THEN json(${approved})
+            ELSE (SELECT json_group_array(value) FROM (SELECT value FROM json_each(${apiKeys.scopes}) UNION SELECT value FROM json_each(${approved}))) END`,
+          status: sql`CASE WHEN ${apiKeys.status} = 'unactivated' THEN 'active' ELSE ${apiKeys.status} END`,
+        })
+        .where(eq(apiKeys.id, consent.apiKeyId)),
+    ],
+  });
   const [[row], [key]] = await Promise.all([
     db.select().from(agentConsents).where(eq(agentConsents.id, consent.id)),
     db.select().from(apiKeys).where(eq(apiKeys.id, consent.apiKeyId)),
@@ -428,26 +380,15 @@ export async function denyConsent(db: Db, principal: Principal, consentId: strin
   const { consent, keyName } = await requireConsent(db, principal, consentId);
   requirePending(consent, 'consent');
   const t = now();
-  await decideOnce(
-    () =>
-      db.batch([
-        db
-          .update(agentConsents)
-          .set({ status: 'denied', decidedAt: t })
-          .where(and(eq(agentConsents.id, consent.id), eq(agentConsents.status, 'pending'), gt(agentConsents.expiresAt, t))),
-        ...recordChange(db, principal, {
-          action: 'agent.consent_denied',
-          resourceType: 'agent_consent',
-          resourceId: sql`(SELECT ${agentConsents.id} FROM ${agentConsents} WHERE ${agentConsents.id} = ${consent.id} AND ${agentConsents.status} = 'denied' AND ${agentConsents.decidedAt} = ${t})`,
-          metadata: { apiKeyId: formatId('key', consent.apiKeyId) },
-        }),
-      ]),
-    async () => {
-      const [current] = await db.select().from(agentConsents).where(eq(agentConsents.id, consent.id));
-      requirePending(current!, 'consent');
-      throw conflict('This consent was decided by another request');
-    },
-  );
+  await decideOnce(db, {
+    table: agentConsents,
+    id: consent.id,
+    what: 'consent',
+    status: 'denied',
+    t,
+    audit: (resourceId) =>
+      recordChange(db, principal, { action: 'agent.consent_denied', resourceType: 'agent_consent', resourceId, metadata: { apiKeyId: formatId('key', consent.apiKeyId) } }),
+  });
   return presentConsent({ ...consent, status: 'denied', decidedAt: t }, keyName);
 }
 
@@ -485,8 +426,8 @@ export async function requestPermission(db: Db, principal: Principal, input: Req
   const t = now();
   const id = uuidv7();
   const mode = effectiveMode(input.mode);
-  const linkCode = await withLinkCode(async (code, linkCodeHash) => {
-    await db.batch([
+  const { code: linkCode } = await withFreshCode((linkCodeHash) =>
+    db.batch([
       db.insert(permissionRequests).values({
         id,
         workspaceId: key.workspaceId,
@@ -506,9 +447,8 @@ export async function requestPermission(db: Db, principal: Principal, input: Req
         resourceId: id,
         metadata: { scope: input.scope, mode, apiKeyId: formatId('key', key.id) },
       }),
-    ]);
-    return code;
-  });
+    ]),
+  );
   return {
     status: 'pending',
     request_id: id,
@@ -601,37 +541,31 @@ export async function approvePermissionRequest(db: Db, principal: Principal, req
   const t = now();
   const mode = input.mode ?? request.requestedMode;
   const scope = JSON.stringify([request.scope]);
-  await decideOnce(
-    () =>
-      db.batch([
-        db
-          .update(permissionRequests)
-          .set({ status: 'granted', mode, decidedAt: t, grantExpiresAt: grantExpiry(mode, t) })
-          .where(and(eq(permissionRequests.id, request.id), eq(permissionRequests.status, 'pending'), gt(permissionRequests.expiresAt, t))),
-        ...recordChange(db, principal, {
-          action: 'agent.permission_granted',
-          resourceType: 'permission_request',
-          resourceId: sql`(SELECT ${permissionRequests.id} FROM ${permissionRequests} WHERE ${permissionRequests.id} = ${request.id} AND ${permissionRequests.status} = 'granted' AND ${permissionRequests.decidedAt} = ${t})`,
-          metadata: { apiKeyId: formatId('key', request.apiKeyId), scope: request.scope, mode, sensitive: isSensitiveScope(request.scope) },
-          activity: `${keyName} was granted ${request.scope} (${mode.replace('_', '-')})`,
-        }),
-        ...(mode === 'persistent'
-          ? [
-              db
-                .update(apiKeys)
-                .set({
-                  scopes: sql`(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${apiKeys.scopes}) UNION SELECT value FROM json_each(${scope})))`,
-                })
-                .where(eq(apiKeys.id, request.apiKeyId)),
-            ]
-          : []),
-      ]),
-    async () => {
-      const [current] = await db.select().from(permissionRequests).where(eq(permissionRequests.id, request.id));
-      requirePending(current!, 'permission request');
-      throw conflict('This permission request was decided by another request');
-    },
-  );
+  await decideOnce(db, {
+    table: permissionRequests,
+    id: request.id,
+    what: 'permission request',
+    status: 'granted',
+    t,
+    set: { mode, grantExpiresAt: grantExpiry(mode, t) },
+    audit: (resourceId) =>
+      recordChange(db, principal, {
+        action: 'agent.permission_granted',
+        resourceType: 'permission_request',
+        resourceId,
+        metadata: { apiKeyId: formatId('key', request.apiKeyId), scope: request.scope, mode, sensitive: isSensitiveScope(request.scope) },
+        activity: `${keyName} was granted ${request.scope} (${mode.replace('_', '-')})`,
+      }),
+    effects:
+      mode === 'persistent'
+        ? [
+            db
+              .update(apiKeys)
+              .set({ scopes: sql`(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${apiKeys.scopes}) UNION SELECT value FROM json_each(${scope})))` })
+              .where(eq(apiKeys.id, request.apiKeyId)),
+          ]
+        : [],
+  });
   return presentRequest({ ...request, status: 'granted', mode, decidedAt: t, grantExpiresAt: grantExpiry(mode, t) }, keyName);
 }
 
@@ -639,26 +573,20 @@ export async function denyPermissionRequest(db: Db, principal: Principal, reques
   const { request, keyName } = await requireRequest(db, principal, requestId);
   requirePending(request, 'permission request');
   const t = now();
-  await decideOnce(
-    () =>
-      db.batch([
-        db
-          .update(permissionRequests)
-          .set({ status: 'denied', decidedAt: t })
-          .where(and(eq(permissionRequests.id, request.id), eq(permissionRequests.status, 'pending'), gt(permissionRequests.expiresAt, t))),
-        ...recordChange(db, principal, {
-          action: 'agent.permission_denied',
-          resourceType: 'permission_request',
-          resourceId: sql`(SELECT ${permissionRequests.id} FROM ${permissionRequests} WHERE ${permissionRequests.id} = ${request.id} AND ${permissionRequests.status} = 'denied' AND ${permissionRequests.decidedAt} = ${t})`,
-          metadata: { apiKeyId: formatId('key', request.apiKeyId), scope: request.scope },
-        }),
-      ]),
-    async () => {
-      const [current] = await db.select().from(permissionRequests).where(eq(permissionRequests.id, request.id));
-      requirePending(current!, 'permission request');
-      throw conflict('This permission request was decided by another request');
-    },
-  );
+  await decideOnce(db, {
+    table: permissionRequests,
+    id: request.id,
+    what: 'permission request',
+    status: 'denied',
+    t,
+    audit: (resourceId) =>
+      recordChange(db, principal, {
+        action: 'agent.permission_denied',
+        resourceType: 'permission_request',
+        resourceId,
+        metadata: { apiKeyId: formatId('key', request.apiKeyId), scope: request.scope },
+      }),
+  });
   return presentRequest({ ...request, status: 'denied', decidedAt: t }, keyName);
 }
 

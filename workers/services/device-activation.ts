@@ -1,4 +1,4 @@
-import { and, eq, gt, isNull, lte, or, sql } from 'drizzle-orm';
+import { and, eq, isNull, lte, or, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { apiKeys, deviceActivations, type DeviceActivationRow, workspaces } from '../../schema';
 import { credentialHash, newApiKey } from '../auth/credentials';
@@ -8,10 +8,11 @@ import type { Db, RequestOrigin } from '../env';
 import { AppError, conflict, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { randomToken, sha256Hex } from '../lib/crypto';
-import { isConstraintFailure, isUniqueViolation } from '../lib/db-errors';
+import { isConstraintFailure } from '../lib/db-errors';
 import { formatId } from '../lib/ids';
-import { newUserCode, normalizeUserCode, userCodeHash } from '../lib/user-codes';
+import { normalizeUserCode, userCodeHash } from '../lib/user-codes';
 import { recordChange } from './audit';
+import { decideOnce, withFreshCode } from './pending-decisions';
 
 /** Spec 5.2 and 8: a device code lives 600 seconds and is polled every 2 seconds. */
 export const DEVICE_CODE_TTL_SECONDS = 600;
@@ -72,31 +73,26 @@ const deviceCodeHash = (code: string) => sha256Hex(`device-code:${code}`);
 export async function startActivation(db: Db, input: StartActivationBody, baseUrl: string): Promise<StartedActivation> {
   const deviceCode = `dc_${randomToken(32)}`;
   const t = now();
-  for (let attempt = 0; ; attempt++) {
-    const userCode = newUserCode();
-    try {
-      await db.insert(deviceActivations).values({
-        deviceCodeHash: await deviceCodeHash(deviceCode),
-        userCodeHash: await userCodeHash(normalizeUserCode(userCode)!),
-        clientLabel: input.client_label,
-        status: 'pending',
-        intervalSeconds: DEVICE_POLL_INTERVAL_SECONDS,
-        createdAt: t,
-        expiresAt: t + DEVICE_CODE_TTL_SECONDS * 1000,
-      });
-      return {
-        device_code: deviceCode,
-        user_code: userCode,
-        verification_url: `${baseUrl}/activate`,
-        verification_url_complete: `${baseUrl}/activate?user_code=${userCode}`,
-        expires_in: DEVICE_CODE_TTL_SECONDS,
-        interval: DEVICE_POLL_INTERVAL_SECONDS,
-      };
-    } catch (error) {
-      if (attempt < 2 && isUniqueViolation(error)) continue; // a user code drawn twice: draw again
-      throw error;
-    }
-  }
+  const hash = await deviceCodeHash(deviceCode);
+  const { code: userCode } = await withFreshCode((codeHash) =>
+    db.insert(deviceActivations).values({
+      deviceCodeHash: hash,
+      userCodeHash: codeHash,
+      clientLabel: input.client_label,
+      status: 'pending',
+      intervalSeconds: DEVICE_POLL_INTERVAL_SECONDS,
+      createdAt: t,
+      expiresAt: t + DEVICE_CODE_TTL_SECONDS * 1000,
+    }),
+  );
+  return {
+    device_code: deviceCode,
+    user_code: userCode,
+    verification_url: `${baseUrl}/activate`,
+    verification_url_complete: `${baseUrl}/activate?user_code=${userCode}`,
+    expires_in: DEVICE_CODE_TTL_SECONDS,
+    interval: DEVICE_POLL_INTERVAL_SECONDS,
+  };
 }
 
 /**
@@ -243,31 +239,32 @@ export async function lookupActivation(db: Db, principal: Principal, userCode: s
 }
 
 /**
- * Confirm or deny by user code. One conditional UPDATE uses the code up (single use); the audit
- * row reads its resource id back from that update, so a racing decision aborts the batch.
+ * Confirm or deny by user code, once (the code is single use). A racing decision that won is
+ * reported as for a used code.
  */
 async function decide(db: Db, principal: Principal, userCode: string, approve: boolean): Promise<ActivationRecord> {
   const row = await pendingByUserCode(db, userCode);
-  const t = now();
   const status = approve ? ('approved' as const) : ('denied' as const);
-  try {
-    await db.batch([
-      db
-        .update(deviceActivations)
-        .set(approve ? { status, decidedAt: t, userId: principal.userId, workspaceId: principal.workspaceId } : { status, decidedAt: t })
-        .where(and(eq(deviceActivations.id, row.id), eq(deviceActivations.status, 'pending'), gt(deviceActivations.expiresAt, t))),
-      ...recordChange(db, principal, {
+  await decideOnce(db, {
+    table: deviceActivations,
+    id: row.id,
+    what: 'activation',
+    status,
+    t: now(),
+    set: approve ? { userId: principal.userId, workspaceId: principal.workspaceId } : {},
+    audit: (resourceId) =>
+      recordChange(db, principal, {
         action: approve ? 'device_activation.approved' : 'device_activation.denied',
         resourceType: 'device_activation',
-        resourceId: sql`(SELECT CAST(${deviceActivations.id} AS TEXT) FROM ${deviceActivations} WHERE ${deviceActivations.id} = ${row.id} AND ${deviceActivations.status} = ${status} AND ${deviceActivations.decidedAt} = ${t})`,
+        resourceId,
         metadata: { clientLabel: row.clientLabel },
         activity: approve ? `"${row.clientLabel}" was approved for an API key` : undefined,
       }),
-    ]);
-  } catch (error) {
-    if (isConstraintFailure(error, 'NOT NULL', 'audit_log.resource_id')) await pendingByUserCode(db, userCode);
-    throw error;
-  }
+    lost: async () => {
+      await pendingByUserCode(db, userCode);
+      throw conflict('This code was already used');
+    },
+  });
   return present(row, userCode, await currentWorkspace(db, principal), status);
 }
 
