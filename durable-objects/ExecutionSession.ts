@@ -392,6 +392,9 @@ export class ExecutionSession extends DurableObject<Env> {
   }
 
   override async fetch(request: Request): Promise<Response> {
+    // A reader of a turn cut off by a restart should not wait for the heartbeat to see it go on.
+    const turn = this.ctx.storage.kv.get<RunningTurn>('turn');
+    if (turn) this.resumeIfLost(turn);
     const url = new URL(request.url);
     const after = Number(url.searchParams.get('lastSeq') ?? request.headers.get('last-event-id') ?? 0);
     const replay = this.events(Number.isSafeInteger(after) && after > 0 ? after : 0);

@@ -338,6 +338,15 @@ describe('surviving eviction', () => {
     expect(events.at(-1)!.payload).toEqual({ stop_reason: { type: 'end_turn' } });
   });
 
+  it('resumes a cut-off turn as soon as its stream is opened, without waiting for the heartbeat', async () => {
+    const user = await setup();
+    const lost = await loseTurn(user);
+    const frames = await readStream(user, lost.id);
+    expect(frames.some((f) => f.type === 'agent.info' && f.payload.message === 'The run was interrupted by a restart and resumes now.')).toBe(true);
+    expect(frames.at(-1)).toMatchObject({ type: 'session.status_idle', payload: { stop_reason: { type: 'end_turn' } } });
+    expect((await waitForStatus(user, lost.id, 'completed')).status).toBe('completed');
+  });
+
   it('answers the resumed text once: what the cut-off request had streamed is superseded, not prepended', async () => {
     const user = await setup();
     const lost = await loseTurn(user);
