@@ -79,7 +79,11 @@ describe('the three-step flow on the local provider', () => {
     const [first, second] = await Promise.all([message(user, a, 'One.'), message(user, b, 'Two.')]);
     const statuses = [first.status, second.status].sort();
     expect(statuses).toEqual([200, 409]);
-    expectError(first.status === 409 ? first : second, 409, 'EXECUTION_RUNNING');
+    const refused = first.status === 409 ? first : second;
+    const error = expectError(refused, 409, 'EXECUTION_RUNNING');
+    // The refusal names the execution that holds the slot and says when to try again.
+    expect(error.details).toEqual({ executionId: first.status === 409 ? b : a, retryAfterSeconds: expect.any(Number) });
+    expect(refused.headers.get('retry-after')).toBe(String(error.details!.retryAfterSeconds));
   });
 });
 
