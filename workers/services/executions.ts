@@ -360,7 +360,7 @@ export const HistoryItem = z.object({
   completedAt: z.string().nullable(),
 });
 
-const presentHistory = (row: typeof executions.$inferSelect) => ({
+export const presentHistory = (row: typeof executions.$inferSelect) => ({
   id: row.id,
   executionId: formatId('exec', row.id),
   skillSlug: row.skillSlug,

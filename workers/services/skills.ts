@@ -22,8 +22,22 @@ export async function requireSkill(db: Db, principal: Principal, slug: string): 
     .from(skills)
     .where(and(eq(skills.workspaceId, principal.workspaceId), eq(skills.slug, slug)))
     .limit(1);
-  if (!row) throw notFound(`Skill "${slug}"`);
+  if (!row) throw await notInstalled(db, slug);
   return row;
+}
+
+/**
+ * Why a slug is not usable here: a marketplace skill says how to install it (the install route
+ * in `details.install`); anything else is plainly not found.
+ */
+async function notInstalled(db: Db, slug: string): Promise<AppError> {
+  if (!(await findCatalogSkill(db, slug))) return new AppError('NOT_FOUND', 404, `Skill "${slug}" not found: it is not installed in this workspace and the marketplace has no such skill`, { slug });
+  const path = `/api/v1/skills/${slug}/install`;
+  return new AppError('NOT_FOUND', 404, `Skill "${slug}" is not installed in this workspace: install it from the marketplace with POST ${path}, then run it`, {
+    slug,
+    reason: 'not_installed',
+    install: { method: 'POST', path },
+  });
 }
 
 /** Spec 7.3: install and uninstall answer 429 while an execution runs in the workspace. */
