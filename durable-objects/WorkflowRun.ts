@@ -8,6 +8,7 @@ import type { Principal } from '../workers/auth/principal';
 import type { Db, Env } from '../workers/env';
 import { now } from '../workers/lib/clock';
 import type { CompiledWorkflow, GraphNode, Json, LeafStep, MappingStep } from '../workers/workflows/compiler';
+import { valueProblem } from '../workers/workflows/json-schema';
 import { evaluate, fillTemplate, isMissing, segmentsOf, walk, type Scope } from '../workers/workflows/predicates';
 import { checkExecution, executionOutput, runInstantTool, startAgent, startSkill, StepError, stopExecution } from '../workers/workflows/tools';
 
@@ -35,7 +36,9 @@ export type ResumeOutcome =
   | { kind: 'not_suspended'; status: string }
   | { kind: 'in_progress' }
   | { kind: 'no_frame' }
-  | { kind: 'step_mismatch'; suspended: string[] };
+  | { kind: 'step_mismatch'; suspended: string[] }
+  /** The resume data does not satisfy the step's `resumeSchema`; `pointer` is where (JSON pointer). */
+  | { kind: 'invalid'; stepId: string; pointer: string; message: string; missing?: string };
 
 type TaskStatus = 'queued' | 'running' | 'waiting' | 'suspended' | 'done' | 'failed' | 'canceled';
 /** Why a waiting task waits: a sleep, an execution it polls, a retry backoff, or capacity (another execution working). */
@@ -264,6 +267,10 @@ export class WorkflowRun extends DurableObject<Env> {
     if (suspended.length === 0) return { kind: 'no_frame' };
     const target = stepId === null ? (suspended.length === 1 ? suspended[0] : undefined) : suspended.find((t) => t.step_id === stepId);
     if (!target) return { kind: 'step_mismatch', suspended: suspended.map((t) => t.step_id) };
+    const step = this.step(meta, target);
+    const resumeSchema = step.type === 'tool' ? step.metadata.resumeSchema : undefined;
+    const problem = resumeSchema === undefined ? null : valueProblem(resumeSchema, JSON.parse(resumeData));
+    if (problem) return { kind: 'invalid', stepId: target.step_id, ...problem };
     // Racing resumes: this flag and the status change are one synchronous step, so the next caller sees them.
     meta.resuming = true;
     meta.status = 'running';
