@@ -1,6 +1,7 @@
 import { and, asc, count, eq, sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { CATEGORIES, catalogSkills, type CatalogSkillRow } from '../../schema';
+import { CATEGORY_NAMES, CategoryId } from '../lib/categories';
 import type { Db } from '../env';
 import { invalidInput, notFound } from '../errors';
 import { fromBase64, toBase64 } from '../lib/base64';
@@ -12,7 +13,8 @@ import { CursorQuery, cursorPage, DEFAULT_PAGE, mapPage, MAX_PAGE } from '../lib
 /** One skill as the importer emits it (catalog/dist/catalog.json): metadata plus its files. */
 export const CatalogEntry = z.object({
   slug: z.string(),
-  repository: z.string().min(1).max(500),
+  /** The repository's public URL, or null (a catalog built outside a repository with a public remote). */
+  repository: z.url({ protocol: /^https?$/ }).max(500).nullable(),
   commitHash: z.string().min(1).max(64),
   files: z.array(z.object({ path: z.string(), base64: z.string() })),
 });
@@ -64,7 +66,7 @@ export const MarketplaceItem = z.object({
   name: z.string(),
   description: z.string(),
   category: z.string(),
-  repository: z.string(),
+  repository: z.string().nullable(),
 });
 export type MarketplaceItem = z.infer<typeof MarketplaceItem>;
 
@@ -106,7 +108,8 @@ const MAX_MARKETPLACE_PAGE = 1000;
 export const MarketplaceQuery = CursorQuery.extend({
   limit: z.coerce.number().int().min(1).max(MAX_MARKETPLACE_PAGE).optional(),
   offset: z.coerce.number().int().min(0).max(100_000).default(0),
-  category: z.enum(CATEGORIES).optional(),
+  /** A category id or display name, in any case. */
+  category: CategoryId.optional(),
   /** Case-insensitive search in name and description (our addition). */
   q: z.string().trim().min(1).max(200).optional(),
 });
@@ -153,12 +156,10 @@ export async function listMarketplace(db: Db, query: MarketplaceQuery) {
   return mapPage(page, presentItem);
 }
 
-const categoryName = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
-
 export async function listCategories(db: Db) {
   const counts = await db.select({ category: catalogSkills.category, n: count() }).from(catalogSkills).groupBy(catalogSkills.category);
   const byId = new Map(counts.map((c) => [c.category, c.n]));
-  return CATEGORIES.map((id) => ({ id, name: categoryName(id), count: byId.get(id) ?? 0 }));
+  return CATEGORIES.map((id) => ({ id, name: CATEGORY_NAMES[id], count: byId.get(id) ?? 0 }));
 }
 
 export async function findCatalogSkill(db: Db, slug: string): Promise<CatalogSkillRow | null> {

@@ -1,11 +1,12 @@
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { artifacts, CATEGORIES, executions, skills, skillVersions, type SkillRow, type SkillVersionRow } from '../../schema';
+import { artifacts, executions, skills, skillVersions, type SkillRow, type SkillVersionRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { AppError, invalidInput, notFound } from '../errors';
 import { BUNDLE_TYPE, BundleError, type BundleFile, type ParsedBundle, renderSkillMd, SKILL_SLUG, validateBundle } from '../lib/bundle';
 import { storeBundle, type StoredBundle } from '../lib/bundle-store';
+import { CategoryId } from '../lib/categories';
 import { now, toIso } from '../lib/clock';
 import { readArchive } from '../lib/archive';
 import { recordChange } from './audit';
@@ -220,7 +221,7 @@ export const InstallBody = z.object({
   artifactId: z.string().min(1).max(40).optional(),
   name: z.string().trim().min(1).max(100).optional(),
   description: z.string().trim().min(1).max(1024).optional(),
-  category: z.enum(CATEGORIES).optional(),
+  category: CategoryId.optional(),
   registry: z.url({ protocol: /^https?$/ }).max(500).optional(),
 });
 export type InstallBody = z.infer<typeof InstallBody>;
@@ -327,7 +328,7 @@ export async function uninstallSkill(db: Db, principal: Principal, slug: string)
 export const AuthorSkillBody = z.object({
   name: z.string().trim().min(1).max(100),
   description: z.string().trim().min(1).max(1024),
-  category: z.enum(CATEGORIES),
+  category: CategoryId,
   prompt: z.string().trim().min(1).max(100_000),
   note: z.string().trim().max(500).optional(),
 });
