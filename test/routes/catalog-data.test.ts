@@ -52,3 +52,21 @@ describe('catalog repository', () => {
     expect(CatalogEntry.safeParse({ ...catalogEntry('x'), repository: 'https://github.com/acme/skills' }).success).toBe(true);
   });
 });
+
+describe('loading the catalog again', () => {
+  it('changes nothing for unchanged skills and updates a changed one, which installs as a new version', async () => {
+    const first = await seedCatalog([catalogEntry('reload-a'), catalogEntry('reload-b')]);
+    expect(first).toEqual({ added: ['reload-a', 'reload-b'], updated: [], unchanged: [] });
+    const detail = (await call('/api/v1/marketplace/skills/reload-b')).body;
+    expect(await seedCatalog([catalogEntry('reload-a'), catalogEntry('reload-b')])).toEqual({ added: [], updated: [], unchanged: ['reload-a', 'reload-b'] });
+    expect((await call('/api/v1/marketplace/skills/reload-b')).body).toEqual(detail);
+
+    const user = await signUp();
+    expect((await call('/api/v1/skills/reload-b/install', { token: user.token, method: 'POST' })).body.versionNumber).toBe(1);
+    const changed = catalogEntry('reload-b', { body: 'You are the better reload-b skill.' });
+    expect(await seedCatalog([catalogEntry('reload-a'), changed])).toEqual({ added: [], updated: ['reload-b'], unchanged: ['reload-a'] });
+    expect((await call('/api/v1/marketplace/skills/reload-b')).body.prompt).toBe('You are the better reload-b skill.');
+    const reinstalled = await call('/api/v1/skills/reload-b/install', { token: user.token, method: 'POST' });
+    expect(reinstalled.body).toMatchObject({ versionNumber: 2, prompt: 'You are the better reload-b skill.' });
+  });
+});

@@ -5,7 +5,7 @@ import { CATEGORY_NAMES, CategoryId } from '../lib/categories';
 import type { Db } from '../env';
 import { invalidInput, notFound } from '../errors';
 import { fromBase64, toBase64 } from '../lib/base64';
-import { type BundleFile, validateBundle } from '../lib/bundle';
+import { type BundleFile, bundleManifest, validateBundle } from '../lib/bundle';
 import { loadBundle, storeBundle } from '../lib/bundle-store';
 import { now } from '../lib/clock';
 import { CursorQuery, cursorPage, DEFAULT_PAGE, mapPage, MAX_PAGE } from '../lib/pagination';
@@ -23,33 +23,57 @@ export type CatalogEntry = z.infer<typeof CatalogEntry>;
 export const decodeFiles = (files: { path: string; base64: string }[]): BundleFile[] =>
   files.map((f) => ({ path: f.path, bytes: fromBase64(f.base64) }));
 
+/** What a catalog load did, by slug. */
+export interface CatalogLoad {
+  added: string[];
+  updated: string[];
+  unchanged: string[];
+}
+
 /**
  * Loads importer output into the marketplace: validates each bundle again (the file may have
- * been edited by hand), stores it in R2 and upserts its row. Returns the slugs loaded.
+ * been edited by hand), and stores the bundle in R2 and upserts its row only when something
+ * changed (content, repository or commit). Loading the same catalog again writes nothing; a
+ * skill whose content changed gets the new content, which installs as a new version.
  */
-export async function importCatalog(db: Db, bucket: R2Bucket, entries: CatalogEntry[]): Promise<string[]> {
-  const rows = await Promise.all(
-    entries.map(async (entry) => {
-      const bundle = validateBundle(decodeFiles(entry.files), entry.slug);
-      const stored = await storeBundle(bucket, bundle.files);
-      return {
-        slug: bundle.slug,
-        name: bundle.name,
-        description: bundle.description,
-        category: bundle.category,
-        prompt: bundle.prompt,
-        author: bundle.author,
-        version: bundle.version,
-        license: bundle.license,
-        repository: entry.repository,
-        commitHash: entry.commitHash,
-        contentChecksum: stored.contentChecksum,
-        storagePath: stored.storagePath,
-        filesCount: stored.filesCount,
-        updatedAt: now(),
-      };
-    }),
+export async function importCatalog(db: Db, bucket: R2Bucket, entries: CatalogEntry[]): Promise<CatalogLoad> {
+  const known = new Map(
+    (await db.select({ slug: catalogSkills.slug, contentChecksum: catalogSkills.contentChecksum, repository: catalogSkills.repository, commitHash: catalogSkills.commitHash }).from(catalogSkills)).map(
+      (row) => [row.slug, row],
+    ),
   );
+  const load: CatalogLoad = { added: [], updated: [], unchanged: [] };
+  const rows = (
+    await Promise.all(
+      entries.map(async (entry) => {
+        const bundle = validateBundle(decodeFiles(entry.files), entry.slug);
+        const before = known.get(bundle.slug);
+        const { checksum } = await bundleManifest(bundle.files);
+        if (before && before.contentChecksum === checksum && before.repository === entry.repository && before.commitHash === entry.commitHash) {
+          load.unchanged.push(bundle.slug);
+          return null;
+        }
+        (before ? load.updated : load.added).push(bundle.slug);
+        const stored = await storeBundle(bucket, bundle.files);
+        return {
+          slug: bundle.slug,
+          name: bundle.name,
+          description: bundle.description,
+          category: bundle.category,
+          prompt: bundle.prompt,
+          author: bundle.author,
+          version: bundle.version,
+          license: bundle.license,
+          repository: entry.repository,
+          commitHash: entry.commitHash,
+          contentChecksum: stored.contentChecksum,
+          storagePath: stored.storagePath,
+          filesCount: stored.filesCount,
+          updatedAt: now(),
+        };
+      }),
+    )
+  ).filter((row) => row !== null);
   // D1 caps bound parameters per statement, so upsert one row per statement, all in one batch.
   const statements = rows.map((row) =>
     db
@@ -58,7 +82,8 @@ export async function importCatalog(db: Db, bucket: R2Bucket, entries: CatalogEn
       .onConflictDoUpdate({ target: catalogSkills.slug, set: { ...row, slug: undefined } }),
   );
   if (statements.length) await db.batch(statements as [(typeof statements)[number], ...typeof statements]);
-  return rows.map((r) => r.slug);
+  for (const list of Object.values(load)) list.sort();
+  return load;
 }
 
 export const MarketplaceItem = z.object({
