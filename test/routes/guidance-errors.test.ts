@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { call, createKey, expectError, signUp } from '../helpers/api';
 import { catalogEntry, seedCatalog } from '../helpers/skills';
 
-/** Errors a new user meets in the first hour say what to do next, with the codes the spec requires. */
+/** Errors a new user meets in the first hour say what to do next, and keep their documented codes. */
 
 describe('running a skill that is not installed', () => {
   it('answers 404 NOT_FOUND (flat shape) saying the marketplace skill is not installed and how to install it', async () => {

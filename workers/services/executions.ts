@@ -285,7 +285,7 @@ async function createAndStart(db: Db, env: Env, principal: Principal, input: Cre
 }
 
 /** POST /skills/:slug/run: create and start in one call (spec 4.3). */
-/** `source` is the channel the run came through: `api` for REST, `mcp` for the MCP endpoint, `workflow` for a workflow step (spec 2.2). */
+/** `source` is the channel the run came through: `api` for REST, `mcp` for the MCP endpoint, `workflow` for a workflow step. */
 export const runSkill = async (db: Db, env: Env, principal: Principal, slug: string, body: RunSkillBody, source: 'api' | 'mcp' | 'workflow' = 'api') =>
   createAndStart(
     db,

@@ -94,7 +94,7 @@ export async function runEvents(db: Db, env: Env, principal: Principal, runId: s
     await write(`data: ${JSON.stringify(snapshotFrame(row))}\n\n`);
   };
   const onRow = async (row: WorkflowRunRow) => {
-    // Spec: the current snapshot first; the last frame before the server closes is a snapshot too.
+    // The current snapshot comes first; the last frame before the server closes is a snapshot too.
     if (shown === null && !CLOSING.has(row.status)) await snapshot(row);
     await changes();
     await snapshot(row);
