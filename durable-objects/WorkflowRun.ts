@@ -8,6 +8,7 @@ import type { Principal } from '../workers/auth/principal';
 import type { Db, Env } from '../workers/env';
 import { now } from '../workers/lib/clock';
 import type { CompiledWorkflow, GraphNode, Json, LeafStep, MappingStep } from '../workers/workflows/compiler';
+import { valueProblem } from '../workers/workflows/json-schema';
 import { evaluate, fillTemplate, isMissing, segmentsOf, walk, type Scope } from '../workers/workflows/predicates';
 import { checkExecution, executionOutput, runInstantTool, startAgent, startSkill, StepError, stopExecution } from '../workers/workflows/tools';
 
@@ -35,7 +36,9 @@ export type ResumeOutcome =
   | { kind: 'not_suspended'; status: string }
   | { kind: 'in_progress' }
   | { kind: 'no_frame' }
-  | { kind: 'step_mismatch'; suspended: string[] };
+  | { kind: 'step_mismatch'; suspended: string[] }
+  /** The resume data does not satisfy the step's `resumeSchema`; `pointer` is where (JSON pointer). */
+  | { kind: 'invalid'; stepId: string; pointer: string; message: string; missing?: string };
 
 type TaskStatus = 'queued' | 'running' | 'waiting' | 'suspended' | 'done' | 'failed' | 'canceled';
 /** Why a waiting task waits: a sleep, an execution it polls, a retry backoff, or capacity (another execution working). */
@@ -76,6 +79,32 @@ interface RunMeta {
   createdAt: number;
 }
 
+/** What the run's event log says changed; the run stream sends these between its snapshots. */
+export type RunEventType =
+  | 'workflow-step-started'
+  | 'workflow-step-execution'
+  | 'workflow-step-finished'
+  | 'workflow-suspended'
+  | 'workflow-resumed'
+  | 'workflow-finished';
+
+/** One logged change; `payload` is JSON text (an object). */
+export interface RunEvent {
+  seq: number;
+  type: RunEventType;
+  at: number;
+  payload: string;
+}
+
+/** How much of an output or result the event log keeps as its summary. */
+const SUMMARY_CHARS = 280;
+const summaryOf = (value: Json | undefined): string => {
+  const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+  return text.length > SUMMARY_CHARS ? `${text.slice(0, SUMMARY_CHARS - 1)}…` : text;
+};
+/** Events answered per read. */
+const EVENTS_PAGE = 500;
+
 /** foreach bookkeeping: the items, the next one to start, and outputs in input order. */
 interface ForeachProgress {
   items: Json[];
@@ -110,7 +139,8 @@ const parse = (text: string | null): Json => (text === null ? null : (JSON.parse
  * and what a waiting task waits for (`wait`, `due_at`, `execution_id`). `results` holds each
  * step id's `{status, output}` with the `rev` it was written at; kv holds the run (`run`), foreach
  * progress (`foreach:<entry>`), the write counter (`rev`) and how far D1 has caught up
- * (`persisted`).
+ * (`persisted`). `events` is the run's change log (`seq`, `type`, `payload`, `at`), written in the
+ * same synchronous step as the change it describes and read by the run stream.
  *
  * Lifecycle: `start` writes the run and queues its first unit. A queue message calls `advance`,
  * which runs the unit if it is still queued under that attempt (a duplicate delivery finds it
@@ -136,6 +166,7 @@ export class WorkflowRun extends DurableObject<Env> {
         status TEXT NOT NULL, input TEXT NOT NULL, attempt INTEGER NOT NULL, sent INTEGER NOT NULL,
         failures INTEGER NOT NULL DEFAULT 0, wait TEXT, due_at INTEGER, execution_id TEXT, updated_at INTEGER NOT NULL)`);
       s.exec(`CREATE TABLE IF NOT EXISTS results (step_id TEXT PRIMARY KEY, status TEXT NOT NULL, output TEXT, rev INTEGER NOT NULL)`);
+      s.exec(`CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, payload TEXT NOT NULL, at INTEGER NOT NULL)`);
       s.exec(`INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)`, String(SCHEMA_VERSION));
     });
   }
@@ -198,6 +229,10 @@ export class WorkflowRun extends DurableObject<Env> {
     );
   }
 
+  private record(type: RunEventType, payload: Record<string, Json>) {
+    this.ctx.storage.sql.exec(`INSERT INTO events (type, payload, at) VALUES (?, ?, ?)`, type, JSON.stringify(payload), now());
+  }
+
   private outputs(): Record<string, Json> {
     const rows = this.ctx.storage.sql.exec<{ step_id: string; output: string | null }>(`SELECT step_id, output FROM results WHERE status = 'success'`).toArray();
     return Object.fromEntries(rows.map((r) => [r.step_id, parse(r.output)]));
@@ -208,6 +243,11 @@ export class WorkflowRun extends DurableObject<Env> {
   }
 
   // ---- the RPC surface ---------------------------------------------------------------------
+
+  /** The change log after `afterSeq`, oldest first. */
+  events(afterSeq = 0): RunEvent[] {
+    return this.ctx.storage.sql.exec<{ seq: number; type: RunEventType; payload: string; at: number }>(`SELECT seq, type, payload, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, EVENTS_PAGE).toArray();
+  }
 
   /** Writes the new run (status running), queues its first entry, and waits until D1 shows it. */
   async start(input: StartInput): Promise<void> {
@@ -241,6 +281,7 @@ export class WorkflowRun extends DurableObject<Env> {
     const task = this.task(key);
     if (!task || task.status !== 'queued' || task.attempt !== attempt) return 'ignored';
     this.setTask(key, { status: 'running' });
+    this.record('workflow-step-started', { stepId: task.step_id, unit: key, attempt: task.attempt });
     try {
       await this.execute(meta, task);
     } catch (error) {
@@ -264,10 +305,15 @@ export class WorkflowRun extends DurableObject<Env> {
     if (suspended.length === 0) return { kind: 'no_frame' };
     const target = stepId === null ? (suspended.length === 1 ? suspended[0] : undefined) : suspended.find((t) => t.step_id === stepId);
     if (!target) return { kind: 'step_mismatch', suspended: suspended.map((t) => t.step_id) };
+    const step = this.step(meta, target);
+    const resumeSchema = step.type === 'tool' ? step.metadata.resumeSchema : undefined;
+    const problem = resumeSchema === undefined ? null : valueProblem(resumeSchema, JSON.parse(resumeData));
+    if (problem) return { kind: 'invalid', stepId: target.step_id, ...problem };
     // Racing resumes: this flag and the status change are one synchronous step, so the next caller sees them.
     meta.resuming = true;
     meta.status = 'running';
     this.saveMeta(meta);
+    this.record('workflow-resumed', { stepId: target.step_id });
     try {
       this.finishTask(target.key, JSON.parse(resumeData) as Json);
       await this.afterChange();
@@ -382,6 +428,14 @@ export class WorkflowRun extends DurableObject<Env> {
       return;
     }
     this.setTask(task.key, { status: 'waiting', wait: 'execution', execution_id: started.executionId, due_at: now() + POLL_MS });
+    // Where a client follows the execution: its status, and a signed stream URL to mint.
+    this.record('workflow-step-execution', {
+      stepId: task.step_id,
+      unit: task.key,
+      executionId: started.executionId,
+      statusPath: `/api/v1/executions/${started.executionId}/status`,
+      streamTokenPath: `/api/v1/executions/${started.executionId}/stream-token`,
+    });
   }
 
   private async pollExecution(meta: RunMeta, task: TaskRow) {
@@ -419,6 +473,7 @@ export class WorkflowRun extends DurableObject<Env> {
     }
     this.setTask(key, { status: 'failed' });
     this.setResult(task.step_id, 'failed', { error: message });
+    this.record('workflow-step-finished', { stepId: task.step_id, unit: key, status: 'failed', error: message });
     const inflight = this.closeRun(meta, 'failed', `Step ${task.step_id} failed: ${message}`);
     this.ctx.waitUntil(this.stopAll(meta, inflight));
   }
@@ -490,6 +545,7 @@ export class WorkflowRun extends DurableObject<Env> {
     this.setTask(key, { status: 'done' });
     const node = meta.workflow.nodes[task.node]!;
     this.setResult(task.step_id, 'success', output);
+    this.record('workflow-step-finished', { stepId: task.step_id, unit: key, status: 'success', summary: summaryOf(output) });
     switch (node.type) {
       case 'parallel':
       case 'conditional': {
@@ -531,7 +587,10 @@ export class WorkflowRun extends DurableObject<Env> {
 
   private completeNode(meta: RunMeta, i: number, output: Json) {
     const node: GraphNode = meta.workflow.nodes[i]!;
-    if (node.type === 'parallel' || node.type === 'conditional' || node.type === 'loop' || node.type === 'foreach') this.setResult(node.id, 'success', output);
+    if (node.type === 'parallel' || node.type === 'conditional' || node.type === 'loop' || node.type === 'foreach') {
+      this.setResult(node.id, 'success', output);
+      this.record('workflow-step-finished', { stepId: node.id, unit: String(i), status: 'success', summary: summaryOf(output) });
+    }
     this.activate(this.meta()!, i + 1, output);
   }
 
@@ -544,7 +603,15 @@ export class WorkflowRun extends DurableObject<Env> {
     if (status !== meta.status) {
       meta.status = status;
       this.saveMeta(meta);
-      if (status === 'suspended') this.notify(meta, `Workflow ${meta.workflowId} is waiting for input at ${suspended.map((t) => t.step_id).join(', ')}; resume run ${meta.runId} to go on.`);
+      if (status === 'suspended') {
+        this.record('workflow-suspended', {
+          steps: suspended.map((t) => {
+            const step = this.step(meta, t);
+            return { stepId: t.step_id, prompt: step.type === 'tool' ? (step.metadata.prompt ?? null) : null };
+          }),
+        });
+        this.notify(meta, `Workflow ${meta.workflowId} is waiting for input at ${suspended.map((t) => t.step_id).join(', ')}; resume run ${meta.runId} to go on.`);
+      }
     }
   }
 
@@ -563,6 +630,7 @@ export class WorkflowRun extends DurableObject<Env> {
     Object.assign(latest, { status, ...(error === undefined ? {} : { error }), ...(result === undefined ? {} : { result }) });
     this.saveMeta(latest);
     Object.assign(meta, latest);
+    this.record('workflow-finished', { status, ...(error === undefined ? {} : { error }), ...(status === 'success' ? { summary: summaryOf(result) } : {}) });
     if (status === 'success') this.notify(latest, `Workflow ${latest.workflowId} finished (run ${latest.runId}).`);
     if (status === 'failed') this.notify(latest, `Workflow ${latest.workflowId} failed (run ${latest.runId}): ${error ?? 'unknown error'}`);
     return inflight;

@@ -2,9 +2,9 @@ import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqli
 import { users } from './users';
 import { workspaceIdColumn } from './workspaces';
 
-/** Spec 2.3: the category ids of the catalog. */
+/** The catalog's category ids: lower-case slugs (display names in workers/lib/categories.ts). */
 export const CATEGORIES = [
-  'General',
+  'general',
   'communication',
   'creative',
   'design',
@@ -31,7 +31,8 @@ export const catalogSkills = sqliteTable(
     prompt: text('prompt').notNull(),
     author: text('author').notNull(),
     version: text('version').notNull(),
-    repository: text('repository').notNull(),
+    /** The public URL of the repository the skill came from; null when it has none. */
+    repository: text('repository'),
     commitHash: text('commit_hash').notNull(),
     license: text('license'),
     contentChecksum: text('content_checksum').notNull(),

@@ -4,14 +4,16 @@
  * Reads skill bundles (each a folder with SKILL.md; a folder argument may be one bundle or a
  * folder of bundles), validates them with the same rules the service applies to uploads,
  * and writes catalog/dist/catalog.json for `npm run catalog:load`. Defaults: catalog/skills.
- * `repository` and `commitHash` come from git for each folder unless given as flags.
+ * `repository` is the public URL of the folder's git remote (`origin`), or `--repository <url>`,
+ * or null when neither is public (never a local path); `commitHash` comes from git unless given.
  */
 import { execFileSync } from 'node:child_process';
 import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BundleError, type BundleFile, validateBundle } from '../workers/lib/bundle';
 import type { CatalogEntry } from '../workers/services/catalog';
+import { publicRepositoryUrl } from './repository-url';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -48,13 +50,17 @@ const git = (cwd: string, args: string[]): string | undefined => {
   }
 };
 
-/** The folder's git remote, else its path inside its repository (a local catalog has no remote). */
-function repositoryOf(dir: string): string {
-  if (values.repository) return values.repository;
+const flagRepository = values.repository === undefined ? undefined : publicRepositoryUrl(values.repository);
+if (flagRepository === null) {
+  console.error(`catalog:build: --repository must be a public repository URL (https://host/owner/repo), not ${JSON.stringify(values.repository)}`);
+  process.exit(1);
+}
+
+/** The public URL of the folder's git remote; null when it has none (a local catalog). */
+function repositoryOf(dir: string): string | null {
+  if (flagRepository) return flagRepository;
   const remote = git(dir, ['remote', 'get-url', 'origin']);
-  if (remote) return remote;
-  const top = git(dir, ['rev-parse', '--show-toplevel']);
-  return top ? relative(top, dirname(dir)) || '.' : resolve(dirname(dir));
+  return remote === undefined ? null : publicRepositoryUrl(remote);
 }
 
 /** The last commit that touched the bundle, or `uncommitted`. */

@@ -1,30 +1,66 @@
 /**
- * npm run catalog:load [-- --persist-to <dir> --file <catalog.json>]
+ * npm run catalog:load [-- --remote | --persist-to <dir>] [--file <catalog.json>]
  *
- * Loads importer output into the local D1 and R2 that `wrangler dev` uses (through wrangler's
- * getPlatformProxy), with the same service code that validates and stores bundles.
+ * Loads importer output (`npm run catalog:build`) into the marketplace, with the same service
+ * code that validates and stores bundles, through wrangler's platform proxy:
+ * - by default into the local D1 and R2 that `wrangler dev` uses (`--persist-to`, default
+ *   `.wrangler/state`);
+ * - with `--remote`, into the deployed D1 database and R2 bucket that wrangler.toml names
+ *   (wrangler's remote bindings; needs `wrangler login` or CLOUDFLARE_API_TOKEN).
+ * Both go through one generated config, which differs only in the bindings' `remote` flag.
+ * Idempotent: an unchanged skill is not written again; a changed one is updated.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { drizzle } from 'drizzle-orm/d1';
-import { getPlatformProxy } from 'wrangler';
+import { getPlatformProxy, unstable_readConfig } from 'wrangler';
 import * as schema from '../schema';
 import type { Env } from '../workers/env';
 import { CatalogEntry, importCatalog } from '../workers/services/catalog';
 
 const { values } = parseArgs({
   options: {
+    remote: { type: 'boolean', default: false },
     'persist-to': { type: 'string', default: '.wrangler/state' },
     file: { type: 'string', default: 'catalog/dist/catalog.json' },
   },
 });
+const remote = values.remote!;
+
+/** The DB and BUCKET bindings of wrangler.toml, alone, marked remote or not. */
+function loaderConfig(): string {
+  const config = unstable_readConfig({ config: 'wrangler.toml' }, { hideWarnings: true });
+  const db = config.d1_databases.find((d: { binding: string }) => d.binding === 'DB');
+  const bucket = config.r2_buckets.find((b: { binding: string }) => b.binding === 'BUCKET');
+  if (!db || !bucket) throw new Error('wrangler.toml has no DB database or BUCKET bucket');
+  const dir = resolve('.wrangler/catalog-load');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, 'wrangler.json');
+  writeFileSync(
+    path,
+    JSON.stringify({
+      name: `${config.name}-catalog-load`,
+      compatibility_date: config.compatibility_date,
+      compatibility_flags: config.compatibility_flags,
+      d1_databases: [{ binding: 'DB', database_name: db.database_name, database_id: db.database_id, remote }],
+      r2_buckets: [{ binding: 'BUCKET', bucket_name: bucket.bucket_name, remote }],
+    }),
+  );
+  return path;
+}
 
 const entries = CatalogEntry.array().parse(JSON.parse(readFileSync(values.file!, 'utf8')));
-const proxy = await getPlatformProxy<Env>({ persist: { path: join(values['persist-to']!, 'v3') } });
+const proxy = await getPlatformProxy<Env>({
+  configPath: loaderConfig(),
+  persist: remote ? false : { path: join(resolve(values['persist-to']!), 'v3') },
+  remoteBindings: remote,
+});
 try {
-  const slugs = await importCatalog(drizzle(proxy.env.DB, { schema }), proxy.env.BUCKET, entries);
-  console.log(`catalog:load: ${slugs.length} skills in the local marketplace`);
+  const load = await importCatalog(drizzle(proxy.env.DB, { schema }), proxy.env.BUCKET, entries);
+  const where = remote ? 'the deployed marketplace' : 'the local marketplace';
+  console.log(`catalog:load: ${entries.length} skills in ${where}: ${load.added.length} added, ${load.updated.length} updated, ${load.unchanged.length} unchanged`);
+  if (load.updated.length) console.log(`  updated: ${load.updated.join(', ')}`);
 } finally {
   await proxy.dispose();
 }

@@ -7,6 +7,7 @@ import type { AppEnv } from './env';
 import { AppError, invalidInput, retryAfterHeader } from './errors';
 import { announceChanges } from './middleware/announce-changes';
 import { authenticate } from './middleware/authenticate';
+import { apiCors, urlCredentialCors } from './middleware/cors';
 import { CURRENT_API_VERSION, requestContext } from './middleware/request-context';
 import { activate } from './routes/activate';
 import { activity } from './routes/activity';
@@ -55,6 +56,10 @@ function toAppError(error: Error, requestId: string): AppError {
 export function createApp() {
   const app = new Hono<AppEnv>();
 
+  // First: a preflight carries no credential, and every refusal after it must be readable cross-origin.
+  app.use('/api/v1/*', apiCors);
+  app.use('/api/events', urlCredentialCors);
+  app.use('/streams/*', urlCredentialCors);
   app.use(requestContext);
   app.use(async (c, next) => {
     const max = Number(c.env.MAX_BODY_BYTES) || DEFAULT_MAX_BODY_BYTES;

@@ -62,7 +62,7 @@ describe('GET /api/v1/marketplace/skills/categories', () => {
     expect(res.body).toHaveLength(9);
     expect(res.body).toContainEqual({ id: 'development', name: 'Development', count: 2 });
     expect(res.body).toContainEqual({ id: 'creative', name: 'Creative', count: 0 });
-    expect(res.body).toContainEqual({ id: 'General', name: 'General', count: 0 });
+    expect(res.body).toContainEqual({ id: 'general', name: 'General', count: 0 });
   });
 });
 

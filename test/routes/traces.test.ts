@@ -165,8 +165,8 @@ describe('turns', () => {
 
     const after = (await turns(user, trace.id, `?afterSeq=${high}`)).body.items;
     expect(after).toEqual([
-      { seq: first.body.lastSeq, type: 'agent.text', payload: { text: 'Picked up by the reviewer.' }, actorAgentSlug: 'reviewer', at: expect.any(String), origin: 'appended' },
-      { seq: explicit, type: 'tool.result', payload: { ok: true }, actorAgentSlug: null, at: expect.any(String), origin: 'appended' },
+      { seq: first.body.lastSeq, type: 'agent.text', payload: { text: 'Picked up by the reviewer.' }, actorAgentSlug: 'reviewer', at: expect.any(String), origin: 'appended', executionId: null, tokens: null, cost: null },
+      { seq: explicit, type: 'tool.result', payload: { ok: true }, actorAgentSlug: null, at: expect.any(String), origin: 'appended', executionId: null, tokens: null, cost: null },
     ]);
     // The next omitted seq goes above everything, explicit ones included.
     expect((await append(user, trace.id, [{ type: 'agent.thinking', payload: {} }])).body.lastSeq).toBe(explicit + 1);

@@ -576,6 +576,31 @@ describe('list routes refuse bad pagination: a 4xx envelope, nothing stored', ()
 });
 
 // ---------------------------------------------------------------------------------------------
+// Read routes of one execution: bad path ids, and bad execution filters on the artifacts list.
+
+const FILTERS: Record<string, [label: string, query: string][]> = {
+  'GET /api/v1/artifacts': [
+    ...Object.entries({ ...BAD_IDS, ...BAD_NUMERIC_IDS }).map(([name, bad]): [string, string] => [`executionId ${name}`, `executionId=${bad}`]),
+    ['executionId repeated', 'executionId=1&executionId=2'],
+    ['executionId of another prefix', 'executionId=art_1'],
+  ],
+};
+
+describe('execution reads refuse bad ids and filters: a 4xx envelope, nothing stored', () => {
+  it('GET /api/v1/executions/:id', async () => {
+    await battery('GET /api/v1/executions/:id', badIdCases('GET /api/v1/executions/:id'));
+  });
+
+  it.each(Object.keys(FILTERS))('%s', async (route) => {
+    const auth = credentialFor(route);
+    await battery(
+      route,
+      FILTERS[route]!.map(([label, query]) => ({ label, send: () => send(`${splitKey(route)[1]}?${query}`, { method: 'GET', ...auth }), field: 'executionId' })),
+    );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
 // The Stripe webhook: its body is raw and signed. Bad signatures are refused in
 // test/routes/billing-stripe.test.ts; here the signature is good and the body is hostile.
 

@@ -100,6 +100,7 @@ const CASES: Record<string, (a: Fixture) => Probe> = {
   // The idle execution: a cancel or a message would change it.
   'POST /api/v1/executions/:id/cancel': (a) => ({ params: { id: a.idleExecutionId }, body: {} }),
   'POST /api/v1/executions/:id/events': (a) => ({ params: { id: a.idleExecutionId }, body: { events: [{ type: 'user.message', content: [{ type: 'text', text: 'Go.' }] }] } }),
+  'GET /api/v1/executions/:id': (a) => ({ params: { id: a.executionId } }),
   'GET /api/v1/executions/:id/status': (a) => ({ params: { id: a.executionId } }),
   'GET /api/v1/executions/:id/stream-token': (a) => ({ params: { id: a.executionId } }),
 
@@ -471,6 +472,17 @@ describe('lists and reads without an id', () => {
       },
     );
     await client.close();
+  });
+
+  it("list nothing for B filtering by A's execution (artifacts?executionId=)", async () => {
+    for (const outsider of outsiders()) {
+      for (const credential of [outsider.session, { apiKey: outsider.key }]) {
+        const res = await call(`/api/v1/artifacts?executionId=${fixture.executionId}`, credential);
+        expect({ who: outsider.name, status: res.status, data: res.body.data }).toEqual({ who: outsider.name, status: 200, data: [] });
+      }
+    }
+    // A's own filter finds the run's output, so the empty answers above are the filter's doing.
+    expect((await call(`/api/v1/artifacts?executionId=${fixture.executionId}`, { token: A.token })).body.data.map((a: { id: string }) => a.id)).toContain(fixture.artifactId);
   });
 
   it("ignore x-workspace-id naming A's workspace on B's key (spec 5.1: keys are bound to their workspace)", async () => {

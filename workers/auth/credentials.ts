@@ -1,7 +1,7 @@
 import { and, desc, eq, gt, or, sql } from 'drizzle-orm';
 import { apiKeys, members, sessions, workspaces } from '../../schema';
 import type { Db, RequestOrigin } from '../env';
-import { forbidden, notFound, unauthorized } from '../errors';
+import { AppError, forbidden, notFound, unauthorized } from '../errors';
 import { now } from '../lib/clock';
 import { randomToken, sha256Hex } from '../lib/crypto';
 import { apiScopesOf, findAccessToken } from '../services/oauth';
@@ -127,6 +127,11 @@ async function principalFromSession(
  */
 async function principalFromAccessToken(db: Db, token: string, origin: RequestOrigin): Promise<Principal> {
   const grant = await findAccessToken(db, token);
+  if (!grant && token.startsWith(API_KEY_PREFIX)) {
+    throw new AppError('UNAUTHORIZED', 401, 'This is an API key: send it in the x-api-key header, not in Authorization: Bearer (which is for OAuth access tokens)', {
+      header: 'x-api-key',
+    });
+  }
   if (!grant) throw unauthorized('The access token is not valid, has expired or was revoked');
   if (!grant.role) throw forbidden('The user is no longer a member of the workspace this token is for');
   return {

@@ -96,6 +96,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/v1/executions/:id/remix': { auth: 'credential', scope: 'tool:execute' },
   'POST /api/v1/executions/:id/cancel': { auth: 'credential', scope: 'tool:execute' },
   'POST /api/v1/executions/:id/events': { auth: 'credential', scope: 'tool:execute' },
+  'GET /api/v1/executions/:id': { auth: 'credential', scope: 'tool:execute' },
   'GET /api/v1/executions/:id/status': { auth: 'credential', scope: 'tool:execute' },
   'GET /api/v1/executions/:id/stream-token': { auth: 'credential', scope: 'tool:execute' },
 

@@ -1,6 +1,7 @@
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { CATEGORIES } from '../../schema/skills';
+import type { Category } from '../../schema/skills';
+import { CategoryId } from './categories';
 import { sha256HexBytes } from './crypto';
 
 /**
@@ -50,7 +51,7 @@ export const Frontmatter = z.object({
       title: z.string().trim().min(1).max(100).optional(),
       author: z.string().trim().min(1).max(100).optional(),
       version: z.union([z.string(), z.number()]).transform(String).optional(),
-      category: z.enum(CATEGORIES).optional(),
+      category: CategoryId.optional(),
     })
     .passthrough()
     .optional(),
@@ -62,7 +63,7 @@ export interface ParsedBundle {
   /** Display name: `metadata.title`, else the slug. */
   name: string;
   description: string;
-  category: (typeof CATEGORIES)[number];
+  category: Category;
   author: string;
   version: string;
   license: string | null;
@@ -139,7 +140,7 @@ export function validateBundle(files: BundleFile[], expectedSlug?: string): Pars
     slug: frontmatter.name,
     name: meta.title ?? frontmatter.name,
     description: frontmatter.description,
-    category: meta.category ?? 'General',
+    category: meta.category ?? 'general',
     author: meta.author ?? 'unknown',
     version: meta.version ?? '1.0.0',
     license: frontmatter.license ?? null,

@@ -1,17 +1,16 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../env';
-import { CursorQuery } from '../lib/pagination';
 import { principalOf } from '../middleware/authenticate';
 import { validate } from '../middleware/validate';
-import { ArtifactRecord, deleteArtifact, downloadArtifact, getArtifact, listArtifacts } from '../services/artifacts';
+import { ArtifactRecord, deleteArtifact, downloadArtifact, getArtifact, listArtifacts, ListArtifactsQuery } from '../services/artifacts';
 import { cursorEnvelope, documented } from './openapi';
 
 const IdParam = z.object({ id: z.string().min(1).max(40) });
 
 /** Files runs produced (spec 4.4; DECISIONS.md, Artifacts). */
 export const artifactRoutes = new Hono<AppEnv>()
-  .get('/', documented('Artifacts', 'Artifacts of the workspace, newest first', 200, cursorEnvelope(ArtifactRecord)), validate('query', CursorQuery), async (c) =>
+  .get('/', documented('Artifacts', 'Artifacts of the workspace, newest first; `executionId` keeps one execution’s', 200, cursorEnvelope(ArtifactRecord)), validate('query', ListArtifactsQuery), async (c) =>
     c.json(await listArtifacts(c.var.db, principalOf(c), c.req.valid('query'))),
   )
   .get('/:id', documented('Artifacts', 'One artifact', 200, ArtifactRecord), validate('param', IdParam), async (c) =>

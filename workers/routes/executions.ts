@@ -4,6 +4,7 @@ import type { AppEnv } from '../env';
 import { principalOf } from '../middleware/authenticate';
 import { serviceCodeErrors } from '../middleware/legacy-errors';
 import { validate } from '../middleware/validate';
+import { ExecutionDetails, getExecutionDetails } from '../services/execution-details';
 import { createStreamUrl } from '../services/execution-streams';
 import {
   CancelResult,
@@ -72,6 +73,9 @@ export const executionRoutes = new Hono<AppEnv>()
     validate('param', IdParam),
     validate('json', PostEventsBody),
     async (c) => c.json(await postEvents(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('json'))),
+  )
+  .get('/:id', documented('Executions', 'One execution: its history item, token usage, time and artifacts', 200, ExecutionDetails), validate('param', IdParam), async (c) =>
+    c.json(await getExecutionDetails(c.var.db, principalOf(c), c.req.valid('param').id)),
   )
   .get('/:id/status', documented('Executions', 'Status, output blocks (delta with blocksAfter), cost and time', 200, ExecutionStatus), validate('param', IdParam), validate('query', StatusQuery), async (c) =>
     c.json(await getExecutionStatus(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('query').blocksAfter)),

@@ -26,7 +26,7 @@ import {
   WorkflowRecord,
   WorkflowSlug,
 } from '../services/workflows';
-import { runEvents, streamWorkflow, StreamBody } from '../services/workflow-streams';
+import { runEvents, RunEventsQuery, streamWorkflow, StreamBody } from '../services/workflow-streams';
 import { documented } from './openapi';
 
 const SlugParam = z.object({ slug: WorkflowSlug });
@@ -52,8 +52,16 @@ export const workflowRoutes = new Hono<AppEnv>()
   .get('/runs/:runId', documented('Workflows', 'A run and its step results', 200, z.object({ run: RunRecord, steps: z.record(z.string(), z.unknown()) })), validate('param', RunParam), async (c) =>
     c.json(await getRun(c.var.db, principalOf(c), c.req.valid('param').runId)),
   )
-  .get('/runs/:runId/events', documented('Workflows', 'Server-Sent Events: workflow-snapshot frames', 200, z.string()), validate('param', RunParam), async (c) =>
-    runEvents(c.var.db, principalOf(c), c.req.valid('param').runId, c.req.raw.signal),
+  .get(
+    '/runs/:runId/events',
+    documented('Workflows', 'Server-Sent Events: workflow-snapshot frames and the run’s changes (after lastSeq or Last-Event-ID)', 200, z.string()),
+    validate('param', RunParam),
+    validate('query', RunEventsQuery),
+    async (c) => {
+      // EventSource sends the last change's seq back as Last-Event-ID when it reconnects.
+      const resumeAfter = c.req.valid('query').lastSeq ?? RunEventsQuery.shape.lastSeq.safeParse(c.req.header('last-event-id')).data ?? 0;
+      return runEvents(c.var.db, c.env, principalOf(c), c.req.valid('param').runId, resumeAfter, c.req.raw.signal);
+    },
   )
   .post('/runs/:runId/resume', documented('Workflows', 'Resume a suspended step', 200, z.object({ runId: z.string(), status: z.literal('running') })), validate('param', RunParam), optionalJsonBody, validate('json', ResumeBody), async (c) => {
     const answer = await resumeRun(c.var.db, c.env, principalOf(c), c.req.valid('param').runId, c.req.valid('json'));

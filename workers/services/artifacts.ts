@@ -1,12 +1,12 @@
-import { eq } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { artifacts, type ArtifactRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { notFound } from '../errors';
 import { toIso } from '../lib/clock';
-import { formatId } from '../lib/ids';
-import { byIntegerId, type CursorQuery, cursorPage, mapPage } from '../lib/pagination';
+import { formatId, parseId } from '../lib/ids';
+import { byIntegerId, CursorQuery, cursorPage, mapPage } from '../lib/pagination';
 import { recordChange } from './audit';
 import { requireOwned } from './tenant';
 
@@ -32,13 +32,37 @@ const present = (row: ArtifactRow): ArtifactRecord => ({
 const requireArtifact = (db: Db, principal: Principal, rawId: string): Promise<ArtifactRow> =>
   requireOwned(db, artifacts, principal, 'art', rawId, 'Artifact');
 
-export async function listArtifacts(db: Db, principal: Principal, query: CursorQuery) {
+export const ListArtifactsQuery = CursorQuery.extend({
+  /** Only the files of this execution (`exec_12` or `12`); another workspace's execution lists nothing. */
+  executionId: z
+    .string()
+    .max(40)
+    .transform((raw, ctx) => {
+      const id = parseId('exec', raw);
+      if (id === null) ctx.addIssue({ code: 'custom', message: 'executionId is an execution id (exec_12 or 12)' });
+      return id ?? 0;
+    })
+    .optional(),
+});
+export type ListArtifactsQuery = z.infer<typeof ListArtifactsQuery>;
+
+export async function listArtifacts(db: Db, principal: Principal, query: ListArtifactsQuery) {
   const page = await cursorPage(
     query,
     byIntegerId(artifacts.id, (where, orderBy, limit) => db.select().from(artifacts).where(where).orderBy(orderBy).limit(limit), 'art'),
-    eq(artifacts.workspaceId, principal.workspaceId),
+    and(eq(artifacts.workspaceId, principal.workspaceId), query.executionId === undefined ? undefined : eq(artifacts.executionId, query.executionId)),
   );
   return mapPage(page, present);
+}
+
+/** Every file an execution of this workspace produced, oldest first. */
+export async function artifactsOfExecution(db: Db, principal: Principal, executionId: number): Promise<ArtifactRecord[]> {
+  const rows = await db
+    .select()
+    .from(artifacts)
+    .where(and(eq(artifacts.workspaceId, principal.workspaceId), eq(artifacts.executionId, executionId)))
+    .orderBy(artifacts.id);
+  return rows.map(present);
 }
 
 export const getArtifact = async (db: Db, principal: Principal, rawId: string) => present(await requireArtifact(db, principal, rawId));

@@ -1,10 +1,11 @@
 import { and, asc, count, eq, sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { CATEGORIES, catalogSkills, type CatalogSkillRow } from '../../schema';
+import { CATEGORY_NAMES, CategoryId } from '../lib/categories';
 import type { Db } from '../env';
 import { invalidInput, notFound } from '../errors';
 import { fromBase64, toBase64 } from '../lib/base64';
-import { type BundleFile, validateBundle } from '../lib/bundle';
+import { type BundleFile, bundleManifest, validateBundle } from '../lib/bundle';
 import { loadBundle, storeBundle } from '../lib/bundle-store';
 import { now } from '../lib/clock';
 import { CursorQuery, cursorPage, DEFAULT_PAGE, mapPage, MAX_PAGE } from '../lib/pagination';
@@ -12,7 +13,8 @@ import { CursorQuery, cursorPage, DEFAULT_PAGE, mapPage, MAX_PAGE } from '../lib
 /** One skill as the importer emits it (catalog/dist/catalog.json): metadata plus its files. */
 export const CatalogEntry = z.object({
   slug: z.string(),
-  repository: z.string().min(1).max(500),
+  /** The repository's public URL, or null (a catalog built outside a repository with a public remote). */
+  repository: z.url({ protocol: /^https?$/ }).max(500).nullable(),
   commitHash: z.string().min(1).max(64),
   files: z.array(z.object({ path: z.string(), base64: z.string() })),
 });
@@ -21,33 +23,57 @@ export type CatalogEntry = z.infer<typeof CatalogEntry>;
 export const decodeFiles = (files: { path: string; base64: string }[]): BundleFile[] =>
   files.map((f) => ({ path: f.path, bytes: fromBase64(f.base64) }));
 
+/** What a catalog load did, by slug. */
+export interface CatalogLoad {
+  added: string[];
+  updated: string[];
+  unchanged: string[];
+}
+
 /**
  * Loads importer output into the marketplace: validates each bundle again (the file may have
- * been edited by hand), stores it in R2 and upserts its row. Returns the slugs loaded.
+ * been edited by hand), and stores the bundle in R2 and upserts its row only when something
+ * changed (content, repository or commit). Loading the same catalog again writes nothing; a
+ * skill whose content changed gets the new content, which installs as a new version.
  */
-export async function importCatalog(db: Db, bucket: R2Bucket, entries: CatalogEntry[]): Promise<string[]> {
-  const rows = await Promise.all(
-    entries.map(async (entry) => {
-      const bundle = validateBundle(decodeFiles(entry.files), entry.slug);
-      const stored = await storeBundle(bucket, bundle.files);
-      return {
-        slug: bundle.slug,
-        name: bundle.name,
-        description: bundle.description,
-        category: bundle.category,
-        prompt: bundle.prompt,
-        author: bundle.author,
-        version: bundle.version,
-        license: bundle.license,
-        repository: entry.repository,
-        commitHash: entry.commitHash,
-        contentChecksum: stored.contentChecksum,
-        storagePath: stored.storagePath,
-        filesCount: stored.filesCount,
-        updatedAt: now(),
-      };
-    }),
+export async function importCatalog(db: Db, bucket: R2Bucket, entries: CatalogEntry[]): Promise<CatalogLoad> {
+  const known = new Map(
+    (await db.select({ slug: catalogSkills.slug, contentChecksum: catalogSkills.contentChecksum, repository: catalogSkills.repository, commitHash: catalogSkills.commitHash }).from(catalogSkills)).map(
+      (row) => [row.slug, row],
+    ),
   );
+  const load: CatalogLoad = { added: [], updated: [], unchanged: [] };
+  const rows = (
+    await Promise.all(
+      entries.map(async (entry) => {
+        const bundle = validateBundle(decodeFiles(entry.files), entry.slug);
+        const before = known.get(bundle.slug);
+        const { checksum } = await bundleManifest(bundle.files);
+        if (before && before.contentChecksum === checksum && before.repository === entry.repository && before.commitHash === entry.commitHash) {
+          load.unchanged.push(bundle.slug);
+          return null;
+        }
+        (before ? load.updated : load.added).push(bundle.slug);
+        const stored = await storeBundle(bucket, bundle.files);
+        return {
+          slug: bundle.slug,
+          name: bundle.name,
+          description: bundle.description,
+          category: bundle.category,
+          prompt: bundle.prompt,
+          author: bundle.author,
+          version: bundle.version,
+          license: bundle.license,
+          repository: entry.repository,
+          commitHash: entry.commitHash,
+          contentChecksum: stored.contentChecksum,
+          storagePath: stored.storagePath,
+          filesCount: stored.filesCount,
+          updatedAt: now(),
+        };
+      }),
+    )
+  ).filter((row) => row !== null);
   // D1 caps bound parameters per statement, so upsert one row per statement, all in one batch.
   const statements = rows.map((row) =>
     db
@@ -56,7 +82,8 @@ export async function importCatalog(db: Db, bucket: R2Bucket, entries: CatalogEn
       .onConflictDoUpdate({ target: catalogSkills.slug, set: { ...row, slug: undefined } }),
   );
   if (statements.length) await db.batch(statements as [(typeof statements)[number], ...typeof statements]);
-  return rows.map((r) => r.slug);
+  for (const list of Object.values(load)) list.sort();
+  return load;
 }
 
 export const MarketplaceItem = z.object({
@@ -64,7 +91,7 @@ export const MarketplaceItem = z.object({
   name: z.string(),
   description: z.string(),
   category: z.string(),
-  repository: z.string(),
+  repository: z.string().nullable(),
 });
 export type MarketplaceItem = z.infer<typeof MarketplaceItem>;
 
@@ -106,7 +133,8 @@ const MAX_MARKETPLACE_PAGE = 1000;
 export const MarketplaceQuery = CursorQuery.extend({
   limit: z.coerce.number().int().min(1).max(MAX_MARKETPLACE_PAGE).optional(),
   offset: z.coerce.number().int().min(0).max(100_000).default(0),
-  category: z.enum(CATEGORIES).optional(),
+  /** A category id or display name, in any case. */
+  category: CategoryId.optional(),
   /** Case-insensitive search in name and description (our addition). */
   q: z.string().trim().min(1).max(200).optional(),
 });
@@ -153,12 +181,10 @@ export async function listMarketplace(db: Db, query: MarketplaceQuery) {
   return mapPage(page, presentItem);
 }
 
-const categoryName = (id: string) => id.charAt(0).toUpperCase() + id.slice(1);
-
 export async function listCategories(db: Db) {
   const counts = await db.select({ category: catalogSkills.category, n: count() }).from(catalogSkills).groupBy(catalogSkills.category);
   const byId = new Map(counts.map((c) => [c.category, c.n]));
-  return CATEGORIES.map((id) => ({ id, name: categoryName(id), count: byId.get(id) ?? 0 }));
+  return CATEGORIES.map((id) => ({ id, name: CATEGORY_NAMES[id], count: byId.get(id) ?? 0 }));
 }
 
 export async function findCatalogSkill(db: Db, slug: string): Promise<CatalogSkillRow | null> {

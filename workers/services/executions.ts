@@ -198,8 +198,8 @@ async function createAndStart(db: Db, env: Env, principal: Principal, input: Cre
 }
 
 /** POST /skills/:slug/run: create and start in one call (spec 4.3). */
-/** `source` is the channel the run came through: `api` for REST, `mcp` for the MCP endpoint (spec 2.2). */
-export const runSkill = async (db: Db, env: Env, principal: Principal, slug: string, body: RunSkillBody, source: 'api' | 'mcp' = 'api') =>
+/** `source` is the channel the run came through: `api` for REST, `mcp` for the MCP endpoint, `workflow` for a workflow step. */
+export const runSkill = async (db: Db, env: Env, principal: Principal, slug: string, body: RunSkillBody, source: 'api' | 'mcp' | 'workflow' = 'api') =>
   createAndStart(
     db,
     env,
@@ -285,7 +285,7 @@ export const HistoryItem = z.object({
   completedAt: z.string().nullable(),
 });
 
-const presentHistory = (row: typeof executions.$inferSelect) => ({
+export const presentHistory = (row: typeof executions.$inferSelect) => ({
   id: row.id,
   executionId: formatId('exec', row.id),
   skillSlug: row.skillSlug,

@@ -11,7 +11,7 @@ import { BundleDownload, decodeFiles, MarketplaceDetail } from './catalog';
 export async function fetchRegistryBundle(
   registry: string,
   slug: string,
-): Promise<{ files: BundleFile[]; repository: string; commitHash: string }> {
+): Promise<{ files: BundleFile[]; repository: string | null; commitHash: string }> {
   const base = `${registry.replace(/\/+$/, '')}/api/v1/marketplace/skills/${encodeURIComponent(slug)}`;
   const detail = MarketplaceDetail.safeParse(await fetchJson(base, 'registry', 1024 * 1024));
   if (!detail.success) throw invalidInput('registry', 'response', 'The registry answered an unexpected skill detail');

@@ -1,11 +1,12 @@
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { artifacts, CATEGORIES, executions, skills, skillVersions, type SkillRow, type SkillVersionRow } from '../../schema';
+import { artifacts, executions, skills, skillVersions, type SkillRow, type SkillVersionRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { AppError, invalidInput, notFound } from '../errors';
 import { BUNDLE_TYPE, BundleError, type BundleFile, type ParsedBundle, renderSkillMd, SKILL_SLUG, validateBundle } from '../lib/bundle';
 import { storeBundle, type StoredBundle } from '../lib/bundle-store';
+import { CategoryId } from '../lib/categories';
 import { now, toIso } from '../lib/clock';
 import { readArchive } from '../lib/archive';
 import { recordChange } from './audit';
@@ -22,8 +23,22 @@ export async function requireSkill(db: Db, principal: Principal, slug: string): 
     .from(skills)
     .where(and(eq(skills.workspaceId, principal.workspaceId), eq(skills.slug, slug)))
     .limit(1);
-  if (!row) throw notFound(`Skill "${slug}"`);
+  if (!row) throw await notInstalled(db, slug);
   return row;
+}
+
+/**
+ * Why a slug is not usable here: a marketplace skill says how to install it (the install route
+ * in `details.install`); anything else is plainly not found.
+ */
+async function notInstalled(db: Db, slug: string): Promise<AppError> {
+  if (!(await findCatalogSkill(db, slug))) return new AppError('NOT_FOUND', 404, `Skill "${slug}" not found: it is not installed in this workspace and the marketplace has no such skill`, { slug });
+  const path = `/api/v1/skills/${slug}/install`;
+  return new AppError('NOT_FOUND', 404, `Skill "${slug}" is not installed in this workspace: install it from the marketplace with POST ${path}, then run it`, {
+    slug,
+    reason: 'not_installed',
+    install: { method: 'POST', path },
+  });
 }
 
 /** Spec 7.3: install and uninstall answer 429 while an execution runs in the workspace. */
@@ -206,7 +221,7 @@ export const InstallBody = z.object({
   artifactId: z.string().min(1).max(40).optional(),
   name: z.string().trim().min(1).max(100).optional(),
   description: z.string().trim().min(1).max(1024).optional(),
-  category: z.enum(CATEGORIES).optional(),
+  category: CategoryId.optional(),
   registry: z.url({ protocol: /^https?$/ }).max(500).optional(),
 });
 export type InstallBody = z.infer<typeof InstallBody>;
@@ -313,7 +328,7 @@ export async function uninstallSkill(db: Db, principal: Principal, slug: string)
 export const AuthorSkillBody = z.object({
   name: z.string().trim().min(1).max(100),
   description: z.string().trim().min(1).max(1024),
-  category: z.enum(CATEGORIES),
+  category: CategoryId,
   prompt: z.string().trim().min(1).max(100_000),
   note: z.string().trim().max(500).optional(),
 });

@@ -259,6 +259,12 @@ export const Turn = z.object({
   actorAgentSlug: z.string().nullable(),
   at: z.string(),
   origin: z.enum(['producer', 'appended']),
+  /** The execution whose log produced the turn; null for appended turns. */
+  executionId: z.string().nullable(),
+  /** Tokens of the model requests that ended on this turn; null when none did (and on appended turns). */
+  tokens: z.object({ input: z.number().int(), output: z.number().int() }).nullable(),
+  /** Ds charged for the run that ended on this turn; null otherwise. Summed over turns, it is the trace's totalCost. */
+  cost: z.number().nullable(),
 });
 export type Turn = z.infer<typeof Turn>;
 
@@ -271,12 +277,23 @@ function settledEnd(events: ExecutionEvent[]): number {
 
 const textOf = (event: ExecutionEvent) => ((event.payload.content as { text?: string }[] | undefined) ?? []).map((c) => c.text ?? '').join('');
 
-/** Maps one segment's events to turns; consecutive text deltas become one `agent.text` turn. */
-function producerTurns(events: ExecutionEvent[], seqOf: (eventSeq: number) => number): Turn[] {
+/**
+ * Maps one segment's events to turns; consecutive text deltas become one `agent.text` turn. A
+ * model request's tokens (`span.model_request_end`) and a run's charged cost (`execution.result`)
+ * go to the turn before them: `last` carries that turn across the execution's segments.
+ */
+function producerTurns(events: ExecutionEvent[], seqOf: (eventSeq: number) => number, executionId: string, last: { turn?: Turn }): Turn[] {
   const turns: Turn[] = [];
   let text: Turn | null = null;
   for (const event of events) {
-    const base = { seq: seqOf(event.seq), actorAgentSlug: null, at: toIso(event.at), origin: 'producer' as const };
+    const base = { seq: seqOf(event.seq), actorAgentSlug: null, at: toIso(event.at), origin: 'producer' as const, executionId, tokens: null, cost: null };
+    const previous = turns.at(-1) ?? last.turn;
+    if (event.type === 'span.model_request_end' && previous) {
+      const usage = (event.payload.usage ?? {}) as { input_tokens?: number; output_tokens?: number };
+      const tokens = previous.tokens ?? { input: 0, output: 0 };
+      previous.tokens = { input: tokens.input + (usage.input_tokens ?? 0), output: tokens.output + (usage.output_tokens ?? 0) };
+    }
+    if (event.type === 'execution.result' && previous) previous.cost = (previous.cost ?? 0) + Number(event.payload.cost ?? 0);
     if (event.type === 'agent.message') {
       if (text) text.payload.text += textOf(event);
       else turns.push((text = { ...base, type: 'agent.text', payload: { text: textOf(event) } }));
@@ -290,6 +307,7 @@ function producerTurns(events: ExecutionEvent[], seqOf: (eventSeq: number) => nu
       turns.push({ ...base, type: 'error', payload: { message: 'The run ended with an error', stopReason: 'error' } });
     }
   }
+  last.turn = turns.at(-1) ?? last.turn;
   return turns;
 }
 
@@ -341,9 +359,13 @@ export async function listTurns(db: Db, env: Env, principal: Principal, id: stri
     .where(and(eq(traceSegments.traceId, trace.id), gt(traceSegments.seqEnd, query.afterSeq)))
     .orderBy(asc(traceSegments.seqStart));
   const produced: Turn[] = [];
+  const lastTurns = new Map<number, { turn?: Turn }>();
   for (const segment of segments) {
-    const events = await env.EXECUTION_SESSION.getByName(formatId('exec', segment.executionId)).events(segment.eventFrom - 1, segment.eventTo - segment.eventFrom + 1);
-    const turns = producerTurns(events, (seq) => segment.seqStart + seq - segment.eventFrom).filter((t) => t.seq > query.afterSeq);
+    const executionId = formatId('exec', segment.executionId);
+    const events = await env.EXECUTION_SESSION.getByName(executionId).events(segment.eventFrom - 1, segment.eventTo - segment.eventFrom + 1);
+    const last = lastTurns.get(segment.executionId) ?? {};
+    lastTurns.set(segment.executionId, last);
+    const turns = producerTurns(events, (seq) => segment.seqStart + seq - segment.eventFrom, executionId, last).filter((t) => t.seq > query.afterSeq);
     produced.push(...turns);
     if (produced.length >= query.limit) break;
   }
@@ -356,7 +378,17 @@ export async function listTurns(db: Db, env: Env, principal: Principal, id: stri
   const merged = [
     ...produced,
     ...appended.map(
-      (row): Turn => ({ seq: row.seq, type: row.type, payload: row.payload, actorAgentSlug: row.actorAgentSlug, at: toIso(row.at), origin: 'appended' }),
+      (row): Turn => ({
+        seq: row.seq,
+        type: row.type,
+        payload: row.payload,
+        actorAgentSlug: row.actorAgentSlug,
+        at: toIso(row.at),
+        origin: 'appended',
+        executionId: null,
+        tokens: null,
+        cost: null,
+      }),
     ),
   ].sort((a, b) => a.seq - b.seq);
   return { items: merged.slice(0, query.limit) };

@@ -4,6 +4,7 @@ import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
+import type { RunEvent } from '../../durable-objects/WorkflowRun';
 import { findRun, launchWorkflow, resumeRun } from './workflows';
 
 /** Spec 4.8: the run stream polls about once a second. */
@@ -55,15 +56,50 @@ async function follow(db: Db, principal: Principal, runId: string, signal: Abort
   }
 }
 
-/** GET /workflows/runs/:runId/events: `workflow-snapshot` frames, `:` heartbeats while nothing is visible. */
-export async function runEvents(db: Db, principal: Principal, runId: string, signal: AbortSignal): Promise<Response> {
+/** What a snapshot frame shows; a new record version that shows the same (a step's execution polled) is not sent again. */
+const visible = (row: WorkflowRunRow) => `${row.status}\n${row.snapshot}`;
+
+/** A change-log frame: the event's seq is its SSE id, so Last-Event-ID (or `lastSeq`) resumes after it. */
+const changeFrame = (runId: string, event: RunEvent) =>
+  `id: ${event.seq}\ndata: ${JSON.stringify({ type: event.type, runId, seq: event.seq, at: toIso(event.at), ...(JSON.parse(event.payload) as Record<string, unknown>) })}\n\n`;
+
+export const RunEventsQuery = z.object({ lastSeq: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() });
+
+/**
+ * GET /workflows/runs/:runId/events: the current `workflow-snapshot` on connect, the run's change
+ * log after `lastSeq` (step started, the execution a step started, step finished with a summary,
+ * suspended, resumed, finished), then live changes, each followed by a snapshot when what it
+ * shows changed; `:` heartbeats while the run is not visible yet.
+ */
+export async function runEvents(db: Db, env: Env, principal: Principal, runId: string, lastSeq: number, signal: AbortSignal): Promise<Response> {
   if (!(await findRun(db, principal, runId))) throw notFound('Workflow run');
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
   const writer = writable.getWriter();
   const abort = new AbortController();
   signal.addEventListener('abort', () => abort.abort(), { once: true });
   const write = (text: string) => writer.write(encoder.encode(text)).catch(() => abort.abort());
-  void follow(db, principal, runId, abort.signal, (row) => write(`data: ${JSON.stringify(snapshotFrame(row))}\n\n`), () => write(': heartbeat\n\n'))
+  const run = env.WORKFLOW_RUN.getByName(runId);
+  let seq = lastSeq;
+  let shown: string | null = null;
+  const changes = async () => {
+    // The log is read after the record, so it holds every change the record shows.
+    for (let page = await run.events(seq); page.length; page = await run.events(seq)) {
+      for (const event of page) await write(changeFrame(runId, event));
+      seq = page.at(-1)!.seq;
+    }
+  };
+  const snapshot = async (row: WorkflowRunRow) => {
+    if (visible(row) === shown) return;
+    shown = visible(row);
+    await write(`data: ${JSON.stringify(snapshotFrame(row))}\n\n`);
+  };
+  const onRow = async (row: WorkflowRunRow) => {
+    // The current snapshot comes first; the last frame before the server closes is a snapshot too.
+    if (shown === null && !CLOSING.has(row.status)) await snapshot(row);
+    await changes();
+    await snapshot(row);
+  };
+  void follow(db, principal, runId, abort.signal, onRow, () => write(': heartbeat\n\n'))
     .catch((error) => console.error(JSON.stringify({ level: 'error', runId, error: String(error) })))
     .finally(() => writer.close().catch(() => undefined));
   return new Response(readable, { headers: SSE_HEADERS });
@@ -105,8 +141,9 @@ export async function streamWorkflow(db: Db, env: Env, principal: Principal, id:
       runId,
       abort.signal,
       async (row) => {
+        const repeated = last !== null && visible(last) === visible(row);
         last = row;
-        await part({ type: 'data-workflow', id: runId, data: snapshotFrame(row) });
+        if (!repeated) await part({ type: 'data-workflow', id: runId, data: snapshotFrame(row) });
       },
       async () => undefined,
     );

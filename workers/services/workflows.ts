@@ -374,7 +374,7 @@ export const ResumeBody = z.object({ resumeData: z.unknown().optional(), stepId:
 export type ResumeBody = z.infer<typeof ResumeBody>;
 
 /** Spec 7.3's resume answers: its own codes, and `{cancelled: true, error}` for a finished run. */
-export type ResumeAnswer = { status: 200; body: { runId: string; status: 'running' } } | { status: 404 | 409 | 500; body: Record<string, unknown> };
+export type ResumeAnswer = { status: 200; body: { runId: string; status: 'running' } } | { status: 400 | 404 | 409 | 500; body: Record<string, unknown> };
 
 const resumeError = (status: 404 | 409 | 500, code: string, message: string): ResumeAnswer => ({ status, body: { error: { code, message } } });
 
@@ -405,6 +405,12 @@ export async function resumeRun(db: Db, env: Env, principal: Principal, runId: s
       return resumeError(409, 'RESUME_IN_PROGRESS', 'Another resume of this run is in flight');
     case 'no_frame':
       return resumeError(409, 'NO_SUSPEND_FRAME', 'The run is marked suspended but has no suspended step');
+    case 'invalid': {
+      // The field is the path into resumeData, down to a missing property when one is missing.
+      const field = ['resumeData', ...outcome.pointer.split('/').filter(Boolean), ...(outcome.missing === undefined ? [] : [outcome.missing])].join('.');
+      const error = invalidInput(field, 'resume_schema', `${field}: ${outcome.message} (the resumeSchema of step ${outcome.stepId})`, { stepId: outcome.stepId });
+      return { status: 400, body: error.toEnvelope() };
+    }
     case 'step_mismatch':
       return resumeError(409, 'STEP_MISMATCH', `The run is suspended at ${outcome.suspended.join(', ')}, not at ${body.stepId ?? '(no stepId)'}`);
   }

@@ -250,6 +250,8 @@ class Compilation {
         onlyKeys(options, ['retries', 'metadata'], at.at('options'));
         const retries = requireInt(options.retries, at.at('options').at('retries'), 0, 0, LIMITS.retries);
         const metadata = options.metadata === undefined ? {} : requireRecord(options.metadata, at.at('options').at('metadata'));
+        // A human-input step may declare the resume data it takes; resumes are checked against it.
+        if (metadata.resumeSchema !== undefined) jsonSchema(metadata.resumeSchema, at.at('options').at('metadata').at('resumeSchema'));
         return { type, id, toolId, retries, metadata: metadata as Record<string, Json> };
       }
       case 'sleep': {

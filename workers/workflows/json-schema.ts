@@ -75,6 +75,8 @@ export interface SchemaProblem {
   /** JSON pointer into the checked value ("" for the root). */
   pointer: string;
   message: string;
+  /** For a missing required property: its name (the pointer is then the object that lacks it). */
+  missing?: string;
 }
 
 /** Draft named by `$schema`, draft-07 otherwise. */
@@ -87,9 +89,10 @@ const draftOf = (schema: Schema | boolean) => {
 };
 
 /** The deepest error is the useful one: the library reports the failing keyword chain outermost first. */
-const firstProblem = (errors: { instanceLocation: string; error: string }[]): SchemaProblem => {
+const firstProblem = (errors: { instanceLocation: string; keyword: string; error: string }[]): SchemaProblem => {
   const last = errors[errors.length - 1]!;
-  return { pointer: last.instanceLocation.replace(/^#/, ''), message: last.error };
+  const missing = last.keyword === 'required' ? /"(.*)"/.exec(last.error)?.[1] : undefined;
+  return { pointer: last.instanceLocation.replace(/^#/, ''), message: last.error, ...(missing === undefined ? {} : { missing }) };
 };
 
 /** Whether `schema` is a JSON Schema (checked against the draft-07 meta-schema); null when it is. */

@@ -51,7 +51,7 @@ export async function startSkill(db: Db, env: Env, principal: Principal, input: 
     throw new StepError('execute-skill needs {slug, input} from the entry before it (a mapping that yields slug and input)');
   }
   try {
-    const started = await runSkill(db, env, principal, record.slug, { input: asText(record.input) });
+    const started = await runSkill(db, env, principal, record.slug, { input: asText(record.input) }, 'workflow');
     return { executionId: started.executionId };
   } catch (error) {
     return startFailure(error);
