@@ -24,7 +24,7 @@ ul.scopes{padding-left:1.2rem}
 .sensitive{font-weight:600}
 .badge{display:inline-block;border:1px solid currentColor;border-radius:.25rem;padding:0 .3rem;margin-left:.4rem;font-size:.8rem}
 .muted{opacity:.8;font-size:.9rem}
-.host{font-size:1.5rem;font-weight:700;word-break:break-all}
+.host{font-size:1.3em;font-weight:800;word-break:break-all}
 ul.choices{list-style:none;padding-left:0}
 `;
 
