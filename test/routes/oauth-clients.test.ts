@@ -145,7 +145,7 @@ describe('audience (RFC 8707)', () => {
   });
 
   it('a token for the whole service, or naming no resource (as older ones), works at both', async () => {
-    for (const query of [{ resource: BASE }, {}]) {
+    for (const query of [{ resource: BASE }, {}] as Record<string, string>[]) {
       const { tokens } = await tokensFor('profile:read', { query });
       expect((await mcpList(tokens.access_token)).status).toBe(200);
       expect((await bearer(tokens.access_token)).status).toBe(200);
