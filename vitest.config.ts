@@ -26,6 +26,10 @@ export default defineConfig(async () => {
             OPENAI_BASE_URL: `http://127.0.0.1:${FIXTURE_PORT}/model/openai/byok/`,
             // The GitHub connector talks to the fixture server's fake GitHub REST API.
             GITHUB_API_BASE_URL: `http://127.0.0.1:${FIXTURE_PORT}/github`,
+            // The tests' base URL is the service's public origin (browsers on it may call /mcp).
+            PUBLIC_ORIGIN: 'https://service.test',
+            // Client metadata documents come from the fixture server, on http://127.0.0.1.
+            OAUTH_ALLOW_HTTP_LOOPBACK_CLIENT_METADATA: 'true',
           },
         },
       }),

@@ -14,3 +14,4 @@ export * from "./workflows";
 export * from "./traces";
 export * from "./agent-permissions";
 export * from "./connectors";
+export * from "./mcp";

@@ -8,19 +8,28 @@ import { workspaceIdColumn } from './workspaces';
  * ciphertext under ENCRYPTION_KEY.
  */
 
-/** A dynamically registered public client (RFC 7591; `token_endpoint_auth_method: none`). */
-export const oauthClients = sqliteTable('oauth_clients', {
-  id: text('id').primaryKey(),
-  name: text('name').notNull(),
-  /** JSON array; authorize requires an exact match with one of them (RFC 9700 2.1). */
-  redirectUris: text('redirect_uris', { mode: 'json' }).$type<string[]>().notNull(),
-  grantTypes: text('grant_types', { mode: 'json' }).$type<string[]>().notNull(),
-  /** The signed-in user who registered it (registration needs a session, spec 5.3). */
-  createdBy: text('created_by')
-    .notNull()
-    .references(() => users.id, { onDelete: 'cascade' }),
-  createdAt: integer('created_at').notNull(),
-});
+/**
+ * A public client (`token_endpoint_auth_method: none`): registered through RFC 7591, or known by
+ * the URL of its Client ID Metadata Document, which is then its id and this row a cache of it.
+ */
+export const oauthClients = sqliteTable(
+  'oauth_clients',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    /** JSON array; authorize requires an exact match with one of them (RFC 9700 2.1). */
+    redirectUris: text('redirect_uris', { mode: 'json' }).$type<string[]>().notNull(),
+    grantTypes: text('grant_types', { mode: 'json' }).$type<string[]>().notNull(),
+    /** OpenID Connect Dynamic Registration 2: `web` or `native`; decides which redirect URIs are allowed. */
+    applicationType: text('application_type', { enum: ['web', 'native'] }).notNull().default('web'),
+    /** The signed-in user who registered it; null for open registration and metadata documents. */
+    createdBy: text('created_by').references(() => users.id, { onDelete: 'cascade' }),
+    /** For a metadata document: when the cached copy must be fetched again. */
+    metadataExpiresAt: integer('metadata_expires_at'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [index('oauth_clients_created_idx').on(t.createdAt)],
+);
 
 /**
  * One consented authorization: the token family that a code exchange starts and every refresh

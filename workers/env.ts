@@ -36,6 +36,10 @@ export interface Env {
   APP_SCHEME?: string;
   /** Comma-separated browser origins, besides the service's own, that may call /mcp (README, MCP). */
   MCP_ALLOWED_ORIGINS?: string;
+  /** The service's public origin (`https://skills.example.com`): browsers on it may call /mcp (docs/mcp-clients.md). */
+  PUBLIC_ORIGIN?: string;
+  /** `true` lets an OAuth client id be an http://localhost metadata document URL: tests and local development only, never deployed. */
+  OAUTH_ALLOW_HTTP_LOOPBACK_CLIENT_METADATA?: string;
   /** GitHub's REST API base (default https://api.github.com; GitHub Enterprise: https://HOST/api/v3). Set but unusable: the connector is not configured. */
   GITHUB_API_BASE_URL?: string;
   /** HMAC secret for signed stream and control-plane URLs. */

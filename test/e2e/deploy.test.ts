@@ -21,6 +21,8 @@ describe('wrangler deploy --dry-run', () => {
       console.log(`Worker bundle: ${size![1]} KiB, ${gzipKiB} KiB gzipped (limit ${FREE_PLAN_LIMIT_KIB} KiB on the Free plan)`);
       expect(gzipKiB).toBeLessThan(FREE_PLAN_LIMIT_KIB);
       for (const binding of ['env.DB', 'env.BUCKET', 'env.EXECUTION_SESSION', 'env.RATE_LIMITER', 'env.WORKFLOW_STEPS']) expect(stdout).toContain(binding);
+      // Tests and local development only: a deployed service never fetches client metadata over http.
+      expect(stdout).not.toContain('OAUTH_ALLOW_HTTP_LOOPBACK_CLIENT_METADATA');
     } finally {
       rmSync(outdir, { recursive: true, force: true });
     }

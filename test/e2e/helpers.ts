@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
 
 /** A free loopback port. */
 export const freePort = () =>
@@ -93,4 +94,20 @@ export async function startService(timeoutMs = 90_000, options: StartOptions = {
     throw error;
   });
   return { base, apiKey, output: () => out, stop, readyAfterMs: Date.now() - started };
+}
+
+/** Headless Chromium (Debian's package, installed by .ci/run) for the sign-in and consent pages. */
+export const launchChromium = (): Promise<Browser> =>
+  chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+
+/** A new account through the API, for a browser to sign in with. */
+export async function newAccount(base: string, name: string) {
+  const email = `e2e-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.test`;
+  const password = 'e2e password long enough';
+  const res = await fetch(`${base}/auth/sign-up/email`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password, name }) });
+  if (res.status !== 201) throw new Error(`sign-up failed: ${res.status}`);
+  return { email, password };
 }

@@ -1,25 +1,14 @@
 import { createServer, type Server } from 'node:http';
 import * as oauth from 'oauth4webapi';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startService, type RunningService } from './helpers';
+import { freePort, launchChromium, startService, type RunningService } from './helpers';
 
 /**
  * The whole authorization-code flow as a real client and a real browser see it: oauth4webapi
  * (a conformant client that checks `iss`, state, PKCE and the id_token) against `npm start`,
  * with headless Chromium (Debian's package, installed by .ci/run) signing in and consenting.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
-
 describe('OAuth 2.1 authorization code flow in a browser', () => {
   let service: RunningService;
   let browser: Browser;
@@ -32,7 +21,7 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
     redirectUri = `http://127.0.0.1:${port}/callback`;
     // The client's redirect target: it only has to answer, the test reads the URL from the browser.
     callback = createServer((_req, res) => res.end('You can close this window.')).listen(port, '127.0.0.1');
-    [service, browser] = await Promise.all([startService(), chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS })]);
+    [service, browser] = await Promise.all([startService(), launchChromium()]);
   });
   afterAll(async () => {
     await browser?.close();
@@ -50,19 +39,18 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
       body: JSON.stringify({ email, password, name: 'E2E Person' }),
     });
     expect(signUp.status).toBe(201);
-    const { token: session } = (await signUp.json()) as { token: string };
 
     // Discovery at the RFC 8414 address for an issuer with a path.
     const issuer = new URL(`${base}/auth`);
     const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
     expect(as.code_challenge_methods_supported).toEqual(['S256']);
 
-    // Registration needs the person's session and an Origin.
+    // Registration is open: no session, no Origin.
     const registered = await oauth.processDynamicClientRegistrationResponse(
       await oauth.dynamicClientRegistrationRequest(
         as,
         { client_name: 'E2E Client', redirect_uris: [redirectUri], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' },
-        { headers: new Headers({ 'x-auth-token': session, origin: `http://127.0.0.1` }), ...insecure },
+        insecure,
       ),
     );
     const client: oauth.Client = { client_id: registered.client_id };
@@ -92,7 +80,8 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Allow E2E Client to use your account?' }).waitFor();
+    await page.getByRole('heading', { name: `Allow an app at ${new URL(redirectUri).host} to use your account?` }).waitFor();
+    await page.getByText('It calls itself “E2E Client”.').waitFor();
     expect(await page.getByRole('listitem').allTextContents()).toEqual(
       expect.arrayContaining([expect.stringContaining('See your name, email and workspaces'), expect.stringContaining("Read the workspace's shared memory")]),
     );

@@ -17,10 +17,15 @@ export async function pkce() {
   return { verifier, challenge };
 }
 
-export async function register(user: TestUser, body: Record<string, unknown> = {}) {
+let registrations = 0;
+
+/**
+ * Registers a client as a stock MCP client does: no session. Each comes from its own
+ * documentation-range address, so files with many clients stay under the per-IP limit.
+ */
+export async function register(body: Record<string, unknown> = {}) {
   return call('/auth/oauth2/register', {
-    token: user.token,
-    headers: { origin: 'https://client.example' },
+    headers: { 'cf-connecting-ip': `2001:db8:1::${(++registrations).toString(16)}` },
     body: { client_name: 'Test client', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', ...body },
   });
 }
@@ -32,6 +37,9 @@ export const setCookieValue = (res: Response, name: string) =>
   res.headers.getSetCookie().map((c) => new RegExp(`^${name}=([^;]*)`).exec(c)?.[1]).find((v) => v !== undefined);
 
 export const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1];
+
+/** The values of the consent page's ticked scope checkboxes. */
+export const tickedScopes = (html: string) => [...html.matchAll(/name="scopes" value="([^"]*)" checked/g)].map((m) => m[1]!);
 
 export interface Flow {
   user: TestUser;
@@ -53,12 +61,15 @@ export function authorizeQuery(clientId: string, challenge: string, scope: strin
   });
 }
 
-/** Runs authorize and the consent form as a browser would; answers the code. */
-export async function authorizeCode(scope: string, existing?: { user: TestUser; clientId: string }) {
+/**
+ * Runs authorize and the consent form as a browser would; answers the code. `options.query`
+ * adds authorize parameters (`resource`); `options.untick` clears those scope checkboxes.
+ */
+export async function authorizeCode(scope: string, existing?: { user?: TestUser; clientId?: string }, options: { query?: Record<string, string>; untick?: string[] } = {}) {
   const user = existing?.user ?? (await signUp('OAuth User'));
-  const clientId = existing?.clientId ?? (await register(user)).body.client_id;
+  const clientId = existing?.clientId ?? (await register()).body.client_id;
   const { verifier, challenge } = await pkce();
-  const page = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, challenge, scope)}`, { headers: { cookie: cookieHeader(user) } });
+  const page = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, challenge, scope, options.query)}`, { headers: { cookie: cookieHeader(user) } });
   expect(page.status).toBe(200);
   const html = await page.text();
   const csrf = setCookieValue(page, '__Host-csrf')!;
@@ -66,6 +77,9 @@ export async function authorizeCode(scope: string, existing?: { user: TestUser; 
   for (const name of ['client_id', 'redirect_uri', 'response_type', 'scope', 'state', 'code_challenge', 'code_challenge_method']) {
     form.set(name, hidden(html, name)!.replace(/&amp;/g, '&'));
   }
+  // Every scope checkbox is ticked when the page opens, as a browser would post them.
+  for (const ticked of tickedScopes(html)) if (!options.untick?.includes(ticked)) form.append('scopes', ticked);
+  if (options.query?.resource) form.set('resource', options.query.resource);
   const consent = await raw('/auth/oauth2/authorize', {
     method: 'POST',
     headers: { cookie: cookieHeader(user, csrf), 'content-type': 'application/x-www-form-urlencoded', origin: BASE },
@@ -85,8 +99,8 @@ export const exchange = (flow: { code: string; clientId: string; verifier: strin
 
 export const bearer = (accessToken: string, path = '/api/v1/profile') => call(path, { headers: { authorization: `Bearer ${accessToken}` } });
 
-export async function tokensFor(scope: string) {
-  const flow = await authorizeCode(scope);
+export async function tokensFor(scope: string, options: Parameters<typeof authorizeCode>[2] = {}) {
+  const flow = await authorizeCode(scope, undefined, options);
   const res = await exchange(flow);
   expect(res.status).toBe(200);
   return { ...flow, tokens: (await res.json()) as Record<string, any> };

@@ -4,11 +4,13 @@ import { BASE, call, createKey, expectError, signUp, waitForStatus } from '../he
 import { connectMcp, failure, ok, toolJson } from '../helpers/mcp';
 import { catalogEntry, seedCatalog } from '../helpers/skills';
 import { tokensFor } from '../helpers/oauth';
+import { MCP_STARTING_SCOPES } from '../../workers/auth/oauth/metadata';
 import { definition, install, mapping, waitForRun } from '../helpers/workflows';
 
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
 const TOOL_NAMES = [
   'list-installed-skills',
+  'search-marketplace',
   'get-skill-details',
   'install-skill',
   'uninstall-skill',
@@ -212,7 +214,7 @@ describe('the MCP endpoint over HTTP', () => {
     ] as [Record<string, string>, string][]) {
       const res = await post(headers);
       expect(res.status).toBe(401);
-      expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"${problem}`);
+      expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"${problem}, scope="${MCP_STARTING_SCOPES.join(' ')}"`);
       expect((await res.json()) as object).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
     }
   });

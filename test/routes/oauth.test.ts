@@ -53,9 +53,8 @@ describe('discovery', () => {
 });
 
 describe('POST /auth/oauth2/register', () => {
-  it('registers a public client for a signed-in user with an Origin', async () => {
-    const user = await signUp();
-    const res = await register(user);
+  it('registers a public client without a session, as stock MCP clients do (RFC 7591)', async () => {
+    const res = await register();
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({
       client_id: expect.any(String),
@@ -64,27 +63,49 @@ describe('POST /auth/oauth2/register', () => {
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       token_endpoint_auth_method: 'none',
+      application_type: 'web',
     });
     expect(res.headers.get('cache-control')).toBe('no-store');
-  });
-
-  it('needs a session and an Origin header', async () => {
-    const user = await signUp();
-    const body = { redirect_uris: [REDIRECT] };
-    expectError(await call('/auth/oauth2/register', { headers: { origin: 'https://client.example' }, body }), 401, 'UNAUTHORIZED');
-    expectError(await call('/auth/oauth2/register', { token: user.token, body }), 403, 'FORBIDDEN');
-    const key = (await call('/api/v1/api-keys', { token: user.token, body: { name: 'k' } })).body.key;
-    expectError(await call('/auth/oauth2/register', { token: key, headers: { origin: 'https://x.example' }, body }), 401, 'UNAUTHORIZED');
-  });
-
-  it('refuses a cookie session from another site (CSRF)', async () => {
-    const user = await signUp();
-    const res = await raw('/auth/oauth2/register', {
+    // From another site, with or without a cookie: registering grants nothing by itself.
+    const crossSite = await raw('/auth/oauth2/register', {
       method: 'POST',
-      headers: { cookie: cookieHeader(user), origin: 'https://evil.example', 'content-type': 'application/json' },
+      headers: { origin: 'https://evil.example', 'content-type': 'application/json', 'cf-connecting-ip': '2001:db8:2::1' },
       body: JSON.stringify({ redirect_uris: [REDIRECT] }),
     });
-    expect(res.status).toBe(403);
+    expect(crossSite.status).toBe(201);
+  });
+
+  it('answers every refusal in RFC 7591 shape, never the service envelope', async () => {
+    const notJson = await raw('/auth/oauth2/register', { method: 'POST', headers: { 'content-type': 'application/json', 'cf-connecting-ip': '2001:db8:2::2' }, body: '{' });
+    expect(notJson.status).toBe(400);
+    expect(await notJson.json()).toEqual({ error: 'invalid_client_metadata', error_description: expect.any(String) });
+    const noRedirects = await register({ redirect_uris: undefined });
+    expect(noRedirects.body).toEqual({ error: 'invalid_redirect_uri', error_description: expect.stringContaining('redirect_uris') });
+  });
+
+  it('honours application_type: a web client may not redirect to loopback, a native one may', async () => {
+    const loopback = 'http://127.0.0.1:8123/cb';
+    const web = await register({ application_type: 'web', redirect_uris: [loopback] });
+    expect(web.status).toBe(400);
+    expect(web.body.error).toBe('invalid_redirect_uri');
+    expect((await register({ application_type: 'native', redirect_uris: [loopback] })).body.application_type).toBe('native');
+    // Unsaid, loopback-only redirects make a native client (what the SDKs register).
+    expect((await register({ redirect_uris: [loopback] })).body.application_type).toBe('native');
+  });
+
+  it('limits registrations per address, in RFC 7591 shape with Retry-After', async () => {
+    const from = { 'cf-connecting-ip': '2001:db8:3::1', 'content-type': 'application/json' };
+    const body = JSON.stringify({ redirect_uris: [REDIRECT] });
+    const statuses: number[] = [];
+    let last: Response | undefined;
+    for (let i = 0; i < 21; i++) {
+      last = await raw('/auth/oauth2/register', { method: 'POST', headers: from, body });
+      statuses.push(last.status);
+    }
+    expect(statuses.slice(0, 20).every((s) => s === 201)).toBe(true);
+    expect(last!.status).toBe(429);
+    expect(Number(last!.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await last!.json()).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
   });
 
   it.each([
@@ -93,32 +114,39 @@ describe('POST /auth/oauth2/register', () => {
     ['not a url', 'invalid_redirect_uri'],
     ['javascript:alert(1)', 'invalid_redirect_uri'],
   ])('refuses the redirect URI %s', async (uri, error) => {
-    const res = await register(await signUp(), { redirect_uris: [uri] });
+    const res = await register({ redirect_uris: [uri] });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe(error);
   });
 
   it('accepts http only on loopback addresses', async () => {
-    const user = await signUp();
     for (const uri of ['http://127.0.0.1:8123/cb', 'http://[::1]/cb', 'http://localhost:3000/cb']) {
-      expect((await register(user, { redirect_uris: [uri] })).status).toBe(201);
+      expect((await register({ redirect_uris: [uri] })).status).toBe(201);
     }
   });
 
   it('refuses confidential clients and empty redirect lists', async () => {
-    const user = await signUp();
-    const secret = await register(user, { token_endpoint_auth_method: 'client_secret_basic' });
+    const secret = await register({ token_endpoint_auth_method: 'client_secret_basic' });
     expect(secret.status).toBe(400);
     expect(secret.body.error).toBe('invalid_client_metadata');
-    const none = await register(user, { redirect_uris: [] });
+    const none = await register({ redirect_uris: [] });
     expect(none.body.error).toBe('invalid_redirect_uri');
+  });
+
+  it('deletes registrations nobody signed in with after a day; used ones stay', async () => {
+    const unused = (await register()).body.client_id;
+    const used = await tokensFor('profile:read');
+    const db = drizzleDb();
+    advanceClock(24 * 3600_000 + 60_000);
+    await deleteExpiredOAuthRecords(db);
+    const left = await db.query.oauthClients.findMany({ where: (c, { inArray }) => inArray(c.id, [unused, used.clientId]) });
+    expect(left.map((c) => c.id)).toEqual([used.clientId]);
   });
 });
 
 describe('GET /auth/oauth2/authorize', () => {
   it('sends a browser without a session to sign in, and back to this request', async () => {
-    const user = await signUp();
-    const clientId = (await register(user)).body.client_id;
+    const clientId = (await register()).body.client_id;
     const query = authorizeQuery(clientId, (await pkce()).challenge, 'profile:read');
     const res = await raw(`/auth/oauth2/authorize?${query}`);
     expect(res.status).toBe(302);
@@ -129,7 +157,7 @@ describe('GET /auth/oauth2/authorize', () => {
 
   it('shows an unknown client or an unregistered redirect URI to the user, never redirecting', async () => {
     const user = await signUp();
-    const clientId = (await register(user)).body.client_id;
+    const clientId = (await register()).body.client_id;
     const { challenge } = await pkce();
     const unknown = await raw(`/auth/oauth2/authorize?${authorizeQuery('no-such-client', challenge, 'profile:read')}`, { headers: { cookie: cookieHeader(user) } });
     expect(unknown.status).toBe(400);
@@ -151,7 +179,7 @@ describe('GET /auth/oauth2/authorize', () => {
     [{ response_type: 'token' }, 'unsupported_response_type'],
   ])('redirects %j back with %s, state and iss', async (override, error) => {
     const user = await signUp();
-    const clientId = (await register(user)).body.client_id;
+    const clientId = (await register()).body.client_id;
     const query = authorizeQuery(clientId, (await pkce()).challenge, 'profile:read', override);
     for (const [k, v] of Object.entries(override)) if (v === '') query.delete(k);
     const res = await raw(`/auth/oauth2/authorize?${query}`, { headers: { cookie: cookieHeader(user) } });
@@ -165,7 +193,7 @@ describe('GET /auth/oauth2/authorize', () => {
 
   it('shows the consent page: scopes in plain words, sensitive ones marked, framing refused', async () => {
     const user = await signUp();
-    const clientId = (await register(user)).body.client_id;
+    const clientId = (await register()).body.client_id;
     const res = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, (await pkce()).challenge, 'profile:read tool:execute offline_access')}`, {
       headers: { cookie: cookieHeader(user) },
     });
@@ -184,16 +212,18 @@ describe('GET /auth/oauth2/authorize', () => {
     const html = await res.text();
     expect(html).toMatch(/^<!doctype html>/);
     expect(html).toContain('<html lang="en">');
-    expect(html).toContain('Allow Test client to use your account?');
+    // The redirect host, which a client cannot fake, is the heading; the name is its claim.
+    expect(html).toContain('Allow an app at <span class="host">client.example</span> to use your account?');
+    expect(html).toContain('It calls itself “Test client”.');
     expect(html).toContain('See your name, email and workspaces');
-    expect(html).toMatch(/<li class="sensitive">Run skills \(this spends your credits\)<span class="badge">sensitive<\/span>/);
-    expect(html).not.toMatch(/<li class="sensitive">See your name/);
+    expect(html).toMatch(/<li class="sensitive"><input type="checkbox" id="scope-1" name="scopes" value="tool:execute" checked=""\/> <label for="scope-1" class="inline sensitive">Run skills \(this spends your credits\)<span class="badge">sensitive<\/span>/);
+    expect(html).not.toMatch(/<li class="sensitive"><input[^>]*value="profile:read"/);
     expect(html).toContain('<label for="workspace_id">');
   });
 
   it('refuses a consent post without the CSRF token', async () => {
     const user = await signUp();
-    const clientId = (await register(user)).body.client_id;
+    const clientId = (await register()).body.client_id;
     const form = authorizeQuery(clientId, (await pkce()).challenge, 'profile:read');
     form.set('decision', 'allow');
     const res = await raw('/auth/oauth2/authorize', {
@@ -220,7 +250,7 @@ describe('GET /auth/oauth2/authorize', () => {
     expect(location.searchParams.get('iss')).toBe(`${BASE}/auth`);
 
     const user = await signUp();
-    const clientId = (await register(user)).body.client_id;
+    const clientId = (await register()).body.client_id;
     const page = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, (await pkce()).challenge, 'profile:read')}`, { headers: { cookie: cookieHeader(user) } });
     const html = await page.text();
     const csrf = setCookieValue(page, '__Host-csrf')!;
@@ -266,7 +296,7 @@ describe('POST /auth/oauth2/token', () => {
 
   it('refuses the code for another client', async () => {
     const flow = await authorizeCode('profile:read');
-    const other = (await register(flow.user)).body.client_id;
+    const other = (await register()).body.client_id;
     expect(await (await exchange(flow, { client_id: other })).json()).toMatchObject({ error: 'invalid_grant' });
   });
 
@@ -400,8 +430,8 @@ describe('refresh tokens', () => {
   });
 
   it('are bound to their client and may only narrow scopes', async () => {
-    const { tokens, clientId, user } = await tokensFor('profile:read memory:read offline_access');
-    const other = (await register(user)).body.client_id;
+    const { tokens, clientId } = await tokensFor('profile:read memory:read offline_access');
+    const other = (await register()).body.client_id;
     expect(await (await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: other })).json()).toMatchObject({ error: 'invalid_grant' });
     const wider = await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId, scope: 'memory:write' });
     expect(await wider.json()).toMatchObject({ error: 'invalid_scope' });
@@ -431,8 +461,8 @@ describe('POST /auth/oauth2/revoke', () => {
 
   it('answers 200 for an unknown token and refuses another client', async () => {
     expect((await revoke({ token: 'oat_unknown', client_id: 'whatever' })).status).toBe(200);
-    const { tokens, user } = await tokensFor('profile:read');
-    const other = (await register(user)).body.client_id;
+    const { tokens } = await tokensFor('profile:read');
+    const other = (await register()).body.client_id;
     const res = await revoke({ token: tokens.access_token, client_id: other });
     expect(res.status).toBe(400);
     expect((await bearer(tokens.access_token)).status).toBe(200);
@@ -551,7 +581,11 @@ describe('housekeeping and helpers', () => {
   });
 
   it('builds the MCP WWW-Authenticate challenge (RFC 9728 5.1, RFC 6750 3)', () => {
-    expect(mcpWwwAuthenticate(BASE)).toBe(`Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"`);
+    // Without a problem it names what the MCP surface needs to start, not every scope there is.
+    expect(mcpWwwAuthenticate(BASE)).toBe(
+      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", scope="profile:read library:read tool:execute workflow:run workspace:files:read memory:read offline_access"`,
+    );
+    expect(mcpWwwAuthenticate(BASE, { error: 'invalid_token', description: 'Issued for "x"' })).toContain('error="invalid_token", error_description="Issued for x"');
     expect(mcpWwwAuthenticate(BASE, { error: 'insufficient_scope', scope: 'memory:write' })).toBe(
       `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:write"`,
     );

@@ -280,7 +280,7 @@ describe('secrets never leak', () => {
     }
 
     // OAuth: the access and refresh tokens appear in the token responses only.
-    const client = await register(user);
+    const client = await register();
     expect(client.status).toBe(201);
     const flow = await authorizeCode('profile:read offline_access', { user, clientId: client.body.client_id });
     const tokenForm = (fields: Record<string, string>) => ({

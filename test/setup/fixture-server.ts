@@ -3,7 +3,8 @@
  * outside world the Worker fetches from: another instance's marketplace (registry installs),
  * a git host serving archives of a commit (POST /api/v1/install), and the model providers'
  * streaming APIs (`/model/anthropic/<scenario>`, `/model/openai/<scenario>` as base URLs), and
- * GitHub's REST API under `/github` (./fake-github.ts).
+ * GitHub's REST API under `/github` (./fake-github.ts), and OAuth client metadata documents
+ * under `/oauth-client/` (./client-metadata.ts).
  * Anything not listed answers 404, so an unexpected request fails its test.
  */
 import { execFileSync } from 'node:child_process';
@@ -14,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { TestProject } from 'vitest/node';
+import { serveClientMetadata } from './client-metadata';
 import { serveGithub } from './fake-github';
 import { toolCallingAnswer } from './tool-calling-model';
 import { FIXTURE_PORT } from './fixture-port';
@@ -432,6 +434,8 @@ export default async function setup(project: TestProject) {
       serveGithub(req, res, `http://127.0.0.1:${FIXTURE_PORT}`).catch(() => res.destroy());
     } else if (model) {
       serveModel(req, res, model).catch(() => res.destroy());
+    } else if (path.startsWith('/oauth-client')) {
+      serveClientMetadata(req, res, `http://127.0.0.1:${FIXTURE_PORT}`);
     } else if (path === '/echo') {
       echo(req, res).catch(() => res.destroy());
     } else if (json.has(path)) {

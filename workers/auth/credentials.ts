@@ -138,7 +138,7 @@ async function principalFromAccessToken(db: Db, token: string, origin: RequestOr
     userId: grant.userId,
     workspaceId: grant.workspaceId,
     role: grant.role,
-    credential: { type: 'oauth', grantId: grant.grantId, clientId: grant.clientId },
+    credential: { type: 'oauth', grantId: grant.grantId, clientId: grant.clientId, resource: grant.resource },
     scopes: apiScopesOf(grant.scopes),
     origin,
   };

@@ -24,6 +24,8 @@ ul.scopes{padding-left:1.2rem}
 .sensitive{font-weight:600}
 .badge{display:inline-block;border:1px solid currentColor;border-radius:.25rem;padding:0 .3rem;margin-left:.4rem;font-size:.8rem}
 .muted{opacity:.8;font-size:.9rem}
+.host{font-size:1.3em;font-weight:800;word-break:break-all}
+ul.choices{list-style:none;padding-left:0}
 `;
 
 export const Layout: FC<{ title: string; nonce: string; children?: Child }> = ({ title, nonce, children }) => (
@@ -139,18 +141,24 @@ export interface ConsentProps {
   params: Record<string, string>;
 }
 
+/**
+ * Anyone can register a client under any name, so the name is shown as the client's claim and
+ * the host the answer goes to, which the client cannot fake, is shown larger.
+ */
 export const ConsentPage: FC<ConsentProps> = (p) => (
   <Layout title="Allow access?" nonce={p.nonce}>
-    <h1>Allow {p.clientName} to use your account?</h1>
+    <h1>
+      Allow an app at <span class="host">{p.redirectHost}</span> to use your account?
+    </h1>
     <p>
-      Signed in as {p.userName}. After you answer you go back to <strong>{p.redirectHost}</strong>.
+      It calls itself “{p.clientName}”. Signed in as {p.userName}. After you answer you go back to <strong>{p.redirectHost}</strong>.
     </p>
     <form method="post" action="/auth/oauth2/authorize">
       <input type="hidden" name="csrf" value={p.csrf} />
       {Object.entries(p.params).map(([name, value]) => (
         <input type="hidden" name={name} value={value} />
       ))}
-      <ScopeList heading="It will be able to:" scopes={p.scopes} />
+      <ScopeChoices legend="It will be able to (untick what you do not want to allow):" scopes={p.scopes} />
       {p.scopes.some((s) => s.sensitive) ? (
         <p class="muted">Items marked sensitive can change your data or spend your credits.</p>
       ) : null}
@@ -193,6 +201,23 @@ const ScopeList: FC<{ heading: string; scopes: ScopeLine[] }> = ({ heading, scop
       ))}
     </ul>
   </>
+);
+
+/** Checkboxes for the scopes a person may narrow before approving, all ticked; posted as `scopes`. */
+const ScopeChoices: FC<{ legend: string; scopes: ScopeLine[] }> = ({ legend, scopes }) => (
+  <fieldset>
+    <legend>{legend}</legend>
+    <ul class="scopes choices">
+      {scopes.map((s, i) => (
+        <li class={s.sensitive ? 'sensitive' : undefined}>
+          <input type="checkbox" id={`scope-${i}`} name="scopes" value={s.scope} checked />{' '}
+          <label for={`scope-${i}`} class={s.sensitive ? 'inline sensitive' : 'inline'}>
+            <ScopeItem s={s} />
+          </label>
+        </li>
+      ))}
+    </ul>
+  </fieldset>
 );
 
 /** A code entry form: `/activate` (user code) and `/approve` (link code) alike. */
@@ -290,17 +315,7 @@ export const ApproveConsentPage: FC<ApproveConsentProps> = (p) => (
     <form method="post" action="/approve">
       <input type="hidden" name="csrf" value={p.csrf} />
       <input type="hidden" name="code" value={p.code} />
-      <fieldset>
-        <legend>Allow it to:</legend>
-        {p.scopes.map((s, i) => (
-          <div>
-            <input type="checkbox" id={`scope-${i}`} name="scopes" value={s.scope} checked />{' '}
-            <label for={`scope-${i}`} class={s.sensitive ? 'inline sensitive' : 'inline'}>
-              <ScopeItem s={s} />
-            </label>
-          </div>
-        ))}
-      </fieldset>
+      <ScopeChoices legend="Allow it to:" scopes={p.scopes} />
       <button type="submit" name="decision" value="approve">
         Approve selected
       </button>

@@ -5,7 +5,7 @@ export type Credential =
   | { type: 'session'; sessionId: string }
   | { type: 'api_key'; apiKeyId: number }
   /** An OAuth access token (spec 5.3): bound to one user, workspace and client at consent. */
-  | { type: 'oauth'; grantId: string; clientId: string };
+  | { type: 'oauth'; grantId: string; clientId: string; resource: string | null };
 
 /**
  * Who is calling, in which workspace, with what rights. Every service function takes one,

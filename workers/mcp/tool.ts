@@ -1,5 +1,5 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, LoggingLevel, ServerNotification, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal';
 import { ROUTE_ACCESS } from '../auth/route-scopes';
@@ -17,6 +17,33 @@ export interface ToolContext {
   requestId: string;
   /** `x-permission-grant`: which one-time grant a call spends (spec 5.5). */
   grantToken?: string;
+  /** The level this credential's client set with `logging/setLevel`, if any: live run text is sent as log messages only then. */
+  logLevel?: LoggingLevel;
+}
+
+/** How a tool reports the work it started to a client that sent a `progressToken`. */
+export interface ProgressReport {
+  /** `notifications/progress`; `done` must grow from one call to the next. */
+  progress(done: number, message: string): Promise<void>;
+  /** The run's text as it streams, as a `notifications/message` at level info (if the client's level lets it through). */
+  log(text: string): Promise<void>;
+}
+
+const LOG_LEVELS: LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
+interface CallExtra {
+  _meta?: { progressToken?: string | number };
+  sendNotification: (notification: ServerNotification) => Promise<void>;
+}
+
+function progressReport(ctx: ToolContext, extra: CallExtra, progressToken: string | number, logger: string): ProgressReport {
+  const logs = ctx.logLevel !== undefined && LOG_LEVELS.indexOf(ctx.logLevel) <= LOG_LEVELS.indexOf('info');
+  return {
+    progress: (progress, message) => extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, message } }),
+    log: async (text) => {
+      if (logs) await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger, data: text } });
+    },
+  };
 }
 
 export interface ServiceTool<Shape extends z.ZodRawShape> {
@@ -34,6 +61,11 @@ export interface ServiceTool<Shape extends z.ZodRawShape> {
   annotations: Required<Pick<ToolAnnotations, 'readOnlyHint' | 'destructiveHint' | 'idempotentHint' | 'openWorldHint'>>;
   /** The service's answer: a JSON object (lists are wrapped), sent as text and as `structuredContent`. */
   run: (ctx: ToolContext, args: z.infer<z.ZodObject<Shape>>) => Promise<object>;
+  /**
+   * For a tool that starts long work: when the call carried a `progressToken`, reports on that
+   * work until it ends, before the result is answered (the response is then an SSE stream).
+   */
+  follow?: (ctx: ToolContext, result: never, report: ProgressReport) => Promise<void>;
 }
 
 /** A failure a route answers in its own shape (workflow resume, spec 7.3): the tool error carries that body as is. */
@@ -63,16 +95,19 @@ export function defineTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>
   return {
     name: tool.name,
     route: tool.route,
+    follows: tool.follow !== undefined,
     register(server: McpServer, ctx: ToolContext) {
       server.registerTool(
         tool.name,
         { title: tool.title, description: tool.description, inputSchema: tool.input, outputSchema: tool.output, annotations: { title: tool.title, ...tool.annotations } },
         // The SDK's callback type cannot be resolved for a generic shape; at run time `args` is
         // the input parsed against `tool.input`.
-        (async (args: z.infer<z.ZodObject<Shape>>): Promise<CallToolResult> => {
+        (async (args: z.infer<z.ZodObject<Shape>>, extra: CallExtra): Promise<CallToolResult> => {
           try {
             await authorizeWithGrants(ctx.db, ROUTE_ACCESS[tool.route]!, ctx.principal, ctx.grantToken);
             const result = await tool.run(ctx, args);
+            const progressToken = extra._meta?.progressToken;
+            if (progressToken !== undefined && tool.follow) await tool.follow(ctx, result as never, progressReport(ctx, extra, progressToken, tool.name));
             return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown> };
           } catch (error) {
             return toolError(error, ctx.requestId);

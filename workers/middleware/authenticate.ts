@@ -1,6 +1,7 @@
 import { createMiddleware } from 'hono/factory';
 import { matchedRoutes } from 'hono/route';
 import { bearerTokenOf, resolvePrincipal } from '../auth/credentials';
+import { mcpResourceOf } from '../auth/oauth/metadata';
 import type { Principal } from '../auth/principal';
 import { ROUTE_ACCESS, routeKey, type RouteAccess } from '../auth/route-scopes';
 import { coveredByGrant, GRANT_TOKEN_HEADER } from '../auth/grants';
@@ -37,12 +38,31 @@ export function authorize(access: RouteAccess, principal: Principal | undefined)
 }
 
 /**
+ * RFC 8707: an access token works only at the resource it was issued for. The MCP endpoint takes
+ * tokens for itself or for the whole service; the REST API only those for the whole service.
+ * Grants that named no resource (all of them before audiences existed) are for the whole service.
+ */
+function audienceRefusal(principal: Principal, base: string, mcp: boolean): WrongAudience | null {
+  if (principal.credential.type !== 'oauth') return null;
+  const audience = principal.credential.resource ?? base;
+  if (audience === base || (mcp && audience === mcpResourceOf(base))) return null;
+  return new WrongAudience(audience);
+}
+
+/** A valid token presented where it was not issued for: its challenge says so (RFC 6750 3.1 `error_description`). */
+export class WrongAudience extends AppError {
+  constructor(audience: string) {
+    super('UNAUTHORIZED', 401, `This access token was issued for ${audience}, not for this endpoint`);
+  }
+}
+
+/**
  * Resolves the request's credential and counts the request against its rate limit (the
  * caller's IP when there is no valid credential), setting the `x-ratelimit-*` headers. One
  * path for REST and MCP, so both share a credential's limit. Answers the principal, or
  * undefined without a credential; a refused credential throws after it was counted.
  */
-export async function identify(c: Context, options: { allowUnactivated?: boolean } = {}): Promise<Principal | undefined> {
+export async function identify(c: Context, options: { allowUnactivated?: boolean; mcp?: boolean } = {}): Promise<Principal | undefined> {
   let principal: Principal | undefined;
   let failure: unknown;
   try {
@@ -60,6 +80,8 @@ export async function identify(c: Context, options: { allowUnactivated?: boolean
   } catch (error) {
     failure = error;
   }
+  const wrongAudience = principal && audienceRefusal(principal, new URL(c.req.url).origin, options.mcp ?? false);
+  if (wrongAudience) [principal, failure] = [undefined, wrongAudience];
 
   const subject = !principal
     ? `api:ip:${c.var.origin.ip ?? 'unknown'}`
@@ -80,7 +102,7 @@ export async function identify(c: Context, options: { allowUnactivated?: boolean
   if (failure) {
     // RFC 6750 3.1: a refused bearer token is named in the challenge.
     if (failure instanceof AppError && failure.status === 401 && c.req.header('authorization')) {
-      c.header('www-authenticate', 'Bearer error="invalid_token"');
+      c.header('www-authenticate', failure instanceof WrongAudience ? `Bearer error="invalid_token", error_description="${failure.message}"` : 'Bearer error="invalid_token"');
     }
     throw failure;
   }

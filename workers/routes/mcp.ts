@@ -1,13 +1,17 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { Hono, type Context } from 'hono';
+import { cors } from 'hono/cors';
 import { GRANT_TOKEN_HEADER } from '../auth/grants';
+import { isLoopbackHost } from '../auth/oauth/client-metadata';
 import { mcpWwwAuthenticate } from '../auth/oauth/metadata';
 import type { Principal } from '../auth/principal';
 import { ROUTE_ACCESS } from '../auth/route-scopes';
 import { hasScope, type Scope } from '../auth/scopes';
-import type { AppEnv } from '../env';
+import type { AppEnv, Env } from '../env';
 import { AppError, forbidden, unauthorized } from '../errors';
-import { identify } from '../middleware/authenticate';
+import { identify, WrongAudience } from '../middleware/authenticate';
+import { logLevelOf } from '../mcp/logging';
+import { PROMPT_ROUTE, resourceRoute } from '../mcp/resources';
 import { createMcpServer, MCP_TOOLS } from '../mcp/server';
 import { documentedProtocol } from './openapi';
 
@@ -18,52 +22,111 @@ function clientInterface(userAgent: string | undefined): string {
   return 'mcp';
 }
 
+const isLoopbackOrigin = (origin: string) => URL.canParse(origin) && isLoopbackHost(new URL(origin).hostname);
+
+/** The browser origins that may call /mcp: the configured public origin and MCP_ALLOWED_ORIGINS. */
+const allowedOrigins = (env: Env) =>
+  [env.PUBLIC_ORIGIN, ...(env.MCP_ALLOWED_ORIGINS ?? '').split(',')].map((o) => o?.trim().replace(/\/+$/, '')).filter((o): o is string => !!o);
+
 /**
  * Browsers send Origin: a page of another site must not drive a user's MCP session (the MCP
- * transport spec's DNS-rebinding rule). Clients that are not browsers send none.
+ * transport spec's DNS-rebinding rule). The check is against configured origins and loopback
+ * development hosts, never the request's own Host, which a rebinding attacker controls.
+ * Clients that are not browsers send none.
  */
+const originAllowed = (env: Env, origin: string) => allowedOrigins(env).includes(origin) || isLoopbackOrigin(origin);
+
 function checkOrigin(c: Context<AppEnv>): void {
   const origin = c.req.header('origin');
-  if (origin === undefined || origin === new URL(c.req.url).origin) return;
-  const allowed = (c.env.MCP_ALLOWED_ORIGINS ?? '').split(',').map((o) => o.trim());
-  if (!allowed.includes(origin)) throw forbidden(`Origin ${origin} may not call this MCP endpoint`);
+  if (origin !== undefined && !originAllowed(c.env, origin)) throw forbidden(`Origin ${origin} may not call this MCP endpoint`);
+}
+
+/** Browser clients need the preflight answered and the challenge header readable. */
+const mcpCors = cors({
+  origin: (origin, c: Context<AppEnv>) => (originAllowed(c.env, origin) ? origin : null),
+  allowMethods: ['POST', 'GET', 'DELETE', 'OPTIONS'],
+  allowHeaders: ['authorization', 'content-type', 'accept', 'x-api-key', 'x-workspace-id', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id', GRANT_TOKEN_HEADER],
+  exposeHeaders: ['www-authenticate', 'mcp-session-id', 'mcp-protocol-version', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'],
+  maxAge: 600,
+});
+
+type JsonRpcMessage = { id?: string | number | null; method?: unknown; params?: { name?: unknown; uri?: unknown; _meta?: { progressToken?: unknown } } };
+
+/** The request body, parsed once here and handed to the transport; undefined if it is not JSON (the transport answers that). */
+async function bodyOf(c: Context<AppEnv>): Promise<unknown> {
+  return c.req.raw
+    .clone()
+    .json()
+    .catch(() => undefined);
+}
+
+/** JSON-RPC batches exist only in the 2025-03-26 revision; later ones removed them. */
+const BATCHES_REMOVED_IN = '2025-06-18';
+
+function protocolVersionOf(c: Context<AppEnv>, messages: JsonRpcMessage[]): string {
+  const init = messages.find((m) => m.method === 'initialize')?.params as { protocolVersion?: unknown } | undefined;
+  return typeof init?.protocolVersion === 'string' ? init.protocolVersion : (c.req.header('mcp-protocol-version') ?? '2025-03-26');
+}
+
+const jsonRpcError = (id: JsonRpcMessage['id'], code: number, message: string, status: 200 | 400 = 200) =>
+  Response.json({ jsonrpc: '2.0', id: id ?? null, error: { code, message } }, { status });
+
+const toolNamed = (name: unknown) => MCP_TOOLS.find((tool) => tool.name === name);
+
+/** The REST route whose scope a message needs: a tool's, a resource's, or the prompts'. */
+function routeOf(message: JsonRpcMessage): string | undefined {
+  if (message.method === 'tools/call') return toolNamed(message.params?.name)?.route;
+  if (message.method === 'resources/read' && typeof message.params?.uri === 'string') return resourceRoute(message.params.uri);
+  if (message.method === 'prompts/get') return PROMPT_ROUTE;
+  return undefined;
 }
 
 /**
- * The scope an OAuth token lacks for the tool this request calls, if any. API keys get the
- * same refusal as a tool error instead: they have no authorization server to step up with.
+ * The scope an OAuth token lacks for what this request does, if any. API keys get the same
+ * refusal as a tool (or JSON-RPC) error instead: they have no authorization server to step up with.
  */
-async function scopeMissingForCall(c: Context<AppEnv>, principal: Principal): Promise<Scope | null> {
-  const message: unknown = await c.req.raw
-    .clone()
-    .json()
-    .catch(() => null);
-  if (!message || typeof message !== 'object' || (message as { method?: unknown }).method !== 'tools/call') return null;
-  const name = (message as { params?: { name?: unknown } }).params?.name;
-  const access = ROUTE_ACCESS[MCP_TOOLS.find((tool) => tool.name === name)?.route ?? ''];
-  if (!access || (access.auth !== 'credential' && access.auth !== 'key')) return null;
-  return hasScope(principal.scopes, access.scope) ? null : access.scope;
+function scopeMissing(principal: Principal, messages: JsonRpcMessage[]): Scope | null {
+  for (const message of messages) {
+    const access = ROUTE_ACCESS[routeOf(message) ?? ''];
+    if (access && (access.auth === 'credential' || access.auth === 'key') && !hasScope(principal.scopes, access.scope)) return access.scope;
+  }
+  return null;
 }
+
+/** A tools/call of a tool that follows its run when the client sent a progressToken: answered as SSE. */
+const followsProgress = (message: JsonRpcMessage) =>
+  message.method === 'tools/call' && message.params?._meta?.progressToken !== undefined && toolNamed(message.params.name)?.follows === true;
 
 async function handle(c: Context<AppEnv>): Promise<Response> {
   checkOrigin(c);
-  const principal = await identify(c).catch((error: unknown) => {
-    if (error instanceof AppError && error.status === 401) return undefined;
+  let refusal: AppError | undefined;
+  const principal = await identify(c, { mcp: true }).catch((error: unknown) => {
+    if (error instanceof AppError && error.status === 401) return void (refusal = error);
     throw error;
   });
   const base = new URL(c.req.url).origin;
   if (!principal) {
     // RFC 9728 §5.1: point the client at the protected resource metadata to find the authorization server.
     const refused = c.req.header('x-api-key') !== undefined || c.req.header('authorization') !== undefined;
-    return c.json(unauthorized().toEnvelope(), 401, { 'www-authenticate': mcpWwwAuthenticate(base, refused ? { error: 'invalid_token' } : undefined) });
+    const problem = refused ? { error: 'invalid_token' as const, description: refusal instanceof WrongAudience ? refusal.message : undefined } : undefined;
+    return c.json(unauthorized().toEnvelope(), 401, { 'www-authenticate': mcpWwwAuthenticate(base, problem) });
   }
-  const missing = principal.credential.type === 'oauth' ? await scopeMissingForCall(c, principal) : null;
+  const body = await bodyOf(c);
+  const messages = (Array.isArray(body) ? body : [body]).filter((m): m is JsonRpcMessage => typeof m === 'object' && m !== null);
+  if (Array.isArray(body) && protocolVersionOf(c, messages) >= BATCHES_REMOVED_IN) {
+    return jsonRpcError(null, -32600, `JSON-RPC batches are not part of MCP ${protocolVersionOf(c, messages)}: send one message per request`, 400);
+  }
+  // The SDK would answer an unknown tool as a tool result; the MCP spec makes it a protocol error.
+  const unknownTool = messages.find((m) => m.method === 'tools/call' && !toolNamed(m.params?.name));
+  if (unknownTool && !Array.isArray(body)) return jsonRpcError(unknownTool.id, -32602, `Unknown tool: ${String(unknownTool.params?.name)}`);
+  const missing = principal.credential.type === 'oauth' ? scopeMissing(principal, messages) : null;
   if (missing) {
     // MCP authorization, scope challenge: an OAuth client can ask the user for more scope and retry.
     const error = forbidden(`This token lacks the scope "${missing}"`, { scope: missing });
     return c.json(error.toEnvelope(), 403, { 'www-authenticate': mcpWwwAuthenticate(base, { error: 'insufficient_scope', scope: missing }) });
   }
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  const live = messages.some(followsProgress);
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !live });
   const server = createMcpServer({
     db: c.var.db,
     env: c.env,
@@ -71,11 +134,12 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
     clientInterface: clientInterface(c.req.header('user-agent')),
     requestId: c.var.requestId,
     grantToken: c.req.header(GRANT_TOKEN_HEADER),
+    logLevel: live ? await logLevelOf(c.var.db, principal) : undefined,
   });
   await server.connect(transport);
-  const response = await transport.handleRequest(c.req.raw);
-  // Headers set on the context (x-ratelimit-*) are not on a Response returned as is.
-  for (const [name, value] of c.res.headers) if (name.startsWith('x-ratelimit-')) response.headers.set(name, value);
+  const response = await transport.handleRequest(c.req.raw, body === undefined ? undefined : { parsedBody: body });
+  // Headers set on the context (x-ratelimit-*, CORS) are not on a Response returned as is.
+  for (const [name, value] of c.res.headers) if (name.startsWith('x-ratelimit-') || name.startsWith('access-control-')) response.headers.set(name, value);
   return response;
 }
 
@@ -86,6 +150,12 @@ const postOnly = (c: Context<AppEnv>) => {
 };
 
 /** `POST /mcp` and `/mcp/` (spec 4.11): every service operation as an MCP tool. */
-const mcpDoc = documentedProtocol('MCP', 'Every service operation as an MCP tool (stateless, JSON responses)', 'MCP Streamable HTTP transport', 200, 'application/json');
+const mcpDoc = documentedProtocol(
+  'MCP',
+  'Every service operation as an MCP tool, plus prompts and resources (stateless; JSON responses, SSE for calls followed with a progressToken)',
+  'MCP Streamable HTTP transport',
+  200,
+  'application/json',
+);
 
-export const mcp = new Hono<AppEnv>().post('/mcp', mcpDoc, handle).post('/mcp/', mcpDoc, handle).on(['GET', 'DELETE', 'PUT', 'PATCH'], ['/mcp', '/mcp/'], postOnly);
+export const mcp = new Hono<AppEnv>().use('/mcp', mcpCors).use('/mcp/', mcpCors).post('/mcp', mcpDoc, handle).post('/mcp/', mcpDoc, handle).on(['GET', 'DELETE', 'PUT', 'PATCH'], ['/mcp', '/mcp/'], postOnly);

@@ -1,18 +1,20 @@
 import { Hono, type Context } from 'hono';
 import { cors } from 'hono/cors';
-import { bearerTokenOf, resolvePrincipal } from '../auth/credentials';
+import { bearerTokenOf } from '../auth/credentials';
+import type { MetadataFetchOptions } from '../auth/oauth/client-metadata';
 import { authorizationServerMetadata, mcpResourceOf, protectedResourceMetadata } from '../auth/oauth/metadata';
 import { jwks } from '../auth/oauth/signing-keys';
 import { ConsentPage, MessagePage } from '../auth/pages';
-import { csrfToken, csrfValid, pagePrincipal, renderPage, sessionCookie } from '../auth/web';
-import type { AppEnv } from '../env';
-import { forbidden, unauthorized } from '../errors';
+import { csrfToken, csrfValid, pagePrincipal, renderPage } from '../auth/web';
+import type { AppEnv, Env } from '../env';
+import { hitRateLimit } from '../lib/rate-limit';
 import { documentedProtocol } from './openapi';
 import {
   AUTHORIZE_PARAM_NAMES,
   authorizationResponseUrl,
   describeScope,
   exchangeToken,
+  grantedScopes,
   issueCode,
   OAuthError,
   registerClient,
@@ -27,6 +29,13 @@ import {
 type Ctx = Context<AppEnv>;
 
 const baseOf = (c: Ctx) => new URL(c.req.url).origin;
+
+/** Open registration is throttled per address: each one writes a row (deleted after a day if unused). */
+const REGISTRATIONS_PER_IP = 20;
+const REGISTRATION_WINDOW_MS = 3600_000;
+
+/** Tests and local development may serve client metadata documents on http://localhost; never in production. */
+const metadataOptions = (env: Env): MetadataFetchOptions => ({ allowHttpLoopback: env.OAUTH_ALLOW_HTTP_LOOPBACK_CLIENT_METADATA === 'true' });
 
 /** RFC 6749 5.1: token responses (and errors) must not be cached. */
 function noStore(c: Ctx) {
@@ -45,6 +54,7 @@ async function oauthEndpoint(c: Ctx, handler: () => Promise<Response>): Promise<
     if (error.error === 'invalid_token' || error.error === 'insufficient_scope') {
       c.header('www-authenticate', `Bearer error="${error.error}", error_description="${error.description}"`);
     }
+    if (error.retryAfterSeconds !== undefined) c.header('retry-after', String(error.retryAfterSeconds));
     return c.json(error.toBody(), error.status);
   }
 }
@@ -74,7 +84,7 @@ function authorizeParamsOf(source: Record<string, unknown>): AuthorizeParams {
 
 /** Handles the two outcomes of a request that cannot proceed (RFC 6749 4.1.2.1). */
 async function validated(c: Ctx, params: AuthorizeParams) {
-  const outcome = await validateAuthorize(c.var.db, baseOf(c), params);
+  const outcome = await validateAuthorize(c.var.db, baseOf(c), params, metadataOptions(c.env));
   if (outcome.ok) return { request: outcome.request };
   if (!outcome.redirect) return { response: messagePage(c, 400, 'This sign-in link does not work', outcome.message) };
   const url = authorizationResponseUrl(baseOf(c), outcome.redirectUri, {
@@ -101,17 +111,14 @@ export const oauth = new Hono<AppEnv>()
     return c.json(await jwks(c.var.db, c.env.ENCRYPTION_KEY));
   })
 
-  // RFC 7591, spec 5.3 rule 2: a signed-in person registers a public client. A cookie session
-  // counts only from our own Origin (CSRF); a header session cannot be sent cross-site anyway.
-  .post('/oauth2/register', documentedProtocol('OAuth', 'Register a public client (a signed-in session)', 'RFC 7591', 201, 'application/json'), (c) =>
+  // RFC 7591 3: open registration of public clients, as stock MCP clients expect. It grants
+  // nothing: every token still needs a person's consent on the authorization page.
+  .post('/oauth2/register', documentedProtocol('OAuth', 'Register a public client (open, rate-limited per address)', 'RFC 7591', 201, 'application/json'), (c) =>
     oauthEndpoint(c, async () => {
-      const origin = c.req.header('origin');
-      const header = c.req.header('x-auth-token');
-      const token = header ?? sessionCookie(c);
-      if (!token) throw unauthorized('Registering a client needs a signed-in session (x-auth-token)');
-      if (!origin) throw forbidden('Registering a client needs an Origin header');
-      if (header === undefined && origin !== baseOf(c)) throw forbidden('A cookie session registers clients only from this site');
-      const principal = await resolvePrincipal(c.var.db, { apiKey: undefined, sessionToken: token, workspaceSelector: undefined }, c.var.origin);
+      const decision = await hitRateLimit(c.env, `oauth-register:ip:${c.var.origin.ip ?? 'unknown'}`, REGISTRATIONS_PER_IP, REGISTRATION_WINDOW_MS);
+      if (!decision.allowed) {
+        throw new OAuthError('temporarily_unavailable', 'Too many registrations from this address; try again later', 429, Math.ceil(decision.resetMs / 1000));
+      }
       let body: unknown;
       try {
         body = await c.req.json();
@@ -119,7 +126,7 @@ export const oauth = new Hono<AppEnv>()
         throw new OAuthError('invalid_client_metadata', 'The body must be a JSON object');
       }
       noStore(c);
-      return c.json(await registerClient(c.var.db, principal!.userId, body), 201);
+      return c.json(await registerClient(c.var.db, body), 201);
     }),
   )
 
@@ -156,7 +163,7 @@ export const oauth = new Hono<AppEnv>()
   })
 
   .post('/oauth2/authorize', documentedProtocol('OAuth', 'The consent form: approve or deny, then a redirect to the client', 'OAuth 2.1 authorization endpoint', 200, 'text/html'), async (c) => {
-    const form = await c.req.parseBody();
+    const form = await c.req.parseBody({ all: true });
     // RFC 9700 4.7 (CSRF) and 4.16 (clickjacking): consent counts only from our own form.
     if (!csrfValid(c, form.csrf)) return messagePage(c, 403, 'Request refused', 'The form expired or came from another site. Go back and try again.');
     const params = authorizeParamsOf(form);
@@ -173,8 +180,11 @@ export const oauth = new Hono<AppEnv>()
       return c.redirect(authorizationResponseUrl(base, request.redirectUri, { error: 'access_denied', error_description: 'The user denied access', state: request.state }), 303);
     }
     const workspaceId = typeof form.workspace_id === 'string' ? form.workspace_id : principal.workspaceId;
+    // The person may untick scopes: the grant is what stays ticked, never more than requested.
+    const scopes = grantedScopes(request.scopes, form.scopes);
+    if (scopes.length === 0) return messagePage(c, 400, 'Nothing selected', 'Select at least one permission to allow, or deny the request.');
     try {
-      const code = await issueCode(c.var.db, principal, workspaceId, request);
+      const code = await issueCode(c.var.db, principal, workspaceId, request, scopes);
       return c.redirect(authorizationResponseUrl(base, request.redirectUri, { code, state: request.state }), 303);
     } catch (error) {
       if (error instanceof OAuthError) return messagePage(c, 403, 'Request refused', error.description);

@@ -1,4 +1,4 @@
-import { and, eq, gt, isNull, lt, or } from 'drizzle-orm';
+import { and, eq, gt, isNull, lt, notExists, or } from 'drizzle-orm';
 import { z } from 'zod';
 import { members, oauthClients, oauthCodes, oauthGrants, oauthTokens, users, workspaces, type OAuthClientRow } from '../../schema';
 import { sha256Hex as credentialHash } from '../lib/crypto';
@@ -10,6 +10,7 @@ import {
   OIDC_SCOPES,
   REFRESH_TOKEN_TTL_S,
 } from '../auth/oauth/metadata';
+import { ClientMetadataError, fetchClientMetadata, isLoopbackHost, isMetadataClientId, type MetadataFetchOptions } from '../auth/oauth/client-metadata';
 import { signIdToken } from '../auth/oauth/signing-keys';
 import type { Principal } from '../auth/principal';
 import { DEFAULT_KEY_SCOPES, isKnownScope, isSensitiveScope } from '../auth/scopes';
@@ -29,7 +30,9 @@ export class OAuthError extends Error {
   constructor(
     readonly error: string,
     readonly description: string,
-    readonly status: 400 | 401 | 403 = 400,
+    readonly status: 400 | 401 | 403 | 429 = 400,
+    /** With 429: when to try again (the `Retry-After` header). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(description);
     this.name = 'OAuthError';
@@ -50,16 +53,17 @@ export const apiScopesOf = (scopes: readonly string[]) => scopes.filter((s) => !
 // ---------------------------------------------------------------------------------------------
 // Registration (RFC 7591)
 
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+const isLoopback = (url: URL) => isLoopbackHost(url.hostname);
 
-const isLoopback = (url: URL) => LOOPBACK_HOSTS.has(url.hostname) || /^127(\.\d{1,3}){3}$/.test(url.hostname);
+type ApplicationType = OAuthClientRow['applicationType'];
 
 /**
  * RFC 9700 2.1 / 4.1.1: redirect URIs are registered in full and matched exactly; https only,
  * except http on a loopback address for native apps (RFC 8252 7.3, OAuth 2.1 2.3.1); no
- * fragment (RFC 6749 3.1.2).
+ * fragment (RFC 6749 3.1.2). A web application may not redirect to a loopback address
+ * (OpenID Connect Dynamic Registration 2, `application_type`).
  */
-function redirectUriProblem(value: string): string | null {
+function redirectUriProblem(value: string, applicationType: ApplicationType): string | null {
   let url: URL;
   try {
     url = new URL(value);
@@ -68,10 +72,25 @@ function redirectUriProblem(value: string): string | null {
   }
   if (value.includes('#')) return `"${value}" has a fragment`;
   if (url.username || url.password) return `"${value}" carries credentials`;
+  if (applicationType === 'web' && isLoopback(url)) return `"${value}" is a loopback address, which only a native application may use`;
   if (url.protocol === 'https:') return null;
   if (url.protocol === 'http:' && isLoopback(url)) return null;
   return `"${value}" must use https (http only on a loopback address)`;
 }
+
+/**
+ * OpenID Connect Dynamic Registration 2 defaults to `web`; a client that names only loopback
+ * redirects without saying is a native one (what stock MCP clients register).
+ */
+function applicationTypeOf(declared: ApplicationType | undefined, redirectUris: string[]): ApplicationType {
+  if (declared) return declared;
+  const allLoopback = redirectUris.every((uri) => URL.canParse(uri) && isLoopback(new URL(uri)));
+  return allLoopback ? 'native' : 'web';
+}
+
+/** The first problem of a client's redirect URIs, or null. */
+const redirectUrisProblem = (uris: string[], applicationType: ApplicationType) =>
+  uris.map((uri) => redirectUriProblem(uri, applicationType)).find((p) => p !== null) ?? null;
 
 export const RegisterBody = z.object({
   client_name: z.string().trim().min(1).max(100).optional(),
@@ -79,10 +98,16 @@ export const RegisterBody = z.object({
   grant_types: z.array(z.enum(['authorization_code', 'refresh_token'])).min(1).optional(),
   response_types: z.array(z.literal('code')).min(1).optional(),
   token_endpoint_auth_method: z.string().optional(),
+  application_type: z.enum(['web', 'native']).optional(),
 });
 export type RegisterBody = z.infer<typeof RegisterBody>;
 
-export async function registerClient(db: Db, userId: string, raw: unknown) {
+/**
+ * RFC 7591 3: registers a public client. Open to anyone: stock MCP clients register before any
+ * person signs in. A registration grants nothing by itself: every token still needs a person's
+ * consent.
+ */
+export async function registerClient(db: Db, raw: unknown) {
   const parsed = RegisterBody.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -91,10 +116,9 @@ export async function registerClient(db: Db, userId: string, raw: unknown) {
     throw new OAuthError(error, `${field}: ${issue.message}`);
   }
   const body = parsed.data;
-  for (const uri of body.redirect_uris) {
-    const problem = redirectUriProblem(uri);
-    if (problem) throw new OAuthError('invalid_redirect_uri', problem);
-  }
+  const applicationType = applicationTypeOf(body.application_type, body.redirect_uris);
+  const problem = redirectUrisProblem(body.redirect_uris, applicationType);
+  if (problem) throw new OAuthError('invalid_redirect_uri', problem);
   // Public clients only: PKCE stands in for a secret (OAuth 2.1 2.1; MCP authorization spec).
   if (body.token_endpoint_auth_method !== undefined && body.token_endpoint_auth_method !== 'none') {
     throw new OAuthError('invalid_client_metadata', 'token_endpoint_auth_method must be "none": clients are public and use PKCE');
@@ -104,7 +128,8 @@ export async function registerClient(db: Db, userId: string, raw: unknown) {
     name: body.client_name ?? 'Unnamed client',
     redirectUris: [...new Set(body.redirect_uris)],
     grantTypes: [...new Set(body.grant_types ?? ['authorization_code'])],
-    createdBy: userId,
+    applicationType,
+    createdBy: null,
     createdAt: now(),
   };
   await db.insert(oauthClients).values(client);
@@ -116,7 +141,37 @@ export async function registerClient(db: Db, userId: string, raw: unknown) {
     grant_types: client.grantTypes,
     response_types: ['code'],
     token_endpoint_auth_method: 'none',
+    application_type: client.applicationType,
   };
+}
+
+/** Registrations and cached metadata documents no grant uses are deleted after this. */
+export const UNUSED_CLIENT_TTL_MS = 24 * 3600_000;
+
+/**
+ * A metadata document client, from the cache while it is fresh, else fetched (and cached in
+ * the clients table, so codes and grants reference it like any client).
+ */
+async function metadataDocumentClient(db: Db, clientId: string, options: MetadataFetchOptions): Promise<OAuthClientRow> {
+  const [cached] = await db.select().from(oauthClients).where(eq(oauthClients.id, clientId)).limit(1);
+  if (cached && (cached.metadataExpiresAt ?? 0) > now()) return cached;
+  const { metadata, ttlSeconds } = await fetchClientMetadata(clientId, options);
+  const applicationType = applicationTypeOf(metadata.application_type, metadata.redirect_uris);
+  const problem = redirectUrisProblem(metadata.redirect_uris, applicationType);
+  if (problem) throw new ClientMetadataError(`The client metadata document has a redirect URI this server refuses: ${problem}.`);
+  const changes = {
+    name: metadata.client_name ?? new URL(clientId).host,
+    redirectUris: [...new Set(metadata.redirect_uris)],
+    grantTypes: [...new Set(metadata.grant_types ?? ['authorization_code'])],
+    applicationType,
+    metadataExpiresAt: now() + ttlSeconds * 1000,
+  };
+  const [stored] = await db
+    .insert(oauthClients)
+    .values({ id: clientId, ...changes, createdAt: now() })
+    .onConflictDoUpdate({ target: oauthClients.id, set: changes })
+    .returning();
+  return stored!;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -182,11 +237,19 @@ function redirectMatches(registered: string, presented: string): boolean {
 
 const PKCE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
-export async function validateAuthorize(db: Db, base: string, params: AuthorizeParams): Promise<AuthorizeOutcome> {
+export async function validateAuthorize(db: Db, base: string, params: AuthorizeParams, metadataOptions: MetadataFetchOptions): Promise<AuthorizeOutcome> {
   // RFC 6749 4.1.2.1 / RFC 9700 4.11.1 (open redirector): an unknown client or a redirect URI
   // that is not registered is told to the user, never redirected to.
   if (!params.client_id) return { ok: false, redirect: false, message: 'The request names no client (client_id is missing).' };
-  const [client] = await db.select().from(oauthClients).where(eq(oauthClients.id, params.client_id)).limit(1);
+  let client: OAuthClientRow | undefined;
+  try {
+    client = isMetadataClientId(params.client_id)
+      ? await metadataDocumentClient(db, params.client_id, metadataOptions)
+      : (await db.select().from(oauthClients).where(eq(oauthClients.id, params.client_id)).limit(1))[0];
+  } catch (error) {
+    if (error instanceof ClientMetadataError) return { ok: false, redirect: false, message: error.message };
+    throw error;
+  }
   if (!client) return { ok: false, redirect: false, message: 'The application asking for access is not registered here.' };
   // OAuth 2.1 3.1.2.2: redirect_uri is required (clients may register several).
   const redirectUri = params.redirect_uri;
@@ -207,12 +270,13 @@ export async function validateAuthorize(db: Db, base: string, params: AuthorizeP
   if (params.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
   if (!PKCE_CHALLENGE.test(params.code_challenge)) return fail('invalid_request', 'code_challenge must be 43 base64url characters');
   // RFC 6749 3.3: no scope means the default set (the same as a new key's).
-  const scopes = params.scope?.trim() ? [...new Set(params.scope.trim().split(/\s+/))] : [...DEFAULT_KEY_SCOPES];
-  const unknown = scopes.find((s) => !isKnownScope(s) && !isOidcScope(s));
+  const asked = params.scope?.trim() ? [...new Set(params.scope.trim().split(/\s+/))] : [...DEFAULT_KEY_SCOPES];
+  const unknown = asked.find((s) => !isKnownScope(s) && !isOidcScope(s));
   if (unknown) return fail('invalid_scope', `Unknown scope "${unknown}"`);
-  if (scopes.includes('offline_access') && !client.grantTypes.includes('refresh_token')) {
-    return fail('invalid_scope', 'offline_access needs a client registered for the refresh_token grant');
-  }
+  // RFC 6749 3.3: the server may grant less than asked. A client not registered for refresh
+  // gets no offline_access (the /mcp challenge suggests it to every client).
+  const scopes = client.grantTypes.includes('refresh_token') ? asked : asked.filter((s) => s !== 'offline_access');
+  if (scopes.length === 0) return fail('invalid_scope', 'offline_access needs a client registered for the refresh_token grant');
   // RFC 8707 2 / MCP authorization spec: a named resource must be this service or its MCP endpoint.
   const resource = params.resource ?? null;
   if (resource !== null && resource !== base && resource !== mcpResourceOf(base)) {
@@ -271,6 +335,12 @@ export function describeScope(scope: string): { scope: string; words: string; se
   return { scope, words, sensitive: isSensitiveScope(scope) };
 }
 
+/** The scopes a consent form left ticked (`scopes`, one value or many), kept within those requested. */
+export function grantedScopes(requested: string[], ticked: unknown): string[] {
+  const picked = new Set([ticked ?? []].flat().filter((s): s is string => typeof s === 'string'));
+  return requested.filter((s) => picked.has(s));
+}
+
 /** The workspaces the consenting user can bind the grant to. */
 export async function workspacesOf(db: Db, userId: string) {
   return db
@@ -282,7 +352,7 @@ export async function workspacesOf(db: Db, userId: string) {
 }
 
 /** Issues the code once the user consented; it is bound to everything the exchange must repeat. */
-export async function issueCode(db: Db, principal: Principal, workspaceId: string, request: ValidAuthorizeRequest): Promise<string> {
+export async function issueCode(db: Db, principal: Principal, workspaceId: string, request: ValidAuthorizeRequest, scopes: string[]): Promise<string> {
   const [member] = await db
     .select({ role: members.role })
     .from(members)
@@ -297,7 +367,7 @@ export async function issueCode(db: Db, principal: Principal, workspaceId: strin
     userId: principal.userId,
     workspaceId,
     redirectUri: request.redirectUri,
-    scopes: request.scopes,
+    scopes,
     resource: request.resource,
     codeChallenge: request.codeChallenge,
     nonce: request.nonce ?? null,
@@ -522,6 +592,8 @@ export interface AccessTokenGrant {
   workspaceId: string;
   role: (typeof members.$inferSelect)['role'] | null;
   scopes: string[];
+  /** RFC 8707: the resource the grant is for; null for grants that named none. */
+  resource: string | null;
 }
 
 /** The live grant behind an access token, or null for an unknown, expired or revoked one. */
@@ -549,6 +621,7 @@ export async function findAccessToken(db: Db, token: string): Promise<AccessToke
     workspaceId: row.grant.workspaceId,
     role: row.role,
     scopes: row.token.scopes,
+    resource: row.grant.resource,
   };
 }
 
@@ -566,11 +639,23 @@ export async function userinfo(db: Db, token: string | undefined) {
   };
 }
 
-/** Housekeeping: spent codes and expired tokens are useless. */
+/**
+ * Housekeeping: spent codes and expired tokens are useless, and so are clients nobody signed in
+ * with within a day of their open registration (or of their metadata document's first fetch).
+ */
 export async function deleteExpiredOAuthRecords(db: Db): Promise<void> {
   const t = now();
   await db.batch([
     db.delete(oauthCodes).where(lt(oauthCodes.expiresAt, t - CODE_TTL_S * 1000)),
     db.delete(oauthTokens).where(or(lt(oauthTokens.expiresAt, t), lt(oauthTokens.revokedAt, t - 24 * 3600_000))),
+    db
+      .delete(oauthClients)
+      .where(
+        and(
+          isNull(oauthClients.createdBy),
+          lt(oauthClients.createdAt, t - UNUSED_CLIENT_TTL_MS),
+          notExists(db.select({ id: oauthGrants.id }).from(oauthGrants).where(eq(oauthGrants.clientId, oauthClients.id))),
+        ),
+      ),
   ]);
 }

@@ -46,6 +46,8 @@ export function authorizationServerMetadata(base: string) {
     code_challenge_methods_supported: ['S256'],
     // RFC 9207 (RFC 9700 4.4.2, mix-up defence): `iss` comes back with every authorization response.
     authorization_response_iss_parameter_supported: true,
+    // A client may use the https URL of its metadata document as its client_id instead of registering.
+    client_id_metadata_document_supported: true,
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
     claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'name', 'email', 'email_verified'],
@@ -66,12 +68,21 @@ export function protectedResourceMetadata(base: string, resource: string) {
 }
 
 /**
- * The `WWW-Authenticate` value for a 401 or 403 at the MCP endpoint (RFC 9728 5.1, MCP
- * authorization spec "Authorization Server Location"; RFC 6750 3.1 for `error` and `scope`).
+ * What an MCP client asks for when it first signs in (the 401 challenge's `scope`): reading the
+ * workspace and running skills and workflows, and staying signed in. Anything else is asked for
+ * by step-up when a tool needs it.
  */
-export function mcpWwwAuthenticate(base: string, problem?: { error: 'invalid_token' | 'insufficient_scope'; scope?: string }): string {
+export const MCP_STARTING_SCOPES = ['profile:read', 'library:read', 'tool:execute', 'workflow:run', 'workspace:files:read', 'memory:read', 'offline_access'];
+
+/**
+ * The `WWW-Authenticate` value for a 401 or 403 at the MCP endpoint (RFC 9728 5.1, MCP
+ * authorization spec "Authorization Server Location" and "Scope Selection Strategy"; RFC 6750
+ * 3.1 for `error`, `error_description` and `scope`).
+ */
+export function mcpWwwAuthenticate(base: string, problem?: { error: 'invalid_token' | 'insufficient_scope'; scope?: string; description?: string }): string {
   const parts = [`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`];
   if (problem) parts.push(`error="${problem.error}"`);
-  if (problem?.scope) parts.push(`scope="${problem.scope}"`);
+  if (problem?.description) parts.push(`error_description="${problem.description.replace(/["\\]/g, '')}"`);
+  parts.push(`scope="${problem?.scope ?? MCP_STARTING_SCOPES.join(' ')}"`);
   return `Bearer ${parts.join(', ')}`;
 }

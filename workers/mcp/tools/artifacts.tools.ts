@@ -2,10 +2,18 @@ import { z } from 'zod';
 import { toBase64 } from '../../lib/base64';
 import { cursorEnvelope } from '../../lib/pagination';
 import { ArtifactRecord, deleteArtifact, downloadArtifact, getArtifact, listArtifacts } from '../../services/artifacts';
-import { defineTool, READ_ONLY } from '../tool';
+import { defineTool, READ_ONLY, type ToolContext } from '../tool';
 
 const artifactId = z.string().min(1).max(40).describe('The artifact id, art_<n> or <n>');
 const TEXTUAL = /^(text\/|application\/(json|xml|yaml|x-yaml|javascript)\b)/;
+
+/** An artifact's content: text for textual types, base64 otherwise (the download tool and the artifact resources). */
+export async function artifactContent(ctx: ToolContext, artifactId: string) {
+  const { row, body } = await downloadArtifact(ctx.db, ctx.env.BUCKET, ctx.principal, artifactId);
+  const bytes = new Uint8Array(await new Response(body).arrayBuffer());
+  const textual = TEXTUAL.test(row.contentType);
+  return { contentType: row.contentType, encoding: textual ? ('utf-8' as const) : ('base64' as const), content: textual ? new TextDecoder().decode(bytes) : toBase64(bytes) };
+}
 
 export const artifactTools = [
   defineTool({
@@ -40,14 +48,8 @@ export const artifactTools = [
     output: z.object({ artifact: ArtifactRecord, encoding: z.enum(['utf-8', 'base64']), content: z.string() }),
     annotations: READ_ONLY,
     run: async (ctx, { artifactId }) => {
-      const { row, body } = await downloadArtifact(ctx.db, ctx.env.BUCKET, ctx.principal, artifactId);
-      const bytes = new Uint8Array(await new Response(body).arrayBuffer());
-      const textual = TEXTUAL.test(row.contentType);
-      return {
-        artifact: await getArtifact(ctx.db, ctx.principal, artifactId),
-        encoding: textual ? 'utf-8' : 'base64',
-        content: textual ? new TextDecoder().decode(bytes) : toBase64(bytes),
-      };
+      const { encoding, content } = await artifactContent(ctx, artifactId);
+      return { artifact: await getArtifact(ctx.db, ctx.principal, artifactId), encoding, content };
     },
   }),
   defineTool({

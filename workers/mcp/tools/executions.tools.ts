@@ -12,6 +12,7 @@ import {
   StartedRun,
 } from '../../services/executions';
 import { SkillSlug } from '../../services/skills';
+import { followExecution } from '../progress';
 import { defineTool, READ_ONLY } from '../tool';
 
 const executionId = z.string().min(1).max(40).describe('The execution id, exec_<n> or <n>');
@@ -21,7 +22,7 @@ export const executionTools = [
     name: 'execute-skill',
     title: 'Run a skill',
     description:
-      'Starts a run of an installed skill with the given input and answers at once with its executionId (status "started"); poll get-execution-status for progress and output. Costs credits (at least 50 Ds must be available, INSUFFICIENT_CREDITS otherwise); one run at a time per workspace (EXECUTION_RUNNING).',
+      'Starts a run of an installed skill with the given input and answers at once with its executionId (status "started"); poll get-execution-status for progress and output. With a progressToken the answer waits for the run to end, sending progress (and, once logging/setLevel is info or lower, the run’s text) meanwhile. Costs credits (at least 50 Ds must be available, INSUFFICIENT_CREDITS otherwise); one run at a time per workspace (EXECUTION_RUNNING).',
     route: 'POST /api/v1/skills/:slug/run',
     input: {
       slug: SkillSlug.describe('The installed skill to run'),
@@ -32,6 +33,7 @@ export const executionTools = [
     output: StartedRun,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     run: (ctx, args) => runSkill(ctx.db, ctx.env, ctx.principal, args.slug, { input: args.input, interface: args.interface ?? ctx.clientInterface, connector: args.connector }, 'mcp'),
+    follow: (ctx, started: { executionId: string }, report) => followExecution(ctx, started.executionId, report),
   }),
   defineTool({
     name: 'list-executions',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { cancelRun, getRun, launchWorkflow, listRuns, resumeRun, RunRecord } from '../../services/workflows';
+import { followWorkflowRun } from '../progress';
 import { defineTool, READ_ONLY, ToolFailure } from '../tool';
 
 const runId = z.string().min(1).max(100).describe('The workflow run id');
@@ -9,7 +10,7 @@ export const workflowTools = [
     name: 'start-workflow',
     title: 'Start a workflow',
     description:
-      'Launches an installed workflow (by slug, namespaced runtime id or declared id) with inputs checked against its inputSchema; answers {runId, workflowId, status: "started"} at once. Follow it with get-workflow-run.',
+      'Launches an installed workflow (by slug, namespaced runtime id or declared id) with inputs checked against its inputSchema; answers {runId, workflowId, status: "started"} at once. Follow it with get-workflow-run. With a progressToken the answer waits until the run stops running (done, failed or waiting for input), sending progress per step meanwhile.',
     route: 'POST /api/v1/workflows/:id/launch',
     input: {
       workflowId: z.string().min(1).max(200).describe('The workflow’s slug, runtime id or declared id'),
@@ -18,6 +19,7 @@ export const workflowTools = [
     output: z.object({ runId: z.string(), workflowId: z.string(), status: z.literal('started'), conversationId: z.string().optional() }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     run: (ctx, args) => launchWorkflow(ctx.db, ctx.env, ctx.principal, args.workflowId, args.inputs ?? {}),
+    follow: (ctx, started: { runId: string }, report) => followWorkflowRun(ctx, started.runId, report),
   }),
   defineTool({
     name: 'list-workflow-runs',

@@ -1,0 +1,208 @@
+import { ErrorCode, LoggingMessageNotificationSchema, McpError, type LoggingMessageNotification, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import { exports } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { BASE, call, createKey, signUp } from '../helpers/api';
+import { connectMcp, ok } from '../helpers/mcp';
+import { tokensFor } from '../helpers/oauth';
+import { catalogEntry, seedCatalog } from '../helpers/skills';
+import { definition, install } from '../helpers/workflows';
+
+/** The MCP surface beyond tools: prompts, resources, completion, logging, live progress and protocol details. */
+
+const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
+
+async function setup(scopes: string[] = ['*']) {
+  const user = await signUp();
+  await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: SKILL });
+  const key = (await createKey(user, scopes)).key;
+  return { user, key, client: await connectMcp({ 'x-api-key': key }) };
+}
+
+const post = (body: unknown, headers: Record<string, string> = {}, url = `${BASE}/mcp`) =>
+  exports.default.fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+
+describe('capabilities', () => {
+  it('advertise prompts, resources, logging and completions, and no list changes a stateless server cannot send', async () => {
+    const { client } = await setup();
+    const capabilities = client.getServerCapabilities()!;
+    expect(capabilities).toMatchObject({ prompts: {}, resources: {}, logging: {}, completions: {} });
+    expect(capabilities.tools?.listChanged).not.toBe(true);
+    expect(capabilities.resources?.listChanged).not.toBe(true);
+    expect(capabilities.prompts?.listChanged).not.toBe(true);
+  });
+});
+
+describe('prompts', () => {
+  it('are the installed skills, each with an input argument', async () => {
+    const { client } = await setup();
+    const { prompts } = await client.listPrompts();
+    expect(prompts).toEqual([{ name: 'notes', title: 'Notes', description: 'Summarises.', arguments: [{ name: 'input', description: expect.any(String), required: true }] }]);
+    const prompt = await client.getPrompt({ name: 'notes', arguments: { input: 'Friday launch' } });
+    expect(prompt.messages).toEqual([{ role: 'user', content: { type: 'text', text: '# Notes\nSummarise.\n\n---\n\nFriday launch' } }]);
+    await expect(client.getPrompt({ name: 'no-such-skill', arguments: { input: 'x' } })).rejects.toMatchObject({ code: ErrorCode.InvalidParams });
+  });
+});
+
+describe('resources', () => {
+  it('list working memory, skill files and workflows, with templates for ids', async () => {
+    const { user, client } = await setup();
+    await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: '# Team\nShip Friday.' } });
+    await install(user, 'wait', definition('wait', [{ type: 'tool', id: 'approve', toolId: 'human-input', options: {} }]));
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toEqual(expect.arrayContaining(['memory://workspace', 'skill://notes/SKILL.md', 'workflow://wait']));
+    const { resourceTemplates } = await client.listResourceTemplates();
+    expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual(['artifact://{artifactId}', 'skill://{slug}/{+path}', 'workflow://{workflowId}']);
+
+    expect((await client.readResource({ uri: 'memory://workspace' })).contents).toEqual([{ uri: 'memory://workspace', mimeType: 'text/markdown', text: '# Team\nShip Friday.' }]);
+    const skillMd = (await client.readResource({ uri: 'skill://notes/SKILL.md' })).contents[0] as { text: string };
+    expect(skillMd.text).toContain('Summarise.');
+    const workflow = (await client.readResource({ uri: 'workflow://wait' })).contents[0] as { text: string };
+    expect(JSON.parse(workflow.text)).toMatchObject({ id: 'wait' });
+  });
+
+  it('answers an unknown or foreign resource with the -32002 error', async () => {
+    const { client } = await setup();
+    for (const uri of ['skill://notes/missing.md', 'skill://not-installed/SKILL.md', 'artifact://art_999999', 'workflow://none', 'nothing://here']) {
+      await expect(client.readResource({ uri }), uri).rejects.toMatchObject({ code: -32002 });
+    }
+  });
+
+  it('apply the scope of the REST route they mirror: a key without it sees none, an OAuth token gets a step-up challenge', async () => {
+    const { client } = await setup(['profile:read']);
+    expect((await client.listResources()).resources).toEqual([]);
+    expect((await client.listPrompts()).prompts).toEqual([]);
+    await expect(client.readResource({ uri: 'memory://workspace' })).rejects.toBeInstanceOf(McpError);
+
+    const { tokens } = await tokensFor('profile:read');
+    const refused = await post({ jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: 'memory://workspace' } }, { authorization: `Bearer ${tokens.access_token}` });
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('www-authenticate')).toContain('error="insufficient_scope", scope="memory:read"');
+  });
+});
+
+describe('completion/complete', () => {
+  it('completes skill slugs and workflow ids in resource templates', async () => {
+    const { user, client } = await setup();
+    await install(user, 'weekly-report', definition('weekly-report', [{ type: 'tool', id: 'approve', toolId: 'human-input', options: {} }]));
+    const slugs = await client.complete({ ref: { type: 'ref/resource', uri: 'skill://{slug}/{+path}' }, argument: { name: 'slug', value: 'no' } });
+    expect(slugs.completion.values).toEqual(['notes']);
+    const workflows = await client.complete({ ref: { type: 'ref/resource', uri: 'workflow://{workflowId}' }, argument: { name: 'workflowId', value: 'week' } });
+    expect(workflows.completion.values).toEqual(['weekly-report']);
+    const none = await client.complete({ ref: { type: 'ref/prompt', name: 'notes' }, argument: { name: 'input', value: 'a' } });
+    expect(none.completion.values).toEqual([]);
+  });
+});
+
+describe('search-marketplace', () => {
+  it('finds catalog skills by words and category', async () => {
+    const slug = `mcp-find-${crypto.randomUUID().slice(0, 8)}`;
+    await seedCatalog([catalogEntry(slug, { title: 'Zebra Finder', category: 'research', description: 'Finds striped animals.' })]);
+    const { client } = await setup(['profile:read']);
+    const found = ok(await client.callTool({ name: 'search-marketplace', arguments: { query: 'striped animals' } }));
+    expect(found.skills).toEqual([expect.objectContaining({ slug, name: 'Zebra Finder', category: 'research' })]);
+    expect(ok(await client.callTool({ name: 'search-marketplace', arguments: { query: 'striped animals', category: 'design' } })).skills).toEqual([]);
+  });
+});
+
+describe('live progress', () => {
+  it('execute-skill with a progressToken streams progress and, once a level is set, the run’s text, until the run ends', async () => {
+    const { client } = await setup();
+    await client.setLoggingLevel('info');
+    const logs: LoggingMessageNotification['params'][] = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params));
+    const progress: Progress[] = [];
+    const started = ok(
+      await client.callTool({ name: 'execute-skill', arguments: { slug: 'notes', input: 'We ship Friday. Ana writes the notes.' } }, undefined, { onprogress: (p) => progress.push(p) }),
+    );
+    expect(started).toMatchObject({ executionId: expect.stringMatching(/^exec_\d+$/), status: 'started' });
+    // The answer came after the run ended.
+    expect(ok(await client.callTool({ name: 'get-execution-status', arguments: { executionId: started.executionId } })).status).toBe('completed');
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.map((p) => p.progress)).toEqual([...progress.map((p) => p.progress)].sort((a, b) => a - b));
+    expect(progress.at(-1)!.message).toBe('Run completed');
+    expect(logs.length).toBeGreaterThan(0);
+    expect(logs[0]).toMatchObject({ level: 'info', logger: 'execute-skill' });
+    expect(logs.map((l) => l.data).join('').length).toBeGreaterThan(20);
+  });
+
+  it('without a level sends progress but no log messages; without a token the call answers JSON at once', async () => {
+    const { key, client } = await setup();
+    const logs: unknown[] = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n));
+    const progress: Progress[] = [];
+    await client.callTool({ name: 'execute-skill', arguments: { slug: 'notes', input: 'Quiet run.' } }, undefined, { onprogress: (p) => progress.push(p) });
+    expect(progress.length).toBeGreaterThan(0);
+    expect(logs).toEqual([]);
+
+    const sse = await post(
+      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'execute-skill', arguments: { slug: 'notes', input: 'Again.' }, _meta: { progressToken: 'p1' } } },
+      { 'x-api-key': key, 'mcp-protocol-version': '2025-06-18' },
+    );
+    expect(sse.headers.get('content-type')).toContain('text/event-stream');
+    const events = await sse.text();
+    expect(events).toContain('"method":"notifications/progress"');
+    expect(events).toContain('"progressToken":"p1"');
+    expect(events).toContain('"id":3');
+
+    const plain = await post({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'list-executions', arguments: {} } }, { 'x-api-key': key, 'mcp-protocol-version': '2025-06-18' });
+    expect(plain.headers.get('content-type')).toContain('application/json');
+  });
+});
+
+describe('protocol details', () => {
+  it('an unknown tool is a JSON-RPC error, not a tool result', async () => {
+    const { client } = await setup();
+    await expect(client.callTool({ name: 'no-such-tool', arguments: {} })).rejects.toMatchObject({ code: ErrorCode.InvalidParams });
+  });
+
+  it('refuses JSON-RPC batches for revisions that removed them, and still takes them in 2025-03-26', async () => {
+    const { key } = await setup();
+    const batch = [
+      { jsonrpc: '2.0', id: 1, method: 'ping' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    ];
+    const refused = await post(batch, { 'x-api-key': key, 'mcp-protocol-version': '2025-06-18' });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
+    const old = await post(batch, { 'x-api-key': key, 'mcp-protocol-version': '2025-03-26' });
+    expect(old.status).toBe(200);
+    expect(((await old.json()) as unknown[]).length).toBe(2);
+  });
+});
+
+describe('browsers', () => {
+  it('answer preflights for allowed origins and expose WWW-Authenticate; others get no CORS headers', async () => {
+    const preflight = (origin: string) =>
+      exports.default.fetch(`${BASE}/mcp`, {
+        method: 'OPTIONS',
+        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, mcp-protocol-version' },
+      });
+    for (const origin of [BASE, 'http://localhost:6274', 'http://127.0.0.1:5173']) {
+      const res = await preflight(origin);
+      expect(res.status, origin).toBe(204);
+      expect(res.headers.get('access-control-allow-origin')).toBe(origin);
+      expect(res.headers.get('access-control-allow-headers')).toContain('mcp-protocol-version');
+    }
+    expect((await preflight('https://evil.example')).headers.get('access-control-allow-origin')).toBeNull();
+
+    const challenge = await post({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { origin: 'http://localhost:6274' });
+    expect(challenge.status).toBe(401);
+    expect(challenge.headers.get('access-control-allow-origin')).toBe('http://localhost:6274');
+    expect(challenge.headers.get('access-control-expose-headers')).toContain('www-authenticate');
+  });
+
+  it('checks Origin against the configured public origin, never the request’s own Host (DNS rebinding)', async () => {
+    const { key } = await setup();
+    const body = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+    const ok = await post(body, { 'x-api-key': key, origin: 'http://localhost:6274' });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('access-control-allow-origin')).toBe('http://localhost:6274');
+    // A rebound name: the page's origin and the Host header agree, and it is still refused.
+    const rebound = await post(body, { 'x-api-key': key, origin: 'https://rebound.example' }, 'https://rebound.example/mcp');
+    expect(rebound.status).toBe(403);
+  });
+});

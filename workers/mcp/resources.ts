@@ -1,0 +1,205 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import {
+  CompleteRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  type Resource,
+  type ResourceTemplate,
+} from '@modelcontextprotocol/sdk/types.js';
+import { ROUTE_ACCESS } from '../auth/route-scopes';
+import { AppError } from '../errors';
+import { loadBundle } from '../lib/bundle-store';
+import { authorize, authorizeWithGrants } from '../middleware/authenticate';
+import { listArtifacts } from '../services/artifacts';
+import { readMemory } from '../services/memory';
+import { getInstalledSkill, type InstalledSkill, listSkills } from '../services/skills';
+import { getWorkflow, listWorkflows } from '../services/workflows';
+import type { ToolContext } from './tool';
+import { artifactContent } from './tools/artifacts.tools';
+
+type Route = keyof typeof ROUTE_ACCESS & string;
+type Contents = { uri: string; mimeType: string; text: string } | { uri: string; mimeType: string; blob: string };
+
+/** The MCP `-32002` "resource not found" error of the resources spec. */
+const RESOURCE_NOT_FOUND = -32002;
+/** Prompts are the installed skills: reading them needs what listing skills needs. */
+export const PROMPT_ROUTE: Route = 'GET /api/v1/skills';
+/** How many artifacts resources/list names (newest first); older ones are read through the template. */
+const LISTED_ARTIFACTS = 50;
+
+/**
+ * One kind of resource: its URI template, the REST route whose scope guards it (as a tool's),
+ * how its URIs are listed and read.
+ */
+interface ResourceKind {
+  template: ResourceTemplate;
+  route: Route;
+  /** The template's variables from a URI of this kind, or null. */
+  match: (uri: URL) => Record<string, string> | null;
+  list: (ctx: ToolContext) => Promise<Resource[]>;
+  read: (ctx: ToolContext, uri: string, vars: Record<string, string>) => Promise<Contents[]>;
+  /** Values for a template variable starting with `prefix` (completion/complete). */
+  complete?: (ctx: ToolContext, variable: string, prefix: string) => Promise<string[]>;
+}
+
+const hostOf = (uri: URL, scheme: string) => (uri.protocol === `${scheme}:` && uri.hostname ? decodeURIComponent(uri.hostname) : null);
+const startingWith = (values: string[], prefix: string) => values.filter((v) => v.startsWith(prefix)).slice(0, 100);
+
+/** Without a limit the service answers the whole list as an array. */
+const installedSkills = async (ctx: ToolContext) => (await listSkills(ctx.db, ctx.principal, { offset: 0 })) as InstalledSkill[];
+const skillSlugs = async (ctx: ToolContext) => (await installedSkills(ctx)).map((s) => s.slug);
+const workflowSlugs = async (ctx: ToolContext) => (await listWorkflows(ctx.db, ctx.principal)).map((w) => w.slug);
+
+const KINDS: ResourceKind[] = [
+  {
+    template: { uriTemplate: 'memory://workspace', name: 'working-memory', title: 'Working memory', description: "The workspace's shared memory document (Markdown)", mimeType: 'text/markdown' },
+    route: 'GET /api/v1/memory',
+    match: (uri) => (uri.href === 'memory://workspace' ? {} : null),
+    list: async () => [{ uri: 'memory://workspace', name: 'working-memory', title: 'Working memory', mimeType: 'text/markdown' }],
+    read: async (ctx, uri) => [{ uri, mimeType: 'text/markdown', text: (await readMemory(ctx.db, ctx.principal)).content }],
+  },
+  {
+    template: { uriTemplate: 'artifact://{artifactId}', name: 'artifact', title: 'Artifact', description: 'A file a run produced, by id (art_<n>)' },
+    route: 'GET /api/v1/artifacts/:id/download',
+    match: (uri) => {
+      const artifactId = hostOf(uri, 'artifact');
+      return artifactId && uri.pathname.replace(/^\/$/, '') === '' ? { artifactId } : null;
+    },
+    list: async (ctx) => {
+      const page = await listArtifacts(ctx.db, ctx.principal, { limit: LISTED_ARTIFACTS });
+      return page.data.map((a) => ({ uri: `artifact://${a.id}`, name: a.name, title: a.name, mimeType: a.contentType, size: a.size }));
+    },
+    read: async (ctx, uri, { artifactId }) => {
+      const { contentType, encoding, content } = await artifactContent(ctx, artifactId!);
+      return [encoding === 'utf-8' ? { uri, mimeType: contentType, text: content } : { uri, mimeType: contentType, blob: content }];
+    },
+    complete: async (ctx, _variable, prefix) => {
+      const page = await listArtifacts(ctx.db, ctx.principal, { limit: LISTED_ARTIFACTS });
+      return startingWith(
+        page.data.map((a) => a.id),
+        prefix,
+      );
+    },
+  },
+  {
+    template: { uriTemplate: 'skill://{slug}/{+path}', name: 'skill-file', title: 'Installed skill file', description: "A file of an installed skill's bundle, e.g. skill://notes/SKILL.md" },
+    route: 'GET /api/v1/skills',
+    match: (uri) => {
+      const slug = hostOf(uri, 'skill');
+      const path = decodeURIComponent(uri.pathname.replace(/^\//, ''));
+      return slug && path ? { slug, path } : null;
+    },
+    // Every bundle has a SKILL.md; its other files are read through the template.
+    list: async (ctx) =>
+      (await installedSkills(ctx)).map((s) => ({ uri: `skill://${s.slug}/SKILL.md`, name: `${s.slug}/SKILL.md`, title: s.name, description: s.description, mimeType: 'text/markdown' })),
+    read: async (ctx, uri, { slug, path }) => {
+      const skill = await getInstalledSkill(ctx.db, ctx.principal, slug!);
+      const file = (await loadBundle(ctx.env.BUCKET, skill.storagePath))?.find((f) => f.path === path);
+      if (!file) throw new McpError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
+      return [{ uri, mimeType: path!.endsWith('.md') ? 'text/markdown' : 'text/plain', text: new TextDecoder().decode(file.bytes) }];
+    },
+    complete: async (ctx, variable, prefix) => (variable === 'slug' ? startingWith(await skillSlugs(ctx), prefix) : []),
+  },
+  {
+    template: { uriTemplate: 'workflow://{workflowId}', name: 'workflow', title: 'Workflow definition', description: "An installed workflow's definition, by slug", mimeType: 'application/json' },
+    route: 'GET /api/v1/workflows/:slug',
+    match: (uri) => {
+      const workflowId = hostOf(uri, 'workflow');
+      return workflowId ? { workflowId } : null;
+    },
+    list: async (ctx) =>
+      (await listWorkflows(ctx.db, ctx.principal)).map((w) => ({ uri: `workflow://${w.slug}`, name: w.slug, title: w.name, description: w.description, mimeType: 'application/json' })),
+    read: async (ctx, uri, { workflowId }) => [{ uri, mimeType: 'application/json', text: (await getWorkflow(ctx.db, ctx.principal, workflowId!)).definition }],
+    complete: async (ctx, _variable, prefix) => startingWith(await workflowSlugs(ctx), prefix),
+  },
+];
+
+/** Whether the credential may read a kind (its route's scope), without spending a one-time grant. */
+function mayRead(ctx: ToolContext, route: Route): boolean {
+  try {
+    authorize(ROUTE_ACCESS[route]!, ctx.principal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The REST route whose scope a `resources/read` of `uri` needs (the route's step-up check uses it too). */
+export function resourceRoute(uri: string): Route | undefined {
+  const parsed = URL.canParse(uri) ? new URL(uri) : null;
+  return parsed ? KINDS.find((k) => k.match(parsed))?.route : undefined;
+}
+
+/** A service failure as a JSON-RPC error: not found as the resources spec says, the rest with its envelope. */
+async function asJsonRpc<T>(uri: string | undefined, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    if (error.status === 404) throw new McpError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
+    throw new McpError(ErrorCode.InvalidRequest, error.message, error.toEnvelope());
+  }
+}
+
+/**
+ * Resources (artifacts, working memory, installed skills' files, workflow definitions), one
+ * prompt per installed skill, and completion of skill slugs and workflow ids. Read through the
+ * same services and scope checks as the tools.
+ */
+export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext): void {
+  const low = server.server;
+  low.registerCapabilities({ resources: {}, prompts: {}, completions: {} });
+
+  low.setRequestHandler(ListResourcesRequestSchema, async () => ({
+    resources: (await Promise.all(KINDS.filter((k) => mayRead(ctx, k.route)).map((k) => k.list(ctx)))).flat(),
+  }));
+  low.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+    resourceTemplates: KINDS.filter((k) => k.template.uriTemplate.includes('{')).map((k) => k.template),
+  }));
+  low.setRequestHandler(ReadResourceRequestSchema, async ({ params: { uri } }) => {
+    const parsed = URL.canParse(uri) ? new URL(uri) : null;
+    const kind = parsed && KINDS.find((k) => k.match(parsed));
+    if (!kind || !parsed) throw new McpError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
+    return asJsonRpc(uri, async () => {
+      await authorizeWithGrants(ctx.db, ROUTE_ACCESS[kind.route]!, ctx.principal, ctx.grantToken);
+      return { contents: await kind.read(ctx, uri, kind.match(parsed)!) };
+    });
+  });
+
+  low.setRequestHandler(ListPromptsRequestSchema, async () => ({
+    prompts: mayRead(ctx, PROMPT_ROUTE)
+      ? (await installedSkills(ctx)).map((s) => ({
+          name: s.slug,
+          title: s.name,
+          description: s.description,
+          arguments: [{ name: 'input', description: 'What the skill should work on', required: true }],
+        }))
+      : [],
+  }));
+  low.setRequestHandler(GetPromptRequestSchema, async ({ params }) =>
+    asJsonRpc(undefined, async () => {
+      await authorizeWithGrants(ctx.db, ROUTE_ACCESS[PROMPT_ROUTE]!, ctx.principal, ctx.grantToken);
+      const skill = await getInstalledSkill(ctx.db, ctx.principal, params.name).catch((error: unknown) => {
+        if (error instanceof AppError && error.status === 404) throw new McpError(ErrorCode.InvalidParams, `No installed skill "${params.name}"`);
+        throw error;
+      });
+      const input = params.arguments?.input ?? '';
+      return {
+        description: skill.description,
+        messages: [{ role: 'user' as const, content: { type: 'text' as const, text: input ? `${skill.prompt}\n\n---\n\n${input}` : skill.prompt } }],
+      };
+    }),
+  );
+
+  low.setRequestHandler(CompleteRequestSchema, async ({ params: { ref, argument } }) => {
+    let values: string[] = [];
+    const kind = ref.type === 'ref/resource' ? KINDS.find((k) => k.template.uriTemplate === ref.uri) : undefined;
+    if (kind?.complete && mayRead(ctx, kind.route)) values = await kind.complete(ctx, argument.name, argument.value);
+    return { completion: { values, total: values.length, hasMore: false } };
+  });
+}
