@@ -2,6 +2,7 @@ import { DurableObject } from 'cloudflare:workers';
 import { drizzle } from 'drizzle-orm/d1';
 import * as schema from '../schema';
 import type { Role } from '../schema';
+import type { Actor } from '../workers/auth/actor';
 import type { Db, Env } from '../workers/env';
 import type { RunConnector } from '../workers/connectors/registry';
 import { now } from '../workers/lib/clock';
@@ -60,6 +61,8 @@ export interface TurnInput {
   apiKeyId: number | null;
   /** The request that started the run, for the audit trail of what the run changes. */
   requestId: string;
+  /** Who the run's tools act as: the launching credential, its scopes and no more. */
+  actor: Actor;
   /** The credit hold of this turn: its key and amount (hundredths of a Ds). */
   turnKey: string;
   budget: number;

@@ -2,6 +2,7 @@ import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { executions, skillVersions, threads } from '../../schema';
 import { withoutSupersededText, type ExecutionEvent } from '../../durable-objects/ExecutionSession';
+import { runActor } from '../auth/actor';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
 import { hasScope } from '../auth/scopes';
 import type { Db, Env } from '../env';
@@ -182,6 +183,7 @@ async function startRun(db: Db, env: Env, principal: Principal, execution: typeo
     role: principal.role,
     apiKeyId: apiKeyIdOf(principal),
     requestId: principal.origin.requestId,
+    actor: runActor(principal, { kind: 'execution', id: formatId('exec', execution.id) }),
     turnKey,
     budget: hold.amount,
     skillName: execution.skillName,

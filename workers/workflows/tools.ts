@@ -1,7 +1,7 @@
 import { and, eq } from 'drizzle-orm';
 import { withoutSupersededText } from '../../durable-objects/ExecutionSession';
 import { executions } from '../../schema';
-import type { Principal } from '../auth/principal';
+import { authorizeRoute, type Actor } from '../auth/actor';
 import type { Db, Env } from '../env';
 import { AppError } from '../errors';
 import { parseId } from '../lib/ids';
@@ -41,16 +41,30 @@ function startFailure(error: unknown): never {
   throw error;
 }
 
+/**
+ * A step does what the REST route `route` does only if the run's actor passes that route's
+ * check: a run does nothing its launcher could not. A refusal fails the step, naming the scope.
+ */
+async function authorizeStep(db: Db, actor: Actor, step: string, route: string) {
+  try {
+    await authorizeRoute(db, actor, route);
+  } catch (error) {
+    if (error instanceof AppError) throw new StepError(`${step}: ${error.message}`);
+    throw error;
+  }
+}
+
 const asText = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
 
 /** Rule 10: `{slug, input}`; a non-string input is JSON-stringified before it reaches the skill. */
-export async function startSkill(db: Db, env: Env, principal: Principal, input: unknown): Promise<Started> {
+export async function startSkill(db: Db, env: Env, actor: Actor, input: unknown): Promise<Started> {
+  await authorizeStep(db, actor, 'execute-skill', 'POST /api/v1/skills/:slug/run');
   const record = (input ?? {}) as Record<string, unknown>;
   if (typeof record.slug !== 'string' || record.input === undefined || record.input === null) {
     throw new StepError('execute-skill needs {slug, input} from the entry before it (a mapping that yields slug and input)');
   }
   try {
-    const started = await runSkill(db, env, principal, record.slug, { input: asText(record.input) });
+    const started = await runSkill(db, env, actor, record.slug, { input: asText(record.input) });
     return { executionId: started.executionId };
   } catch (error) {
     return startFailure(error);
@@ -58,8 +72,9 @@ export async function startSkill(db: Db, env: Env, principal: Principal, input: 
 }
 
 /** An agent step's prompt: its input as text, plus the output contract when it declares one. */
-export async function startAgent(db: Db, env: Env, principal: Principal, step: Extract<LeafStep, { type: 'agent' }>, input: unknown): Promise<Started> {
-  const agent = await findAgent(db, principal.workspaceId, step.agentSlug);
+export async function startAgent(db: Db, env: Env, actor: Actor, step: Extract<LeafStep, { type: 'agent' }>, input: unknown): Promise<Started> {
+  await authorizeStep(db, actor, `agent step ${step.id}`, 'POST /api/v1/executions');
+  const agent = await findAgent(db, actor.workspaceId, step.agentSlug);
   if (!agent) throw new StepError(`The agent ${step.agentSlug} no longer exists in this workspace`);
   const contract =
     step.outputSchema === undefined
@@ -67,7 +82,7 @@ export async function startAgent(db: Db, env: Env, principal: Principal, step: E
       : `\n\nAnswer with only a JSON value (no prose, no code fence) that conforms to this JSON Schema:\n${JSON.stringify(step.outputSchema)}`;
   const text = (input === undefined || input === null || input === '' ? 'Begin.' : asText(input)) + contract;
   try {
-    return { executionId: await runAgent(db, env, principal, agent, text) };
+    return { executionId: await runAgent(db, env, actor, agent, text) };
   } catch (error) {
     return startFailure(error);
   }
@@ -118,9 +133,10 @@ export function executionOutput(step: LeafStep, done: { text: string; executionI
 }
 
 /** Tools that answer at once. */
-export async function runInstantTool(db: Db, principal: Principal, toolId: string): Promise<Json> {
+export async function runInstantTool(db: Db, actor: Actor, toolId: string): Promise<Json> {
   if (toolId === 'read-memory') {
-    const memory = await readMemory(db, principal);
+    await authorizeStep(db, actor, toolId, 'GET /api/v1/memory');
+    const memory = await readMemory(db, actor);
     return { content: memory.content };
   }
   throw new StepError(`Tool ${toolId} is not available in this deployment`);
