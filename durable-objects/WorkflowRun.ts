@@ -9,7 +9,8 @@ import type { Db, Env } from '../workers/env';
 import { now } from '../workers/lib/clock';
 import type { CompiledWorkflow, GraphNode, Json, LeafStep, MappingStep } from '../workers/workflows/compiler';
 import { evaluate, fillTemplate, isMissing, segmentsOf, walk, type Scope } from '../workers/workflows/predicates';
-import { checkExecution, executionOutput, runInstantTool, startAgent, startSkill, StepError, stopExecution } from '../workers/workflows/tools';
+import { checkExecution, runInstantTool, startAgent, startSkill, stopExecution } from '../workers/runtime/step-tools';
+import { executionOutput, StepError } from '../workers/workflows/steps';
 
 /** What launch hands a new run. The graph and inputs travel as JSON text (RPC types cannot carry recursive JSON). */
 export interface StartInput {

@@ -8,26 +8,8 @@ import { parseId } from '../lib/ids';
 import { findAgent } from '../services/agents';
 import { runAgent, runSkill } from '../services/executions';
 import { readMemory } from '../services/memory';
-import type { Json, LeafStep } from './compiler';
-import { valueProblem } from './json-schema';
-
-/**
- * The tool registry: the tool ids a `tool` entry may name in this deployment (spec 4.8 step 4).
- * - `execute-skill`: runs an installed skill; input `{slug, input}` (rule 10).
- * - `human-input`: suspends the run until a resume; the resume data is the output.
- * - `read-memory`: the workspace's working-memory document, `{content}`.
- */
-export const TOOL_IDS = ['execute-skill', 'human-input', 'read-memory'] as const;
-
-/** A step that could not run: `retryable` ones wait and try again without spending a retry. */
-export class StepError extends Error {
-  constructor(
-    message: string,
-    readonly retryable = false,
-  ) {
-    super(message);
-  }
-}
+import type { Json, LeafStep } from '../workflows/compiler';
+import { StepError } from '../workflows/steps';
 
 /** What starting a step that runs an execution answers. */
 export type Started = { executionId: string };
@@ -113,23 +95,6 @@ export async function checkExecution(db: Db, env: Env, workspaceId: string, exec
   const idle = events.filter((e) => e.type === 'session.status_idle').at(-1);
   const reason = (idle?.payload.stop_reason as { type?: string } | undefined)?.type ?? row.status;
   return { state: 'stopped', reason: `execution ${executionId} ended with ${reason}` };
-}
-
-/** The output of a finished execution step; an agent with an outputSchema must answer conforming JSON. */
-export function executionOutput(step: LeafStep, done: { text: string; executionId: string }): Json {
-  if (step.type === 'agent' && step.outputSchema !== undefined) {
-    const raw = done.text.trim().replace(/^```(?:json)?\s*|\s*```$/g, '');
-    let value: unknown;
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      throw new StepError(`agent step ${step.id}: the answer is not JSON, so it cannot satisfy its outputSchema`);
-    }
-    const problem = valueProblem(step.outputSchema, value);
-    if (problem) throw new StepError(`agent step ${step.id}: the answer does not satisfy its outputSchema at ${problem.pointer || '/'}: ${problem.message}`);
-    return value as Json;
-  }
-  return { executionId: done.executionId, status: 'completed', text: done.text };
 }
 
 /** Tools that answer at once. */
