@@ -1,9 +1,9 @@
 import { env } from 'cloudflare:workers';
 import { drizzle } from 'drizzle-orm/d1';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import * as schema from '../../schema';
 import { runTools } from '../../workers/runtime/tools';
-import { call, createKey, signUp, type TestUser } from '../helpers/api';
+import { call, createKey, signUp, type TestUser, waitForStatus } from '../helpers/api';
 import { keyTurn, turnOf } from '../helpers/turns';
 import { definition, mapping, waitForRun } from '../helpers/workflows';
 
@@ -82,5 +82,23 @@ describe('a model’s tools act with the launching credential’s scopes, never 
       expect(await tools.read_memory!.run({})).toEqual({ content: expect.stringContaining(SECRET) });
       expect(await tools.append_memory!.run({ content: 'noted' })).toEqual({ content: 'Appended' });
     }
+  });
+});
+
+describe('the launching credential travels with the run', () => {
+  it('a run started by a key without memory:read is refused the memory its model asks for; the owner’s run is not', async () => {
+    const user = await userWithMemory();
+    expect((await call('/api/v1/byok', { method: 'PUT', token: user.token, body: { key: inject('modelKeys').byok } })).status).toBe(200);
+    await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: { name: 'Notes', description: 'Takes notes.', category: 'productivity', prompt: '# Notes' } });
+    const key = await createKey(user, ['tool:execute']);
+    const answerOf = async (auth: { apiKey: string } | { token: string }) => {
+      const res = await call('/api/v1/skills/notes/run', { ...auth, body: { input: 'Please read memory.' } });
+      expect(res.status).toBe(200);
+      return (await waitForStatus(user, res.body.executionId, 'completed')).outputBlocks;
+    };
+    const refused = await answerOf({ apiKey: key.key });
+    expect(JSON.stringify(refused)).toContain('memory:read');
+    expect(JSON.stringify(refused)).not.toContain(SECRET);
+    expect(await answerOf({ token: user.token })).toEqual([{ type: 'text', text: `Memory: ${SECRET}` }]);
   });
 });
