@@ -4,20 +4,22 @@ import { sql } from 'drizzle-orm';
 import * as schema from '../schema';
 import { threadMessages } from '../schema/traces';
 import { workflowRuns, workflowStepResults, type WorkflowRunStatus } from '../schema/workflows';
-import type { Principal } from '../workers/auth/principal';
+import type { Actor } from '../workers/auth/actor';
 import type { Db, Env } from '../workers/env';
 import { now } from '../workers/lib/clock';
 import type { CompiledWorkflow, GraphNode, Json, LeafStep, MappingStep } from '../workers/workflows/compiler';
 import { valueProblem } from '../workers/workflows/json-schema';
 import { evaluate, fillTemplate, isMissing, segmentsOf, walk, type Scope } from '../workers/workflows/predicates';
-import { checkExecution, executionOutput, runInstantTool, startAgent, startSkill, StepError, stopExecution } from '../workers/workflows/tools';
+import { checkExecution, runInstantTool, startAgent, startSkill, stopExecution } from '../workers/runtime/step-tools';
+import { executionOutput, StepError } from '../workers/workflows/steps';
 
 /** What launch hands a new run. The graph and inputs travel as JSON text (RPC types cannot carry recursive JSON). */
 export interface StartInput {
   runId: string;
   workspaceId: string;
   workflowId: string;
-  principal: Principal;
+  /** Who the steps act as: the launching credential, its scopes and no more. */
+  actor: Actor;
   workflow: string;
   initData: string;
   threadId?: string | null;
@@ -64,7 +66,7 @@ interface RunMeta {
   runId: string;
   workspaceId: string;
   workflowId: string;
-  principal: Principal;
+  actor: Actor;
   workflow: CompiledWorkflow;
   initData: Json;
   state: Json;
@@ -258,7 +260,7 @@ export class WorkflowRun extends DurableObject<Env> {
       runId: input.runId,
       workspaceId: input.workspaceId,
       workflowId: input.workflowId,
-      principal: input.principal,
+      actor: input.actor,
       workflow,
       initData,
       state: initialState(workflow),
@@ -396,13 +398,13 @@ export class WorkflowRun extends DurableObject<Env> {
           return this.refreshStatus(this.meta()!);
         }
         if (step.toolId !== 'execute-skill') {
-          const output = await this.attempt(task.key, () => runInstantTool(this.db, meta.principal, step.toolId));
+          const output = await this.attempt(task.key, () => runInstantTool(this.db, meta.actor, step.toolId));
           if (output !== undefined && this.task(task.key)?.status === 'running') this.finishTask(task.key, output);
           return;
         }
-        return this.startExecution(meta, task, () => startSkill(this.db, this.env, meta.principal, input));
+        return this.startExecution(meta, task, () => startSkill(this.db, this.env, meta.actor, input));
       case 'agent':
-        return this.startExecution(meta, task, () => startAgent(this.db, this.env, meta.principal, step, input));
+        return this.startExecution(meta, task, () => startAgent(this.db, this.env, meta.actor, step, input));
     }
   }
 
@@ -480,7 +482,7 @@ export class WorkflowRun extends DurableObject<Env> {
 
   private mapping(meta: RunMeta, step: MappingStep, input: Json): Json {
     const scope = this.scope(meta, input);
-    const context = { workspaceId: meta.workspaceId, userId: meta.principal.userId, runId: meta.runId, workflowId: meta.workflowId };
+    const context = { workspaceId: meta.workspaceId, userId: meta.actor.userId, runId: meta.runId, workflowId: meta.workflowId };
     const out: Record<string, Json> = {};
     for (const [name, source] of Object.entries(step.fields)) {
       let value: unknown;
@@ -724,7 +726,7 @@ export class WorkflowRun extends DurableObject<Env> {
       workspaceId: meta.workspaceId,
       workflowId: meta.workflowId,
       status: meta.status,
-      resourceId: meta.principal.userId,
+      resourceId: meta.actor.userId,
       snapshot: JSON.stringify(snapshot),
       version: rev,
       threadId: meta.threadId,

@@ -1,10 +1,6 @@
 type WorkerEnv = import('../workers/env').Env;
 
 declare namespace Cloudflare {
-  interface GlobalProps {
-    mainModule: typeof import('../workers/index');
-    durableNamespaces: 'RateLimiter' | 'ExecutionSession' | 'WorkflowRun';
-  }
   interface Env extends WorkerEnv {
     /** Added by vitest.config.ts so the setup file can apply them. */
     TEST_MIGRATIONS: import('cloudflare:test').D1Migration[];

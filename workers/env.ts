@@ -1,26 +1,14 @@
 import type { DrizzleD1Database } from 'drizzle-orm/d1';
 import type * as schema from '../schema';
-import type { ExecutionSession } from '../durable-objects/ExecutionSession';
-import type { RateLimiter } from '../durable-objects/RateLimiter';
-import type { WorkspaceChannel } from '../durable-objects/WorkspaceChannel';
-import type { WorkflowRun } from '../durable-objects/WorkflowRun';
 import type { Principal } from './auth/principal';
 
-export interface Env {
-  DB: D1Database;
-  BUCKET: R2Bucket;
-  RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
-  EXECUTION_SESSION: DurableObjectNamespace<ExecutionSession>;
-  /** One per workspace: the control-plane WebSocket and /api/events (durable-objects/WorkspaceChannel.ts). */
-  WORKSPACE_CHANNEL: DurableObjectNamespace<WorkspaceChannel>;
-  WORKFLOW_STEPS: Queue;
-  WORKFLOW_RUN: DurableObjectNamespace<WorkflowRun>;
-  MAX_ACTIVE_EXECUTIONS: string;
-  MAX_BODY_BYTES: string;
-  /** Ds granted to every new user (a `purchase` transaction). */
-  WELCOME_CREDITS?: string;
-  /** Pause between the local model's streamed words, in ms (0: as fast as possible). */
-  LOCAL_MODEL_DELAY_MS?: string;
+/**
+ * The Worker's environment. The bindings and vars of wrangler.toml and the secrets named in
+ * .dev.vars.example are `GeneratedEnv`, written by `npm run types` into
+ * worker-configuration.d.ts (npm test fails when it is out of date); what follows are the
+ * settings a deployment may leave unset, which no configuration file names.
+ */
+export interface Env extends GeneratedEnv {
   /** Model provider selection (workers/runtime/providers/index.ts; README, Configuration). */
   MODEL_PROVIDER?: string;
   MODEL?: string;
@@ -32,8 +20,6 @@ export interface Env {
   STRIPE_SECRET_KEY?: string;
   STRIPE_WEBHOOK_SECRET?: string;
   STRIPE_PUBLISHABLE_KEY?: string;
-  /** The app's URI scheme for the Checkout return pages' deep links (default `workspaceskills`). */
-  APP_SCHEME?: string;
   /** Comma-separated browser origins, besides the service's own, that may call /mcp (README, MCP). */
   MCP_ALLOWED_ORIGINS?: string;
   /** The service's public origin (`https://skills.example.com`): browsers on it may call /mcp (docs/mcp-clients.md). */
@@ -42,10 +28,6 @@ export interface Env {
   OAUTH_ALLOW_HTTP_LOOPBACK_CLIENT_METADATA?: string;
   /** GitHub's REST API base (default https://api.github.com; GitHub Enterprise: https://HOST/api/v3). Set but unusable: the connector is not configured. */
   GITHUB_API_BASE_URL?: string;
-  /** HMAC secret for signed stream and control-plane URLs. */
-  SIGNING_SECRET: string;
-  /** Base64 AES-256 key for secrets and BYOK keys at rest. */
-  ENCRYPTION_KEY: string;
 }
 
 export type Db = DrizzleD1Database<typeof schema>;

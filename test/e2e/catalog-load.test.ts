@@ -15,7 +15,7 @@ const run = promisify(execFile);
 // Never a real Cloudflare account from a test: --remote must fail for want of credentials.
 const { CLOUDFLARE_API_TOKEN: _token, CLOUDFLARE_ACCOUNT_ID: _account, ...inherited } = process.env;
 const env = { ...inherited, WRANGLER_SEND_METRICS: 'false', CI: 'true' };
-const tsx = (args: string[], extra: NodeJS.ProcessEnv = {}) => run(process.execPath, ['node_modules/tsx/dist/cli.mjs', ...args], { env: { ...env, ...extra } });
+const tsx = (args: string[], extra: Record<string, string> = {}) => run(process.execPath, ['node_modules/tsx/dist/cli.mjs', ...args], { env: { ...env, ...extra } });
 
 const skillMd = (slug: string, body: string) =>
   `---\nname: ${slug}\ndescription: "Does ${slug} things."\nmetadata:\n  title: "${slug}"\n  category: General\n---\n${body}\n`;

@@ -3,7 +3,7 @@ import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
 import * as schema from '../../schema';
 import { grantCredits, reserveCredits, settleExecution } from '../../workers/services/credits';
-import { call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { call, createKey, expectError, sessionPrincipal, signUp, type TestUser, waitForStatus } from '../helpers/api';
 
 const db = drizzle(env.DB, { schema });
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
@@ -151,6 +151,7 @@ describe('the run gate and limits', () => {
       role: 'owner',
       apiKeyId: null,
       requestId: 'test',
+      actor: sessionPrincipal(user),
       turnKey: `${created.body.id}:tiny`,
       budget: 0,
       skillName: 'Notes',

@@ -19,6 +19,7 @@ import { CLAIM_GRACE_MS } from '../../workers/executions/lifecycle';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { postEvents, runSkill } from '../../workers/services/executions';
 import { BASE, call, sessionPrincipal, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { turnOf } from '../helpers/turns';
 
 afterEach(() => resetClock());
 
@@ -176,7 +177,8 @@ describe('a step after the claim fails', () => {
     expect(await executionRow(id)).toMatchObject({ status: 'idle' });
     // The object fenced the withdrawn turn off: a late start with its key is refused.
     const { turnKey } = (await executionRow(id))!;
-    expect(await env.EXECUTION_SESSION.getByName(id).startTurn({ ...(await turnFor(user, id)), turnKey: turnKey! })).toEqual({ accepted: false });
+    const late = turnOf(user, { executionId: Number(id.slice(5)), turnKey: turnKey!, skillName: SKILL.name, skillSlug: 'notes', system: SKILL.prompt, text: 'Plan it.' });
+    expect(await env.EXECUTION_SESSION.getByName(id).startTurn(late)).toEqual({ accepted: false });
     const again = await call(`/api/v1/executions/${id}/events`, { token: user.token, body });
     expect(again.status).toBe(200);
     await waitForStatus(user, id, 'completed');
@@ -330,21 +332,3 @@ describe('cancel of a live run', () => {
     await expectSettledLedger(user);
   });
 });
-
-/** A turn input for `user`'s execution, as the lifecycle builds it. */
-async function turnFor(user: TestUser, id: string) {
-  return {
-    executionId: Number(id.slice(5)),
-    workspaceId: user.workspaceId,
-    userId: user.user.id,
-    role: 'owner' as const,
-    apiKeyId: null,
-    requestId: 'test',
-    turnKey: `${id}:late`,
-    budget: 0,
-    skillName: SKILL.name,
-    skillSlug: 'notes',
-    system: SKILL.prompt,
-    text: 'Plan it.',
-  };
-}

@@ -16,6 +16,7 @@ import { now } from '../../workers/lib/clock';
 import { runTools } from '../../workers/runtime/tools';
 import { BASE, call, type CallOptions, waitForStatus, type TestUser } from '../helpers/api';
 import { connectMcp, ok } from '../helpers/mcp';
+import { turnOf } from '../helpers/turns';
 import { authorizeCode, REDIRECT, register } from '../helpers/oauth';
 
 const canary = (label: string) => `canary-${label}-${crypto.randomUUID().replace(/-/g, '')}`;
@@ -72,7 +73,7 @@ afterAll(() => vi.restoreAllMocks());
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
 const db = drizzle(env.DB, { schema });
 const httpTool = (secrets: { envVar: string; value: string }[]) => {
-  const turn = { executionId: 1, workspaceId: 'ws', userId: 'u', role: 'owner' as const, apiKeyId: null, requestId: 'r', turnKey: 't', budget: 0, skillName: 'x', skillSlug: 'x', system: '', text: '' };
+  const turn = turnOf(null, { workspaceId: 'ws', userId: 'u', requestId: 'r', turnKey: 't' });
   return runTools(db, env.BUCKET, turn, secrets).find((t) => t.spec.name === 'http_request')!;
 };
 

@@ -19,6 +19,7 @@ import { serveClientMetadata } from './client-metadata';
 import { serveGithub } from './fake-github';
 import { toolCallingAnswer } from './tool-calling-model';
 import { FIXTURE_PORT } from './fixture-port';
+import { MODEL_KEYS } from './provided';
 
 export const COMMIT = 'a1b2c3d4e5f60718293a4b5c6d7e8f9012345678';
 
@@ -100,7 +101,6 @@ function buildArchives(): Map<string, Buffer> {
  * method or body answers 400 naming the first difference; a wrong key answers 401 as the real
  * APIs do.
  */
-export const MODEL_KEYS = { anthropic: 'test-anthropic-key', openai: 'test-openai-key', byok: 'sk-byok-test-0123456789abcdef' };
 
 interface ModelScenario {
   body: unknown;
@@ -453,12 +453,4 @@ export default async function setup(project: TestProject) {
   project.provide('fixtureCommit', COMMIT);
   project.provide('modelKeys', MODEL_KEYS);
   return () => new Promise<void>((resolve) => server.close(() => resolve()));
-}
-
-declare module 'vitest' {
-  export interface ProvidedContext {
-    fixtureOrigin: string;
-    fixtureCommit: string;
-    modelKeys: typeof MODEL_KEYS;
-  }
 }

@@ -43,6 +43,8 @@ const BEHAVIOURS: Behaviour[] = [
     },
     reply: (result) => `The service answered: ${result}`,
   },
+  // A run asked to "read memory" reads the workspace's working memory.
+  { tool: 'read_memory', args: (request) => (/read memory/i.test(lastUserText(request)) ? {} : null), reply: (result) => `Memory: ${result}` },
 ];
 
 export function toolCallingAnswer(body: unknown): string[] | null {

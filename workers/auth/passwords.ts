@@ -1,13 +1,10 @@
-import { scrypt, timingSafeEqual } from 'node:crypto';
-import { promisify } from 'node:util';
+import { scrypt } from 'node:crypto';
+import { fromBase64 } from '../lib/base64';
 import { base64url, randomBytes } from '../lib/crypto';
 
-const scryptAsync = promisify(scrypt) as (
-  password: string,
-  salt: Uint8Array,
-  keylen: number,
-  options: { N: number; r: number; p: number; maxmem: number },
-) => Promise<Buffer>;
+/** WebCrypto has no scrypt: the one Node API the Worker uses, through the nodejs_compat flag. */
+const scryptAsync = (password: string, salt: Uint8Array, keylen: number, options: { N: number; r: number; p: number; maxmem: number }) =>
+  new Promise<Uint8Array>((resolve, reject) => scrypt(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key))));
 
 /**
  * scrypt N=16384, r=16, p=1 (DECISIONS.md): memory-hard and within a Worker's CPU budget,
@@ -18,7 +15,7 @@ const PARAMS = { N: 16384, r: 16, p: 1 } as const;
 const KEY_LENGTH = 32;
 const maxmem = (N: number, r: number, p: number) => 128 * N * r * (p + 2);
 
-const fromBase64url = (s: string): Uint8Array => Buffer.from(s, 'base64url');
+const fromBase64url = (s: string): Uint8Array => fromBase64(s.replace(/-/g, '+').replace(/_/g, '/'));
 
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);
@@ -38,7 +35,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
     p: P,
     maxmem: maxmem(N, R, P),
   });
-  return timingSafeEqual(got, want);
+  return crypto.subtle.timingSafeEqual(got, want);
 }
 
 let dummyHash: Promise<string> | undefined;

@@ -1,4 +1,5 @@
 import type { Role } from '../../schema';
+import type { Actor } from '../auth/actor';
 import type { RunConnector } from '../connectors/registry';
 
 /**
@@ -47,6 +48,8 @@ export interface TurnInput {
   apiKeyId: number | null;
   /** The request that started the run, for the audit trail of what the run changes. */
   requestId: string;
+  /** Who the run's tools act as: the launching credential, its scopes and no more. */
+  actor: Actor;
   /** The credit hold of this turn: its key and amount (hundredths of a Ds). */
   turnKey: string;
   budget: number;

@@ -1,5 +1,6 @@
 import { and, asc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import { executions, skillVersions, threads } from '../../schema';
+import { runActor } from '../auth/actor';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
 import { hasScope } from '../auth/scopes';
 import type { Db, Env } from '../env';
@@ -206,6 +207,7 @@ async function turnInput(
     role: principal.role,
     apiKeyId: apiKeyIdOf(principal),
     requestId: principal.origin.requestId,
+    actor: runActor(principal, { kind: 'execution', id: formatId('exec', execution.id) }),
     turnKey: turn.turnKey,
     budget: turn.budget,
     skillName: execution.skillName,

@@ -14,7 +14,7 @@ import {
 import { ROUTE_ACCESS } from '../auth/route-scopes';
 import { AppError } from '../errors';
 import { loadBundle } from '../lib/bundle-store';
-import { authorize, authorizeWithGrants } from '../middleware/authenticate';
+import { authorize, authorizeWithGrants } from '../auth/actor';
 import { listArtifacts } from '../services/artifacts';
 import { readMemory } from '../services/memory';
 import { getInstalledSkill, type InstalledSkill, listSkills } from '../services/skills';

@@ -5,7 +5,7 @@ import type { Principal } from '../auth/principal';
 import { ROUTE_ACCESS } from '../auth/route-scopes';
 import type { Db, Env } from '../env';
 import { AppError } from '../errors';
-import { authorizeWithGrants } from '../middleware/authenticate';
+import { authorizeWithGrants } from '../auth/actor';
 
 /** What every tool call runs with: the same principal, database and bindings a REST call gets. */
 export interface ToolContext {

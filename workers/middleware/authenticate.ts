@@ -3,11 +3,11 @@ import { matchedRoutes } from 'hono/route';
 import { bearerTokenOf, resolvePrincipal } from '../auth/credentials';
 import { mcpResourceOf } from '../auth/oauth/metadata';
 import type { Principal } from '../auth/principal';
-import { ROUTE_ACCESS, routeKey, type RouteAccess } from '../auth/route-scopes';
-import { coveredByGrant, GRANT_TOKEN_HEADER } from '../auth/grants';
-import { hasScope } from '../auth/scopes';
-import type { AppEnv, Db } from '../env';
-import { AppError, forbidden, unauthorized } from '../errors';
+import { authorizeWithGrants } from '../auth/actor';
+import { ROUTE_ACCESS, routeKey } from '../auth/route-scopes';
+import { GRANT_TOKEN_HEADER } from '../auth/grants';
+import type { AppEnv } from '../env';
+import { AppError, unauthorized } from '../errors';
 import { hitRateLimit } from '../lib/rate-limit';
 
 /** Spec 8: 100 requests per minute per API key or session user, on every `/api/v1/` route. */
@@ -21,20 +21,6 @@ function handlerRouteKey(c: Context): string | undefined {
   const method = c.req.method === 'HEAD' ? 'GET' : c.req.method;
   const route = matchedRoutes(c).find((r) => r.method === method && !r.path.endsWith('*'));
   return route && routeKey(method, route.path);
-}
-
-/** Whether `principal` may call a route with `access`; throws 401 or 403 (with `details.scope`) otherwise. */
-export function authorize(access: RouteAccess, principal: Principal | undefined): void {
-  if (access.auth === 'public') return;
-  if (!principal) throw unauthorized();
-  const { credential } = principal;
-  if (access.auth === 'session' && credential.type !== 'session') {
-    throw forbidden('This route is for signed-in people (session token), not API keys');
-  }
-  if ((access.auth === 'key' || access.auth === 'agent') && credential.type !== 'api_key') throw forbidden('This route needs an API key');
-  if ((access.auth === 'credential' || access.auth === 'key') && !hasScope(principal.scopes, access.scope)) {
-    throw forbidden(`This credential lacks the scope "${access.scope}"`, { scope: access.scope });
-  }
 }
 
 /**
@@ -107,23 +93,6 @@ export async function identify(c: Context, options: { allowUnactivated?: boolean
     throw failure;
   }
   return principal;
-}
-
-/**
- * `authorize`, after giving a key that lacks the scope its second chance (spec 5.5): a session
- * grant of the scope, or a one-time grant, which this call then spends (`grantToken`, the
- * `x-permission-grant` header, picks which). REST routes and MCP tools both check through here.
- */
-export async function authorizeWithGrants(db: Db, access: RouteAccess, principal: Principal | undefined, grantToken: string | undefined): Promise<void> {
-  if (
-    (access.auth === 'credential' || access.auth === 'key') &&
-    principal?.credential.type === 'api_key' &&
-    !hasScope(principal.scopes, access.scope) &&
-    (await coveredByGrant(db, principal.credential.apiKeyId, access.scope, grantToken))
-  ) {
-    return;
-  }
-  authorize(access, principal);
 }
 
 /** For `/api/v1/*`: identifies the caller, then checks the route-to-scope table. */

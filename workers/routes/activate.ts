@@ -18,7 +18,7 @@ import {
 import { documented } from './openapi';
 
 /** Spec 5.2: the device flow (RFC 8628) that hands an agent a workspace-bound key. */
-export const activate = new Hono<AppEnv>()
+export const activateRoutes = new Hono<AppEnv>()
   .post('/', documented('Device activation', 'Start: a device code for the agent, a user code for the person', 200, StartedActivation), validate('json', StartActivationBody), async (c) =>
     c.json(await startActivation(c.var.db, c.req.valid('json'), new URL(c.req.url).origin)),
   )

@@ -5,7 +5,7 @@ import { validate } from '../middleware/validate';
 import { ActivityEntry, ActivityQuery, listActivity } from '../services/audit';
 import { cursorEnvelope, documented } from './openapi';
 
-export const activity = new Hono<AppEnv>().get(
+export const activityRoutes = new Hono<AppEnv>().get(
   '/',
   documented('Activity', 'The workspace change log, newest first', 200, cursorEnvelope(ActivityEntry)),
   validate('query', ActivityQuery),

@@ -70,7 +70,7 @@ const RequestPoll = z.object({
 const baseUrl = (url: string) => new URL(url).origin;
 
 /** Spec 3.3, 3.4 and 5.5: agents ask for scopes; the person decides in the app. */
-export const agentPermissions = new Hono<AppEnv>()
+export const agentPermissionsRoutes = new Hono<AppEnv>()
   .post(
     '/connect',
     documented('Agent permissions', 'Ask for scopes: `active` (200) when the key holds them, else a pending consent (202)', 200, ConnectAnswer),

@@ -50,7 +50,7 @@ async function findLinkCode(c: Ctx, principal: Principal, code: string) {
  * and permission requests by link code, spec 5.5). Both call the same services as the app's
  * session routes; the forms carry the CSRF token.
  */
-export const approvalPages = new Hono<AppEnv>()
+export const approvalPagesRoutes = new Hono<AppEnv>()
   .get('/activate', async (c) => {
     const principal = await pagePrincipal(c);
     if (!principal) return signIn(c);

@@ -5,7 +5,7 @@ import { validate } from '../middleware/validate';
 import { AuditEntry, AuditQuery, listAuditLogs } from '../services/audit';
 import { cursorEnvelope, documented } from './openapi';
 
-export const auditLogs = new Hono<AppEnv>().get(
+export const auditLogsRoutes = new Hono<AppEnv>().get(
   '/',
   documented('Audit', 'Every mutation in the workspace, newest first', 200, cursorEnvelope(AuditEntry)),
   validate('query', AuditQuery),

@@ -4,7 +4,7 @@ import { csrfToken, csrfValid, pagePrincipal, renderPage, safeNext, setSessionCo
 import type { AppEnv } from '../env';
 import { AppError } from '../errors';
 import { signIn, SignInBody, signUp, SignUpBody } from '../services/accounts';
-import { throttleSignIn, throttleSignUp } from './auth';
+import { throttleSignIn, throttleSignUp } from '../auth/sign-in-throttle';
 
 type Ctx = Context<AppEnv>;
 type Status = 200 | 400 | 401 | 403 | 409 | 429;
@@ -29,7 +29,7 @@ const str = (v: unknown) => (typeof v === 'string' ? v : '');
  * Sign-in and sign-up pages (DECISIONS.md, Accounts and sessions): they start the same session
  * as the JSON API, in the session cookie, and send the browser on to `next` (a path here only).
  */
-export const authPages = new Hono<AppEnv>()
+export const authPagesRoutes = new Hono<AppEnv>()
   .get('/sign-in', async (c) => {
     const next = safeNext(c.req.query('next'));
     const principal = await pagePrincipal(c);

@@ -2,38 +2,21 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../env';
 import { clearSessionCookie, csrfValid, sessionCookie } from '../auth/web';
-import { AppError, forbidden, unauthorized } from '../errors';
-import { hitRateLimit } from '../lib/rate-limit';
+import { forbidden, unauthorized } from '../errors';
 import { validate } from '../middleware/validate';
 import { SessionResponse, signIn, SignInBody, signOut, signUp, SignUpBody } from '../services/accounts';
+import { throttleSignIn, throttleSignUp } from '../auth/sign-in-throttle';
+import { authPagesRoutes } from './auth-pages';
+import { oauthRoutes } from './oauth';
 import { documented } from './openapi';
-
-/** Password guessing is slowed per account and per address (DECISIONS.md). */
-const SIGN_IN_WINDOW_MS = 15 * 60_000;
-const SIGN_IN_PER_ACCOUNT = 10;
-const SIGN_IN_PER_IP = 60;
-const SIGN_UP_PER_IP = 20;
-
-async function throttle(env: AppEnv['Bindings'], subject: string, limit: number) {
-  const decision = await hitRateLimit(env, subject, limit, SIGN_IN_WINDOW_MS);
-  if (!decision.allowed) {
-    const retryAfterSeconds = Math.ceil(decision.resetMs / 1000);
-    throw new AppError('RATE_LIMITED', 429, 'Too many attempts; try again later', { retryAfterSeconds });
-  }
-}
-
-/** The API and the sign-in pages count attempts together. */
-export async function throttleSignIn(env: AppEnv['Bindings'], ip: string | null, email: string) {
-  await throttle(env, `signin:ip:${ip ?? 'unknown'}`, SIGN_IN_PER_IP);
-  await throttle(env, `signin:account:${email}`, SIGN_IN_PER_ACCOUNT);
-}
-
-export const throttleSignUp = (env: AppEnv['Bindings'], ip: string | null) => throttle(env, `signup:ip:${ip ?? 'unknown'}`, SIGN_UP_PER_IP);
 
 const SignedOut = z.object({ success: z.literal(true) });
 
-/** Accounts and sessions (DECISIONS.md). The token is sent back as `x-auth-token`. */
-export const auth = new Hono<AppEnv>()
+/**
+ * Everything under /auth: accounts and sessions (DECISIONS.md; the token is sent back as
+ * `x-auth-token`), then the sign-in pages and the OAuth endpoints.
+ */
+export const authRoutes = new Hono<AppEnv>()
   .post('/sign-up/email', documented('Auth', 'Create an account, its personal workspace and a session', 201, SessionResponse), validate('json', SignUpBody), async (c) => {
     await throttleSignUp(c.env, c.var.origin.ip);
     const welcomeCredits = Math.round((Number(c.env.WELCOME_CREDITS) || 0) * 100);
@@ -58,4 +41,6 @@ export const auth = new Hono<AppEnv>()
     if (!token) throw unauthorized('Send the session token in x-auth-token');
     await signOut(c.var.db, token);
     return c.json({ success: true as const });
-  });
+  })
+  .route('/', authPagesRoutes)
+  .route('/', oauthRoutes);

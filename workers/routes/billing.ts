@@ -13,7 +13,7 @@ import { documented, documentedPage } from './openapi';
 const isOutcome = (value: string): value is ReturnOutcome => (RETURN_OUTCOMES as readonly string[]).includes(value);
 
 /** The caller's credits, packs, purchases and tier (spec 4.9), plus Stripe's webhook and the Checkout return pages. */
-export const billing = new Hono<AppEnv>()
+export const billingRoutes = new Hono<AppEnv>()
   .get('/balance', documented('Billing', 'Balance, total spent and whether a run can start', 200, BalanceStatus), async (c) =>
     c.json(await getBalance(c.var.db, principalOf(c))),
   )

@@ -6,7 +6,7 @@ import { ByokStatus, deleteByok, getByok, putByok, PutByokBody } from '../servic
 import { documented } from './openapi';
 
 /** The caller's own model-provider key (spec 4.9 BYOK): write-only, shown masked. */
-export const byok = new Hono<AppEnv>()
+export const byokRoutes = new Hono<AppEnv>()
   .get('/', documented('BYOK', 'Whether the caller has a key, its masked preview and provider', 200, ByokStatus), async (c) =>
     c.json(await getByok(c.var.db, principalOf(c))),
   )

@@ -13,7 +13,7 @@ import { documented, documentedProtocol } from './openapi';
 const CHANNEL_SCOPE = 'channel:read';
 
 /** GET /api/v1/events/subscribe-url (spec 4.3): the signed control-plane URL. */
-export const eventRoutes = new Hono<AppEnv>().get(
+export const eventsRoutes = new Hono<AppEnv>().get(
   '/subscribe-url',
   documented('Events', "A signed WebSocket URL for the workspace's control plane, valid 5 minutes", 200, z.object({ url: z.string(), expiresInMs: z.number() })),
   async (c) => c.json(await createSubscribeUrl(principalOf(c), new URL(c.req.url).origin, c.env.SIGNING_SECRET)),
@@ -23,7 +23,7 @@ export const eventRoutes = new Hono<AppEnv>().get(
  * The control-plane WebSocket on `{control_url}`. No API key or session: the signed token is the
  * credential, checked here, before the upgrade reaches the channel (tampered or expired: 401).
  */
-export const control = new Hono<AppEnv>().get('/ws', documentedProtocol('Events', "The workspace's control plane (the signed URL of subscribe-url)", 'WebSocket (RFC 6455), JSON text frames of spec 6.2', 101, 'application/json'), async (c) => {
+export const controlRoutes = new Hono<AppEnv>().get('/ws', documentedProtocol('Events', "The workspace's control plane (the signed URL of subscribe-url)", 'WebSocket (RFC 6455), JSON text frames of spec 6.2', 101, 'application/json'), async (c) => {
   const token = c.req.query('token');
   const claims = token ? await verifyStreamToken(c.env.SIGNING_SECRET, 'control-channel', token) : null;
   if (!claims || claims.subject !== claims.workspaceId) throw unauthorized('The control-plane URL is invalid or has expired');
@@ -37,7 +37,7 @@ export const control = new Hono<AppEnv>().get('/ws', documentedProtocol('Events'
  * headers) or `x-api-key`; a session token or access token works too. `sources` filters by the
  * executions' source (comma-separated, e.g. `api,mcp`).
  */
-export const apiEvents = new Hono<AppEnv>().get('/', documentedProtocol('Events', 'execution-state events of the workspace (apiKey query or x-api-key; sources filter)', 'Server-Sent Events (WHATWG HTML), spec 6.3', 200, 'text/event-stream'), async (c) => {
+export const apiEventsRoutes = new Hono<AppEnv>().get('/', documentedProtocol('Events', 'execution-state events of the workspace (apiKey query or x-api-key; sources filter)', 'Server-Sent Events (WHATWG HTML), spec 6.3', 200, 'text/event-stream'), async (c) => {
   const principal = await resolvePrincipal(
     c.var.db,
     {

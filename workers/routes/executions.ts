@@ -38,7 +38,7 @@ const History = z.union([
   cursorEnvelope(HistoryItem),
 ]);
 
-export const executionRoutes = new Hono<AppEnv>()
+export const executionsRoutes = new Hono<AppEnv>()
   .get(
     '/',
     documented('Executions', 'History: the offset form, or the cursor form when after_id or before_id is present', 200, History),

@@ -7,7 +7,7 @@ import { InstallRecord } from '../services/skills';
 import { documented } from './openapi';
 
 /** Spec 4.6: install a definition from object storage or an archive URL. */
-export const install = new Hono<AppEnv>().post(
+export const installRoutes = new Hono<AppEnv>().post(
   '/',
   documented('Skills', 'Install a skill bundle from a zip or tar(.gz) archive in this workspace’s R2 prefix or at an https URL', 200, InstallRecord),
   validate('json', InstallFromSourceBody),

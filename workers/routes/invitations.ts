@@ -6,7 +6,7 @@ import { acceptInvitation, AcceptInvitationBody } from '../services/invitations'
 import { WorkspaceRecord } from '../services/workspaces';
 import { documented } from './openapi';
 
-export const invitations = new Hono<AppEnv>().post(
+export const invitationsRoutes = new Hono<AppEnv>().post(
   '/accept',
   documented('Workspaces', 'Accept an invitation addressed to the signed-in email', 200, WorkspaceRecord),
   validate('json', AcceptInvitationBody),

@@ -19,7 +19,7 @@ import { cursorEnvelope, documented } from './openapi';
 const SlugParam = z.object({ slug: SkillSlug });
 
 /** The public catalog (spec 4.1): no credential needed. */
-export const marketplace = new Hono<AppEnv>()
+export const marketplaceRoutes = new Hono<AppEnv>()
   .get(
     '/',
     documented(

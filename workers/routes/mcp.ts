@@ -158,4 +158,4 @@ const mcpDoc = documentedProtocol(
   'application/json',
 );
 
-export const mcp = new Hono<AppEnv>().use('/mcp', mcpCors).use('/mcp/', mcpCors).post('/mcp', mcpDoc, handle).post('/mcp/', mcpDoc, handle).on(['GET', 'DELETE', 'PUT', 'PATCH'], ['/mcp', '/mcp/'], postOnly);
+export const mcpRoutes = new Hono<AppEnv>().use('/mcp', mcpCors).use('/mcp/', mcpCors).post('/mcp', mcpDoc, handle).post('/mcp/', mcpDoc, handle).on(['GET', 'DELETE', 'PUT', 'PATCH'], ['/mcp', '/mcp/'], postOnly);

@@ -5,7 +5,7 @@ import { validate } from '../middleware/validate';
 import { MemoryDocument, PutMemoryBody, readMemory, writeMemory } from '../services/memory';
 import { documented } from './openapi';
 
-export const memory = new Hono<AppEnv>()
+export const memoryRoutes = new Hono<AppEnv>()
   .get('/', documented('Memory', "The workspace's working-memory document", 200, MemoryDocument), async (c) =>
     c.json(await readMemory(c.var.db, principalOf(c))),
   )

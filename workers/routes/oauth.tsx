@@ -98,7 +98,7 @@ async function validated(c: Ctx, params: AuthorizeParams) {
 const open = cors({ origin: '*', allowHeaders: ['authorization', 'content-type', 'x-auth-token'], maxAge: 600 });
 
 /** The authorization server under /auth (spec 4.10, 5.3). */
-export const oauth = new Hono<AppEnv>()
+export const oauthRoutes = new Hono<AppEnv>()
   .use('/.well-known/*', open)
   .use('/jwks', open)
   .use('/oauth2/token', open)
@@ -226,7 +226,7 @@ export const oauth = new Hono<AppEnv>()
  * RFC 9728 3.1 does the same for protected resources (`/mcp`), and the root document describes
  * the whole service as one resource, without a trailing slash.
  */
-export const wellKnown = new Hono<AppEnv>()
+export const wellKnownRoutes = new Hono<AppEnv>()
   .use('*', open)
   .get('/oauth-authorization-server/auth', documentedProtocol('OAuth', 'Authorization server metadata', 'RFC 8414', 200, 'application/json'), (c) => c.json(authorizationServerMetadata(baseOf(c))))
   .get('/oauth-protected-resource/mcp', documentedProtocol('OAuth', 'Protected resource metadata of /mcp', 'RFC 9728', 200, 'application/json'), (c) => c.json(protectedResourceMetadata(baseOf(c), mcpResourceOf(baseOf(c)))))

@@ -5,7 +5,7 @@ import { validate } from '../middleware/validate';
 import { getProfile, Profile, ProfilePatch, updateProfile } from '../services/accounts';
 import { documented } from './openapi';
 
-export const profile = new Hono<AppEnv>()
+export const profileRoutes = new Hono<AppEnv>()
   .get('/', documented('Profile', 'The caller, their workspace and scopes', 200, Profile), async (c) =>
     c.json(await getProfile(c.var.db, principalOf(c))),
   )

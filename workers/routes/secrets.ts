@@ -12,7 +12,7 @@ const IdParam = z.object({ id: z.string().min(1).max(40) });
 const Deleted = z.object({ success: z.literal(true) });
 
 /** Workspace secrets (spec 4.5). Values are write-only: no response ever carries one. */
-export const secretRoutes = new Hono<AppEnv>()
+export const secretsRoutes = new Hono<AppEnv>()
   .get('/', documented('Secrets', 'Secrets of the workspace, newest first (never their values)', 200, cursorEnvelope(SecretRecord)), validate('query', CursorQuery), async (c) =>
     c.json(await listSecrets(c.var.db, principalOf(c), c.req.valid('query'))),
   )

@@ -14,7 +14,7 @@ const BindingParam = SlugParam.extend({ id: z.string().min(1).max(20) });
  * Secrets handed to a skill's runs as environment variables (spec 4.2). Mounted at
  * `/api/v1/skills/:slug/secrets`: Hono hands the mount path's `:slug` to these handlers.
  */
-export const skillSecretRoutes = new Hono<AppEnv>()
+export const skillSecretsRoutes = new Hono<AppEnv>()
   .get('/', documented('Skills', "The skill's secret bindings, oldest first", 200, z.array(SecretBinding)), validate('param', SlugParam), async (c) =>
     c.json(await listBindings(c.var.db, principalOf(c), c.req.valid('param').slug)),
   )

@@ -33,7 +33,7 @@ const SkillList = z.union([
 ]);
 
 /** Installed and authored skills of the workspace, with their versions (spec 4.2). */
-export const skills = new Hono<AppEnv>()
+export const skillsRoutes = new Hono<AppEnv>()
   .get('/', documented('Skills', 'Installed skills: a bare array, or a page with `limit`', 200, SkillList), validate('query', ListSkillsQuery), async (c) =>
     c.json(await listSkills(c.var.db, principalOf(c), c.req.valid('query'))),
   )

@@ -9,7 +9,7 @@ import { cursorEnvelope, documented } from './openapi';
 
 const IdParam = z.object({ id: z.string().min(1).max(64) });
 
-export const threadRoutes = new Hono<AppEnv>()
+export const threadsRoutes = new Hono<AppEnv>()
   .post('/', documented('Threads', 'Start a chat thread answered by an installed skill (and its chat trace)', 201, Thread), validate('json', CreateThreadBody), async (c) =>
     c.json(await createThread(c.var.db, principalOf(c), c.req.valid('json')), 201),
   )

@@ -8,7 +8,7 @@ import { documented } from './openapi';
 
 const IdParam = z.object({ id: z.string().min(1).max(64) });
 
-export const traceRoutes = new Hono<AppEnv>()
+export const tracesRoutes = new Hono<AppEnv>()
   .get(
     '/',
     documented('Traces', 'Traces of the workspace, newest first, with filters and an opaque cursor', 200, z.object({ items: z.array(Trace), nextCursor: z.string().nullable() })),

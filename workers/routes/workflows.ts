@@ -36,7 +36,7 @@ const Success = z.object({ success: z.literal(true) });
 const Launched = z.object({ runId: z.string(), workflowId: z.string(), status: z.literal('started'), conversationId: z.string().optional() });
 
 /** Workflows (spec 4.8). Static paths come before `/:slug` so `runs`, `queue` and `definitions` are never read as slugs. */
-export const workflowRoutes = new Hono<AppEnv>()
+export const workflowsRoutes = new Hono<AppEnv>()
   .get('/', documented('Workflows', 'Installed workflows', 200, z.array(WorkflowRecord)), async (c) => c.json(await listWorkflows(c.var.db, principalOf(c))))
   .get(
     '/definitions',

@@ -27,7 +27,7 @@ import { cursorEnvelope, documented } from './openapi';
 
 const WorkspaceParam = z.object({ id: z.string().min(1).max(100) });
 
-export const workspaces = new Hono<AppEnv>()
+export const workspacesRoutes = new Hono<AppEnv>()
   .get('/', documented('Workspaces', "The caller's workspaces", 200, cursorEnvelope(WorkspaceRecord)), validate('query', CursorQuery), async (c) =>
     c.json(await listWorkspaces(c.var.db, principalOf(c), c.req.valid('query'))),
   )

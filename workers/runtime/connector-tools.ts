@@ -1,7 +1,7 @@
 import type { TurnInput } from '../executions/events';
 import { GitRef, RepoPath } from '../connectors/github';
 import type { Db, Env } from '../env';
-import { workspaceGithub } from '../services/connectors';
+import { sourceApi } from '../services/connectors';
 import type { AgentTool } from './agent-loop';
 import { failed } from './tools';
 
@@ -12,13 +12,15 @@ const MAX_LISTED_FILES = 2_000;
 
 /**
  * The tools a run started with `connector: {type:'github', fields:{repo}}` gets: list and read
- * the files of that one repository. The token is read from D1 at each call (never kept in the
- * turn or the Durable Object), so a disconnect takes effect mid-run. `remote` adds no tools.
+ * the files of that one repository, as the run's actor (the read scope the run route checks).
+ * The token is read from D1 at each call (never kept in the turn or the Durable Object), so a
+ * disconnect takes effect mid-run. `remote` adds no tools.
  */
 export function connectorRunTools(db: Db, env: Env, turn: TurnInput): AgentTool[] {
   const connector = turn.connector;
   if (connector?.type !== 'github') return [];
   const { repo } = connector;
+  const api = () => sourceApi(db, env, turn.actor, 'github');
   const ref = (args: Record<string, unknown>) => (args.ref === undefined || args.ref === '' ? undefined : GitRef.parse(String(args.ref)));
   return [
     {
@@ -35,7 +37,7 @@ export function connectorRunTools(db: Db, env: Env, turn: TurnInput): AgentTool[
       run: async (args) => {
         try {
           const path = args.path === undefined || args.path === '' ? undefined : RepoPath.parse(String(args.path));
-          const tree = await (await workspaceGithub(db, env, turn.workspaceId)).tree(repo, ref(args), path);
+          const tree = await (await api()).tree(repo, ref(args), path);
           const files = tree.entries.filter((e) => e.type === 'file');
           const listed = files.slice(0, MAX_LISTED_FILES).map((e) => `${e.path} (${e.size ?? 0} bytes)`);
           const cut = tree.truncated || files.length > MAX_LISTED_FILES ? '\n[list truncated]' : '';
@@ -59,7 +61,7 @@ export function connectorRunTools(db: Db, env: Env, turn: TurnInput): AgentTool[
       label: (args) => `${repo}/${String(args.path ?? '')}`.slice(0, 200),
       run: async (args) => {
         try {
-          const file = await (await workspaceGithub(db, env, turn.workspaceId)).content(repo, RepoPath.min(1).parse(String(args.path ?? '')), ref(args));
+          const file = await (await api()).content(repo, RepoPath.min(1).parse(String(args.path ?? '')), ref(args));
           if (file.encoding === 'base64') return { content: `${file.path} is a binary file of ${file.size} bytes`, isError: true };
           const cut = file.content.length > MAX_FILE_CHARS ? '\n[truncated]' : '';
           return { content: file.content.slice(0, MAX_FILE_CHARS) + cut };

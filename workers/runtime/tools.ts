@@ -1,5 +1,5 @@
 import type { TurnInput } from '../executions/events';
-import type { Principal } from '../auth/principal';
+import { authorizeRoute, type Actor } from '../auth/actor';
 import type { Db } from '../env';
 import { AppError } from '../errors';
 import { OUTBOUND_TIMEOUT_MS, outboundUrl, readTextPrefix } from '../lib/outbound';
@@ -13,21 +13,26 @@ import { redactSecrets, resolveSecrets, UnknownSecretError, withoutPartialValue 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
-/** The run acts as whoever started it: memory writes are theirs in the audit log. */
-export const runPrincipal = (turn: TurnInput): Principal => ({
-  userId: turn.userId,
-  workspaceId: turn.workspaceId,
-  role: turn.role,
-  credential: turn.apiKeyId === null ? { type: 'session', sessionId: '' } : { type: 'api_key', apiKeyId: turn.apiKeyId },
-  scopes: [],
-  origin: { requestId: turn.requestId, ip: null, userAgent: null },
-});
-
 /** A tool's refusal as the model sees it: the service's own message, never an internal one. */
 export const failed = (error: unknown, fallback = 'The tool failed') => ({
   content: error instanceof AppError || error instanceof UnknownSecretError ? error.message : fallback,
   isError: true,
 });
+
+/**
+ * A tool that does what the REST route `route` does, run only when the run's actor passes that
+ * route's check: a run does nothing its launcher could not. A refusal is the model's tool error.
+ */
+export const actingAs =
+  (db: Db, actor: Actor, route: string, run: AgentTool['run']): AgentTool['run'] =>
+  async (args) => {
+    try {
+      await authorizeRoute(db, actor, route);
+    } catch (error) {
+      return failed(error);
+    }
+    return run(args);
+  };
 
 const stringRecord = (value: unknown): Record<string, string> =>
   value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, String(v)])) : {};
@@ -61,10 +66,12 @@ async function httpRequest(args: Record<string, unknown>, secrets: readonly RunS
 
 /**
  * The tools every run offers the model: write an artifact, read and append working memory, and
- * call an HTTP API with the skill's bound secrets.
+ * call an HTTP API with the skill's bound secrets. Memory is the workspace's, so its tools pass
+ * the memory routes' checks; the artifact and the HTTP request are the run's own work, which
+ * starting it allowed.
  */
 export function runTools(db: Db, bucket: R2Bucket, turn: TurnInput, secrets: readonly RunSecret[] = []): AgentTool[] {
-  const principal = runPrincipal(turn);
+  const { actor } = turn;
   return [
     {
       spec: {
@@ -91,7 +98,7 @@ export function runTools(db: Db, bucket: R2Bucket, turn: TurnInput, secrets: rea
       },
       displayName: 'Read memory',
       label: () => 'working memory',
-      run: async () => ({ content: (await readMemory(db, principal)).content || '(empty)' }),
+      run: actingAs(db, actor, 'GET /api/v1/memory', async () => ({ content: (await readMemory(db, actor)).content || '(empty)' })),
     },
     {
       spec: {
@@ -101,11 +108,12 @@ export function runTools(db: Db, bucket: R2Bucket, turn: TurnInput, secrets: rea
       },
       displayName: 'Append to memory',
       label: () => 'working memory',
-      run: async (args) =>
-        appendMemory(db, principal, String(args.content ?? '')).then(
+      run: actingAs(db, actor, 'PUT /api/v1/memory', (args) =>
+        appendMemory(db, actor, String(args.content ?? '')).then(
           () => ({ content: 'Appended' }),
           (error) => failed(error),
         ),
+      ),
     },
     {
       spec: {

@@ -2,7 +2,7 @@ import type { TurnInput } from '../executions/events';
 import type { Db, Env } from '../env';
 import { launchWorkflow } from '../services/workflows';
 import type { AgentTool } from './agent-loop';
-import { failed, runPrincipal } from './tools';
+import { actingAs, failed } from './tools';
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -31,16 +31,16 @@ export function threadRunTools(db: Db, env: Env, turn: TurnInput): AgentTool[] {
       },
       displayName: 'Start workflow',
       label: (args) => String(args.workflowId ?? 'workflow').slice(0, 200),
-      run: async (args) => {
+      run: actingAs(db, turn.actor, 'POST /api/v1/workflows/:id/launch', async (args) => {
         const inputs = args.inputs ?? {};
         if (!isRecord(inputs)) return { content: 'inputs must be an object', isError: true };
         try {
-          const launched = await launchWorkflow(db, env, runPrincipal(turn), String(args.workflowId ?? ''), inputs, threadId);
+          const launched = await launchWorkflow(db, env, turn.actor, String(args.workflowId ?? ''), inputs, threadId);
           return { content: `Started workflow ${launched.workflowId} as run ${launched.runId}; its outcome will be posted to this conversation.` };
         } catch (error) {
           return failed(error, 'The workflow could not be started');
         }
-      },
+      }),
     },
   ];
 }

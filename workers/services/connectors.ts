@@ -237,7 +237,7 @@ export async function workspaceGithub(db: Db, env: Env, workspaceId: string): Pr
 }
 
 /** A source connector's API for a read (sources) by the caller: scope `connector:<app>:read`. */
-async function sourceApi(db: Db, env: Env, principal: Principal, type: string): Promise<GithubApi> {
+export async function sourceApi(db: Db, env: Env, principal: Principal, type: string): Promise<GithubApi> {
   const definition = connectorDefinition(type);
   requireConnectorScope(principal, definition, 'read');
   return workspaceGithub(db, env, principal.workspaceId);

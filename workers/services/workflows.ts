@@ -2,15 +2,15 @@ import { and, desc, eq, inArray, or } from 'drizzle-orm';
 import { z } from 'zod';
 import { artifacts, threads } from '../../schema';
 import { workflowRuns, workflowStepResults, workflows, type WorkflowRow, type WorkflowRunRow } from '../../schema/workflows';
+import { runActor } from '../auth/actor';
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { AppError, invalidInput, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { parseId } from '../lib/ids';
 import { readArchive } from '../lib/archive';
-import { compileWorkflow, MAX_SLUG_LENGTH, WORKFLOW_SLUG, type CompiledWorkflow, type Json } from '../workflows/compiler';
+import { compileWorkflow, MAX_SLUG_LENGTH, TOOL_IDS, WORKFLOW_SLUG, type CompiledWorkflow, type Json } from '../workflows/compiler';
 import { valueProblem } from '../workflows/json-schema';
-import { TOOL_IDS } from '../workflows/tools';
 import { agentSlugs } from './agents';
 import { workspacePrefix } from './archive-install';
 import { recordChange, recordChangeAfter } from './audit';
@@ -248,9 +248,6 @@ async function resolveLaunchId(db: Db, principal: Principal, id: string): Promis
 /** `threadId`: the chat thread the run was started from; it gets the run's outcome as a message. */
 export const LaunchBody = z.object({ inputs: z.record(z.string(), z.unknown()).optional(), threadId: z.string().min(1).max(100).optional() });
 
-/** The principal as the run keeps it: what its steps act as. */
-export const runPrincipal = (principal: Principal): Principal => ({ ...principal, scopes: [...principal.scopes], origin: { ...principal.origin } });
-
 export interface Launched {
   runId: string;
   workflowId: string;
@@ -292,7 +289,7 @@ export async function launchWorkflow(db: Db, env: Env, principal: Principal, id:
       runId,
       workspaceId: principal.workspaceId,
       workflowId: row.slug,
-      principal: runPrincipal(principal),
+      actor: runActor(principal, { kind: 'workflow', id: runId }),
       workflow: JSON.stringify(compiled),
       initData: JSON.stringify(inputs),
       threadId: threadId ?? null,

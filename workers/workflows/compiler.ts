@@ -64,6 +64,15 @@ export interface CompiledWorkflow {
   nodes: GraphNode[];
 }
 
+/**
+ * The tool registry: the tool ids a `tool` entry may name in this deployment (spec 4.8 step 4),
+ * run by workers/runtime/step-tools.ts.
+ * - `execute-skill`: runs an installed skill; input `{slug, input}` (rule 10).
+ * - `human-input`: suspends the run until a resume; the resume data is the output.
+ * - `read-memory`: the workspace's working-memory document, `{content}`.
+ */
+export const TOOL_IDS = ['execute-skill', 'human-input', 'read-memory'] as const;
+
 export interface Resolvers {
   workspaceId: string;
   /** Whether the workspace has an agent with this slug. */

@@ -1,7 +1,7 @@
 import { and, eq } from 'drizzle-orm';
 import { withoutSupersededText } from '../executions/events';
 import { executions } from '../../schema';
-import type { Principal } from '../auth/principal';
+import { authorizeRoute, type Actor } from '../auth/actor';
 import type { Db, Env } from '../env';
 import { AppError } from '../errors';
 import { parseId } from '../lib/ids';
@@ -9,26 +9,8 @@ import { findAgent } from '../services/agents';
 import { interruptTurn } from '../executions/lifecycle';
 import { runAgent, runSkill } from '../services/executions';
 import { readMemory } from '../services/memory';
-import type { Json, LeafStep } from './compiler';
-import { valueProblem } from './json-schema';
-
-/**
- * The tool registry: the tool ids a `tool` entry may name in this deployment (spec 4.8 step 4).
- * - `execute-skill`: runs an installed skill; input `{slug, input}` (rule 10).
- * - `human-input`: suspends the run until a resume; the resume data is the output.
- * - `read-memory`: the workspace's working-memory document, `{content}`.
- */
-export const TOOL_IDS = ['execute-skill', 'human-input', 'read-memory'] as const;
-
-/** A step that could not run: `retryable` ones wait and try again without spending a retry. */
-export class StepError extends Error {
-  constructor(
-    message: string,
-    readonly retryable = false,
-  ) {
-    super(message);
-  }
-}
+import type { Json, LeafStep } from '../workflows/compiler';
+import { StepError } from '../workflows/steps';
 
 /** What starting a step that runs an execution answers. */
 export type Started = { executionId: string };
@@ -42,16 +24,30 @@ function startFailure(error: unknown): never {
   throw error;
 }
 
+/**
+ * A step does what the REST route `route` does only if the run's actor passes that route's
+ * check: a run does nothing its launcher could not. A refusal fails the step, naming the scope.
+ */
+async function authorizeStep(db: Db, actor: Actor, step: string, route: string) {
+  try {
+    await authorizeRoute(db, actor, route);
+  } catch (error) {
+    if (error instanceof AppError) throw new StepError(`${step}: ${error.message}`);
+    throw error;
+  }
+}
+
 const asText = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
 
 /** Rule 10: `{slug, input}`; a non-string input is JSON-stringified before it reaches the skill. */
-export async function startSkill(db: Db, env: Env, principal: Principal, input: unknown): Promise<Started> {
+export async function startSkill(db: Db, env: Env, actor: Actor, input: unknown): Promise<Started> {
+  await authorizeStep(db, actor, 'execute-skill', 'POST /api/v1/skills/:slug/run');
   const record = (input ?? {}) as Record<string, unknown>;
   if (typeof record.slug !== 'string' || record.input === undefined || record.input === null) {
     throw new StepError('execute-skill needs {slug, input} from the entry before it (a mapping that yields slug and input)');
   }
   try {
-    const started = await runSkill(db, env, principal, record.slug, { input: asText(record.input) }, 'workflow');
+    const started = await runSkill(db, env, actor, record.slug, { input: asText(record.input) }, 'workflow');
     return { executionId: started.executionId };
   } catch (error) {
     return startFailure(error);
@@ -59,8 +55,9 @@ export async function startSkill(db: Db, env: Env, principal: Principal, input: 
 }
 
 /** An agent step's prompt: its input as text, plus the output contract when it declares one. */
-export async function startAgent(db: Db, env: Env, principal: Principal, step: Extract<LeafStep, { type: 'agent' }>, input: unknown): Promise<Started> {
-  const agent = await findAgent(db, principal.workspaceId, step.agentSlug);
+export async function startAgent(db: Db, env: Env, actor: Actor, step: Extract<LeafStep, { type: 'agent' }>, input: unknown): Promise<Started> {
+  await authorizeStep(db, actor, `agent step ${step.id}`, 'POST /api/v1/executions');
+  const agent = await findAgent(db, actor.workspaceId, step.agentSlug);
   if (!agent) throw new StepError(`The agent ${step.agentSlug} no longer exists in this workspace`);
   const contract =
     step.outputSchema === undefined
@@ -68,7 +65,7 @@ export async function startAgent(db: Db, env: Env, principal: Principal, step: E
       : `\n\nAnswer with only a JSON value (no prose, no code fence) that conforms to this JSON Schema:\n${JSON.stringify(step.outputSchema)}`;
   const text = (input === undefined || input === null || input === '' ? 'Begin.' : asText(input)) + contract;
   try {
-    return { executionId: await runAgent(db, env, principal, agent, text) };
+    return { executionId: await runAgent(db, env, actor, agent, text) };
   } catch (error) {
     return startFailure(error);
   }
@@ -101,27 +98,11 @@ export async function checkExecution(db: Db, env: Env, workspaceId: string, exec
   return { state: 'stopped', reason: `execution ${executionId} ended with ${reason}` };
 }
 
-/** The output of a finished execution step; an agent with an outputSchema must answer conforming JSON. */
-export function executionOutput(step: LeafStep, done: { text: string; executionId: string }): Json {
-  if (step.type === 'agent' && step.outputSchema !== undefined) {
-    const raw = done.text.trim().replace(/^```(?:json)?\s*|\s*```$/g, '');
-    let value: unknown;
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      throw new StepError(`agent step ${step.id}: the answer is not JSON, so it cannot satisfy its outputSchema`);
-    }
-    const problem = valueProblem(step.outputSchema, value);
-    if (problem) throw new StepError(`agent step ${step.id}: the answer does not satisfy its outputSchema at ${problem.pointer || '/'}: ${problem.message}`);
-    return value as Json;
-  }
-  return { executionId: done.executionId, status: 'completed', text: done.text };
-}
-
 /** Tools that answer at once. */
-export async function runInstantTool(db: Db, principal: Principal, toolId: string): Promise<Json> {
+export async function runInstantTool(db: Db, actor: Actor, toolId: string): Promise<Json> {
   if (toolId === 'read-memory') {
-    const memory = await readMemory(db, principal);
+    await authorizeStep(db, actor, toolId, 'GET /api/v1/memory');
+    const memory = await readMemory(db, actor);
     return { content: memory.content };
   }
   throw new StepError(`Tool ${toolId} is not available in this deployment`);

@@ -1,0 +1,77 @@
+import type { Db } from '../env';
+import { forbidden, unauthorized } from '../errors';
+import { coveredByGrant } from './grants';
+import type { Principal } from './principal';
+import { ROUTE_ACCESS, type RouteAccess } from './route-scopes';
+import { hasScope } from './scopes';
+
+/** The run an actor acts in: an execution (`exec_<n>`) or a workflow run (its id). */
+export interface ActingRun {
+  kind: 'execution' | 'workflow';
+  id: string;
+}
+
+/**
+ * Who acts. Either the holder of a credential (a session, an API key or an OAuth token, with
+ * its scopes and workspace), as a request resolves it, or a run acting for one: then `run` is
+ * set and everything else is the launching credential's, its scopes copied, never widened.
+ * What a run's tools and steps may do is checked against these, as the REST route they
+ * mirror checks the launcher.
+ */
+export interface Actor extends Principal {
+  run?: ActingRun;
+}
+
+/** The actor of a run started by `launcher` (itself perhaps a run: a workflow's agent step). */
+export const runActor = (launcher: Actor, run: ActingRun): Actor => ({
+  userId: launcher.userId,
+  workspaceId: launcher.workspaceId,
+  role: launcher.role,
+  credential: { ...launcher.credential },
+  scopes: [...launcher.scopes],
+  origin: { ...launcher.origin },
+  run,
+});
+
+/** Whether `actor` may call a route with `access`; throws 401 or 403 (with `details.scope`) otherwise. */
+export function authorize(access: RouteAccess, actor: Actor | undefined): void {
+  if (access.auth === 'public') return;
+  if (!actor) throw unauthorized();
+  const { credential } = actor;
+  if (access.auth === 'session' && credential.type !== 'session') {
+    throw forbidden('This route is for signed-in people (session token), not API keys');
+  }
+  if ((access.auth === 'key' || access.auth === 'agent') && credential.type !== 'api_key') throw forbidden('This route needs an API key');
+  if ((access.auth === 'credential' || access.auth === 'key') && !hasScope(actor.scopes, access.scope)) {
+    const holder = actor.run ? 'The credential this run acts for' : 'This credential';
+    throw forbidden(`${holder} lacks the scope "${access.scope}"`, { scope: access.scope });
+  }
+}
+
+/**
+ * `authorize`, after giving a key that lacks the scope its second chance (spec 5.5): a session
+ * grant of the scope, or a one-time grant, which this call then spends (`grantToken`, the
+ * `x-permission-grant` header, picks which). REST routes, MCP tools, run tools and workflow
+ * steps all check through here.
+ */
+export async function authorizeWithGrants(db: Db, access: RouteAccess, actor: Actor | undefined, grantToken: string | undefined): Promise<void> {
+  if (
+    (access.auth === 'credential' || access.auth === 'key') &&
+    actor?.credential.type === 'api_key' &&
+    !hasScope(actor.scopes, access.scope) &&
+    (await coveredByGrant(db, actor.credential.apiKeyId, access.scope, grantToken))
+  ) {
+    return;
+  }
+  authorize(access, actor);
+}
+
+/**
+ * What a run's tool or step must pass before it acts: the check of the REST route it mirrors
+ * (`route`, a key of the route-to-scope table), made for the run's actor.
+ */
+export async function authorizeRoute(db: Db, actor: Actor, route: string): Promise<void> {
+  const access = ROUTE_ACCESS[route];
+  if (!access) throw new Error(`Route ${route} is missing from ROUTE_ACCESS`);
+  await authorizeWithGrants(db, access, actor, undefined);
+}
