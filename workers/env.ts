@@ -1,6 +1,6 @@
 import type { DrizzleD1Database } from 'drizzle-orm/d1';
 import type * as schema from '../schema';
-import type { Principal } from './auth/principal';
+import type { Principal, RequestOrigin } from './auth/principal';
 
 /**
  * The Worker's environment. The bindings and vars of wrangler.toml and the secrets named in
@@ -31,15 +31,6 @@ export interface Env extends GeneratedEnv {
 }
 
 export type Db = DrizzleD1Database<typeof schema>;
-
-/** Where a request came from: recorded with every mutation in the audit log. */
-export interface RequestOrigin {
-  requestId: string;
-  ip: string | null;
-  userAgent: string | null;
-  /** `x-agent-slug`: attribution on traces (spec 4.7 rule 3), never an access check. */
-  agentSlug?: string | null;
-}
 
 export type AppEnv = {
   Bindings: Env;

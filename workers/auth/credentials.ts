@@ -1,11 +1,11 @@
 import { and, desc, eq, gt, or, sql } from 'drizzle-orm';
 import { apiKeys, members, sessions, workspaces } from '../../schema';
-import type { Db, RequestOrigin } from '../env';
+import type { Db } from '../env';
 import { AppError, forbidden, notFound, unauthorized } from '../errors';
 import { now } from '../lib/clock';
 import { randomToken, sha256Hex } from '../lib/crypto';
 import { apiScopesOf, findAccessToken } from '../services/oauth';
-import type { Principal } from './principal';
+import type { Principal, RequestOrigin } from './principal';
 import { WILDCARD } from './scopes';
 
 /**

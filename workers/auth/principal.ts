@@ -1,5 +1,13 @@
 import type { Role } from '../../schema';
-import type { RequestOrigin } from '../env';
+
+/** Where a request came from: recorded with every mutation in the audit log. */
+export interface RequestOrigin {
+  requestId: string;
+  ip: string | null;
+  userAgent: string | null;
+  /** `x-agent-slug`: attribution on traces (spec 4.7 rule 3), never an access check. */
+  agentSlug?: string | null;
+}
 
 export type Credential =
   | { type: 'session'; sessionId: string }
