@@ -153,24 +153,42 @@ export const ConsentPage: FC<ConsentProps> = (p) => (
     <p>
       It calls itself “{p.clientName}”. Signed in as {p.userName}. After you answer you go back to <strong>{p.redirectHost}</strong>.
     </p>
-    <form method="post" action="/auth/oauth2/authorize">
-      <input type="hidden" name="csrf" value={p.csrf} />
-      {Object.entries(p.params).map(([name, value]) => (
-        <input type="hidden" name={name} value={value} />
-      ))}
+    <DecisionForm action="/auth/oauth2/authorize" csrf={p.csrf} fields={p.params} approve={{ value: 'allow', label: 'Allow' }} deny="deny">
       <ScopeChoices legend="It will be able to (untick what you do not want to allow):" scopes={p.scopes} />
       {p.scopes.some((s) => s.sensitive) ? (
         <p class="muted">Items marked sensitive can change your data or spend your credits.</p>
       ) : null}
       <WorkspacePicker workspaces={p.workspaces} current={p.currentWorkspaceId} />
-      <button type="submit" name="decision" value="allow">
-        Allow
-      </button>
-      <button type="submit" name="decision" value="deny">
-        Deny
-      </button>
-    </form>
+    </DecisionForm>
   </Layout>
+);
+
+/**
+ * The form of every decision a person takes on these pages (an OAuth consent, a device
+ * activation, an agent's consent or permission request): the CSRF token and the fields that
+ * name what is decided, the choices in between, then the two answers, posted as `decision`.
+ */
+const DecisionForm: FC<{
+  action: string;
+  csrf: string;
+  fields: Record<string, string>;
+  approve: { value: string; label: string };
+  deny: string;
+  children?: Child;
+}> = (p) => (
+  <form method="post" action={p.action}>
+    <input type="hidden" name="csrf" value={p.csrf} />
+    {Object.entries(p.fields).map(([name, value]) => (
+      <input type="hidden" name={name} value={value} />
+    ))}
+    {p.children}
+    <button type="submit" name="decision" value={p.approve.value}>
+      {p.approve.label}
+    </button>
+    <button type="submit" name="decision" value={p.deny}>
+      Deny
+    </button>
+  </form>
 );
 
 export const MessagePage: FC<{ nonce: string; title: string; message: string }> = ({ nonce, title, message }) => (
@@ -278,18 +296,10 @@ export const ActivatePage: FC<ActivateProps> = (p) => (
     <p>
       Check that the device shows the code <strong>{p.userCode}</strong>. If you did not start this, deny it.
     </p>
-    <form method="post" action="/activate">
-      <input type="hidden" name="csrf" value={p.csrf} />
-      <input type="hidden" name="user_code" value={p.userCode} />
+    <DecisionForm action="/activate" csrf={p.csrf} fields={{ user_code: p.userCode }} approve={{ value: 'approve', label: 'Approve' }} deny="deny">
       <ScopeList heading="It gets an API key that can:" scopes={p.scopes} />
       <WorkspacePicker workspaces={p.workspaces} current={p.currentWorkspaceId} />
-      <button type="submit" name="decision" value="approve">
-        Approve
-      </button>
-      <button type="submit" name="decision" value="deny">
-        Deny
-      </button>
-    </form>
+    </DecisionForm>
   </Layout>
 );
 
@@ -312,17 +322,9 @@ export const ApproveConsentPage: FC<ApproveConsentProps> = (p) => (
       Key “{p.keyName}” in {p.workspaceName}. The agent says:
     </p>
     <blockquote>{p.reason}</blockquote>
-    <form method="post" action="/approve">
-      <input type="hidden" name="csrf" value={p.csrf} />
-      <input type="hidden" name="code" value={p.code} />
+    <DecisionForm action="/approve" csrf={p.csrf} fields={{ code: p.code }} approve={{ value: 'approve', label: 'Approve selected' }} deny="deny">
       <ScopeChoices legend="Allow it to:" scopes={p.scopes} />
-      <button type="submit" name="decision" value="approve">
-        Approve selected
-      </button>
-      <button type="submit" name="decision" value="deny">
-        Deny
-      </button>
-    </form>
+    </DecisionForm>
   </Layout>
 );
 
@@ -352,9 +354,7 @@ export const ApproveRequestPage: FC<ApproveRequestProps> = (p) => (
     <p class={p.scope.sensitive ? 'sensitive' : undefined}>
       <ScopeItem s={p.scope} />
     </p>
-    <form method="post" action="/approve">
-      <input type="hidden" name="csrf" value={p.csrf} />
-      <input type="hidden" name="code" value={p.code} />
+    <DecisionForm action="/approve" csrf={p.csrf} fields={{ code: p.code }} approve={{ value: 'approve', label: 'Approve' }} deny="deny">
       <fieldset>
         <legend>For how long?</legend>
         {Object.entries(MODE_WORDS).map(([mode, words]) => (
@@ -366,12 +366,6 @@ export const ApproveRequestPage: FC<ApproveRequestProps> = (p) => (
           </div>
         ))}
       </fieldset>
-      <button type="submit" name="decision" value="approve">
-        Approve
-      </button>
-      <button type="submit" name="decision" value="deny">
-        Deny
-      </button>
-    </form>
+    </DecisionForm>
   </Layout>
 );
