@@ -1,13 +1,11 @@
-import { swaggerUI } from '@hono/swagger-ui';
 import { Hono } from 'hono';
-import { openAPIRouteHandler } from 'hono-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { AppEnv } from './env';
 import { AppError, invalidInput } from './errors';
 import { announceChanges } from './middleware/announce-changes';
 import { authenticate } from './middleware/authenticate';
-import { CURRENT_API_VERSION, requestContext } from './middleware/request-context';
+import { requestContext } from './middleware/request-context';
 import { activate } from './routes/activate';
 import { activity } from './routes/activity';
 import { agentPermissions } from './routes/agent-permissions';
@@ -29,7 +27,9 @@ import { marketplace } from './routes/marketplace';
 import { mcp } from './routes/mcp';
 import { memory } from './routes/memory';
 import { oauth, wellKnown } from './routes/oauth';
+import { openApiDocument } from './routes/openapi';
 import { profile } from './routes/profile';
+import { reference } from './routes/reference';
 import { secretRoutes } from './routes/secrets';
 import { skillSecretRoutes } from './routes/skill-secrets';
 import { skills } from './routes/skills';
@@ -102,28 +102,8 @@ export function createApp() {
   app.route('/streams', streams);
   app.route('/', mcp);
 
-  app.get(
-    '/api/v1/openapi.json',
-    openAPIRouteHandler(app, {
-      documentation: {
-        openapi: '3.1.0',
-        info: {
-          title: 'Workspace AI Skills Service',
-          version: CURRENT_API_VERSION,
-          description: 'Skills, workflows, agents and their outputs in one multi-tenant workspace.',
-        },
-        components: {
-          securitySchemes: {
-            apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
-            session: { type: 'apiKey', in: 'header', name: 'x-auth-token' },
-            bearer: { type: 'http', scheme: 'bearer' },
-          },
-        },
-        security: [{ apiKey: [] }, { session: [] }, { bearer: [] }],
-      },
-    }),
-  );
-  app.get('/docs', swaggerUI({ url: '/api/v1/openapi.json', title: 'Workspace AI Skills Service API' }));
+  app.get('/api/v1/openapi.json', openApiDocument(app));
+  app.route('/', reference);
 
   app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route for ${c.req.method} ${c.req.path}` } }, 404));
   app.onError((error, c) => {

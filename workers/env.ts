@@ -38,6 +38,8 @@ export interface Env {
   MCP_ALLOWED_ORIGINS?: string;
   /** GitHub's REST API base (default https://api.github.com; GitHub Enterprise: https://HOST/api/v3). Set but unusable: the connector is not configured. */
   GITHUB_API_BASE_URL?: string;
+  /** Static files of the API reference UI (wrangler.toml [assets]), served under /docs/assets/. */
+  ASSETS: Fetcher;
   /** HMAC secret for signed stream and control-plane URLs. */
   SIGNING_SECRET: string;
   /** Base64 AES-256 key for secrets and BYOK keys at rest. */

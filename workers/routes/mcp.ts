@@ -88,4 +88,5 @@ const postOnly = (c: Context<AppEnv>) => {
 /** `POST /mcp` and `/mcp/` (spec 4.11): every service operation as an MCP tool. */
 const mcpDoc = documentedProtocol('MCP', 'Every service operation as an MCP tool (stateless, JSON responses)', 'MCP Streamable HTTP transport', 200, 'application/json');
 
-export const mcp = new Hono<AppEnv>().post('/mcp', mcpDoc, handle).post('/mcp/', mcpDoc, handle).on(['GET', 'DELETE', 'PUT', 'PATCH'], ['/mcp', '/mcp/'], postOnly);
+// '/mcp/' is the same endpoint, documented once under '/mcp'.
+export const mcp = new Hono<AppEnv>().post('/mcp', mcpDoc, handle).post('/mcp/', handle).on(['GET', 'DELETE', 'PUT', 'PATCH'], ['/mcp', '/mcp/'], postOnly);
