@@ -63,6 +63,9 @@ describe('GET /api/v1/openapi.json', () => {
     expect(install.requestBody.description).toContain('/schemas/workflow-definition.json');
     expect(res.body.components.schemas.WorkflowPredicate.oneOf).toHaveLength(6);
     expect(res.body.paths['/mcp/']).toBeUndefined();
+    // A body the route can do without is not marked required.
+    expect(res.body.paths['/api/v1/skills/{slug}/install'].post.requestBody.required).toBe(false);
+    expect(install.requestBody.required).toBe(true);
   });
 
   it('is browsable at /docs from this origin alone: the page, its script and stylesheet, under a CSP without other sources', async () => {

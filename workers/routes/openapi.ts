@@ -3,6 +3,7 @@ import { describeRoute, generateSpecs, resolver, type DescribeRouteOptions } fro
 import { z } from 'zod';
 import { CURRENT_API_VERSION } from '../middleware/request-context';
 import type { AppEnv } from '../env';
+import { optionalJsonBody } from '../middleware/validate';
 import { WORKFLOW_SCHEMA_PATH, workflowSchemas } from '../workflows/definition-schema';
 
 const ErrorEnvelope = z.object({
@@ -100,7 +101,6 @@ export const openApiDocument = (app: Hono<AppEnv>) => async (c: Context<AppEnv>)
           title: 'Workspace AI Skills Service',
           version: CURRENT_API_VERSION,
           description: 'Skills, workflows, agents and their outputs in one multi-tenant workspace.',
-          license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
         },
         servers: [{ url: new URL(c.req.url).origin, description: 'This service' }],
         components: {
@@ -116,5 +116,12 @@ export const openApiDocument = (app: Hono<AppEnv>) => async (c: Context<AppEnv>)
     c,
   );
   document.components = { ...document.components, schemas: { ...document.components?.schemas, ...workflowSchemas(componentRef) } };
+  // The generator marks every validated body required; routes behind optionalJsonBody also take
+  // none, unless `documented` described their body itself (those bodies carry a description).
+  for (const route of app.routes) {
+    if (route.handler !== optionalJsonBody) continue;
+    const body = document.paths[route.path.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase() as 'post']?.requestBody;
+    if (body && !('$ref' in body) && !body.description) body.required = false;
+  }
   return c.json(document);
 };
