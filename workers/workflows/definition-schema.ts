@@ -69,7 +69,7 @@ export function workflowSchemas(ref: (name: string) => string): Record<string, S
         object({ value: { description: 'Any JSON value, as it is.' } }, ['value']),
         object({ template: { type: 'string', description: 'Text with `${initData.<path>}` and `${stepResults.<stepId>.<path>}` filled in.' } }, ['template']),
         object({ requestContextPath: { type: 'string', description: 'A path in `{workspaceId, userId, runId, workflowId}`.' } }, ['requestContextPath']),
-        object({ initData: { type: 'string' }, path: { type: 'string' } }, ['initData', 'path'], 'A path in the launch inputs.'),
+        object({ initData: { description: 'Any value; only `path` is read.' }, path: { type: 'string' } }, ['initData', 'path'], 'A path in the launch inputs.'),
         object({ step: $ref('WorkflowStepId'), path: { type: 'string' } }, ['step', 'path'], 'A path in an earlier step’s output.'),
       ],
     },
