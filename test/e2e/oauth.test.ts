@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import * as oauth from 'oauth4webapi';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM, CHROMIUM_FLAGS } from './chromium';
 import { freePort, startService, type RunningService } from './helpers';
 
 /**
@@ -9,16 +10,6 @@ import { freePort, startService, type RunningService } from './helpers';
  * (a conformant client that checks `iss`, state, PKCE and the id_token) against `npm start`,
  * with headless Chromium (Debian's package, installed by .ci/run) signing in and consenting.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 
 describe('OAuth 2.1 authorization code flow in a browser', () => {
   let service: RunningService;

@@ -24,6 +24,7 @@ ul.scopes{padding-left:1.2rem}
 .sensitive{font-weight:600}
 .badge{display:inline-block;border:1px solid currentColor;border-radius:.25rem;padding:0 .3rem;margin-left:.4rem;font-size:.8rem}
 .muted{opacity:.8;font-size:.9rem}
+pre{overflow-x:auto;padding:.75rem;border:1px solid #8884;border-radius:.25rem}
 `;
 
 export const Layout: FC<{ title: string; nonce: string; children?: Child }> = ({ title, nonce, children }) => (
