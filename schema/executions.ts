@@ -38,7 +38,7 @@ export const executions = sqliteTable(
   (t) => [index('executions_workspace_status_idx').on(t.workspaceId, t.status)],
 );
 
-/** Files a run produced (DECISIONS.md, Artifacts); the bytes live in R2 under `r2Key`. */
+/** Files a run produced (docs/executions.md); the bytes live in R2 under `r2Key`. */
 export const artifacts = sqliteTable(
   'artifacts',
   {

@@ -21,20 +21,20 @@ export interface Env {
   WELCOME_CREDITS?: string;
   /** Pause between the local model's streamed words, in ms (0: as fast as possible). */
   LOCAL_MODEL_DELAY_MS?: string;
-  /** Model provider selection (workers/runtime/providers/index.ts; README, Configuration). */
+  /** Model provider selection (workers/runtime/providers/index.ts; docs/operations.md). */
   MODEL_PROVIDER?: string;
   MODEL?: string;
   ANTHROPIC_API_KEY?: string;
   ANTHROPIC_BASE_URL?: string;
   OPENAI_API_KEY?: string;
   OPENAI_BASE_URL?: string;
-  /** Stripe (workers/services/stripe.ts; README, Billing). Without the secret key, purchase is 503. */
+  /** Stripe (workers/services/stripe.ts; docs/billing.md). Without the secret key, purchase is 503. */
   STRIPE_SECRET_KEY?: string;
   STRIPE_WEBHOOK_SECRET?: string;
   STRIPE_PUBLISHABLE_KEY?: string;
   /** The app's URI scheme for the Checkout return pages' deep links (default `workspaceskills`). */
   APP_SCHEME?: string;
-  /** Comma-separated browser origins, besides the service's own, that may call /mcp (README, MCP). */
+  /** Comma-separated browser origins, besides the service's own, that may call /mcp (docs/mcp.md). */
   MCP_ALLOWED_ORIGINS?: string;
   /** GitHub's REST API base (default https://api.github.com; GitHub Enterprise: https://HOST/api/v3). Set but unusable: the connector is not configured. */
   GITHUB_API_BASE_URL?: string;

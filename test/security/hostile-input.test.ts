@@ -87,7 +87,7 @@ function send(path: string, options: CallOptions): Promise<ApiResponse> {
 // ---------------------------------------------------------------------------------------------
 // Stored state: every D1 table (contents, not just counts) and the R2 bucket's keys.
 
-/** Columns a refused request may still change: a session slides its expiry on use (DECISIONS.md, Accounts and sessions). */
+/** Columns a refused request may still change: a session slides its expiry on use (sessions are sliding). */
 const VOLATILE_COLUMNS: Record<string, string[]> = { sessions: ['expires_at'] };
 
 async function snapshot(): Promise<Map<string, string>> {

@@ -28,7 +28,7 @@ function examplesIn(from: string, to: string): unknown[] {
 
 describe('docs/workflows.md', () => {
   it('shows every entry type, each example fitting the JSON Schema', () => {
-    const entries = examplesIn('### Entries, one example each', '### Predicates') as { type: string }[];
+    const entries = examplesIn('## Entries, one example each', '## Predicates') as { type: string }[];
     expect(new Set(entries.map((e) => e.type))).toEqual(new Set(['mapping', 'tool', 'agent', 'sleep', 'sleepUntil', 'parallel', 'conditional', 'loop', 'foreach']));
     for (const entry of entries) expect(schemaErrors(definition([entry])), JSON.stringify(entry)).toEqual([]);
   });

@@ -6,7 +6,7 @@ import { validate } from '../middleware/validate';
 import { AgentRecord, CreateAgentBody, listAgents, saveAgent } from '../services/agents';
 import { documented } from './openapi';
 
-/** Workspace agents that workflow `agent` steps run (DECISIONS.md, Workflows). */
+/** Workspace agents that workflow `agent` steps run. */
 export const agentRoutes = new Hono<AppEnv>()
   .get('/', documented('Agents', 'The workspace agents, by slug', 200, z.array(AgentRecord)), async (c) => c.json(await listAgents(c.var.db, principalOf(c))))
   .post('/', documented('Agents', 'Create an agent, or replace the one with the same slug', 201, AgentRecord), validate('json', CreateAgentBody), async (c) =>

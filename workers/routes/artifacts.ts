@@ -9,7 +9,7 @@ import { cursorEnvelope, documented } from './openapi';
 
 const IdParam = z.object({ id: z.string().min(1).max(40) });
 
-/** Files runs produced (spec 4.4; DECISIONS.md, Artifacts). */
+/** Files runs produced (docs/executions.md). */
 export const artifactRoutes = new Hono<AppEnv>()
   .get('/', documented('Artifacts', 'Artifacts of the workspace, newest first', 200, cursorEnvelope(ArtifactRecord)), validate('query', CursorQuery), async (c) =>
     c.json(await listArtifacts(c.var.db, principalOf(c), c.req.valid('query'))),

@@ -8,7 +8,7 @@ import { validate } from '../middleware/validate';
 import { SessionResponse, signIn, SignInBody, signOut, signUp, SignUpBody } from '../services/accounts';
 import { documented } from './openapi';
 
-/** Password guessing is slowed per account and per address (DECISIONS.md). */
+/** Password guessing is slowed per account and per address. */
 const SIGN_IN_WINDOW_MS = 15 * 60_000;
 const SIGN_IN_PER_ACCOUNT = 10;
 const SIGN_IN_PER_IP = 60;
@@ -32,7 +32,7 @@ export const throttleSignUp = (env: AppEnv['Bindings'], ip: string | null) => th
 
 const SignedOut = z.object({ success: z.literal(true) });
 
-/** Accounts and sessions (DECISIONS.md). The token is sent back as `x-auth-token`. */
+/** Accounts and sessions (docs/auth.md). The token is sent back as `x-auth-token`. */
 export const auth = new Hono<AppEnv>()
   .post('/sign-up/email', documented('Auth', 'Create an account, its personal workspace and a session', 201, SessionResponse), validate('json', SignUpBody), async (c) => {
     await throttleSignUp(c.env, c.var.origin.ip);

@@ -7,13 +7,13 @@ import { AppError } from '../errors';
 import { now, toIso } from '../lib/clock';
 
 /**
- * The credit ledger (DECISIONS.md "Models and cost", "Credits belong to users"). Every amount
+ * The credit ledger (docs/billing.md; credits belong to users). Every amount
  * here is an integer in hundredths of a Ds; only the presenters and the 402 show Ds. Every
  * change is one D1 batch that ends by recomputing the account's cached totals from the source
  * tables, so a replayed change cannot drift them and nothing needs to be read first.
  */
 
-/** DECISIONS.md: starting a run needs at least 50 Ds available (5000 hundredths). */
+/** Starting a run needs at least 50 Ds available (5000 hundredths). */
 export const MIN_RUN_BALANCE = 5000;
 /** What a run turn holds while it works: its spending limit (hundredths; 200 Ds). */
 export const RUN_BUDGET = 20_000;
