@@ -57,7 +57,7 @@ export const permissionRequests = sqliteTable(
     ...keyColumns(),
     scope: text('scope').notNull(),
     reason: text('reason').notNull(),
-    /** The mode the agent asked for, after the default rule (README). */
+    /** The mode the agent asked for, after the default rule (docs/auth.md). */
     requestedMode: text('requested_mode', { enum: GRANT_MODES }).notNull(),
     /** The mode granted: the approver may change it. */
     mode: text('mode', { enum: GRANT_MODES }),

@@ -3,7 +3,7 @@ import { check, index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-cor
 import { users } from './users';
 
 /**
- * Credits belong to users (DECISIONS.md). Amounts are integers in hundredths of a Ds.
+ * Credits belong to users (docs/billing.md). Amounts are integers in hundredths of a Ds.
  * `balance`, `reserved` and `total_spent` are caches, recomputed from the two tables below in
  * the same D1 batch as every change, so a replayed change cannot drift them.
  */

@@ -51,7 +51,7 @@ export const executions = sqliteTable(
   ],
 );
 
-/** Files a run produced (DECISIONS.md, Artifacts); the bytes live in R2 under `r2Key`. */
+/** Files a run produced (docs/executions.md); the bytes live in R2 under `r2Key`. */
 export const artifacts = sqliteTable(
   'artifacts',
   {

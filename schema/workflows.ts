@@ -5,7 +5,7 @@ import { workspaceIdColumn } from './workspaces';
 export const WORKFLOW_RUN_STATUSES = ['running', 'suspended', 'success', 'failed', 'canceled'] as const;
 export type WorkflowRunStatus = (typeof WORKFLOW_RUN_STATUSES)[number];
 
-/** Workspace agents that `agent` steps run (DECISIONS.md, Workflows): id `<workspace_id>:<slug>`. */
+/** Workspace agents that `agent` steps run (docs/workflows.md): id `<workspace_id>:<slug>`. */
 export const agents = sqliteTable(
   'agents',
   {

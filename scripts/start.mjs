@@ -2,12 +2,15 @@
 // npm start: local secrets on first run, local D1 migrations and the built-in skill catalog,
 // `wrangler dev` with any extra arguments (`npm start -- --port 8799 --var KEY:VALUE`), then a
 // development user and API key seeded through the API itself and printed.
+// The tools' own output goes to a log file beside the local state, so the console keeps what a
+// person needs and the banner with the key comes last; `--verbose` prints it all instead.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const args = process.argv.slice(2);
+const verbose = process.argv.includes('--verbose');
+const args = process.argv.slice(2).filter((a) => a !== '--verbose');
 
 /** The value of `--name value` or `--name=value` among the forwarded arguments. */
 function argValue(name) {
@@ -20,6 +23,15 @@ function argValue(name) {
 const STATE_DIR = argValue('--persist-to') ?? '.wrangler/state';
 const SEED_FILE = join(STATE_DIR, 'dev-seed.json');
 const DEV_EMAIL = 'dev@localhost.test';
+const LOG_FILE = join(STATE_DIR, 'npm-start.log');
+mkdirSync(STATE_DIR, { recursive: true });
+const log = openSync(LOG_FILE, 'w');
+
+/** The end of the log, for a step that failed while its output went there. */
+function printLogTail() {
+  const lines = readFileSync(LOG_FILE, 'utf8').trimEnd().split('\n');
+  console.error(`${lines.slice(-40).join('\n')}\n\n(the whole output is in ${LOG_FILE})`);
+}
 
 function ensureDevVars() {
   if (existsSync('.dev.vars')) return;
@@ -36,10 +48,12 @@ function ensureDevVars() {
 
 function run(command, commandArgs) {
   const result = spawnSync(command, commandArgs, {
-    stdio: 'inherit',
+    stdio: verbose ? 'inherit' : ['ignore', log, log],
     env: { ...process.env, CI: 'true' }, // no interactive confirmation
   });
-  if (result.status !== 0) process.exit(result.status ?? 1);
+  if (result.status === 0) return;
+  if (!verbose) printLogTail();
+  process.exit(result.status ?? 1);
 }
 
 /** Local D1 migrations, then the built-in catalog into the local marketplace (before wrangler dev opens the same files). */
@@ -95,22 +109,29 @@ async function seed(base) {
 }
 
 ensureDevVars();
+console.log('Preparing local state: D1 migrations and the built-in skill catalog…');
 prepareLocalState();
 const base = `http://localhost:${argValue('--port') ?? 8787}`;
-const child = spawn('wrangler', ['dev', ...args], { stdio: 'inherit' });
+console.log('Starting wrangler dev…');
+const child = spawn('wrangler', ['dev', ...args], { stdio: verbose ? 'inherit' : ['inherit', log, log] });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
-child.on('exit', (code) => process.exit(code ?? 0));
+child.on('exit', (code) => {
+  if (code && !verbose) printLogTail();
+  process.exit(code ?? 0);
+});
 
 try {
   await waitForServer(base, child);
   const s = await seed(base);
   console.log(`
-  Ready at ${base}
+  Workspace AI Skills Service at ${base}
+    Start here:   ${base}/   (quickstart: README.md; API reference: ${base}/docs)
+    Sign in:      ${s.email} / ${s.password}   (${base}/auth/sign-in)
+    Logs:         ${LOG_FILE}   (npm start -- --verbose prints them here)
+    Try:          curl -H 'x-api-key: ${s.apiKey}' ${base}/api/v1/profile
     API key (full access):  ${s.apiKey}
-    Sign in:                ${s.email} / ${s.password}   (POST /auth/sign-in/email)
-    Try:   curl -H 'x-api-key: ${s.apiKey}' ${base}/api/v1/profile
-    Docs:  ${base}/docs
 `);
 } catch (error) {
   console.error(String(error));
+  if (!verbose) printLogTail();
 }

@@ -1,6 +1,4 @@
-import { swaggerUI } from '@hono/swagger-ui';
 import { Hono } from 'hono';
-import { openAPIRouteHandler } from 'hono-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { AppEnv } from './env';
@@ -8,7 +6,7 @@ import { AppError, invalidInput, retryAfterHeader } from './errors';
 import { announceChanges } from './middleware/announce-changes';
 import { authenticate } from './middleware/authenticate';
 import { apiCors, urlCredentialCors } from './middleware/cors';
-import { CURRENT_API_VERSION, requestContext } from './middleware/request-context';
+import { requestContext } from './middleware/request-context';
 import { activateRoutes } from './routes/activate';
 import { activityRoutes } from './routes/activity';
 import { agentsRoutes } from './routes/agents';
@@ -36,6 +34,7 @@ import { threadsRoutes } from './routes/threads';
 import { tracesRoutes } from './routes/traces';
 import { workflowsRoutes } from './routes/workflows';
 import { workspacesRoutes } from './routes/workspaces';
+import { openApiDocument } from './routes/openapi';
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
@@ -102,28 +101,7 @@ export function createApp() {
   app.route('/control', controlRoutes);
   app.route('/streams', streamsRoutes);
 
-  app.get(
-    '/api/v1/openapi.json',
-    openAPIRouteHandler(app, {
-      documentation: {
-        openapi: '3.1.0',
-        info: {
-          title: 'Workspace AI Skills Service',
-          version: CURRENT_API_VERSION,
-          description: 'Skills, workflows, agents and their outputs in one multi-tenant workspace.',
-        },
-        components: {
-          securitySchemes: {
-            apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
-            session: { type: 'apiKey', in: 'header', name: 'x-auth-token' },
-            bearer: { type: 'http', scheme: 'bearer' },
-          },
-        },
-        security: [{ apiKey: [] }, { session: [] }, { bearer: [] }],
-      },
-    }),
-  );
-  app.get('/docs', swaggerUI({ url: '/api/v1/openapi.json', title: 'Workspace AI Skills Service API' }));
+  app.get('/api/v1/openapi.json', openApiDocument(app));
 
   app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route for ${c.req.method} ${c.req.path}` } }, 404));
   app.onError((error, c) => {

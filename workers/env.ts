@@ -9,18 +9,18 @@ import type { Principal, RequestOrigin } from './auth/principal';
  * settings a deployment may leave unset, which no configuration file names.
  */
 export interface Env extends GeneratedEnv {
-  /** Model provider selection (workers/runtime/providers/index.ts; README, Configuration). */
+  /** Model provider selection (workers/runtime/providers/index.ts; docs/operations.md). */
   MODEL_PROVIDER?: string;
   MODEL?: string;
   ANTHROPIC_API_KEY?: string;
   ANTHROPIC_BASE_URL?: string;
   OPENAI_API_KEY?: string;
   OPENAI_BASE_URL?: string;
-  /** Stripe (workers/services/stripe.ts; README, Billing). Without the secret key, purchase is 503. */
+  /** Stripe (workers/services/stripe.ts; docs/billing.md). Without the secret key, purchase is 503. */
   STRIPE_SECRET_KEY?: string;
   STRIPE_WEBHOOK_SECRET?: string;
   STRIPE_PUBLISHABLE_KEY?: string;
-  /** Comma-separated browser origins, besides the service's own, that may call /mcp (README, MCP). */
+  /** Comma-separated browser origins, besides the service's own, that may call /mcp (docs/mcp.md). */
   MCP_ALLOWED_ORIGINS?: string;
   /** The service's public origin (`https://skills.example.com`): browsers on it may call /mcp (docs/mcp-clients.md). */
   PUBLIC_ORIGIN?: string;

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from './chromium';
 import { freePort, startService, type RunningService } from './helpers';
 
 /**
@@ -8,8 +9,6 @@ import { freePort, startService, type RunningService } from './helpers';
  * browser app would: fetch with x-api-key (preflighted), the signed stream and /api/events with
  * EventSource, and the control-plane WebSocket, in headless Chromium against `npm start`.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
 describe('the service from a page on another origin', () => {
   let service: RunningService;
@@ -21,7 +20,7 @@ describe('the service from a page on another origin', () => {
     const port = await freePort();
     pageOrigin = `http://127.0.0.1:${port}`;
     page = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Another origin</title><h1>Another origin</h1>')).listen(port, '127.0.0.1');
-    [service, browser] = await Promise.all([startService(), chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS })]);
+    [service, browser] = await Promise.all([startService(), launchChromium()]);
   });
   afterAll(async () => {
     await browser?.close();

@@ -3,7 +3,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
 
 /** A free loopback port. */
 export const freePort = () =>
@@ -95,13 +94,6 @@ export async function startService(timeoutMs = 90_000, options: StartOptions = {
   });
   return { base, apiKey, output: () => out, stop, readyAfterMs: Date.now() - started };
 }
-
-/** Headless Chromium (Debian's package, installed by .ci/run) for the sign-in and consent pages. */
-export const launchChromium = (): Promise<Browser> =>
-  chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
 
 /** A new account through the API, for a browser to sign in with. */
 export async function newAccount(base: string, name: string) {

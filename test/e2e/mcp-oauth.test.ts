@@ -5,7 +5,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, launchChromium, newAccount, startService, type RunningService } from './helpers';
+import { launchChromium } from './chromium';
+import { freePort, newAccount, startService, type RunningService } from './helpers';
 
 /**
  * A stock MCP client as shipped: the TypeScript SDK's own OAuth machinery (`auth()` and the

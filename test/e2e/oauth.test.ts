@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import * as oauth from 'oauth4webapi';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, launchChromium, startService, type RunningService } from './helpers';
+import { launchChromium } from './chromium';
+import { freePort, startService, type RunningService } from './helpers';
 
 /**
  * The whole authorization-code flow as a real client and a real browser see it: oauth4webapi

@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 
-/** DECISIONS.md, Credentials and scopes: `sk_live_` + 32 random bytes in base64url. */
+/** docs/auth.md, Credentials: `sk_live_` + 32 random bytes in base64url. */
 const KEY_FORMAT = /^sk_live_[A-Za-z0-9_-]{43}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const DEFAULT_SCOPES = ['profile:read', 'agent:list'];

@@ -12,7 +12,7 @@ import { definition, install, launch } from '../helpers/workflows';
  * Issue 11, part 1: the tenant isolation matrix. Workspace A holds one of every resource; the
  * owner of workspace B, with a session and with an API key holding the route's scope, names A's
  * ids on every route that takes one. Every answer must be the 404 a missing id gets (spec 7.2,
- * DECISIONS.md "Any id of another workspace is 404, never 403"), carry nothing of A's, and change
+ * docs/api-conventions.md: another workspace's id is 404, never 403), carry nothing of A's, and change
  * nothing of A's. The cases are generated from ROUTE_ACCESS and MCP_TOOLS: a new route or tool
  * with an id fails here until it has a fixture or a reasoned exclusion.
  */
@@ -365,7 +365,7 @@ describe("another workspace's ids in paths", () => {
         if (access.auth !== 'session') credentials.push([`${outsider.name}'s key`, { apiKey: outsider.key }]);
         return credentials.map(([name, credential]): [string, { key: string; probe: Probe; credential: CallOptions }] => [`${key} with ${name}`, { key, probe, credential }]);
       });
-      // Paths take integer ids bare too (DECISIONS.md, Executions): `exec_5` and `5` name the same execution.
+      // Paths take integer ids bare too (docs/api-conventions.md, Ids): `exec_5` and `5` name the same execution.
       const bare = Object.fromEntries(Object.entries(probe.params).map(([name, value]) => [name, value.replace(/^(exec|art|sec|key)_(\d+)$/, '$2')]));
       if (JSON.stringify(bare) !== JSON.stringify(probe.params)) runs.push([`${runs.at(-1)![0]}, the id bare`, { ...runs.at(-1)![1], probe: { ...probe, params: bare } }]);
       return runs;

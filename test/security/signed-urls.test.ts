@@ -5,7 +5,7 @@ import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { BASE, call, signUp, type TestUser } from '../helpers/api';
 
 /**
- * The service's signed URLs (DECISIONS.md, Control plane and streams): the execution stream URL
+ * The service's signed URLs (docs/executions.md): the execution stream URL
  * of GET /executions/:id/stream-token and the control-plane URL of GET /events/subscribe-url.
  * These are the gaps left by test/durable-objects/execution-session.test.ts and
  * test/routes/control-plane.test.ts: a tampered payload on the stream URL, another workspace's

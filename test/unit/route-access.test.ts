@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import readme from '../../README.md?raw';
+import scopesDoc from '../../docs/scopes.md?raw';
+import { scopesPage } from '../../scripts/lib/scopes-page';
 import { createApp } from '../../workers/app';
-import { ROUTE_ACCESS, routeKey, type RouteAccess } from '../../workers/auth/route-scopes';
-import { call } from '../helpers/api';
+import { ROUTE_ACCESS, routeKey } from '../../workers/auth/route-scopes';
+import { BASE, call } from '../helpers/api';
 
 const mountedRoutes = () => [...new Set(createApp().routes.filter((r) => r.method !== 'ALL').map((r) => routeKey(r.method, r.path)))].sort();
 const mountedApiRoutes = () => mountedRoutes().filter((key) => key.split(' ')[1]!.startsWith('/api/v1/'));
@@ -11,6 +12,10 @@ const mountedApiRoutes = () => mountedRoutes().filter((key) => key.split(' ')[1]
 const NOT_IN_OPENAPI: Record<string, string> = {
   'GET /api/v1/openapi.json': 'the document itself',
   'GET /docs': 'Swagger UI over the document',
+  'GET /docs/assets/:file': "the reference UI's script and stylesheet",
+  'GET /': 'the home page, for browsers',
+  'GET /schemas/workflow-definition.json': 'a JSON Schema document, linked from the workflow install body',
+  'POST /mcp/': 'the same endpoint as POST /mcp, documented there',
   ...Object.fromEntries(
     ['GET /auth/sign-in', 'POST /auth/sign-in', 'GET /auth/sign-up', 'POST /auth/sign-up', 'GET /activate', 'POST /activate', 'GET /approve', 'POST /approve'].map((key) => [
       key,
@@ -22,36 +27,14 @@ const NOT_IN_OPENAPI: Record<string, string> = {
   ),
 };
 
-const describeAccess = (access: RouteAccess) =>
-  access.auth === 'public'
-    ? 'none'
-    : access.auth === 'session'
-      ? 'session only'
-      : access.auth === 'agent'
-        ? 'API key (also unactivated)'
-        : access.auth === 'key'
-        ? `API key with \`${access.scope}\``
-        : `\`${access.scope}\``;
-
-/** The README's route-to-scope table, rendered from ROUTE_ACCESS. */
-const renderTable = () =>
-  [
-    '| Method | Path | Scope |',
-    '|---|---|---|',
-    ...Object.entries(ROUTE_ACCESS).map(([key, access]) => {
-      const [method, path] = key.split(' ');
-      return `| ${method} | \`${path}\` | ${describeAccess(access)} |`;
-    }),
-  ].join('\n');
-
 describe('the route-to-scope table', () => {
   it('lists exactly the mounted /api/v1 routes', () => {
     expect(Object.keys(ROUTE_ACCESS).sort()).toEqual(mountedApiRoutes());
   });
 
-  it('is printed in README.md as it is in the code', () => {
-    const table = renderTable();
-    expect(readme.includes(table), `README.md must contain:\n${table}`).toBe(true);
+  it('is printed in docs/scopes.md as it is in the code (npm run docs:scopes writes it)', () => {
+    expect(scopesDoc).toBe(scopesPage());
+    expect(scopesDoc).toContain('| POST | `/api/v1/skills/:slug/run` | `tool:execute` |');
   });
 });
 
@@ -72,9 +55,48 @@ describe('GET /api/v1/openapi.json', () => {
     expect(createKey.responses['201']).toBeDefined();
   });
 
-  it('is browsable at /docs', async () => {
+  it('names the origin it was fetched from as its server, and describes the workflow install body', async () => {
+    const res = await call('/api/v1/openapi.json');
+    expect(res.body.servers).toEqual([{ url: BASE, description: 'This service' }]);
+    const install = res.body.paths['/api/v1/workflows/{slug}/install'].post;
+    expect(install.requestBody.content['application/json'].schema.oneOf[0]).toEqual({ $ref: '#/components/schemas/WorkflowDefinition' });
+    expect(install.requestBody.description).toContain('/schemas/workflow-definition.json');
+    expect(res.body.components.schemas.WorkflowPredicate.oneOf).toHaveLength(6);
+    expect(res.body.paths['/mcp/']).toBeUndefined();
+    // A body the route can do without is not marked required.
+    expect(res.body.paths['/api/v1/skills/{slug}/install'].post.requestBody.required).toBe(false);
+    expect(install.requestBody.required).toBe(true);
+  });
+
+  it('is browsable at /docs from this origin alone: the page, its script and stylesheet, under a CSP without other sources', async () => {
     const res = await call('/docs');
     expect(res.status).toBe(200);
-    expect(String(res.body)).toContain('/api/v1/openapi.json');
+    const csp = res.headers.get('content-security-policy')!;
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toMatch(/https?:/);
+    const html = String(res.body);
+    expect(html).not.toMatch(/https?:\/\//);
+    const sources = [...html.matchAll(/(?:src|href)="(\/docs\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(sources).toEqual(['/docs/assets/swagger-ui.css', '/docs/assets/swagger-ui-bundle.js', '/docs/assets/init.js']);
+    for (const source of sources) expect((await call(source)).status).toBe(200);
+    const bundle = await call('/docs/assets/swagger-ui-bundle.js');
+    expect(bundle.headers.get('content-type')).toContain('text/javascript');
+    expect(String(bundle.body)).toContain('SwaggerUIBundle');
+    expect(String((await call('/docs/assets/init.js')).body)).toContain('"/api/v1/openapi.json"');
+    // The package's other files (its own index.html, source maps) are not served.
+    expect((await call('/docs/assets/index.html')).status).toBe(404);
+    expect((await call('/docs/assets/swagger-ui-bundle.js.map')).status).toBe(404);
+  });
+});
+
+describe('GET /', () => {
+  it('is a page saying what the service is, linking the quickstart, the reference, the document, sign-in and naming the MCP endpoint', async () => {
+    const res = await call('/');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/html');
+    expect(res.headers.get('content-security-policy')).toMatch(/^default-src 'none'; style-src 'nonce-/);
+    const html = String(res.body);
+    for (const href of ['#quickstart', '/docs', '/api/v1/openapi.json', '/schemas/workflow-definition.json', '/auth/sign-in']) expect(html).toContain(`href="${href}"`);
+    expect(html).toContain(`${BASE}/mcp`);
   });
 });

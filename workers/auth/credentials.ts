@@ -22,7 +22,7 @@ export const newApiKey = () => {
 /** Credentials are looked up by SHA-256: a database leak yields no usable key or token. */
 export const credentialHash = sha256Hex;
 
-/** Sessions last 30 days, sliding (DECISIONS.md); extended at most once a day to spare writes. */
+/** Sessions last 30 days, sliding; extended at most once a day to spare writes. */
 export const SESSION_TTL_MS = 30 * 24 * 3600_000;
 const SESSION_SLIDE_STEP_MS = 24 * 3600_000;
 

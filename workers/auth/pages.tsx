@@ -26,6 +26,7 @@ ul.scopes{padding-left:1.2rem}
 .muted{opacity:.8;font-size:.9rem}
 .host{font-size:1.3em;font-weight:800;word-break:break-all}
 ul.choices{list-style:none;padding-left:0}
+pre{overflow-x:auto;padding:.75rem;border:1px solid #8884;border-radius:.25rem}
 `;
 
 export const Layout: FC<{ title: string; nonce: string; children?: Child }> = ({ title, nonce, children }) => (

@@ -7,7 +7,7 @@ const scryptAsync = (password: string, salt: Uint8Array, keylen: number, options
   new Promise<Uint8Array>((resolve, reject) => scrypt(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key))));
 
 /**
- * scrypt N=16384, r=16, p=1 (DECISIONS.md): memory-hard and within a Worker's CPU budget,
+ * scrypt N=16384, r=16, p=1: memory-hard and within a Worker's CPU budget,
  * where PBKDF2 above 100,000 iterations is refused. The parameters travel inside the stored
  * string so they can be raised later without invalidating existing hashes.
  */

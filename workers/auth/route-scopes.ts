@@ -20,7 +20,7 @@ export type RouteAccess =
 /**
  * The route-to-scope table: the single source of truth for access to `/api/v1/`.
  * The auth middleware looks every request up here (a route missing from it is refused),
- * a test checks it against the mounted routes, and README.md prints it.
+ * a test checks it against the mounted routes, and `npm run docs:scopes` prints it in docs/scopes.md.
  */
 export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/v1/openapi.json': { auth: 'public' },

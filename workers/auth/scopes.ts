@@ -33,7 +33,7 @@ export const WILDCARD = '*';
 
 export type Scope = (typeof SENSITIVE_SCOPES)[number] | (typeof READ_SCOPES)[number] | (typeof WRITE_SCOPES)[number];
 
-/** Scopes a new key gets when none are named (DECISIONS.md, Credentials and scopes). */
+/** Scopes a new key gets when none are named. */
 export const DEFAULT_KEY_SCOPES: Scope[] = ['profile:read', 'agent:list'];
 
 const NAMED = new Set<string>([...SENSITIVE_SCOPES, ...READ_SCOPES, ...WRITE_SCOPES]);

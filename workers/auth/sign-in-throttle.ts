@@ -2,7 +2,7 @@ import type { Env } from '../env';
 import { AppError } from '../errors';
 import { hitRateLimit } from '../lib/rate-limit';
 
-/** Password guessing is slowed per account and per address (DECISIONS.md). */
+/** Password guessing is slowed per account and per address (docs/auth.md). */
 const SIGN_IN_WINDOW_MS = 15 * 60_000;
 const SIGN_IN_PER_ACCOUNT = 10;
 const SIGN_IN_PER_IP = 60;

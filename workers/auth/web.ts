@@ -10,7 +10,7 @@ import { resolvePrincipal, SESSION_TTL_MS } from './credentials';
 import type { Principal } from './principal';
 
 /**
- * The browser side of sessions (DECISIONS.md, Accounts and sessions): the same session token as
+ * The browser side of sessions: the same session token as
  * `x-auth-token`, in an HttpOnly, Secure, SameSite=Lax cookie. The `__Host-` prefix pins it to
  * this host and path `/` (RFC 6265bis 4.1.3.2).
  */

@@ -2,7 +2,7 @@ import { errors, jwtVerify, SignJWT } from 'jose';
 import { now } from './clock';
 
 /**
- * Short-lived signed URLs (DECISIONS.md, Control plane and streams): an HS256 JWT under
+ * Short-lived signed URLs: an HS256 JWT under
  * SIGNING_SECRET, in the query string, naming what it opens (`aud`) and for whom.
  */
 export type StreamAudience = 'execution-stream' | 'control-channel';

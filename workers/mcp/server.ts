@@ -25,7 +25,7 @@ export const MCP_TOOLS = [
 ];
 
 /**
- * A fresh server per request (stateless Streamable HTTP: CONVENTIONS.md). The SDK's default
+ * A fresh server per request (stateless Streamable HTTP). The SDK's default
  * JSON Schema validator compiles with `new Function`, which Workers forbid; @cfworker's does not.
  */
 export function createMcpServer(ctx: ToolContext): McpServer {

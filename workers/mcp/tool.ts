@@ -75,7 +75,7 @@ export class ToolFailure extends Error {
   }
 }
 
-/** A failed call: an MCP tool error whose text is the service's error envelope, code first (DECISIONS.md, MCP tools). */
+/** A failed call: an MCP tool error whose text is the service's error envelope, code first. */
 function toolError(error: unknown, requestId: string): CallToolResult {
   if (error instanceof ToolFailure) return { isError: true, content: [{ type: 'text', text: JSON.stringify(error.body) }] };
   const known =

@@ -9,7 +9,7 @@ import { documented } from './openapi';
 
 /**
  * Everything under /api/v1/agents: the workspace agents that workflow `agent` steps run
- * (DECISIONS.md, Workflows), then how agents connect and ask for scopes (agent-permissions.ts).
+ * (docs/workflows.md), then how agents connect and ask for scopes (agent-permissions.ts).
  */
 export const agentsRoutes = new Hono<AppEnv>()
   .get('/', documented('Agents', 'The workspace agents, by slug', 200, z.array(AgentRecord)), async (c) => c.json(await listAgents(c.var.db, principalOf(c))))

@@ -15,7 +15,7 @@ const message = (c: Ctx, status: 200 | 400 | 403 | 404 | 409, title: string, tex
 
 const refused = (c: Ctx) => message(c, 403, 'Request refused', 'The form expired or came from another site. Go back, reload the page and try again.');
 
-/** DECISIONS.md: a page that needs a session sends the browser to sign in and back. */
+/** A page that needs a session sends the browser to sign in and back. */
 const signIn = (c: Ctx) => c.redirect(`/auth/sign-in?next=${encodeURIComponent(c.req.path + new URL(c.req.url).search)}`, 302);
 
 /** What the person reads when a code cannot be decided (the services' AppErrors). */

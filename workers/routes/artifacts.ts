@@ -8,7 +8,7 @@ import { cursorEnvelope, documented } from './openapi';
 
 const IdParam = z.object({ id: z.string().min(1).max(40) });
 
-/** Files runs produced (spec 4.4; DECISIONS.md, Artifacts). */
+/** Files runs produced (docs/executions.md). */
 export const artifactsRoutes = new Hono<AppEnv>()
   .get('/', documented('Artifacts', 'Artifacts of the workspace, newest first; `executionId` keeps one execution’s', 200, cursorEnvelope(ArtifactRecord)), validate('query', ListArtifactsQuery), async (c) =>
     c.json(await listArtifacts(c.var.db, principalOf(c), c.req.valid('query'))),

@@ -26,7 +26,7 @@ function failure(error: unknown, fallback: string): { status: Status; message: s
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
 /**
- * Sign-in and sign-up pages (DECISIONS.md, Accounts and sessions): they start the same session
+ * Sign-in and sign-up pages: they start the same session
  * as the JSON API, in the session cookie, and send the browser on to `next` (a path here only).
  */
 export const authPagesRoutes = new Hono<AppEnv>()

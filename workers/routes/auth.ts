@@ -13,7 +13,7 @@ import { documented } from './openapi';
 const SignedOut = z.object({ success: z.literal(true) });
 
 /**
- * Everything under /auth: accounts and sessions (DECISIONS.md; the token is sent back as
+ * Everything under /auth: accounts and sessions (docs/auth.md; the token is sent back as
  * `x-auth-token`), then the sign-in pages and the OAuth endpoints.
  */
 export const authRoutes = new Hono<AppEnv>()

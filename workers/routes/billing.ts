@@ -30,7 +30,7 @@ export const billingRoutes = new Hono<AppEnv>()
     async (c) => {
       const principal = principalOf(c);
       const body = c.req.valid('json');
-      // An unknown pack is 400 whether or not Stripe is configured (DECISIONS.md "Billing").
+      // An unknown pack is 400 whether or not Stripe is configured.
       const pack = await packOffer(c.var.db, principal, body.packId);
       const stripe = stripeClient(c.env.STRIPE_SECRET_KEY);
       const idempotencyKey = await checkoutIdempotencyKey(principal.userId, c.req.header('idempotency-key'));

@@ -17,7 +17,7 @@ import { documented } from './openapi';
 
 const TypeParam = z.object({ type: ConnectorType });
 
-/** Connector connections per workspace (issue 10; README, Connectors). */
+/** Connector connections per workspace (docs/connectors.md). */
 export const connectorsRoutes = new Hono<AppEnv>()
   .get('/', documented('Connectors', 'Every connector type: what it reads and does, and its state in this workspace', 200, ConnectorList), async (c) =>
     c.json(await listConnectors(c.var.db, c.env, principalOf(c))),

@@ -158,4 +158,5 @@ const mcpDoc = documentedProtocol(
   'application/json',
 );
 
-export const mcpRoutes = new Hono<AppEnv>().use('/mcp', mcpCors).use('/mcp/', mcpCors).post('/mcp', mcpDoc, handle).post('/mcp/', mcpDoc, handle).on(['GET', 'DELETE', 'PUT', 'PATCH'], ['/mcp', '/mcp/'], postOnly);
+// '/mcp/' is the same endpoint, documented once under '/mcp'.
+export const mcpRoutes = new Hono<AppEnv>().use('/mcp', mcpCors).use('/mcp/', mcpCors).post('/mcp', mcpDoc, handle).post('/mcp/', handle).on(['GET', 'DELETE', 'PUT', 'PATCH'], ['/mcp', '/mcp/'], postOnly);

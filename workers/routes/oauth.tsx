@@ -136,7 +136,7 @@ export const oauthRoutes = new Hono<AppEnv>()
     if (checked.response) return checked.response;
     const { request } = checked;
     const principal = await pagePrincipal(c);
-    // DECISIONS.md: the sign-in page brings the browser back here, the request intact.
+    // The sign-in page brings the browser back here, the request intact.
     if (!principal) return signInRedirect(c, `${c.req.path}?${new URL(c.req.url).searchParams}`);
     const csrf = csrfToken(c);
     const workspaces = await workspacesOf(c.var.db, principal.userId);

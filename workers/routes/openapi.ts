@@ -1,5 +1,10 @@
-import { describeRoute, resolver } from 'hono-openapi';
+import type { Context, Hono } from 'hono';
+import { describeRoute, generateSpecs, resolver, type DescribeRouteOptions } from 'hono-openapi';
 import { z } from 'zod';
+import { CURRENT_API_VERSION } from '../middleware/request-context';
+import type { AppEnv } from '../env';
+import { optionalJsonBody } from '../middleware/validate';
+import { WORKFLOW_SCHEMA_PATH, workflowSchemas } from '../workflows/definition-schema';
 
 const ErrorEnvelope = z.object({
   error: z.object({
@@ -36,14 +41,35 @@ const bookmark = {
   header: { description: 'The database session bookmark after this request; send it back to read at least this fresh.', schema: { type: 'string' as const } },
 };
 
-/** OpenAPI description of one route: its success response plus the shared error responses. */
-export const documented = (tag: string, summary: string, status: 200 | 201, schema: z.ZodType, description = 'OK') =>
+type RequestBody = NonNullable<DescribeRouteOptions['requestBody']>;
+
+/** OpenAPI description of one route: its success response plus the shared error responses, and a request body the validators do not describe. */
+export const documented = (tag: string, summary: string, status: 200 | 201, schema: z.ZodType, description = 'OK', requestBody?: RequestBody) =>
   describeRoute({
     tags: [tag],
     summary,
     parameters: [bookmark.parameter],
+    ...(requestBody ? { requestBody: { required: true, ...requestBody } } : {}),
     responses: { [status]: { ...json(schema, description), headers: { 'x-d1-bookmark': bookmark.header } }, ...errors },
   });
+
+const componentRef = (name: string) => `#/components/schemas/${name}`;
+
+/** The install body: a definition, `{definition}`, or `{content}` holding it as JSON text. */
+export const workflowDefinitionBody: RequestBody = {
+  description: `A workflow definition (its JSON Schema alone: ${WORKFLOW_SCHEMA_PATH}), or {definition}, or {content: the definition as JSON text}.`,
+  content: {
+    'application/json': {
+      schema: {
+        oneOf: [
+          { $ref: componentRef('WorkflowDefinition') },
+          { type: 'object', properties: { definition: { $ref: componentRef('WorkflowDefinition') } }, required: ['definition'] },
+          { type: 'object', properties: { content: { type: 'string', contentMediaType: 'application/json' } }, required: ['content'] },
+        ],
+      },
+    },
+  },
+};
 
 /** OpenAPI description of a route a browser lands on: an HTML page, or the envelope's 404 for other values of `param`. */
 export const documentedPage = (tag: string, summary: string, param: { name: string; values: readonly string[] }) =>
@@ -67,5 +93,48 @@ export const documentedProtocol = (tag: string, summary: string, standard: strin
     tags: [tag],
     summary,
     description: `Wire format: ${standard}.`,
-    responses: { [status]: { description: 'OK', ...(status === 101 ? {} : { content: { [mediaType]: { schema: { type: mediaType === 'application/json' ? 'object' : 'string' } } } }) } },
+    responses: {
+      [status]: { description: 'OK', ...(status === 101 ? {} : { content: { [mediaType]: { schema: { type: mediaType === 'application/json' ? 'object' : 'string' } } } }) },
+      '4XX': { description: `Refused; the body is as ${standard} defines it, or the service's error envelope` },
+    },
   });
+
+/**
+ * GET /api/v1/openapi.json: the document generated from the routes' descriptions, with the
+ * request's own origin as its server (clients generated from it call where it came from) and the
+ * workflow definition's schemas as components.
+ */
+export const openApiDocument = (app: Hono<AppEnv>) => async (c: Context<AppEnv>) => {
+  const document = await generateSpecs(
+    app,
+    {
+      documentation: {
+        openapi: '3.1.0',
+        info: {
+          title: 'Workspace AI Skills Service',
+          version: CURRENT_API_VERSION,
+          description: 'Skills, workflows, agents and their outputs in one multi-tenant workspace.',
+        },
+        servers: [{ url: new URL(c.req.url).origin, description: 'This service' }],
+        components: {
+          securitySchemes: {
+            apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+            session: { type: 'apiKey', in: 'header', name: 'x-auth-token' },
+            bearer: { type: 'http', scheme: 'bearer' },
+          },
+        },
+        security: [{ apiKey: [] }, { session: [] }, { bearer: [] }],
+      },
+    },
+    c,
+  );
+  document.components = { ...document.components, schemas: { ...document.components?.schemas, ...workflowSchemas(componentRef) } };
+  // The generator marks every validated body required; routes behind optionalJsonBody also take
+  // none, unless `documented` described their body itself (those bodies carry a description).
+  for (const route of app.routes) {
+    if (route.handler !== optionalJsonBody) continue;
+    const body = document.paths[route.path.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase() as 'post']?.requestBody;
+    if (body && !('$ref' in body) && !body.description) body.required = false;
+  }
+  return c.json(document);
+};

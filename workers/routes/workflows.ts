@@ -27,7 +27,7 @@ import {
   WorkflowSlug,
 } from '../services/workflows';
 import { runEvents, RunEventsQuery, streamWorkflow, StreamBody } from '../services/workflow-streams';
-import { documented } from './openapi';
+import { documented, workflowDefinitionBody } from './openapi';
 
 const SlugParam = z.object({ slug: WorkflowSlug });
 const IdParam = z.object({ id: z.string().min(1).max(200) });
@@ -81,7 +81,7 @@ export const workflowsRoutes = new Hono<AppEnv>()
   .get('/:slug', documented('Workflows', 'One installed workflow', 200, WorkflowRecord), validate('param', SlugParam), async (c) =>
     c.json(await getWorkflow(c.var.db, principalOf(c), c.req.valid('param').slug)),
   )
-  .post('/:slug/install', documented('Workflows', 'Compile and install a definition under this slug (overwrites)', 201, WorkflowRecord), validate('param', SlugParam), optionalJsonBody, async (c) =>
+  .post('/:slug/install', documented('Workflows', 'Compile and install a definition under this slug (overwrites)', 201, WorkflowRecord, 'The installed record', workflowDefinitionBody), validate('param', SlugParam), optionalJsonBody, async (c) =>
     c.json(await installWorkflow(c.var.db, c.env.BUCKET, principalOf(c), c.req.valid('param').slug, definitionFromBody(await readJsonBody(c))), 201),
   )
   .post('/:slug/uninstall', documented('Workflows', 'Uninstall', 200, Success), validate('param', SlugParam), async (c) =>

@@ -39,7 +39,7 @@ export function priceOf(model: string): Price {
 }
 
 /**
- * Cost in hundredths of a Ds, rounded up (DECISIONS.md: rounded up to 0.01 Ds). Computed in
+ * Cost in hundredths of a Ds, rounded up to 0.01 Ds. Computed in
  * integers, Ds/M × 100 × tokens over 10^6, so no float error can round a whole cost up by 0.01.
  */
 export function costInHundredths(model: string, inputTokens: number, outputTokens: number): number {

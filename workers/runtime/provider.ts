@@ -1,5 +1,5 @@
 /**
- * The one interface every model provider implements (DECISIONS.md, Models and cost):
+ * The one interface every model provider implements:
  * `anthropic`, `openai` and the built-in `local`. The agent loop sees only these types.
  */
 export type ContentBlock =

@@ -80,7 +80,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * Spec 5.5's own rule for the request's `mode` field wins: omitted or unrecognised is
- * `session`, for read scopes too (README, "How an agent obtains a scope"). `one_time` is only
+ * `session`, for read scopes too (docs/auth.md, "How an agent obtains a scope"). `one_time` is only
  * ever what the agent (or the approver) explicitly chose.
  */
 export const effectiveMode = (mode: unknown): GrantMode =>
@@ -206,7 +206,7 @@ export async function pollConsent(db: Db, principal: Principal, consentId: strin
 }
 
 // ---------------------------------------------------------------------------------------------
-// The app's side: look up by link code, approve, deny (DECISIONS.md, session only)
+// The app's side: look up by link code, approve, deny (session only)
 
 /** Rows the signed-in person may decide: those of their own keys in the current workspace. */
 const decidable = <T extends typeof agentConsents | typeof permissionRequests>(table: T, principal: Principal) =>

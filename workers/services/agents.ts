@@ -28,7 +28,7 @@ export const AgentRecord = z.object({
 });
 export type AgentRecord = z.infer<typeof AgentRecord>;
 
-/** DECISIONS.md: an agent id is `<workspace_id>:<agent_slug>`. */
+/** An agent id is `<workspace_id>:<agent_slug>`. */
 const present = (row: AgentRow): AgentRecord => ({
   id: `${row.workspaceId}:${row.slug}`,
   slug: row.slug,

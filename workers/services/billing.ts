@@ -8,7 +8,7 @@ import { now, toIso } from '../lib/clock';
 
 /**
  * Packs, subscription modes and the derived tier (spec 2.7, 3.7, 4.9). 1 Ds is 1 US cent at list
- * price (DECISIONS.md "Models and cost"); the larger packs add a bonus on top.
+ * price; the larger packs add a bonus on top.
  */
 
 export const Pack = z.object({ id: z.string(), name: z.string(), dollarinos: z.number().int(), priceCents: z.number().int() });
@@ -87,7 +87,7 @@ export async function packOffer(db: Db, principal: Principal, packId: string): P
   return priced(pack, await accountFacts(db, principal.userId));
 }
 
-/** DECISIONS.md "Billing": test mode unless a live key (secret or restricted) is configured. */
+/** Test mode unless a live key (secret or restricted) is configured. */
 export const isTestMode = (secretKey: string | undefined) => !/^[sr]k_live_/.test(secretKey?.trim() ?? '');
 
 export const TierResponse = z.object({

@@ -9,7 +9,7 @@ export const CONTROL_URL_TTL_MS = 300_000;
 export const CONTROL_PATH = '/control/ws';
 
 /**
- * Control-plane messages (spec 6.2; DECISIONS.md: `{type, ...}` with one of the five names).
+ * Control-plane messages (docs/executions.md: `{type, ...}` with one of the five names).
  * Execution messages carry the execution's `source` for the `/api/events` filter.
  */
 export type ControlMessage =

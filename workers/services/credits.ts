@@ -7,13 +7,13 @@ import { AppError } from '../errors';
 import { now, toIso } from '../lib/clock';
 
 /**
- * The credit ledger (DECISIONS.md "Models and cost", "Credits belong to users"). Every amount
+ * The credit ledger (docs/billing.md; credits belong to users). Every amount
  * here is an integer in hundredths of a Ds; only the presenters and the 402 show Ds. Every
  * change is one D1 batch that ends by recomputing the account's cached totals from the source
  * tables, so a replayed change cannot drift them and nothing needs to be read first.
  */
 
-/** DECISIONS.md: starting a run needs at least 50 Ds available (5000 hundredths). */
+/** Starting a run needs at least 50 Ds available (5000 hundredths). */
 export const MIN_RUN_BALANCE = 5000;
 /** What a run turn holds while it works: its spending limit (hundredths; 200 Ds). */
 export const RUN_BUDGET = 20_000;
@@ -21,7 +21,7 @@ const TRANSACTIONS_SHOWN = 50; // spec 8: the 50 most recent, no paging
 
 const ds = (hundredths: number) => hundredths / 100;
 
-/** Money is integers (ARCHITECTURE.md): a fractional or negative amount is a bug in the caller. */
+/** Money is integers (docs/billing.md): a fractional or negative amount is a bug in the caller. */
 function hundredths(value: number, name: string): number {
   if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer of hundredths of a Ds, got ${value}`);
   return value;

@@ -33,7 +33,7 @@ export async function saveArtifact(db: Db, bucket: R2Bucket, turn: TurnInput, na
   return name;
 }
 
-/** DECISIONS.md: end_turn → completed, error → failed, interrupt and limit_reached → idle again. */
+/** end_turn → completed, error → failed, interrupt and limit_reached → idle again. */
 const statusAfter = (reason: RunStopReason) => (reason === 'end_turn' ? 'completed' : reason === 'error' ? 'failed' : 'idle');
 
 /** Writes a finished turn's outcome to the executions index and its lineage's trace, in one batch. */

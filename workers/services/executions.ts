@@ -102,7 +102,7 @@ const present = (executionId: number, e: ExecutionEvent) => ({
 });
 
 /**
- * Step 3: `user.message` starts a turn on an idle execution (DECISIONS.md: to a working one
+ * Step 3: `user.message` starts a turn on an idle execution (to a working one
  * 409 EXECUTION_RUNNING, to a finished one 409 CONFLICT); `user.interrupt` stops a working one.
  */
 export async function postEvents(db: Db, env: Env, principal: Principal, rawId: string, body: PostEventsBody) {
@@ -299,7 +299,7 @@ export const presentHistory = (row: typeof executions.$inferSelect) => ({
   completedAt: row.completedAt === null ? null : toIso(row.completedAt),
 });
 
-/** DECISIONS.md: the cursor form when after_id or before_id is present, the offset form otherwise. */
+/** The cursor form when after_id or before_id is present, the offset form otherwise. */
 export async function listExecutions(db: Db, principal: Principal, query: ListExecutionsQuery) {
   const where = and(
     eq(executions.workspaceId, principal.workspaceId),

@@ -12,8 +12,8 @@ import { findPack, type Pack, SUBSCRIPTION_GRANT } from './billing';
 import { grantCredits } from './credits';
 
 /**
- * Stripe Checkout for packs and the webhook that grants credits (spec 4.9, DECISIONS.md
- * "Billing", "Credits belong to users"). The SDK runs on its fetch client and SubtleCrypto, so
+ * Stripe Checkout for packs and the webhook that grants credits (docs/billing.md;
+ * credits belong to users). The SDK runs on its fetch client and SubtleCrypto, so
  * nothing here needs Node; tests hand `createCheckoutSession` a Stripe built on a fake fetch.
  */
 
@@ -35,7 +35,7 @@ const missingSetting = (name: string, purpose: string) =>
 
 const setting = (value: string | undefined) => value?.trim() || undefined;
 
-/** The client for the configured account; 503 naming STRIPE_SECRET_KEY without one (DECISIONS.md "Billing"). */
+/** The client for the configured account; 503 naming STRIPE_SECRET_KEY without one. */
 export function stripeClient(secretKey: string | undefined): Stripe {
   const key = setting(secretKey);
   if (!key) throw missingSetting('STRIPE_SECRET_KEY', 'purchases are turned off');

@@ -3,7 +3,7 @@ import { schemaProblem } from './json-schema';
 import { COMPARISON_OPS, PATH_ROOTS, PLACEHOLDER, PREDICATE_OPS, TEMPLATE_PATH, segmentsOf, type Operand, type Predicate } from './predicates';
 
 /**
- * The workflow compiler (spec 2.6, DECISIONS.md "Workflows"): definition JSON in, executable
+ * The workflow compiler (docs/workflows.md): definition JSON in, executable
  * graph out, or 400 INVALID_INPUT whose `details.field` is the offending path (`graph.2.toolId`)
  * and whose message starts with it. Pure: the only outside knowledge is the resolvers it is
  * handed (which agents the workspace has, which tools the deployment offers). It runs at
@@ -15,11 +15,11 @@ export const WORKFLOW_SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 const STEP_ID = /^[A-Za-z0-9_-]{1,64}$/;
 export const MAX_SLUG_LENGTH = 64;
 
-/** Limits of ours (the spec gives none); README, Workflows. */
+/** Limits of ours (docs/workflows.md, Limits). */
 export const LIMITS = {
   topLevelEntries: 200,
   totalEntries: 500,
-  /** DECISIONS.md: loops default to and are capped at 1000 iterations. */
+  /** Loops default to and are capped at 1000 iterations. */
   maxIterations: 1000,
   foreachConcurrency: 10,
   retries: 10,

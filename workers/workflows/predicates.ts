@@ -1,5 +1,5 @@
 /**
- * Reading values out of a run's data: paths, predicates (DECISIONS.md, Workflows) and mapping
+ * Reading values out of a run's data: paths, predicates (docs/workflows.md) and mapping
  * templates. Pure; the compiler checks the shapes, this module evaluates them.
  */
 
@@ -34,7 +34,7 @@ type Found = unknown | typeof MISSING;
 const hasOwn = (value: unknown, key: string) =>
   value !== null && typeof value === 'object' && Object.prototype.hasOwnProperty.call(value, key);
 
-/** Walks own properties only (DECISIONS.md): `__proto__` or `constructor` never reach a prototype. */
+/** Walks own properties only: `__proto__` or `constructor` never reach a prototype. */
 export function walk(value: unknown, segments: readonly string[]): Found {
   let current = value;
   for (const segment of segments) {

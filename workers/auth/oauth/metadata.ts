@@ -1,6 +1,6 @@
 import { READ_SCOPES, SENSITIVE_SCOPES, WRITE_SCOPES } from '../scopes';
 
-/** Token and code lifetimes (spec 8: access tokens 3600 s; README, Authentication). */
+/** Token and code lifetimes (access tokens 3600 s; docs/auth.md). */
 export const ACCESS_TOKEN_TTL_S = 3600;
 /** RFC 9700 4.5 / RFC 6749 4.1.2: codes are short-lived; one minute is ample for a redirect. */
 export const CODE_TTL_S = 60;

@@ -7,7 +7,7 @@ import { OPENAI_DEFAULT_MODEL, OpenAIProvider } from './openai';
 
 export { LOCAL_PROVIDER_NOTICE } from './local';
 
-/** The settings that choose the model provider (README, Configuration). Empty strings count as unset. */
+/** The settings that choose the model provider (docs/operations.md, Configuration). Empty strings count as unset. */
 export interface ProviderConfig {
   MODEL_PROVIDER?: string;
   MODEL?: string;

@@ -3,7 +3,7 @@ import { estimateTokens } from '../provider';
 
 export const LOCAL_MODEL = 'local-1';
 
-/** The `agent.info` text of every run the local provider serves (DECISIONS.md, Models and cost). */
+/** The `agent.info` text of every run the local provider serves. */
 export const LOCAL_PROVIDER_NOTICE =
   'Running on the built-in local model (no network, deterministic): set ANTHROPIC_API_KEY or OPENAI_API_KEY for a hosted model.';
 

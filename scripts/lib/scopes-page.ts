@@ -1,0 +1,41 @@
+import { ROUTE_ACCESS, type RouteAccess } from '../../workers/auth/route-scopes';
+
+/**
+ * docs/scopes.md, rendered from the route-to-scope table the auth middleware enforces
+ * (`npm run docs:scopes` writes it; a test fails when the file and the table differ).
+ */
+
+const describeAccess = (access: RouteAccess) =>
+  access.auth === 'public'
+    ? 'none'
+    : access.auth === 'session'
+      ? 'session only'
+      : access.auth === 'agent'
+        ? 'API key (also unactivated)'
+        : access.auth === 'key'
+          ? `API key with \`${access.scope}\``
+          : `\`${access.scope}\``;
+
+export const SCOPES_PAGE = 'docs/scopes.md';
+
+export const scopesPage = () =>
+  [
+    '# Which scope each route needs',
+    '',
+    '<!-- Generated from workers/auth/route-scopes.ts by `npm run docs:scopes`; do not edit by hand. -->',
+    '',
+    'Sessions and `*` keys skip the scope check; other API keys and OAuth access tokens need the scope',
+    'listed. A missing scope is 403 `FORBIDDEN` naming the scope in the message and in `details.scope`',
+    '(OAuth tokens also get `WWW-Authenticate: Bearer error="insufficient_scope"`). A route missing from',
+    'the table is refused. "API key (also unactivated)" marks the agent routes: API keys only,',
+    'unactivated ones included, no scope check. A key lacking a route\'s scope still passes while it holds',
+    'a session grant of it, or by spending a one-time grant ([auth.md](auth.md#how-an-agent-obtains-a-scope)).',
+    '',
+    '| Method | Path | Scope |',
+    '|---|---|---|',
+    ...Object.entries(ROUTE_ACCESS).map(([key, access]) => {
+      const [method, path] = key.split(' ');
+      return `| ${method} | \`${path}\` | ${describeAccess(access)} |`;
+    }),
+    '',
+  ].join('\n');
