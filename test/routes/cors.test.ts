@@ -19,7 +19,7 @@ describe('/api/v1 from another origin', () => {
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
     expect(res.headers.get('access-control-allow-credentials')).toBeNull();
     const allowed = res.headers.get('access-control-allow-headers')!.split(',');
-    expect(allowed).toEqual(expect.arrayContaining(['content-type', 'x-api-key', 'idempotency-key', 'authorization', 'x-auth-token']));
+    expect(allowed).toEqual(expect.arrayContaining(['content-type', 'x-api-key', 'idempotency-key', 'authorization', 'x-auth-token', 'x-d1-bookmark']));
     expect(res.headers.get('access-control-allow-methods')!.split(',')).toEqual(expect.arrayContaining(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']));
     // A preflight is not a request: it spends no rate limit and needs no credential.
     expect(res.headers.get('x-ratelimit-remaining')).toBeNull();
@@ -33,7 +33,7 @@ describe('/api/v1 from another origin', () => {
     expect(ok.headers.get('access-control-allow-origin')).toBe('*');
     expect(ok.headers.get('access-control-allow-credentials')).toBeNull();
     expect(ok.headers.get('access-control-expose-headers')!.split(',')).toEqual(
-      expect.arrayContaining(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after', 'x-request-id', 'idempotency-replayed', 'www-authenticate']),
+      expect.arrayContaining(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after', 'x-request-id', 'idempotency-replayed', 'www-authenticate', 'x-d1-bookmark']),
     );
     const refused = await call('/api/v1/profile', { headers: { origin: ORIGIN, authorization: 'Bearer nope' } });
     expect(refused.status).toBe(401);

@@ -12,9 +12,10 @@ const REQUEST_HEADERS = [
   'service-version',
   'x-request-id',
   'x-agent-slug',
+  'x-d1-bookmark',
 ];
 
-/** Response headers clients read: rate limits, retries, request ids, replays, challenges, versions, file names. */
+/** Response headers clients read: rate limits, retries, request ids, replays, challenges, versions, file names, read-your-writes bookmarks. */
 const RESPONSE_HEADERS = [
   'x-ratelimit-limit',
   'x-ratelimit-remaining',
@@ -25,6 +26,7 @@ const RESPONSE_HEADERS = [
   'www-authenticate',
   'service-version',
   'content-disposition',
+  'x-d1-bookmark',
 ];
 
 /** Browsers cache a preflight this long (seconds). */
