@@ -38,11 +38,15 @@ export async function startService(config: string, stateDir: string): Promise<Be
 /** The bare Worker (bench/baseline-worker.js) under `wrangler dev`. */
 export async function startBaseline() {
   const port = await freePort();
-  const child = spawn(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'dev', '--config', 'bench/baseline.wrangler.toml', '--port', String(port), '--ip', '127.0.0.1'], {
-    detached: true,
-    stdio: 'ignore',
-    env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
-  });
+  const child = spawn(
+    process.execPath,
+    ['node_modules/wrangler/bin/wrangler.js', 'dev', '--config', 'bench/baseline.wrangler.toml', '--port', String(port), '--ip', '127.0.0.1'],
+    {
+      detached: true,
+      stdio: 'ignore',
+      env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
+    },
+  );
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 240; i++) {
     try {
@@ -89,4 +93,3 @@ export function wrk(url: string, options: { connections: number; seconds: number
     socketErrors: errors ? errors.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0,
   };
 }
-

@@ -47,8 +47,12 @@ async function main() {
     const rps = { service: of(runs.service, (r) => r.requestsPerSecond), baseline: of(runs.baseline, (r) => r.requestsPerSecond) };
     const p99 = { service: of(runs.service, (r) => r.p99Ms), baseline: of(runs.baseline, (r) => r.p99Ms) };
     console.log(`GET /api/v1/memory vs bare workerd JSON route (wrk, ${CONNECTIONS} connections, ${SECONDS} s, median of ${ROUNDS} rounds)`);
-    console.log(`  requests per second   ratio ${ratio(rps.service, rps.baseline)}   (higher is better; service ${rps.service.toFixed(0)}/s, baseline ${rps.baseline.toFixed(0)}/s)`);
-    console.log(`  p99 latency           ratio ${ratio(p99.service, p99.baseline)}   (lower is better; service ${p99.service.toFixed(1)} ms, baseline ${p99.baseline.toFixed(1)} ms)`);
+    console.log(
+      `  requests per second   ratio ${ratio(rps.service, rps.baseline)}   (higher is better; service ${rps.service.toFixed(0)}/s, baseline ${rps.baseline.toFixed(0)}/s)`,
+    );
+    console.log(
+      `  p99 latency           ratio ${ratio(p99.service, p99.baseline)}   (lower is better; service ${p99.service.toFixed(1)} ms, baseline ${p99.baseline.toFixed(1)} ms)`,
+    );
     console.log(
       `  non-2xx responses: service ${sum(runs.service, (r) => r.non2xx)} of ${sum(runs.service, (r) => r.requests)}, baseline ${sum(runs.baseline, (r) => r.non2xx)} of ${sum(runs.baseline, (r) => r.requests)}; socket errors: service ${sum(runs.service, (r) => r.socketErrors)}, baseline ${sum(runs.baseline, (r) => r.socketErrors)}`,
     );

@@ -47,7 +47,9 @@ async function main() {
 
     /** One run: open `subscribers` streams, post the message, read them all to the end. */
     async function serviceRun(subscribers: number) {
-      const created = (await (await api('/api/v1/executions', { method: 'POST', body: JSON.stringify({ skill_slug: 'bench-skill', input }) })).json()) as { id: string };
+      const created = (await (await api('/api/v1/executions', { method: 'POST', body: JSON.stringify({ skill_slug: 'bench-skill', input }) })).json()) as {
+        id: string;
+      };
       const { sseUrl } = (await (await api(`/api/v1/executions/${created.id}/stream-token`)).json()) as { sseUrl: string };
       const url = sseUrl.replace(new URL(sseUrl).origin, service.base);
       const streams = await Promise.all(Array.from({ length: subscribers }, () => fetch(url)));

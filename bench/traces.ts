@@ -109,10 +109,14 @@ async function main() {
     const seeded = { large: traceRows(large, LARGE, end), small: traceRows(small, SMALL, end) };
     const sqlFile = join(stateDir, 'bench-traces.sql');
     writeFileSync(sqlFile, `${seeded.large.sql}\n${seeded.small.sql}\n`);
-    const seeding = spawnSync(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'd1', 'execute', 'DB', '--local', '--persist-to', stateDir, '--config', CONFIG, '--file', sqlFile], {
-      encoding: 'utf8',
-      env: { ...process.env, CI: 'true', WRANGLER_SEND_METRICS: 'false' },
-    });
+    const seeding = spawnSync(
+      process.execPath,
+      ['node_modules/wrangler/bin/wrangler.js', 'd1', 'execute', 'DB', '--local', '--persist-to', stateDir, '--config', CONFIG, '--file', sqlFile],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, CI: 'true', WRANGLER_SEND_METRICS: 'false' },
+      },
+    );
     if (seeding.status !== 0) throw new Error(`seeding failed:\n${seeding.stdout}${seeding.stderr}`);
 
     service = await startService(CONFIG, stateDir);
@@ -147,7 +151,9 @@ async function main() {
         items = { large: l.items, small: s.items };
       }
       const [l, s] = [median(times.large), median(times.small)];
-      console.log(`  ${q.name.padEnd(38)} ratio ${ratio(l, s)}   (lower is better; ${l.toFixed(1)} ms for ${items.large} items, ${s.toFixed(1)} ms for ${items.small})`);
+      console.log(
+        `  ${q.name.padEnd(38)} ratio ${ratio(l, s)}   (lower is better; ${l.toFixed(1)} ms for ${items.large} items, ${s.toFixed(1)} ms for ${items.small})`,
+      );
     }
   } finally {
     await service?.stop();

@@ -37,11 +37,19 @@ async function main() {
   try {
     const headers = { 'x-api-key': service.apiKey, 'content-type': 'application/json' };
     const api = async (path: string, body?: unknown) => {
-      const res = await fetch(`${service.base}${path}`, { method: body === undefined ? 'GET' : 'POST', headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await fetch(`${service.base}${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
       return (await res.json()) as any;
     };
-    const mapping = (i: number) => ({ type: 'mapping', id: `map-${i}`, mapConfig: JSON.stringify({ greeting: { template: 'Hello ${initData.name}' }, name: { initData: true, path: 'name' }, i: { value: i } }) });
+    const mapping = (i: number) => ({
+      type: 'mapping',
+      id: `map-${i}`,
+      mapConfig: JSON.stringify({ greeting: { template: 'Hello ${initData.name}' }, name: { initData: true, path: 'name' }, i: { value: i } }),
+    });
     for (const n of [1, STEPS]) {
       const graph = Array.from({ length: n }, (_, i) => mapping(i));
       await api(`/api/v1/workflows/bench-${n}/install`, { id: `bench-${n}`, inputSchema: { type: 'object' }, outputSchema: { type: 'object' }, graph });
@@ -60,7 +68,9 @@ async function main() {
 
     async function cloudflareRun(n: number) {
       const started = performance.now();
-      const { id } = (await (await fetch(`${service.base}/bench/cf-workflow`, { method: 'POST', body: JSON.stringify({ steps: n, name: 'Ada' }) })).json()) as { id: string };
+      const { id } = (await (await fetch(`${service.base}/bench/cf-workflow`, { method: 'POST', body: JSON.stringify({ steps: n, name: 'Ada' }) })).json()) as {
+        id: string;
+      };
       for (;;) {
         const status = (await (await fetch(`${service.base}/bench/cf-workflow/${id}`)).json()) as { status: string };
         if (status.status === 'complete') return performance.now() - started;

@@ -55,8 +55,7 @@ const KEEP_ALIVE_MS = 15_000;
 const SCHEMA_VERSION = 2;
 const encoder = new TextEncoder();
 
-const frame = (event: ExecutionEvent) =>
-  encoder.encode(`id: ${event.seq}\ndata: ${JSON.stringify({ type: event.type, payload: event.payload })}\n\n`);
+const frame = (event: ExecutionEvent) => encoder.encode(`id: ${event.seq}\ndata: ${JSON.stringify({ type: event.type, payload: event.payload })}\n\n`);
 
 const isEnd = (event: ExecutionEvent | undefined) => event?.type === 'session.status_idle';
 
@@ -97,9 +96,7 @@ export class ExecutionSession extends DurableObject<Env> {
     super(ctx, env);
     ctx.blockConcurrencyWhile(async () => {
       ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
-      ctx.storage.sql.exec(
-        `CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, type TEXT NOT NULL, payload TEXT NOT NULL, at INTEGER NOT NULL)`,
-      );
+      ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, type TEXT NOT NULL, payload TEXT NOT NULL, at INTEGER NOT NULL)`);
       ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS turns (turn_key TEXT PRIMARY KEY, state TEXT NOT NULL, seq INTEGER, at INTEGER NOT NULL)`);
       ctx.storage.sql.exec(`INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)`, String(SCHEMA_VERSION));
     });
@@ -306,13 +303,7 @@ export class ExecutionSession extends DurableObject<Env> {
         checkpoint: ({ messages, usage: spent }) =>
           kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage: total(spent) } satisfies Checkpoint),
         shouldStop: (spent) =>
-          kv.get<boolean>('interrupt')
-            ? 'interrupt'
-            : now() - startedAt > MAX_RUN_MS
-              ? 'error'
-              : costOf(total(spent)) > input.budget
-                ? 'limit_reached'
-                : null,
+          kv.get<boolean>('interrupt') ? 'interrupt' : now() - startedAt > MAX_RUN_MS ? 'error' : costOf(total(spent)) > input.budget ? 'limit_reached' : null,
       });
       kv.put('messages', result.messages);
       messages = result.messages;

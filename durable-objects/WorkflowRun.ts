@@ -83,12 +83,7 @@ interface RunMeta {
 
 /** What the run's event log says changed; the run stream sends these between its snapshots. */
 export type RunEventType =
-  | 'workflow-step-started'
-  | 'workflow-step-execution'
-  | 'workflow-step-finished'
-  | 'workflow-suspended'
-  | 'workflow-resumed'
-  | 'workflow-finished';
+  'workflow-step-started' | 'workflow-step-execution' | 'workflow-step-finished' | 'workflow-suspended' | 'workflow-resumed' | 'workflow-finished';
 
 /** One logged change; `payload` is JSON text (an object). */
 export interface RunEvent {
@@ -204,7 +199,11 @@ export class WorkflowRun extends DurableObject<Env> {
 
   private setTask(key: string, change: Partial<Omit<TaskRow, 'key'>>) {
     const entries = Object.entries({ ...change, updated_at: now() });
-    this.ctx.storage.sql.exec(`UPDATE tasks SET ${entries.map(([k]) => `${k} = ?`).join(', ')} WHERE key = ?`, ...entries.map(([, v]) => v as string | number | null), key);
+    this.ctx.storage.sql.exec(
+      `UPDATE tasks SET ${entries.map(([k]) => `${k} = ?`).join(', ')} WHERE key = ?`,
+      ...entries.map(([, v]) => v as string | number | null),
+      key,
+    );
     this.bump();
   }
 
@@ -236,7 +235,9 @@ export class WorkflowRun extends DurableObject<Env> {
   }
 
   private outputs(): Record<string, Json> {
-    const rows = this.ctx.storage.sql.exec<{ step_id: string; output: string | null }>(`SELECT step_id, output FROM results WHERE status = 'success'`).toArray();
+    const rows = this.ctx.storage.sql
+      .exec<{ step_id: string; output: string | null }>(`SELECT step_id, output FROM results WHERE status = 'success'`)
+      .toArray();
     return Object.fromEntries(rows.map((r) => [r.step_id, parse(r.output)]));
   }
 
@@ -248,7 +249,13 @@ export class WorkflowRun extends DurableObject<Env> {
 
   /** The change log after `afterSeq`, oldest first. */
   events(afterSeq = 0): RunEvent[] {
-    return this.ctx.storage.sql.exec<{ seq: number; type: RunEventType; payload: string; at: number }>(`SELECT seq, type, payload, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, EVENTS_PAGE).toArray();
+    return this.ctx.storage.sql
+      .exec<{ seq: number; type: RunEventType; payload: string; at: number }>(
+        `SELECT seq, type, payload, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`,
+        afterSeq,
+        EVENTS_PAGE,
+      )
+      .toArray();
   }
 
   /** Writes the new run (status running), queues its first entry, and waits until D1 shows it. */
@@ -470,7 +477,12 @@ export class WorkflowRun extends DurableObject<Env> {
     const step = this.step(meta, task);
     const retries = step.type === 'tool' ? step.retries : 0;
     if (task.failures < retries) {
-      this.setTask(key, { status: 'waiting', wait: 'backoff', failures: task.failures + 1, due_at: now() + Math.min(MAX_BACKOFF_MS, 1000 * 2 ** task.failures) });
+      this.setTask(key, {
+        status: 'waiting',
+        wait: 'backoff',
+        failures: task.failures + 1,
+        due_at: now() + Math.min(MAX_BACKOFF_MS, 1000 * 2 ** task.failures),
+      });
       return;
     }
     this.setTask(key, { status: 'failed' });
@@ -612,7 +624,10 @@ export class WorkflowRun extends DurableObject<Env> {
             return { stepId: t.step_id, prompt: step.type === 'tool' ? (step.metadata.prompt ?? null) : null };
           }),
         });
-        this.notify(meta, `Workflow ${meta.workflowId} is waiting for input at ${suspended.map((t) => t.step_id).join(', ')}; resume run ${meta.runId} to go on.`);
+        this.notify(
+          meta,
+          `Workflow ${meta.workflowId} is waiting for input at ${suspended.map((t) => t.step_id).join(', ')}; resume run ${meta.runId} to go on.`,
+        );
       }
     }
   }
@@ -669,7 +684,8 @@ export class WorkflowRun extends DurableObject<Env> {
       return;
     }
     for (const t of unsent) {
-      if (this.task(t.key)?.attempt === t.attempt) this.ctx.storage.sql.exec(`UPDATE tasks SET sent = 1, updated_at = ? WHERE key = ? AND attempt = ?`, now(), t.key, t.attempt);
+      if (this.task(t.key)?.attempt === t.attempt)
+        this.ctx.storage.sql.exec(`UPDATE tasks SET sent = 1, updated_at = ? WHERE key = ? AND attempt = ?`, now(), t.key, t.attempt);
     }
   }
 
@@ -696,7 +712,9 @@ export class WorkflowRun extends DurableObject<Env> {
 
   /** Queues a D1 write of the current state behind any write in flight. */
   private persist(): Promise<void> {
-    this.persisting = this.persisting.then(() => this.writeD1()).catch((error) => console.error(JSON.stringify({ level: 'error', error: `run record write failed: ${String(error)}` })));
+    this.persisting = this.persisting
+      .then(() => this.writeD1())
+      .catch((error) => console.error(JSON.stringify({ level: 'error', error: `run record write failed: ${String(error)}` })));
     return this.persisting;
   }
 
@@ -708,7 +726,9 @@ export class WorkflowRun extends DurableObject<Env> {
     const rev = kv.get<number>('rev') ?? 0;
     const persisted = kv.get<number>('persisted') ?? 0;
     if (rev <= persisted) return;
-    const results = this.ctx.storage.sql.exec<{ step_id: string; status: string; output: string | null; rev: number }>(`SELECT * FROM results ORDER BY rev`).toArray();
+    const results = this.ctx.storage.sql
+      .exec<{ step_id: string; status: string; output: string | null; rev: number }>(`SELECT * FROM results ORDER BY rev`)
+      .toArray();
     const open = this.tasks(`status IN ('queued', 'running', 'waiting', 'suspended')`);
     const snapshot = {
       status: meta.status,

@@ -54,7 +54,14 @@ export class WorkspaceChannel extends DurableObject<Env> {
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
     const subscriber: SseSubscriber = {
       writer: writable.getWriter(),
-      sources: sources ? new Set(sources.split(',').map((s) => s.trim()).filter(Boolean)) : null,
+      sources: sources
+        ? new Set(
+            sources
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean),
+          )
+        : null,
     };
     void subscriber.writer.write(encoder.encode(': connected\n\n'));
     this.subscribe(subscriber);

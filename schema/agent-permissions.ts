@@ -75,10 +75,7 @@ export const permissionRequests = sqliteTable(
     /** SHA-256 of the `x-permission-grant` token, set when it is delivered (once). */
     grantTokenHash: text('grant_token_hash').unique(),
   },
-  (t) => [
-    index('permission_requests_key_scope_idx').on(t.apiKeyId, t.scope, t.status),
-    index('permission_requests_workspace_idx').on(t.workspaceId, t.id),
-  ],
+  (t) => [index('permission_requests_key_scope_idx').on(t.apiKeyId, t.scope, t.status), index('permission_requests_workspace_idx').on(t.workspaceId, t.id)],
 );
 
 export const DEVICE_STATUSES = ['pending', 'approved', 'denied', 'delivered'] as const;

@@ -47,7 +47,9 @@ export const executions = sqliteTable(
   (t) => [
     index('executions_workspace_status_idx').on(t.workspaceId, t.status),
     // The reconciler's sweep: working executions by claim age, across workspaces.
-    index('executions_working_claimed_idx').on(t.claimedAt).where(sql`${t.status} = 'working'`),
+    index('executions_working_claimed_idx')
+      .on(t.claimedAt)
+      .where(sql`${t.status} = 'working'`),
   ],
 );
 

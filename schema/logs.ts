@@ -23,10 +23,7 @@ export const auditLog = sqliteTable(
     metadata: text('metadata', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
     createdAt: integer('created_at').notNull(),
   },
-  (t) => [
-    index('audit_workspace_idx').on(t.workspaceId, t.id),
-    index('audit_workspace_action_idx').on(t.workspaceId, t.action, t.id),
-  ],
+  (t) => [index('audit_workspace_idx').on(t.workspaceId, t.id), index('audit_workspace_action_idx').on(t.workspaceId, t.action, t.id)],
 );
 
 /** The workspace change log people read: what changed, in a sentence. */

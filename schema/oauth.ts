@@ -21,7 +21,9 @@ export const oauthClients = sqliteTable(
     redirectUris: text('redirect_uris', { mode: 'json' }).$type<string[]>().notNull(),
     grantTypes: text('grant_types', { mode: 'json' }).$type<string[]>().notNull(),
     /** OpenID Connect Dynamic Registration 2: `web` or `native`; decides which redirect URIs are allowed. */
-    applicationType: text('application_type', { enum: ['web', 'native'] }).notNull().default('web'),
+    applicationType: text('application_type', { enum: ['web', 'native'] })
+      .notNull()
+      .default('web'),
     /** The signed-in user who registered it; null for open registration and metadata documents. */
     createdBy: text('created_by').references(() => users.id, { onDelete: 'cascade' }),
     /** For a metadata document: when the cached copy must be fetched again. */

@@ -59,7 +59,9 @@ const proxy = await getPlatformProxy<Env>({
 try {
   const load = await importCatalog(drizzle(proxy.env.DB, { schema }), proxy.env.BUCKET, entries);
   const where = remote ? 'the deployed marketplace' : 'the local marketplace';
-  console.log(`catalog:load: ${entries.length} skills in ${where}: ${load.added.length} added, ${load.updated.length} updated, ${load.unchanged.length} unchanged`);
+  console.log(
+    `catalog:load: ${entries.length} skills in ${where}: ${load.added.length} added, ${load.updated.length} updated, ${load.unchanged.length} unchanged`,
+  );
   if (load.updated.length) console.log(`  updated: ${load.updated.join(', ')}`);
 } finally {
   await proxy.dispose();

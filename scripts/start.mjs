@@ -39,9 +39,7 @@ function ensureDevVars() {
     SIGNING_SECRET: randomBytes(32).toString('base64url'),
     ENCRYPTION_KEY: randomBytes(32).toString('base64'),
   };
-  const text = readFileSync('.dev.vars.example', 'utf8').replace(/^([A-Z_]+)=.*$/gm, (line, name) =>
-    name in values ? `${name}=${values[name]}` : line,
-  );
+  const text = readFileSync('.dev.vars.example', 'utf8').replace(/^([A-Z_]+)=.*$/gm, (line, name) => (name in values ? `${name}=${values[name]}` : line));
   writeFileSync('.dev.vars', text, { mode: 0o600 });
   console.log('Wrote .dev.vars with fresh local secrets.');
 }
@@ -62,7 +60,6 @@ function prepareLocalState() {
   run('tsx', ['scripts/catalog-build.ts']);
   run('tsx', ['scripts/catalog-load.ts', '--persist-to', STATE_DIR]);
 }
-
 
 async function waitForServer(base, child) {
   for (let i = 0; i < 600; i++) {

@@ -45,9 +45,7 @@ export class AppError extends Error {
   }
 
   toEnvelope(): ErrorEnvelope & Record<string, unknown> {
-    const error = this.details
-      ? { code: this.code, message: this.message, details: this.details }
-      : { code: this.code, message: this.message };
+    const error = this.details ? { code: this.code, message: this.message, details: this.details } : { code: this.code, message: this.message };
     return { ...this.extra, error };
   }
 }
@@ -61,11 +59,8 @@ export const invalidInput = (field: string, rule: string, message: string, detai
 
 export const notFound = (what: string) => new AppError('NOT_FOUND', 404, `${what} not found`);
 
-export const unauthorized = (message = 'A valid API key, session token or access token is required') =>
-  new AppError('UNAUTHORIZED', 401, message);
+export const unauthorized = (message = 'A valid API key, session token or access token is required') => new AppError('UNAUTHORIZED', 401, message);
 
-export const forbidden = (message: string, details?: ErrorDetails) =>
-  new AppError('FORBIDDEN', 403, message, details);
+export const forbidden = (message: string, details?: ErrorDetails) => new AppError('FORBIDDEN', 403, message, details);
 
-export const conflict = (message: string, details?: ErrorDetails) =>
-  new AppError('CONFLICT', 409, message, details);
+export const conflict = (message: string, details?: ErrorDetails) => new AppError('CONFLICT', 409, message, details);

@@ -28,7 +28,7 @@ export const scopesPage = () =>
     'listed. A missing scope is 403 `FORBIDDEN` naming the scope in the message and in `details.scope`',
     '(OAuth tokens also get `WWW-Authenticate: Bearer error="insufficient_scope"`). A route missing from',
     'the table is refused. "API key (also unactivated)" marks the agent routes: API keys only,',
-    'unactivated ones included, no scope check. A key lacking a route\'s scope still passes while it holds',
+    "unactivated ones included, no scope check. A key lacking a route's scope still passes while it holds",
     'a session grant of it, or by spending a one-time grant ([auth.md](auth.md#how-an-agent-obtains-a-scope)).',
     '',
     '| Method | Path | Scope |',

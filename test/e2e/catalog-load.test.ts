@@ -15,7 +15,8 @@ const run = promisify(execFile);
 // Never a real Cloudflare account from a test: --remote must fail for want of credentials.
 const { CLOUDFLARE_API_TOKEN: _token, CLOUDFLARE_ACCOUNT_ID: _account, ...inherited } = process.env;
 const env = { ...inherited, WRANGLER_SEND_METRICS: 'false', CI: 'true' };
-const tsx = (args: string[], extra: Record<string, string> = {}) => run(process.execPath, ['node_modules/tsx/dist/cli.mjs', ...args], { env: { ...env, ...extra } });
+const tsx = (args: string[], extra: Record<string, string> = {}) =>
+  run(process.execPath, ['node_modules/tsx/dist/cli.mjs', ...args], { env: { ...env, ...extra } });
 
 const skillMd = (slug: string, body: string) =>
   `---\nname: ${slug}\ndescription: "Does ${slug} things."\nmetadata:\n  title: "${slug}"\n  category: General\n---\n${body}\n`;
@@ -34,7 +35,22 @@ describe('npm run catalog:load', () => {
   const load = async (...args: string[]) => (await tsx(['scripts/catalog-load.ts', '--persist-to', state, '--file', catalog, ...args])).stdout;
   /** The marketplace rows, read back with a SQL query through wrangler (as an operator would). */
   const rows = async () => {
-    const { stdout } = await run(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'd1', 'execute', 'DB', '--local', '--persist-to', state, '--json', '--command', 'SELECT slug, category, repository, content_checksum, updated_at FROM catalog_skills ORDER BY slug'], { env });
+    const { stdout } = await run(
+      process.execPath,
+      [
+        'node_modules/wrangler/bin/wrangler.js',
+        'd1',
+        'execute',
+        'DB',
+        '--local',
+        '--persist-to',
+        state,
+        '--json',
+        '--command',
+        'SELECT slug, category, repository, content_checksum, updated_at FROM catalog_skills ORDER BY slug',
+      ],
+      { env },
+    );
     return (JSON.parse(stdout) as { results: Record<string, unknown>[] }[])[0]!.results;
   };
 

@@ -60,9 +60,14 @@ describe('the official MCP conformance suite', () => {
       const chunks: Buffer[] = [];
       for await (const chunk of req) chunks.push(chunk as Buffer);
       const headers = new Headers();
-      for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string' && !['host', 'content-length'].includes(name)) headers.set(name, value);
+      for (const [name, value] of Object.entries(req.headers))
+        if (typeof value === 'string' && !['host', 'content-length'].includes(name)) headers.set(name, value);
       headers.set('x-api-key', service.apiKey);
-      const answer = await fetch(`${service.base}${req.url}`, { method: req.method, headers, body: req.method === 'GET' || req.method === 'DELETE' ? undefined : Buffer.concat(chunks) });
+      const answer = await fetch(`${service.base}${req.url}`, {
+        method: req.method,
+        headers,
+        body: req.method === 'GET' || req.method === 'DELETE' ? undefined : Buffer.concat(chunks),
+      });
       // fetch has already decoded the body: its encoding and length no longer describe it.
       const out = Object.fromEntries([...answer.headers].filter(([name]) => name !== 'content-encoding' && name !== 'content-length'));
       res.writeHead(answer.status, out);
@@ -85,7 +90,16 @@ describe('the official MCP conformance suite', () => {
       const scenario = /^server-(.+)-\d{4}-\d{2}-\d{2}T/.exec(dir)?.[1];
       if (scenario) results.set(scenario, JSON.parse(readFileSync(join(outDir, dir, 'checks.json'), 'utf8')) as Check[]);
     }
-    for (const expected of ['server-initialize', 'ping', 'tools-list', 'logging-set-level', 'completion-complete', 'resources-list', 'prompts-list', 'dns-rebinding-protection']) {
+    for (const expected of [
+      'server-initialize',
+      'ping',
+      'tools-list',
+      'logging-set-level',
+      'completion-complete',
+      'resources-list',
+      'prompts-list',
+      'dns-rebinding-protection',
+    ]) {
       expect([...results.keys()], expected).toContain(expected);
     }
     const failures = [...results]

@@ -40,7 +40,9 @@ describe('the control plane against npm start', () => {
     let text = decoder.decode((await reader.read()).value);
     expect(text).toContain(': connected');
 
-    const started = (await (await api('/api/v1/skills/e2e-channel/run', { method: 'POST', body: JSON.stringify({ input: 'Ship it. Tell Ana.' }) })).json()) as { executionId: string };
+    const started = (await (await api('/api/v1/skills/e2e-channel/run', { method: 'POST', body: JSON.stringify({ input: 'Ship it. Tell Ana.' }) })).json()) as {
+      executionId: string;
+    };
     while (!text.includes('"change":"completed"')) text += decoder.decode((await reader.read()).value);
     await reader.cancel();
     const states = text

@@ -19,7 +19,9 @@ describe('the service from a page on another origin', () => {
   beforeAll(async () => {
     const port = await freePort();
     pageOrigin = `http://127.0.0.1:${port}`;
-    page = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Another origin</title><h1>Another origin</h1>')).listen(port, '127.0.0.1');
+    page = createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Another origin</title><h1>Another origin</h1>'),
+    ).listen(port, '127.0.0.1');
     [service, browser] = await Promise.all([startService(), launchChromium()]);
   });
   afterAll(async () => {
@@ -53,14 +55,18 @@ describe('the service from a page on another origin', () => {
 
         const events = new EventSource(`${base}/api/events?apiKey=${apiKey}`);
         const states: string[] = [];
-        events.addEventListener('execution-state', (event) => states.push((JSON.parse((event as unknown as { data: string }).data) as { status: string }).status));
+        events.addEventListener('execution-state', (event) =>
+          states.push((JSON.parse((event as unknown as { data: string }).data) as { status: string }).status),
+        );
         const channelOpen = new Promise<boolean>((resolve) => {
           events.onopen = () => resolve(true);
           events.onerror = () => resolve(false);
         });
         const opened = await channelOpen;
 
-        const run = (await (await fetch(`${base}/api/v1/skills/cors-notes/run`, { method: 'POST', headers, body: JSON.stringify({ input: 'Ship it. Tell Ana.' }) })).json()) as { executionId: string };
+        const run = (await (
+          await fetch(`${base}/api/v1/skills/cors-notes/run`, { method: 'POST', headers, body: JSON.stringify({ input: 'Ship it. Tell Ana.' }) })
+        ).json()) as { executionId: string };
         const { sseUrl } = (await (await fetch(`${base}/api/v1/executions/${run.executionId}/stream-token`, { headers })).json()) as { sseUrl: string };
         const types = await new Promise<string[]>((resolve) => {
           const seen: string[] = [];

@@ -47,72 +47,85 @@ describe('a crash in the middle of a burst of run starts', () => {
     return [...text.matchAll(/^data: (.*)$/gm)].map((m) => (JSON.parse(m[1]!) as { type: string }).type);
   };
 
-  beforeAll(async () => {
-    service = await startService(READY_MS, { stateDir, args: ARGS });
-    for (let i = 0; i < WORKSPACES; i++) {
-      const signUp = await fetch(`${service.base}/auth/sign-up/email`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email: `burst-${i}@example.test`, password: 'correct horse battery staple', name: `Burst ${i}` }),
-      });
-      const { token } = (await signUp.json()) as { token: string };
-      expect((await api(token, '/api/v1/skills/burst', SKILL, 'PUT')).status).toBe(200);
-      tokens.push(token);
-    }
-    // The burst: the crash strikes while the starts are in flight; their answers are lost with the process.
-    const burst = tokens.map((token) => api(token, '/api/v1/skills/burst/run', { input: INPUT }).catch(() => null));
-    await pause(200);
-    await service.stop('SIGKILL');
-    await Promise.all(burst);
-    service = await startService(READY_MS, { stateDir, args: ARGS, restart: true });
-  }, 2 * READY_MS + 120_000);
+  beforeAll(
+    async () => {
+      service = await startService(READY_MS, { stateDir, args: ARGS });
+      for (let i = 0; i < WORKSPACES; i++) {
+        const signUp = await fetch(`${service.base}/auth/sign-up/email`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email: `burst-${i}@example.test`, password: 'correct horse battery staple', name: `Burst ${i}` }),
+        });
+        const { token } = (await signUp.json()) as { token: string };
+        expect((await api(token, '/api/v1/skills/burst', SKILL, 'PUT')).status).toBe(200);
+        tokens.push(token);
+      }
+      // The burst: the crash strikes while the starts are in flight; their answers are lost with the process.
+      const burst = tokens.map((token) => api(token, '/api/v1/skills/burst/run', { input: INPUT }).catch(() => null));
+      await pause(200);
+      await service.stop('SIGKILL');
+      await Promise.all(burst);
+      service = await startService(READY_MS, { stateDir, args: ARGS, restart: true });
+    },
+    2 * READY_MS + 120_000,
+  );
 
   afterAll(async () => {
     await service?.stop();
     rmSync(stateDir, { recursive: true, force: true });
   });
 
-  it('lets every workspace run again within a bounded time, and leaves no run working, no log open and no credit held', async () => {
-    const restartedAt = Date.now();
-    const started = await Promise.all(
-      tokens.map(async (token) => {
-        for (;;) {
-          const res = await api(token, '/api/v1/skills/burst/run', { input: INPUT });
-          if (res.status === 200) return res.body.executionId as string;
-          // Only a taken slot may refuse the run, and it says which execution holds it and when to retry.
-          expect(res.status, JSON.stringify(res.body)).toBe(409);
-          expect(res.body).toMatchObject({ error: 'EXECUTION_RUNNING', executionId: expect.stringMatching(/^exec_\d+$/) });
-          const retryAfter = Number(res.headers.get('retry-after'));
-          expect(retryAfter).toBeGreaterThanOrEqual(1);
-          if (Date.now() - restartedAt > RECOVERY_MS) throw new Error(`the workspace was still locked ${RECOVERY_MS} ms after the restart: ${JSON.stringify(res.body)}`);
-          await pause(Math.min(retryAfter, 5) * 1000);
+  it(
+    'lets every workspace run again within a bounded time, and leaves no run working, no log open and no credit held',
+    async () => {
+      const restartedAt = Date.now();
+      const started = await Promise.all(
+        tokens.map(async (token) => {
+          for (;;) {
+            const res = await api(token, '/api/v1/skills/burst/run', { input: INPUT });
+            if (res.status === 200) return res.body.executionId as string;
+            // Only a taken slot may refuse the run, and it says which execution holds it and when to retry.
+            expect(res.status, JSON.stringify(res.body)).toBe(409);
+            expect(res.body).toMatchObject({ error: 'EXECUTION_RUNNING', executionId: expect.stringMatching(/^exec_\d+$/) });
+            const retryAfter = Number(res.headers.get('retry-after'));
+            expect(retryAfter).toBeGreaterThanOrEqual(1);
+            if (Date.now() - restartedAt > RECOVERY_MS)
+              throw new Error(`the workspace was still locked ${RECOVERY_MS} ms after the restart: ${JSON.stringify(res.body)}`);
+            await pause(Math.min(retryAfter, 5) * 1000);
+          }
+        }),
+      );
+      expect(started).toHaveLength(WORKSPACES);
+
+      const seen: string[] = [];
+      for (const token of tokens) {
+        // Every run of the workspace ends (the lost ones failed, the rest completed), its log closed.
+        let history: { executionId: string; status: string; cost: number }[] = [];
+        for (const until = Date.now() + RECOVERY_MS; Date.now() < until; await pause(1000)) {
+          history = (await api(token, '/api/v1/executions?limit=10')).body.items;
+          if (history.every((e) => e.status !== 'working')) break;
         }
-      }),
-    );
-    expect(started).toHaveLength(WORKSPACES);
+        // A start cut off before its claim leaves an idle execution that never ran (and holds nothing); every other one ended.
+        const ended = history.filter((e) => !(e.status === 'idle' && e.cost === 0));
+        expect(
+          ended.map((e) => e.status).every((s) => s === 'completed' || s === 'failed'),
+          JSON.stringify(history),
+        ).toBe(true);
+        seen.push(...history.map((e) => e.status));
+        for (const { executionId } of ended) expect((await eventTypes(token, executionId)).at(-1)).toBe('session.status_idle');
 
-    const seen: string[] = [];
-    for (const token of tokens) {
-      // Every run of the workspace ends (the lost ones failed, the rest completed), its log closed.
-      let history: { executionId: string; status: string; cost: number }[] = [];
-      for (const until = Date.now() + RECOVERY_MS; Date.now() < until; await pause(1000)) {
-        history = (await api(token, '/api/v1/executions?limit=10')).body.items;
-        if (history.every((e) => e.status !== 'working')) break;
+        const { transactions } = (await api(token, '/api/v1/billing/transactions')).body as { transactions: { amount: number; type: string }[] };
+        const granted = transactions.filter((t) => t.type === 'purchase').reduce((sum, t) => sum + t.amount, 0);
+        const charged = -transactions.filter((t) => t.type === 'usage').reduce((sum, t) => sum + t.amount, 0);
+        const balance = (await api(token, '/api/v1/billing/balance')).body;
+        expect(balance.balance).toBeCloseTo(granted - charged, 2);
+        expect(balance.canExecute).toBe(true);
       }
-      // A start cut off before its claim leaves an idle execution that never ran (and holds nothing); every other one ended.
-      const ended = history.filter((e) => !(e.status === 'idle' && e.cost === 0));
-      expect(ended.map((e) => e.status).every((s) => s === 'completed' || s === 'failed'), JSON.stringify(history)).toBe(true);
-      seen.push(...history.map((e) => e.status));
-      for (const { executionId } of ended) expect((await eventTypes(token, executionId)).at(-1)).toBe('session.status_idle');
-
-      const { transactions } = (await api(token, '/api/v1/billing/transactions')).body as { transactions: { amount: number; type: string }[] };
-      const granted = transactions.filter((t) => t.type === 'purchase').reduce((sum, t) => sum + t.amount, 0);
-      const charged = -transactions.filter((t) => t.type === 'usage').reduce((sum, t) => sum + t.amount, 0);
-      const balance = (await api(token, '/api/v1/billing/balance')).body;
-      expect(balance.balance).toBeCloseTo(granted - charged, 2);
-      expect(balance.canExecute).toBe(true);
-    }
-    // What the crash left (it strikes at a different point each time): failed runs never reached their session.
-    console.log(`runs after the crash: ${JSON.stringify(Object.fromEntries(['completed', 'failed', 'idle'].map((s) => [s, seen.filter((x) => x === s).length])))}`);
-  }, 4 * RECOVERY_MS);
+      // What the crash left (it strikes at a different point each time): failed runs never reached their session.
+      console.log(
+        `runs after the crash: ${JSON.stringify(Object.fromEntries(['completed', 'failed', 'idle'].map((s) => [s, seen.filter((x) => x === s).length])))}`,
+      );
+    },
+    4 * RECOVERY_MS,
+  );
 });

@@ -99,7 +99,11 @@ export async function startService(timeoutMs = 90_000, options: StartOptions = {
 export async function newAccount(base: string, name: string) {
   const email = `e2e-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.test`;
   const password = 'e2e password long enough';
-  const res = await fetch(`${base}/auth/sign-up/email`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password, name }) });
+  const res = await fetch(`${base}/auth/sign-up/email`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password, name }),
+  });
   if (res.status !== 201) throw new Error(`sign-up failed: ${res.status}`);
   return { email, password };
 }

@@ -50,7 +50,13 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
     const registered = await oauth.processDynamicClientRegistrationResponse(
       await oauth.dynamicClientRegistrationRequest(
         as,
-        { client_name: 'E2E Client', redirect_uris: [redirectUri], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' },
+        {
+          client_name: 'E2E Client',
+          redirect_uris: [redirectUri],
+          grant_types: ['authorization_code', 'refresh_token'],
+          response_types: ['code'],
+          token_endpoint_auth_method: 'none',
+        },
         insecure,
       ),
     );

@@ -98,10 +98,14 @@ describe('the home page, the API reference and the examples', () => {
     const documented = Object.entries(openapi.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`));
     const shown = new Set<string>();
     await page.evaluate('window.scrollTo(0, 0)');
-    for (let atEnd = false; !atEnd; ) {
-      const visible = await page.locator('.opblock-summary').evaluateAll((summaries) =>
-        summaries.map((s) => `${s.querySelector('.opblock-summary-method')?.textContent} ${s.querySelector('.opblock-summary-path')?.getAttribute('data-path')}`),
-      );
+    for (let atEnd = false; !atEnd;) {
+      const visible = await page
+        .locator('.opblock-summary')
+        .evaluateAll((summaries) =>
+          summaries.map(
+            (s) => `${s.querySelector('.opblock-summary-method')?.textContent} ${s.querySelector('.opblock-summary-path')?.getAttribute('data-path')}`,
+          ),
+        );
       for (const op of visible) shown.add(op);
       atEnd = await page.evaluate<boolean>('window.scrollBy(0, innerHeight / 2), scrollY + innerHeight >= document.body.scrollHeight - 1');
       await page.waitForTimeout(50);
@@ -113,7 +117,11 @@ describe('the home page, the API reference and the examples', () => {
 
   it("passes the OpenAPI linter's recommended rules, apart from the interface's fixed paths", async () => {
     const source = await (await fetch(`${service.base}/api/v1/openapi.json`)).text();
-    const problems = await lintFromString({ source, absoluteRef: `${service.base}/api/v1/openapi.json`, config: await createConfig({ extends: ['recommended'] }) });
+    const problems = await lintFromString({
+      source,
+      absoluteRef: `${service.base}/api/v1/openapi.json`,
+      config: await createConfig({ extends: ['recommended'] }),
+    });
     const found = problems.map((p) => `${p.ruleId} ${p.location[0]?.pointer}`);
     // Beyond that, the interface fixes these paths: the literal `runs` segment sits beside a
     // workflow's `{slug}` and `{id}`, and the WebSocket upgrade answers 101, not 2XX.
@@ -142,7 +150,17 @@ describe('the home page, the API reference and the examples', () => {
       writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
       writeFileSync(
         join(dir, 'tsconfig.json'),
-        JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'ES2023', module: 'ESNext', moduleResolution: 'Bundler', types: ['node'], skipLibCheck: false } }),
+        JSON.stringify({
+          compilerOptions: {
+            strict: true,
+            noEmit: true,
+            target: 'ES2023',
+            module: 'ESNext',
+            moduleResolution: 'Bundler',
+            types: ['node'],
+            skipLibCheck: false,
+          },
+        }),
       );
       const checked = spawnSync(process.execPath, [join(process.cwd(), 'node_modules/typescript/bin/tsc'), '-p', dir], { encoding: 'utf8' });
       expect(checked.stdout + checked.stderr).toBe('');
@@ -165,7 +183,8 @@ describe('the home page, the API reference and the examples', () => {
     const examples = readdirSync('examples/workflows').filter((f) => f.endsWith('.json'));
     expect(examples.sort()).toEqual(['publish-with-approval.json', 'triage.json']);
     // The typed-client test above may have installed the first already (200); a first install is 201.
-    for (const slug of ['meeting-notes-summarizer', 'stakeholder-update-writer']) expect([200, 201]).toContain((await api(`/api/v1/skills/${slug}/install`, {})).status);
+    for (const slug of ['meeting-notes-summarizer', 'stakeholder-update-writer'])
+      expect([200, 201]).toContain((await api(`/api/v1/skills/${slug}/install`, {})).status);
     for (const file of examples) {
       const definition = JSON.parse(readFileSync(join('examples/workflows', file), 'utf8'));
       expect(guide, `docs/workflows.md shows examples/workflows/${file}`).toContain(`examples/workflows/${file}`);
@@ -211,4 +230,3 @@ describe('the home page, the API reference and the examples', () => {
     }
   });
 });
-

@@ -85,43 +85,52 @@ describe('a crash of wrangler dev and a restart on the same state', () => {
     throw new Error(`${what} did not happen in ${timeoutMs} ms (last error: ${String(last)}; state: ${JSON.stringify(await state?.())})`);
   };
 
-  beforeAll(async () => {
-    service = await startService(READY_MS, { stateDir, args: ARGS });
-    expect((await api('/api/v1/skills/e2e-restart', SKILL, 'PUT')).status).toBeLessThan(300);
-    const installs = [
-      workflow('e2e-nap', [mapping('before', { n: { value: 1 } }), { type: 'sleep', id: 'nap', duration: SLEEP_MS }, mapping('after', { woke: { value: true } })]),
-      workflow('e2e-step', [
-        mapping('shape', { slug: { value: 'e2e-restart' }, input: { value: STEP_INPUT } }),
-        { type: 'tool', id: 'run', toolId: 'execute-skill' },
-        mapping('after', { summary: { template: '${stepResults.run.text}' } }),
-      ]),
-    ];
-    for (const def of installs) expect((await api(`/api/v1/workflows/${def.id}/install`, def)).status).toBe(201);
+  beforeAll(
+    async () => {
+      service = await startService(READY_MS, { stateDir, args: ARGS });
+      expect((await api('/api/v1/skills/e2e-restart', SKILL, 'PUT')).status).toBeLessThan(300);
+      const installs = [
+        workflow('e2e-nap', [
+          mapping('before', { n: { value: 1 } }),
+          { type: 'sleep', id: 'nap', duration: SLEEP_MS },
+          mapping('after', { woke: { value: true } }),
+        ]),
+        workflow('e2e-step', [
+          mapping('shape', { slug: { value: 'e2e-restart' }, input: { value: STEP_INPUT } }),
+          { type: 'tool', id: 'run', toolId: 'execute-skill' },
+          mapping('after', { summary: { template: '${stepResults.run.text}' } }),
+        ]),
+      ];
+      for (const def of installs) expect((await api(`/api/v1/workflows/${def.id}/install`, def)).status).toBe(201);
 
-    napLaunchedAt = Date.now();
-    napRun = (await api('/api/v1/workflows/e2e-nap/launch', { inputs: {} })).body.runId;
-    stepRun = (await api('/api/v1/workflows/e2e-step/launch', { inputs: {} })).body.runId;
-    const run = await api('/api/v1/skills/e2e-restart/run', { input: 'Ship the release on Friday. Tell Ana and Bo. Check the docs first.' });
-    expect(run.status).toBe(200);
-    skillRun = run.body.executionId;
+      napLaunchedAt = Date.now();
+      napRun = (await api('/api/v1/workflows/e2e-nap/launch', { inputs: {} })).body.runId;
+      stepRun = (await api('/api/v1/workflows/e2e-step/launch', { inputs: {} })).body.runId;
+      const run = await api('/api/v1/skills/e2e-restart/run', { input: 'Ship the release on Friday. Tell Ana and Bo. Check the docs first.' });
+      expect(run.status).toBe(200);
+      skillRun = run.body.executionId;
 
-    stepExecution = await waitFor(
-      "the workflow step's execution",
-      async () => (await api('/api/v1/executions?limit=10')).body.items.find((e: { inputText: string }) => e.inputText === STEP_INPUT)?.executionId as string | undefined,
-      30_000,
-      async () => [await api(`/api/v1/workflows/runs/${stepRun}`), await api('/api/v1/executions?limit=10')],
-    );
-    await Promise.all([untilAnswering(skillRun), untilAnswering(stepExecution)]);
-    const nap = (await api(`/api/v1/workflows/runs/${napRun}`)).body;
-    expect(nap.run.snapshot.value).toEqual({ nap: 'running' });
-    for (const id of [skillRun, stepExecution]) expect((await api(`/api/v1/executions/${id}/status`)).body.status).toBe('working');
-    expect((await api(`/api/v1/workflows/runs/${stepRun}`)).body.run.snapshot.value).toEqual({ run: 'running' });
+      stepExecution = await waitFor(
+        "the workflow step's execution",
+        async () =>
+          (await api('/api/v1/executions?limit=10')).body.items.find((e: { inputText: string }) => e.inputText === STEP_INPUT)?.executionId as
+            string | undefined,
+        30_000,
+        async () => [await api(`/api/v1/workflows/runs/${stepRun}`), await api('/api/v1/executions?limit=10')],
+      );
+      await Promise.all([untilAnswering(skillRun), untilAnswering(stepExecution)]);
+      const nap = (await api(`/api/v1/workflows/runs/${napRun}`)).body;
+      expect(nap.run.snapshot.value).toEqual({ nap: 'running' });
+      for (const id of [skillRun, stepExecution]) expect((await api(`/api/v1/executions/${id}/status`)).body.status).toBe('working');
+      expect((await api(`/api/v1/workflows/runs/${stepRun}`)).body.run.snapshot.value).toEqual({ run: 'running' });
 
-    const { apiKey } = service;
-    await service.stop('SIGKILL');
-    service = await startService(READY_MS, { stateDir, args: ARGS, restart: true });
-    expect(service.apiKey).toBe(apiKey);
-  }, 2 * READY_MS + 60_000);
+      const { apiKey } = service;
+      await service.stop('SIGKILL');
+      service = await startService(READY_MS, { stateDir, args: ARGS, restart: true });
+      expect(service.apiKey).toBe(apiKey);
+    },
+    2 * READY_MS + 60_000,
+  );
 
   afterAll(async () => {
     await service?.stop();
@@ -180,7 +189,10 @@ describe('a crash of wrangler dev and a restart on the same state', () => {
     expect(detail.run.status).toBe('success');
     expect(Object.keys(detail.steps).sort()).toEqual(['after', 'run', 'shape']);
     // The step's execution is the one that was cut off, resumed and completed: not a second run.
-    expect(detail.steps.run).toEqual({ status: 'success', output: { executionId: stepExecution, status: 'completed', text: expect.stringMatching(/^## E2E Restart\n/) } });
+    expect(detail.steps.run).toEqual({
+      status: 'success',
+      output: { executionId: stepExecution, status: 'completed', text: expect.stringMatching(/^## E2E Restart\n/) },
+    });
     expect(detail.steps.run.output.text.split('## E2E Restart')).toHaveLength(2);
     expect(detail.run.snapshot.result).toEqual({ summary: detail.steps.run.output.text });
     const history = (await api('/api/v1/executions?limit=10')).body.items as { executionId: string; inputText: string; status: string }[];

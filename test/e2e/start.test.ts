@@ -20,7 +20,9 @@ describe('npm start', () => {
   });
 
   it('serves the whole built-in catalog in the marketplace', async () => {
-    const bundles = readdirSync('catalog/skills', { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+    const bundles = readdirSync('catalog/skills', { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
     const res = await fetch(`${service.base}/api/v1/marketplace/skills`);
     expect(res.status).toBe(200);
     const slugs = ((await res.json()) as { slug: string }[]).map((s) => s.slug);
@@ -35,7 +37,9 @@ describe('npm start', () => {
       method: 'PUT',
       body: JSON.stringify({ name: 'E2E Notes', description: 'Summarises.', category: 'productivity', prompt: '# E2E Notes\nSummarise.' }),
     });
-    const created = (await (await api('/api/v1/executions', { method: 'POST', body: JSON.stringify({ skill_slug: 'e2e-notes', input: 'Ship it. Tell Ana.' }) })).json()) as { id: string };
+    const created = (await (
+      await api('/api/v1/executions', { method: 'POST', body: JSON.stringify({ skill_slug: 'e2e-notes', input: 'Ship it. Tell Ana.' }) })
+    ).json()) as { id: string };
     const { sseUrl } = (await (await api(`/api/v1/executions/${created.id}/stream-token`)).json()) as { sseUrl: string };
     const stream = await fetch(sseUrl.replace(new URL(sseUrl).origin, service.base));
     expect(stream.status).toBe(200);

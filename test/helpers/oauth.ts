@@ -9,7 +9,10 @@ export const REDIRECT = 'https://client.example/callback';
 export const raw = (path: string, init: RequestInit = {}) => exports.default.fetch(`${BASE}${path}`, { redirect: 'manual', ...init });
 
 export const b64url = (bytes: ArrayBuffer | Uint8Array) =>
-  btoa(String.fromCharCode(...new Uint8Array(bytes))).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  btoa(String.fromCharCode(...new Uint8Array(bytes)))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '');
 
 export async function pkce() {
   const verifier = b64url(crypto.getRandomValues(new Uint8Array(32)));
@@ -26,7 +29,14 @@ let registrations = 0;
 export async function register(body: Record<string, unknown> = {}) {
   return call('/auth/oauth2/register', {
     headers: { 'cf-connecting-ip': `2001:db8:1::${(++registrations).toString(16)}` },
-    body: { client_name: 'Test client', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', ...body },
+    body: {
+      client_name: 'Test client',
+      redirect_uris: [REDIRECT],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+      ...body,
+    },
   });
 }
 
@@ -34,7 +44,10 @@ export const cookieHeader = (user: TestUser, csrf?: string) => `__Host-session=$
 
 /** The value of a `Set-Cookie` named `name`. */
 export const setCookieValue = (res: Response, name: string) =>
-  res.headers.getSetCookie().map((c) => new RegExp(`^${name}=([^;]*)`).exec(c)?.[1]).find((v) => v !== undefined);
+  res.headers
+    .getSetCookie()
+    .map((c) => new RegExp(`^${name}=([^;]*)`).exec(c)?.[1])
+    .find((v) => v !== undefined);
 
 export const hidden = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1];
 
@@ -65,7 +78,11 @@ export function authorizeQuery(clientId: string, challenge: string, scope: strin
  * Runs authorize and the consent form as a browser would; answers the code. `options.query`
  * adds authorize parameters (`resource`); `options.untick` clears those scope checkboxes.
  */
-export async function authorizeCode(scope: string, existing?: { user?: TestUser; clientId?: string }, options: { query?: Record<string, string>; untick?: string[] } = {}) {
+export async function authorizeCode(
+  scope: string,
+  existing?: { user?: TestUser; clientId?: string },
+  options: { query?: Record<string, string>; untick?: string[] } = {},
+) {
   const user = existing?.user ?? (await signUp('OAuth User'));
   const clientId = existing?.clientId ?? (await register()).body.client_id;
   const { verifier, challenge } = await pkce();
@@ -105,4 +122,3 @@ export async function tokensFor(scope: string, options: Parameters<typeof author
   expect(res.status).toBe(200);
   return { ...flow, tokens: (await res.json()) as Record<string, any> };
 }
-

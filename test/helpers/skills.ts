@@ -29,25 +29,19 @@ export const catalogEntry = (
   slug,
   repository: 'https://git.example.test/team/skills',
   commitHash: opts.commitHash ?? 'c0ffee0000000000000000000000000000000000',
-  files: [
-    { path: 'SKILL.md', base64: b64(skillMd(slug, opts)) },
-    ...Object.entries(opts.extra ?? {}).map(([path, text]) => ({ path, base64: b64(text) })),
-  ],
+  files: [{ path: 'SKILL.md', base64: b64(skillMd(slug, opts)) }, ...Object.entries(opts.extra ?? {}).map(([path, text]) => ({ path, base64: b64(text) }))],
 });
 
 /** Loads entries into the marketplace through the importer's own service function. */
 export const seedCatalog = (entries: CatalogEntry[]) => importCatalog(drizzle(env.DB, { schema }), env.BUCKET, entries);
 
-export const zipOf = (files: Record<string, string>) =>
-  zipSync(Object.fromEntries(Object.entries(files).map(([p, t]) => [p, new TextEncoder().encode(t)])));
+export const zipOf = (files: Record<string, string>) => zipSync(Object.fromEntries(Object.entries(files).map(([p, t]) => [p, new TextEncoder().encode(t)])));
 
 /** An artifact row plus its R2 object, as the executions issue will create them. */
 export async function seedArtifact(workspaceId: string, bytes: Uint8Array, name = 'bundle.zip') {
   const key = `workspaces/${workspaceId}/artifacts/${crypto.randomUUID()}/${name}`;
   await env.BUCKET.put(key, bytes);
-  const row = await env.DB.prepare(
-    'INSERT INTO artifacts (workspace_id, name, content_type, size, r2_key, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id',
-  )
+  const row = await env.DB.prepare('INSERT INTO artifacts (workspace_id, name, content_type, size, r2_key, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id')
     .bind(workspaceId, name, 'application/zip', bytes.length, key, Date.now())
     .first<{ id: number }>();
   return { id: `art_${row!.id}`, key };

@@ -45,6 +45,10 @@ export const turnOf = (user: TestUser | null, extra: Partial<TurnInput> = {}): T
 export async function keyTurn(user: TestUser, scopes: string[]): Promise<TurnInput> {
   const key = await createKey(user, scopes);
   const db = drizzle(env.DB, { schema });
-  const principal = (await resolvePrincipal(db, { apiKey: key.key, sessionToken: undefined, workspaceSelector: undefined }, { requestId: 'req-key-turn', ip: null, userAgent: null }))!;
+  const principal = (await resolvePrincipal(
+    db,
+    { apiKey: key.key, sessionToken: undefined, workspaceSelector: undefined },
+    { requestId: 'req-key-turn', ip: null, userAgent: null },
+  ))!;
   return turnOf(user, { apiKeyId: apiKeyIdOf(principal), requestId: 'req-key-turn', actor: runActor(principal, RUN) });
 }

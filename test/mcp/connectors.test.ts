@@ -4,7 +4,8 @@ import { connectMcp, failure, ok } from '../helpers/mcp';
 
 const REPO = 'octo-org/widgets';
 const newToken = () => `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
-const github = (path: string, token: string) => fetch(`${inject('fixtureOrigin')}/github${path}`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.json() as Promise<any>);
+const github = (path: string, token: string) =>
+  fetch(`${inject('fixtureOrigin')}/github${path}`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.json() as Promise<any>);
 
 /** A workspace whose key holds every connector scope, connected to the fake GitHub through the tool. */
 async function setup(scopes = ['connector:list', 'connector:github:read', 'connector:github:exec'], connected = true) {
@@ -23,10 +24,15 @@ describe('connector tools over MCP', () => {
     const connected = ok(await client.callTool({ name: 'connect-connector', arguments: { connector: 'github', token } }));
     expect(connected).toMatchObject({ status: 'connected', account: `octo-${token.slice(12)}`, tokenPreview: `…${token.slice(-4)}` });
     expect(JSON.stringify(connected)).not.toContain(token);
-    expect(ok(await client.callTool({ name: 'get-connector-status', arguments: { connector: 'github' } }))).toMatchObject({ status: 'connected', rateLimit: { limit: 5000, remaining: 4999 } });
+    expect(ok(await client.callTool({ name: 'get-connector-status', arguments: { connector: 'github' } }))).toMatchObject({
+      status: 'connected',
+      rateLimit: { limit: 5000, remaining: 4999 },
+    });
     expect(ok(await client.callTool({ name: 'disconnect-connector', arguments: { connector: 'github' } })).status).toBe('not_connected');
     expect(ok(await client.callTool({ name: 'list-connectors', arguments: {} })).connectors[0].status).toBe('not_connected');
-    expect(failure(await client.callTool({ name: 'connect-connector', arguments: { connector: 'github', token: 'ghp_wrong' } }), 'INVALID_INPUT').details).toMatchObject({ field: 'token', rule: 'rejected' });
+    expect(
+      failure(await client.callTool({ name: 'connect-connector', arguments: { connector: 'github', token: 'ghp_wrong' } }), 'INVALID_INPUT').details,
+    ).toMatchObject({ field: 'token', rule: 'rejected' });
   });
 
   it('list-github-repos follows GitHub’s Link pages to the end', async () => {
@@ -36,7 +42,13 @@ describe('connector tools over MCP', () => {
     expect(repositories).toHaveLength(231);
     expect(truncated).toBe(false);
     expect(new Set(repositories.map((r: { fullName: string }) => r.fullName)).size).toBe(231);
-    expect(repositories[0]).toEqual({ fullName: REPO, private: false, defaultBranch: 'main', description: 'The widget factory', htmlUrl: `https://github.example.test/${REPO}` });
+    expect(repositories[0]).toEqual({
+      fullName: REPO,
+      private: false,
+      defaultBranch: 'main',
+      description: 'The widget factory',
+      htmlUrl: `https://github.example.test/${REPO}`,
+    });
     expect(repositories.at(-1).fullName).toBe('octo-org/repo-230');
   });
 
@@ -54,10 +66,20 @@ describe('connector tools over MCP', () => {
     expect(under.entries.map((e: { path: string }) => e.path)).toEqual(['src/index.ts', 'src/lib', 'src/lib/widget.ts']);
 
     const file = ok(await client.callTool({ name: 'get-source-content', arguments: { repo: REPO, path: 'README.md', ref: 'develop' } }));
-    expect(file).toMatchObject({ repo: REPO, path: 'README.md', ref: 'develop', encoding: 'utf-8', content: '# Widgets (develop)\n\nUnreleased changes.\n', size: 41 });
+    expect(file).toMatchObject({
+      repo: REPO,
+      path: 'README.md',
+      ref: 'develop',
+      encoding: 'utf-8',
+      content: '# Widgets (develop)\n\nUnreleased changes.\n',
+      size: 41,
+    });
     const binary = ok(await client.callTool({ name: 'get-source-content', arguments: { repo: REPO, path: 'assets/logo.png' } }));
     expect(binary).toMatchObject({ encoding: 'base64', content: 'iVBORw0KGgoA//4=', size: 11 });
-    expect(failure(await client.callTool({ name: 'get-source-content', arguments: { repo: REPO, path: 'src' } }), 'INVALID_INPUT').details).toMatchObject({ field: 'path', rule: 'not_a_file' });
+    expect(failure(await client.callTool({ name: 'get-source-content', arguments: { repo: REPO, path: 'src' } }), 'INVALID_INPUT').details).toMatchObject({
+      field: 'path',
+      rule: 'not_a_file',
+    });
   });
 
   it('answers GitHub’s 404 as NOT_FOUND and its 401 as CONNECTOR_NOT_CONNECTED', async () => {
@@ -75,7 +97,10 @@ describe('connector tools over MCP', () => {
   it('answers GitHub’s exhausted rate limit as RATE_LIMITED with the seconds until its reset', async () => {
     const { client } = await setup(undefined, false);
     // The fixture lets this token sign in (it is valid) but it has no requests left.
-    const error = failure(await client.callTool({ name: 'connect-connector', arguments: { connector: 'github', token: 'ghp_fixture_ratelimited' } }), 'RATE_LIMITED');
+    const error = failure(
+      await client.callTool({ name: 'connect-connector', arguments: { connector: 'github', token: 'ghp_fixture_ratelimited' } }),
+      'RATE_LIMITED',
+    );
     expect(error.details.retryAfterSeconds).toBeGreaterThan(3500);
   });
 
@@ -109,8 +134,15 @@ describe('connector tools over MCP', () => {
     expect(all.map((a: { name: string }) => a.name)).toEqual(['create_issue', 'comment_on_issue', 'open_pull_request']);
     const pr = ok(await client.callTool({ name: 'search-connector-actions', arguments: { query: 'Pull Request' } })).actions;
     expect(pr.map((a: { name: string }) => a.name)).toEqual(['comment_on_issue', 'open_pull_request']);
-    expect(pr[1]).toMatchObject({ connector: 'github', writes: true, scope: 'connector:github:exec', inputSchema: { type: 'object', required: ['repo', 'title', 'head', 'base'] } });
-    expect(ok(await client.callTool({ name: 'search-connector-actions', arguments: { query: 'draft github' } })).actions.map((a: { name: string }) => a.name)).toEqual(['open_pull_request']);
+    expect(pr[1]).toMatchObject({
+      connector: 'github',
+      writes: true,
+      scope: 'connector:github:exec',
+      inputSchema: { type: 'object', required: ['repo', 'title', 'head', 'base'] },
+    });
+    expect(
+      ok(await client.callTool({ name: 'search-connector-actions', arguments: { query: 'draft github' } })).actions.map((a: { name: string }) => a.name),
+    ).toEqual(['open_pull_request']);
     expect(ok(await client.callTool({ name: 'search-connector-actions', arguments: { query: 'calendar' } })).actions).toEqual([]);
     expect(ok(await client.callTool({ name: 'list-connector-triggers', arguments: {} })).triggers).toEqual([
       { connector: 'github', name: 'push', description: expect.any(String), delivery: 'not_wired' },
@@ -120,24 +152,51 @@ describe('connector tools over MCP', () => {
 
   it('run-connector-action creates an issue, comments on it and opens a pull request on GitHub, audited', async () => {
     const { user, client, token } = await setup();
-    const issue = ok(await client.callTool({ name: 'run-connector-action', arguments: { connector: 'github', action: 'create_issue', input: { repo: REPO, title: 'Sprockets rattle', body: 'Loudly.', labels: ['bug'] } } }));
+    const issue = ok(
+      await client.callTool({
+        name: 'run-connector-action',
+        arguments: { connector: 'github', action: 'create_issue', input: { repo: REPO, title: 'Sprockets rattle', body: 'Loudly.', labels: ['bug'] } },
+      }),
+    );
     expect(issue).toMatchObject({ connector: 'github', action: 'create_issue', result: { repo: REPO, title: 'Sprockets rattle', number: expect.any(Number) } });
     const number = issue.result.number;
-    expect(await github(`/repos/${REPO}/issues/${number}`, token)).toMatchObject({ title: 'Sprockets rattle', body: 'Loudly.', labels: [{ name: 'bug' }], user: { login: `octo-${token.slice(12)}` } });
+    expect(await github(`/repos/${REPO}/issues/${number}`, token)).toMatchObject({
+      title: 'Sprockets rattle',
+      body: 'Loudly.',
+      labels: [{ name: 'bug' }],
+      user: { login: `octo-${token.slice(12)}` },
+    });
 
-    const comment = ok(await client.callTool({ name: 'run-connector-action', arguments: { connector: 'github', action: 'comment_on_issue', input: { repo: REPO, issue_number: number, body: 'Confirmed.' } } }));
+    const comment = ok(
+      await client.callTool({
+        name: 'run-connector-action',
+        arguments: { connector: 'github', action: 'comment_on_issue', input: { repo: REPO, issue_number: number, body: 'Confirmed.' } },
+      }),
+    );
     expect(comment.result).toMatchObject({ repo: REPO, issueNumber: number, id: expect.any(Number) });
-    expect(await github(`/repos/${REPO}/issues/${number}/comments`, token)).toEqual([{ id: comment.result.id, body: 'Confirmed.', user: { login: `octo-${token.slice(12)}` } }]);
+    expect(await github(`/repos/${REPO}/issues/${number}/comments`, token)).toEqual([
+      { id: comment.result.id, body: 'Confirmed.', user: { login: `octo-${token.slice(12)}` } },
+    ]);
 
-    const pull = ok(await client.callTool({ name: 'run-connector-action', arguments: { connector: 'github', action: 'open_pull_request', input: { repo: REPO, title: 'Quiet sprockets', head: 'feature/sprockets', base: 'main', draft: true } } }));
+    const pull = ok(
+      await client.callTool({
+        name: 'run-connector-action',
+        arguments: {
+          connector: 'github',
+          action: 'open_pull_request',
+          input: { repo: REPO, title: 'Quiet sprockets', head: 'feature/sprockets', base: 'main', draft: true },
+        },
+      }),
+    );
     expect(pull.result).toMatchObject({ repo: REPO, state: 'open', draft: true, htmlUrl: expect.stringContaining('/pull/') });
 
     const audit = await call('/api/v1/audit-logs', { token: user.token });
-    expect(audit.body.data.filter((e: { action: string }) => e.action === 'connector.action').map((e: { metadata: { action: string } }) => e.metadata.action).sort()).toEqual([
-      'comment_on_issue',
-      'create_issue',
-      'open_pull_request',
-    ]);
+    expect(
+      audit.body.data
+        .filter((e: { action: string }) => e.action === 'connector.action')
+        .map((e: { metadata: { action: string } }) => e.metadata.action)
+        .sort(),
+    ).toEqual(['comment_on_issue', 'create_issue', 'open_pull_request']);
   });
 
   it('run-connector-action checks the input against the action’s JSON Schema, and GitHub’s 422 is INVALID_INPUT', async () => {
@@ -148,7 +207,11 @@ describe('connector tools over MCP', () => {
     expect(failure(await run('create_issue', { repo: REPO, title: 'x', extra: 1 }), 'INVALID_INPUT').details.rule).toBe('schema');
     expect(failure(await run('delete_repo', {}), 'INVALID_INPUT').details).toMatchObject({ field: 'action', rule: 'unknown' });
     const refused = failure(await run('open_pull_request', { repo: REPO, title: 'x', head: 'no-such-branch', base: 'main' }), 'INVALID_INPUT');
-    expect(refused.details).toMatchObject({ rule: 'github_validation', upstreamStatus: 422, errors: [{ resource: 'PullRequest', field: 'head', code: 'invalid' }] });
+    expect(refused.details).toMatchObject({
+      rule: 'github_validation',
+      upstreamStatus: 422,
+      errors: [{ resource: 'PullRequest', field: 'head', code: 'invalid' }],
+    });
     failure(await run('comment_on_issue', { repo: REPO, issue_number: 99999, body: 'x' }), 'NOT_FOUND');
   });
 
@@ -158,14 +221,21 @@ describe('connector tools over MCP', () => {
     expect(failure(await noList.callTool({ name: 'list-connectors', arguments: {} }), 'FORBIDDEN').details).toEqual({ scope: 'connector:list' });
 
     const lister = await connectMcp({ 'x-api-key': (await createKey(user, ['connector:list'])).key });
-    expect(failure(await lister.callTool({ name: 'list-sources', arguments: { repo: REPO } }), 'FORBIDDEN').details).toEqual({ scope: 'connector:github:read' });
+    expect(failure(await lister.callTool({ name: 'list-sources', arguments: { repo: REPO } }), 'FORBIDDEN').details).toEqual({
+      scope: 'connector:github:read',
+    });
     expect(failure(await lister.callTool({ name: 'list-github-repos', arguments: {} }), 'FORBIDDEN').details).toEqual({ scope: 'connector:github:read' });
 
     const reader = await connectMcp({ 'x-api-key': (await createKey(user, ['connector:list', 'connector:github:read'])).key });
     expect(ok(await reader.callTool({ name: 'list-branches', arguments: { repo: REPO } })).branches).toHaveLength(3);
-    const denied = failure(await reader.callTool({ name: 'run-connector-action', arguments: { connector: 'github', action: 'create_issue', input: { repo: REPO, title: 'x' } } }), 'FORBIDDEN');
+    const denied = failure(
+      await reader.callTool({ name: 'run-connector-action', arguments: { connector: 'github', action: 'create_issue', input: { repo: REPO, title: 'x' } } }),
+      'FORBIDDEN',
+    );
     expect(denied.details).toEqual({ scope: 'connector:github:exec' });
-    expect(failure(await reader.callTool({ name: 'disconnect-connector', arguments: { connector: 'github' } }), 'FORBIDDEN').details).toEqual({ scope: 'connector:github:exec' });
+    expect(failure(await reader.callTool({ name: 'disconnect-connector', arguments: { connector: 'github' } }), 'FORBIDDEN').details).toEqual({
+      scope: 'connector:github:exec',
+    });
     expect(ok(await reader.callTool({ name: 'get-connector-status', arguments: { connector: 'github' } })).status).toBe('connected');
   });
 
@@ -188,6 +258,9 @@ describe('execute-skill with a connector', () => {
     ok(await client.callTool({ name: 'connect-connector', arguments: { connector: 'github', token } }));
     const started = ok(await client.callTool({ name: 'execute-skill', arguments: { slug: 'reviewer', input: 'Review', connector } }));
     expect(started.status).toBe('started');
-    failure(await client.callTool({ name: 'execute-skill', arguments: { slug: 'reviewer', input: 'Review', connector: { type: 'svn', fields: {} } } }), 'INVALID_CONNECTOR');
+    failure(
+      await client.callTool({ name: 'execute-skill', arguments: { slug: 'reviewer', input: 'Review', connector: { type: 'svn', fields: {} } } }),
+      'INVALID_CONNECTOR',
+    );
   });
 });

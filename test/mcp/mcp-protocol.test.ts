@@ -40,7 +40,9 @@ describe('prompts', () => {
   it('are the installed skills, each with an input argument', async () => {
     const { client } = await setup();
     const { prompts } = await client.listPrompts();
-    expect(prompts).toEqual([{ name: 'notes', title: 'Notes', description: 'Summarises.', arguments: [{ name: 'input', description: expect.any(String), required: true }] }]);
+    expect(prompts).toEqual([
+      { name: 'notes', title: 'Notes', description: 'Summarises.', arguments: [{ name: 'input', description: expect.any(String), required: true }] },
+    ]);
     const prompt = await client.getPrompt({ name: 'notes', arguments: { input: 'Friday launch' } });
     expect(prompt.messages).toEqual([{ role: 'user', content: { type: 'text', text: '# Notes\nSummarise.\n\n---\n\nFriday launch' } }]);
     await expect(client.getPrompt({ name: 'no-such-skill', arguments: { input: 'x' } })).rejects.toMatchObject({ code: ErrorCode.InvalidParams });
@@ -57,7 +59,9 @@ describe('resources', () => {
     const { resourceTemplates } = await client.listResourceTemplates();
     expect(resourceTemplates.map((t) => t.uriTemplate)).toEqual(['artifact://{artifactId}', 'skill://{slug}/{+path}', 'workflow://{workflowId}']);
 
-    expect((await client.readResource({ uri: 'memory://workspace' })).contents).toEqual([{ uri: 'memory://workspace', mimeType: 'text/markdown', text: '# Team\nShip Friday.' }]);
+    expect((await client.readResource({ uri: 'memory://workspace' })).contents).toEqual([
+      { uri: 'memory://workspace', mimeType: 'text/markdown', text: '# Team\nShip Friday.' },
+    ]);
     const skillMd = (await client.readResource({ uri: 'skill://notes/SKILL.md' })).contents[0] as { text: string };
     expect(skillMd.text).toContain('Summarise.');
     const workflow = (await client.readResource({ uri: 'workflow://wait' })).contents[0] as { text: string };
@@ -78,7 +82,10 @@ describe('resources', () => {
     await expect(client.readResource({ uri: 'memory://workspace' })).rejects.toBeInstanceOf(McpError);
 
     const { tokens } = await tokensFor('profile:read');
-    const refused = await post({ jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: 'memory://workspace' } }, { authorization: `Bearer ${tokens.access_token}` });
+    const refused = await post(
+      { jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: 'memory://workspace' } },
+      { authorization: `Bearer ${tokens.access_token}` },
+    );
     expect(refused.status).toBe(403);
     expect(refused.headers.get('www-authenticate')).toContain('error="insufficient_scope", scope="memory:read"');
   });
@@ -116,7 +123,9 @@ describe('live progress', () => {
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params));
     const progress: Progress[] = [];
     const started = ok(
-      await client.callTool({ name: 'execute-skill', arguments: { slug: 'notes', input: 'We ship Friday. Ana writes the notes.' } }, undefined, { onprogress: (p) => progress.push(p) }),
+      await client.callTool({ name: 'execute-skill', arguments: { slug: 'notes', input: 'We ship Friday. Ana writes the notes.' } }, undefined, {
+        onprogress: (p) => progress.push(p),
+      }),
     );
     expect(started).toMatchObject({ executionId: expect.stringMatching(/^exec_\d+$/), status: 'started' });
     // The answer came after the run ended.
@@ -139,7 +148,12 @@ describe('live progress', () => {
     expect(logs).toEqual([]);
 
     const sse = await post(
-      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'execute-skill', arguments: { slug: 'notes', input: 'Again.' }, _meta: { progressToken: 'p1' } } },
+      {
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'tools/call',
+        params: { name: 'execute-skill', arguments: { slug: 'notes', input: 'Again.' }, _meta: { progressToken: 'p1' } },
+      },
       { 'x-api-key': key, 'mcp-protocol-version': '2025-06-18' },
     );
     expect(sse.headers.get('content-type')).toContain('text/event-stream');
@@ -148,7 +162,10 @@ describe('live progress', () => {
     expect(events).toContain('"progressToken":"p1"');
     expect(events).toContain('"id":3');
 
-    const plain = await post({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'list-executions', arguments: {} } }, { 'x-api-key': key, 'mcp-protocol-version': '2025-06-18' });
+    const plain = await post(
+      { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'list-executions', arguments: {} } },
+      { 'x-api-key': key, 'mcp-protocol-version': '2025-06-18' },
+    );
     expect(plain.headers.get('content-type')).toContain('application/json');
   });
 });

@@ -77,7 +77,9 @@ describe('the MCP endpoint', () => {
     await seedCatalog([catalogEntry(slug, { title: 'MCP Skill', category: 'research' })]);
     const { client } = await setup();
     expect(ok(await client.callTool({ name: 'install-skill', arguments: { slug } }))).toMatchObject({ slug, name: 'MCP Skill', versionNumber: 1 });
-    expect(ok(await client.callTool({ name: 'list-installed-skills', arguments: {} })).skills.map((s: { slug: string }) => s.slug)).toEqual([slug, 'notes'].sort());
+    expect(ok(await client.callTool({ name: 'list-installed-skills', arguments: {} })).skills.map((s: { slug: string }) => s.slug)).toEqual(
+      [slug, 'notes'].sort(),
+    );
     expect(ok(await client.callTool({ name: 'get-skill-details', arguments: { slug } }))).toMatchObject({ slug, filesCount: 1, bundleType: 'agent-skills' });
     expect(ok(await client.callTool({ name: 'uninstall-skill', arguments: { slug } }))).toEqual({ success: true });
     failure(await client.callTool({ name: 'get-skill-details', arguments: { slug } }), 'NOT_FOUND');
@@ -96,11 +98,17 @@ describe('the MCP endpoint', () => {
     const history = ok(await client.callTool({ name: 'list-executions', arguments: { channels: ['mcp'] } }));
     expect(history.items).toEqual([expect.objectContaining({ executionId: started.executionId, source: 'mcp', interface: 'mcp' })]);
     expect(ok(await client.callTool({ name: 'list-executions', arguments: { channels: ['api'] } })).items).toEqual([]);
-    expect(ok(await client.callTool({ name: 'cancel-execution', arguments: { executionId: started.executionId } }))).toMatchObject({ processKilled: false, actualStatus: 'completed' });
+    expect(ok(await client.callTool({ name: 'cancel-execution', arguments: { executionId: started.executionId } }))).toMatchObject({
+      processKilled: false,
+      actualStatus: 'completed',
+    });
 
     const artifacts = ok(await client.callTool({ name: 'list-artifacts', arguments: {} })).data;
     const output = artifacts.find((a: { name: string }) => a.name === 'output.md');
-    expect(ok(await client.callTool({ name: 'get-artifact', arguments: { artifactId: output.id } }))).toMatchObject({ id: output.id, executionId: started.executionId });
+    expect(ok(await client.callTool({ name: 'get-artifact', arguments: { artifactId: output.id } }))).toMatchObject({
+      id: output.id,
+      executionId: started.executionId,
+    });
     const downloaded = ok(await client.callTool({ name: 'download-artifact', arguments: { artifactId: output.id } }));
     expect(downloaded).toMatchObject({ encoding: 'utf-8', content: expect.stringContaining('## Notes') });
     expect(ok(await client.callTool({ name: 'delete-artifact', arguments: { artifactId: output.id } }))).toEqual({ success: true });
@@ -174,7 +182,10 @@ describe('the workflow tools', () => {
     expect(ok(await client.callTool({ name: 'list-workflow-runs', arguments: {} })).runs.map((r: { runId: string }) => r.runId)).toEqual([started.runId]);
     expect(ok(await client.callTool({ name: 'get-workflow-run', arguments: { runId: started.runId } })).run).toMatchObject({ status: 'suspended' });
     failure(await client.callTool({ name: 'resume-workflow-run', arguments: { runId: started.runId, stepId: 'nope', resumeData: {} } }), 'STEP_MISMATCH');
-    expect(ok(await client.callTool({ name: 'resume-workflow-run', arguments: { runId: started.runId, resumeData: { ok: true } } }))).toEqual({ runId: started.runId, status: 'running' });
+    expect(ok(await client.callTool({ name: 'resume-workflow-run', arguments: { runId: started.runId, resumeData: { ok: true } } }))).toEqual({
+      runId: started.runId,
+      status: 'running',
+    });
     const { run } = await waitForRun(user, started.runId, ['success']);
     expect(run.snapshot.result).toEqual({ answer: true });
 
@@ -214,7 +225,9 @@ describe('the MCP endpoint over HTTP', () => {
     ] as [Record<string, string>, string][]) {
       const res = await post(headers);
       expect(res.status).toBe(401);
-      expect(res.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"${problem}, scope="${MCP_STARTING_SCOPES.join(' ')}"`);
+      expect(res.headers.get('www-authenticate')).toBe(
+        `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"${problem}, scope="${MCP_STARTING_SCOPES.join(' ')}"`,
+      );
       expect((await res.json()) as object).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
     }
   });
@@ -233,7 +246,9 @@ describe('the MCP endpoint over HTTP', () => {
       });
     const refused = await callTool('write-memory', { content: 'x', mode: 'append' });
     expect(refused.status).toBe(403);
-    expect(refused.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:write"`);
+    expect(refused.headers.get('www-authenticate')).toBe(
+      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:write"`,
+    );
     expect(await refused.json()).toMatchObject({ error: { code: 'FORBIDDEN', details: { scope: 'memory:write' } } });
     expect((await callTool('read-memory', {})).status).toBe(200);
 
@@ -269,4 +284,3 @@ describe('the MCP endpoint over HTTP', () => {
     expect(viaMcp.headers.get('x-ratelimit-limit')).toBe('100');
   });
 });
-

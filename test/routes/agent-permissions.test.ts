@@ -13,21 +13,21 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 afterEach(() => resetClock());
 
 const keyScopes = async (id: string) => {
-  const row = await env.DB.prepare('SELECT scopes, status FROM api_keys WHERE id = ?').bind(Number(id.slice(4))).first<{ scopes: string; status: string }>();
+  const row = await env.DB.prepare('SELECT scopes, status FROM api_keys WHERE id = ?')
+    .bind(Number(id.slice(4)))
+    .first<{ scopes: string; status: string }>();
   return { scopes: (JSON.parse(row!.scopes) as string[]).sort(), status: row!.status };
 };
 
 const connect = (apiKey: string, body: unknown = {}) => call('/api/v1/agents/connect', { apiKey, body });
 const pollConsent = (apiKey: string, id: string) => call(`/api/v1/agents/connect/poll/${id}`, { apiKey });
-const approveConsent = (user: TestUser, id: string, body: unknown = {}) =>
-  call(`/api/v1/agents/consents/${id}/approve`, { token: user.token, body });
+const approveConsent = (user: TestUser, id: string, body: unknown = {}) => call(`/api/v1/agents/consents/${id}/approve`, { token: user.token, body });
 const denyConsent = (user: TestUser, id: string) => call(`/api/v1/agents/consents/${id}/deny`, { token: user.token, method: 'POST' });
 const requestPermission = (apiKey: string, body: unknown) => call('/api/v1/agents/request-permission', { apiKey, body });
 const pollRequest = (apiKey: string, id: string) => call(`/api/v1/agents/request-permission/poll/${id}`, { apiKey });
 const approveRequest = (user: TestUser, id: string, body: unknown = {}) =>
   call(`/api/v1/agents/permission-requests/${id}/approve`, { token: user.token, body });
-const denyRequest = (user: TestUser, id: string) =>
-  call(`/api/v1/agents/permission-requests/${id}/deny`, { token: user.token, method: 'POST' });
+const denyRequest = (user: TestUser, id: string) => call(`/api/v1/agents/permission-requests/${id}/deny`, { token: user.token, method: 'POST' });
 const readMemory = (apiKey: string, headers: Record<string, string> = {}) => call('/api/v1/memory', { apiKey, headers });
 
 /** A pending request for `scope`, approved by its owner in `mode`. */
@@ -103,7 +103,10 @@ describe('a consent from pending to granted', () => {
     const key = await createKey(user);
     const pending = await connect(key.key, { requestedScopes: ['memory:read', 'memory:write'], agentDisplayName: 'Notes bot', reason: 'to keep notes' });
 
-    const found = await call('/api/v1/agents/connect/by-code', { token: user.token, body: { link_code: pending.body.link_code.toLowerCase().replace('-', ' ') } });
+    const found = await call('/api/v1/agents/connect/by-code', {
+      token: user.token,
+      body: { link_code: pending.body.link_code.toLowerCase().replace('-', ' ') },
+    });
     expect(found.status).toBe(200);
     expect(found.body).toMatchObject({
       kind: 'consent',
@@ -446,7 +449,9 @@ describe('DELETE /api/v1/agents/:keyId/scopes/:scope', () => {
     expectError(await readMemory(key.key), 403, 'FORBIDDEN');
     // Harmless again; unknown scopes and other people's keys are refused.
     expect((await call(`/api/v1/agents/${key.id}/scopes/memory:read`, { token: user.token, method: 'DELETE' })).status).toBe(200);
-    expect(expectError(await call(`/api/v1/agents/${key.id}/scopes/what:ever`, { token: user.token, method: 'DELETE' }), 400, 'INVALID_INPUT').details?.field).toBe('scope');
+    expect(
+      expectError(await call(`/api/v1/agents/${key.id}/scopes/what:ever`, { token: user.token, method: 'DELETE' }), 400, 'INVALID_INPUT').details?.field,
+    ).toBe('scope');
     const other = await signUp();
     expectError(await call(`/api/v1/agents/${key.id}/scopes/profile:read`, { token: other.token, method: 'DELETE' }), 404, 'NOT_FOUND');
     const audit = await call('/api/v1/audit-logs?action=api_key.scope_revoked', { token: user.token });

@@ -8,14 +8,11 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const DEFAULT_SCOPES = ['profile:read', 'agent:list'];
 
 const sha256Hex = async (text: string) =>
-  Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))), (b) =>
-    b.toString(16).padStart(2, '0'),
-  ).join('');
+  Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))), (b) => b.toString(16).padStart(2, '0')).join('');
 
 const numericId = (id: string) => Number(id.slice('key_'.length));
 
-const apiKeyRow = (id: string) =>
-  env.DB.prepare('SELECT * FROM api_keys WHERE id = ?').bind(numericId(id)).first<Record<string, unknown>>();
+const apiKeyRow = (id: string) => env.DB.prepare('SELECT * FROM api_keys WHERE id = ?').bind(numericId(id)).first<Record<string, unknown>>();
 
 const countKeys = async (user: TestUser) => {
   const row = await env.DB.prepare('SELECT COUNT(*) AS n FROM api_keys WHERE user_id = ?').bind(user.user.id).first<{ n: number }>();
@@ -122,11 +119,7 @@ describe('POST /api/v1/api-keys', () => {
 
   it('rejects an unknown scope with 400 INVALID_INPUT naming its position, and creates nothing', async () => {
     const user = await signUp();
-    const error = expectError(
-      await call('/api/v1/api-keys', { token: user.token, body: { name: 'k', scopes: ['nope:read'] } }),
-      400,
-      'INVALID_INPUT',
-    );
+    const error = expectError(await call('/api/v1/api-keys', { token: user.token, body: { name: 'k', scopes: ['nope:read'] } }), 400, 'INVALID_INPUT');
     expect(error.details?.field).toBe('scopes.0');
 
     const second = expectError(
@@ -224,11 +217,7 @@ describe('POST /api/v1/api-keys', () => {
     it('refuses a * key', async () => {
       const user = await signUp();
       const parent = await createKey(user, ['profile:read', 'profile:write', 'agent:list']);
-      const error = expectError(
-        await call('/api/v1/api-keys', { apiKey: parent.key, body: { name: 'all', scopes: ['*'] } }),
-        403,
-        'FORBIDDEN',
-      );
+      const error = expectError(await call('/api/v1/api-keys', { apiKey: parent.key, body: { name: 'all', scopes: ['*'] } }), 403, 'FORBIDDEN');
       expect(error.details).toEqual({ scope: '*' });
     });
 
@@ -265,8 +254,7 @@ describe('POST /api/v1/api-keys', () => {
 describe('POST /api/v1/api-keys with idempotency-key', () => {
   it('replays the first answer (same id, same key) with idempotency-replayed: true, creating one key', async () => {
     const user = await signUp();
-    const send = () =>
-      call('/api/v1/api-keys', { token: user.token, headers: { 'idempotency-key': 'create-bot-1' }, body: { name: 'bot' } });
+    const send = () => call('/api/v1/api-keys', { token: user.token, headers: { 'idempotency-key': 'create-bot-1' }, body: { name: 'bot' } });
     const first = await send();
     const retry = await send();
 
@@ -338,8 +326,7 @@ describe('POST /api/v1/api-keys with idempotency-key', () => {
 
   it('creates exactly one key for concurrent retries', async () => {
     const user = await signUp();
-    const send = () =>
-      call('/api/v1/api-keys', { token: user.token, headers: { 'idempotency-key': 'race' }, body: { name: 'racer' } });
+    const send = () => call('/api/v1/api-keys', { token: user.token, headers: { 'idempotency-key': 'race' }, body: { name: 'racer' } });
     const answers = await Promise.all([send(), send(), send()]);
 
     const created = answers.filter((r) => r.status === 201);
@@ -350,7 +337,7 @@ describe('POST /api/v1/api-keys with idempotency-key', () => {
     expect(await countKeys(user)).toBe(1);
   });
 
-  it("never hands a narrower key the wider key another credential created with the same idempotency-key", async () => {
+  it('never hands a narrower key the wider key another credential created with the same idempotency-key', async () => {
     const user = await signUp();
     const headers = { 'idempotency-key': 'make-admin-key' };
     const body = { name: 'admin', scopes: ['*'] };
@@ -364,7 +351,7 @@ describe('POST /api/v1/api-keys with idempotency-key', () => {
     expect(JSON.stringify(res.body)).not.toContain(wide.body.key);
   });
 
-  it("never hands another member of the workspace the key a colleague created with the same idempotency-key", async () => {
+  it('never hands another member of the workspace the key a colleague created with the same idempotency-key', async () => {
     const owner = await signUp();
     const member = await signUp();
     const asMember = await joinOwnersWorkspace(owner, member);

@@ -13,7 +13,11 @@ const page = (user: TestUser | null, path: string, init: RequestInit & { cookie?
     headers: { ...(init.headers as Record<string, string>), cookie: [user && `__Host-session=${user.token}`, init.cookie].filter(Boolean).join('; ') },
   });
 
-const csrfOf = (res: Response) => res.headers.getSetCookie().map((c) => /^__Host-csrf=([^;]*)/.exec(c)?.[1]).find(Boolean)!;
+const csrfOf = (res: Response) =>
+  res.headers
+    .getSetCookie()
+    .map((c) => /^__Host-csrf=([^;]*)/.exec(c)?.[1])
+    .find(Boolean)!;
 
 /** Opens `path`, then posts `form` from it with the page's CSRF token. */
 async function submit(user: TestUser, path: string, action: string, form: Record<string, string | string[]>) {
@@ -122,9 +126,16 @@ describe('/approve (agent consents and permission requests)', () => {
   it('grants a permission request for the chosen mode, or denies it', async () => {
     const user = await signUp();
     const key = await createKey(user, ['profile:read']);
-    const asked = await call('/api/v1/agents/request-permission', { apiKey: key.key, body: { scope: 'memory:read', reason: 'Need context', mode: 'persistent' } });
+    const asked = await call('/api/v1/agents/request-permission', {
+      apiKey: key.key,
+      body: { scope: 'memory:read', reason: 'Need context', mode: 'persistent' },
+    });
     expect(asked.status).toBe(202);
-    const { html, text } = await submit(user, `/approve?code=${asked.body.link_code}`, '/approve', { code: asked.body.link_code, decision: 'approve', mode: 'session' });
+    const { html, text } = await submit(user, `/approve?code=${asked.body.link_code}`, '/approve', {
+      code: asked.body.link_code,
+      decision: 'approve',
+      mode: 'session',
+    });
     expect(html).toContain('Need context');
     expect(html).toMatch(/id="mode-persistent" name="mode" value="persistent" checked/);
     expect(text).toContain('Permission granted');

@@ -223,11 +223,14 @@ describe('GET /api/v1/audit-logs', () => {
     expect(days(await auditLogs(`?start_date=${from}&end_date=${to}`, opts))).toEqual([`memory.updated@${day2}`]);
     // The same window written with a +02:00 offset.
     const withOffset = (ms: number) => `${new Date(ms + 2 * 3600_000).toISOString().slice(0, 19)}%2B02:00`;
-    expect(
-      days(await auditLogs(`?start_date=${withOffset(day1Noon + DAY - 3600_000)}&end_date=${withOffset(day1Noon + DAY + 3600_000)}`, opts)),
-    ).toEqual([`memory.updated@${day2}`]);
+    expect(days(await auditLogs(`?start_date=${withOffset(day1Noon + DAY - 3600_000)}&end_date=${withOffset(day1Noon + DAY + 3600_000)}`, opts))).toEqual([
+      `memory.updated@${day2}`,
+    ]);
     // A window between entries is empty.
-    const quiet = await auditLogs(`?start_date=${new Date(day1Noon + 3600_000).toISOString()}&end_date=${new Date(day1Noon + DAY - 3600_000).toISOString()}`, opts);
+    const quiet = await auditLogs(
+      `?start_date=${new Date(day1Noon + 3600_000).toISOString()}&end_date=${new Date(day1Noon + DAY - 3600_000).toISOString()}`,
+      opts,
+    );
     expect(quiet.data).toEqual([]);
   });
 

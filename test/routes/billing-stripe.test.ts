@@ -66,7 +66,11 @@ const invoice = (userId: string | null, periodEndMs: number, overrides: Record<s
 async function deliver(payload: string, options: { secret?: string; timestamp?: number; signature?: string | null; body?: string } = {}) {
   const signature =
     options.signature === undefined
-      ? await Stripe.webhooks.generateTestHeaderStringAsync({ payload, secret: options.secret ?? WEBHOOK_SECRET, timestamp: options.timestamp ?? seconds(now()) })
+      ? await Stripe.webhooks.generateTestHeaderStringAsync({
+          payload,
+          secret: options.secret ?? WEBHOOK_SECRET,
+          timestamp: options.timestamp ?? seconds(now()),
+        })
       : options.signature;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (signature !== null) headers['stripe-signature'] = signature;
@@ -104,7 +108,12 @@ describe('GET /api/v1/billing/packs', () => {
 });
 
 describe('POST /api/v1/billing/purchase', () => {
-  const valid = { packId: 'regular', email: 'buyer@example.test', successUrl: 'https://app.example.test/paid', cancelUrl: 'https://app.example.test/cancelled' };
+  const valid = {
+    packId: 'regular',
+    email: 'buyer@example.test',
+    successUrl: 'https://app.example.test/paid',
+    cancelUrl: 'https://app.example.test/cancelled',
+  };
 
   it('refuses each bad field with 400 INVALID_INPUT naming it', async () => {
     const user = await signUp();
@@ -169,10 +178,20 @@ describe('createCheckoutSession (Stripe on a fake fetch, no network)', () => {
   }
 
   const sessionResponse = (id: string) =>
-    new Response(JSON.stringify({ id, object: 'checkout.session', mode: 'payment', payment_status: 'unpaid', status: 'open', url: `https://checkout.stripe.com/c/pay/${id}` }), {
-      status: 200,
-      headers: { 'content-type': 'application/json', 'request-id': 'req_fake' },
-    });
+    new Response(
+      JSON.stringify({
+        id,
+        object: 'checkout.session',
+        mode: 'payment',
+        payment_status: 'unpaid',
+        status: 'open',
+        url: `https://checkout.stripe.com/c/pay/${id}`,
+      }),
+      {
+        status: 200,
+        headers: { 'content-type': 'application/json', 'request-id': 'req_fake' },
+      },
+    );
 
   it('sends exactly the session the webhook will grant from, with the idempotency key, and records it', async () => {
     const user = await signUp();
@@ -248,7 +267,13 @@ describe('createCheckoutSession (Stripe on a fake fetch, no network)', () => {
           headers: { 'content-type': 'application/json' },
         }),
     );
-    const failure = await createCheckoutSession(stripe, db, principal, { ...input, pack: await packOffer(db, principal, 'starter') }, crypto.randomUUID()).catch((e) => e);
+    const failure = await createCheckoutSession(
+      stripe,
+      db,
+      principal,
+      { ...input, pack: await packOffer(db, principal, 'starter') },
+      crypto.randomUUID(),
+    ).catch((e) => e);
     expect(failure).toBeInstanceOf(AppError);
     expect(failure).toMatchObject({ code: 'INVALID_INPUT', status: 400, details: { rule: 'checkout_not_created', stripeCode: 'url_invalid' } });
     expect((await call('/api/v1/audit-logs?action=billing.checkout_created', { token: user.token })).body.data).toEqual([]);
@@ -305,7 +330,14 @@ describe('POST /api/v1/billing/webhook: pack grants', () => {
     expect((await deliver(event('checkout.session.completed', session))).status).toBe(200);
     expect(await balanceOf(user)).toBe(3100);
     const [latest] = (await call('/api/v1/billing/transactions', { token: user.token })).body.transactions;
-    expect(latest).toMatchObject({ userId: user.user.id, amount: 3000, type: 'purchase', description: 'Plus pack: 3000 Ds', paymentSessionId: session.id, executionId: null });
+    expect(latest).toMatchObject({
+      userId: user.user.id,
+      amount: 3000,
+      type: 'purchase',
+      description: 'Plus pack: 3000 Ds',
+      paymentSessionId: session.id,
+      executionId: null,
+    });
   });
 
   it('grants nothing for an unpaid completed checkout, then the pack once its async payment succeeds', async () => {
@@ -331,7 +363,9 @@ describe('POST /api/v1/billing/webhook: pack grants', () => {
       expect(res.body).toEqual({ received: true });
     }
     expect(await balanceOf(user)).toBe(1300);
-    const purchases = (await call('/api/v1/billing/transactions', { token: user.token })).body.transactions.filter((t: { paymentSessionId: string | null }) => t.paymentSessionId === session.id);
+    const purchases = (await call('/api/v1/billing/transactions', { token: user.token })).body.transactions.filter(
+      (t: { paymentSessionId: string | null }) => t.paymentSessionId === session.id,
+    );
     expect(purchases).toHaveLength(1);
   });
 
@@ -404,13 +438,21 @@ describe('POST /api/v1/billing/webhook: basedmode invoices', () => {
   it('reads the user from older API versions’ subscription_details, or from the lines, and falls back to 31 days', async () => {
     const legacy = await signUp();
     await deliver(
-      event('invoice.paid', invoice(null, now() + 30 * DAY, { parent: undefined, subscription: 'sub_legacy', subscription_details: { metadata: { userId: legacy.user.id } } })),
+      event(
+        'invoice.paid',
+        invoice(null, now() + 30 * DAY, { parent: undefined, subscription: 'sub_legacy', subscription_details: { metadata: { userId: legacy.user.id } } }),
+      ),
     );
     expect(await balanceOf(legacy)).toBe(2100);
 
     const byLines = await signUp();
     const before = now();
-    await deliver(event('invoice.paid', invoice(null, 0, { lines: { object: 'list', has_more: false, data: [{ id: 'il_2', metadata: { userId: byLines.user.id }, period: null }] } })));
+    await deliver(
+      event(
+        'invoice.paid',
+        invoice(null, 0, { lines: { object: 'list', has_more: false, data: [{ id: 'il_2', metadata: { userId: byLines.user.id }, period: null }] } }),
+      ),
+    );
     expect(await balanceOf(byLines)).toBe(2100);
     const expires = Date.parse((await tierOf(byLines)).subscriptionExpiresAt);
     expect(expires).toBeGreaterThanOrEqual(before + 31 * DAY);
@@ -465,7 +507,11 @@ describe('GET /api/v1/billing/subscription/tier', () => {
   it('says isTestMode false only with a live key', async () => {
     const user = await signUp();
     const headers = { 'x-auth-token': user.token };
-    for (const [key, testMode] of [['sk_live_abc', false], ['rk_live_abc', false], ['sk_test_abc', true]] as const) {
+    for (const [key, testMode] of [
+      ['sk_live_abc', false],
+      ['rk_live_abc', false],
+      ['sk_test_abc', true],
+    ] as const) {
       const res = await callWith({ STRIPE_SECRET_KEY: key }, '/api/v1/billing/subscription/tier', { headers });
       expect(res.body.isTestMode, key).toBe(testMode);
     }

@@ -22,7 +22,16 @@ describe('balance and transactions', () => {
     const user = await signUp();
     expect((await call('/api/v1/billing/balance', { token: user.token })).body).toEqual({ balance: 100, totalSpent: 0, canExecute: true, isAdmin: false });
     expect((await call('/api/v1/billing/transactions', { token: user.token })).body.transactions).toEqual([
-      { id: expect.any(Number), userId: user.user.id, amount: 100, type: 'purchase', description: 'Welcome grant', executionId: null, paymentSessionId: null, createdAt: expect.any(String) },
+      {
+        id: expect.any(Number),
+        userId: user.user.id,
+        amount: 100,
+        type: 'purchase',
+        description: 'Welcome grant',
+        executionId: null,
+        paymentSessionId: null,
+        createdAt: expect.any(String),
+      },
     ]);
   });
 
@@ -42,7 +51,12 @@ describe('balance and transactions', () => {
   it('shows amounts in Ds with two decimals, signed, and canExecute from what is available', async () => {
     const user = await signUp();
     await settleExecution(db, { userId: user.user.id, executionId: 'exec_77', cost: 5001, description: 'Notes: 1 input and 2 output tokens' });
-    expect((await call('/api/v1/billing/balance', { token: user.token })).body).toEqual({ balance: 49.99, totalSpent: 50.01, canExecute: false, isAdmin: false });
+    expect((await call('/api/v1/billing/balance', { token: user.token })).body).toEqual({
+      balance: 49.99,
+      totalSpent: 50.01,
+      canExecute: false,
+      isAdmin: false,
+    });
     const [usage] = (await call('/api/v1/billing/transactions', { token: user.token })).body.transactions;
     expect(usage).toEqual({
       id: expect.any(Number),
@@ -54,9 +68,19 @@ describe('balance and transactions', () => {
       paymentSessionId: null,
       createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
     });
-    await grantCredits(db, { userId: user.user.id, amount: 1, description: 'top-up', paymentSessionId: 'cs_test_9', businessKey: `test:${crypto.randomUUID()}` });
+    await grantCredits(db, {
+      userId: user.user.id,
+      amount: 1,
+      description: 'top-up',
+      paymentSessionId: 'cs_test_9',
+      businessKey: `test:${crypto.randomUUID()}`,
+    });
     expect((await call('/api/v1/billing/balance', { token: user.token })).body).toMatchObject({ balance: 50, canExecute: true });
-    expect((await call('/api/v1/billing/transactions', { token: user.token })).body.transactions[0]).toMatchObject({ amount: 0.01, type: 'purchase', paymentSessionId: 'cs_test_9' });
+    expect((await call('/api/v1/billing/transactions', { token: user.token })).body.transactions[0]).toMatchObject({
+      amount: 0.01,
+      type: 'purchase',
+      paymentSessionId: 'cs_test_9',
+    });
   });
 
   it('says isAdmin for an account an operator marked so', async () => {
@@ -107,7 +131,13 @@ describe('the run gate and limits', () => {
     await setBalance(user, 49.99);
     const res = await call('/api/v1/skills/notes/run', { token: user.token, body: { input: 'x' } });
     expect(res.status).toBe(402);
-    expect(res.body).toMatchObject({ error: 'INSUFFICIENT_CREDITS', balance: 49.99, availableBalance: 49.99, minimumRequired: 50, details: { serviceCode: 'INSUFFICIENT_CREDITS' } });
+    expect(res.body).toMatchObject({
+      error: 'INSUFFICIENT_CREDITS',
+      balance: 49.99,
+      availableBalance: 49.99,
+      minimumRequired: 50,
+      details: { serviceCode: 'INSUFFICIENT_CREDITS' },
+    });
     expect((await call('/api/v1/executions', { token: user.token })).body.items).toEqual([]);
     await setBalance(user, 50);
     expect((await call('/api/v1/skills/notes/run', { token: user.token, body: { input: 'x' } })).status).toBe(200);
@@ -167,7 +197,9 @@ describe('the run gate and limits', () => {
     expect(balance.totalSpent).toBeGreaterThan(0);
     expect(events.filter((e) => e.type === 'span.model_request_end')).toHaveLength(1);
     // The result shows what was charged, which is the usage transaction of this execution.
-    const charged = (await call('/api/v1/billing/transactions', { token: user.token })).body.transactions.find((t: { executionId: string | null }) => t.executionId === created.body.id);
+    const charged = (await call('/api/v1/billing/transactions', { token: user.token })).body.transactions.find(
+      (t: { executionId: string | null }) => t.executionId === created.body.id,
+    );
     expect(events.find((e) => e.type === 'execution.result')!.payload.cost).toBe(-charged.amount);
   });
 });

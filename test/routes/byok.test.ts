@@ -100,7 +100,12 @@ describe('runs on the user’s own key', () => {
 
     const events = await env.EXECUTION_SESSION.getByName(run.body.executionId).events(0);
     expect(events.find((e) => e.type === 'agent.info')?.payload).toMatchObject({ provider: 'openai', byok: true });
-    expect(events.filter((e) => e.type === 'agent.message').map((e) => (e.payload.content as { text: string }[])[0]!.text).join('')).toBe('Done on your own key.');
+    expect(
+      events
+        .filter((e) => e.type === 'agent.message')
+        .map((e) => (e.payload.content as { text: string }[])[0]!.text)
+        .join(''),
+    ).toBe('Done on your own key.');
     expect(events.find((e) => e.type === 'execution.result')?.payload).toMatchObject({ cost: 0, tokenUsage: { input_tokens: 1200, output_tokens: 300 } });
 
     const { transactions } = (await call('/api/v1/billing/transactions', { token: user.token })).body;
@@ -113,7 +118,9 @@ describe('runs on the user’s own key', () => {
     const user = await signUp();
     await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: SKILL });
     await env.DB.batch([
-      env.DB.prepare("INSERT INTO credit_transactions (user_id, amount, type, description, business_key, created_at) VALUES (?, -10000, 'usage', 'spent', ?, ?)").bind(user.user.id, `spent:${user.user.id}`, Date.now()),
+      env.DB.prepare(
+        "INSERT INTO credit_transactions (user_id, amount, type, description, business_key, created_at) VALUES (?, -10000, 'usage', 'spent', ?, ?)",
+      ).bind(user.user.id, `spent:${user.user.id}`, Date.now()),
       env.DB.prepare('UPDATE credit_accounts SET balance = 0 WHERE user_id = ?').bind(user.user.id),
     ]);
     await byok(user, 'PUT', { key: inject('modelKeys').byok });

@@ -29,7 +29,11 @@ describe('catalog categories', () => {
 
   it('are stored as slugs when a user writes a display name', async () => {
     const user = await signUp();
-    const res = await call('/api/v1/skills/own-notes', { method: 'PUT', token: user.token, body: { name: 'Notes', description: 'Notes.', category: 'Productivity', prompt: '# Notes' } });
+    const res = await call('/api/v1/skills/own-notes', {
+      method: 'PUT',
+      token: user.token,
+      body: { name: 'Notes', description: 'Notes.', category: 'Productivity', prompt: '# Notes' },
+    });
     expect(res.status).toBe(200);
     expect(res.body.category).toBe('productivity');
   });

@@ -82,7 +82,9 @@ describe('POST /api/v1/connectors/:type/connect', () => {
       rateLimit: { limit: 5000, remaining: 4999, resetAt: expect.any(String) },
     });
     expect(JSON.stringify(res.body)).not.toContain(token);
-    const row = await env.DB.prepare('SELECT ciphertext, account FROM connector_connections WHERE workspace_id = ?').bind(user.workspaceId).first<{ ciphertext: string; account: string }>();
+    const row = await env.DB.prepare('SELECT ciphertext, account FROM connector_connections WHERE workspace_id = ?')
+      .bind(user.workspaceId)
+      .first<{ ciphertext: string; account: string }>();
     expect(row!.account).toBe(loginOf(token));
     expect(row!.ciphertext).not.toContain(token);
     const listed = (await call('/api/v1/connectors', { token: user.token })).body.connectors[0];
@@ -94,7 +96,11 @@ describe('POST /api/v1/connectors/:type/connect', () => {
 
   it('refuses a token GitHub answers 401 to, storing nothing', async () => {
     const user = await signUp();
-    const error = expectError(await call('/api/v1/connectors/github/connect', { token: user.token, body: { token: 'ghp_not_a_real_token' } }), 400, 'INVALID_INPUT');
+    const error = expectError(
+      await call('/api/v1/connectors/github/connect', { token: user.token, body: { token: 'ghp_not_a_real_token' } }),
+      400,
+      'INVALID_INPUT',
+    );
     expect(error.details).toMatchObject({ field: 'token', rule: 'rejected' });
     expect(error.message).toContain('Bad credentials');
     expect((await call('/api/v1/connectors/github/status', { token: user.token })).body.status).toBe('not_connected');
@@ -114,13 +120,20 @@ describe('POST /api/v1/connectors/:type/connect', () => {
     const error = expectError(await callWith(broken, '/api/v1/connectors/github/connect', user, { token: newToken() }), 503, 'CONNECTOR_NOT_CONFIGURED');
     expect(error.details).toEqual({ connector: 'github', setting: 'GITHUB_API_BASE_URL' });
     expect((await callWith(broken, '/api/v1/connectors/github/status', user)).body).toMatchObject({ configured: false, status: 'not_configured' });
-    expect((await callWith({ GITHUB_API_BASE_URL: '' }, '/api/v1/connectors', user)).body.connectors[0]).toMatchObject({ configured: false, status: 'not_configured' });
+    expect((await callWith({ GITHUB_API_BASE_URL: '' }, '/api/v1/connectors', user)).body.connectors[0]).toMatchObject({
+      configured: false,
+      status: 'not_configured',
+    });
   });
 
   it('validates the body', async () => {
     const user = await signUp();
-    expect(expectError(await call('/api/v1/connectors/github/connect', { token: user.token, body: {} }), 400, 'INVALID_INPUT').details).toMatchObject({ field: 'token' });
-    expect(expectError(await call('/api/v1/connectors/github/connect', { token: user.token, body: { token: 'two words' } }), 400, 'INVALID_INPUT').details).toMatchObject({ field: 'token' });
+    expect(expectError(await call('/api/v1/connectors/github/connect', { token: user.token, body: {} }), 400, 'INVALID_INPUT').details).toMatchObject({
+      field: 'token',
+    });
+    expect(
+      expectError(await call('/api/v1/connectors/github/connect', { token: user.token, body: { token: 'two words' } }), 400, 'INVALID_INPUT').details,
+    ).toMatchObject({ field: 'token' });
   });
 
   it('needs connector:github:exec besides connector:list, for connect and disconnect', async () => {
@@ -209,7 +222,10 @@ describe('POST /api/v1/skills/:slug/run with a connector', () => {
     const { user, token } = await connected();
     await install(user);
     await fetch(`${fixture()}/github/__revoke`, { method: 'POST', body: JSON.stringify({ token }) });
-    expect(flat(await run(user, { type: 'github', fields: { repo: 'octo-org/widgets' } }), 409, 'CONNECTOR_NOT_CONNECTED')).toMatchObject({ reason: 'token_rejected', upstreamStatus: 401 });
+    expect(flat(await run(user, { type: 'github', fields: { repo: 'octo-org/widgets' } }), 409, 'CONNECTOR_NOT_CONNECTED')).toMatchObject({
+      reason: 'token_rejected',
+      upstreamStatus: 401,
+    });
   });
 
   it('needs connector:github:read on a key besides tool:execute', async () => {
@@ -235,12 +251,16 @@ describe('POST /api/v1/skills/:slug/run with a connector', () => {
     // A rerun reads the same repository.
     const rerun = await call(`/api/v1/executions/${res.body.executionId}/rerun`, { token: user.token, body: { input: 'Again' } });
     expect(rerun.status).toBe(200);
-    const rerunRow = await env.DB.prepare('SELECT repo FROM execution_connectors WHERE execution_id = ?').bind(Number(rerun.body.executionId.replace('exec_', ''))).first();
+    const rerunRow = await env.DB.prepare('SELECT repo FROM execution_connectors WHERE execution_id = ?')
+      .bind(Number(rerun.body.executionId.replace('exec_', '')))
+      .first();
     expect(rerunRow).toEqual({ repo: 'octo-org/widgets' });
     await waitForStatus(user, rerun.body.executionId, 'completed');
     const remote = await run(user, { type: 'remote', fields: {} });
     expect(remote.status).toBe(200);
-    const remoteRow = await env.DB.prepare('SELECT * FROM execution_connectors WHERE execution_id = ?').bind(Number(remote.body.executionId.replace('exec_', ''))).first();
+    const remoteRow = await env.DB.prepare('SELECT * FROM execution_connectors WHERE execution_id = ?')
+      .bind(Number(remote.body.executionId.replace('exec_', '')))
+      .first();
     expect(remoteRow).toMatchObject({ connector_type: 'remote', repo: null });
   });
 });
@@ -249,8 +269,15 @@ describe('a run with a GitHub connector, end to end', () => {
   it('reads a file of the fake repository through its tool: the model (BYOK fixture) calls read_repository_file and quotes it', async () => {
     const { user } = await connected();
     expect((await call('/api/v1/byok', { method: 'PUT', token: user.token, body: { key: inject('modelKeys').byok } })).status).toBe(200);
-    await call('/api/v1/skills/reviewer', { method: 'PUT', token: user.token, body: { name: 'Reviewer', description: 'Reviews code.', category: 'development', prompt: '# Reviewer\nReview.' } });
-    const res = await call('/api/v1/skills/reviewer/run', { token: user.token, body: { input: 'What does the README say?', connector: { type: 'github', fields: { repo: 'octo-org/widgets' } } } });
+    await call('/api/v1/skills/reviewer', {
+      method: 'PUT',
+      token: user.token,
+      body: { name: 'Reviewer', description: 'Reviews code.', category: 'development', prompt: '# Reviewer\nReview.' },
+    });
+    const res = await call('/api/v1/skills/reviewer/run', {
+      token: user.token,
+      body: { input: 'What does the README say?', connector: { type: 'github', fields: { repo: 'octo-org/widgets' } } },
+    });
     expect(res.status).toBe(200);
     const status = await waitForStatus(user, res.body.executionId, 'completed');
     // The fixture model answers with the tool's result: only the fake repository's README could give this text.

@@ -5,7 +5,12 @@ import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { BASE, call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 import { definition, install, launch, waitForRun } from '../helpers/workflows';
 
-const SKILL = { name: 'Meeting Summarizer', description: 'Summarises notes.', category: 'productivity', prompt: '# Meeting Summarizer\nYou summarise meeting notes.' };
+const SKILL = {
+  name: 'Meeting Summarizer',
+  description: 'Summarises notes.',
+  category: 'productivity',
+  prompt: '# Meeting Summarizer\nYou summarise meeting notes.',
+};
 
 async function setup() {
   const user = await signUp();
@@ -107,12 +112,19 @@ describe('the control-plane WebSocket', () => {
     const progress = mine.slice(1, -1);
     expect(progress.every((m) => m.type === 'execution-progress')).toBe(true);
     // execution.result is folded into the completion (its cost).
-    expect(progress.map((m) => m.event)).toEqual(expect.arrayContaining(['agent.info', 'agent.thinking', 'agent.tool_use', 'agent.message', 'span.model_request_end']));
+    expect(progress.map((m) => m.event)).toEqual(
+      expect.arrayContaining(['agent.info', 'agent.thinking', 'agent.tool_use', 'agent.message', 'span.model_request_end']),
+    );
     const block = progress.find((m) => m.event === 'agent.message' && m.outputBlock.text.includes('- We ship Friday.'));
     expect(block.outputBlock.type).toBe('text');
     const seqs = mine.map((m) => m.seq);
     expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
-    expect(messages.filter((m) => m.type === 'cache-invalidate')).toContainEqual({ type: 'cache-invalidate', resource: 'skills', method: 'POST', path: '/api/v1/skills/meeting-summarizer/run' });
+    expect(messages.filter((m) => m.type === 'cache-invalidate')).toContainEqual({
+      type: 'cache-invalidate',
+      resource: 'skills',
+      method: 'POST',
+      path: '/api/v1/skills/meeting-summarizer/run',
+    });
 
     await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'Notes' } });
     await until(() => messages.find((m) => m.type === 'cache-invalidate' && m.resource === 'memory'), 'cache-invalidate');
@@ -141,12 +153,12 @@ describe('the control-plane WebSocket', () => {
     }, 'the workflow announcements');
     expect(announced).toEqual(paths);
     const audit = await call('/api/v1/audit-logs?limit=50', { token: user.token });
-    expect(audit.body.data.map((e: { action: string }) => e.action).filter((a: string) => a.startsWith('workflow.')).sort()).toEqual([
-      'workflow.canceled',
-      'workflow.installed',
-      'workflow.launched',
-      'workflow.resumed',
-    ]);
+    expect(
+      audit.body.data
+        .map((e: { action: string }) => e.action)
+        .filter((a: string) => a.startsWith('workflow.'))
+        .sort(),
+    ).toEqual(['workflow.canceled', 'workflow.installed', 'workflow.launched', 'workflow.resumed']);
     ws.close();
   });
 
@@ -165,11 +177,21 @@ describe('the control-plane WebSocket', () => {
 
     // A run that ends in error is execution-failed.
     const failed = (await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'meeting-summarizer', input: 'x' } })).body.id;
-    expect((await call(`/api/v1/executions/${failed}/events`, { token: user.token, body: { events: [{ type: 'user.message', content: [{ type: 'text', text: 'A plan. Step one. Step two. Step three.' }] }] } })).status).toBe(200);
+    expect(
+      (
+        await call(`/api/v1/executions/${failed}/events`, {
+          token: user.token,
+          body: { events: [{ type: 'user.message', content: [{ type: 'text', text: 'A plan. Step one. Step two. Step three.' }] }] },
+        })
+      ).status,
+    ).toBe(200);
     // Past the 65-minute cap the loop stops with error.
     advanceClock(66 * 60_000);
     try {
-      const failure = await until(() => executionMessages(mine.messages, failed).find((m) => m.type === 'execution-failed' || m.type === 'execution-completed'), 'failure');
+      const failure = await until(
+        () => executionMessages(mine.messages, failed).find((m) => m.type === 'execution-failed' || m.type === 'execution-completed'),
+        'failure',
+      );
       expect(failure).toMatchObject({ type: 'execution-failed', stopReason: 'error', source: 'api' });
     } finally {
       resetClock();
@@ -231,7 +253,13 @@ describe('GET /api/events', () => {
     await until(() => api.frames().find((f) => f.executionId === id && f.status === 'completed'), 'completed state');
     const frames = api.frames().filter((f) => f.executionId === id);
     expect(frames[0]).toEqual({ type: 'execution-state', change: 'started', status: 'working', executionId: id, source: 'api', seq: 2 });
-    expect(frames.at(-1)).toMatchObject({ type: 'execution-state', change: 'completed', status: 'completed', stopReason: 'end_turn', cost: expect.any(Number) });
+    expect(frames.at(-1)).toMatchObject({
+      type: 'execution-state',
+      change: 'completed',
+      status: 'completed',
+      stopReason: 'end_turn',
+      cost: expect.any(Number),
+    });
     expect(frames.some((f) => f.outputBlock?.text.includes('- We ship Friday.'))).toBe(true);
     expect(frames.slice(1, -1).every((f) => f.status === 'working' && f.change === 'progress')).toBe(true);
     expect(mcp.frames()).toEqual([]);

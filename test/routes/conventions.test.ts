@@ -26,16 +26,21 @@ describe('error envelope', () => {
     );
     expect(error.details).toMatchObject({ field: 'content-type', rule: 'media_type' });
     expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe('');
-    expect((await call('/api/v1/memory', { method: 'PUT', token: user.token, rawBody: '{"content": "typed"}', headers: { 'content-type': 'application/json; charset=utf-8' } })).status).toBe(200);
+    expect(
+      (
+        await call('/api/v1/memory', {
+          method: 'PUT',
+          token: user.token,
+          rawBody: '{"content": "typed"}',
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it('names the field and rule of a validation failure, and lists every issue', async () => {
     const user = await signUp();
-    const error = expectError(
-      await call('/api/v1/workspaces', { token: user.token, body: { name: 42, slug: 'Bad Slug' } }),
-      400,
-      'INVALID_INPUT',
-    );
+    const error = expectError(await call('/api/v1/workspaces', { token: user.token, body: { name: 42, slug: 'Bad Slug' } }), 400, 'INVALID_INPUT');
     expect(error.details).toMatchObject({ field: 'name', rule: 'invalid_type' });
     expect(error.details?.issues.map((i: { field: string }) => i.field)).toEqual(['name', 'slug']);
   });
@@ -43,11 +48,7 @@ describe('error envelope', () => {
   it('caps request bodies: over MAX_BODY_BYTES is 413 INVALID_INPUT and nothing is written', async () => {
     const user = await signUp();
     const huge = 'x'.repeat(Number(env.MAX_BODY_BYTES) + 1);
-    const error = expectError(
-      await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: huge } }),
-      413,
-      'INVALID_INPUT',
-    );
+    const error = expectError(await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: huge } }), 413, 'INVALID_INPUT');
     expect(error.details).toMatchObject({ field: 'body', rule: 'max_size' });
     expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe('');
   });
@@ -81,11 +82,7 @@ describe('service-version', () => {
 
   it.each(['2026-13-01', '2026-02-30', '26-11-01', 'latest'])('rejects %s with 400 naming the header', async (version) => {
     const user = await signUp();
-    const error = expectError(
-      await call('/api/v1/profile', { token: user.token, headers: { 'service-version': version } }),
-      400,
-      'INVALID_INPUT',
-    );
+    const error = expectError(await call('/api/v1/profile', { token: user.token, headers: { 'service-version': version } }), 400, 'INVALID_INPUT');
     expect(error.details).toMatchObject({ field: 'service-version', rule: 'date' });
   });
 });
@@ -103,7 +100,11 @@ describe('x-d1-bookmark (D1 read replication)', () => {
 
   it('refuses a malformed bookmark with 400 INVALID_INPUT naming the header, before anything runs', async () => {
     const user = await signUp();
-    const error = expectError(await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'x' }, headers: { 'x-d1-bookmark': 'not a bookmark' } }), 400, 'INVALID_INPUT');
+    const error = expectError(
+      await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'x' }, headers: { 'x-d1-bookmark': 'not a bookmark' } }),
+      400,
+      'INVALID_INPUT',
+    );
     expect(error.details).toMatchObject({ field: 'x-d1-bookmark', rule: 'format' });
     expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe('');
   });
@@ -165,10 +166,6 @@ describe('credentials', () => {
   it('answers 404 for an x-workspace-id the session user is not a member of', async () => {
     const user = await signUp();
     const stranger = await signUp();
-    expectError(
-      await call('/api/v1/profile', { token: user.token, headers: { 'x-workspace-id': stranger.workspaceId } }),
-      404,
-      'NOT_FOUND',
-    );
+    expectError(await call('/api/v1/profile', { token: user.token, headers: { 'x-workspace-id': stranger.workspaceId } }), 404, 'NOT_FOUND');
   });
 });

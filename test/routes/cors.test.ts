@@ -33,7 +33,16 @@ describe('/api/v1 from another origin', () => {
     expect(ok.headers.get('access-control-allow-origin')).toBe('*');
     expect(ok.headers.get('access-control-allow-credentials')).toBeNull();
     expect(ok.headers.get('access-control-expose-headers')!.split(',')).toEqual(
-      expect.arrayContaining(['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after', 'x-request-id', 'idempotency-replayed', 'www-authenticate', 'x-d1-bookmark']),
+      expect.arrayContaining([
+        'x-ratelimit-limit',
+        'x-ratelimit-remaining',
+        'x-ratelimit-reset',
+        'retry-after',
+        'x-request-id',
+        'idempotency-replayed',
+        'www-authenticate',
+        'x-d1-bookmark',
+      ]),
     );
     const refused = await call('/api/v1/profile', { headers: { origin: ORIGIN, authorization: 'Bearer nope' } });
     expect(refused.status).toBe(401);
@@ -53,7 +62,11 @@ describe('/api/v1 from another origin', () => {
 describe('URL-credential streams from another origin', () => {
   it('the signed execution stream and /api/events answer any origin', async () => {
     const user = await signUp();
-    await call('/api/v1/skills/cors-notes', { method: 'PUT', token: user.token, body: { name: 'Notes', description: 'Notes.', category: 'productivity', prompt: '# Notes' } });
+    await call('/api/v1/skills/cors-notes', {
+      method: 'PUT',
+      token: user.token,
+      body: { name: 'Notes', description: 'Notes.', category: 'productivity', prompt: '# Notes' },
+    });
     const started = await call('/api/v1/skills/cors-notes/run', { token: user.token, body: { input: 'Hi.' } });
     await waitForStatus(user, started.body.executionId, 'completed');
     const { sseUrl } = (await call(`/api/v1/executions/${started.body.executionId}/stream-token`, { token: user.token })).body;

@@ -101,9 +101,7 @@ describe('the device flow, pending to approved', () => {
     expect(expectError(again, 409, 'CONFLICT').details).toEqual({ status: 'delivered' });
     expect(JSON.stringify(again.body)).not.toContain(approved.body.api_key);
     const audit = await call('/api/v1/audit-logs', { token: user.token });
-    expect(audit.body.data.map((e: { action: string }) => e.action)).toEqual(
-      expect.arrayContaining(['device_activation.approved', 'api_key.created']),
-    );
+    expect(audit.body.data.map((e: { action: string }) => e.action)).toEqual(expect.arrayContaining(['device_activation.approved', 'api_key.created']));
   });
 
   it('two polls racing for the approved key: one gets it, the other is refused', async () => {

@@ -4,7 +4,12 @@ import { call, expectError, signUp, type TestUser, waitForStatus } from '../help
 
 /** Finding one run's outputs: the execution's own record, its artifacts, and what its trace turns cost. */
 
-const SKILL = { name: 'Meeting Summarizer', description: 'Summarises notes.', category: 'productivity', prompt: '# Meeting Summarizer\nYou summarise meeting notes.' };
+const SKILL = {
+  name: 'Meeting Summarizer',
+  description: 'Summarises notes.',
+  category: 'productivity',
+  prompt: '# Meeting Summarizer\nYou summarise meeting notes.',
+};
 
 async function setup() {
   const user = await signUp();
@@ -20,7 +25,9 @@ const run = async (user: TestUser, input: string) => {
 };
 
 const usageOf = async (id: string) =>
-  (await env.DB.prepare('SELECT cost, input_tokens, output_tokens FROM executions WHERE id = ?').bind(Number(id.slice(5))).first<{ cost: number; input_tokens: number; output_tokens: number }>())!;
+  (await env.DB.prepare('SELECT cost, input_tokens, output_tokens FROM executions WHERE id = ?')
+    .bind(Number(id.slice(5)))
+    .first<{ cost: number; input_tokens: number; output_tokens: number }>())!;
 
 describe('GET /api/v1/artifacts?executionId=', () => {
   it("lists only that execution's artifacts, takes the bare id too, and refuses a malformed one", async () => {
@@ -103,7 +110,10 @@ describe('trace turns', () => {
       expect(own.every((t) => t.origin === 'producer')).toBe(true);
       const stored = await usageOf(id);
       const sum = (pick: (t: (typeof own)[number]) => number) => own.reduce((total, t) => total + pick(t), 0);
-      expect({ input: sum((t) => t.tokens?.input ?? 0), output: sum((t) => t.tokens?.output ?? 0) }).toEqual({ input: stored.input_tokens, output: stored.output_tokens });
+      expect({ input: sum((t) => t.tokens?.input ?? 0), output: sum((t) => t.tokens?.output ?? 0) }).toEqual({
+        input: stored.input_tokens,
+        output: stored.output_tokens,
+      });
       expect(own.filter((t) => t.cost !== null)).toHaveLength(1);
       expect(sum((t) => t.cost ?? 0)).toBe(stored.cost / 100);
     }

@@ -4,7 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { BASE, call, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 
-const SKILL = { name: 'Meeting Summarizer', description: 'Summarises notes.', category: 'productivity', prompt: '# Meeting Summarizer\nYou summarise meeting notes.' };
+const SKILL = {
+  name: 'Meeting Summarizer',
+  description: 'Summarises notes.',
+  category: 'productivity',
+  prompt: '# Meeting Summarizer\nYou summarise meeting notes.',
+};
 
 async function setup() {
   const user = await signUp();
@@ -33,7 +38,12 @@ describe('the three-step flow on the local provider', () => {
     const user = await setup();
     const created = await create(user);
     expect(created.status).toBe(201);
-    expect(created.body).toEqual({ id: expect.stringMatching(/^exec_\d+$/), skill_slug: 'meeting-summarizer', skill_name: 'Meeting Summarizer', status: 'idle' });
+    expect(created.body).toEqual({
+      id: expect.stringMatching(/^exec_\d+$/),
+      skill_slug: 'meeting-summarizer',
+      skill_name: 'Meeting Summarizer',
+      status: 'idle',
+    });
     const id = created.body.id;
 
     const posted = await message(user, id, 'We ship Friday. Ana writes the notes.');
@@ -58,7 +68,9 @@ describe('the three-step flow on the local provider', () => {
     expect(status.outputBlocks).toEqual([{ type: 'text', text: expect.stringContaining('- We ship Friday.') }]);
     expect((await call(`/api/v1/executions/${id}/status?blocksAfter=1`, { token: user.token })).body.outputBlocks).toEqual([]);
 
-    const stored = await env.DB.prepare('SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id').bind(Number(id.slice(5))).all();
+    const stored = await env.DB.prepare('SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id')
+      .bind(Number(id.slice(5)))
+      .all();
     expect(stored.results.map((r) => r.name)).toEqual(['notes.md', 'output.md']);
   });
 
@@ -117,10 +129,16 @@ describe('validation and tenancy', () => {
   it('rejects bad bodies and unknown skills, and hides other workspaces', async () => {
     const user = await setup();
     const stranger = await signUp();
-    expect(expectError(await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'meeting-summarizer', input: '  ' } }), 400, 'INVALID_INPUT').details?.field).toBe('input');
+    expect(
+      expectError(await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'meeting-summarizer', input: '  ' } }), 400, 'INVALID_INPUT')
+        .details?.field,
+    ).toBe('input');
     expectError(await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'not-installed', input: 'x' } }), 404, 'NOT_FOUND');
     const id = (await create(user)).body.id;
-    expect(expectError(await call(`/api/v1/executions/${id}/events`, { token: user.token, body: { events: [{ type: 'user.dance' }] } }), 400, 'INVALID_INPUT').details?.field).toBe('events.0.type');
+    expect(
+      expectError(await call(`/api/v1/executions/${id}/events`, { token: user.token, body: { events: [{ type: 'user.dance' }] } }), 400, 'INVALID_INPUT')
+        .details?.field,
+    ).toBe('events.0.type');
     expectError(await call(`/api/v1/executions/${id}/status`, { token: stranger.token }), 404, 'NOT_FOUND');
     expectError(await message(stranger, id, 'hi'), 404, 'NOT_FOUND');
   });
@@ -189,7 +207,12 @@ describe('POST /api/v1/skills/:slug/run', () => {
     const user = await setup();
     const invalid = await run(user, { input: '' });
     expect(invalid.status).toBe(400);
-    expect(invalid.body).toMatchObject({ error: 'INVALID_INPUT', message: expect.any(String), field: 'input', details: { serviceCode: 'INVALID_INPUT', field: 'input' } });
+    expect(invalid.body).toMatchObject({
+      error: 'INVALID_INPUT',
+      message: expect.any(String),
+      field: 'input',
+      details: { serviceCode: 'INVALID_INPUT', field: 'input' },
+    });
     const missing = await call('/api/v1/skills/not-installed/run', { token: user.token, body: { input: 'x' } });
     expect(missing.status).toBe(404);
     expect(missing.body).toMatchObject({ error: 'NOT_FOUND', details: { serviceCode: 'NOT_FOUND' } });
@@ -218,7 +241,10 @@ describe('POST /api/v1/skills/:slug/run', () => {
 describe('cancel and history', () => {
   it('cancels a working run to idle, and is a no-op otherwise', async () => {
     const user = await setup();
-    const started = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input: 'A long plan. With steps. And more steps. And even more.' } });
+    const started = await call('/api/v1/skills/meeting-summarizer/run', {
+      token: user.token,
+      body: { input: 'A long plan. With steps. And more steps. And even more.' },
+    });
     const id = started.body.executionId;
     const cancelled = await call(`/api/v1/executions/${id}/cancel`, { method: 'POST', token: user.token });
     expect(cancelled.body).toEqual({ success: true, message: expect.any(String), processKilled: true, actualStatus: 'idle' });
@@ -230,14 +256,29 @@ describe('cancel and history', () => {
   it('lists history in the offset form with filters, and the cursor form with after_id', async () => {
     const user = await setup();
     const ids: string[] = [];
-    for (const [source, iface] of [['api', 'api'], ['mcp', 'mcp-cursor'], ['api', 'ci-bot']]) {
-      const res = await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'meeting-summarizer', input: `from ${iface}`, source, interface: iface } });
+    for (const [source, iface] of [
+      ['api', 'api'],
+      ['mcp', 'mcp-cursor'],
+      ['api', 'ci-bot'],
+    ]) {
+      const res = await call('/api/v1/executions', {
+        token: user.token,
+        body: { skill_slug: 'meeting-summarizer', input: `from ${iface}`, source, interface: iface },
+      });
       ids.push(res.body.id);
     }
     const all = await call('/api/v1/executions', { token: user.token });
     expect(all.body).toMatchObject({ hasMore: false, offset: 0, limit: 10 });
     expect(all.body.items.map((i: { executionId: string }) => i.executionId)).toEqual([...ids].reverse());
-    expect(all.body.items[0]).toMatchObject({ id: Number(ids[2]!.slice(5)), skillSlug: 'meeting-summarizer', status: 'idle', source: 'api', interface: 'ci-bot', inputText: 'from ci-bot', completedAt: null });
+    expect(all.body.items[0]).toMatchObject({
+      id: Number(ids[2]!.slice(5)),
+      skillSlug: 'meeting-summarizer',
+      status: 'idle',
+      source: 'api',
+      interface: 'ci-bot',
+      inputText: 'from ci-bot',
+      completedAt: null,
+    });
 
     const mcp = await call('/api/v1/executions?channels=mcp', { token: user.token });
     expect(mcp.body.items.map((i: { executionId: string }) => i.executionId)).toEqual([ids[1]]);
@@ -253,7 +294,9 @@ describe('cancel and history', () => {
 
 describe('rerun and remix', () => {
   const lineageOf = (id: string) =>
-    env.DB.prepare('SELECT parent_execution_id AS parent, trace_key AS traceKey FROM executions WHERE id = ?').bind(Number(id.slice(5))).first<{ parent: number | null; traceKey: string }>();
+    env.DB.prepare('SELECT parent_execution_id AS parent, trace_key AS traceKey FROM executions WHERE id = ?')
+      .bind(Number(id.slice(5)))
+      .first<{ parent: number | null; traceKey: string }>();
 
   it('reruns in the same lineage and remixes into a new one', async () => {
     const user = await setup();
@@ -263,7 +306,12 @@ describe('rerun and remix', () => {
 
     const rerun = await call(`/api/v1/executions/${parentId}/rerun`, { token: user.token, body: { input: 'Shorter, please.' } });
     expect(rerun.status).toBe(200);
-    expect(rerun.body).toMatchObject({ parentExecutionId: parentId, skillName: 'Meeting Summarizer', status: 'started', executionId: expect.stringMatching(/^exec_\d+$/) });
+    expect(rerun.body).toMatchObject({
+      parentExecutionId: parentId,
+      skillName: 'Meeting Summarizer',
+      status: 'started',
+      executionId: expect.stringMatching(/^exec_\d+$/),
+    });
     await waitForStatus(user, rerun.body.executionId, 'completed');
 
     const remix = await call(`/api/v1/executions/${parentId}/remix`, { token: user.token, body: { input: 'As a haiku.' } });
@@ -277,13 +325,15 @@ describe('rerun and remix', () => {
     expect(remixed!.traceKey).not.toBe(parent!.traceKey);
   });
 
-  it('answers errors in the envelope with details.serviceCode (not the run route\'s flat shape), and 404 across workspaces', async () => {
+  it("answers errors in the envelope with details.serviceCode (not the run route's flat shape), and 404 across workspaces", async () => {
     const user = await setup();
     const stranger = await signUp();
     const id = (await create(user)).body.id;
     const empty = await call(`/api/v1/executions/${id}/rerun`, { token: user.token, body: {} });
     expect(empty.status).toBe(400);
-    expect(empty.body).toEqual({ error: { code: 'INVALID_INPUT', message: expect.any(String), details: expect.objectContaining({ field: 'input', serviceCode: 'INVALID_INPUT' }) } });
+    expect(empty.body).toEqual({
+      error: { code: 'INVALID_INPUT', message: expect.any(String), details: expect.objectContaining({ field: 'input', serviceCode: 'INVALID_INPUT' }) },
+    });
     const foreign = await call(`/api/v1/executions/${id}/remix`, { token: stranger.token, body: { input: 'x' } });
     expect(foreign.status).toBe(404);
     expect(foreign.body).toEqual({ error: { code: 'NOT_FOUND', message: expect.any(String), details: { serviceCode: 'NOT_FOUND' } } });
@@ -326,7 +376,11 @@ describe('surviving eviction', () => {
     });
     await env.DB.prepare("UPDATE executions SET status = 'working', completed_at = NULL WHERE id = ?").bind(idOf(id)).run();
     await evictDurableObject(stubOf(id));
-    return { id, newEvents: async () => (await stubOf(id).events(0)).slice(before), outputs: () => env.DB.prepare("SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id").bind(idOf(id)).all() };
+    return {
+      id,
+      newEvents: async () => (await stubOf(id).events(0)).slice(before),
+      outputs: () => env.DB.prepare('SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id').bind(idOf(id)).all(),
+    };
   }
 
   it('resumes a turn cut off by an eviction when the heartbeat fires, and completes it', async () => {
@@ -387,7 +441,10 @@ describe('surviving eviction', () => {
     expect(spans).toHaveLength(1);
     // The result counts the request before the eviction and the one after it, once each.
     const usage = spans[0]!.payload.usage as { input_tokens: number; output_tokens: number };
-    expect(events.find((e) => e.type === 'execution.result')!.payload.tokenUsage).toEqual({ input_tokens: 1000 + usage.input_tokens, output_tokens: 50 + usage.output_tokens });
+    expect(events.find((e) => e.type === 'execution.result')!.payload.tokenUsage).toEqual({
+      input_tokens: 1000 + usage.input_tokens,
+      output_tokens: 50 + usage.output_tokens,
+    });
     expect((await lost.outputs()).results.map((r) => r.name)).toEqual(['notes.md', 'output.md', 'output.md']);
   });
 
@@ -402,7 +459,9 @@ describe('surviving eviction', () => {
     expect(types.filter((t) => t === 'session.status_idle')).toHaveLength(1);
     expect(types.filter((t) => t === 'execution.result')).toHaveLength(1);
     expect(types.at(-1)).toBe('session.status_idle');
-    expect((await env.DB.prepare("SELECT COUNT(*) AS n FROM artifacts WHERE execution_id = ? AND name = 'output.md'").bind(idOf(id)).first<{ n: number }>())!.n).toBe(1);
+    expect(
+      (await env.DB.prepare("SELECT COUNT(*) AS n FROM artifacts WHERE execution_id = ? AND name = 'output.md'").bind(idOf(id)).first<{ n: number }>())!.n,
+    ).toBe(1);
   });
 
   it('ends a lost turn with error once past the 65-minute cap', async () => {
@@ -467,7 +526,9 @@ describe('secrets bound to the skill', () => {
     const user = await setup();
     const value = 'zebra-0123456789-secret';
     const secret = await call('/api/v1/secrets', { token: user.token, body: { name: 'CRM_TOKEN', value } });
-    expect((await call('/api/v1/skills/meeting-summarizer/secrets', { token: user.token, body: { secretId: secret.body.id, envVar: 'CRM_TOKEN' } })).status).toBe(201);
+    expect(
+      (await call('/api/v1/skills/meeting-summarizer/secrets', { token: user.token, body: { secretId: secret.body.id, envVar: 'CRM_TOKEN' } })).status,
+    ).toBe(201);
 
     const created = await create(user);
     await message(user, created.body.id, `Log in with ${value} today. Then file the notes.`);

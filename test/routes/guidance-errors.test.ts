@@ -20,7 +20,11 @@ describe('running a skill that is not installed', () => {
     expect(res.body.message).toContain('POST /api/v1/skills/guide-notes/install');
 
     // The same on the three-step flow, in the envelope; and the advice works.
-    const created = expectError(await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'guide-notes', input: 'Notes.' } }), 404, 'NOT_FOUND');
+    const created = expectError(
+      await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'guide-notes', input: 'Notes.' } }),
+      404,
+      'NOT_FOUND',
+    );
     expect(created.details).toMatchObject({ reason: 'not_installed', install: { method: 'POST', path: '/api/v1/skills/guide-notes/install' } });
     expect((await call(created.details!.install.path, { token: user.token, method: 'POST' })).status).toBe(200);
     expect((await call('/api/v1/skills/guide-notes/run', { token: user.token, body: { input: 'Notes.' } })).status).toBe(200);
@@ -48,6 +52,8 @@ describe('an API key sent as a bearer token', () => {
     // The same key in the right header works.
     expect((await call('/api/v1/profile', { apiKey: key })).status).toBe(200);
     // Any other unknown bearer token keeps the access-token message.
-    expect(expectError(await call('/api/v1/profile', { headers: { authorization: 'Bearer not-a-token' } }), 401, 'UNAUTHORIZED').message).toContain('access token');
+    expect(expectError(await call('/api/v1/profile', { headers: { authorization: 'Bearer not-a-token' } }), 401, 'UNAUTHORIZED').message).toContain(
+      'access token',
+    );
   });
 });

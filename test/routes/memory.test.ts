@@ -10,8 +10,7 @@ const put = (user: TestUser, content: unknown, headers?: Record<string, string>)
 
 const read = (user: TestUser, headers?: Record<string, string>) => call('/api/v1/memory', { token: user.token, headers });
 
-const memoryRow = (workspaceId: string) =>
-  env.DB.prepare('SELECT * FROM memory WHERE workspace_id = ?').bind(workspaceId).first<Record<string, unknown>>();
+const memoryRow = (workspaceId: string) => env.DB.prepare('SELECT * FROM memory WHERE workspace_id = ?').bind(workspaceId).first<Record<string, unknown>>();
 
 describe('GET /api/v1/memory', () => {
   it('answers an empty document with updatedAt null for a new workspace', async () => {
@@ -106,11 +105,7 @@ describe('PUT /api/v1/memory', () => {
   it('rejects a malformed JSON body with 400 field body rule json, keeping the document', async () => {
     const user = await signUp();
     const kept = await put(user, 'keep me');
-    const error = expectError(
-      await call('/api/v1/memory', { method: 'PUT', token: user.token, rawBody: '{"content": "unterminated' }),
-      400,
-      'INVALID_INPUT',
-    );
+    const error = expectError(await call('/api/v1/memory', { method: 'PUT', token: user.token, rawBody: '{"content": "unterminated' }), 400, 'INVALID_INPUT');
     expect(error.details).toMatchObject({ field: 'body', rule: 'json' });
     expect((await read(user)).body).toEqual(kept.body);
   });
@@ -177,11 +172,7 @@ describe('memory scopes', () => {
     expect(got.status).toBe(200);
     expect(got.body.content).toBe('original');
 
-    const denied = expectError(
-      await call('/api/v1/memory', { method: 'PUT', apiKey: reader.key, body: { content: 'overwritten' } }),
-      403,
-      'FORBIDDEN',
-    );
+    const denied = expectError(await call('/api/v1/memory', { method: 'PUT', apiKey: reader.key, body: { content: 'overwritten' } }), 403, 'FORBIDDEN');
     expect(denied.details).toEqual({ scope: 'memory:write' });
     expect(denied.message).toContain('memory:write');
     expect((await read(user)).body.content).toBe('original');

@@ -141,7 +141,9 @@ describe('audience (RFC 8707)', () => {
     expect((await mcpList(tokens.access_token)).status).toBe(200);
     const rest = await bearer(tokens.access_token);
     expect(rest.status).toBe(401);
-    expect(rest.headers.get('www-authenticate')).toBe(`Bearer error="invalid_token", error_description="This access token was issued for ${BASE}/mcp, not for this endpoint"`);
+    expect(rest.headers.get('www-authenticate')).toBe(
+      `Bearer error="invalid_token", error_description="This access token was issued for ${BASE}/mcp, not for this endpoint"`,
+    );
   });
 
   it('a token for the whole service, or naming no resource (as older ones), works at both', async () => {

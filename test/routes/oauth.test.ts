@@ -8,8 +8,21 @@ import { deleteExpiredOAuthRecords } from '../../workers/services/oauth';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import * as schema from '../../schema';
 import { BASE, call, expectError, signUp } from '../helpers/api';
-import { authorizeCode, authorizeQuery, bearer, cookieHeader, exchange, hidden, pkce, raw, REDIRECT, register, setCookieValue, token, tokensFor } from '../helpers/oauth';
-
+import {
+  authorizeCode,
+  authorizeQuery,
+  bearer,
+  cookieHeader,
+  exchange,
+  hidden,
+  pkce,
+  raw,
+  REDIRECT,
+  register,
+  setCookieValue,
+  token,
+  tokensFor,
+} from '../helpers/oauth';
 
 const drizzleDb = () => drizzle(env.DB, { schema });
 
@@ -76,7 +89,11 @@ describe('POST /auth/oauth2/register', () => {
   });
 
   it('answers every refusal in RFC 7591 shape, never the service envelope', async () => {
-    const notJson = await raw('/auth/oauth2/register', { method: 'POST', headers: { 'content-type': 'application/json', 'cf-connecting-ip': '2001:db8:2::2' }, body: '{' });
+    const notJson = await raw('/auth/oauth2/register', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'cf-connecting-ip': '2001:db8:2::2' },
+      body: '{',
+    });
     expect(notJson.status).toBe(400);
     expect(await notJson.json()).toEqual({ error: 'invalid_client_metadata', error_description: expect.any(String) });
     const noRedirects = await register({ redirect_uris: undefined });
@@ -159,13 +176,18 @@ describe('GET /auth/oauth2/authorize', () => {
     const user = await signUp();
     const clientId = (await register()).body.client_id;
     const { challenge } = await pkce();
-    const unknown = await raw(`/auth/oauth2/authorize?${authorizeQuery('no-such-client', challenge, 'profile:read')}`, { headers: { cookie: cookieHeader(user) } });
+    const unknown = await raw(`/auth/oauth2/authorize?${authorizeQuery('no-such-client', challenge, 'profile:read')}`, {
+      headers: { cookie: cookieHeader(user) },
+    });
     expect(unknown.status).toBe(400);
     expect(unknown.headers.get('location')).toBeNull();
     expect(await unknown.text()).toContain('not registered');
-    const mismatch = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, challenge, 'profile:read', { redirect_uri: 'https://client.example/other' })}`, {
-      headers: { cookie: cookieHeader(user) },
-    });
+    const mismatch = await raw(
+      `/auth/oauth2/authorize?${authorizeQuery(clientId, challenge, 'profile:read', { redirect_uri: 'https://client.example/other' })}`,
+      {
+        headers: { cookie: cookieHeader(user) },
+      },
+    );
     expect(mismatch.status).toBe(400);
     expect(mismatch.headers.get('location')).toBeNull();
   });
@@ -216,7 +238,9 @@ describe('GET /auth/oauth2/authorize', () => {
     expect(html).toContain('Allow an app at <span class="host">client.example</span> to use your account?');
     expect(html).toContain('It calls itself “Test client”.');
     expect(html).toContain('See your name, email and workspaces');
-    expect(html).toMatch(/<li class="sensitive"><input type="checkbox" id="scope-1" name="scopes" value="tool:execute" checked=""\/> <label for="scope-1" class="inline sensitive">Run skills \(this spends your credits\)<span class="badge">sensitive<\/span>/);
+    expect(html).toMatch(
+      /<li class="sensitive"><input type="checkbox" id="scope-1" name="scopes" value="tool:execute" checked=""\/> <label for="scope-1" class="inline sensitive">Run skills \(this spends your credits\)<span class="badge">sensitive<\/span>/,
+    );
     expect(html).not.toMatch(/<li class="sensitive"><input[^>]*value="profile:read"/);
     expect(html).toContain('<label for="workspace_id">');
   });
@@ -251,11 +275,14 @@ describe('GET /auth/oauth2/authorize', () => {
 
     const user = await signUp();
     const clientId = (await register()).body.client_id;
-    const page = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, (await pkce()).challenge, 'profile:read')}`, { headers: { cookie: cookieHeader(user) } });
+    const page = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, (await pkce()).challenge, 'profile:read')}`, {
+      headers: { cookie: cookieHeader(user) },
+    });
     const html = await page.text();
     const csrf = setCookieValue(page, '__Host-csrf')!;
     const form = new URLSearchParams({ csrf, decision: 'deny' });
-    for (const name of ['client_id', 'redirect_uri', 'response_type', 'scope', 'state', 'code_challenge', 'code_challenge_method']) form.set(name, hidden(html, name)!);
+    for (const name of ['client_id', 'redirect_uri', 'response_type', 'scope', 'state', 'code_challenge', 'code_challenge_method'])
+      form.set(name, hidden(html, name)!);
     const denied = await raw('/auth/oauth2/authorize', {
       method: 'POST',
       headers: { cookie: cookieHeader(user, csrf), 'content-type': 'application/x-www-form-urlencoded' },
@@ -326,7 +353,11 @@ describe('POST /auth/oauth2/token', () => {
   });
 
   it('takes form bodies only and names unsupported grants', async () => {
-    const json = await raw('/auth/oauth2/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"grant_type":"authorization_code"}' });
+    const json = await raw('/auth/oauth2/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"grant_type":"authorization_code"}',
+    });
     expect(json.status).toBe(400);
     expect(await json.json()).toMatchObject({ error: 'invalid_request' });
     expect(await (await token({ grant_type: 'password' })).json()).toMatchObject({ error: 'unsupported_grant_type' });
@@ -344,7 +375,9 @@ describe('POST /auth/oauth2/token', () => {
     const { payload, protectedHeader } = await jwtVerify(tokens.id_token, createLocalJWKSet(jwks.body), { issuer: `${BASE}/auth`, audience: clientId });
     expect(payload).toMatchObject({ sub: user.user.id, name: 'OAuth User', email: user.email });
 
-    const stored = await env.DB.prepare('SELECT private_jwk_ciphertext FROM oauth_signing_keys WHERE kid = ?').bind(protectedHeader.kid).first<{ private_jwk_ciphertext: string }>();
+    const stored = await env.DB.prepare('SELECT private_jwk_ciphertext FROM oauth_signing_keys WHERE kid = ?')
+      .bind(protectedHeader.kid)
+      .first<{ private_jwk_ciphertext: string }>();
     expect(stored!.private_jwk_ciphertext).not.toContain('"d"');
 
     const newKid = await rotateSigningKey(drizzleDb(), env.ENCRYPTION_KEY);
@@ -362,14 +395,23 @@ describe('bearer tokens at the API', () => {
     const { tokens, user } = await tokensFor('profile:read memory:read');
     const profile = await bearer(tokens.access_token);
     expect(profile.status).toBe(200);
-    expect(profile.body).toMatchObject({ id: user.user.id, workspace: { id: user.workspaceId }, credential: { type: 'oauth' }, scopes: ['profile:read', 'memory:read'] });
+    expect(profile.body).toMatchObject({
+      id: user.user.id,
+      workspace: { id: user.workspaceId },
+      credential: { type: 'oauth' },
+      scopes: ['profile:read', 'memory:read'],
+    });
     expect((await bearer(tokens.access_token, '/api/v1/memory')).status).toBe(200);
     const outside = expectError(await bearer(tokens.access_token, '/api/v1/billing/balance'), 403, 'FORBIDDEN');
     expect(outside.message).toContain('billing:read');
     expect(outside.details?.scope).toBe('billing:read');
     const refused = await bearer(tokens.access_token, '/api/v1/billing/balance');
     expect(refused.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope", scope="billing:read"');
-    const write = expectError(await call('/api/v1/memory', { method: 'PUT', headers: { authorization: `Bearer ${tokens.access_token}` }, body: { content: 'x' } }), 403, 'FORBIDDEN');
+    const write = expectError(
+      await call('/api/v1/memory', { method: 'PUT', headers: { authorization: `Bearer ${tokens.access_token}` }, body: { content: 'x' } }),
+      403,
+      'FORBIDDEN',
+    );
     expect(write.message).toContain('memory:write');
   });
 
@@ -393,11 +435,22 @@ describe('bearer tokens at the API', () => {
 
   it('cannot use session-only routes or move to another workspace', async () => {
     const { tokens } = await tokensFor('profile:read profile:write');
-    expectError(await call('/api/v1/invitations/accept', { headers: { authorization: `Bearer ${tokens.access_token}` }, body: { token: 'x' } }), 403, 'FORBIDDEN');
-    const other = await call('/api/v1/workspaces', { headers: { authorization: `Bearer ${tokens.access_token}` }, body: { name: 'Other', slug: `other-${crypto.randomUUID().slice(0, 8)}` } });
+    expectError(
+      await call('/api/v1/invitations/accept', { headers: { authorization: `Bearer ${tokens.access_token}` }, body: { token: 'x' } }),
+      403,
+      'FORBIDDEN',
+    );
+    const other = await call('/api/v1/workspaces', {
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+      body: { name: 'Other', slug: `other-${crypto.randomUUID().slice(0, 8)}` },
+    });
     expect(other.status).toBe(201);
     expectError(
-      await call('/api/v1/workspaces/current', { method: 'PUT', headers: { authorization: `Bearer ${tokens.access_token}` }, body: { workspace: other.body.id } }),
+      await call('/api/v1/workspaces/current', {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${tokens.access_token}` },
+        body: { workspace: other.body.id },
+      }),
       403,
       'FORBIDDEN',
     );
@@ -432,10 +485,14 @@ describe('refresh tokens', () => {
   it('are bound to their client and may only narrow scopes', async () => {
     const { tokens, clientId } = await tokensFor('profile:read memory:read offline_access');
     const other = (await register()).body.client_id;
-    expect(await (await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: other })).json()).toMatchObject({ error: 'invalid_grant' });
+    expect(await (await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: other })).json()).toMatchObject({
+      error: 'invalid_grant',
+    });
     const wider = await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId, scope: 'memory:write' });
     expect(await wider.json()).toMatchObject({ error: 'invalid_scope' });
-    const narrow = (await (await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId, scope: 'memory:read' })).json()) as Record<string, any>;
+    const narrow = (await (
+      await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId, scope: 'memory:read' })
+    ).json()) as Record<string, any>;
     expect(narrow.scope).toBe('memory:read offline_access');
     expectError(await bearer(narrow.access_token), 403, 'FORBIDDEN');
   });
@@ -456,7 +513,9 @@ describe('POST /auth/oauth2/revoke', () => {
     const { tokens, clientId } = await tokensFor('profile:read offline_access');
     expect((await revoke({ token: tokens.refresh_token, client_id: clientId, token_type_hint: 'refresh_token' })).status).toBe(200);
     expectError(await bearer(tokens.access_token), 401, 'UNAUTHORIZED');
-    expect(await (await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId })).json()).toMatchObject({ error: 'invalid_grant' });
+    expect(await (await token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: clientId })).json()).toMatchObject({
+      error: 'invalid_grant',
+    });
   });
 
   it('answers 200 for an unknown token and refuses another client', async () => {
@@ -585,7 +644,9 @@ describe('housekeeping and helpers', () => {
     expect(mcpWwwAuthenticate(BASE)).toBe(
       `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", scope="profile:read library:read tool:execute workflow:run workspace:files:read memory:read offline_access"`,
     );
-    expect(mcpWwwAuthenticate(BASE, { error: 'invalid_token', description: 'Issued for "x"' })).toContain('error="invalid_token", error_description="Issued for x"');
+    expect(mcpWwwAuthenticate(BASE, { error: 'invalid_token', description: 'Issued for "x"' })).toContain(
+      'error="invalid_token", error_description="Issued for x"',
+    );
     expect(mcpWwwAuthenticate(BASE, { error: 'insufficient_scope', scope: 'memory:write' })).toBe(
       `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:write"`,
     );

@@ -6,8 +6,7 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 const patch = (user: TestUser, body: unknown) => call('/api/v1/profile', { method: 'PATCH', token: user.token, body });
 
-const userRow = (user: TestUser) =>
-  env.DB.prepare('SELECT email, name FROM users WHERE id = ?').bind(user.user.id).first<{ email: string; name: string }>();
+const userRow = (user: TestUser) => env.DB.prepare('SELECT email, name FROM users WHERE id = ?').bind(user.user.id).first<{ email: string; name: string }>();
 
 describe('GET /api/v1/profile', () => {
   it('describes the user, their workspace and the session credential, with scopes [*]', async () => {
@@ -157,11 +156,7 @@ describe('PATCH /api/v1/profile', () => {
   it('refuses a key without profile:write, naming it', async () => {
     const user = await signUp('Unchanged');
     const key = await createKey(user, ['profile:read']);
-    const error = expectError(
-      await call('/api/v1/profile', { method: 'PATCH', apiKey: key.key, body: { name: 'x' } }),
-      403,
-      'FORBIDDEN',
-    );
+    const error = expectError(await call('/api/v1/profile', { method: 'PATCH', apiKey: key.key, body: { name: 'x' } }), 403, 'FORBIDDEN');
     expect(error.details).toEqual({ scope: 'profile:write' });
     expect(error.message).toContain('profile:write');
     expect((await userRow(user))!.name).toBe('Unchanged');

@@ -40,9 +40,7 @@ describe('rate limit: 100 requests per minute per credential', () => {
 
     const first100 = await burst(100, () => call('/api/v1/profile', { apiKey: key.key }));
     expect(first100.every((r) => r.status === 200)).toBe(true);
-    expect(first100.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b)).toEqual(
-      Array.from({ length: 100 }, (_, i) => i),
-    );
+    expect(first100.map((r) => Number(r.headers.get('x-ratelimit-remaining'))).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i));
 
     const limited = await call('/api/v1/profile', { apiKey: key.key });
     const error = expectError(limited, 429, 'RATE_LIMITED');

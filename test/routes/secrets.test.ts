@@ -10,8 +10,7 @@ import { call, createKey, expectError, signUp, type TestUser, sessionPrincipal }
 
 const VALUE = 's3cr3t-VALUE-1234';
 
-const create = (user: TestUser, body: unknown, headers?: Record<string, string>) =>
-  call('/api/v1/secrets', { token: user.token, body, headers });
+const create = (user: TestUser, body: unknown, headers?: Record<string, string>) => call('/api/v1/secrets', { token: user.token, body, headers });
 const patch = (user: TestUser, id: string, body: unknown) => call(`/api/v1/secrets/${id}`, { method: 'PATCH', token: user.token, body });
 const remove = (user: TestUser, id: string) => call(`/api/v1/secrets/${id}`, { method: 'DELETE', token: user.token });
 const list = (user: TestUser, query = '') => call(`/api/v1/secrets${query}`, { token: user.token });
@@ -19,7 +18,12 @@ const list = (user: TestUser, query = '') => call(`/api/v1/secrets${query}`, { t
 const db = () => drizzle(env.DB, { schema });
 /** The stored row, read straight from D1. */
 const storedRow = async (id: string) =>
-  (await db().select().from(schema.secrets).where(eq(schema.secrets.id, Number(id.slice('sec_'.length)))))[0] ?? null;
+  (
+    await db()
+      .select()
+      .from(schema.secrets)
+      .where(eq(schema.secrets.id, Number(id.slice('sec_'.length))))
+  )[0] ?? null;
 const decryptRow = (row: SecretRow) => decryptSecret(env.ENCRYPTION_KEY, secretContext(row.workspaceId, row.name), row.ciphertext);
 
 describe('POST /api/v1/secrets', () => {

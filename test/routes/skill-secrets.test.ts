@@ -19,8 +19,7 @@ const createSecret = async (user: TestUser, name: string) => {
 };
 const bindings = (user: TestUser, slug: string) => call(`/api/v1/skills/${slug}/secrets`, { token: user.token });
 const bind = (user: TestUser, slug: string, body: unknown) => call(`/api/v1/skills/${slug}/secrets`, { token: user.token, body });
-const unbind = (user: TestUser, slug: string, id: number | string) =>
-  call(`/api/v1/skills/${slug}/secrets/${id}`, { method: 'DELETE', token: user.token });
+const unbind = (user: TestUser, slug: string, id: number | string) => call(`/api/v1/skills/${slug}/secrets/${id}`, { method: 'DELETE', token: user.token });
 
 describe('skill secret bindings', () => {
   it('binds (201), lists as a bare array oldest first, and unbinds', async () => {

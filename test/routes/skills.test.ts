@@ -10,11 +10,9 @@ beforeAll(async () => {
   ]);
 });
 
-const install = (user: TestUser, slug: string, body?: unknown) =>
-  call(`/api/v1/skills/${slug}/install`, { method: 'POST', token: user.token, body });
+const install = (user: TestUser, slug: string, body?: unknown) => call(`/api/v1/skills/${slug}/install`, { method: 'POST', token: user.token, body });
 const versions = (user: TestUser, slug: string) => call(`/api/v1/skills/${slug}/versions`, { token: user.token });
-const author = (user: TestUser, slug: string, body: Record<string, unknown>) =>
-  call(`/api/v1/skills/${slug}`, { method: 'PUT', token: user.token, body });
+const author = (user: TestUser, slug: string, body: Record<string, unknown>) => call(`/api/v1/skills/${slug}`, { method: 'PUT', token: user.token, body });
 const authored = { name: 'Standup Bot', description: 'Writes standups.', category: 'productivity', prompt: 'You write standups.' };
 
 describe('POST /api/v1/skills/:slug/install', () => {
@@ -308,12 +306,7 @@ describe('audit and activity', () => {
     await call('/api/v1/skills/standup-bot/versions/1/restore', { method: 'POST', token: user.token });
     await call('/api/v1/skills/code-reviewer/uninstall', { method: 'POST', token: user.token });
     const audit = await call('/api/v1/audit-logs?resource_type=skill', { token: user.token });
-    expect(audit.body.data.map((e: { action: string }) => e.action)).toEqual([
-      'skill.uninstalled',
-      'skill.restored',
-      'skill.authored',
-      'skill.installed',
-    ]);
+    expect(audit.body.data.map((e: { action: string }) => e.action)).toEqual(['skill.uninstalled', 'skill.restored', 'skill.authored', 'skill.installed']);
     const activity = await call('/api/v1/activity', { token: user.token });
     expect(activity.body.data.map((e: { summary: string }) => e.summary)).toContain('Skill "Code Reviewer" was added');
   });

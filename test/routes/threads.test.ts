@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 
-const SKILL = { name: 'Meeting Summarizer', description: 'Summarises notes.', category: 'productivity', prompt: '# Meeting Summarizer\nYou summarise meeting notes.' };
+const SKILL = {
+  name: 'Meeting Summarizer',
+  description: 'Summarises notes.',
+  category: 'productivity',
+  prompt: '# Meeting Summarizer\nYou summarise meeting notes.',
+};
 
 async function setup() {
   const user = await signUp();
@@ -9,7 +14,8 @@ async function setup() {
   return user;
 }
 
-const newThread = (user: TestUser, body: unknown = { skill_slug: 'meeting-summarizer', title: 'Planning' }) => call('/api/v1/threads', { token: user.token, body });
+const newThread = (user: TestUser, body: unknown = { skill_slug: 'meeting-summarizer', title: 'Planning' }) =>
+  call('/api/v1/threads', { token: user.token, body });
 const say = (user: TestUser, id: string, content: string, extra: Record<string, unknown> = {}) =>
   call(`/api/v1/threads/${id}/messages`, { token: user.token, body: { content, ...extra } });
 
@@ -29,12 +35,25 @@ describe('chat threads', () => {
       updatedAt: expect.any(String),
     });
     const trace = (await call(`/api/v1/traces/${thread.traceId}`, { token: user.token })).body;
-    expect(trace).toMatchObject({ kind: 'chat', title: 'Planning', status: 'idle', target: { kind: 'chat', threadId: thread.id }, totalCost: 0, traceKey: thread.traceKey });
+    expect(trace).toMatchObject({
+      kind: 'chat',
+      title: 'Planning',
+      status: 'idle',
+      target: { kind: 'chat', threadId: thread.id },
+      totalCost: 0,
+      traceKey: thread.traceKey,
+    });
 
     const first = await say(user, thread.id, 'We ship Friday. Ana writes the notes.');
     expect(first.status).toBe(201);
     expect(first.body).toMatchObject({
-      message: { id: expect.any(Number), threadId: thread.id, role: 'user', content: 'We ship Friday. Ana writes the notes.', executionId: first.body.executionId },
+      message: {
+        id: expect.any(Number),
+        threadId: thread.id,
+        role: 'user',
+        content: 'We ship Friday. Ana writes the notes.',
+        executionId: first.body.executionId,
+      },
       reply: { threadId: thread.id, role: 'assistant', content: expect.stringContaining('- We ship Friday.'), executionId: first.body.executionId },
       status: 'completed',
     });

@@ -2,7 +2,12 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 
-const SKILL = { name: 'Meeting Summarizer', description: 'Summarises notes.', category: 'productivity', prompt: '# Meeting Summarizer\nYou summarise meeting notes.' };
+const SKILL = {
+  name: 'Meeting Summarizer',
+  description: 'Summarises notes.',
+  category: 'productivity',
+  prompt: '# Meeting Summarizer\nYou summarise meeting notes.',
+};
 
 async function setup() {
   const user = await signUp();
@@ -26,7 +31,10 @@ const traces = (user: TestUser, query = '') => call(`/api/v1/traces${query}`, { 
 const turns = (user: TestUser, id: string, query = '') => call(`/api/v1/traces/${id}/events${query}`, { token: user.token });
 const append = (user: TestUser, id: string, events: unknown[], headers: Record<string, string> = {}) =>
   call(`/api/v1/traces/${id}/events`, { token: user.token, body: { events }, headers });
-const costOf = async (id: string) => (await env.DB.prepare('SELECT cost FROM executions WHERE id = ?').bind(Number(id.slice(5))).first<{ cost: number }>())!.cost / 100;
+const costOf = async (id: string) =>
+  (await env.DB.prepare('SELECT cost FROM executions WHERE id = ?')
+    .bind(Number(id.slice(5)))
+    .first<{ cost: number }>())!.cost / 100;
 
 describe('the trace index', () => {
   it('collapses a rerun into its parent’s trace, gives a remix its own, and accumulates cost over the lineage', async () => {
@@ -85,7 +93,11 @@ describe('the trace index', () => {
     const unknown = await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'meeting-summarizer', input: 'x', sessionId: 'no-such-trace' } });
     expect(expectError(unknown, 404, 'NOT_FOUND').details?.field).toBe('sessionId');
     const stranger = await setup();
-    expectError(await call('/api/v1/executions', { token: stranger.token, body: { skill_slug: 'meeting-summarizer', input: 'x', sessionId: trace.traceKey } }), 404, 'NOT_FOUND');
+    expectError(
+      await call('/api/v1/executions', { token: stranger.token, body: { skill_slug: 'meeting-summarizer', input: 'x', sessionId: trace.traceKey } }),
+      404,
+      'NOT_FOUND',
+    );
 
     expect((await traces(user, `?apiKey=${key.id}`)).body.items).toHaveLength(1);
     expect((await traces(user, '?agent=notes-bot')).body.items).toHaveLength(1);
@@ -98,7 +110,10 @@ describe('runs that cannot start', () => {
     const user = await setup();
     const first = await run(user, 'Notes.');
     const [before] = (await traces(user)).body.items;
-    const busy = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input: 'A long plan. With steps. And more steps. And even more.' } });
+    const busy = await call('/api/v1/skills/meeting-summarizer/run', {
+      token: user.token,
+      body: { input: 'A long plan. With steps. And more steps. And even more.' },
+    });
     const refused = await call(`/api/v1/executions/${first}/rerun`, { token: user.token, body: { input: 'Again.' } });
     expect(refused.body.error.code).toBe('EXECUTION_RUNNING');
     const refusedNew = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input: 'Another.' } });
@@ -106,7 +121,11 @@ describe('runs that cannot start', () => {
     await waitForStatus(user, busy.body.executionId, 'completed');
     const after = (await traces(user)).body.items;
     expect(after).toHaveLength(2);
-    expect(after.find((t: { id: string }) => t.id === before.id)).toMatchObject({ status: 'completed', target: { executionId: first }, totalCost: before.totalCost });
+    expect(after.find((t: { id: string }) => t.id === before.id)).toMatchObject({
+      status: 'completed',
+      target: { executionId: first },
+      totalCost: before.totalCost,
+    });
   });
 });
 
@@ -119,7 +138,11 @@ describe('turns', () => {
     const all = (await turns(user, trace.id)).body.items as { seq: number; type: string; payload: any; origin: string }[];
     const types = all.map((t) => t.type);
     expect(types.filter((t) => t === 'user.message')).toHaveLength(2);
-    expect(all[0]).toMatchObject({ type: 'user.message', origin: 'producer', payload: { content: [{ type: 'text', text: 'We ship Friday. Ana writes the notes.' }] } });
+    expect(all[0]).toMatchObject({
+      type: 'user.message',
+      origin: 'producer',
+      payload: { content: [{ type: 'text', text: 'We ship Friday. Ana writes the notes.' }] },
+    });
     expect(all.find((t) => t.type === 'tool.call')!.payload).toMatchObject({ tool: 'write_artifact' });
     const texts = all.filter((t) => t.type === 'agent.text');
     expect(texts.length).toBeGreaterThanOrEqual(2);
@@ -132,7 +155,7 @@ describe('turns', () => {
     // Reads are stable, and afterSeq + limit walk the same sequence.
     expect((await turns(user, trace.id)).body.items).toEqual(all);
     const walked: typeof all = [];
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = (await turns(user, trace.id, `?afterSeq=${after}&limit=2`)).body.items as typeof all;
       if (page.length === 0) break;
       expect(page.length).toBeLessThanOrEqual(2);
@@ -161,12 +184,39 @@ describe('turns', () => {
     // A seq inside the producer's range collides too.
     expectError(await append(user, trace.id, [{ type: 'error', payload: {}, seq: produced[0]!.seq }]), 409, 'CONFLICT');
     // All or nothing: one colliding seq writes none of the request.
-    expectError(await append(user, trace.id, [{ type: 'agent.text', payload: { text: 'new' } }, { type: 'tool.result', payload: {}, seq: explicit }]), 409, 'CONFLICT');
+    expectError(
+      await append(user, trace.id, [
+        { type: 'agent.text', payload: { text: 'new' } },
+        { type: 'tool.result', payload: {}, seq: explicit },
+      ]),
+      409,
+      'CONFLICT',
+    );
 
     const after = (await turns(user, trace.id, `?afterSeq=${high}`)).body.items;
     expect(after).toEqual([
-      { seq: first.body.lastSeq, type: 'agent.text', payload: { text: 'Picked up by the reviewer.' }, actorAgentSlug: 'reviewer', at: expect.any(String), origin: 'appended', executionId: null, tokens: null, cost: null },
-      { seq: explicit, type: 'tool.result', payload: { ok: true }, actorAgentSlug: null, at: expect.any(String), origin: 'appended', executionId: null, tokens: null, cost: null },
+      {
+        seq: first.body.lastSeq,
+        type: 'agent.text',
+        payload: { text: 'Picked up by the reviewer.' },
+        actorAgentSlug: 'reviewer',
+        at: expect.any(String),
+        origin: 'appended',
+        executionId: null,
+        tokens: null,
+        cost: null,
+      },
+      {
+        seq: explicit,
+        type: 'tool.result',
+        payload: { ok: true },
+        actorAgentSlug: null,
+        at: expect.any(String),
+        origin: 'appended',
+        executionId: null,
+        tokens: null,
+        cost: null,
+      },
     ]);
     // The next omitted seq goes above everything, explicit ones included.
     expect((await append(user, trace.id, [{ type: 'agent.thinking', payload: {} }])).body.lastSeq).toBe(explicit + 1);
@@ -177,14 +227,22 @@ describe('turns', () => {
     await run(user, 'Notes.');
     const [trace] = (await traces(user)).body.items;
     const results = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => append(user, trace.id, [{ type: 'agent.text', payload: { n: i } }, { type: 'tool.result', payload: { n: i } }])),
+      Array.from({ length: 8 }, (_, i) =>
+        append(user, trace.id, [
+          { type: 'agent.text', payload: { n: i } },
+          { type: 'tool.result', payload: { n: i } },
+        ]),
+      ),
     );
     expect(results.map((r) => r.status)).toEqual(Array(8).fill(201));
-    const appended = ((await turns(user, trace.id, '?limit=500')).body.items as { seq: number; origin: string; payload: { n: number } }[]).filter((t) => t.origin === 'appended');
+    const appended = ((await turns(user, trace.id, '?limit=500')).body.items as { seq: number; origin: string; payload: { n: number } }[]).filter(
+      (t) => t.origin === 'appended',
+    );
     expect(appended).toHaveLength(16);
     expect(new Set(appended.map((t) => t.seq)).size).toBe(16);
     // Each request's pair is contiguous.
-    for (const r of results) expect(appended.find((t) => t.seq === r.body.lastSeq - 1)!.payload.n).toBe(appended.find((t) => t.seq === r.body.lastSeq)!.payload.n);
+    for (const r of results)
+      expect(appended.find((t) => t.seq === r.body.lastSeq - 1)!.payload.n).toBe(appended.find((t) => t.seq === r.body.lastSeq)!.payload.n);
 
     // Racing re-posts of one explicit seq: exactly one lands.
     const seq = Math.max(...appended.map((t) => t.seq)) + 10;
@@ -254,7 +312,10 @@ describe('the list', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const page: { status: number; body: { items: { id: string }[]; nextCursor: string | null } } = await traces(user, `?limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      const page: { status: number; body: { items: { id: string }[]; nextCursor: string | null } } = await traces(
+        user,
+        `?limit=3${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       expect(page.status).toBe(200);
       seen.push(...page.body.items.map((t) => t.id));
       cursor = page.body.nextCursor;

@@ -204,7 +204,7 @@ describe('POST /api/v1/workspaces', () => {
 });
 
 describe('GET /api/v1/workspaces/current', () => {
-  it("is the personal workspace for a new session", async () => {
+  it('is the personal workspace for a new session', async () => {
     const user = await signUp('Kim');
     const res = await call('/api/v1/workspaces/current', { token: user.token });
     expect(res.status).toBe(200);

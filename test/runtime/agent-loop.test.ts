@@ -7,7 +7,10 @@ import { LocalProvider } from '../../workers/runtime/providers/local';
 const SYSTEM = '# Meeting Summarizer\nYou turn notes into summaries.';
 const INPUT = 'We agreed to ship on Friday. Ana owns the release notes. Budget is still open.';
 
-function harness(provider: ModelProvider = new LocalProvider(), stopWhen: (n: number) => ReturnType<Parameters<typeof runAgentLoop>[0]['shouldStop']> = () => null) {
+function harness(
+  provider: ModelProvider = new LocalProvider(),
+  stopWhen: (n: number) => ReturnType<Parameters<typeof runAgentLoop>[0]['shouldStop']> = () => null,
+) {
   const events: NewExecutionEvent[] = [];
   const written: Record<string, unknown>[] = [];
   const tool: AgentTool = {
@@ -47,7 +50,10 @@ describe('the agent loop on the local provider', () => {
     expect(events[2]!.payload).toEqual({ name: 'Write artifact', tool: 'write_artifact', label: 'notes.md' });
     expect(written).toEqual([{ name: 'notes.md', content: expect.stringContaining('- Ana owns the release notes.') }]);
 
-    const streamed = events.filter((e) => e.type === 'agent.message').map((e) => (e.payload.content as { text: string }[])[0]!.text).join('');
+    const streamed = events
+      .filter((e) => e.type === 'agent.message')
+      .map((e) => (e.payload.content as { text: string }[])[0]!.text)
+      .join('');
     expect(streamed).toBe(result.text);
     expect(result.text).toContain('## Meeting Summarizer');
     expect(result.text).toContain('- We agreed to ship on Friday.');

@@ -92,7 +92,13 @@ describe('the Anthropic provider against recorded Messages API streams', () => {
       maxTokens: 10,
       messages: [
         { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
-        { role: 'assistant', content: [{ type: 'text', text: '' }, { type: 'tool_use', id: 't1', name: 'read_memory', input: {} }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: '' },
+            { type: 'tool_use', id: 't1', name: 'read_memory', input: {} },
+          ],
+        },
         { role: 'user', content: [{ type: 'tool_result', toolUseId: 't1', content: 'boom', isError: true }] },
       ],
     });

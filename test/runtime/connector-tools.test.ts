@@ -34,7 +34,9 @@ describe('the tools of a run started with a GitHub connector', () => {
     const read = tool(turn, 'read_repository_file');
     expect(read.label({ path: 'README.md' })).toBe('octo-org/widgets/README.md');
     expect(await read.run({ path: 'README.md' })).toEqual({ content: '# Widgets\n\nThe widget factory.\n' });
-    expect(await read.run({ path: 'src/lib/widget.ts', ref: 'develop' })).toEqual({ content: "export const widget = (name: string) => `widget v2 ${name}`;\n" });
+    expect(await read.run({ path: 'src/lib/widget.ts', ref: 'develop' })).toEqual({
+      content: 'export const widget = (name: string) => `widget v2 ${name}`;\n',
+    });
     expect(await read.run({ path: 'assets/logo.png' })).toEqual({ content: 'assets/logo.png is a binary file of 11 bytes', isError: true });
     expect(await read.run({ path: 'nope.md' })).toMatchObject({ isError: true, content: expect.stringContaining('not found') });
     expect(await read.run({ path: '../etc/passwd' })).toEqual({ content: 'path or ref is not valid', isError: true });
@@ -53,14 +55,24 @@ describe('the tools of a run started with a GitHub connector', () => {
       'src/index.ts (39 bytes)',
       'src/lib/widget.ts (58 bytes)',
     ]);
-    expect((await list.run({ path: 'src' })).content.split('\n')).toEqual(['octo-org/widgets@main: 2 files', 'src/index.ts (39 bytes)', 'src/lib/widget.ts (58 bytes)']);
+    expect((await list.run({ path: 'src' })).content.split('\n')).toEqual([
+      'octo-org/widgets@main: 2 files',
+      'src/index.ts (39 bytes)',
+      'src/lib/widget.ts (58 bytes)',
+    ]);
   });
 
   it('answer the model with CONNECTOR_NOT_CONNECTED’s message once the workspace disconnects or GitHub refuses the token', async () => {
     const { user, token, turn } = await turnWith({ type: 'github', repo: 'octo-org/widgets' });
     await fetch(`${inject('fixtureOrigin')}/github/__revoke`, { method: 'POST', body: JSON.stringify({ token }) });
-    expect(await tool(turn, 'read_repository_file').run({ path: 'README.md' })).toMatchObject({ isError: true, content: expect.stringContaining('GitHub refused the workspace’s token') });
+    expect(await tool(turn, 'read_repository_file').run({ path: 'README.md' })).toMatchObject({
+      isError: true,
+      content: expect.stringContaining('GitHub refused the workspace’s token'),
+    });
     await call('/api/v1/connectors/github/disconnect', { token: user.token, method: 'POST' });
-    expect(await tool(turn, 'list_repository_files').run({})).toMatchObject({ isError: true, content: expect.stringContaining('GitHub is not connected in this workspace') });
+    expect(await tool(turn, 'list_repository_files').run({})).toMatchObject({
+      isError: true,
+      content: expect.stringContaining('GitHub is not connected in this workspace'),
+    });
   });
 });

@@ -22,7 +22,11 @@ describe('the http_request run tool', () => {
     expect(result.content.startsWith('HTTP 200\n\n')).toBe(true);
     const echoed = JSON.parse(result.content.slice('HTTP 200\n\n'.length));
     // The fixture saw the real value: it comes back, and only the masking hides it.
-    expect(echoed).toMatchObject({ method: 'POST', headers: { authorization: 'Bearer [secret API_TOKEN]', 'x-plain': 'visible' }, body: 'token=[secret API_TOKEN]' });
+    expect(echoed).toMatchObject({
+      method: 'POST',
+      headers: { authorization: 'Bearer [secret API_TOKEN]', 'x-plain': 'visible' },
+      body: 'token=[secret API_TOKEN]',
+    });
     expect(result.content).not.toContain('tok-live');
   });
 
@@ -36,7 +40,10 @@ describe('the http_request run tool', () => {
       content: 'No secret OTHER is bound to this skill',
       isError: true,
     });
-    expect(await tool.run({ url: `${inject('fixtureOrigin')}/echo`, method: 'TRACE' })).toMatchObject({ isError: true, content: expect.stringContaining('method must be one of') });
+    expect(await tool.run({ url: `${inject('fixtureOrigin')}/echo`, method: 'TRACE' })).toMatchObject({
+      isError: true,
+      content: expect.stringContaining('method must be one of'),
+    });
     expect(await tool.run({ url: 'http://example.test/' })).toEqual({ content: 'url must be an https URL', isError: true });
     expect(await tool.run({ url: 'not a url' })).toEqual({ content: 'url is not a URL', isError: true });
     expect(await tool.run({ url: 'http://127.0.0.1:1/' })).toEqual({ content: 'http://127.0.0.1:1/ could not be reached', isError: true });

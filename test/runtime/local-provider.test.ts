@@ -20,15 +20,24 @@ describe('the local provider', () => {
   it('first calls write_artifact with a digest, then answers the tool result with structured text', async () => {
     const local = new LocalProvider();
     const first = await collect(local, request([ask(INPUT)]));
-    const notes = '# Notes: Release-notes editor\n\n- Release 2.4 adds dark mode.\n- Release 2.4 fixes the export crash!\n- Exports now keep their filters.\n\nFocus terms: release, adds, dark, mode, fixes\n';
+    const notes =
+      '# Notes: Release-notes editor\n\n- Release 2.4 adds dark mode.\n- Release 2.4 fixes the export crash!\n- Exports now keep their filters.\n\nFocus terms: release, adds, dark, mode, fixes\n';
     expect(first).toEqual([
       { type: 'thinking' },
       { type: 'tool_use', id: 'local_call_1', name: 'write_artifact', input: { name: 'notes.md', content: notes } },
-      { type: 'usage', inputTokens: Math.ceil((SKILL.length + INPUT.length) / 4), outputTokens: Math.ceil(('write_artifact' + JSON.stringify({ name: 'notes.md', content: notes })).length / 4) },
+      {
+        type: 'usage',
+        inputTokens: Math.ceil((SKILL.length + INPUT.length) / 4),
+        outputTokens: Math.ceil(('write_artifact' + JSON.stringify({ name: 'notes.md', content: notes })).length / 4),
+      },
       { type: 'stop', reason: 'tool_use' },
     ]);
 
-    const messages = [ask(INPUT), assistantMessage(first), { role: 'user' as const, content: [{ type: 'tool_result' as const, toolUseId: 'local_call_1', content: 'Saved notes.md' }] }];
+    const messages = [
+      ask(INPUT),
+      assistantMessage(first),
+      { role: 'user' as const, content: [{ type: 'tool_result' as const, toolUseId: 'local_call_1', content: 'Saved notes.md' }] },
+    ];
     const second = await collect(local, request(messages));
     const text = textOf(second);
     expect(text).toBe(
@@ -57,7 +66,12 @@ describe('the local provider', () => {
     const deltas = second.filter((e) => e.type === 'text_delta');
     expect(deltas.length).toBe(text.split(/(?<=\s)/).length);
     expect(deltas.every((e) => /^\S*\s*$/.test(e.text))).toBe(true);
-    const input = SKILL + messages.flatMap((m) => m.content).map((b) => (b.type === 'text' ? b.text : b.type === 'tool_use' ? b.name + JSON.stringify(b.input) : b.content)).join('');
+    const input =
+      SKILL +
+      messages
+        .flatMap((m) => m.content)
+        .map((b) => (b.type === 'text' ? b.text : b.type === 'tool_use' ? b.name + JSON.stringify(b.input) : b.content))
+        .join('');
     expect(second.slice(-2)).toEqual([
       { type: 'usage', inputTokens: Math.ceil(input.length / 4), outputTokens: Math.ceil(text.length / 4) },
       { type: 'stop', reason: 'end_turn' },
@@ -74,7 +88,10 @@ describe('the local provider', () => {
   });
 
   it('answers without a tool call when write_artifact is not offered, and follows the latest user text', async () => {
-    const events = await collect(new LocalProvider(), request([ask('First question.'), { role: 'assistant', content: [{ type: 'text', text: 'First answer.' }] }, ask('Second question here.')], []));
+    const events = await collect(
+      new LocalProvider(),
+      request([ask('First question.'), { role: 'assistant', content: [{ type: 'text', text: 'First answer.' }] }, ask('Second question here.')], []),
+    );
     expect(events.some((e) => e.type === 'tool_use')).toBe(false);
     expect(textOf(events)).toContain('**Request:** Second question here.');
     expect(events.at(-1)).toEqual({ type: 'stop', reason: 'end_turn' });

@@ -69,7 +69,13 @@ describe('the OpenAI-compatible provider against recorded Chat Completions strea
   });
 
   it("sends max_completion_tokens to OpenAI's own API and max_tokens elsewhere; omits empty tools and system", () => {
-    const request = { model: MODEL, system: '', messages: [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'Hi' }] }], tools: [], maxTokens: 50 };
+    const request = {
+      model: MODEL,
+      system: '',
+      messages: [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'Hi' }] }],
+      tools: [],
+      maxTokens: 50,
+    };
     expect(openaiRequestBody(request)).toEqual({
       model: MODEL,
       messages: [{ role: 'user', content: 'Hi' }],

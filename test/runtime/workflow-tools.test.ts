@@ -12,7 +12,11 @@ const db = drizzle(env.DB, { schema });
 
 async function chatTurn(threadId?: string) {
   const user = await signUp();
-  await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: { name: 'Notes', description: 'Takes notes.', category: 'productivity', prompt: '# Notes' } });
+  await call('/api/v1/skills/notes', {
+    method: 'PUT',
+    token: user.token,
+    body: { name: 'Notes', description: 'Takes notes.', category: 'productivity', prompt: '# Notes' },
+  });
   const thread = (await call('/api/v1/threads', { token: user.token, body: { skill_slug: 'notes' } })).body;
   const turn = turnOf(user, { requestId: 'req-workflow-tools', skillName: 'Notes', skillSlug: 'notes', threadId: threadId ?? thread.id });
   return { user, thread, turn };
@@ -42,7 +46,11 @@ describe('start_workflow, the tool of a chat turn', () => {
 
   it('hands the model the refusal: unknown workflow, inputs against the schema, inputs not an object', async () => {
     const { user, turn } = await chatTurn();
-    await install(user, 'digest', definition('digest', [mapping('echo', { topic: { initData: true, path: 'topic' } })], { inputSchema: { type: 'object', required: ['topic'] } }));
+    await install(
+      user,
+      'digest',
+      definition('digest', [mapping('echo', { topic: { initData: true, path: 'topic' } })], { inputSchema: { type: 'object', required: ['topic'] } }),
+    );
     expect(await startWorkflow(turn).run({ workflowId: 'missing' })).toEqual({ content: 'Workflow not found', isError: true });
     expect(await startWorkflow(turn).run({ workflowId: 'digest', inputs: {} })).toMatchObject({ isError: true, content: expect.stringContaining('topic') });
     expect(await startWorkflow(turn).run({ workflowId: 'digest', inputs: ['q3'] })).toEqual({ content: 'inputs must be an object', isError: true });

@@ -26,7 +26,9 @@ async function deliver(payload: string) {
 
 /** The user's account and ledger, straight from D1, in hundredths. */
 async function ledger(user: TestUser) {
-  const account = await env.DB.prepare('SELECT balance, reserved FROM credit_accounts WHERE user_id = ?').bind(user.user.id).first<{ balance: number; reserved: number }>();
+  const account = await env.DB.prepare('SELECT balance, reserved FROM credit_accounts WHERE user_id = ?')
+    .bind(user.user.id)
+    .first<{ balance: number; reserved: number }>();
   const { results } = await env.DB.prepare('SELECT amount, type, execution_id, payment_session_id, business_key FROM credit_transactions WHERE user_id = ?')
     .bind(user.user.id)
     .all<{ amount: number; type: string; execution_id: string | null; payment_session_id: string | null; business_key: string }>();
@@ -62,7 +64,11 @@ describe('a Stripe webhook replayed ten times', () => {
       status: 'paid',
       billing_reason: 'subscription_cycle',
       parent: { type: 'subscription_details', subscription_details: { subscription: 'sub_1', metadata: { userId: user.user.id } } },
-      lines: { object: 'list', has_more: false, data: [{ id: 'il_1', object: 'line_item', metadata: {}, period: { start: seconds(now()), end: seconds(now() + 30 * 86_400_000) } }] },
+      lines: {
+        object: 'list',
+        has_more: false,
+        data: [{ id: 'il_1', object: 'line_item', metadata: {}, period: { start: seconds(now()), end: seconds(now() + 30 * 86_400_000) } }],
+      },
     };
     const invoicePayload = stripeEvent('invoice.paid', invoice);
     expect((await Promise.all(Array.from({ length: 10 }, () => deliver(invoicePayload)))).map((a) => a.status)).toEqual(Array(10).fill(200));
@@ -85,9 +91,16 @@ describe('twenty concurrent runs by one user', () => {
     // user's session stays under its rate limit; four runs in each.
     const keys = [await createKey(user, ['*'])];
     for (let i = 0; i < 4; i++) {
-      const workspace = await call('/api/v1/workspaces', { token: user.token, body: { name: `Team ${i}`, slug: `faults-${i}-${crypto.randomUUID().slice(0, 8)}` } });
+      const workspace = await call('/api/v1/workspaces', {
+        token: user.token,
+        body: { name: `Team ${i}`, slug: `faults-${i}-${crypto.randomUUID().slice(0, 8)}` },
+      });
       expect(workspace.status).toBe(201);
-      const key = await call('/api/v1/api-keys', { token: user.token, headers: { 'x-workspace-id': workspace.body.id }, body: { name: `team ${i}`, scopes: ['*'] } });
+      const key = await call('/api/v1/api-keys', {
+        token: user.token,
+        headers: { 'x-workspace-id': workspace.body.id },
+        body: { name: `team ${i}`, scopes: ['*'] },
+      });
       expect(key.status).toBe(201);
       keys.push(key.body);
     }
@@ -126,7 +139,9 @@ describe('twenty concurrent runs by one user', () => {
 
     // Every run ends, and with it its hold.
     for (let i = 0; i < 500; i++) {
-      const { results } = await env.DB.prepare("SELECT COUNT(*) AS working FROM executions WHERE user_id = ? AND status = 'working'").bind(user.user.id).all<{ working: number }>();
+      const { results } = await env.DB.prepare("SELECT COUNT(*) AS working FROM executions WHERE user_id = ? AND status = 'working'")
+        .bind(user.user.id)
+        .all<{ working: number }>();
       if (results[0]!.working === 0) break;
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -140,7 +155,9 @@ describe('twenty concurrent runs by one user', () => {
       expect(sample.reserved).toBeLessThanOrEqual(sample.balance);
     }
     const { balance, reserved, transactions } = await ledger(user);
-    const { results: executions } = await env.DB.prepare('SELECT id, status FROM executions WHERE user_id = ?').bind(user.user.id).all<{ id: number; status: string }>();
+    const { results: executions } = await env.DB.prepare('SELECT id, status FROM executions WHERE user_id = ?')
+      .bind(user.user.id)
+      .all<{ id: number; status: string }>();
     expect(executions.map((e) => `exec_${e.id}`).sort()).toEqual([...started].sort());
     for (const execution of executions) expect(['completed', 'idle']).toContain(execution.status);
     expect(reserved).toBe(0);

@@ -74,7 +74,6 @@ const SELF_PARSED_BODY: Record<string, string> = {
   'POST /api/v1/workflows/install-from-artifact': '{artifactId}, read by installFromArtifact',
 };
 
-
 const splitKey = (key: string) => key.split(' ') as [method: string, path: string];
 const paramNames = (path: string) => [...path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
 
@@ -94,7 +93,9 @@ function send(path: string, options: CallOptions): Promise<ApiResponse> {
 const VOLATILE_COLUMNS: Record<string, string[]> = { sessions: ['expires_at'] };
 
 async function snapshot(): Promise<Map<string, string>> {
-  const tables = (await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' ORDER BY name").all<{ name: string }>()).results.map((t) => t.name);
+  const tables = (
+    await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf_%' ORDER BY name").all<{ name: string }>()
+  ).results.map((t) => t.name);
   const results = await env.DB.batch(tables.map((t) => env.DB.prepare(`SELECT * FROM "${t}"`)));
   const state = new Map<string, string>();
   tables.forEach((table, i) => {
@@ -133,14 +134,21 @@ function acceptsType(s: Schema, v: unknown): boolean {
   const types = typesOf(s);
   if (types.length === 0) return true;
   return types.some((t) =>
-    t === 'string' ? typeof v === 'string'
-    : t === 'integer' ? Number.isInteger(v)
-    : t === 'number' ? typeof v === 'number'
-    : t === 'boolean' ? typeof v === 'boolean'
-    : t === 'array' ? Array.isArray(v)
-    : t === 'object' ? typeof v === 'object' && v !== null && !Array.isArray(v)
-    : t === 'null' ? v === null
-    : false,
+    t === 'string'
+      ? typeof v === 'string'
+      : t === 'integer'
+        ? Number.isInteger(v)
+        : t === 'number'
+          ? typeof v === 'number'
+          : t === 'boolean'
+            ? typeof v === 'boolean'
+            : t === 'array'
+              ? Array.isArray(v)
+              : t === 'object'
+                ? typeof v === 'object' && v !== null && !Array.isArray(v)
+                : t === 'null'
+                  ? v === null
+                  : false,
   );
 }
 
@@ -253,7 +261,14 @@ async function buildWorld(): Promise<World> {
   const user = await signUp('Hostile Tester');
   const token = user.token;
   const skill = 'hostile-skill';
-  await ok(call(`/api/v1/skills/${skill}`, { method: 'PUT', token, body: { name: 'Hostile', description: 'A skill to aim at.', category: 'productivity', prompt: '# Hostile\nEcho.' } }), 'author skill');
+  await ok(
+    call(`/api/v1/skills/${skill}`, {
+      method: 'PUT',
+      token,
+      body: { name: 'Hostile', description: 'A skill to aim at.', category: 'productivity', prompt: '# Hostile\nEcho.' },
+    }),
+    'author skill',
+  );
   const execution = await ok(call('/api/v1/executions', { token, body: { skill_slug: skill, input: 'hello' } }), 'create execution');
   const secret = await ok(call('/api/v1/secrets', { token, body: { name: 'HOSTILE_SECRET', value: 'v' } }), 'create secret');
   const binding = await ok(call(`/api/v1/skills/${skill}/secrets`, { token, body: { secretId: secret.id, envVar: 'HOSTILE_ENV' } }), 'bind secret');
@@ -397,14 +412,28 @@ describe('the hostile-input tables', () => {
     const unclassified = writeRoutes.filter((key) => !bodySchemaOf(key) && !(key in NO_BODY) && !(key in SELF_PARSED_BODY) && !(key in EXCLUDED));
     expect(unclassified, 'write routes without a declared body: add each to NO_BODY, SELF_PARSED_BODY or EXCLUDED').toEqual([]);
     const listed = [...Object.keys(NO_BODY), ...Object.keys(SELF_PARSED_BODY), ...Object.keys(EXCLUDED)];
-    expect(listed.filter((key) => !(key in ROUTE_ACCESS)), 'entries for routes that no longer exist').toEqual([]);
-    expect(Object.keys(NO_BODY).filter((key) => bodySchemaOf(key)), 'listed as body-less, but they declare a body now').toEqual([]);
-    expect(Object.keys(SELF_PARSED_BODY).filter((key) => bodySchemaOf(key) && !bodySchemaOf(key)!.oneOf), 'listed as self-parsed, but they validate a body now').toEqual([]);
-    expect(Object.keys(NO_BODY).filter((key) => paramNames(splitKey(key)[1]).length === 0), 'body-less routes without a path parameter have no input: exclude them').toEqual([]);
+    expect(
+      listed.filter((key) => !(key in ROUTE_ACCESS)),
+      'entries for routes that no longer exist',
+    ).toEqual([]);
+    expect(
+      Object.keys(NO_BODY).filter((key) => bodySchemaOf(key)),
+      'listed as body-less, but they declare a body now',
+    ).toEqual([]);
+    expect(
+      Object.keys(SELF_PARSED_BODY).filter((key) => bodySchemaOf(key) && !bodySchemaOf(key)!.oneOf),
+      'listed as self-parsed, but they validate a body now',
+    ).toEqual([]);
+    expect(
+      Object.keys(NO_BODY).filter((key) => paramNames(splitKey(key)[1]).length === 0),
+      'body-less routes without a path parameter have no input: exclude them',
+    ).toEqual([]);
   });
 
   it('find the paginated list routes in the query schemas', () => {
-    expect(listRoutes).toEqual(expect.arrayContaining(['GET /api/v1/executions', 'GET /api/v1/traces', 'GET /api/v1/secrets', 'GET /api/v1/marketplace/skills']));
+    expect(listRoutes).toEqual(
+      expect.arrayContaining(['GET /api/v1/executions', 'GET /api/v1/traces', 'GET /api/v1/secrets', 'GET /api/v1/marketplace/skills']),
+    );
   });
 });
 
@@ -415,7 +444,10 @@ function bodyCases(route: string): Case[] {
   const [method, path] = splitKey(route);
   const url = fillPath(path);
   const auth = credentialFor(route);
-  const raw = (rawBody: string, headers: Record<string, string> = {}) => () => send(url, { method, rawBody, headers, ...auth });
+  const raw =
+    (rawBody: string, headers: Record<string, string> = {}) =>
+    () =>
+      send(url, { method, rawBody, headers, ...auth });
   const json = (body: unknown) => () => send(url, { method, body, ...auth });
   const cases: Case[] = [
     ...Object.entries(MALFORMED_JSON).map(([name, text]) => ({ label: `malformed JSON: ${name}`, send: raw(text), field: 'body' })),
@@ -447,7 +479,11 @@ function bodyCases(route: string): Case[] {
     // A valid body only on the prototype: whatever read inherited properties would accept it.
     ...(forcedField ? [] : [{ label: '__proto__ holding a valid body', send: raw(`{"__proto__": ${JSON.stringify({ ...valid, polluted: 1 })}}`) }]),
     // Hono reads a body of another content type as `{}`: with all fields optional that was a silent success.
-    { label: 'valid JSON sent as text/plain', send: raw(JSON.stringify({ ...valid, ...forced }), { 'content-type': 'text/plain' }), field: ['content-type', ...(forcedField ? [forcedField] : [])] },
+    {
+      label: 'valid JSON sent as text/plain',
+      send: raw(JSON.stringify({ ...valid, ...forced }), { 'content-type': 'text/plain' }),
+      field: ['content-type', ...(forcedField ? [forcedField] : [])],
+    },
   );
 
   let unicodeTurn = 0;
@@ -467,7 +503,11 @@ function bodyCases(route: string): Case[] {
       for (const [name, value] of picked) cases.push({ label: `${field} ${name}`, send: json({ ...valid, [field]: value }), field });
     }
     if (typesOf(s).includes('array') && s.maxItems !== undefined) {
-      cases.push({ label: `${field} one over maxItems ${s.maxItems}`, send: json({ ...valid, [field]: Array(s.maxItems + 1).fill(sample(s.items ?? {}) ?? 'x') }), field });
+      cases.push({
+        label: `${field} one over maxItems ${s.maxItems}`,
+        send: json({ ...valid, [field]: Array(s.maxItems + 1).fill(sample(s.items ?? {}) ?? 'x') }),
+        field,
+      });
     }
   }
   return cases;
@@ -508,7 +548,11 @@ describe('write routes refuse bad path ids: a 4xx envelope, nothing stored', () 
 // ---------------------------------------------------------------------------------------------
 // Bad pagination, on every list route.
 
-const base64url = (text: string) => btoa(String.fromCharCode(...new TextEncoder().encode(text))).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+const base64url = (text: string) =>
+  btoa(String.fromCharCode(...new TextEncoder().encode(text)))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '');
 
 const BAD_PAGINATION: Record<string, [label: string, query: string][]> = {
   limit: [
@@ -553,7 +597,8 @@ function acceptedByDesign(route: string, param: string, label: string, schema: S
   // Spec 8: the trace list and its turns clamp `limit` (to 1..200) instead of refusing it.
   if (param === 'limit' && (schema.minimum ?? 0) < 0) return ['limit=-1', 'limit=0', 'limit=1e9'].includes(label);
   // The marketplace pages alphabetically by slug: any short string is a position in that order.
-  if (route === 'GET /api/v1/marketplace/skills' && (param === 'after_id' || param === 'before_id')) return !label.includes('10k') && !label.includes('repeated') && !label.includes('and');
+  if (route === 'GET /api/v1/marketplace/skills' && (param === 'after_id' || param === 'before_id'))
+    return !label.includes('10k') && !label.includes('repeated') && !label.includes('and');
   return false;
 }
 
@@ -599,7 +644,11 @@ describe('execution reads refuse bad ids and filters: a 4xx envelope, nothing st
     const auth = credentialFor(route);
     await battery(
       route,
-      FILTERS[route]!.map(([label, query]) => ({ label, send: () => send(`${splitKey(route)[1]}?${query}`, { method: 'GET', ...auth }), field: 'executionId' })),
+      FILTERS[route]!.map(([label, query]) => ({
+        label,
+        send: () => send(`${splitKey(route)[1]}?${query}`, { method: 'GET', ...auth }),
+        field: 'executionId',
+      })),
     );
   });
 });
@@ -611,21 +660,35 @@ describe('execution reads refuse bad ids and filters: a 4xx envelope, nothing st
 describe('POST /api/v1/billing/webhook with a valid signature over a hostile body', () => {
   it('answers 4xx or an ignored 200, never a 5xx, grants nothing and pollutes nothing', async () => {
     const userId = world.user.user.id;
-    const event = (object: unknown) => JSON.stringify({ id: `evt_${crypto.randomUUID().replaceAll('-', '')}`, object: 'event', type: 'checkout.session.completed', data: { object } });
+    const event = (object: unknown) =>
+      JSON.stringify({ id: `evt_${crypto.randomUUID().replaceAll('-', '')}`, object: 'event', type: 'checkout.session.completed', data: { object } });
     const bodies: Record<string, string> = {
       ...MALFORMED_JSON,
       ...NOT_AN_OBJECT,
       'event without data': '{"id": "evt_1", "type": "checkout.session.completed"}',
       'data.object a string': event('hostile'),
-      'metadata of wrong types': event({ id: 'cs_1', payment_status: 'paid', client_reference_id: 42, metadata: { userId: { id: userId }, packId: ['regular'] } }),
-      'metadata through __proto__': event({ id: 'cs_2', payment_status: 'paid', metadata: JSON.parse(`{"__proto__": {"userId": "${userId}", "packId": "regular", "polluted": 1}}`) }),
+      'metadata of wrong types': event({
+        id: 'cs_1',
+        payment_status: 'paid',
+        client_reference_id: 42,
+        metadata: { userId: { id: userId }, packId: ['regular'] },
+      }),
+      'metadata through __proto__': event({
+        id: 'cs_2',
+        payment_status: 'paid',
+        metadata: JSON.parse(`{"__proto__": {"userId": "${userId}", "packId": "regular", "polluted": 1}}`),
+      }),
       'unknown pack, unicode user': event({ id: 'cs_3', payment_status: 'paid', metadata: { userId: `${userId}\u0000`, packId: '\u202eregular' } }),
     };
     const cases: Case[] = Object.entries(bodies).map(([label, payload]) => ({
       label,
       allowSuccess: true,
       send: async () => {
-        const signature = await Stripe.webhooks.generateTestHeaderStringAsync({ payload, secret: env.STRIPE_WEBHOOK_SECRET!, timestamp: Math.floor(now() / 1000) });
+        const signature = await Stripe.webhooks.generateTestHeaderStringAsync({
+          payload,
+          secret: env.STRIPE_WEBHOOK_SECRET!,
+          timestamp: Math.floor(now() / 1000),
+        });
         return send('/api/v1/billing/webhook', { method: 'POST', rawBody: payload, headers: { 'stripe-signature': signature } });
       },
     }));

@@ -67,7 +67,6 @@ interface Probe {
   body?: unknown;
 }
 
-
 /** Every route with a path parameter, keyed as in ROUTE_ACCESS: how to name A's resource on it. */
 const CASES: Record<string, (a: Fixture) => Probe> = {
   'GET /api/v1/workspaces/:id/members': (a) => ({ params: { id: a.workspaceId } }),
@@ -99,7 +98,10 @@ const CASES: Record<string, (a: Fixture) => Probe> = {
   'POST /api/v1/executions/:id/remix': (a) => ({ params: { id: a.executionId }, body: { input: 'Differently.' } }),
   // The idle execution: a cancel or a message would change it.
   'POST /api/v1/executions/:id/cancel': (a) => ({ params: { id: a.idleExecutionId }, body: {} }),
-  'POST /api/v1/executions/:id/events': (a) => ({ params: { id: a.idleExecutionId }, body: { events: [{ type: 'user.message', content: [{ type: 'text', text: 'Go.' }] }] } }),
+  'POST /api/v1/executions/:id/events': (a) => ({
+    params: { id: a.idleExecutionId },
+    body: { events: [{ type: 'user.message', content: [{ type: 'text', text: 'Go.' }] }] },
+  }),
   'GET /api/v1/executions/:id': (a) => ({ params: { id: a.executionId } }),
   'GET /api/v1/executions/:id/status': (a) => ({ params: { id: a.executionId } }),
   'GET /api/v1/executions/:id/stream-token': (a) => ({ params: { id: a.executionId } }),
@@ -157,7 +159,9 @@ const VOLATILE_COLUMNS = new Set(['last_used_at', 'last_polled_at']);
 
 /** Every row of every table, as JSON strings per table. */
 async function snapshotDb() {
-  const { results: tables } = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'").all<{ name: string }>();
+  const { results: tables } = await env.DB.prepare(
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
+  ).all<{ name: string }>();
   const snapshot: Record<string, string[]> = {};
   for (const { name } of tables) {
     if (VOLATILE_TABLES.has(name)) continue;
@@ -178,8 +182,13 @@ async function until<T>(what: string, read: () => Promise<T | undefined>): Promi
 
 /** Read from D1, not the API: A's rate-limit budget is kept for the checks. */
 const executionStatus = async (id: string) =>
-  (await env.DB.prepare('SELECT status FROM executions WHERE id = ?').bind(Number(id.slice('exec_'.length))).first<{ status: string }>())?.status;
-const runStatus = async (runId: string) => (await env.DB.prepare('SELECT status FROM workflow_runs WHERE run_id = ?').bind(runId).first<{ status: string }>())?.status;
+  (
+    await env.DB.prepare('SELECT status FROM executions WHERE id = ?')
+      .bind(Number(id.slice('exec_'.length)))
+      .first<{ status: string }>()
+  )?.status;
+const runStatus = async (runId: string) =>
+  (await env.DB.prepare('SELECT status FROM workflow_runs WHERE run_id = ?').bind(runId).first<{ status: string }>())?.status;
 
 async function ok(res: ApiResponse, status: number, what: string) {
   if (res.status !== status) throw new Error(`${what}: expected ${status}, got ${res.status} ${JSON.stringify(res.body)}`);
@@ -215,11 +224,19 @@ beforeAll(async () => {
   const as = { token: A.token };
   const skillSlug = 'alpha-skill';
   await ok(
-    await call(`/api/v1/skills/${skillSlug}`, { ...as, method: 'PUT', body: { name: 'Alpha', description: 'Summarises.', category: 'productivity', prompt: `# Alpha\n${MARK.prompt}` } }),
+    await call(`/api/v1/skills/${skillSlug}`, {
+      ...as,
+      method: 'PUT',
+      body: { name: 'Alpha', description: 'Summarises.', category: 'productivity', prompt: `# Alpha\n${MARK.prompt}` },
+    }),
     200,
     'author skill',
   );
-  const secret = await ok(await call('/api/v1/secrets', { ...as, headers: { 'idempotency-key': IDEMPOTENCY_KEY }, body: { name: 'ALPHA_TOKEN', value: MARK.secret } }), 201, 'secret');
+  const secret = await ok(
+    await call('/api/v1/secrets', { ...as, headers: { 'idempotency-key': IDEMPOTENCY_KEY }, body: { name: 'ALPHA_TOKEN', value: MARK.secret } }),
+    201,
+    'secret',
+  );
   const binding = await ok(await call(`/api/v1/skills/${skillSlug}/secrets`, { ...as, body: { secretId: secret.id, envVar: 'ALPHA_TOKEN' } }), 201, 'bind');
   const run = await ok(await call(`/api/v1/skills/${skillSlug}/run`, { ...as, body: { input: MARK.input } }), 200, 'run');
   await until('the run completing', async () => ((await executionStatus(run.executionId)) === 'completed' ? true : undefined));
@@ -234,8 +251,16 @@ beforeAll(async () => {
   const key = await createKey(A, ['memory:read']);
   aKey = key.key;
   const consent = await ok(await call('/api/v1/agents/connect', { apiKey: aKey, body: { requestedScopes: ['tool:execute'] } }), 202, 'consent');
-  const request = await ok(await call('/api/v1/agents/request-permission', { apiKey: aKey, body: { scope: 'library:read', reason: 'to read' } }), 202, 'request');
-  const invitation = await ok(await call(`/api/v1/workspaces/${A.workspaceId}/invitations`, { ...as, body: { email: MARK.invitee, role: 'member' } }), 201, 'invitation');
+  const request = await ok(
+    await call('/api/v1/agents/request-permission', { apiKey: aKey, body: { scope: 'library:read', reason: 'to read' } }),
+    202,
+    'request',
+  );
+  const invitation = await ok(
+    await call(`/api/v1/workspaces/${A.workspaceId}/invitations`, { ...as, body: { email: MARK.invitee, role: 'member' } }),
+    201,
+    'invitation',
+  );
   const workspace = await ok(await call('/api/v1/workspaces/current', as), 200, 'workspace');
   await ok(await call('/api/v1/agents', { ...as, body: { slug: 'alpha-agent', name: 'Alpha agent', instructions: MARK.agent } }), 201, 'agent');
   await ok(await call('/api/v1/memory', { ...as, method: 'PUT', body: { content: MARK.memory } }), 200, 'memory');
@@ -244,7 +269,11 @@ beforeAll(async () => {
   githubAccount = github.account;
 
   const workflowSlug = 'alpha-flow';
-  await install(A, workflowSlug, definition('alpha-flow', [{ type: 'tool', id: 'approve', toolId: 'human-input', options: { metadata: { prompt: MARK.prompt } } }]));
+  await install(
+    A,
+    workflowSlug,
+    definition('alpha-flow', [{ type: 'tool', id: 'approve', toolId: 'human-input', options: { metadata: { prompt: MARK.prompt } } }]),
+  );
   const runId = await launch(A, workflowSlug);
   await until('the workflow suspending', async () => ((await runStatus(runId)) === 'suspended' ? true : undefined));
 
@@ -274,11 +303,23 @@ beforeAll(async () => {
 
   // B's own skill and workflow, for the references to A's ids in bodies.
   const bs = { token: B.token };
-  await ok(await call('/api/v1/skills/bravo-skill', { ...bs, method: 'PUT', body: { name: 'Bravo', description: 'Writes.', category: 'productivity', prompt: '# Bravo' } }), 200, 'B skill');
+  await ok(
+    await call('/api/v1/skills/bravo-skill', {
+      ...bs,
+      method: 'PUT',
+      body: { name: 'Bravo', description: 'Writes.', category: 'productivity', prompt: '# Bravo' },
+    }),
+    200,
+    'B skill',
+  );
   await install(B, 'bravo-flow', definition('bravo-flow', [{ type: 'mapping', id: 'echo', mapConfig: JSON.stringify({ x: { value: 1 } }) }]));
   const scopes = [...new Set(Object.values(ROUTE_ACCESS).flatMap((access) => ('scope' in access ? [access.scope] : [])))];
   bKey = (await createKey(B, scopes)).key;
-  const second = await ok(await call('/api/v1/workspaces', { ...as, body: { name: 'Alpha two', slug: `alpha-two-${crypto.randomUUID().slice(0, 8)}` } }), 201, 'second workspace');
+  const second = await ok(
+    await call('/api/v1/workspaces', { ...as, body: { name: 'Alpha two', slug: `alpha-two-${crypto.randomUUID().slice(0, 8)}` } }),
+    201,
+    'second workspace',
+  );
   const elsewhere = { token: A.token, headers: { 'x-workspace-id': second.id } };
   const elsewhereKey = await ok(await call('/api/v1/api-keys', { ...elsewhere, body: { name: 'elsewhere', scopes } }), 201, 'key elsewhere');
   aElsewhere = { session: elsewhere, key: elsewhereKey.key };
@@ -363,11 +404,15 @@ describe("another workspace's ids in paths", () => {
         // Agent routes take API keys only, session routes sessions only.
         if (access.auth !== 'key' && access.auth !== 'agent') credentials.push([`${outsider.name}'s session`, outsider.session]);
         if (access.auth !== 'session') credentials.push([`${outsider.name}'s key`, { apiKey: outsider.key }]);
-        return credentials.map(([name, credential]): [string, { key: string; probe: Probe; credential: CallOptions }] => [`${key} with ${name}`, { key, probe, credential }]);
+        return credentials.map(([name, credential]): [string, { key: string; probe: Probe; credential: CallOptions }] => [
+          `${key} with ${name}`,
+          { key, probe, credential },
+        ]);
       });
       // Paths take integer ids bare too (docs/api-conventions.md, Ids): `exec_5` and `5` name the same execution.
       const bare = Object.fromEntries(Object.entries(probe.params).map(([name, value]) => [name, value.replace(/^(exec|art|sec|key)_(\d+)$/, '$2')]));
-      if (JSON.stringify(bare) !== JSON.stringify(probe.params)) runs.push([`${runs.at(-1)![0]}, the id bare`, { ...runs.at(-1)![1], probe: { ...probe, params: bare } }]);
+      if (JSON.stringify(bare) !== JSON.stringify(probe.params))
+        runs.push([`${runs.at(-1)![0]}, the id bare`, { ...runs.at(-1)![1], probe: { ...probe, params: bare } }]);
       return runs;
     });
     await collect(probes, async (name, { key, probe, credential }) => {
@@ -381,7 +426,10 @@ describe("another workspace's ids in bodies and headers", () => {
   /** Each names one of A's resources where B's request refers to one of its own. */
   const REFERENCES: Record<string, () => { path: string; method?: string; body?: unknown; headers?: Record<string, string>; apiKey?: boolean }> = {
     "an execution of A's skill": () => ({ path: '/api/v1/executions', body: { skill_slug: fixture.skillSlug, input: 'Go.' } }),
-    "an execution joining A's trace (sessionId)": () => ({ path: '/api/v1/executions', body: { skill_slug: 'bravo-skill', input: 'Go.', sessionId: fixture.traceKey } }),
+    "an execution joining A's trace (sessionId)": () => ({
+      path: '/api/v1/executions',
+      body: { skill_slug: 'bravo-skill', input: 'Go.', sessionId: fixture.traceKey },
+    }),
     "a thread with A's skill": () => ({ path: '/api/v1/threads', body: { skill_slug: fixture.skillSlug } }),
     "unbinding A's binding under B's own skill": () => ({ path: `/api/v1/skills/bravo-skill/secrets/${fixture.bindingId}`, method: 'DELETE' }),
     "binding A's secret to B's skill": () => ({ path: '/api/v1/skills/bravo-skill/secrets', body: { secretId: fixture.secretId, envVar: 'STOLEN' } }),
@@ -391,7 +439,12 @@ describe("another workspace's ids in bodies and headers", () => {
     "A's consent by its link code": () => ({ path: '/api/v1/agents/connect/by-code', body: { link_code: fixture.consentLinkCode } }),
     "A's permission request by its link code": () => ({ path: '/api/v1/agents/connect/by-code', body: { link_code: fixture.requestLinkCode } }),
     "B's key rebound to A's workspace": () => ({ path: '/api/v1/workspaces/current', method: 'PUT', body: { workspace: fixture.workspaceId }, apiKey: true }),
-    "B's key rebound to A's workspace by slug": () => ({ path: '/api/v1/workspaces/current', method: 'PUT', body: { workspace: fixture.workspaceSlug }, apiKey: true }),
+    "B's key rebound to A's workspace by slug": () => ({
+      path: '/api/v1/workspaces/current',
+      method: 'PUT',
+      body: { workspace: fixture.workspaceSlug },
+      apiKey: true,
+    }),
     "B's session selecting A's workspace (x-workspace-id)": () => ({ path: '/api/v1/skills', headers: { 'x-workspace-id': fixture.workspaceId } }),
     "B's session selecting A's workspace by slug": () => ({ path: '/api/v1/skills', headers: { 'x-workspace-id': fixture.workspaceSlug } }),
     "B accepting A's invitation addressed to someone else": () => ({ path: '/api/v1/invitations/accept', body: { token: fixture.invitationToken } }),
@@ -407,15 +460,26 @@ describe("another workspace's ids in bodies and headers", () => {
 
   it("never replay A's stored answer for the same idempotency-key", async () => {
     for (const outsider of outsiders()) {
-      const res = await call('/api/v1/secrets', { ...outsider.session, headers: { ...outsider.session.headers, 'idempotency-key': IDEMPOTENCY_KEY }, body: { name: 'OWN_TOKEN', value: 'own value' } });
-      expect({ who: outsider.name, status: res.status, replayed: res.headers.get('idempotency-replayed') }).toEqual({ who: outsider.name, status: 201, replayed: null });
+      const res = await call('/api/v1/secrets', {
+        ...outsider.session,
+        headers: { ...outsider.session.headers, 'idempotency-key': IDEMPOTENCY_KEY },
+        body: { name: 'OWN_TOKEN', value: 'own value' },
+      });
+      expect({ who: outsider.name, status: res.status, replayed: res.headers.get('idempotency-replayed') }).toEqual({
+        who: outsider.name,
+        status: 201,
+        replayed: null,
+      });
       expect(res.body.name).toBe('OWN_TOKEN');
     }
   });
 
   it("refuse an agent step naming A's agent exactly as one naming no agent", async () => {
     const answer = async (agentId: string) => {
-      const res = await call('/api/v1/workflows/bravo-agent-flow/install', { token: B.token, body: definition('bravo-agent-flow', [{ type: 'agent', id: 'a', agentId }]) });
+      const res = await call('/api/v1/workflows/bravo-agent-flow/install', {
+        token: B.token,
+        body: definition('bravo-agent-flow', [{ type: 'agent', id: 'a', agentId }]),
+      });
       return { status: res.status, code: res.body.error?.code, field: res.body.error?.details?.field };
     };
     const missing = await answer(`${B.workspaceId}:no-such-agent`);
@@ -463,7 +527,9 @@ describe('lists and reads without an id', () => {
     const client = await connectMcp({ 'x-api-key': bKey });
     const { tools } = await client.listTools();
     const reads = tools.filter((t) => t.annotations?.readOnlyHint && !(t.inputSchema.required ?? []).length);
-    expect(reads.map((t) => t.name)).toEqual(expect.arrayContaining(['list-installed-skills', 'list-executions', 'list-artifacts', 'read-memory', 'list-workflow-runs', 'list-connectors']));
+    expect(reads.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['list-installed-skills', 'list-executions', 'list-artifacts', 'read-memory', 'list-workflow-runs', 'list-connectors']),
+    );
     await collect(
       reads.map((t): [string, string] => [t.name, t.name]),
       async (name) => {
@@ -482,7 +548,9 @@ describe('lists and reads without an id', () => {
       }
     }
     // A's own filter finds the run's output, so the empty answers above are the filter's doing.
-    expect((await call(`/api/v1/artifacts?executionId=${fixture.executionId}`, { token: A.token })).body.data.map((a: { id: string }) => a.id)).toContain(fixture.artifactId);
+    expect((await call(`/api/v1/artifacts?executionId=${fixture.executionId}`, { token: A.token })).body.data.map((a: { id: string }) => a.id)).toContain(
+      fixture.artifactId,
+    );
   });
 
   it("ignore x-workspace-id naming A's workspace on B's key (spec 5.1: keys are bound to their workspace)", async () => {
@@ -502,7 +570,10 @@ describe('MCP tools', () => {
     const { tools } = await clients["B's key"]!.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(MCP_TOOLS.map((t) => t.name).sort());
     const withIds = tools.filter((t) => Object.keys(t.inputSchema.properties ?? {}).some(isIdArgument)).map((t) => t.name);
-    expect(withIds.filter((name) => !TOOL_CASES[name] && !TOOL_EXCLUDED[name]), 'give these tools a case in TOOL_CASES (or a reason in TOOL_EXCLUDED)').toEqual([]);
+    expect(
+      withIds.filter((name) => !TOOL_CASES[name] && !TOOL_EXCLUDED[name]),
+      'give these tools a case in TOOL_CASES (or a reason in TOOL_EXCLUDED)',
+    ).toEqual([]);
     expect([...Object.keys(TOOL_CASES), ...Object.keys(TOOL_EXCLUDED)].filter((name) => !withIds.includes(name))).toEqual([]);
 
     const calls = Object.entries(TOOL_CASES).flatMap(([tool, argsOf]) =>
@@ -533,7 +604,10 @@ describe('trace appends', () => {
       ['session', { token: B.token, body: { events: [{ type: 'user.message', payload: { text: 'injected' } }] } }],
       ['key, next seq', { apiKey: bKey, body: { events: [{ type: 'agent.text', payload: { text: 'injected' }, seq: seen.at(-1).seq + 1 }] } }],
       ['key, a used seq', { apiKey: bKey, body: { events: [{ type: 'agent.text', payload: { text: 'injected' }, seq: seen.at(-1).seq }] } }],
-      ['session, as an agent', { token: B.token, headers: { 'x-agent-slug': 'alpha-agent' }, body: { events: [{ type: 'agent.text', payload: { text: 'injected' } }] } }],
+      [
+        'session, as an agent',
+        { token: B.token, headers: { 'x-agent-slug': 'alpha-agent' }, body: { events: [{ type: 'agent.text', payload: { text: 'injected' } }] } },
+      ],
     ];
     await collect(attempts, async (name, options) => expectHidden(await call(path, options), `append with B's ${name}`));
     expect(await turns()).toEqual(seen);
@@ -543,10 +617,17 @@ describe('trace appends', () => {
 describe('names each workspace has its own of', () => {
   it("give B its own skill and workflow under A's slugs, and leave A's connector alone", async () => {
     const bs = { token: B.token };
-    const skill = await call(`/api/v1/skills/${fixture.skillSlug}`, { ...bs, method: 'PUT', body: { name: 'Mine', description: 'B’s own.', category: 'productivity', prompt: '# Mine' } });
+    const skill = await call(`/api/v1/skills/${fixture.skillSlug}`, {
+      ...bs,
+      method: 'PUT',
+      body: { name: 'Mine', description: 'B’s own.', category: 'productivity', prompt: '# Mine' },
+    });
     expect(skill.status).toBe(200);
     expect((await call(`/api/v1/skills/${fixture.skillSlug}/versions`, bs)).body).toHaveLength(1);
-    const workflow = await call(`/api/v1/workflows/${fixture.workflowSlug}/install`, { ...bs, body: definition('mine', [{ type: 'mapping', id: 'm', mapConfig: '{}' }]) });
+    const workflow = await call(`/api/v1/workflows/${fixture.workflowSlug}/install`, {
+      ...bs,
+      body: definition('mine', [{ type: 'mapping', id: 'm', mapConfig: '{}' }]),
+    });
     expect(workflow.status).toBe(201);
     expect(workflow.body.workspaceId).toBe(B.workspaceId);
     expect((await call('/api/v1/connectors/github/status', bs)).body.status).toBe('not_connected');

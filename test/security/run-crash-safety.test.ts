@@ -55,10 +55,14 @@ async function expectSettledLedger(user: TestUser) {
 }
 
 const executionRow = (id: string) =>
-  env.DB.prepare('SELECT status, turn_key AS turnKey FROM executions WHERE id = ?').bind(Number(id.slice(5))).first<{ status: string; turnKey: string | null }>();
+  env.DB.prepare('SELECT status, turn_key AS turnKey FROM executions WHERE id = ?')
+    .bind(Number(id.slice(5)))
+    .first<{ status: string; turnKey: string | null }>();
 
 const newestExecution = async (user: TestUser) =>
-  (await env.DB.prepare('SELECT id, status FROM executions WHERE workspace_id = ? ORDER BY id DESC LIMIT 1').bind(user.workspaceId).first<{ id: number; status: string }>())!;
+  (await env.DB.prepare('SELECT id, status FROM executions WHERE workspace_id = ? ORDER BY id DESC LIMIT 1')
+    .bind(user.workspaceId)
+    .first<{ id: number; status: string }>())!;
 
 const run = (user: TestUser, input = 'We ship Friday. Ana writes the notes.') => call('/api/v1/skills/notes/run', { token: user.token, body: { input } });
 
@@ -177,7 +181,14 @@ describe('a step after the claim fails', () => {
     expect(await executionRow(id)).toMatchObject({ status: 'idle' });
     // The object fenced the withdrawn turn off: a late start with its key is refused.
     const { turnKey } = (await executionRow(id))!;
-    const late = turnOf(user, { executionId: Number(id.slice(5)), turnKey: turnKey!, skillName: SKILL.name, skillSlug: 'notes', system: SKILL.prompt, text: 'Plan it.' });
+    const late = turnOf(user, {
+      executionId: Number(id.slice(5)),
+      turnKey: turnKey!,
+      skillName: SKILL.name,
+      skillSlug: 'notes',
+      system: SKILL.prompt,
+      text: 'Plan it.',
+    });
     expect(await env.EXECUTION_SESSION.getByName(id).startTurn(late)).toEqual({ accepted: false });
     const again = await call(`/api/v1/executions/${id}/events`, { token: user.token, body });
     expect(again.status).toBe(200);
@@ -315,7 +326,9 @@ describe('the process dies between the claim and the object', () => {
   it('a run left working before claims were recorded (no turn key) is settled too', async () => {
     const user = await setup();
     const created = await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'notes', input: 'Plan it.' } });
-    await env.DB.prepare("UPDATE executions SET status = 'working', turn_key = NULL, claimed_at = NULL WHERE id = ?").bind(Number(created.body.id.slice(5))).run();
+    await env.DB.prepare("UPDATE executions SET status = 'working', turn_key = NULL, claimed_at = NULL WHERE id = ?")
+      .bind(Number(created.body.id.slice(5)))
+      .run();
     await runToCompletion(user);
     expect(await executionRow(created.body.id)).toMatchObject({ status: 'failed' });
   });
@@ -327,7 +340,8 @@ describe('cancel of a live run', () => {
     const started = await run(user, 'A plan with several steps. Step one. Step two. Step three. Step four.');
     const cancelled = await call(`/api/v1/executions/${started.body.executionId}/cancel`, { method: 'POST', token: user.token });
     // The run either was stopped (idle) or had already finished when the cancel arrived.
-    if (cancelled.body.processKilled) expect(cancelled.body).toEqual({ success: true, message: 'The run was interrupted', processKilled: true, actualStatus: 'idle' });
+    if (cancelled.body.processKilled)
+      expect(cancelled.body).toEqual({ success: true, message: 'The run was interrupted', processKilled: true, actualStatus: 'idle' });
     else expect(cancelled.body.actualStatus).toBe('completed');
     await expectSettledLedger(user);
   });

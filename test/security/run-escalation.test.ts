@@ -89,7 +89,11 @@ describe('the launching credential travels with the run', () => {
   it('a run started by a key without memory:read is refused the memory its model asks for; the owner’s run is not', async () => {
     const user = await userWithMemory();
     expect((await call('/api/v1/byok', { method: 'PUT', token: user.token, body: { key: inject('modelKeys').byok } })).status).toBe(200);
-    await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: { name: 'Notes', description: 'Takes notes.', category: 'productivity', prompt: '# Notes' } });
+    await call('/api/v1/skills/notes', {
+      method: 'PUT',
+      token: user.token,
+      body: { name: 'Notes', description: 'Takes notes.', category: 'productivity', prompt: '# Notes' },
+    });
     const key = await createKey(user, ['tool:execute']);
     const answerOf = async (auth: { apiKey: string } | { token: string }) => {
       const res = await call('/api/v1/skills/notes/run', { ...auth, body: { input: 'Please read memory.' } });

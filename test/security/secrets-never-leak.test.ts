@@ -32,7 +32,10 @@ const headerText = (headers: Headers) => [...headers].map(([k, v]) => `${k}: ${v
 /** `call`, recording the answer. */
 async function api(path: string, options: CallOptions = {}) {
   const res = await call(path, options);
-  saw(`${options.method ?? (options.body === undefined && options.rawBody === undefined ? 'GET' : 'POST')} ${path} → ${res.status}`, `${headerText(res.headers)}\n${typeof res.body === 'string' ? res.body : JSON.stringify(res.body)}`);
+  saw(
+    `${options.method ?? (options.body === undefined && options.rawBody === undefined ? 'GET' : 'POST')} ${path} → ${res.status}`,
+    `${headerText(res.headers)}\n${typeof res.body === 'string' ? res.body : JSON.stringify(res.body)}`,
+  );
   return res;
 }
 
@@ -115,7 +118,11 @@ describe('secrets never leak', () => {
     saw('POST /auth/sign-in (page) → 303', headerText(pageSession.headers).split(cookieSession).join('<issued>'));
 
     // API keys: shown once at creation. A key that does not exist is not echoed either.
-    const created = await call('/api/v1/api-keys', { token: session, body: { name: 'everything', scopes: ['*'] }, headers: { 'idempotency-key': 'leak-key-1' } });
+    const created = await call('/api/v1/api-keys', {
+      token: session,
+      body: { name: 'everything', scopes: ['*'] },
+      headers: { 'idempotency-key': 'leak-key-1' },
+    });
     expect(created.status).toBe(201);
     const apiKey: string = created.body.key;
     canaries.set('API key', apiKey);
@@ -157,7 +164,10 @@ describe('secrets never leak', () => {
     canaries.set('invitation token', invitation.body.token);
     saw('POST invitations → 201', JSON.stringify(invitation.body).split(invitation.body.token).join('<issued>'));
     await api(`/api/v1/workspaces/${user.workspaceId}/invitations`, auth);
-    const joiner = await call('/auth/sign-up/email', { body: { email: invitee, password: canary('joiner'), name: 'Joiner' }, headers: { 'cf-connecting-ip': '2001:db8::ee3' } });
+    const joiner = await call('/auth/sign-up/email', {
+      body: { email: invitee, password: canary('joiner'), name: 'Joiner' },
+      headers: { 'cf-connecting-ip': '2001:db8::ee3' },
+    });
     expect((await api('/api/v1/invitations/accept', { token: joiner.body.token, body: { token: invitation.body.token } })).status).toBe(200);
 
     // Secrets: created, listed, rotated, renamed, refused; bound to a skill.
@@ -166,9 +176,17 @@ describe('secrets never leak', () => {
     canaries.set('secret value', secretValue);
     canaries.set('rotated secret value', rotatedValue);
     expect((await api('/api/v1/skills/notes', { ...auth, method: 'PUT', body: SKILL })).status).toBe(200);
-    const secret = await api('/api/v1/secrets', { ...auth, body: { name: 'API_TOKEN_OLD', value: secretValue }, headers: { 'idempotency-key': 'leak-secret-1' } });
+    const secret = await api('/api/v1/secrets', {
+      ...auth,
+      body: { name: 'API_TOKEN_OLD', value: secretValue },
+      headers: { 'idempotency-key': 'leak-secret-1' },
+    });
     expect(secret.status).toBe(201);
-    expect((await api('/api/v1/secrets', { ...auth, body: { name: 'API_TOKEN_OLD', value: secretValue }, headers: { 'idempotency-key': 'leak-secret-1' } })).headers.get('idempotency-replayed')).toBe('true');
+    expect(
+      (
+        await api('/api/v1/secrets', { ...auth, body: { name: 'API_TOKEN_OLD', value: secretValue }, headers: { 'idempotency-key': 'leak-secret-1' } })
+      ).headers.get('idempotency-replayed'),
+    ).toBe('true');
     expect((await api('/api/v1/secrets', { ...auth, body: { name: 'API_TOKEN_OLD', value: secretValue } })).status).toBe(409);
     expect((await api('/api/v1/secrets', { ...auth, body: { name: 'not a name', value: secretValue } })).status).toBe(400);
     expect((await api('/api/v1/secrets', { ...auth, body: { name: 'EMPTY', value: secretValue, extra: secretValue } })).status).toBeLessThan(500);
@@ -300,14 +318,22 @@ describe('secrets never leak', () => {
     saw('POST /auth/oauth2/token → 200', JSON.stringify(tokens).split(tokens.access_token).join('<issued>').split(tokens.refresh_token).join('<issued>'));
     expect((await api('/api/v1/profile', { headers: { authorization: `Bearer ${tokens.access_token}` } })).status).toBe(200);
     expect((await api('/api/v1/memory', { headers: { authorization: `Bearer ${tokens.access_token}` } })).status).toBe(403);
-    const refreshed = await exports.default.fetch(`${BASE}/auth/oauth2/token`, tokenForm({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: flow.clientId }));
+    const refreshed = await exports.default.fetch(
+      `${BASE}/auth/oauth2/token`,
+      tokenForm({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: flow.clientId }),
+    );
     const rotated = (await refreshed.json()) as { access_token: string; refresh_token: string };
     expect(refreshed.status).toBe(200);
     canaries.set('rotated OAuth access token', rotated.access_token);
     canaries.set('rotated OAuth refresh token', rotated.refresh_token);
-    saw('POST /auth/oauth2/token (refresh) → 200', JSON.stringify(rotated).split(rotated.access_token).join('<issued>').split(rotated.refresh_token).join('<issued>'));
+    saw(
+      'POST /auth/oauth2/token (refresh) → 200',
+      JSON.stringify(rotated).split(rotated.access_token).join('<issued>').split(rotated.refresh_token).join('<issued>'),
+    );
     // The used refresh token again: refused, and the family revoked.
-    expect((await raw('/auth/oauth2/token', tokenForm({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: flow.clientId }))).status).toBe(400);
+    expect(
+      (await raw('/auth/oauth2/token', tokenForm({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: flow.clientId }))).status,
+    ).toBe(400);
     expect((await raw('/auth/oauth2/revoke', tokenForm({ token: rotated.access_token, client_id: flow.clientId }))).status).toBe(200);
     expect((await api('/api/v1/profile', { headers: { authorization: `Bearer ${rotated.access_token}` } })).status).toBe(401);
 
@@ -315,14 +341,32 @@ describe('secrets never leak', () => {
     const webhookSecret = env.STRIPE_WEBHOOK_SECRET!;
     canaries.set('Stripe webhook secret', webhookSecret);
     const stripeEvent = (type: string, object: Record<string, unknown>) =>
-      JSON.stringify({ id: `evt_${crypto.randomUUID().replace(/-/g, '')}`, object: 'event', api_version: '2026-10-28.endive', created: Math.floor(now() / 1000), livemode: false, type, data: { object } });
+      JSON.stringify({
+        id: `evt_${crypto.randomUUID().replace(/-/g, '')}`,
+        object: 'event',
+        api_version: '2026-10-28.endive',
+        created: Math.floor(now() / 1000),
+        livemode: false,
+        type,
+        data: { object },
+      });
     const deliver = async (payload: string, secretUsed = webhookSecret) =>
       api('/api/v1/billing/webhook', {
         method: 'POST',
         rawBody: payload,
-        headers: { 'stripe-signature': await Stripe.webhooks.generateTestHeaderStringAsync({ payload, secret: secretUsed, timestamp: Math.floor(now() / 1000) }) },
+        headers: {
+          'stripe-signature': await Stripe.webhooks.generateTestHeaderStringAsync({ payload, secret: secretUsed, timestamp: Math.floor(now() / 1000) }),
+        },
       });
-    const sessionObject = { id: `cs_test_${crypto.randomUUID().replace(/-/g, '')}`, object: 'checkout.session', mode: 'payment', payment_status: 'paid', status: 'complete', client_reference_id: user.user.id, metadata: { userId: user.user.id, packId: 'starter' } };
+    const sessionObject = {
+      id: `cs_test_${crypto.randomUUID().replace(/-/g, '')}`,
+      object: 'checkout.session',
+      mode: 'payment',
+      payment_status: 'paid',
+      status: 'complete',
+      client_reference_id: user.user.id,
+      metadata: { userId: user.user.id, packId: 'starter' },
+    };
     expect((await deliver(stripeEvent('checkout.session.completed', sessionObject))).status).toBe(200);
     expect((await deliver(stripeEvent('checkout.session.completed', sessionObject), 'whsec_wrong_0123456789')).status).toBe(400);
     const ignored = stripeEvent('customer.created', { id: 'cus_1', object: 'customer' });
@@ -347,7 +391,8 @@ describe('secrets never leak', () => {
     }
     await read('/api/v1/executions', asKey);
     const artifacts = await read('/api/v1/artifacts?limit=100', asKey);
-    for (const artifact of artifacts.body.data as { id: string }[]) expect((await raw(`/api/v1/artifacts/${artifact.id}/download`, { headers: { 'x-api-key': apiKey } })).status).toBe(200);
+    for (const artifact of artifacts.body.data as { id: string }[])
+      expect((await raw(`/api/v1/artifacts/${artifact.id}/download`, { headers: { 'x-api-key': apiKey } })).status).toBe(200);
     await read('/api/v1/memory', asKey);
 
     // Audit and activity, through the API and in D1.
@@ -359,11 +404,13 @@ describe('secrets never leak', () => {
     await read('/api/v1/activity?limit=100', asKey);
 
     // The whole of D1 and R2, as an operator with database access sees it.
-    const tables = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name != 'd1_migrations'").all<{ name: string }>();
+    const tables = await env.DB.prepare(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name != 'd1_migrations'",
+    ).all<{ name: string }>();
     for (const { name } of tables.results) saw(`D1 ${name}`, JSON.stringify((await env.DB.prepare(`SELECT * FROM "${name}"`).all()).results));
-    for (let cursor: string | undefined, more = true; more; ) {
+    for (let cursor: string | undefined, more = true; more;) {
       const listed = await env.BUCKET.list({ cursor });
-      for (const object of listed.objects) saw(`R2 ${object.key}`, (await (await env.BUCKET.get(object.key))!.text()));
+      for (const object of listed.objects) saw(`R2 ${object.key}`, await (await env.BUCKET.get(object.key))!.text());
       more = listed.truncated;
       cursor = listed.truncated ? listed.cursor : undefined;
     }
@@ -381,7 +428,11 @@ describe('secrets never leak', () => {
     const leaks: string[] = [];
     for (const [name, value] of canaries) {
       for (const shape of encodings(value)) {
-        for (const { where, text } of seen) if (text.includes(shape)) leaks.push(`${name} (${shape === value ? 'as is' : `encoded ${shape}`}) in ${where}: …${text.slice(Math.max(0, text.indexOf(shape) - 80), text.indexOf(shape) + shape.length + 40)}…`);
+        for (const { where, text } of seen)
+          if (text.includes(shape))
+            leaks.push(
+              `${name} (${shape === value ? 'as is' : `encoded ${shape}`}) in ${where}: …${text.slice(Math.max(0, text.indexOf(shape) - 80), text.indexOf(shape) + shape.length + 40)}…`,
+            );
       }
     }
     expect(leaks).toEqual([]);

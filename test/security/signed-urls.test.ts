@@ -137,8 +137,14 @@ describe('the control-plane URL', () => {
     valid.webSocket!.accept();
     valid.webSocket!.close();
 
-    await expectRefused(await open('/control/ws', tamper(token, { sub: b.user.workspaceId, wid: b.user.workspaceId })), "retargeted at b's workspace, signature kept");
-    await expectRefused(await open('/control/ws', await resign(tamper(token, { sub: b.user.workspaceId, wid: b.user.workspaceId }), 'someone-elses-secret-0123456789abcdef')), "b's workspace under another key");
+    await expectRefused(
+      await open('/control/ws', tamper(token, { sub: b.user.workspaceId, wid: b.user.workspaceId })),
+      "retargeted at b's workspace, signature kept",
+    );
+    await expectRefused(
+      await open('/control/ws', await resign(tamper(token, { sub: b.user.workspaceId, wid: b.user.workspaceId }), 'someone-elses-secret-0123456789abcdef')),
+      "b's workspace under another key",
+    );
     await expectRefused(await open('/control/ws', unsigned(token)), 'alg none');
     await expectRefused(await open('/control/ws', 'a'.repeat(10_000)), '10k garbage');
     await expectRefused(await open('/control/ws', null), 'no token');

@@ -35,14 +35,14 @@ const files: Record<string, Record<string, string | Buffer>> = {
   main: {
     'README.md': '# Widgets\n\nThe widget factory.\n',
     'src/index.ts': "export { widget } from './lib/widget';\n",
-    'src/lib/widget.ts': "export const widget = (name: string) => `widget ${name}`;\n",
+    'src/lib/widget.ts': 'export const widget = (name: string) => `widget ${name}`;\n',
     'docs/guide.md': '# Guide\n\nRun `npm start`.\n',
     'assets/logo.png': Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0xff, 0xfe]),
   },
   develop: {
     'README.md': '# Widgets (develop)\n\nUnreleased changes.\n',
     'src/index.ts': "export { widget } from './lib/widget';\n",
-    'src/lib/widget.ts': "export const widget = (name: string) => `widget v2 ${name}`;\n",
+    'src/lib/widget.ts': 'export const widget = (name: string) => `widget v2 ${name}`;\n',
   },
   'feature/sprockets': {
     'README.md': '# Widgets\n\nWith sprockets.\n',
@@ -129,7 +129,13 @@ export async function serveGithub(req: IncomingMessage, res: ServerResponse, ori
   const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
   const login = TOKEN.exec(token)?.[1];
   const reset = String(Math.floor(Date.now() / 1000) + 3600);
-  Object.assign(headers, { 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': '4999', 'x-ratelimit-used': '1', 'x-ratelimit-reset': reset, 'x-ratelimit-resource': 'core' });
+  Object.assign(headers, {
+    'x-ratelimit-limit': '5000',
+    'x-ratelimit-remaining': '4999',
+    'x-ratelimit-used': '1',
+    'x-ratelimit-reset': reset,
+    'x-ratelimit-resource': 'core',
+  });
   if (!login || revoked.has(token)) {
     Object.assign(headers, { 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '59' });
     return send(401, { message: 'Bad credentials', documentation_url: DOCS, status: '401' });
@@ -175,7 +181,13 @@ export async function serveGithub(req: IncomingMessage, res: ServerResponse, ori
   if (rest === '' && method === 'GET') return send(200, repoJson(base, fullName, 100 + allRepos().indexOf(fullName)));
   if (rest === '/branches' && method === 'GET') {
     const names = isWidgets ? Object.keys(files) : ['main'];
-    return page(names.map((name) => ({ name, commit: { sha: sha1ish(`${fullName}@${name}`), url: `${base}/repos/${fullName}/commits/${sha1ish(name)}` }, protected: name === 'main' })));
+    return page(
+      names.map((name) => ({
+        name,
+        commit: { sha: sha1ish(`${fullName}@${name}`), url: `${base}/repos/${fullName}/commits/${sha1ish(name)}` },
+        protected: name === 'main',
+      })),
+    );
   }
   const tree = /^\/git\/trees\/(.+)$/.exec(rest);
   if (tree && method === 'GET') {
@@ -189,8 +201,21 @@ export async function serveGithub(req: IncomingMessage, res: ServerResponse, ori
     }
     const recursive = url.searchParams.has('recursive');
     const entries = [
-      ...[...dirs].map((p) => ({ path: p, mode: '040000', type: 'tree', sha: sha1ish(`${ref}:${p}/`), url: `${base}/repos/${fullName}/git/trees/${sha1ish(p)}` })),
-      ...Object.entries(branch).map(([p, data]) => ({ path: p, mode: '100644', type: 'blob', sha: sha1ish(`${ref}:${p}`), size: Buffer.from(data).length, url: `${base}/repos/${fullName}/git/blobs/${sha1ish(p)}` })),
+      ...[...dirs].map((p) => ({
+        path: p,
+        mode: '040000',
+        type: 'tree',
+        sha: sha1ish(`${ref}:${p}/`),
+        url: `${base}/repos/${fullName}/git/trees/${sha1ish(p)}`,
+      })),
+      ...Object.entries(branch).map(([p, data]) => ({
+        path: p,
+        mode: '100644',
+        type: 'blob',
+        sha: sha1ish(`${ref}:${p}`),
+        size: Buffer.from(data).length,
+        url: `${base}/repos/${fullName}/git/blobs/${sha1ish(p)}`,
+      })),
     ]
       .filter((e) => recursive || !e.path.includes('/'))
       .sort((a, b) => (a.path < b.path ? -1 : 1));
@@ -205,7 +230,10 @@ export async function serveGithub(req: IncomingMessage, res: ServerResponse, ori
     if (data === undefined) {
       const children = Object.keys(branch ?? {}).filter((p) => p.startsWith(`${target}/`));
       if (!children.length) return notFound();
-      return send(200, children.map((p) => ({ type: 'file', name: p.split('/').pop(), path: p, sha: sha1ish(`${ref}:${p}`), size: Buffer.from(branch![p]!).length })));
+      return send(
+        200,
+        children.map((p) => ({ type: 'file', name: p.split('/').pop(), path: p, sha: sha1ish(`${ref}:${p}`), size: Buffer.from(branch![p]!).length })),
+      );
     }
     const bytes = Buffer.from(data);
     const encoded = bytes.toString('base64').replace(/(.{60})/g, '$1\n');
@@ -265,7 +293,15 @@ export async function serveGithub(req: IncomingMessage, res: ServerResponse, ori
     const base_ = String(body.base ?? '');
     if (!files[head]) return invalid('PullRequest', 'head', 'invalid');
     if (!files[base_]) return invalid('PullRequest', 'base', 'invalid');
-    const created: Issue = { number: issues.length + 1, title: body.title, body: typeof body.body === 'string' ? body.body : null, labels: [], comments: [], user: `octo-${login}`, pull: { head, base: base_, draft: body.draft === true } };
+    const created: Issue = {
+      number: issues.length + 1,
+      title: body.title,
+      body: typeof body.body === 'string' ? body.body : null,
+      labels: [],
+      comments: [],
+      user: `octo-${login}`,
+      pull: { head, base: base_, draft: body.draft === true },
+    };
     issues.push(created);
     return send(201, {
       id: 7000 + created.number,
@@ -282,4 +318,3 @@ export async function serveGithub(req: IncomingMessage, res: ServerResponse, ori
   }
   return notFound();
 }
-

@@ -158,12 +158,12 @@ function anthropicScenarios(): Map<string, ModelScenario> {
         usage: { input_tokens: inputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 },
       },
     });
-  const blockStart = (index: number, content_block: unknown) => frame({ type: 'content_block_start', index, content_block } );
-  const delta = (index: number, d: unknown) => frame({ type: 'content_block_delta', index, delta: d } );
-  const blockStop = (index: number) => frame({ type: 'content_block_stop', index } );
+  const blockStart = (index: number, content_block: unknown) => frame({ type: 'content_block_start', index, content_block });
+  const delta = (index: number, d: unknown) => frame({ type: 'content_block_delta', index, delta: d });
+  const blockStop = (index: number) => frame({ type: 'content_block_stop', index });
   const ping = 'event: ping\ndata: {"type": "ping"}\n\n';
   const end = (stop_reason: string, output_tokens: number) => [
-    frame({ type: 'message_delta', delta: { stop_reason, stop_sequence: null }, usage: { output_tokens } } ),
+    frame({ type: 'message_delta', delta: { stop_reason, stop_sequence: null }, usage: { output_tokens } }),
     frame({ type: 'message_stop' }),
   ];
   const text = (index: number, ...pieces: string[]) => [
@@ -241,7 +241,18 @@ function anthropicScenarios(): Map<string, ModelScenario> {
         ],
       },
     ],
-    ['error-overloaded', { body: first, answer: [start(25), blockStart(0, { type: 'text', text: '' }), delta(0, { type: 'text_delta', text: 'We ship' }), frame(error('overloaded_error', 'Overloaded'))] }],
+    [
+      'error-overloaded',
+      {
+        body: first,
+        answer: [
+          start(25),
+          blockStart(0, { type: 'text', text: '' }),
+          delta(0, { type: 'text_delta', text: 'We ship' }),
+          frame(error('overloaded_error', 'Overloaded')),
+        ],
+      },
+    ],
     ['error-api', { body: first, answer: [start(25), frame(error('api_error', 'Internal server error'))] }],
     ['truncated', { body: first, answer: [start(25), ...text(0, 'We ship')] }],
     ['dropped', { body: first, answer: [start(25), blockStart(0, { type: 'text', text: '' }), delta(0, { type: 'text_delta', text: 'We ship' })], drop: true }],
@@ -265,8 +276,7 @@ function openaiScenarios(): Map<string, ModelScenario> {
     });
   const done = 'data: [DONE]\n\n';
   const role = delta({ role: 'assistant', content: '', refusal: null });
-  const call = (index: number, id: string, name: string) =>
-    delta({ tool_calls: [{ index, id, type: 'function', function: { name, arguments: '' } }] });
+  const call = (index: number, id: string, name: string) => delta({ tool_calls: [{ index, id, type: 'function', function: { name, arguments: '' } }] });
   const args = (index: number, piece: string) => delta({ tool_calls: [{ index, function: { arguments: piece } }] });
 
   const request = (messages: unknown[]) => ({
@@ -283,7 +293,20 @@ function openaiScenarios(): Map<string, ModelScenario> {
   const memoryJson = JSON.stringify({ content: 'Release: Friday' });
 
   return new Map<string, ModelScenario>([
-    ['text', { body: first, answer: [role, delta({ content: 'We ship on Friday; ' }), delta({ content: 'Ana writes the notes, déjà prêtes.' }), delta({}, 'stop'), usage(19, 12), done] }],
+    [
+      'text',
+      {
+        body: first,
+        answer: [
+          role,
+          delta({ content: 'We ship on Friday; ' }),
+          delta({ content: 'Ana writes the notes, déjà prêtes.' }),
+          delta({}, 'stop'),
+          usage(19, 12),
+          done,
+        ],
+      },
+    ],
     [
       'tool-calls',
       {
@@ -355,7 +378,14 @@ function openaiScenarios(): Map<string, ModelScenario> {
       {
         body: first,
         status: 429,
-        answer: { error: { message: 'Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.', type: 'requests', param: null, code: 'rate_limit_exceeded' } },
+        answer: {
+          error: {
+            message: 'Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.',
+            type: 'requests',
+            param: null,
+            code: 'rate_limit_exceeded',
+          },
+        },
       },
     ],
   ]);
@@ -376,7 +406,12 @@ function modelRoutes() {
       scenario,
       authorized: (req) => req.headers.authorization === `Bearer ${name === 'byok' ? MODEL_KEYS.byok : MODEL_KEYS.openai}`,
       unauthorized: {
-        error: { message: 'Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' },
+        error: {
+          message: 'Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.',
+          type: 'invalid_request_error',
+          param: null,
+          code: 'invalid_api_key',
+        },
       },
     });
   }

@@ -58,7 +58,14 @@ export function toolCallingAnswer(body: unknown): string[] | null {
     if (!offered(behaviour.tool)) continue;
     // Only this behaviour's own call is answered by it: http_request is offered to every run.
     const result = request?.messages?.find((m) => m.role === 'tool' && m.tool_call_id === `call_${behaviour.tool}`);
-    if (result) return [delta({ role: 'assistant', content: '' }), delta({ content: behaviour.reply(String(result.content)) }), delta({}, 'stop'), usage, 'data: [DONE]\n\n'];
+    if (result)
+      return [
+        delta({ role: 'assistant', content: '' }),
+        delta({ content: behaviour.reply(String(result.content)) }),
+        delta({}, 'stop'),
+        usage,
+        'data: [DONE]\n\n',
+      ];
     const args = behaviour.args(request);
     if (!args) continue;
     return [

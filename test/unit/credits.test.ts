@@ -36,7 +36,13 @@ const accountOf = async (userId: string) =>
   };
 
 const rowsOf = async (userId: string) =>
-  (await env.DB.prepare('SELECT amount, type, description, execution_id AS executionId, business_key AS businessKey FROM credit_transactions WHERE user_id = ? ORDER BY id').bind(userId).all()).results;
+  (
+    await env.DB.prepare(
+      'SELECT amount, type, description, execution_id AS executionId, business_key AS businessKey FROM credit_transactions WHERE user_id = ? ORDER BY id',
+    )
+      .bind(userId)
+      .all()
+  ).results;
 
 const key = () => `test:${crypto.randomUUID()}`;
 
@@ -45,7 +51,9 @@ describe('the welcome grant', () => {
     const { userId } = await newUser();
     expect(await accountOf(userId)).toEqual({ balance: 10_000, reserved: 0, totalSpent: 0 });
     await db.batch(welcomeGrantStatements(db, userId, 10_000));
-    expect(await rowsOf(userId)).toEqual([{ amount: 10_000, type: 'purchase', description: 'Welcome grant', executionId: null, businessKey: `welcome:${userId}` }]);
+    expect(await rowsOf(userId)).toEqual([
+      { amount: 10_000, type: 'purchase', description: 'Welcome grant', executionId: null, businessKey: `welcome:${userId}` },
+    ]);
     expect(await accountOf(userId)).toEqual({ balance: 10_000, reserved: 0, totalSpent: 0 });
   });
 });
@@ -85,8 +93,14 @@ describe('reserveCredits', () => {
 
   it('with a minimum, holds as much of the amount as is available', async () => {
     const { userId, exec } = await newUser();
-    expect(await reserveCredits(db, { userId, executionId: exec(1), turnKey: `${exec(1)}:a`, amount: 20_000, minimum: MIN_RUN_BALANCE })).toEqual({ reserved: true, amount: 10_000 });
-    expect(await reserveCredits(db, { userId, executionId: exec(1), turnKey: `${exec(1)}:b`, amount: 20_000, minimum: MIN_RUN_BALANCE })).toEqual({ reserved: false, available: 0 });
+    expect(await reserveCredits(db, { userId, executionId: exec(1), turnKey: `${exec(1)}:a`, amount: 20_000, minimum: MIN_RUN_BALANCE })).toEqual({
+      reserved: true,
+      amount: 10_000,
+    });
+    expect(await reserveCredits(db, { userId, executionId: exec(1), turnKey: `${exec(1)}:b`, amount: 20_000, minimum: MIN_RUN_BALANCE })).toEqual({
+      reserved: false,
+      available: 0,
+    });
   });
 
   it('lets exactly one of two concurrent holds through when the balance covers one', async () => {
@@ -140,7 +154,9 @@ describe('settleExecution', () => {
   it('records a cost of 0', async () => {
     const { userId, exec } = await newUser();
     expect(await settleExecution(db, { userId, executionId: exec(9), cost: 0, description: 'BYOK run' })).toEqual({ settled: true, charged: 0 });
-    expect((await rowsOf(userId)).filter((t) => t.type === 'usage')).toEqual([{ amount: 0, type: 'usage', description: 'BYOK run', executionId: exec(9), businessKey: `usage:${exec(9)}` }]);
+    expect((await rowsOf(userId)).filter((t) => t.type === 'usage')).toEqual([
+      { amount: 0, type: 'usage', description: 'BYOK run', executionId: exec(9), businessKey: `usage:${exec(9)}` },
+    ]);
     expect(await accountOf(userId)).toEqual({ balance: 10_000, reserved: 0, totalSpent: 0 });
   });
 

@@ -8,7 +8,9 @@ import { call, signUp } from '../helpers/api';
 afterEach(() => resetClock());
 
 const count = async (sql: string, ...binds: unknown[]) =>
-  (await env.DB.prepare(sql).bind(...binds).first<{ n: number }>())!.n;
+  (await env.DB.prepare(sql)
+    .bind(...binds)
+    .first<{ n: number }>())!.n;
 
 it('the hourly job deletes expired sessions and idempotency records, and keeps live ones', async () => {
   const stale = await signUp();

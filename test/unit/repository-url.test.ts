@@ -18,7 +18,16 @@ describe('the catalog importer’s repository URL', () => {
   });
 
   it('answers null for anything that is not a public repository: never a local path', () => {
-    for (const remote of ['/home/dev/skills', '../skills', 'catalog', 'file:///srv/git/skills.git', 'C:\\skills', 'https://localhost/acme/skills', 'https://github.com/acme', '']) {
+    for (const remote of [
+      '/home/dev/skills',
+      '../skills',
+      'catalog',
+      'file:///srv/git/skills.git',
+      'C:\\skills',
+      'https://localhost/acme/skills',
+      'https://github.com/acme',
+      '',
+    ]) {
       expect(publicRepositoryUrl(remote), remote).toBeNull();
     }
   });

@@ -5,7 +5,14 @@ import { createApp } from '../../workers/app';
 import { ROUTE_ACCESS, routeKey } from '../../workers/auth/route-scopes';
 import { BASE, call } from '../helpers/api';
 
-const mountedRoutes = () => [...new Set(createApp().routes.filter((r) => r.method !== 'ALL').map((r) => routeKey(r.method, r.path)))].sort();
+const mountedRoutes = () =>
+  [
+    ...new Set(
+      createApp()
+        .routes.filter((r) => r.method !== 'ALL')
+        .map((r) => routeKey(r.method, r.path)),
+    ),
+  ].sort();
 const mountedApiRoutes = () => mountedRoutes().filter((key) => key.split(' ')[1]!.startsWith('/api/v1/'));
 
 /** Mounted routes the OpenAPI document leaves out, and why. */
@@ -17,13 +24,21 @@ const NOT_IN_OPENAPI: Record<string, string> = {
   'GET /schemas/workflow-definition.json': 'a JSON Schema document, linked from the workflow install body',
   'POST /mcp/': 'the same endpoint as POST /mcp, documented there',
   ...Object.fromEntries(
-    ['GET /auth/sign-in', 'POST /auth/sign-in', 'GET /auth/sign-up', 'POST /auth/sign-up', 'GET /activate', 'POST /activate', 'GET /approve', 'POST /approve'].map((key) => [
-      key,
-      'an HTML page and its form, for browsers',
-    ]),
+    [
+      'GET /auth/sign-in',
+      'POST /auth/sign-in',
+      'GET /auth/sign-up',
+      'POST /auth/sign-up',
+      'GET /activate',
+      'POST /activate',
+      'GET /approve',
+      'POST /approve',
+    ].map((key) => [key, 'an HTML page and its form, for browsers']),
   ),
   ...Object.fromEntries(
-    ['GET', 'DELETE', 'PUT', 'PATCH'].flatMap((method) => ['/mcp', '/mcp/'].map((path) => [`${method} ${path}`, '405: the stateless MCP endpoint takes POST only'])),
+    ['GET', 'DELETE', 'PUT', 'PATCH'].flatMap((method) =>
+      ['/mcp', '/mcp/'].map((path) => [`${method} ${path}`, '405: the stateless MCP endpoint takes POST only']),
+    ),
   ),
 };
 
@@ -96,7 +111,8 @@ describe('GET /', () => {
     expect(res.headers.get('content-type')).toContain('text/html');
     expect(res.headers.get('content-security-policy')).toMatch(/^default-src 'none'; style-src 'nonce-/);
     const html = String(res.body);
-    for (const href of ['#quickstart', '/docs', '/api/v1/openapi.json', '/schemas/workflow-definition.json', '/auth/sign-in']) expect(html).toContain(`href="${href}"`);
+    for (const href of ['#quickstart', '/docs', '/api/v1/openapi.json', '/schemas/workflow-definition.json', '/auth/sign-in'])
+      expect(html).toContain(`href="${href}"`);
     expect(html).toContain(`${BASE}/mcp`);
   });
 });

@@ -7,7 +7,10 @@ const SECRETS = [
 ];
 const msg = (text: string) => ({ type: 'agent.message', payload: { content: [{ type: 'text', text }] } });
 const textOf = (events: { type: string; payload: object }[]) =>
-  events.filter((e) => e.type === 'agent.message').map((e) => (e.payload as { content: { text: string }[] }).content[0]!.text).join('');
+  events
+    .filter((e) => e.type === 'agent.message')
+    .map((e) => (e.payload as { content: { text: string }[] }).content[0]!.text)
+    .join('');
 
 describe('resolving and masking a run’s secrets', () => {
   it('fills ${NAME} with the bound value and refuses an unbound name', () => {
@@ -19,7 +22,12 @@ describe('resolving and masking a run’s secrets', () => {
   it('masks every occurrence, the longest value first, in text and in any JSON value', () => {
     expect(redactSecrets('a tok-1234567890 b tok-12 c', SECRETS)).toBe('a [secret API_TOKEN] b [secret SHORT] c');
     // Overlapping values are masked as one span: no character of either shows.
-    expect(redactSecrets('xxabcdefgyy', [{ envVar: 'A', value: 'abc' }, { envVar: 'B', value: 'cdefg' }])).toBe('xx[secret A, B]yy');
+    expect(
+      redactSecrets('xxabcdefgyy', [
+        { envVar: 'A', value: 'abc' },
+        { envVar: 'B', value: 'cdefg' },
+      ]),
+    ).toBe('xx[secret A, B]yy');
     expect(redactDeep({ list: ['x tok-12'], nested: { v: 'tok-1234567890' }, n: 3 }, SECRETS)).toEqual({
       list: ['x [secret SHORT]'],
       nested: { v: '[secret API_TOKEN]' },

@@ -28,7 +28,11 @@ describe('migration 0012 (traces for older executions)', () => {
       ['Notes: Before lineage keys.', 'completed', 1.5],
     ]);
     expect(items[1].traceKey).not.toBe('');
-    expect(items[0]).toMatchObject({ traceKey: 'old-lineage', startedAt: new Date(t0 + 1000).toISOString(), lastActivityAt: new Date(t0 + 2000).toISOString() });
+    expect(items[0]).toMatchObject({
+      traceKey: 'old-lineage',
+      startedAt: new Date(t0 + 1000).toISOString(),
+      lastActivityAt: new Date(t0 + 2000).toISOString(),
+    });
     expect(items[0].id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 });

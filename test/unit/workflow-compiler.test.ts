@@ -42,7 +42,11 @@ function failure(definition: unknown) {
 describe('parsing: required keys and types', () => {
   it('builds the graph of a valid definition', () => {
     const compiled = compileWorkflow(
-      def([mapping('shape', { slug: { value: 'summarizer' }, input: { initData: true, path: 'topic' } }), tool('run'), { type: 'agent', id: 'write', agentId: `${WS}:writer` }]),
+      def([
+        mapping('shape', { slug: { value: 'summarizer' }, input: { initData: true, path: 'topic' } }),
+        tool('run'),
+        { type: 'agent', id: 'write', agentId: `${WS}:writer` },
+      ]),
       resolvers,
     );
     expect(compiled.nodes.map((n) => [n.type, n.id])).toEqual([
@@ -153,7 +157,16 @@ describe('mapping (rules 3, 4 and 5)', () => {
       expect(failure(def([sleep('a'), mapping('m', { out: bad })]))).toMatchObject({ field: 'graph.1.mapConfig.out', rule: 'map_source' });
     }
     const ok = compileWorkflow(
-      def([sleep('a'), mapping('m', { v: { value: { x: 1 } }, t: { template: 'Hi ${initData.topic}' }, r: { requestContextPath: 'userId' }, i: { initData: true, path: 'topic' }, s: { step: 'a', path: '' } })]),
+      def([
+        sleep('a'),
+        mapping('m', {
+          v: { value: { x: 1 } },
+          t: { template: 'Hi ${initData.topic}' },
+          r: { requestContextPath: 'userId' },
+          i: { initData: true, path: 'topic' },
+          s: { step: 'a', path: '' },
+        }),
+      ]),
       resolvers,
     );
     expect(Object.keys((ok.nodes[1] as { fields: object }).fields)).toEqual(['v', 't', 'r', 'i', 's']);
@@ -168,8 +181,14 @@ describe('mapping (rules 3, 4 and 5)', () => {
   });
 
   it('lets step references point only at earlier steps', () => {
-    expect(failure(def([mapping('m', { out: { step: 'later', path: 'x' } }), sleep('later')]))).toMatchObject({ field: 'graph.0.mapConfig.out.step', rule: 'step_reference' });
-    expect(failure(def([mapping('m', { out: { template: '${stepResults.m.x}' } })]))).toMatchObject({ field: 'graph.0.mapConfig.out.template', rule: 'step_reference' });
+    expect(failure(def([mapping('m', { out: { step: 'later', path: 'x' } }), sleep('later')]))).toMatchObject({
+      field: 'graph.0.mapConfig.out.step',
+      rule: 'step_reference',
+    });
+    expect(failure(def([mapping('m', { out: { template: '${stepResults.m.x}' } })]))).toMatchObject({
+      field: 'graph.0.mapConfig.out.template',
+      rule: 'step_reference',
+    });
   });
 
   it('allows mapping only at the top level', () => {
@@ -189,7 +208,10 @@ describe('containers (rule 6)', () => {
   it('hold only agent, tool, sleep and sleepUntil, never another container', () => {
     const inner = { type: 'parallel', id: 'inner', steps: [sleep('s')] };
     expect(failure(def([{ type: 'parallel', id: 'p', steps: [inner] }]))).toMatchObject({ field: 'graph.0.steps.0.type', rule: 'container_nested' });
-    expect(failure(def([{ type: 'foreach', id: 'f', step: { type: 'loop', id: 'l' } }]))).toMatchObject({ field: 'graph.0.step.type', rule: 'container_nested' });
+    expect(failure(def([{ type: 'foreach', id: 'f', step: { type: 'loop', id: 'l' } }]))).toMatchObject({
+      field: 'graph.0.step.type',
+      rule: 'container_nested',
+    });
     expect(failure(def([{ type: 'conditional', id: 'c', steps: [inner], predicates: [{ op: 'truthy', value: { literal: 1 } }] }]))).toMatchObject({
       field: 'graph.0.steps.0.type',
       rule: 'container_nested',
@@ -197,14 +219,23 @@ describe('containers (rule 6)', () => {
   });
 
   it('aligns conditional predicates with steps', () => {
-    expect(failure(def([{ type: 'conditional', id: 'c', steps: [sleep('a'), sleep('b')], predicates: [{ op: 'truthy', value: { literal: 1 } }] }]))).toMatchObject({
+    expect(
+      failure(def([{ type: 'conditional', id: 'c', steps: [sleep('a'), sleep('b')], predicates: [{ op: 'truthy', value: { literal: 1 } }] }])),
+    ).toMatchObject({
       field: 'graph.0.predicates',
       rule: 'aligned',
     });
   });
 
   it('caps loop iterations at 1000 and defaults to it', () => {
-    const loop = (extra: object) => ({ type: 'loop', id: 'l', step: sleep('s'), loopType: 'dountil', predicate: { op: 'truthy', value: { path: 'inputData.done' } }, ...extra });
+    const loop = (extra: object) => ({
+      type: 'loop',
+      id: 'l',
+      step: sleep('s'),
+      loopType: 'dountil',
+      predicate: { op: 'truthy', value: { path: 'inputData.done' } },
+      ...extra,
+    });
     expect(compileWorkflow(def([loop({})]), resolvers).nodes[0]).toMatchObject({ maxIterations: 1000 });
     expect(failure(def([loop({ maxIterations: 1001 })]))).toMatchObject({ field: 'graph.0.maxIterations', rule: 'range' });
     expect(failure(def([loop({ loopType: 'forever' })]))).toMatchObject({ field: 'graph.0.loopType', rule: 'enum' });
@@ -212,13 +243,18 @@ describe('containers (rule 6)', () => {
 
   it('bounds foreach concurrency', () => {
     expect(compileWorkflow(def([{ type: 'foreach', id: 'f', step: sleep('s') }]), resolvers).nodes[0]).toMatchObject({ concurrency: 1 });
-    expect(failure(def([{ type: 'foreach', id: 'f', step: sleep('s'), opts: { concurrency: 0 } }]))).toMatchObject({ field: 'graph.0.opts.concurrency', rule: 'range' });
+    expect(failure(def([{ type: 'foreach', id: 'f', step: sleep('s'), opts: { concurrency: 0 } }]))).toMatchObject({
+      field: 'graph.0.opts.concurrency',
+      rule: 'range',
+    });
   });
 
   it('checks sleep and sleepUntil', () => {
     expect(failure(def([{ type: 'sleep', id: 's', duration: '5s' }]))).toMatchObject({ field: 'graph.0.duration', rule: 'range' });
     expect(failure(def([{ type: 'sleepUntil', id: 's', date: 'tomorrow' }]))).toMatchObject({ field: 'graph.0.date', rule: 'format' });
-    expect(compileWorkflow(def([{ type: 'sleepUntil', id: 's', date: '2030-01-01T00:00:00Z' }]), resolvers).nodes[0]).toMatchObject({ date: '2030-01-01T00:00:00.000Z' });
+    expect(compileWorkflow(def([{ type: 'sleepUntil', id: 's', date: '2030-01-01T00:00:00Z' }]), resolvers).nodes[0]).toMatchObject({
+      date: '2030-01-01T00:00:00.000Z',
+    });
   });
 });
 
@@ -232,7 +268,10 @@ describe('predicates (rule 7)', () => {
 
   it('accept only the listed roots', () => {
     expect(failure(cond({ op: 'exists', path: 'env.SECRET' }))).toMatchObject({ field: 'graph.0.predicates.0.path', rule: 'path_root' });
-    expect(failure(cond({ op: 'eq', left: { path: 'globalThis.x' }, right: { literal: 1 } }))).toMatchObject({ field: 'graph.0.predicates.0.left.path', rule: 'path_root' });
+    expect(failure(cond({ op: 'eq', left: { path: 'globalThis.x' }, right: { literal: 1 } }))).toMatchObject({
+      field: 'graph.0.predicates.0.left.path',
+      rule: 'path_root',
+    });
   });
 
   it('take operands that are exactly {path} or {literal}', () => {
@@ -265,8 +304,24 @@ describe('evaluation', () => {
     expect(p({ op: 'notExists', path: 'stepResults.s.count' })).toBe(false);
     expect(p({ op: 'truthy', value: at('inputData.ok') })).toBe(true);
     expect(p({ op: 'falsy', value: at('stepResults.s.count') })).toBe(true);
-    expect(p({ op: 'and', args: [{ op: 'truthy', value: lit(1) }, { op: 'falsy', value: lit(0) }] })).toBe(true);
-    expect(p({ op: 'or', args: [{ op: 'truthy', value: lit(0) }, { op: 'falsy', value: lit(1) }] })).toBe(false);
+    expect(
+      p({
+        op: 'and',
+        args: [
+          { op: 'truthy', value: lit(1) },
+          { op: 'falsy', value: lit(0) },
+        ],
+      }),
+    ).toBe(true);
+    expect(
+      p({
+        op: 'or',
+        args: [
+          { op: 'truthy', value: lit(0) },
+          { op: 'falsy', value: lit(1) },
+        ],
+      }),
+    ).toBe(false);
     expect(p({ op: 'not', arg: { op: 'truthy', value: lit(0) } })).toBe(true);
   });
 

@@ -12,7 +12,11 @@ import { evaluate, PREDICATE_OPS, type Predicate } from '../../workers/workflows
  * served JSON Schema, every documented predicate compiles and holds as the page says, and every
  * example both fits the schema and compiles.
  */
-const resolvers: Resolvers = { workspaceId: 'ws-1', hasAgent: (slug) => slug === 'classifier', tools: new Set(['execute-skill', 'human-input', 'read-memory']) };
+const resolvers: Resolvers = {
+  workspaceId: 'ws-1',
+  hasAgent: (slug) => slug === 'classifier',
+  tools: new Set(['execute-skill', 'human-input', 'read-memory']),
+};
 const schema = new Validator(workflowDefinitionDocument('https://service.test/schemas/workflow-definition.json') as Schema, '2020-12', false);
 const definition = (graph: unknown[]) => ({ id: 'doc-example', inputSchema: { type: 'object' }, outputSchema: { type: 'object' }, graph });
 const schemaErrors = (value: unknown) => schema.validate(value).errors.map((e) => `${e.instanceLocation}: ${e.error}`);
@@ -23,13 +27,20 @@ const opsOf = (p: Predicate): string[] => [p.op, ...('args' in p ? p.args.flatMa
 /** The one-line JSON values of the json blocks in a section of the guide. */
 function examplesIn(from: string, to: string): unknown[] {
   const section = guide.split(from)[1]!.split(to)[0]!;
-  return [...section.matchAll(/```json\n([\s\S]*?)```/g)].flatMap((m) => m[1]!.trim().split('\n').map((line) => JSON.parse(line)));
+  return [...section.matchAll(/```json\n([\s\S]*?)```/g)].flatMap((m) =>
+    m[1]!
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line)),
+  );
 }
 
 describe('docs/workflows.md', () => {
   it('shows every entry type, each example fitting the JSON Schema', () => {
     const entries = examplesIn('## Entries, one example each', '## Predicates') as { type: string }[];
-    expect(new Set(entries.map((e) => e.type))).toEqual(new Set(['mapping', 'tool', 'agent', 'sleep', 'sleepUntil', 'parallel', 'conditional', 'loop', 'foreach']));
+    expect(new Set(entries.map((e) => e.type))).toEqual(
+      new Set(['mapping', 'tool', 'agent', 'sleep', 'sleepUntil', 'parallel', 'conditional', 'loop', 'foreach']),
+    );
     for (const entry of entries) expect(schemaErrors(definition([entry])), JSON.stringify(entry)).toEqual([]);
   });
 

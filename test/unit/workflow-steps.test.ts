@@ -16,7 +16,9 @@ describe('executionOutput, a finished execution as a step output', () => {
   });
 
   it('fails the step, naming it, when the answer is not JSON or does not satisfy the schema', () => {
-    expect(() => executionOutput(typed, done('Here is your title: Q3'))).toThrow(new StepError('agent step write: the answer is not JSON, so it cannot satisfy its outputSchema'));
+    expect(() => executionOutput(typed, done('Here is your title: Q3'))).toThrow(
+      new StepError('agent step write: the answer is not JSON, so it cannot satisfy its outputSchema'),
+    );
     expect(() => executionOutput(typed, done('{"name":"Q3"}'))).toThrow(/^agent step write: the answer does not satisfy its outputSchema at \//);
   });
 });

@@ -7,7 +7,12 @@ import { advanceClock } from '../../workers/lib/clock';
 import { BASE, call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 
-const SKILL = { name: 'Meeting Summarizer', description: 'Summarises notes.', category: 'productivity', prompt: '# Meeting Summarizer\nYou summarise meeting notes.' };
+const SKILL = {
+  name: 'Meeting Summarizer',
+  description: 'Summarises notes.',
+  category: 'productivity',
+  prompt: '# Meeting Summarizer\nYou summarise meeting notes.',
+};
 const addSkill = (user: TestUser) => call('/api/v1/skills/meeting-summarizer', { method: 'PUT', token: user.token, body: SKILL });
 
 const sleep = (id: string, duration = 1) => ({ type: 'sleep', id, duration });
@@ -15,7 +20,10 @@ const humanInput = (id: string, prompt = 'Approve?') => ({ type: 'tool', id, too
 const stub = (runId: string) => env.WORKFLOW_RUN.getByName(runId);
 
 type Task = { key: string; status: string; attempt: number; execution_id: string | null; step_id: string };
-const tasksOf = (runId: string) => runInDurableObject(stub(runId), (_: WorkflowRun, state) => state.storage.sql.exec<Task>('SELECT key, status, attempt, execution_id, step_id FROM tasks ORDER BY key').toArray());
+const tasksOf = (runId: string) =>
+  runInDurableObject(stub(runId), (_: WorkflowRun, state) =>
+    state.storage.sql.exec<Task>('SELECT key, status, attempt, execution_id, step_id FROM tasks ORDER BY key').toArray(),
+  );
 
 async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, what: string, timeoutMs = 15_000): Promise<T> {
   const end = Date.now() + timeoutMs;
@@ -40,7 +48,12 @@ describe('entry types', () => {
       [
         mapping('hello', { greeting: { template: 'Hello ${initData.name}' }, who: { initData: true, path: 'name' } }),
         sleep('pause'),
-        mapping('shout', { text: { step: 'hello', path: 'greeting' }, ws: { requestContextPath: 'workspaceId' }, fixed: { value: [1, 2] }, gone: { step: 'hello', path: 'missing' } }),
+        mapping('shout', {
+          text: { step: 'hello', path: 'greeting' },
+          ws: { requestContextPath: 'workspaceId' },
+          fixed: { value: [1, 2] },
+          gone: { step: 'hello', path: 'missing' },
+        }),
       ],
       { name: 'Ada' },
     );
@@ -68,8 +81,20 @@ describe('entry types', () => {
         predicates: [
           { op: 'gte', left: { path: 'inputData.score' }, right: { literal: 50 } },
           { op: 'lt', left: { path: 'inputData.score' }, right: { literal: 50 } },
-          { op: 'or', args: [{ op: 'notExists', path: 'stepResults.m.score' }, { op: 'eq', left: { path: 'initData.nope.deeper' }, right: { literal: null } }] },
-          { op: 'and', args: [{ op: 'in', value: { path: 'initData.tag' }, set: { literal: ['x', 'y'] } }, { op: 'not', arg: { op: 'falsy', value: { path: 'stepResults.m' } } }] },
+          {
+            op: 'or',
+            args: [
+              { op: 'notExists', path: 'stepResults.m.score' },
+              { op: 'eq', left: { path: 'initData.nope.deeper' }, right: { literal: null } },
+            ],
+          },
+          {
+            op: 'and',
+            args: [
+              { op: 'in', value: { path: 'initData.tag' }, set: { literal: ['x', 'y'] } },
+              { op: 'not', arg: { op: 'falsy', value: { path: 'stepResults.m' } } },
+            ],
+          },
         ],
       },
     ];
@@ -109,9 +134,22 @@ describe('entry types', () => {
   });
 
   it('loops until its predicate ends it, and fails past maxIterations with a clear error', async () => {
-    const until1 = await runOf([mapping('m', { done: { value: true } }), { type: 'loop', id: 'l', step: sleep('body'), loopType: 'dountil', predicate: { op: 'truthy', value: { path: 'inputData.done' } } }]);
+    const until1 = await runOf([
+      mapping('m', { done: { value: true } }),
+      { type: 'loop', id: 'l', step: sleep('body'), loopType: 'dountil', predicate: { op: 'truthy', value: { path: 'inputData.done' } } },
+    ]);
     expect((await waitForRun(until1.user, until1.runId)).run).toMatchObject({ status: 'success', snapshot: { result: { done: true } } });
-    const forever = await runOf([mapping('m', { done: { value: false } }), { type: 'loop', id: 'l', step: sleep('body'), loopType: 'dowhile', predicate: { op: 'falsy', value: { path: 'stepResults.body.done' } }, maxIterations: 3 }]);
+    const forever = await runOf([
+      mapping('m', { done: { value: false } }),
+      {
+        type: 'loop',
+        id: 'l',
+        step: sleep('body'),
+        loopType: 'dowhile',
+        predicate: { op: 'falsy', value: { path: 'stepResults.body.done' } },
+        maxIterations: 3,
+      },
+    ]);
     const { run } = await waitForRun(forever.user, forever.runId);
     expect(run.status).toBe('failed');
     expect(run.snapshot.error).toBe('Loop l reached its maxIterations (3) without its condition ending it');
@@ -121,12 +159,19 @@ describe('entry types', () => {
   it('runs foreach over an array in input order, at most `concurrency` items at once', async () => {
     // The inputs object is not an array: a clear failure.
     const objectInput = await runOf([{ type: 'foreach', id: 'each', step: sleep('nap') }]);
-    expect((await waitForRun(objectInput.user, objectInput.runId)).run).toMatchObject({ status: 'failed', snapshot: { error: 'foreach each needs an array as input, got object' } });
+    expect((await waitForRun(objectInput.user, objectInput.runId)).run).toMatchObject({
+      status: 'failed',
+      snapshot: { error: 'foreach each needs an array as input, got object' },
+    });
     // An array arrives as a human-input step's resume data.
     const fe = await runOf([humanInput('list'), { type: 'foreach', id: 'each', step: sleep('nap', 300), opts: { concurrency: 2 } }]);
     await waitForRun(fe.user, fe.runId, ['suspended']);
     expect((await call(`/api/v1/workflows/runs/${fe.runId}/resume`, { token: fe.user.token, body: { resumeData: ['a', 'b', 'c', 'd'] } })).status).toBe(200);
-    const started = await until(() => tasksOf(fe.runId), (ts) => ts.some((t) => t.key.startsWith('1[')), 'foreach items');
+    const started = await until(
+      () => tasksOf(fe.runId),
+      (ts) => ts.some((t) => t.key.startsWith('1[')),
+      'foreach items',
+    );
     expect(started.filter((t) => t.key.startsWith('1[')).map((t) => t.key)).toEqual(['1[0]', '1[1]']);
     const { run, steps } = await waitForRun(fe.user, fe.runId);
     expect(run.snapshot.result).toEqual(['a', 'b', 'c', 'd']);
@@ -145,21 +190,34 @@ describe('execute-skill and agent steps', () => {
     const user = await signUp();
     await addSkill(user);
     const { runId } = await runOf(
-      [mapping('shape', { slug: { value: 'meeting-summarizer' }, input: { value: { notes: 'We ship Friday.' } } }), { type: 'tool', id: 'run', toolId: 'execute-skill' }, mapping('after', { summary: { template: '${stepResults.run.text}' } })],
+      [
+        mapping('shape', { slug: { value: 'meeting-summarizer' }, input: { value: { notes: 'We ship Friday.' } } }),
+        { type: 'tool', id: 'run', toolId: 'execute-skill' },
+        mapping('after', { summary: { template: '${stepResults.run.text}' } }),
+      ],
       {},
       user,
     );
     const { run, steps } = await waitForRun(user, runId);
     expect(run.status).toBe('success');
-    expect(steps.run.output).toEqual({ executionId: expect.stringMatching(/^exec_\d+$/), status: 'completed', text: expect.stringContaining('Meeting Summarizer') });
+    expect(steps.run.output).toEqual({
+      executionId: expect.stringMatching(/^exec_\d+$/),
+      status: 'completed',
+      text: expect.stringContaining('Meeting Summarizer'),
+    });
     expect(run.snapshot.result.summary).toBe(steps.run.output.text);
-    const execution = await env.DB.prepare('SELECT input_text, status FROM executions WHERE id = ?').bind(Number(steps.run.output.executionId.slice(5))).first();
+    const execution = await env.DB.prepare('SELECT input_text, status FROM executions WHERE id = ?')
+      .bind(Number(steps.run.output.executionId.slice(5)))
+      .first();
     // Rule 10: a non-string input is JSON-stringified.
     expect(execution).toEqual({ input_text: '{"notes":"We ship Friday."}', status: 'completed' });
   });
 
   it('fails the run when the skill cannot run, naming the step', async () => {
-    const { user, runId } = await runOf([mapping('shape', { slug: { value: 'not-installed' }, input: { value: 'x' } }), { type: 'tool', id: 'run', toolId: 'execute-skill' }]);
+    const { user, runId } = await runOf([
+      mapping('shape', { slug: { value: 'not-installed' }, input: { value: 'x' } }),
+      { type: 'tool', id: 'run', toolId: 'execute-skill' },
+    ]);
     const { run, steps } = await waitForRun(user, runId);
     expect(run.status).toBe('failed');
     expect(run.snapshot.error).toMatch(/^Step run failed: NOT_FOUND/);
@@ -169,14 +227,24 @@ describe('execute-skill and agent steps', () => {
   it('runs a workspace agent with its instructions; an outputSchema the answer does not meet fails the step', async () => {
     const user = await signUp();
     await call('/api/v1/agents', { token: user.token, body: { slug: 'writer', name: 'Writer', instructions: '# Release Writer\nYou write release notes.' } });
-    const { runId } = await runOf([mapping('brief', { topic: { value: 'The new search' } }), { type: 'agent', id: 'write', agentId: '${workspaceId}:writer' }], {}, user);
+    const { runId } = await runOf(
+      [mapping('brief', { topic: { value: 'The new search' } }), { type: 'agent', id: 'write', agentId: '${workspaceId}:writer' }],
+      {},
+      user,
+    );
     const { run, steps } = await waitForRun(user, runId);
     expect(run.status).toBe('success');
     expect(steps.write.output.text).toContain('Release Writer');
-    const exec = await env.DB.prepare('SELECT skill_slug, source FROM executions WHERE id = ?').bind(Number(steps.write.output.executionId.slice(5))).first();
+    const exec = await env.DB.prepare('SELECT skill_slug, source FROM executions WHERE id = ?')
+      .bind(Number(steps.write.output.executionId.slice(5)))
+      .first();
     expect(exec).toEqual({ skill_slug: 'agent:writer', source: 'workflow' });
 
-    await install(user, 'typed', definition('typed', [{ type: 'agent', id: 'write', agentId: '${workspaceId}:writer', outputSchema: { type: 'object', required: ['title'] } }]));
+    await install(
+      user,
+      'typed',
+      definition('typed', [{ type: 'agent', id: 'write', agentId: '${workspaceId}:writer', outputSchema: { type: 'object', required: ['title'] } }]),
+    );
     const typed = await launch(user, 'typed');
     const failed = await waitForRun(user, typed);
     expect(failed.run.status).toBe('failed');
@@ -193,7 +261,10 @@ describe('human input: suspend and resume', () => {
     // A suspended step holds nothing: no timer.
     expect(await runInDurableObject(stub(runId), (_: WorkflowRun, state) => state.storage.getAlarm())).toBeNull();
     // The queue lists runs that have not finished.
-    expect((await call('/api/v1/workflows/queue', { token: user.token })).body).toEqual({ queued: [{ runId, workflowSlug: 'flow', enqueuedAt: expect.any(String), status: 'suspended' }], total: 1 });
+    expect((await call('/api/v1/workflows/queue', { token: user.token })).body).toEqual({
+      queued: [{ runId, workflowSlug: 'flow', enqueuedAt: expect.any(String), status: 'suspended' }],
+      total: 1,
+    });
     expectError(await call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body: { stepId: 'other', resumeData: {} } }), 409, 'STEP_MISMATCH');
     const res = await call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body: { resumeData: { ok: true } } });
     expect(res.status).toBe(200);
@@ -210,7 +281,11 @@ describe('human input: suspend and resume', () => {
 
   it('answers NOT_SUSPENDED while the run is running', async () => {
     const { user, runId } = await runOf([sleep('long', 60_000), humanInput('approve')]);
-    await until(() => tasksOf(runId), (ts) => ts[0]?.status === 'waiting', 'the sleep');
+    await until(
+      () => tasksOf(runId),
+      (ts) => ts[0]?.status === 'waiting',
+      'the sleep',
+    );
     expectError(await call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body: {} }), 409, 'NOT_SUSPENDED');
     await call(`/api/v1/workflows/runs/${runId}/cancel`, { token: user.token, body: {} });
   });
@@ -233,7 +308,11 @@ describe('human input: suspend and resume', () => {
 describe('cancel', () => {
   it('cancels during a long sleep: one change, the alarm cleared, no further step', async () => {
     const { user, runId } = await runOf([sleep('long', 3_600_000), mapping('never', { x: { value: 1 } })]);
-    await until(() => tasksOf(runId), (ts) => ts[0]?.status === 'waiting', 'the sleep');
+    await until(
+      () => tasksOf(runId),
+      (ts) => ts[0]?.status === 'waiting',
+      'the sleep',
+    );
     expect(await runInDurableObject(stub(runId), (_: WorkflowRun, state) => state.storage.getAlarm())).not.toBeNull();
     const res = await call(`/api/v1/workflows/runs/${runId}/cancel`, { token: user.token, body: {} });
     expect(res.body).toEqual({ success: true, runId });
@@ -249,7 +328,11 @@ describe('cancel', () => {
 
   it('a long sleep is an alarm: moving the clock past it and firing the alarm completes it', async () => {
     const { user, runId } = await runOf([mapping('m', { a: { value: 1 } }), sleep('day', 24 * 3_600_000)]);
-    await until(() => tasksOf(runId), (ts) => ts.some((t) => t.key === '1' && t.status === 'waiting'), 'the sleep');
+    await until(
+      () => tasksOf(runId),
+      (ts) => ts.some((t) => t.key === '1' && t.status === 'waiting'),
+      'the sleep',
+    );
     advanceClock(24 * 3_600_000 + 1000);
     try {
       expect(await runDurableObjectAlarm(stub(runId))).toBe(true);
@@ -262,7 +345,15 @@ describe('cancel', () => {
   it('cancels during a skill step and interrupts its execution', async () => {
     const user = await signUp();
     await addSkill(user);
-    const { runId } = await runOf([mapping('shape', { slug: { value: 'meeting-summarizer' }, input: { value: 'Long notes. '.repeat(200) } }), { type: 'tool', id: 'run', toolId: 'execute-skill' }, sleep('after')], {}, user);
+    const { runId } = await runOf(
+      [
+        mapping('shape', { slug: { value: 'meeting-summarizer' }, input: { value: 'Long notes. '.repeat(200) } }),
+        { type: 'tool', id: 'run', toolId: 'execute-skill' },
+        sleep('after'),
+      ],
+      {},
+      user,
+    );
     const [task] = await until(
       () => tasksOf(runId).then((ts) => ts.filter((t) => t.key === '1' && t.execution_id)),
       (ts) => ts.length === 1,
@@ -297,7 +388,15 @@ describe('durability', () => {
   it('the consumer acknowledges a real batch; a message delivered twice starts the skill once and records its result once', async () => {
     const user = await signUp();
     await addSkill(user);
-    const { runId } = await runOf([humanInput('go'), mapping('shape', { slug: { value: 'meeting-summarizer' }, input: { value: 'Notes.' } }), { type: 'tool', id: 'run', toolId: 'execute-skill' }], {}, user);
+    const { runId } = await runOf(
+      [
+        humanInput('go'),
+        mapping('shape', { slug: { value: 'meeting-summarizer' }, input: { value: 'Notes.' } }),
+        { type: 'tool', id: 'run', toolId: 'execute-skill' },
+      ],
+      {},
+      user,
+    );
     await waitForRun(user, runId, ['suspended']);
     // From here the run's messages are captured instead of sent, so this test delivers them itself.
     const captured: { body: StepMessage }[] = [];
@@ -309,7 +408,10 @@ describe('durability', () => {
     await setQueue({ sendBatch: async (messages: { body: StepMessage }[]) => void captured.push(...messages) } as unknown as Queue);
     expect((await call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body: { resumeData: {} } })).status).toBe(200);
     const deliver = async (messages: { id: string; body: unknown }[]) => {
-      const batch = createMessageBatch('workflow-steps', messages.map((m) => ({ ...m, timestamp: new Date(), attempts: 1 })));
+      const batch = createMessageBatch(
+        'workflow-steps',
+        messages.map((m) => ({ ...m, timestamp: new Date(), attempts: 1 })),
+      );
       const ctx = createExecutionContext();
       await (worker.queue as ExportedHandlerQueueHandler<typeof env>)(batch, env, ctx);
       return getQueueResult(batch, ctx);
@@ -344,7 +446,10 @@ describe('durability', () => {
     // The queue refuses sends, as if the object died right after recording the result.
     const real = env.WORKFLOW_STEPS;
     await runInDurableObject(stub(runId), (instance: WorkflowRun) => {
-      (instance as unknown as { env: typeof env }).env = { ...env, WORKFLOW_STEPS: { send: () => Promise.reject(new Error('down')), sendBatch: () => Promise.reject(new Error('down')) } as unknown as Queue };
+      (instance as unknown as { env: typeof env }).env = {
+        ...env,
+        WORKFLOW_STEPS: { send: () => Promise.reject(new Error('down')), sendBatch: () => Promise.reject(new Error('down')) } as unknown as Queue,
+      };
     });
     expect((await call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body: { resumeData: { ok: 'yes' } } })).status).toBe(200);
     const tasks = await tasksOf(runId);
@@ -442,7 +547,11 @@ describe('runs started from a chat thread', () => {
     await call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body: { resumeData: {} } });
     await waitForRun(user, runId, ['success']);
     const rows = await until(
-      () => env.DB.prepare('SELECT role, content FROM thread_messages WHERE thread_id = ? ORDER BY id').bind(thread.body.id).all().then((r) => r.results),
+      () =>
+        env.DB.prepare('SELECT role, content FROM thread_messages WHERE thread_id = ? ORDER BY id')
+          .bind(thread.body.id)
+          .all()
+          .then((r) => r.results),
       (r) => r.length === 2,
       'the notifications',
     );
@@ -472,7 +581,11 @@ describe('runs started from a chat thread', () => {
     expect(posted.body.reply.content).toBe(`Started workflow flow as run ${runId}; its outcome will be posted to this conversation.`);
     await waitForRun(user, runId!, ['success']);
     const notice = await until(
-      () => env.DB.prepare("SELECT role, content FROM thread_messages WHERE thread_id = ? AND execution_id IS NULL").bind(thread.id).all().then((r) => r.results),
+      () =>
+        env.DB.prepare('SELECT role, content FROM thread_messages WHERE thread_id = ? AND execution_id IS NULL')
+          .bind(thread.id)
+          .all()
+          .then((r) => r.results),
       (r) => r.length === 1,
       'the completion notice',
     );

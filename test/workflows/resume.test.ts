@@ -4,7 +4,12 @@ import { definition, install, launch, mapping, waitForRun } from '../helpers/wor
 
 /** Resume data checked against the suspended step's resumeSchema; what branches do with a missing value. */
 
-const approve = (metadata: Record<string, unknown>) => ({ type: 'tool', id: 'approve', toolId: 'human-input', options: { metadata: { prompt: 'Ship it?', ...metadata } } });
+const approve = (metadata: Record<string, unknown>) => ({
+  type: 'tool',
+  id: 'approve',
+  toolId: 'human-input',
+  options: { metadata: { prompt: 'Ship it?', ...metadata } },
+});
 const at = (path: string) => ({ path });
 const lit = (literal: unknown) => ({ literal });
 
@@ -12,7 +17,11 @@ const lit = (literal: unknown) => ({ literal });
 const branches = {
   type: 'conditional',
   id: 'decide',
-  steps: ['when-eq', 'when-ne', 'when-lt', 'when-in', 'when-not-in', 'when-exists', 'when-not-exists', 'when-falsy'].map((id) => ({ type: 'sleep', id, duration: 0 })),
+  steps: ['when-eq', 'when-ne', 'when-lt', 'when-in', 'when-not-in', 'when-exists', 'when-not-exists', 'when-falsy'].map((id) => ({
+    type: 'sleep',
+    id,
+    duration: 0,
+  })),
   predicates: [
     { op: 'eq', left: at('stepResults.approve.approved'), right: lit(true) },
     { op: 'ne', left: at('stepResults.approve.approved'), right: lit(true) },
@@ -33,7 +42,10 @@ async function suspended(user: TestUser, metadata: Record<string, unknown> = {})
 }
 
 const resume = (user: TestUser, runId: string, body: unknown) => call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body });
-const ranBranches = (steps: Record<string, unknown>) => Object.keys(steps).filter((id) => id.startsWith('when-')).sort();
+const ranBranches = (steps: Record<string, unknown>) =>
+  Object.keys(steps)
+    .filter((id) => id.startsWith('when-'))
+    .sort();
 
 describe('resume data and the resumeSchema of a human-input step', () => {
   const resumeSchema = { type: 'object', required: ['approved'], properties: { approved: { type: 'boolean' }, note: { type: 'string' } } };
@@ -48,7 +60,12 @@ describe('resume data and the resumeSchema of a human-input step', () => {
       [{ resumeData: { approved: true, note: 7 } }, 'resumeData.note'],
     ] as const) {
       const error = expectError(await resume(user, runId, body), 400, 'INVALID_INPUT');
-      expect({ body, field: error.details?.field, rule: error.details?.rule, stepId: error.details?.stepId }).toEqual({ body, field, rule: 'resume_schema', stepId: 'approve' });
+      expect({ body, field: error.details?.field, rule: error.details?.rule, stepId: error.details?.stepId }).toEqual({
+        body,
+        field,
+        rule: 'resume_schema',
+        stepId: 'approve',
+      });
     }
     expect((await call(`/api/v1/workflows/runs/${runId}`, { token: user.token })).body.run.status).toBe('suspended');
 
@@ -63,7 +80,10 @@ describe('resume data and the resumeSchema of a human-input step', () => {
     const runId = await suspended(user, { resumeSchema });
     const { run } = await waitForRun(user, runId, ['suspended']);
     expect(run.snapshot.suspended.approve.metadata.resumeSchema).toEqual(resumeSchema);
-    const refused = await call('/api/v1/workflows/bad/install', { token: user.token, body: definition('bad', [approve({ resumeSchema: { type: 'nonsense' } })]) });
+    const refused = await call('/api/v1/workflows/bad/install', {
+      token: user.token,
+      body: definition('bad', [approve({ resumeSchema: { type: 'nonsense' } })]),
+    });
     expect(expectError(refused, 400, 'INVALID_INPUT').details?.field).toMatch(/^graph\.0\.options\.metadata\.resumeSchema/);
   });
 

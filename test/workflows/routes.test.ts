@@ -8,7 +8,11 @@ import { BASE, call, createKey, expectError, sessionPrincipal, signUp } from '..
 import { seedArtifact, zipOf } from '../helpers/skills';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 
-const simple = (id = 'simple') => definition(id, [mapping('echo', { name: { initData: true, path: 'name' } })], { description: 'Echoes the name.', metadata: { name: 'Simple', category: 'testing', triggers: ['manual'] } });
+const simple = (id = 'simple') =>
+  definition(id, [mapping('echo', { name: { initData: true, path: 'name' } })], {
+    description: 'Echoes the name.',
+    metadata: { name: 'Simple', category: 'testing', triggers: ['manual'] },
+  });
 
 describe('install', () => {
   it('takes the three body forms and answers the stored record (201)', async () => {
@@ -136,7 +140,12 @@ describe('list, definitions, uninstall', () => {
     expect((await call('/api/v1/workflows', { token: user.token })).body).toEqual([]);
     expectError(await call('/api/v1/workflows/two', { method: 'DELETE', token: user.token }), 404, 'NOT_FOUND');
     const audit = await call('/api/v1/audit-logs?resource_type=workflow', { token: user.token });
-    expect(audit.body.data.map((e: { action: string }) => e.action).sort()).toEqual(['workflow.installed', 'workflow.installed', 'workflow.uninstalled', 'workflow.uninstalled']);
+    expect(audit.body.data.map((e: { action: string }) => e.action).sort()).toEqual([
+      'workflow.installed',
+      'workflow.installed',
+      'workflow.uninstalled',
+      'workflow.uninstalled',
+    ]);
   });
 
   it('checks scopes: reading needs library:read, launching workflow:run', async () => {
@@ -165,7 +174,13 @@ describe('launch', () => {
 
   it('validates inputs against inputSchema', async () => {
     const user = await signUp();
-    await install(user, 'typed', definition('typed', [mapping('m', { n: { initData: true, path: 'count' } })], { inputSchema: { type: 'object', required: ['count'], properties: { count: { type: 'integer', minimum: 1 } } } }));
+    await install(
+      user,
+      'typed',
+      definition('typed', [mapping('m', { n: { initData: true, path: 'count' } })], {
+        inputSchema: { type: 'object', required: ['count'], properties: { count: { type: 'integer', minimum: 1 } } },
+      }),
+    );
     const missing = expectError(await call('/api/v1/workflows/typed/launch', { token: user.token, body: {} }), 400, 'INVALID_INPUT');
     expect(missing.details!.field).toBe('inputs');
     const wrong = expectError(await call('/api/v1/workflows/typed/launch', { token: user.token, body: { inputs: { count: 0 } } }), 400, 'INVALID_INPUT');
@@ -236,7 +251,13 @@ describe('runs', () => {
       .filter((f) => f.startsWith('data: '))
       .map((f) => JSON.parse(f.slice(6)));
     expect(frames[0]).toMatchObject({ type: 'workflow-snapshot', runId, workflowId: 'slow', status: 'running' });
-    expect(frames.at(-1)).toMatchObject({ type: 'workflow-snapshot', runId, status: 'success', snapshot: { result: { ok: true } }, updatedAt: expect.any(String) });
+    expect(frames.at(-1)).toMatchObject({
+      type: 'workflow-snapshot',
+      runId,
+      status: 'success',
+      snapshot: { result: { ok: true } },
+      updatedAt: expect.any(String),
+    });
     expectError(await call(`/api/v1/workflows/runs/missing-run/events`, { token: user.token }), 404, 'NOT_FOUND');
   });
 });

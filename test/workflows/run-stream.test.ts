@@ -5,7 +5,12 @@ import { definition, install, launch, mapping, waitForRun } from '../helpers/wor
 
 /** Following a workflow run: its skill runs are recorded as workflow runs, and its stream says what changed. */
 
-const SKILL = { name: 'Meeting Summarizer', description: 'Summarises notes.', category: 'productivity', prompt: '# Meeting Summarizer\nYou summarise meeting notes.' };
+const SKILL = {
+  name: 'Meeting Summarizer',
+  description: 'Summarises notes.',
+  category: 'productivity',
+  prompt: '# Meeting Summarizer\nYou summarise meeting notes.',
+};
 
 const graph = [
   mapping('prep', { slug: { value: 'meeting-summarizer' }, input: { template: 'Notes: ${initData.notes}' } }),
@@ -70,7 +75,10 @@ describe('the run stream', () => {
     expect(changes(first).every((f) => f.seq === f.id && f.runId === runId && typeof f.at === 'string')).toBe(true);
 
     const execution = changes(first).find((f) => f.type === 'workflow-step-execution')!;
-    expect(execution).toMatchObject({ executionId: expect.stringMatching(/^exec_\d+$/), streamTokenPath: `/api/v1/executions/${execution.executionId}/stream-token` });
+    expect(execution).toMatchObject({
+      executionId: expect.stringMatching(/^exec_\d+$/),
+      streamTokenPath: `/api/v1/executions/${execution.executionId}/stream-token`,
+    });
     // The path is one a client can follow to the execution's own stream.
     expect((await call(execution.streamTokenPath, { token: user.token })).body.sseUrl).toContain(`/streams/executions/${execution.executionId}`);
     const finished = changes(first).find((f) => f.type === 'workflow-step-finished' && f.stepId === 'summarize')!;
@@ -102,7 +110,14 @@ describe('the run stream', () => {
 
   it('reports a failed step and the failed run', async () => {
     const user = await signUp();
-    await install(user, 'broken', definition('broken', [mapping('prep', { slug: { value: 'not-installed-anywhere' }, input: { value: 'x' } }), { type: 'tool', id: 'summarize', toolId: 'execute-skill' }]));
+    await install(
+      user,
+      'broken',
+      definition('broken', [
+        mapping('prep', { slug: { value: 'not-installed-anywhere' }, input: { value: 'x' } }),
+        { type: 'tool', id: 'summarize', toolId: 'execute-skill' },
+      ]),
+    );
     const runId = await launch(user, 'broken');
     const frames = await readStream(user, runId);
     const failed = changes(frames).filter((f) => f.status === 'failed');

@@ -66,12 +66,7 @@ async function principalFromApiKey(db: Db, key: string, origin: RequestOrigin, a
   };
 }
 
-async function principalFromSession(
-  db: Db,
-  token: string,
-  selector: string | undefined,
-  origin: RequestOrigin,
-): Promise<Principal> {
+async function principalFromSession(db: Db, token: string, selector: string | undefined, origin: RequestOrigin): Promise<Principal> {
   const sessionId = await credentialHash(token);
   const t = now();
   const [session] = await db
@@ -88,11 +83,7 @@ async function principalFromSession(
   // workspace that the user joined is not theirs.
   const ownPersonal = and(eq(workspaces.personal, true), eq(workspaces.createdBy, session.userId));
   const scope =
-    selector !== undefined
-      ? matchesSelector(selector)
-      : session.workspaceId === null
-        ? ownPersonal
-        : or(eq(workspaces.id, session.workspaceId), ownPersonal);
+    selector !== undefined ? matchesSelector(selector) : session.workspaceId === null ? ownPersonal : or(eq(workspaces.id, session.workspaceId), ownPersonal);
   const membership = db
     .select({ workspaceId: members.workspaceId, role: members.role })
     .from(members)
@@ -103,7 +94,10 @@ async function principalFromSession(
   const [[member]] = await Promise.all([
     membership,
     session.expiresAt - t < SESSION_TTL_MS - SESSION_SLIDE_STEP_MS
-      ? db.update(sessions).set({ expiresAt: t + SESSION_TTL_MS }).where(eq(sessions.id, sessionId))
+      ? db
+          .update(sessions)
+          .set({ expiresAt: t + SESSION_TTL_MS })
+          .where(eq(sessions.id, sessionId))
       : undefined,
   ]);
   if (!member) {
@@ -128,9 +122,14 @@ async function principalFromSession(
 async function principalFromAccessToken(db: Db, token: string, origin: RequestOrigin): Promise<Principal> {
   const grant = await findAccessToken(db, token);
   if (!grant && token.startsWith(API_KEY_PREFIX)) {
-    throw new AppError('UNAUTHORIZED', 401, 'This is an API key: send it in the x-api-key header, not in Authorization: Bearer (which is for OAuth access tokens)', {
-      header: 'x-api-key',
-    });
+    throw new AppError(
+      'UNAUTHORIZED',
+      401,
+      'This is an API key: send it in the x-api-key header, not in Authorization: Bearer (which is for OAuth access tokens)',
+      {
+        header: 'x-api-key',
+      },
+    );
   }
   if (!grant) throw unauthorized('The access token is not valid, has expired or was revoked');
   if (!grant.role) throw forbidden('The user is no longer a member of the workspace this token is for');
@@ -162,8 +161,7 @@ export async function resolvePrincipal(
   options: { allowUnactivated?: boolean } = {},
 ): Promise<Principal | undefined> {
   if (presented.apiKey !== undefined) return principalFromApiKey(db, presented.apiKey, origin, options.allowUnactivated ?? false);
-  if (presented.sessionToken !== undefined)
-    return principalFromSession(db, presented.sessionToken, presented.workspaceSelector, origin);
+  if (presented.sessionToken !== undefined) return principalFromSession(db, presented.sessionToken, presented.workspaceSelector, origin);
   if (presented.bearerToken !== undefined) return principalFromAccessToken(db, presented.bearerToken, origin);
   return undefined;
 }

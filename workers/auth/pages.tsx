@@ -156,9 +156,7 @@ export const ConsentPage: FC<ConsentProps> = (p) => (
     </p>
     <DecisionForm action="/auth/oauth2/authorize" csrf={p.csrf} fields={p.params} approve={{ value: 'allow', label: 'Allow' }} deny="deny">
       <ScopeChoices legend="It will be able to (untick what you do not want to allow):" scopes={p.scopes} />
-      {p.scopes.some((s) => s.sensitive) ? (
-        <p class="muted">Items marked sensitive can change your data or spend your credits.</p>
-      ) : null}
+      {p.scopes.some((s) => s.sensitive) ? <p class="muted">Items marked sensitive can change your data or spend your credits.</p> : null}
       <WorkspacePicker workspaces={p.workspaces} current={p.currentWorkspaceId} />
     </DecisionForm>
   </Layout>

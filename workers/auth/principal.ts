@@ -29,5 +29,4 @@ export interface Principal {
   origin: RequestOrigin;
 }
 
-export const apiKeyIdOf = (p: Principal): number | null =>
-  p.credential.type === 'api_key' ? p.credential.apiKeyId : null;
+export const apiKeyIdOf = (p: Principal): number | null => (p.credential.type === 'api_key' ? p.credential.apiKeyId : null);

@@ -10,12 +10,7 @@ import type { Scope } from './scopes';
  * - `agent`: an API key, activated or not, with no scope check: connect, request-permission and
  *   their polls, where a key gets its scopes in the first place (spec 3.3-3.5).
  */
-export type RouteAccess =
-  | { auth: 'public' }
-  | { auth: 'credential'; scope: Scope }
-  | { auth: 'session' }
-  | { auth: 'key'; scope: Scope }
-  | { auth: 'agent' };
+export type RouteAccess = { auth: 'public' } | { auth: 'credential'; scope: Scope } | { auth: 'session' } | { auth: 'key'; scope: Scope } | { auth: 'agent' };
 
 /**
  * The route-to-scope table: the single source of truth for access to `/api/v1/`.

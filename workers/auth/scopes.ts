@@ -42,9 +42,7 @@ const CONNECTOR_SCOPE = /^connector:[a-z][a-z0-9_-]{0,31}:(read|exec)$/;
 /** A scope the server knows: a named one or `connector:<app>:read|exec`. `*` is never requested. */
 export const isKnownScope = (scope: string): boolean => NAMED.has(scope) || CONNECTOR_SCOPE.test(scope);
 
-export const isSensitiveScope = (scope: string): boolean =>
-  (SENSITIVE_SCOPES as readonly string[]).includes(scope) || scope.endsWith(':exec');
+export const isSensitiveScope = (scope: string): boolean => (SENSITIVE_SCOPES as readonly string[]).includes(scope) || scope.endsWith(':exec');
 
 /** Whether a credential's scope set covers `needed`. */
-export const hasScope = (granted: readonly string[], needed: string): boolean =>
-  granted.includes(WILDCARD) || granted.includes(needed);
+export const hasScope = (granted: readonly string[], needed: string): boolean => granted.includes(WILDCARD) || granted.includes(needed);

@@ -24,8 +24,15 @@ const MAX_FILE_BYTES = 1024 * 1024;
 export const REPO_PATTERN = '^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$';
 export const GithubRepo = z.string().regex(new RegExp(REPO_PATTERN), 'owner/repo');
 /** A branch, tag or commit: no spaces, no `..`, no leading slash (git's own ref rules, loosely). */
-export const GitRef = z.string().min(1).max(255).regex(/^(?!\/)(?!.*\.\.)[^\s~^:?*[\\]+$/, 'a branch, tag or commit');
-export const RepoPath = z.string().max(1000).regex(/^(?!\/)(?!.*(^|\/)\.\.?(\/|$))[^\0]*$/, 'a path inside the repository');
+export const GitRef = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^(?!\/)(?!.*\.\.)[^\s~^:?*[\\]+$/, 'a branch, tag or commit');
+export const RepoPath = z
+  .string()
+  .max(1000)
+  .regex(/^(?!\/)(?!.*(^|\/)\.\.?(\/|$))[^\0]*$/, 'a path inside the repository');
 
 export interface TreeEntry {
   path: string;
@@ -156,7 +163,11 @@ export class GithubApi {
     const prefix = path ? `${path.replace(/\/$/, '')}/` : '';
     const all: TreeEntry[] = (Array.isArray(json?.tree) ? json.tree : [])
       .filter((e: any) => String(e.path).startsWith(prefix))
-      .map((e: any) => ({ path: String(e.path), type: e.type === 'tree' ? ('dir' as const) : ('file' as const), size: typeof e.size === 'number' ? e.size : null }));
+      .map((e: any) => ({
+        path: String(e.path),
+        type: e.type === 'tree' ? ('dir' as const) : ('file' as const),
+        size: typeof e.size === 'number' ? e.size : null,
+      }));
     return { repo, ref: at, path: path ?? '', entries: all.slice(0, MAX_TREE_ENTRIES), truncated: Boolean(json?.truncated) || all.length > MAX_TREE_ENTRIES };
   }
 
@@ -164,7 +175,8 @@ export class GithubApi {
   async content(repo: string, path: string, ref?: string) {
     const query = ref ? `?ref=${encodeURIComponent(ref)}` : '';
     const { json } = await this.request('GET', `${repoPath(repo)}/contents/${encodePath(path)}${query}`, undefined, `The file ${path} of ${repo}`);
-    if (Array.isArray(json) || json?.type !== 'file') throw invalidInput('path', 'not_a_file', `${path} is a ${Array.isArray(json) ? 'folder' : String(json?.type)}, not a file`);
+    if (Array.isArray(json) || json?.type !== 'file')
+      throw invalidInput('path', 'not_a_file', `${path} is a ${Array.isArray(json) ? 'folder' : String(json?.type)}, not a file`);
     if (json.encoding !== 'base64' || (json.size > 0 && !json.content)) {
       throw invalidInput('path', 'too_large', `${path} is larger than ${MAX_FILE_BYTES} bytes, which GitHub does not serve inline`);
     }
@@ -207,7 +219,10 @@ function githubError(response: Response, json: any, what: string): AppError {
   const message = typeof json?.message === 'string' ? json.message : `HTTP ${status}`;
   const details = { connector: 'github', upstreamStatus: status, upstreamMessage: message };
   if (status === 401) {
-    return new AppError('CONNECTOR_NOT_CONNECTED', 409, `GitHub refused the workspace’s token (${message}): connect again with a valid token`, { ...details, reason: 'token_rejected' });
+    return new AppError('CONNECTOR_NOT_CONNECTED', 409, `GitHub refused the workspace’s token (${message}): connect again with a valid token`, {
+      ...details,
+      reason: 'token_rejected',
+    });
   }
   const retryAfter = response.headers.get('retry-after');
   if ((status === 403 || status === 429) && (response.headers.get('x-ratelimit-remaining') === '0' || retryAfter !== null)) {

@@ -93,7 +93,12 @@ export const github: ConnectorDefinition = {
       description: 'Opens a new issue in a GitHub repository, with an optional Markdown body and labels.',
       inputSchema: {
         type: 'object',
-        properties: { repo, title, body: { type: 'string', maxLength: 65536 }, labels: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 50 }, maxItems: 20 } },
+        properties: {
+          repo,
+          title,
+          body: { type: 'string', maxLength: 65536 },
+          labels: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 50 }, maxItems: 20 },
+        },
         required: ['repo', 'title'],
         additionalProperties: false,
       },
@@ -137,7 +142,14 @@ export const CONNECTORS: readonly ConnectorDefinition[] = [github];
 export const GithubActionInput = {
   create_issue: z.object({ repo: GithubRepo, title: z.string(), body: z.string().optional(), labels: z.array(z.string()).optional() }),
   comment_on_issue: z.object({ repo: GithubRepo, issue_number: z.number().int(), body: z.string() }),
-  open_pull_request: z.object({ repo: GithubRepo, title: z.string(), head: z.string(), base: z.string(), body: z.string().optional(), draft: z.boolean().optional() }),
+  open_pull_request: z.object({
+    repo: GithubRepo,
+    title: z.string(),
+    head: z.string(),
+    base: z.string(),
+    body: z.string().optional(),
+    draft: z.boolean().optional(),
+  }),
 };
 
 /** Runs a GitHub action whose input already passed its JSON Schema. */

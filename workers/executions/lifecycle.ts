@@ -62,7 +62,8 @@ const sessionOf = (env: Env, executionId: number) => env.EXECUTION_SESSION.getBy
  * the skill version it was created with); answers the turn's opening events.
  */
 export async function startTurn(db: Db, env: Env, principal: Principal, execution: ExecutionRow, text: string, system?: string): Promise<ExecutionEvent[]> {
-  if (execution.status === 'working') throw new AppError('EXECUTION_RUNNING', 409, 'The execution is already running', { executionId: formatId('exec', execution.id) });
+  if (execution.status === 'working')
+    throw new AppError('EXECUTION_RUNNING', 409, 'The execution is already running', { executionId: formatId('exec', execution.id) });
   if (execution.status !== 'idle') throw conflict(`The execution is ${execution.status}: rerun it instead`);
   const decision = await hitRateLimit(env, `runs:user:${principal.userId}`, RUNS_PER_MINUTE, 60_000);
   if (!decision.allowed) {
@@ -108,12 +109,18 @@ async function slotsTaken(db: Db, workspaceId: string, executionId: number): Pro
   // A young claim may yet prove lost (the reconciler settles it after the grace period); an older one is a live run.
   const graceLeft = holder?.claimedAt == null ? 0 : holder.claimedAt + CLAIM_GRACE_MS - now();
   const retryAfterSeconds = Math.max(1, Math.ceil((graceLeft > 0 ? graceLeft : 5_000) / 1000));
-  if (holder?.id === executionId) return new AppError('EXECUTION_RUNNING', 409, 'The execution is already running', { executionId: formatId('exec', executionId), retryAfterSeconds });
+  if (holder?.id === executionId)
+    return new AppError('EXECUTION_RUNNING', 409, 'The execution is already running', { executionId: formatId('exec', executionId), retryAfterSeconds });
   const held = holder ? formatId('exec', holder.id) : null;
-  return new AppError('EXECUTION_RUNNING', 409, held ? `${held} is running in this workspace; try again when it ends` : 'Another execution is running in this workspace', {
-    ...(held ? { executionId: held } : {}),
-    retryAfterSeconds,
-  });
+  return new AppError(
+    'EXECUTION_RUNNING',
+    409,
+    held ? `${held} is running in this workspace; try again when it ends` : 'Another execution is running in this workspace',
+    {
+      ...(held ? { executionId: held } : {}),
+      retryAfterSeconds,
+    },
+  );
 }
 
 /**
@@ -130,7 +137,13 @@ async function holdAndStart(db: Db, env: Env, principal: Principal, execution: E
     // The turn holds credits up to RUN_BUDGET and stops with limit_reached when its cost passes the hold.
     // A run on the user's own key (BYOK) costs nothing, so it holds nothing and needs no credits.
     const budget = (await hasByokKey(db, principal.userId)) ? 0 : RUN_BUDGET;
-    const hold = await reserveCredits(db, { userId: principal.userId, executionId: formatId('exec', execution.id), turnKey, amount: budget, minimum: Math.min(budget, MIN_RUN_BALANCE) });
+    const hold = await reserveCredits(db, {
+      userId: principal.userId,
+      executionId: formatId('exec', execution.id),
+      turnKey,
+      amount: budget,
+      minimum: Math.min(budget, MIN_RUN_BALANCE),
+    });
     if (!hold.reserved) {
       await release(db, execution, turnKey, 'idle');
       throw await insufficientCredits(db, principal.userId);
@@ -186,7 +199,9 @@ async function release(db: Db, execution: ExecutionRow, turnKey: string | null, 
   const released = await db
     .update(executions)
     .set({ status: to, completedAt: to === 'failed' ? now() : null })
-    .where(and(eq(executions.id, execution.id), eq(executions.status, 'working'), turnKey === null ? isNull(executions.turnKey) : eq(executions.turnKey, turnKey)))
+    .where(
+      and(eq(executions.id, execution.id), eq(executions.status, 'working'), turnKey === null ? isNull(executions.turnKey) : eq(executions.turnKey, turnKey)),
+    )
     .returning({ id: executions.id });
   if (released.length > 0 && to === 'failed') await traceRunFinished(db, execution.id, 'error', 0);
   return released.length > 0;
@@ -199,7 +214,11 @@ async function turnInput(
   execution: ExecutionRow,
   turn: { turnKey: string; budget: number; text: string; system?: string },
 ): Promise<TurnInput> {
-  const [version] = await db.select({ prompt: skillVersions.prompt }).from(skillVersions).where(eq(skillVersions.id, execution.skillVersionId ?? -1)).limit(1);
+  const [version] = await db
+    .select({ prompt: skillVersions.prompt })
+    .from(skillVersions)
+    .where(eq(skillVersions.id, execution.skillVersionId ?? -1))
+    .limit(1);
   return {
     executionId: execution.id,
     workspaceId: principal.workspaceId,
@@ -253,11 +272,16 @@ async function announceStart(db: Db, env: Env, principal: Principal, execution: 
   const results = await Promise.allSettled([
     traceRunStarted(db, execution.id),
     // The control plane relays the rest of the run from the execution's own stream (WorkspaceChannel).
-    publish(env, principal.workspaceId, [{ type: 'execution-started', executionId: formatId('exec', execution.id), source: execution.source, seq: events.at(-1)?.seq ?? 0 }]),
+    publish(env, principal.workspaceId, [
+      { type: 'execution-started', executionId: formatId('exec', execution.id), source: execution.source, seq: events.at(-1)?.seq ?? 0 },
+    ]),
     recordRun(db, principal, execution, 'execution.started'),
   ]);
   for (const result of results) {
-    if (result.status === 'rejected') console.error(JSON.stringify({ level: 'error', message: 'bookkeeping of a started run failed', executionId: execution.id, error: String(result.reason) }));
+    if (result.status === 'rejected')
+      console.error(
+        JSON.stringify({ level: 'error', message: 'bookkeeping of a started run failed', executionId: execution.id, error: String(result.reason) }),
+      );
   }
 }
 
@@ -266,7 +290,13 @@ async function announceStart(db: Db, env: Env, principal: Principal, execution: 
  * `waitMs`, waited for); a claimed turn the object never took is abandoned at once, its hold
  * released and the execution `idle` again. Answers what the object found and the status after.
  */
-export async function interruptTurn(db: Db, env: Env, principal: Principal | null, execution: ExecutionRow, waitMs = 0): Promise<{ outcome: TurnOutcome; status: ExecutionStatus }> {
+export async function interruptTurn(
+  db: Db,
+  env: Env,
+  principal: Principal | null,
+  execution: ExecutionRow,
+  waitMs = 0,
+): Promise<{ outcome: TurnOutcome; status: ExecutionStatus }> {
   const outcome = await sessionOf(env, execution.id).interrupt(execution.turnKey, waitMs);
   if (outcome.state === 'abandoned') await release(db, execution, execution.turnKey, 'idle');
   if (principal && outcome.state !== 'finished') await recordRun(db, principal, execution, 'execution.interrupted');
@@ -291,7 +321,9 @@ export async function reconcileExecution(db: Db, env: Env, execution: ExecutionR
     const seq = outcome.events.at(-1)?.seq ?? 0;
     await publish(env, execution.workspaceId, [
       { type: 'execution-failed', executionId: formatId('exec', execution.id), source: execution.source, seq, stopReason: 'error', cost: 0 },
-    ]).catch((error) => console.error(JSON.stringify({ level: 'error', message: 'could not announce a lost run', executionId: execution.id, error: String(error) })));
+    ]).catch((error) =>
+      console.error(JSON.stringify({ level: 'error', message: 'could not announce a lost run', executionId: execution.id, error: String(error) })),
+    );
   }
   return statusOf(db, execution.id);
 }

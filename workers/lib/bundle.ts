@@ -93,11 +93,7 @@ export function parseSkillMd(text: string): { frontmatter: Frontmatter; body: st
 
 function checkPath(path: string): void {
   const segments = path.split('/');
-  if (
-    path.length > BUNDLE_LIMITS.pathLength ||
-    segments.length > BUNDLE_LIMITS.depth ||
-    !segments.every((s) => SAFE_SEGMENT.test(s))
-  ) {
+  if (path.length > BUNDLE_LIMITS.pathLength || segments.length > BUNDLE_LIMITS.depth || !segments.every((s) => SAFE_SEGMENT.test(s))) {
     throw new BundleError('unsafe_path', `Unsafe or unsupported path in bundle: ${JSON.stringify(path)}`);
   }
 }
@@ -167,9 +163,7 @@ export interface BundleManifest {
  */
 export async function bundleManifest(files: BundleFile[]): Promise<BundleManifest> {
   const sorted = [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  const entries = await Promise.all(
-    sorted.map(async (f) => ({ path: f.path, sha256: await sha256HexBytes(f.bytes), size: f.bytes.length })),
-  );
+  const entries = await Promise.all(sorted.map(async (f) => ({ path: f.path, sha256: await sha256HexBytes(f.bytes), size: f.bytes.length })));
   const listing = entries.map((e) => `${e.path}\n${e.sha256}\n`).join('');
   return { format: BUNDLE_TYPE, checksum: await sha256HexBytes(new TextEncoder().encode(listing)), files: entries };
 }

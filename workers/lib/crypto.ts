@@ -1,15 +1,16 @@
 const encoder = new TextEncoder();
 
-const toHex = (bytes: ArrayBuffer | Uint8Array): string =>
-  Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, '0')).join('');
+const toHex = (bytes: ArrayBuffer | Uint8Array): string => Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, '0')).join('');
 
-export const sha256Hex = async (input: string): Promise<string> =>
-  toHex(await crypto.subtle.digest('SHA-256', encoder.encode(input)));
+export const sha256Hex = async (input: string): Promise<string> => toHex(await crypto.subtle.digest('SHA-256', encoder.encode(input)));
 
 export const randomBytes = (length: number): Uint8Array => crypto.getRandomValues(new Uint8Array(length));
 
 export const base64url = (bytes: Uint8Array): string =>
-  btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '');
 
 /** An opaque bearer secret: `bytes` random bytes, base64url. */
 export const randomToken = (bytes = 32): string => base64url(randomBytes(bytes));
@@ -22,8 +23,7 @@ export const timingSafeEqual = (a: string, b: string): boolean => {
   return crypto.subtle.timingSafeEqual(x, y);
 };
 
-export const sha256HexBytes = async (bytes: Uint8Array): Promise<string> =>
-  toHex(await crypto.subtle.digest('SHA-256', bytes));
+export const sha256HexBytes = async (bytes: Uint8Array): Promise<string> => toHex(await crypto.subtle.digest('SHA-256', bytes));
 
 /** HMAC-SHA-256 hex: a fingerprint that cannot be brute-forced back without the key. */
 export async function hmacSha256Hex(secret: string, input: string): Promise<string> {

@@ -44,9 +44,7 @@ function importKey(encoded: string | undefined): Promise<CryptoKey> {
 export async function encryptSecret(encryptionKey: string | undefined, context: string, plaintext: string): Promise<string> {
   const key = await importKey(encryptionKey);
   const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
-  const sealed = new Uint8Array(
-    await crypto.subtle.encrypt({ name: 'AES-GCM', iv, additionalData: encoder.encode(context) }, key, encoder.encode(plaintext)),
-  );
+  const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv, additionalData: encoder.encode(context) }, key, encoder.encode(plaintext)));
   const out = new Uint8Array(IV_BYTES + sealed.length);
   out.set(iv);
   out.set(sealed, IV_BYTES);

@@ -7,7 +7,12 @@ import { invalidInput } from '../errors';
  * paste error, refused before it is stored.
  */
 export const headerToken = (min: number, max: number) =>
-  z.string().trim().min(min).max(max).regex(/^[\x21-\x7e]+$/, 'a single token of printable ASCII characters');
+  z
+    .string()
+    .trim()
+    .min(min)
+    .max(max)
+    .regex(/^[\x21-\x7e]+$/, 'a single token of printable ASCII characters');
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 export const OUTBOUND_TIMEOUT_MS = 15_000;

@@ -60,11 +60,7 @@ export async function cursorPage<Row, Key extends string | number>(
   // Walking towards greater column values: forward in ascending order, backward in descending.
   const upwards = backwards === ((source.order ?? 'desc') === 'desc');
   const condition = cursor === null ? undefined : upwards ? gt(source.column, cursor) : lt(source.column, cursor);
-  const rows = await source.fetch(
-    and(baseWhere, condition),
-    upwards ? asc(source.column) : desc(source.column),
-    params.limit + 1,
-  );
+  const rows = await source.fetch(and(baseWhere, condition), upwards ? asc(source.column) : desc(source.column), params.limit + 1);
   const hasMore = rows.length > params.limit;
   const page = rows.slice(0, params.limit);
   if (backwards) page.reverse();

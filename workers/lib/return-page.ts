@@ -19,8 +19,7 @@ const TEXT: Record<ReturnOutcome, { title: string; body: string }> = {
   cancel: { title: 'Payment cancelled', body: 'Nothing was charged.' },
 };
 
-const escapeHtml = (value: string) =>
-  value.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
+const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
 
 /** `{APP_SCHEME}://payment-success` or `…://payment-cancel`; 503 naming APP_SCHEME if it is not a scheme. */
 export function appDeepLink(appScheme: string | undefined, outcome: ReturnOutcome): string {

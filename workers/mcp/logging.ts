@@ -14,7 +14,11 @@ function credentialKey({ credential }: Principal): string {
 }
 
 export async function logLevelOf(db: Db, principal: Principal): Promise<LoggingLevel | undefined> {
-  const [row] = await db.select({ level: mcpLogLevels.level }).from(mcpLogLevels).where(eq(mcpLogLevels.credential, credentialKey(principal))).limit(1);
+  const [row] = await db
+    .select({ level: mcpLogLevels.level })
+    .from(mcpLogLevels)
+    .where(eq(mcpLogLevels.credential, credentialKey(principal)))
+    .limit(1);
   return row?.level;
 }
 
@@ -22,7 +26,10 @@ export async function logLevelOf(db: Db, principal: Principal): Promise<LoggingL
 export function handleSetLevel(server: McpServer, db: Db, principal: Principal): void {
   server.server.setRequestHandler(SetLevelRequestSchema, async ({ params: { level } }) => {
     const values = { credential: credentialKey(principal), level, updatedAt: now() };
-    await db.insert(mcpLogLevels).values(values).onConflictDoUpdate({ target: mcpLogLevels.credential, set: { level, updatedAt: values.updatedAt } });
+    await db
+      .insert(mcpLogLevels)
+      .values(values)
+      .onConflictDoUpdate({ target: mcpLogLevels.credential, set: { level, updatedAt: values.updatedAt } });
     return {};
   });
 }

@@ -57,7 +57,13 @@ const workflowSlugs = async (ctx: ToolContext) => (await listWorkflows(ctx.db, c
 
 const KINDS: ResourceKind[] = [
   {
-    template: { uriTemplate: 'memory://workspace', name: 'working-memory', title: 'Working memory', description: "The workspace's shared memory document (Markdown)", mimeType: 'text/markdown' },
+    template: {
+      uriTemplate: 'memory://workspace',
+      name: 'working-memory',
+      title: 'Working memory',
+      description: "The workspace's shared memory document (Markdown)",
+      mimeType: 'text/markdown',
+    },
     route: 'GET /api/v1/memory',
     match: (uri) => (uri.href === 'memory://workspace' ? {} : null),
     list: async () => [{ uri: 'memory://workspace', name: 'working-memory', title: 'Working memory', mimeType: 'text/markdown' }],
@@ -87,7 +93,12 @@ const KINDS: ResourceKind[] = [
     },
   },
   {
-    template: { uriTemplate: 'skill://{slug}/{+path}', name: 'skill-file', title: 'Installed skill file', description: "A file of an installed skill's bundle, e.g. skill://notes/SKILL.md" },
+    template: {
+      uriTemplate: 'skill://{slug}/{+path}',
+      name: 'skill-file',
+      title: 'Installed skill file',
+      description: "A file of an installed skill's bundle, e.g. skill://notes/SKILL.md",
+    },
     route: 'GET /api/v1/skills',
     match: (uri) => {
       const slug = hostOf(uri, 'skill');
@@ -96,7 +107,13 @@ const KINDS: ResourceKind[] = [
     },
     // Every bundle has a SKILL.md; its other files are read through the template.
     list: async (ctx) =>
-      (await installedSkills(ctx)).map((s) => ({ uri: `skill://${s.slug}/SKILL.md`, name: `${s.slug}/SKILL.md`, title: s.name, description: s.description, mimeType: 'text/markdown' })),
+      (await installedSkills(ctx)).map((s) => ({
+        uri: `skill://${s.slug}/SKILL.md`,
+        name: `${s.slug}/SKILL.md`,
+        title: s.name,
+        description: s.description,
+        mimeType: 'text/markdown',
+      })),
     read: async (ctx, uri, { slug, path }) => {
       const skill = await getInstalledSkill(ctx.db, ctx.principal, slug!);
       const file = (await loadBundle(ctx.env.BUCKET, skill.storagePath))?.find((f) => f.path === path);
@@ -106,14 +123,26 @@ const KINDS: ResourceKind[] = [
     complete: async (ctx, variable, prefix) => (variable === 'slug' ? startingWith(await skillSlugs(ctx), prefix) : []),
   },
   {
-    template: { uriTemplate: 'workflow://{workflowId}', name: 'workflow', title: 'Workflow definition', description: "An installed workflow's definition, by slug", mimeType: 'application/json' },
+    template: {
+      uriTemplate: 'workflow://{workflowId}',
+      name: 'workflow',
+      title: 'Workflow definition',
+      description: "An installed workflow's definition, by slug",
+      mimeType: 'application/json',
+    },
     route: 'GET /api/v1/workflows/:slug',
     match: (uri) => {
       const workflowId = hostOf(uri, 'workflow');
       return workflowId ? { workflowId } : null;
     },
     list: async (ctx) =>
-      (await listWorkflows(ctx.db, ctx.principal)).map((w) => ({ uri: `workflow://${w.slug}`, name: w.slug, title: w.name, description: w.description, mimeType: 'application/json' })),
+      (await listWorkflows(ctx.db, ctx.principal)).map((w) => ({
+        uri: `workflow://${w.slug}`,
+        name: w.slug,
+        title: w.name,
+        description: w.description,
+        mimeType: 'application/json',
+      })),
     read: async (ctx, uri, { workflowId }) => [{ uri, mimeType: 'application/json', text: (await getWorkflow(ctx.db, ctx.principal, workflowId!)).definition }],
     complete: async (ctx, _variable, prefix) => startingWith(await workflowSlugs(ctx), prefix),
   },

@@ -99,7 +99,13 @@ export function defineTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>
     register(server: McpServer, ctx: ToolContext) {
       server.registerTool(
         tool.name,
-        { title: tool.title, description: tool.description, inputSchema: tool.input, outputSchema: tool.output, annotations: { title: tool.title, ...tool.annotations } },
+        {
+          title: tool.title,
+          description: tool.description,
+          inputSchema: tool.input,
+          outputSchema: tool.output,
+          annotations: { title: tool.title, ...tool.annotations },
+        },
         // The SDK's callback type cannot be resolved for a generic shape; at run time `args` is
         // the input parsed against `tool.input`.
         (async (args: z.infer<z.ZodObject<Shape>>, extra: CallExtra): Promise<CallToolResult> => {

@@ -88,7 +88,10 @@ export async function identify(c: Context, options: { allowUnactivated?: boolean
   if (failure) {
     // RFC 6750 3.1: a refused bearer token is named in the challenge.
     if (failure instanceof AppError && failure.status === 401 && c.req.header('authorization')) {
-      c.header('www-authenticate', failure instanceof WrongAudience ? `Bearer error="invalid_token", error_description="${failure.message}"` : 'Bearer error="invalid_token"');
+      c.header(
+        'www-authenticate',
+        failure instanceof WrongAudience ? `Bearer error="invalid_token", error_description="${failure.message}"` : 'Bearer error="invalid_token"',
+      );
     }
     throw failure;
   }

@@ -106,5 +106,4 @@ async function claim(db: Db, workspaceId: string, key: string, requestHash: stri
 }
 
 /** Housekeeping: forget keys past their lifetime. */
-export const deleteExpiredIdempotencyRecords = (db: Db) =>
-  db.delete(idempotencyRecords).where(lt(idempotencyRecords.createdAt, now() - IDEMPOTENCY_TTL_MS));
+export const deleteExpiredIdempotencyRecords = (db: Db) => db.delete(idempotencyRecords).where(lt(idempotencyRecords.createdAt, now() - IDEMPOTENCY_TTL_MS));

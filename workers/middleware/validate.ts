@@ -22,8 +22,7 @@ async function assertJsonMediaType(c: Context): Promise<void> {
   }
 }
 
-const fieldOf = (target: keyof ValidationTargets, path: PropertyKey[]) =>
-  path.length ? path.map(String).join('.') : target === 'json' ? 'body' : target;
+const fieldOf = (target: keyof ValidationTargets, path: PropertyKey[]) => (path.length ? path.map(String).join('.') : target === 'json' ? 'body' : target);
 
 /**
  * zod validation at the edge (@hono/zod-validator) whose failures become 400 INVALID_INPUT

@@ -81,12 +81,20 @@ export const agentPermissionsRoutes = new Hono<AppEnv>()
       return c.json(answer, answer.status === 'active' ? 200 : 202);
     },
   )
-  .get('/connect/poll/:consentId', documented('Agent permissions', "Poll a consent of the calling key", 200, ConnectPoll), validate('param', ConsentParam), async (c) =>
-    c.json(await pollConsent(c.var.db, principalOf(c), c.req.valid('param').consentId)),
+  .get(
+    '/connect/poll/:consentId',
+    documented('Agent permissions', 'Poll a consent of the calling key', 200, ConnectPoll),
+    validate('param', ConsentParam),
+    async (c) => c.json(await pollConsent(c.var.db, principalOf(c), c.req.valid('param').consentId)),
   )
   .post(
     '/connect/by-code',
-    documented('Agent permissions', 'The consent or permission request a link code stands for (the app)', 200, z.union([ConsentRecord, PermissionRequestRecord])),
+    documented(
+      'Agent permissions',
+      'The consent or permission request a link code stands for (the app)',
+      200,
+      z.union([ConsentRecord, PermissionRequestRecord]),
+    ),
     validate('json', LinkCodeBody),
     async (c) => c.json(await findByLinkCode(c.var.db, principalOf(c), c.req.valid('json'))),
   )
@@ -98,8 +106,11 @@ export const agentPermissionsRoutes = new Hono<AppEnv>()
     validate('json', ApproveConsentBody),
     async (c) => c.json(await approveConsent(c.var.db, principalOf(c), c.req.valid('param').consentId, c.req.valid('json'))),
   )
-  .post('/consents/:consentId/deny', documented('Agent permissions', 'Deny a consent (the app)', 200, ConsentRecord), validate('param', ConsentParam), async (c) =>
-    c.json(await denyConsent(c.var.db, principalOf(c), c.req.valid('param').consentId)),
+  .post(
+    '/consents/:consentId/deny',
+    documented('Agent permissions', 'Deny a consent (the app)', 200, ConsentRecord),
+    validate('param', ConsentParam),
+    async (c) => c.json(await denyConsent(c.var.db, principalOf(c), c.req.valid('param').consentId)),
   )
   .post(
     '/request-permission',
@@ -110,8 +121,11 @@ export const agentPermissionsRoutes = new Hono<AppEnv>()
       return c.json(answer, answer.status === 'pending' ? 202 : 200);
     },
   )
-  .get('/request-permission/poll/:requestId', documented('Agent permissions', 'Poll a permission request of the calling key', 200, RequestPoll), validate('param', RequestParam), async (c) =>
-    c.json(await pollPermissionRequest(c.var.db, principalOf(c), c.req.valid('param').requestId)),
+  .get(
+    '/request-permission/poll/:requestId',
+    documented('Agent permissions', 'Poll a permission request of the calling key', 200, RequestPoll),
+    validate('param', RequestParam),
+    async (c) => c.json(await pollPermissionRequest(c.var.db, principalOf(c), c.req.valid('param').requestId)),
   )
   .get(
     '/permission-requests',
@@ -133,6 +147,9 @@ export const agentPermissionsRoutes = new Hono<AppEnv>()
     validate('param', RequestParam),
     async (c) => c.json(await denyPermissionRequest(c.var.db, principalOf(c), c.req.valid('param').requestId)),
   )
-  .delete('/:keyId/scopes/:scope', documented('Agent permissions', 'Revoke one scope from one of your keys', 200, ApiKeyRecord), validate('param', RevokeScopeParams), async (c) =>
-    c.json(await revokeScope(c.var.db, principalOf(c), c.req.valid('param'))),
+  .delete(
+    '/:keyId/scopes/:scope',
+    documented('Agent permissions', 'Revoke one scope from one of your keys', 200, ApiKeyRecord),
+    validate('param', RevokeScopeParams),
+    async (c) => c.json(await revokeScope(c.var.db, principalOf(c), c.req.valid('param'))),
   );

@@ -11,8 +11,11 @@ import { cursorEnvelope, documented } from './openapi';
 const KeyParam = z.object({ id: z.string().min(1).max(40) });
 
 export const apiKeysRoutes = new Hono<AppEnv>()
-  .get('/', documented('API keys', "The caller's keys in this workspace (never the key itself)", 200, cursorEnvelope(ApiKeyRecord)), validate('query', CursorQuery), async (c) =>
-    c.json(await listApiKeys(c.var.db, principalOf(c), c.req.valid('query'))),
+  .get(
+    '/',
+    documented('API keys', "The caller's keys in this workspace (never the key itself)", 200, cursorEnvelope(ApiKeyRecord)),
+    validate('query', CursorQuery),
+    async (c) => c.json(await listApiKeys(c.var.db, principalOf(c), c.req.valid('query'))),
   )
   .post(
     '/',

@@ -57,7 +57,15 @@ export const approvalPagesRoutes = new Hono<AppEnv>()
     const userCode = str(c.req.query('user_code'));
     const entry = (status: 200 | 400 | 404 | 409, error?: string) =>
       renderPage(c, status, (nonce) => (
-        <CodeEntryPage nonce={nonce} title="Connect a device" action="/activate" name="user_code" hint="Enter the code your device or agent shows." value={userCode} error={error} />
+        <CodeEntryPage
+          nonce={nonce}
+          title="Connect a device"
+          action="/activate"
+          name="user_code"
+          hint="Enter the code your device or agent shows."
+          value={userCode}
+          error={error}
+        />
       ));
     if (!userCode) return entry(200);
     try {
@@ -106,7 +114,15 @@ export const approvalPagesRoutes = new Hono<AppEnv>()
     const code = str(c.req.query('code'));
     const entry = (status: 200 | 400 | 404 | 409, error?: string) =>
       renderPage(c, status, (nonce) => (
-        <CodeEntryPage nonce={nonce} title="Approve an agent" action="/approve" name="code" hint="Enter the link code the agent shows." value={code} error={error} />
+        <CodeEntryPage
+          nonce={nonce}
+          title="Approve an agent"
+          action="/approve"
+          name="code"
+          hint="Enter the link code the agent shows."
+          value={code}
+          error={error}
+        />
       ));
     if (!code) return entry(200);
     try {

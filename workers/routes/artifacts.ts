@@ -10,8 +10,11 @@ const IdParam = z.object({ id: z.string().min(1).max(40) });
 
 /** Files runs produced (docs/executions.md). */
 export const artifactsRoutes = new Hono<AppEnv>()
-  .get('/', documented('Artifacts', 'Artifacts of the workspace, newest first; `executionId` keeps one execution’s', 200, cursorEnvelope(ArtifactRecord)), validate('query', ListArtifactsQuery), async (c) =>
-    c.json(await listArtifacts(c.var.db, principalOf(c), c.req.valid('query'))),
+  .get(
+    '/',
+    documented('Artifacts', 'Artifacts of the workspace, newest first; `executionId` keeps one execution’s', 200, cursorEnvelope(ArtifactRecord)),
+    validate('query', ListArtifactsQuery),
+    async (c) => c.json(await listArtifacts(c.var.db, principalOf(c), c.req.valid('query'))),
   )
   .get('/:id', documented('Artifacts', 'One artifact', 200, ArtifactRecord), validate('param', IdParam), async (c) =>
     c.json(await getArtifact(c.var.db, principalOf(c), c.req.valid('param').id)),
@@ -23,6 +26,9 @@ export const artifactsRoutes = new Hono<AppEnv>()
     c.header('content-disposition', `attachment; filename="${row.name}"`);
     return c.body(body);
   })
-  .delete('/:id', documented('Artifacts', 'Delete an artifact and its bytes', 200, z.object({ success: z.literal(true) })), validate('param', IdParam), async (c) =>
-    c.json(await deleteArtifact(c.var.db, c.env.BUCKET, principalOf(c), c.req.valid('param').id)),
+  .delete(
+    '/:id',
+    documented('Artifacts', 'Delete an artifact and its bytes', 200, z.object({ success: z.literal(true) })),
+    validate('param', IdParam),
+    async (c) => c.json(await deleteArtifact(c.var.db, c.env.BUCKET, principalOf(c), c.req.valid('param').id)),
   );

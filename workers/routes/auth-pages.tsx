@@ -72,9 +72,7 @@ export const authPagesRoutes = new Hono<AppEnv>()
     const next = safeNext(form.next);
     const csrf = csrfToken(c);
     const again = (status: Status, error: string) =>
-      renderPage(c, status, (nonce) => (
-        <SignUpPage nonce={nonce} csrf={csrf} next={next} email={str(form.email)} name={str(form.name)} error={error} />
-      ));
+      renderPage(c, status, (nonce) => <SignUpPage nonce={nonce} csrf={csrf} next={next} email={str(form.email)} name={str(form.name)} error={error} />);
     const input = SignUpBody.safeParse({ email: form.email, password: form.password, name: form.name });
     if (!input.success) {
       const field = String(input.error.issues[0]?.path[0] ?? '');

@@ -17,11 +17,16 @@ const SignedOut = z.object({ success: z.literal(true) });
  * `x-auth-token`), then the sign-in pages and the OAuth endpoints.
  */
 export const authRoutes = new Hono<AppEnv>()
-  .post('/sign-up/email', documented('Auth', 'Create an account, its personal workspace and a session', 201, SessionResponse), validate('json', SignUpBody), async (c) => {
-    await throttleSignUp(c.env, c.var.origin.ip);
-    const welcomeCredits = Math.round((Number(c.env.WELCOME_CREDITS) || 0) * 100);
-    return c.json(await signUp(c.var.db, c.req.valid('json'), c.var.origin, welcomeCredits), 201);
-  })
+  .post(
+    '/sign-up/email',
+    documented('Auth', 'Create an account, its personal workspace and a session', 201, SessionResponse),
+    validate('json', SignUpBody),
+    async (c) => {
+      await throttleSignUp(c.env, c.var.origin.ip);
+      const welcomeCredits = Math.round((Number(c.env.WELCOME_CREDITS) || 0) * 100);
+      return c.json(await signUp(c.var.db, c.req.valid('json'), c.var.origin, welcomeCredits), 201);
+    },
+  )
   .post('/sign-in/email', documented('Auth', 'Start a session', 200, SessionResponse), validate('json', SignInBody), async (c) => {
     const { email } = c.req.valid('json');
     await throttleSignIn(c.env, c.var.origin.ip, email);

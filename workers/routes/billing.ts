@@ -17,15 +17,24 @@ export const billingRoutes = new Hono<AppEnv>()
   .get('/balance', documented('Billing', 'Balance, total spent and whether a run can start', 200, BalanceStatus), async (c) =>
     c.json(await getBalance(c.var.db, principalOf(c))),
   )
-  .get('/transactions', documented('Billing', 'The 50 most recent transactions, newest first', 200, z.object({ transactions: z.array(Transaction) })), async (c) =>
-    c.json(await listTransactions(c.var.db, principalOf(c))),
+  .get(
+    '/transactions',
+    documented('Billing', 'The 50 most recent transactions, newest first', 200, z.object({ transactions: z.array(Transaction) })),
+    async (c) => c.json(await listTransactions(c.var.db, principalOf(c))),
   )
-  .get('/packs', documented('Billing', 'Credit packs at the caller’s prices (20% off while basedmode is paid up)', 200, z.object({ packs: z.array(Pack) })), async (c) =>
-    c.json(await listPacks(c.var.db, principalOf(c))),
+  .get(
+    '/packs',
+    documented('Billing', 'Credit packs at the caller’s prices (20% off while basedmode is paid up)', 200, z.object({ packs: z.array(Pack) })),
+    async (c) => c.json(await listPacks(c.var.db, principalOf(c))),
   )
   .post(
     '/purchase',
-    documented('Billing', 'Open a Stripe Checkout session for a pack; credits arrive with the webhook, not the redirect', 200, z.object({ checkoutUrl: z.string() })),
+    documented(
+      'Billing',
+      'Open a Stripe Checkout session for a pack; credits arrive with the webhook, not the redirect',
+      200,
+      z.object({ checkoutUrl: z.string() }),
+    ),
     validate('json', PurchaseBody),
     async (c) => {
       const principal = principalOf(c);
@@ -39,7 +48,12 @@ export const billingRoutes = new Hono<AppEnv>()
   )
   .post(
     '/webhook',
-    documented('Billing', 'Stripe events, verified by stripe-signature: paid checkouts grant their pack, paid basedmode invoices 2000 Ds', 200, z.object({ received: z.literal(true) })),
+    documented(
+      'Billing',
+      'Stripe events, verified by stripe-signature: paid checkouts grant their pack, paid basedmode invoices 2000 Ds',
+      200,
+      z.object({ received: z.literal(true) }),
+    ),
     async (c) => {
       // The signature covers the exact bytes, so the body is read raw, never parsed first.
       const event = await verifyWebhook(c.env.STRIPE_WEBHOOK_SECRET, await c.req.text(), c.req.header('stripe-signature'));
@@ -50,16 +64,23 @@ export const billingRoutes = new Hono<AppEnv>()
       return c.json({ received: true as const });
     },
   )
-  .get('/return/:outcome', documentedPage('Billing', 'After Checkout: an HTML page opening {APP_SCHEME}://payment-success or payment-cancel', { name: 'outcome', values: RETURN_OUTCOMES }), (c) => {
-    const outcome = c.req.param('outcome');
-    if (!isOutcome(outcome)) throw notFound('Return page');
-    const page = returnPage(appDeepLink(c.env.APP_SCHEME, outcome), outcome);
-    return c.body(page, 200, {
-      'content-type': 'text/html; charset=utf-8',
-      'cache-control': 'no-store',
-      'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
-    });
-  })
+  .get(
+    '/return/:outcome',
+    documentedPage('Billing', 'After Checkout: an HTML page opening {APP_SCHEME}://payment-success or payment-cancel', {
+      name: 'outcome',
+      values: RETURN_OUTCOMES,
+    }),
+    (c) => {
+      const outcome = c.req.param('outcome');
+      if (!isOutcome(outcome)) throw notFound('Return page');
+      const page = returnPage(appDeepLink(c.env.APP_SCHEME, outcome), outcome);
+      return c.body(page, 200, {
+        'content-type': 'text/html; charset=utf-8',
+        'cache-control': 'no-store',
+        'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
+      });
+    },
+  )
   .get('/subscription/tier', documented('Billing', 'The caller’s derived tier and its mode', 200, TierResponse), async (c) =>
     c.json(await getTier(c.var.db, principalOf(c), c.env.STRIPE_SECRET_KEY)),
   )

@@ -24,7 +24,12 @@ export const connectorsRoutes = new Hono<AppEnv>()
   )
   .post(
     '/:type/connect',
-    documented('Connectors', 'Connect with a token the provider accepts (stored encrypted, never shown again); needs connector:<app>:exec too', 200, ConnectorStatus),
+    documented(
+      'Connectors',
+      'Connect with a token the provider accepts (stored encrypted, never shown again); needs connector:<app>:exec too',
+      200,
+      ConnectorStatus,
+    ),
     validate('param', TypeParam),
     validate('json', ConnectBody),
     async (c) => c.json(await connectConnector(c.var.db, c.env, principalOf(c), c.req.valid('param').type, c.req.valid('json'))),
@@ -35,6 +40,9 @@ export const connectorsRoutes = new Hono<AppEnv>()
     validate('param', TypeParam),
     async (c) => c.json(await disconnectConnector(c.var.db, c.env, principalOf(c), c.req.valid('param').type)),
   )
-  .get('/:type/status', documented('Connectors', 'The connection’s state, checked with the provider when a token is stored', 200, ConnectorStatus), validate('param', TypeParam), async (c) =>
-    c.json(await connectorStatus(c.var.db, c.env, principalOf(c), c.req.valid('param').type)),
+  .get(
+    '/:type/status',
+    documented('Connectors', 'The connection’s state, checked with the provider when a token is stored', 200, ConnectorStatus),
+    validate('param', TypeParam),
+    async (c) => c.json(await connectorStatus(c.var.db, c.env, principalOf(c), c.req.valid('param').type)),
   );

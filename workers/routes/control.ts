@@ -15,7 +15,12 @@ const CHANNEL_SCOPE = 'channel:read';
 /** GET /api/v1/events/subscribe-url (spec 4.3): the signed control-plane URL. */
 export const eventsRoutes = new Hono<AppEnv>().get(
   '/subscribe-url',
-  documented('Events', "A signed WebSocket URL for the workspace's control plane, valid 5 minutes", 200, z.object({ url: z.string(), expiresInMs: z.number() })),
+  documented(
+    'Events',
+    "A signed WebSocket URL for the workspace's control plane, valid 5 minutes",
+    200,
+    z.object({ url: z.string(), expiresInMs: z.number() }),
+  ),
   async (c) => c.json(await createSubscribeUrl(principalOf(c), new URL(c.req.url).origin, c.env.SIGNING_SECRET)),
 );
 
@@ -23,13 +28,24 @@ export const eventsRoutes = new Hono<AppEnv>().get(
  * The control-plane WebSocket on `{control_url}`. No API key or session: the signed token is the
  * credential, checked here, before the upgrade reaches the channel (tampered or expired: 401).
  */
-export const controlRoutes = new Hono<AppEnv>().get('/ws', documentedProtocol('Events', "The workspace's control plane (the signed URL of subscribe-url)", 'WebSocket (RFC 6455), JSON text frames of spec 6.2', 101, 'application/json'), async (c) => {
-  const token = c.req.query('token');
-  const claims = token ? await verifyStreamToken(c.env.SIGNING_SECRET, 'control-channel', token) : null;
-  if (!claims || claims.subject !== claims.workspaceId) throw unauthorized('The control-plane URL is invalid or has expired');
-  if (c.req.header('upgrade')?.toLowerCase() !== 'websocket') throw new AppError('INVALID_INPUT', 426, 'Expected a WebSocket upgrade', { field: 'upgrade', rule: 'websocket' });
-  return c.env.WORKSPACE_CHANNEL.getByName(claims.workspaceId).fetch(c.req.raw);
-});
+export const controlRoutes = new Hono<AppEnv>().get(
+  '/ws',
+  documentedProtocol(
+    'Events',
+    "The workspace's control plane (the signed URL of subscribe-url)",
+    'WebSocket (RFC 6455), JSON text frames of spec 6.2',
+    101,
+    'application/json',
+  ),
+  async (c) => {
+    const token = c.req.query('token');
+    const claims = token ? await verifyStreamToken(c.env.SIGNING_SECRET, 'control-channel', token) : null;
+    if (!claims || claims.subject !== claims.workspaceId) throw unauthorized('The control-plane URL is invalid or has expired');
+    if (c.req.header('upgrade')?.toLowerCase() !== 'websocket')
+      throw new AppError('INVALID_INPUT', 426, 'Expected a WebSocket upgrade', { field: 'upgrade', rule: 'websocket' });
+    return c.env.WORKSPACE_CHANNEL.getByName(claims.workspaceId).fetch(c.req.raw);
+  },
+);
 
 /**
  * GET /api/events (spec 4.11, 6.3): Server-Sent Events of the workspace's executions,
@@ -37,20 +53,30 @@ export const controlRoutes = new Hono<AppEnv>().get('/ws', documentedProtocol('E
  * headers) or `x-api-key`; a session token or access token works too. `sources` filters by the
  * executions' source (comma-separated, e.g. `api,mcp`).
  */
-export const apiEventsRoutes = new Hono<AppEnv>().get('/', documentedProtocol('Events', 'execution-state events of the workspace (apiKey query or x-api-key; sources filter)', 'Server-Sent Events (WHATWG HTML), spec 6.3', 200, 'text/event-stream'), async (c) => {
-  const principal = await resolvePrincipal(
-    c.var.db,
-    {
-      apiKey: c.req.query('apiKey') ?? c.req.header('x-api-key'),
-      sessionToken: c.req.header('x-auth-token'),
-      bearerToken: bearerTokenOf(c.req.header('authorization')),
-      workspaceSelector: c.req.header('x-workspace-id'),
-    },
-    c.var.origin,
-  );
-  if (!principal) throw unauthorized();
-  if (!hasScope(principal.scopes, CHANNEL_SCOPE)) throw forbidden(`This credential lacks the scope "${CHANNEL_SCOPE}"`, { scope: CHANNEL_SCOPE });
-  const sources = c.req.query('sources');
-  const url = `https://channel/events${sources ? `?sources=${encodeURIComponent(sources)}` : ''}`;
-  return c.env.WORKSPACE_CHANNEL.getByName(principal.workspaceId).fetch(url, { signal: c.req.raw.signal });
-});
+export const apiEventsRoutes = new Hono<AppEnv>().get(
+  '/',
+  documentedProtocol(
+    'Events',
+    'execution-state events of the workspace (apiKey query or x-api-key; sources filter)',
+    'Server-Sent Events (WHATWG HTML), spec 6.3',
+    200,
+    'text/event-stream',
+  ),
+  async (c) => {
+    const principal = await resolvePrincipal(
+      c.var.db,
+      {
+        apiKey: c.req.query('apiKey') ?? c.req.header('x-api-key'),
+        sessionToken: c.req.header('x-auth-token'),
+        bearerToken: bearerTokenOf(c.req.header('authorization')),
+        workspaceSelector: c.req.header('x-workspace-id'),
+      },
+      c.var.origin,
+    );
+    if (!principal) throw unauthorized();
+    if (!hasScope(principal.scopes, CHANNEL_SCOPE)) throw forbidden(`This credential lacks the scope "${CHANNEL_SCOPE}"`, { scope: CHANNEL_SCOPE });
+    const sources = c.req.query('sources');
+    const url = `https://channel/events${sources ? `?sources=${encodeURIComponent(sources)}` : ''}`;
+    return c.env.WORKSPACE_CHANNEL.getByName(principal.workspaceId).fetch(url, { signal: c.req.raw.signal });
+  },
+);

@@ -33,10 +33,7 @@ const EventList = z.object({
   data: z.array(z.object({ id: z.string(), type: z.string(), sequence: z.number(), payload: z.record(z.string(), z.unknown()) })),
 });
 
-const History = z.union([
-  HistoryPage,
-  cursorEnvelope(HistoryItem),
-]);
+const History = z.union([HistoryPage, cursorEnvelope(HistoryItem)]);
 
 export const executionsRoutes = new Hono<AppEnv>()
   .get(
@@ -64,8 +61,11 @@ export const executionsRoutes = new Hono<AppEnv>()
   .post('/:id/cancel', documented('Executions', 'Interrupt a working execution', 200, CancelResult), validate('param', IdParam), async (c) =>
     c.json(await cancelExecution(c.var.db, c.env, principalOf(c), c.req.valid('param').id)),
   )
-  .post('/', documented('Executions', 'Create an idle execution of an installed skill; nothing runs yet', 201, IdleExecution), validate('json', CreateExecutionBody), async (c) =>
-    c.json(await createExecution(c.var.db, principalOf(c), c.req.valid('json')), 201),
+  .post(
+    '/',
+    documented('Executions', 'Create an idle execution of an installed skill; nothing runs yet', 201, IdleExecution),
+    validate('json', CreateExecutionBody),
+    async (c) => c.json(await createExecution(c.var.db, principalOf(c), c.req.valid('json')), 201),
   )
   .post(
     '/:id/events',
@@ -74,16 +74,22 @@ export const executionsRoutes = new Hono<AppEnv>()
     validate('json', PostEventsBody),
     async (c) => c.json(await postEvents(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('json'))),
   )
-  .get('/:id', documented('Executions', 'One execution: its history item, token usage, time and artifacts', 200, ExecutionDetails), validate('param', IdParam), async (c) =>
-    c.json(await getExecutionDetails(c.var.db, principalOf(c), c.req.valid('param').id)),
-  )
-  .get('/:id/status', documented('Executions', 'Status, output blocks (delta with blocksAfter), cost and time', 200, ExecutionStatus), validate('param', IdParam), validate('query', StatusQuery), async (c) =>
-    c.json(await getExecutionStatus(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('query').blocksAfter)),
+  .get(
+    '/:id',
+    documented('Executions', 'One execution: its history item, token usage, time and artifacts', 200, ExecutionDetails),
+    validate('param', IdParam),
+    async (c) => c.json(await getExecutionDetails(c.var.db, principalOf(c), c.req.valid('param').id)),
   )
   .get(
-  '/:id/stream-token',
-  documented('Executions', 'A short-lived signed SSE URL; append lastSeq=<n> to resume after event n', 200, z.object({ sseUrl: z.string() })),
-  validate('param', IdParam),
-  async (c) =>
-    c.json(await createStreamUrl(c.var.db, c.env, principalOf(c), c.req.valid('param').id, new URL(c.req.url).origin)),
-);
+    '/:id/status',
+    documented('Executions', 'Status, output blocks (delta with blocksAfter), cost and time', 200, ExecutionStatus),
+    validate('param', IdParam),
+    validate('query', StatusQuery),
+    async (c) => c.json(await getExecutionStatus(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('query').blocksAfter)),
+  )
+  .get(
+    '/:id/stream-token',
+    documented('Executions', 'A short-lived signed SSE URL; append lastSeq=<n> to resume after event n', 200, z.object({ sseUrl: z.string() })),
+    validate('param', IdParam),
+    async (c) => c.json(await createStreamUrl(c.var.db, c.env, principalOf(c), c.req.valid('param').id, new URL(c.req.url).origin)),
+  );

@@ -45,8 +45,26 @@ function checkOrigin(c: Context<AppEnv>): void {
 const mcpCors = cors({
   origin: (origin, c: Context<AppEnv>) => (originAllowed(c.env, origin) ? origin : null),
   allowMethods: ['POST', 'GET', 'DELETE', 'OPTIONS'],
-  allowHeaders: ['authorization', 'content-type', 'accept', 'x-api-key', 'x-workspace-id', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id', GRANT_TOKEN_HEADER],
-  exposeHeaders: ['www-authenticate', 'mcp-session-id', 'mcp-protocol-version', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'],
+  allowHeaders: [
+    'authorization',
+    'content-type',
+    'accept',
+    'x-api-key',
+    'x-workspace-id',
+    'mcp-protocol-version',
+    'mcp-session-id',
+    'last-event-id',
+    GRANT_TOKEN_HEADER,
+  ],
+  exposeHeaders: [
+    'www-authenticate',
+    'mcp-session-id',
+    'mcp-protocol-version',
+    'x-ratelimit-limit',
+    'x-ratelimit-remaining',
+    'x-ratelimit-reset',
+    'retry-after',
+  ],
   maxAge: 600,
 });
 
@@ -159,4 +177,9 @@ const mcpDoc = documentedProtocol(
 );
 
 // '/mcp/' is the same endpoint, documented once under '/mcp'.
-export const mcpRoutes = new Hono<AppEnv>().use('/mcp', mcpCors).use('/mcp/', mcpCors).post('/mcp', mcpDoc, handle).post('/mcp/', handle).on(['GET', 'DELETE', 'PUT', 'PATCH'], ['/mcp', '/mcp/'], postOnly);
+export const mcpRoutes = new Hono<AppEnv>()
+  .use('/mcp', mcpCors)
+  .use('/mcp/', mcpCors)
+  .post('/mcp', mcpDoc, handle)
+  .post('/mcp/', handle)
+  .on(['GET', 'DELETE', 'PUT', 'PATCH'], ['/mcp', '/mcp/'], postOnly);

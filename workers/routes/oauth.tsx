@@ -105,7 +105,11 @@ export const oauthRoutes = new Hono<AppEnv>()
   .use('/oauth2/revoke', open)
   .use('/oauth2/userinfo', open)
   .use('/oauth2/register', open)
-  .get('/.well-known/openid-configuration', documentedProtocol('OAuth', 'Authorization server metadata', 'RFC 8414, OpenID Connect Discovery 1.0', 200, 'application/json'), (c) => c.json(authorizationServerMetadata(baseOf(c))))
+  .get(
+    '/.well-known/openid-configuration',
+    documentedProtocol('OAuth', 'Authorization server metadata', 'RFC 8414, OpenID Connect Discovery 1.0', 200, 'application/json'),
+    (c) => c.json(authorizationServerMetadata(baseOf(c))),
+  )
   .get('/jwks', documentedProtocol('OAuth', 'The id_token signing keys', 'RFC 7517 JWK Set', 200, 'application/json'), async (c) => {
     c.header('cache-control', 'public, max-age=300');
     return c.json(await jwks(c.var.db, c.env.ENCRYPTION_KEY));
@@ -113,94 +117,117 @@ export const oauthRoutes = new Hono<AppEnv>()
 
   // RFC 7591 3: open registration of public clients, as stock MCP clients expect. It grants
   // nothing: every token still needs a person's consent on the authorization page.
-  .post('/oauth2/register', documentedProtocol('OAuth', 'Register a public client (open, rate-limited per address)', 'RFC 7591', 201, 'application/json'), (c) =>
-    oauthEndpoint(c, async () => {
-      const decision = await hitRateLimit(c.env, `oauth-register:ip:${c.var.origin.ip ?? 'unknown'}`, REGISTRATIONS_PER_IP, REGISTRATION_WINDOW_MS);
-      if (!decision.allowed) {
-        throw new OAuthError('temporarily_unavailable', 'Too many registrations from this address; try again later', 429, Math.ceil(decision.resetMs / 1000));
-      }
-      let body: unknown;
-      try {
-        body = await c.req.json();
-      } catch {
-        throw new OAuthError('invalid_client_metadata', 'The body must be a JSON object');
-      }
-      noStore(c);
-      return c.json(await registerClient(c.var.db, body), 201);
-    }),
+  .post(
+    '/oauth2/register',
+    documentedProtocol('OAuth', 'Register a public client (open, rate-limited per address)', 'RFC 7591', 201, 'application/json'),
+    (c) =>
+      oauthEndpoint(c, async () => {
+        const decision = await hitRateLimit(c.env, `oauth-register:ip:${c.var.origin.ip ?? 'unknown'}`, REGISTRATIONS_PER_IP, REGISTRATION_WINDOW_MS);
+        if (!decision.allowed) {
+          throw new OAuthError('temporarily_unavailable', 'Too many registrations from this address; try again later', 429, Math.ceil(decision.resetMs / 1000));
+        }
+        let body: unknown;
+        try {
+          body = await c.req.json();
+        } catch {
+          throw new OAuthError('invalid_client_metadata', 'The body must be a JSON object');
+        }
+        noStore(c);
+        return c.json(await registerClient(c.var.db, body), 201);
+      }),
   )
 
-  .get('/oauth2/authorize', documentedProtocol('OAuth', 'Authorization request: the consent page, or a redirect with the code or error', 'OAuth 2.1 authorization endpoint, PKCE S256 (RFC 7636), RFC 9207 iss', 200, 'text/html'), async (c) => {
-    const params = authorizeParamsOf(c.req.query());
-    const checked = await validated(c, params);
-    if (checked.response) return checked.response;
-    const { request } = checked;
-    const principal = await pagePrincipal(c);
-    // The sign-in page brings the browser back here, the request intact.
-    if (!principal) return signInRedirect(c, `${c.req.path}?${new URL(c.req.url).searchParams}`);
-    const csrf = csrfToken(c);
-    const workspaces = await workspacesOf(c.var.db, principal.userId);
-    const userName = (await c.var.db.query.users.findFirst({ where: (u, { eq }) => eq(u.id, principal.userId) }))?.name ?? '';
-    const redirectOrigin = new URL(request.redirectUri).origin;
-    return renderPage(
-      c,
+  .get(
+    '/oauth2/authorize',
+    documentedProtocol(
+      'OAuth',
+      'Authorization request: the consent page, or a redirect with the code or error',
+      'OAuth 2.1 authorization endpoint, PKCE S256 (RFC 7636), RFC 9207 iss',
       200,
-      (nonce) => (
-        <ConsentPage
-          nonce={nonce}
-          csrf={csrf}
-          clientName={request.client.name}
-          redirectHost={new URL(request.redirectUri).host}
-          userName={userName}
-          scopes={request.scopes.map(describeScope)}
-          workspaces={workspaces}
-          currentWorkspaceId={principal.workspaceId}
-          params={params as Record<string, string>}
-        />
-      ),
-      [redirectOrigin],
-    );
-  })
+      'text/html',
+    ),
+    async (c) => {
+      const params = authorizeParamsOf(c.req.query());
+      const checked = await validated(c, params);
+      if (checked.response) return checked.response;
+      const { request } = checked;
+      const principal = await pagePrincipal(c);
+      // The sign-in page brings the browser back here, the request intact.
+      if (!principal) return signInRedirect(c, `${c.req.path}?${new URL(c.req.url).searchParams}`);
+      const csrf = csrfToken(c);
+      const workspaces = await workspacesOf(c.var.db, principal.userId);
+      const userName = (await c.var.db.query.users.findFirst({ where: (u, { eq }) => eq(u.id, principal.userId) }))?.name ?? '';
+      const redirectOrigin = new URL(request.redirectUri).origin;
+      return renderPage(
+        c,
+        200,
+        (nonce) => (
+          <ConsentPage
+            nonce={nonce}
+            csrf={csrf}
+            clientName={request.client.name}
+            redirectHost={new URL(request.redirectUri).host}
+            userName={userName}
+            scopes={request.scopes.map(describeScope)}
+            workspaces={workspaces}
+            currentWorkspaceId={principal.workspaceId}
+            params={params as Record<string, string>}
+          />
+        ),
+        [redirectOrigin],
+      );
+    },
+  )
 
-  .post('/oauth2/authorize', documentedProtocol('OAuth', 'The consent form: approve or deny, then a redirect to the client', 'OAuth 2.1 authorization endpoint', 200, 'text/html'), async (c) => {
-    const form = await c.req.parseBody({ all: true });
-    // RFC 9700 4.7 (CSRF) and 4.16 (clickjacking): consent counts only from our own form.
-    if (!csrfValid(c, form.csrf)) return messagePage(c, 403, 'Request refused', 'The form expired or came from another site. Go back and try again.');
-    const params = authorizeParamsOf(form);
-    const principal = await pagePrincipal(c);
-    if (!principal) {
-      const query = new URLSearchParams(params as Record<string, string>);
-      return signInRedirect(c, `/auth/oauth2/authorize?${query}`);
-    }
-    const checked = await validated(c, params);
-    if (checked.response) return checked.response;
-    const { request } = checked;
-    const base = baseOf(c);
-    if (form.decision !== 'allow') {
-      return c.redirect(authorizationResponseUrl(base, request.redirectUri, { error: 'access_denied', error_description: 'The user denied access', state: request.state }), 303);
-    }
-    const workspaceId = typeof form.workspace_id === 'string' ? form.workspace_id : principal.workspaceId;
-    // The person may untick scopes: the grant is what stays ticked, never more than requested.
-    const scopes = grantedScopes(request.scopes, form.scopes);
-    if (scopes.length === 0) return messagePage(c, 400, 'Nothing selected', 'Select at least one permission to allow, or deny the request.');
-    try {
-      const code = await issueCode(c.var.db, principal, workspaceId, request, scopes);
-      return c.redirect(authorizationResponseUrl(base, request.redirectUri, { code, state: request.state }), 303);
-    } catch (error) {
-      if (error instanceof OAuthError) return messagePage(c, 403, 'Request refused', error.description);
-      throw error;
-    }
-  })
+  .post(
+    '/oauth2/authorize',
+    documentedProtocol('OAuth', 'The consent form: approve or deny, then a redirect to the client', 'OAuth 2.1 authorization endpoint', 200, 'text/html'),
+    async (c) => {
+      const form = await c.req.parseBody({ all: true });
+      // RFC 9700 4.7 (CSRF) and 4.16 (clickjacking): consent counts only from our own form.
+      if (!csrfValid(c, form.csrf)) return messagePage(c, 403, 'Request refused', 'The form expired or came from another site. Go back and try again.');
+      const params = authorizeParamsOf(form);
+      const principal = await pagePrincipal(c);
+      if (!principal) {
+        const query = new URLSearchParams(params as Record<string, string>);
+        return signInRedirect(c, `/auth/oauth2/authorize?${query}`);
+      }
+      const checked = await validated(c, params);
+      if (checked.response) return checked.response;
+      const { request } = checked;
+      const base = baseOf(c);
+      if (form.decision !== 'allow') {
+        return c.redirect(
+          authorizationResponseUrl(base, request.redirectUri, { error: 'access_denied', error_description: 'The user denied access', state: request.state }),
+          303,
+        );
+      }
+      const workspaceId = typeof form.workspace_id === 'string' ? form.workspace_id : principal.workspaceId;
+      // The person may untick scopes: the grant is what stays ticked, never more than requested.
+      const scopes = grantedScopes(request.scopes, form.scopes);
+      if (scopes.length === 0) return messagePage(c, 400, 'Nothing selected', 'Select at least one permission to allow, or deny the request.');
+      try {
+        const code = await issueCode(c.var.db, principal, workspaceId, request, scopes);
+        return c.redirect(authorizationResponseUrl(base, request.redirectUri, { code, state: request.state }), 303);
+      } catch (error) {
+        if (error instanceof OAuthError) return messagePage(c, 403, 'Request refused', error.description);
+        throw error;
+      }
+    },
+  )
 
   // RFC 6749 4.1.3 and 6; every answer is no-store (RFC 6749 5.1).
-  .post('/oauth2/token', documentedProtocol('OAuth', 'Exchange a code or a refresh token', 'OAuth 2.1 token endpoint (form body)', 200, 'application/json'), (c) =>
-    oauthEndpoint(c, async () => {
-      const parsed = TokenForm.safeParse(await formOf(c));
-      if (!parsed.success) throw new OAuthError('invalid_request', parsed.error.issues[0]!.message);
-      const response = await exchangeToken(c.var.db, { base: baseOf(c), encryptionKey: c.env.ENCRYPTION_KEY }, parsed.data);
-      noStore(c);
-      return c.json(response);
-    }),
+  .post(
+    '/oauth2/token',
+    documentedProtocol('OAuth', 'Exchange a code or a refresh token', 'OAuth 2.1 token endpoint (form body)', 200, 'application/json'),
+    (c) =>
+      oauthEndpoint(c, async () => {
+        const parsed = TokenForm.safeParse(await formOf(c));
+        if (!parsed.success) throw new OAuthError('invalid_request', parsed.error.issues[0]!.message);
+        const response = await exchangeToken(c.var.db, { base: baseOf(c), encryptionKey: c.env.ENCRYPTION_KEY }, parsed.data);
+        noStore(c);
+        return c.json(response);
+      }),
   )
 
   // RFC 7009 2.1-2.2: 200 whether or not the token was known.
@@ -214,11 +241,15 @@ export const oauthRoutes = new Hono<AppEnv>()
   )
 
   // OIDC Core 5.3: GET or POST with the access token as a bearer.
-  .on(['GET', 'POST'], '/oauth2/userinfo', documentedProtocol('OAuth', 'Claims about the signed-in user (bearer access token)', 'OpenID Connect Core 5.3', 200, 'application/json'), (c) =>
-    oauthEndpoint(c, async () => {
-      noStore(c);
-      return c.json(await userinfo(c.var.db, bearerTokenOf(c.req.header('authorization'))));
-    }),
+  .on(
+    ['GET', 'POST'],
+    '/oauth2/userinfo',
+    documentedProtocol('OAuth', 'Claims about the signed-in user (bearer access token)', 'OpenID Connect Core 5.3', 200, 'application/json'),
+    (c) =>
+      oauthEndpoint(c, async () => {
+        noStore(c);
+        return c.json(await userinfo(c.var.db, bearerTokenOf(c.req.header('authorization'))));
+      }),
   );
 
 /**
@@ -228,6 +259,12 @@ export const oauthRoutes = new Hono<AppEnv>()
  */
 export const wellKnownRoutes = new Hono<AppEnv>()
   .use('*', open)
-  .get('/oauth-authorization-server/auth', documentedProtocol('OAuth', 'Authorization server metadata', 'RFC 8414', 200, 'application/json'), (c) => c.json(authorizationServerMetadata(baseOf(c))))
-  .get('/oauth-protected-resource/mcp', documentedProtocol('OAuth', 'Protected resource metadata of /mcp', 'RFC 9728', 200, 'application/json'), (c) => c.json(protectedResourceMetadata(baseOf(c), mcpResourceOf(baseOf(c)))))
-  .get('/oauth-protected-resource', documentedProtocol('OAuth', 'Protected resource metadata of the API', 'RFC 9728', 200, 'application/json'), (c) => c.json(protectedResourceMetadata(baseOf(c), baseOf(c))));
+  .get('/oauth-authorization-server/auth', documentedProtocol('OAuth', 'Authorization server metadata', 'RFC 8414', 200, 'application/json'), (c) =>
+    c.json(authorizationServerMetadata(baseOf(c))),
+  )
+  .get('/oauth-protected-resource/mcp', documentedProtocol('OAuth', 'Protected resource metadata of /mcp', 'RFC 9728', 200, 'application/json'), (c) =>
+    c.json(protectedResourceMetadata(baseOf(c), mcpResourceOf(baseOf(c)))),
+  )
+  .get('/oauth-protected-resource', documentedProtocol('OAuth', 'Protected resource metadata of the API', 'RFC 9728', 200, 'application/json'), (c) =>
+    c.json(protectedResourceMetadata(baseOf(c), baseOf(c))),
+  );

@@ -94,7 +94,10 @@ export const documentedProtocol = (tag: string, summary: string, standard: strin
     summary,
     description: `Wire format: ${standard}.`,
     responses: {
-      [status]: { description: 'OK', ...(status === 101 ? {} : { content: { [mediaType]: { schema: { type: mediaType === 'application/json' ? 'object' : 'string' } } } }) },
+      [status]: {
+        description: 'OK',
+        ...(status === 101 ? {} : { content: { [mediaType]: { schema: { type: mediaType === 'application/json' ? 'object' : 'string' } } } }),
+      },
       '4XX': { description: `Refused; the body is as ${standard} defines it, or the service's error envelope` },
     },
   });

@@ -115,4 +115,6 @@ export const referenceRoutes = new Hono<AppEnv>()
     if (!asset.ok) throw notFound('Asset');
     return new Response(asset.body, { headers: { 'content-type': type, 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' } });
   })
-  .get(WORKFLOW_SCHEMA_PATH, (c) => c.json(workflowDefinitionDocument(new URL(WORKFLOW_SCHEMA_PATH, c.req.url).href), 200, { 'cache-control': 'public, max-age=3600' }));
+  .get(WORKFLOW_SCHEMA_PATH, (c) =>
+    c.json(workflowDefinitionDocument(new URL(WORKFLOW_SCHEMA_PATH, c.req.url).href), 200, { 'cache-control': 'public, max-age=3600' }),
+  );

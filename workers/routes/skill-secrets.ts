@@ -18,8 +18,12 @@ export const skillSecretsRoutes = new Hono<AppEnv>()
   .get('/', documented('Skills', "The skill's secret bindings, oldest first", 200, z.array(SecretBinding)), validate('param', SlugParam), async (c) =>
     c.json(await listBindings(c.var.db, principalOf(c), c.req.valid('param').slug)),
   )
-  .post('/', documented('Skills', 'Bind a secret to an environment variable of the skill', 201, SecretBinding), validate('param', SlugParam), validate('json', BindSecretBody), async (c) =>
-    c.json(await bindSecret(c.var.db, principalOf(c), c.req.valid('param').slug, c.req.valid('json')), 201),
+  .post(
+    '/',
+    documented('Skills', 'Bind a secret to an environment variable of the skill', 201, SecretBinding),
+    validate('param', SlugParam),
+    validate('json', BindSecretBody),
+    async (c) => c.json(await bindSecret(c.var.db, principalOf(c), c.req.valid('param').slug, c.req.valid('json')), 201),
   )
   .delete('/:id', documented('Skills', 'Remove a binding', 200, z.object({ success: z.literal(true) })), validate('param', BindingParam), async (c) => {
     const { slug, id } = c.req.valid('param');

@@ -65,11 +65,17 @@ export const skillsRoutes = new Hono<AppEnv>()
       return c.json(record);
     },
   )
-  .post('/:slug/uninstall', documented('Skills', 'Remove the skill and its versions', 200, z.object({ success: z.literal(true) })), validate('param', SlugParam), async (c) =>
-    c.json(await uninstallSkill(c.var.db, principalOf(c), c.req.valid('param').slug)),
+  .post(
+    '/:slug/uninstall',
+    documented('Skills', 'Remove the skill and its versions', 200, z.object({ success: z.literal(true) })),
+    validate('param', SlugParam),
+    async (c) => c.json(await uninstallSkill(c.var.db, principalOf(c), c.req.valid('param').slug)),
   )
-  .get('/:slug/versions', documented('Skills', 'Every version, newest first; one is active', 200, z.array(SkillVersion)), validate('param', SlugParam), async (c) =>
-    c.json(await listVersions(c.var.db, principalOf(c), c.req.valid('param').slug)),
+  .get(
+    '/:slug/versions',
+    documented('Skills', 'Every version, newest first; one is active', 200, z.array(SkillVersion)),
+    validate('param', SlugParam),
+    async (c) => c.json(await listVersions(c.var.db, principalOf(c), c.req.valid('param').slug)),
   )
   .post(
     '/:slug/versions/:versionNumber/restore',

@@ -5,13 +5,7 @@ import { CursorQuery } from '../lib/pagination';
 import { principalOf } from '../middleware/authenticate';
 import { idempotent } from '../middleware/idempotency';
 import { validate } from '../middleware/validate';
-import {
-  createInvitation,
-  CreateInvitationBody,
-  CreatedInvitation,
-  InvitationRecord,
-  listInvitations,
-} from '../services/invitations';
+import { createInvitation, CreateInvitationBody, CreatedInvitation, InvitationRecord, listInvitations } from '../services/invitations';
 import {
   createWorkspace,
   CreateWorkspaceBody,
@@ -66,6 +60,5 @@ export const workspacesRoutes = new Hono<AppEnv>()
     documented('Workspaces', 'Invite someone by email (owners and admins); the token is shown once', 201, CreatedInvitation),
     validate('param', WorkspaceParam),
     validate('json', CreateInvitationBody),
-    async (c) =>
-      c.json(await createInvitation(c.var.db, principalOf(c), c.req.valid('param').id, c.req.valid('json')), 201),
+    async (c) => c.json(await createInvitation(c.var.db, principalOf(c), c.req.valid('param').id, c.req.valid('json')), 201),
   );

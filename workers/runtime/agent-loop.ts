@@ -98,9 +98,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
         } else if (event.type === 'usage') {
           usage.inputTokens += event.inputTokens;
           usage.outputTokens += event.outputTokens;
-          await options.emit([
-            { type: 'span.model_request_end', payload: { usage: { input_tokens: event.inputTokens, output_tokens: event.outputTokens } } },
-          ]);
+          await options.emit([{ type: 'span.model_request_end', payload: { usage: { input_tokens: event.inputTokens, output_tokens: event.outputTokens } } }]);
         } else {
           stop = event.reason;
         }
@@ -110,7 +108,9 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       const delay = delays[attempt];
       if (!error.retryable || started || delay === undefined) return finish('error', error.message);
       attempt++;
-      await options.emit([{ type: 'agent.info', payload: { message: `The model provider is busy (${error.kind}); retrying in ${delay / 1000} s`, retry: attempt } }]);
+      await options.emit([
+        { type: 'agent.info', payload: { message: `The model provider is busy (${error.kind}); retrying in ${delay / 1000} s`, retry: attempt } },
+      ]);
       await new Promise((resolve) => setTimeout(resolve, delay));
       const halt = options.shouldStop(usage);
       if (halt) return finish(halt);
@@ -130,7 +130,9 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       await options.emit([
         { type: 'agent.tool_use', payload: { name: tool?.displayName ?? call.name, tool: call.name, label: tool ? tool.label(call.input) : call.name } },
       ]);
-      const result = tool ? await tool.run(call.input).catch((e: unknown) => ({ content: String(e), isError: true })) : { content: `Unknown tool ${call.name}`, isError: true };
+      const result = tool
+        ? await tool.run(call.input).catch((e: unknown) => ({ content: String(e), isError: true }))
+        : { content: `Unknown tool ${call.name}`, isError: true };
       results.push({ type: 'tool_result', toolUseId: call.id, content: result.content, isError: result.isError });
     }
     messages.push({ role: 'user', content: results });

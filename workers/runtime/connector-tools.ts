@@ -9,7 +9,6 @@ import { failed } from './tools';
 const MAX_FILE_CHARS = 64 * 1024;
 const MAX_LISTED_FILES = 2_000;
 
-
 /**
  * The tools a run started with `connector: {type:'github', fields:{repo}}` gets: list and read
  * the files of that one repository, as the run's actor (the read scope the run route checks).

@@ -63,7 +63,6 @@ async function httpRequest(args: Record<string, unknown>, secrets: readonly RunS
   return { content: truncated ? `${withoutPartialValue(masked, secrets)}\n[truncated]` : masked, isError: response.status >= 400 };
 }
 
-
 /**
  * The tools every run offers the model: write an artifact, read and append working memory, and
  * call an HTTP API with the skill's bound secrets. Memory is the workspace's, so its tools pass

@@ -14,7 +14,10 @@ import { slugFrom } from '../lib/slug';
 import { recordChange } from './audit';
 import { welcomeGrantStatements } from './credits';
 
-export const Email = z.email().max(254).transform((e) => e.toLowerCase());
+export const Email = z
+  .email()
+  .max(254)
+  .transform((e) => e.toLowerCase());
 export const Password = z.string().min(8).max(256);
 export const PersonName = z.string().trim().min(1).max(100);
 
@@ -151,4 +154,3 @@ export async function updateProfile(db: Db, principal: Principal, patch: Profile
 
 /** Housekeeping: expired sessions are useless and only grow the table. */
 export const deleteExpiredSessions = (db: Db) => db.delete(sessions).where(lt(sessions.expiresAt, now()));
-

@@ -47,7 +47,10 @@ const Reason = z
 export const ConnectBody = z.object({
   requestedScopes: z.array(RequestableScope).max(64).optional(),
   agentDisplayName: z.string().trim().min(1).max(100).optional(),
-  reason: z.string().refine((s) => [...s].length <= MAX_REASON_LENGTH, { message: `reason must be at most ${MAX_REASON_LENGTH} characters` }).optional(),
+  reason: z
+    .string()
+    .refine((s) => [...s].length <= MAX_REASON_LENGTH, { message: `reason must be at most ${MAX_REASON_LENGTH} characters` })
+    .optional(),
 });
 export type ConnectBody = z.infer<typeof ConnectBody>;
 
@@ -174,14 +177,16 @@ async function ownConsentForKey(db: Db, principal: Principal, consentId: string)
   const [row] =
     keyId === null || !UUID.test(consentId)
       ? []
-      : await db.select().from(agentConsents).where(and(eq(agentConsents.id, consentId), eq(agentConsents.apiKeyId, keyId))).limit(1);
+      : await db
+          .select()
+          .from(agentConsents)
+          .where(and(eq(agentConsents.id, consentId), eq(agentConsents.apiKeyId, keyId)))
+          .limit(1);
   if (!row) throw notFound('Consent');
   return row;
 }
 
-export type ConnectPoll =
-  | { status: 'pending' | 'denied' | 'expired' }
-  | { status: 'granted'; scopes: string[]; grant_token?: string; token_header?: string };
+export type ConnectPoll = { status: 'pending' | 'denied' | 'expired' } | { status: 'granted'; scopes: string[]; grant_token?: string; token_header?: string };
 
 /**
  * `GET /agents/connect/poll/:consentId`. Once granted, `scopes` is the key's effective set; the
@@ -334,7 +339,12 @@ async function requireRequest(db: Db, principal: Principal, requestId: string) {
  * scopes are merged into the key, except on a `*` key, whose scopes become exactly the approved
  * set (the point of always asking for `*` keys); an unactivated key becomes active.
  */
-export async function approveConsent(db: Db, principal: Principal, consentId: string, input: ApproveConsentBody): Promise<ConsentRecord & { scopes: string[] }> {
+export async function approveConsent(
+  db: Db,
+  principal: Principal,
+  consentId: string,
+  input: ApproveConsentBody,
+): Promise<ConsentRecord & { scopes: string[] }> {
   const { consent } = await requireConsent(db, principal, consentId);
   requirePending(consent, 'consent');
   const granted = [...new Set(input.scopes ?? consent.requestedScopes)];
@@ -387,7 +397,12 @@ export async function denyConsent(db: Db, principal: Principal, consentId: strin
     status: 'denied',
     t,
     audit: (resourceId) =>
-      recordChange(db, principal, { action: 'agent.consent_denied', resourceType: 'agent_consent', resourceId, metadata: { apiKeyId: formatId('key', consent.apiKeyId) } }),
+      recordChange(db, principal, {
+        action: 'agent.consent_denied',
+        resourceType: 'agent_consent',
+        resourceId,
+        metadata: { apiKeyId: formatId('key', consent.apiKeyId) },
+      }),
   });
   return presentConsent({ ...consent, status: 'denied', decidedAt: t }, keyName);
 }
@@ -561,7 +576,9 @@ export async function approvePermissionRequest(db: Db, principal: Principal, req
         ? [
             db
               .update(apiKeys)
-              .set({ scopes: sql`(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${apiKeys.scopes}) UNION SELECT value FROM json_each(${scope})))` })
+              .set({
+                scopes: sql`(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${apiKeys.scopes}) UNION SELECT value FROM json_each(${scope})))`,
+              })
               .where(eq(apiKeys.id, request.apiKeyId)),
           ]
         : [],
@@ -628,7 +645,14 @@ export async function revokeScope(db: Db, principal: Principal, params: RevokeSc
     db
       .update(permissionRequests)
       .set({ revokedAt: t })
-      .where(and(eq(permissionRequests.apiKeyId, key.id), eq(permissionRequests.scope, params.scope), eq(permissionRequests.status, 'granted'), isNull(permissionRequests.revokedAt))),
+      .where(
+        and(
+          eq(permissionRequests.apiKeyId, key.id),
+          eq(permissionRequests.scope, params.scope),
+          eq(permissionRequests.status, 'granted'),
+          isNull(permissionRequests.revokedAt),
+        ),
+      ),
     ...recordChange(db, principal, {
       action: 'api_key.scope_revoked',
       resourceType: 'api_key',

@@ -7,7 +7,10 @@ import { now, toIso } from '../lib/clock';
 import { recordChange } from './audit';
 
 /** Agent slugs: kebab-case, as workflow ids. */
-export const AgentSlug = z.string().regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'kebab-case: lower-case letters, digits and single hyphens').max(64);
+export const AgentSlug = z
+  .string()
+  .regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'kebab-case: lower-case letters, digits and single hyphens')
+  .max(64);
 
 export const CreateAgentBody = z.object({
   slug: AgentSlug,
@@ -51,7 +54,11 @@ export async function agentSlugs(db: Db, workspaceId: string): Promise<Set<strin
 }
 
 export async function findAgent(db: Db, workspaceId: string, slug: string): Promise<AgentRow | null> {
-  const [row] = await db.select().from(agents).where(and(eq(agents.workspaceId, workspaceId), eq(agents.slug, slug))).limit(1);
+  const [row] = await db
+    .select()
+    .from(agents)
+    .where(and(eq(agents.workspaceId, workspaceId), eq(agents.slug, slug)))
+    .limit(1);
   return row ?? null;
 }
 

@@ -52,8 +52,7 @@ export const presentApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
 });
 
 /** A person's keys in the credential's workspace: the only keys a caller can see or touch. */
-const ownKeys = (principal: Principal) =>
-  and(eq(apiKeys.workspaceId, principal.workspaceId), eq(apiKeys.userId, principal.userId));
+const ownKeys = (principal: Principal) => and(eq(apiKeys.workspaceId, principal.workspaceId), eq(apiKeys.userId, principal.userId));
 
 export async function listApiKeys(db: Db, principal: Principal, query: CursorQuery) {
   const page = await cursorPage(
@@ -103,7 +102,14 @@ export async function createApiKey(db: Db, principal: Principal, input: CreateAp
 
 export async function revokeApiKey(db: Db, principal: Principal, rawId: string): Promise<ApiKeyRecord> {
   const id = parseId('key', rawId);
-  const [row] = id === null ? [] : await db.select().from(apiKeys).where(and(ownKeys(principal), eq(apiKeys.id, id))).limit(1);
+  const [row] =
+    id === null
+      ? []
+      : await db
+          .select()
+          .from(apiKeys)
+          .where(and(ownKeys(principal), eq(apiKeys.id, id)))
+          .limit(1);
   if (!row) throw notFound('API key');
   if (row.status === 'revoked') return presentApiKey(row);
   const [[updated]] = await db.batch([

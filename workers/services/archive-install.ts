@@ -18,7 +18,11 @@ export const InstallFromSourceBody = z.object({
     z.object({ type: z.literal('url'), url: z.url({ protocol: /^https?$/ }).max(2000) }),
   ]),
   /** The skill's folder inside the archive, when the archive is a larger repository. */
-  path: z.string().max(300).regex(/^[A-Za-z0-9._/-]*$/).optional(),
+  path: z
+    .string()
+    .max(300)
+    .regex(/^[A-Za-z0-9._/-]*$/)
+    .optional(),
   /** If given, SKILL.md must name this slug. */
   slug: SkillSlug.optional(),
 });

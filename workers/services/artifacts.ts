@@ -29,8 +29,7 @@ const present = (row: ArtifactRow): ArtifactRecord => ({
   createdAt: toIso(row.createdAt),
 });
 
-const requireArtifact = (db: Db, principal: Principal, rawId: string): Promise<ArtifactRow> =>
-  requireOwned(db, artifacts, principal, 'art', rawId, 'Artifact');
+const requireArtifact = (db: Db, principal: Principal, rawId: string): Promise<ArtifactRow> => requireOwned(db, artifacts, principal, 'art', rawId, 'Artifact');
 
 export const ListArtifactsQuery = CursorQuery.extend({
   /** Only the files of this execution (`exec_12` or `12`); another workspace's execution lists nothing. */

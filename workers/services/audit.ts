@@ -143,10 +143,7 @@ export const ActivityQuery = CursorQuery.extend({
 export type ActivityQuery = z.infer<typeof ActivityQuery>;
 
 export async function listActivity(db: Db, principal: Principal, query: ActivityQuery) {
-  const where = and(
-    eq(activityLog.workspaceId, principal.workspaceId),
-    query.type === undefined ? undefined : eq(activityLog.type, query.type),
-  );
+  const where = and(eq(activityLog.workspaceId, principal.workspaceId), query.type === undefined ? undefined : eq(activityLog.type, query.type));
   const page = await cursorPage(
     query,
     byIntegerId(activityLog.id, (w, orderBy, limit) => db.select().from(activityLog).where(w).orderBy(orderBy).limit(limit)),

@@ -72,7 +72,12 @@ export async function deleteByok(db: Db, principal: Principal): Promise<Pick<Byo
   if (await hasByokKey(db, principal.userId)) {
     await db.batch([
       db.delete(byokKeys).where(eq(byokKeys.userId, principal.userId)),
-      ...recordChange(db, principal, { action: 'byok.deleted', resourceType: 'byok', resourceId: principal.userId, activity: "This user's own model key was removed" }),
+      ...recordChange(db, principal, {
+        action: 'byok.deleted',
+        resourceType: 'byok',
+        resourceId: principal.userId,
+        activity: "This user's own model key was removed",
+      }),
     ]);
   }
   return { hasKey: false, keyPreview: null };

@@ -14,14 +14,16 @@ import { CursorQuery, cursorPage, DEFAULT_PAGE, mapPage, MAX_PAGE } from '../lib
 export const CatalogEntry = z.object({
   slug: z.string(),
   /** The repository's public URL, or null (a catalog built outside a repository with a public remote). */
-  repository: z.url({ protocol: /^https?$/ }).max(500).nullable(),
+  repository: z
+    .url({ protocol: /^https?$/ })
+    .max(500)
+    .nullable(),
   commitHash: z.string().min(1).max(64),
   files: z.array(z.object({ path: z.string(), base64: z.string() })),
 });
 export type CatalogEntry = z.infer<typeof CatalogEntry>;
 
-export const decodeFiles = (files: { path: string; base64: string }[]): BundleFile[] =>
-  files.map((f) => ({ path: f.path, bytes: fromBase64(f.base64) }));
+export const decodeFiles = (files: { path: string; base64: string }[]): BundleFile[] => files.map((f) => ({ path: f.path, bytes: fromBase64(f.base64) }));
 
 /** What a catalog load did, by slug. */
 export interface CatalogLoad {
@@ -38,9 +40,16 @@ export interface CatalogLoad {
  */
 export async function importCatalog(db: Db, bucket: R2Bucket, entries: CatalogEntry[]): Promise<CatalogLoad> {
   const known = new Map(
-    (await db.select({ slug: catalogSkills.slug, contentChecksum: catalogSkills.contentChecksum, repository: catalogSkills.repository, commitHash: catalogSkills.commitHash }).from(catalogSkills)).map(
-      (row) => [row.slug, row],
-    ),
+    (
+      await db
+        .select({
+          slug: catalogSkills.slug,
+          contentChecksum: catalogSkills.contentChecksum,
+          repository: catalogSkills.repository,
+          commitHash: catalogSkills.commitHash,
+        })
+        .from(catalogSkills)
+    ).map((row) => [row.slug, row]),
   );
   const load: CatalogLoad = { added: [], updated: [], unchanged: [] };
   const rows = (
@@ -145,9 +154,7 @@ function marketplaceFilter(query: MarketplaceQuery): SQL | undefined {
   const needle = query.q?.toLowerCase();
   return and(
     query.category === undefined ? undefined : eq(catalogSkills.category, query.category),
-    needle === undefined
-      ? undefined
-      : sql`(instr(lower(${catalogSkills.name}), ${needle}) > 0 OR instr(lower(${catalogSkills.description}), ${needle}) > 0)`,
+    needle === undefined ? undefined : sql`(instr(lower(${catalogSkills.name}), ${needle}) > 0 OR instr(lower(${catalogSkills.description}), ${needle}) > 0)`,
   );
 }
 

@@ -187,8 +187,20 @@ export async function connectConnector(db: Db, env: Env, principal: Principal, t
   await db.batch([
     db
       .insert(connectorConnections)
-      .values({ workspaceId: principal.workspaceId, connectorType: definition.type, ciphertext, tokenPreview, account, createdBy: principal.userId, createdAt: t, updatedAt: t })
-      .onConflictDoUpdate({ target: [connectorConnections.workspaceId, connectorConnections.connectorType], set: { ciphertext, tokenPreview, account, updatedAt: t } }),
+      .values({
+        workspaceId: principal.workspaceId,
+        connectorType: definition.type,
+        ciphertext,
+        tokenPreview,
+        account,
+        createdBy: principal.userId,
+        createdAt: t,
+        updatedAt: t,
+      })
+      .onConflictDoUpdate({
+        target: [connectorConnections.workspaceId, connectorConnections.connectorType],
+        set: { ciphertext, tokenPreview, account, updatedAt: t },
+      }),
     ...recordChange(db, principal, {
       action: 'connector.connected',
       resourceType: 'connector',
@@ -197,7 +209,19 @@ export async function connectConnector(db: Db, env: Env, principal: Principal, t
       activity: `${definition.name} was connected as ${account}`,
     }),
   ]);
-  return { ...statusOf(env, definition, { workspaceId: principal.workspaceId, connectorType: definition.type, ciphertext, tokenPreview, account, createdBy: principal.userId, createdAt: t, updatedAt: t }), rateLimit: api.rateLimit };
+  return {
+    ...statusOf(env, definition, {
+      workspaceId: principal.workspaceId,
+      connectorType: definition.type,
+      ciphertext,
+      tokenPreview,
+      account,
+      createdBy: principal.userId,
+      createdAt: t,
+      updatedAt: t,
+    }),
+    rateLimit: api.rateLimit,
+  };
 }
 
 /** Forgets the workspace's token for `type`; without a connection it changes (and records) nothing. */
@@ -207,7 +231,9 @@ export async function disconnectConnector(db: Db, env: Env, principal: Principal
   const row = await findConnection(db, principal.workspaceId, definition.type);
   if (row) {
     await db.batch([
-      db.delete(connectorConnections).where(and(eq(connectorConnections.workspaceId, principal.workspaceId), eq(connectorConnections.connectorType, definition.type))),
+      db
+        .delete(connectorConnections)
+        .where(and(eq(connectorConnections.workspaceId, principal.workspaceId), eq(connectorConnections.connectorType, definition.type))),
       ...recordChange(db, principal, {
         action: 'connector.disconnected',
         resourceType: 'connector',
@@ -225,7 +251,10 @@ export async function workspaceGithub(db: Db, env: Env, workspaceId: string): Pr
   const definition = connectorDefinition('github');
   requireConfigured(env, definition);
   const row = await findConnection(db, workspaceId, definition.type);
-  if (!row) throw new AppError('CONNECTOR_NOT_CONNECTED', 409, 'GitHub is not connected in this workspace: POST /api/v1/connectors/github/connect', { connector: 'github' });
+  if (!row)
+    throw new AppError('CONNECTOR_NOT_CONNECTED', 409, 'GitHub is not connected in this workspace: POST /api/v1/connectors/github/connect', {
+      connector: 'github',
+    });
   const token = await decryptSecret(env.ENCRYPTION_KEY, tokenContext(workspaceId, definition.type), row.ciphertext);
   if (token === null) {
     throw new AppError('CONNECTOR_NOT_CONNECTED', 409, 'The stored GitHub token can no longer be read (the encryption key changed): connect again', {
@@ -313,7 +342,12 @@ export function listConnectorTriggers(connector?: string) {
  * connection and a repository the token can see; `remote` (no source: the run works on its
  * input alone, in the service's own runtime) is accepted as it is.
  */
-export async function checkRunConnector(db: Db, env: Env, principal: Principal, connector: { type: string; fields: Record<string, unknown> }): Promise<RunConnector> {
+export async function checkRunConnector(
+  db: Db,
+  env: Env,
+  principal: Principal,
+  connector: { type: string; fields: Record<string, unknown> },
+): Promise<RunConnector> {
   if (connector.type === 'remote') {
     const extra = Object.keys(connector.fields);
     if (extra.length) throw invalidInput(`connector.fields.${extra[0]}`, 'unrecognized', 'A remote connector takes no fields');

@@ -157,8 +157,7 @@ async function deliverKey(db: Db, row: DeviceActivationRow, origin: RequestOrigi
   };
 }
 
-const alreadyDelivered = () =>
-  conflict('This device code was already used: its key was delivered once and is not shown again', { status: 'delivered' });
+const alreadyDelivered = () => conflict('This device code was already used: its key was delivered once and is not shown again', { status: 'delivered' });
 
 /**
  * `POST /activate/poll` (RFC 8628 section 3.4-3.5, as statuses): `pending`, `slow_down` (polled
@@ -205,7 +204,14 @@ export async function pollActivation(db: Db, input: PollActivationBody, origin: 
 /** A pending, unexpired activation by user code; 404 unknown, 410 expired, 409 already used. */
 async function pendingByUserCode(db: Db, rawCode: string): Promise<DeviceActivationRow> {
   const code = normalizeUserCode(rawCode);
-  const [row] = code === null ? [] : await db.select().from(deviceActivations).where(eq(deviceActivations.userCodeHash, await userCodeHash(code))).limit(1);
+  const [row] =
+    code === null
+      ? []
+      : await db
+          .select()
+          .from(deviceActivations)
+          .where(eq(deviceActivations.userCodeHash, await userCodeHash(code)))
+          .limit(1);
   if (!row) throw notFound('User code');
   if (row.status !== 'pending') throw conflict('This code was already used', { status: row.status === 'delivered' ? 'approved' : row.status });
   if (row.expiresAt <= now()) throw new AppError('EXPIRED', 410, 'This code has expired: start the activation again');
@@ -222,7 +228,12 @@ async function currentWorkspace(db: Db, principal: Principal) {
   return ws!;
 }
 
-const present = (row: DeviceActivationRow, userCode: string, workspace: { id: string; name: string }, status: ActivationRecord['status']): ActivationRecord => ({
+const present = (
+  row: DeviceActivationRow,
+  userCode: string,
+  workspace: { id: string; name: string },
+  status: ActivationRecord['status'],
+): ActivationRecord => ({
   user_code: formatUserCode(userCode),
   client_label: row.clientLabel,
   status,

@@ -77,8 +77,7 @@ export async function createExecution(db: Db, principal: Principal, input: Creat
   return { id: formatId('exec', row!.id), skill_slug: skill.slug, skill_name: version!.name, status: 'idle' as const };
 }
 
-const requireExecution = (db: Db, principal: Principal, rawId: string) =>
-  requireOwned(db, executions, principal, 'exec', rawId, 'Execution');
+const requireExecution = (db: Db, principal: Principal, rawId: string) => requireOwned(db, executions, principal, 'exec', rawId, 'Execution');
 
 const TextBlock = z.object({ type: z.literal('text'), text: z.string().min(1).max(100_000) });
 export const PostEventsBody = z.object({
@@ -164,7 +163,10 @@ const Connector = z.object({ type: z.string().trim().min(1).max(64), fields: z.r
 export const RunSkillBody = z.object({
   input: z.string().trim().min(1).max(100_000),
   interface: z.string().trim().min(1).max(40).optional(),
-  attachments: z.array(z.object({ name: z.string().max(200), url: z.url().optional(), content: z.string().max(100_000).optional() })).max(10).optional(),
+  attachments: z
+    .array(z.object({ name: z.string().max(200), url: z.url().optional(), content: z.string().max(100_000).optional() }))
+    .max(10)
+    .optional(),
   connector: Connector.optional(),
 });
 export type RunSkillBody = z.infer<typeof RunSkillBody>;
@@ -258,7 +260,12 @@ export async function cancelExecution(db: Db, env: Env, principal: Principal, ra
 const csv = z
   .string()
   .max(500)
-  .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+  .transform((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
   .optional();
 
 export const ListExecutionsQuery = z.object({
@@ -315,7 +322,13 @@ export async function listExecutions(db: Db, principal: Principal, query: ListEx
     return mapPage(page, presentHistory);
   }
   const limit = query.limit ?? HISTORY_PAGE;
-  const rows = await db.select().from(executions).where(where).orderBy(desc(executions.id)).limit(limit + 1).offset(query.offset);
+  const rows = await db
+    .select()
+    .from(executions)
+    .where(where)
+    .orderBy(desc(executions.id))
+    .limit(limit + 1)
+    .offset(query.offset);
   return { items: rows.slice(0, limit).map(presentHistory), hasMore: rows.length > limit, offset: query.offset, limit };
 }
 

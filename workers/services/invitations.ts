@@ -87,9 +87,7 @@ export async function listInvitations(db: Db, principal: Principal, workspace: s
   const ws = await requireCurrentWorkspace(db, principal, workspace);
   const page = await cursorPage(
     query,
-    byIntegerId(invitations.id, (where, orderBy, limit) =>
-      db.select().from(invitations).where(where).orderBy(orderBy).limit(limit),
-    ),
+    byIntegerId(invitations.id, (where, orderBy, limit) => db.select().from(invitations).where(where).orderBy(orderBy).limit(limit)),
     eq(invitations.workspaceId, ws.id),
   );
   return mapPage(page, presentInvitation);

@@ -27,10 +27,13 @@ export async function writeMemory(db: Db, principal: Principal, input: PutMemory
   const t = now();
   const values = { workspaceId: principal.workspaceId, content: input.content, updatedBy: principal.userId, updatedAt: t };
   await db.batch([
-    db.insert(memory).values(values).onConflictDoUpdate({
-      target: memory.workspaceId,
-      set: { content: values.content, updatedBy: values.updatedBy, updatedAt: t },
-    }),
+    db
+      .insert(memory)
+      .values(values)
+      .onConflictDoUpdate({
+        target: memory.workspaceId,
+        set: { content: values.content, updatedBy: values.updatedBy, updatedAt: t },
+      }),
     ...recordChange(db, principal, {
       action: 'memory.updated',
       resourceType: 'memory',

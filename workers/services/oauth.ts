@@ -2,14 +2,7 @@ import { and, eq, gt, isNull, lt, notExists, or } from 'drizzle-orm';
 import { z } from 'zod';
 import { members, oauthClients, oauthCodes, oauthGrants, oauthTokens, users, workspaces, type OAuthClientRow } from '../../schema';
 import { sha256Hex as credentialHash } from '../lib/crypto';
-import {
-  ACCESS_TOKEN_TTL_S,
-  CODE_TTL_S,
-  issuerOf,
-  mcpResourceOf,
-  OIDC_SCOPES,
-  REFRESH_TOKEN_TTL_S,
-} from '../auth/oauth/metadata';
+import { ACCESS_TOKEN_TTL_S, CODE_TTL_S, issuerOf, mcpResourceOf, OIDC_SCOPES, REFRESH_TOKEN_TTL_S } from '../auth/oauth/metadata';
 import { ClientMetadataError, fetchClientMetadata, isLoopbackHost, isMetadataClientId, type MetadataFetchOptions } from '../auth/oauth/client-metadata';
 import { signIdToken } from '../auth/oauth/signing-keys';
 import type { Principal } from '../auth/principal';
@@ -95,7 +88,10 @@ const redirectUrisProblem = (uris: string[], applicationType: ApplicationType) =
 export const RegisterBody = z.object({
   client_name: z.string().trim().min(1).max(100).optional(),
   redirect_uris: z.array(z.string().max(2000)).min(1).max(10),
-  grant_types: z.array(z.enum(['authorization_code', 'refresh_token'])).min(1).optional(),
+  grant_types: z
+    .array(z.enum(['authorization_code', 'refresh_token']))
+    .min(1)
+    .optional(),
   response_types: z.array(z.literal('code')).min(1).optional(),
   token_endpoint_auth_method: z.string().optional(),
   application_type: z.enum(['web', 'native']).optional(),
@@ -403,7 +399,10 @@ async function s256(verifier: string): Promise<string> {
 const PKCE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 
 const revokeGrant = (db: Db, grantId: string) =>
-  db.update(oauthGrants).set({ revokedAt: now() }).where(and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAt)));
+  db
+    .update(oauthGrants)
+    .set({ revokedAt: now() })
+    .where(and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAt)));
 
 /** New access (and, with offline_access, refresh) token rows for a grant. */
 async function mintTokens(db: Db, grantId: string, scopes: string[]) {

@@ -22,8 +22,7 @@ interface Windowed<S extends string> {
 }
 
 /** A row's state as people see it: a pending row past its window is `expired`. */
-export const decisionOf = <S extends string>(row: Windowed<S>): S | 'expired' =>
-  row.status === 'pending' && row.expiresAt <= now() ? 'expired' : row.status;
+export const decisionOf = <S extends string>(row: Windowed<S>): S | 'expired' => (row.status === 'pending' && row.expiresAt <= now() ? 'expired' : row.status);
 
 /** 410 EXPIRED: the window closed before anyone decided. */
 export const expiredDecision = (what: string) => new AppError('EXPIRED', 410, `This ${what} timed out before it was decided`);

@@ -8,10 +8,7 @@ import { BundleDownload, decodeFiles, MarketplaceDetail } from './catalog';
  * content checksum, its bundle route serves the files, and the files must hash to that
  * checksum, so a registry cannot serve content other than what it advertises.
  */
-export async function fetchRegistryBundle(
-  registry: string,
-  slug: string,
-): Promise<{ files: BundleFile[]; repository: string | null; commitHash: string }> {
+export async function fetchRegistryBundle(registry: string, slug: string): Promise<{ files: BundleFile[]; repository: string | null; commitHash: string }> {
   const base = `${registry.replace(/\/+$/, '')}/api/v1/marketplace/skills/${encodeURIComponent(slug)}`;
   const detail = MarketplaceDetail.safeParse(await fetchJson(base, 'registry', 1024 * 1024));
   if (!detail.success) throw invalidInput('registry', 'response', 'The registry answered an unexpected skill detail');

@@ -51,8 +51,7 @@ export async function revealSecret(encryptionKey: string | undefined, row: Secre
   return value;
 }
 
-const duplicateName = (name: string) =>
-  new AppError('ALREADY_EXISTS', 409, `A secret named ${name} already exists`, { field: 'name' });
+const duplicateName = (name: string) => new AppError('ALREADY_EXISTS', 409, `A secret named ${name} already exists`, { field: 'name' });
 
 /** A secret of the caller's workspace, or 404 (another workspace's id included). */
 export const requireSecret = (db: Db, principal: Principal, rawId: string | number): Promise<SecretRow> =>

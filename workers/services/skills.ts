@@ -32,7 +32,8 @@ export async function requireSkill(db: Db, principal: Principal, slug: string): 
  * in `details.install`); anything else is plainly not found.
  */
 async function notInstalled(db: Db, slug: string): Promise<AppError> {
-  if (!(await findCatalogSkill(db, slug))) return new AppError('NOT_FOUND', 404, `Skill "${slug}" not found: it is not installed in this workspace and the marketplace has no such skill`, { slug });
+  if (!(await findCatalogSkill(db, slug)))
+    return new AppError('NOT_FOUND', 404, `Skill "${slug}" not found: it is not installed in this workspace and the marketplace has no such skill`, { slug });
   const path = `/api/v1/skills/${slug}/install`;
   return new AppError('NOT_FOUND', 404, `Skill "${slug}" is not installed in this workspace: install it from the marketplace with POST ${path}, then run it`, {
     slug,
@@ -222,7 +223,10 @@ export const InstallBody = z.object({
   name: z.string().trim().min(1).max(100).optional(),
   description: z.string().trim().min(1).max(1024).optional(),
   category: CategoryId.optional(),
-  registry: z.url({ protocol: /^https?$/ }).max(500).optional(),
+  registry: z
+    .url({ protocol: /^https?$/ })
+    .max(500)
+    .optional(),
 });
 export type InstallBody = z.infer<typeof InstallBody>;
 

@@ -30,8 +30,7 @@ export type PurchaseBody = z.infer<typeof PurchaseBody>;
 /** No subscription period on the invoice: a basedmode month lasts this long from payment. */
 const FALLBACK_PERIOD_MS = 31 * 86_400_000;
 
-const missingSetting = (name: string, purpose: string) =>
-  new AppError('SERVICE_UNAVAILABLE', 503, `${name} is not configured: ${purpose}`, { setting: name });
+const missingSetting = (name: string, purpose: string) => new AppError('SERVICE_UNAVAILABLE', 503, `${name} is not configured: ${purpose}`, { setting: name });
 
 const setting = (value: string | undefined) => value?.trim() || undefined;
 

@@ -87,9 +87,17 @@ export async function createThread(db: Db, principal: Principal, body: CreateThr
   const traceKey = crypto.randomUUID();
   const title = body.title ?? `Chat with ${skill.slug}`;
   await db.batch([
-    db.insert(threads).values({ id, workspaceId: principal.workspaceId, title, skillSlug: skill.slug, traceKey, createdBy: principal.userId, createdAt: at, updatedAt: at }),
+    db
+      .insert(threads)
+      .values({ id, workspaceId: principal.workspaceId, title, skillSlug: skill.slug, traceKey, createdBy: principal.userId, createdAt: at, updatedAt: at }),
     traceUpsert(db, principal, { traceKey, kind: 'chat', title, executionId: null, threadId: id }),
-    ...recordChange(db, principal, { action: 'thread.created', resourceType: 'thread', resourceId: id, metadata: { skill: skill.slug }, activity: `A chat thread "${title}" was started` }),
+    ...recordChange(db, principal, {
+      action: 'thread.created',
+      resourceType: 'thread',
+      resourceId: id,
+      metadata: { skill: skill.slug },
+      activity: `A chat thread "${title}" was started`,
+    }),
   ]);
   const created = await requireThread(db, principal, id);
   return presentThread(created.thread, created.traceId);
@@ -102,7 +110,11 @@ export async function listThreads(db: Db, principal: Principal, query: CursorQue
     {
       column: threads.id,
       parseCursor: parseUuidCursor,
-      fetch: (where, orderBy, limit) => withTrace(db).where(and(eq(threads.workspaceId, principal.workspaceId), where)).orderBy(orderBy).limit(limit),
+      fetch: (where, orderBy, limit) =>
+        withTrace(db)
+          .where(and(eq(threads.workspaceId, principal.workspaceId), where))
+          .orderBy(orderBy)
+          .limit(limit),
       publicId: (row) => row.thread.id,
     },
     undefined,
@@ -119,7 +131,13 @@ export async function listMessages(db: Db, principal: Principal, threadId: strin
       column: threadMessages.id,
       order: 'asc',
       parseCursor: (raw) => (/^[1-9][0-9]{0,15}$/.test(raw) ? Number(raw) : null),
-      fetch: (where, orderBy, limit) => db.select().from(threadMessages).where(and(eq(threadMessages.threadId, thread.id), where)).orderBy(orderBy).limit(limit),
+      fetch: (where, orderBy, limit) =>
+        db
+          .select()
+          .from(threadMessages)
+          .where(and(eq(threadMessages.threadId, thread.id), where))
+          .orderBy(orderBy)
+          .limit(limit),
       publicId: (row) => String(row.id),
     },
     undefined,
@@ -136,9 +154,14 @@ export type PostMessageBody = z.infer<typeof PostMessageBody>;
 
 /** The agent sees the recent conversation before the new message. */
 async function withContext(db: Db, threadId: string, content: string) {
-  const recent = (await db.select().from(threadMessages).where(eq(threadMessages.threadId, threadId)).orderBy(desc(threadMessages.id)).limit(CONTEXT_MESSAGES)).reverse();
+  const recent = (
+    await db.select().from(threadMessages).where(eq(threadMessages.threadId, threadId)).orderBy(desc(threadMessages.id)).limit(CONTEXT_MESSAGES)
+  ).reverse();
   if (recent.length === 0) return content;
-  const transcript = recent.map((m) => `${m.role === 'user' ? 'User' : 'Assistant'}: ${m.content}`).join('\n\n').slice(-CONTEXT_CHARS);
+  const transcript = recent
+    .map((m) => `${m.role === 'user' ? 'User' : 'Assistant'}: ${m.content}`)
+    .join('\n\n')
+    .slice(-CONTEXT_CHARS);
   return `Conversation so far:\n\n${transcript}\n\nUser: ${content}`;
 }
 
@@ -149,9 +172,16 @@ async function withContext(db: Db, threadId: string, content: string) {
  */
 export async function postMessage(db: Db, env: Env, principal: Principal, threadId: string, body: PostMessageBody) {
   const { thread } = await requireThread(db, principal, threadId);
-  if (body.sessionId !== undefined && body.sessionId !== thread.traceKey) throw invalidInput('sessionId', 'trace_key', "sessionId is not this thread's trace key");
+  if (body.sessionId !== undefined && body.sessionId !== thread.traceKey)
+    throw invalidInput('sessionId', 'trace_key', "sessionId is not this thread's trace key");
   const text = await withContext(db, thread.id, body.content);
-  const idle = await createExecution(db, principal, { skill_slug: thread.skillSlug, input: text, source: 'chat', interface: 'chat', sessionId: thread.traceKey });
+  const idle = await createExecution(db, principal, {
+    skill_slug: thread.skillSlug,
+    input: text,
+    source: 'chat',
+    interface: 'chat',
+    sessionId: thread.traceKey,
+  });
   const executionId = parseId('exec', idle.id)!;
   try {
     await postEvents(db, env, principal, idle.id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });

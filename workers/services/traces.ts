@@ -128,7 +128,11 @@ export async function traceExecutionRemoved(db: Db, workspaceId: string, traceKe
     .orderBy(desc(executions.id))
     .limit(1);
   const lineage = and(eq(traces.workspaceId, workspaceId), eq(traces.traceKey, traceKey));
-  if (latest) await db.update(traces).set({ targetExecutionId: latest.id, status: latest.status === 'working' ? 'running' : latest.status }).where(lineage);
+  if (latest)
+    await db
+      .update(traces)
+      .set({ targetExecutionId: latest.id, status: latest.status === 'working' ? 'running' : latest.status })
+      .where(lineage);
   else await db.delete(traces).where(and(lineage, eq(traces.kind, 'execution')));
 }
 
@@ -211,7 +215,11 @@ export const ListTracesQuery = z.object({
 export type ListTracesQuery = z.infer<typeof ListTracesQuery>;
 
 /** The opaque keyset cursor: the last trace id of the page (ids are UUIDv7, creation-ordered). */
-const encodeCursor = (id: string) => btoa(JSON.stringify({ v: 1, id })).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+const encodeCursor = (id: string) =>
+  btoa(JSON.stringify({ v: 1, id }))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '');
 
 function decodeCursor(cursor: string): string {
   try {
@@ -377,19 +385,17 @@ export async function listTurns(db: Db, env: Env, principal: Principal, id: stri
     .limit(query.limit);
   const merged = [
     ...produced,
-    ...appended.map(
-      (row): Turn => ({
-        seq: row.seq,
-        type: row.type,
-        payload: row.payload,
-        actorAgentSlug: row.actorAgentSlug,
-        at: toIso(row.at),
-        origin: 'appended',
-        executionId: null,
-        tokens: null,
-        cost: null,
-      }),
-    ),
+    ...appended.map((row): Turn => ({
+      seq: row.seq,
+      type: row.type,
+      payload: row.payload,
+      actorAgentSlug: row.actorAgentSlug,
+      at: toIso(row.at),
+      origin: 'appended',
+      executionId: null,
+      tokens: null,
+      cost: null,
+    })),
   ].sort((a, b) => a.seq - b.seq);
   return { items: merged.slice(0, query.limit) };
 }
@@ -447,7 +453,10 @@ export async function appendTurns(db: Db, env: Env, principal: Principal, id: st
     throw error;
   }
   if (inserted.length !== rows.length) throw duplicateSeq();
-  await db.update(traces).set({ lastActivityAt: sql`MAX(${traces.lastActivityAt}, ${at})` }).where(eq(traces.id, trace.id));
+  await db
+    .update(traces)
+    .set({ lastActivityAt: sql`MAX(${traces.lastActivityAt}, ${at})` })
+    .where(eq(traces.id, trace.id));
   return { appended: inserted.length, lastSeq: Math.max(...inserted.map((r) => r.seq)) };
 }
 

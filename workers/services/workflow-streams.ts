@@ -41,7 +41,15 @@ export const snapshotFrame = (row: WorkflowRunRow) => ({
  * Polls the run record: `onRow` for every new version, `onMissing` while the run is not visible
  * yet; ends once the status is one the stream closes on, the client goes away, or time is up.
  */
-async function follow(db: Db, principal: Principal, runId: string, signal: AbortSignal, onRow: (row: WorkflowRunRow) => Promise<void>, onMissing: () => Promise<void>, since = -1) {
+async function follow(
+  db: Db,
+  principal: Principal,
+  runId: string,
+  signal: AbortSignal,
+  onRow: (row: WorkflowRunRow) => Promise<void>,
+  onMissing: () => Promise<void>,
+  since = -1,
+) {
   const started = now();
   let version = since;
   while (!signal.aborted && now() - started < MAX_STREAM_MS) {

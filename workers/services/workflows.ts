@@ -86,13 +86,20 @@ export function definitionFromBody(body: unknown): unknown {
 const metaString = (metadata: Record<string, Json>, key: string) => (typeof metadata[key] === 'string' ? (metadata[key] as string) : null);
 
 const findBySlug = async (db: Db, workspaceId: string, slug: string) =>
-  (await db.select().from(workflows).where(and(eq(workflows.workspaceId, workspaceId), eq(workflows.slug, slug))).limit(1))[0] ?? null;
+  (
+    await db
+      .select()
+      .from(workflows)
+      .where(and(eq(workflows.workspaceId, workspaceId), eq(workflows.slug, slug)))
+      .limit(1)
+  )[0] ?? null;
 
 /** Compiles, then writes the stores: the definition in R2 and the record in D1 (overwriting the slug). */
 export async function installWorkflow(db: Db, bucket: R2Bucket, principal: Principal, slug: string, definition: unknown): Promise<WorkflowRecord> {
   const compiled = await compileFor(db, principal.workspaceId, definition);
   const text = JSON.stringify(definition);
-  if (new TextEncoder().encode(text).length > MAX_DEFINITION_BYTES) throw invalidInput('definition', 'max_size', `A definition holds at most ${MAX_DEFINITION_BYTES} bytes`);
+  if (new TextEncoder().encode(text).length > MAX_DEFINITION_BYTES)
+    throw invalidInput('definition', 'max_size', `A definition holds at most ${MAX_DEFINITION_BYTES} bytes`);
   const storagePath = `${workspacePrefix(principal.workspaceId)}workflows/${slug}/workflow.json`;
   const values = {
     declaredId: compiled.id,
@@ -135,9 +142,17 @@ export async function installWorkflow(db: Db, bucket: R2Bucket, principal: Princ
  */
 export async function installFromArtifact(db: Db, bucket: R2Bucket, principal: Principal, body: unknown): Promise<WorkflowRecord> {
   const artifactId = (body as { artifactId?: unknown } | null)?.artifactId;
-  if (typeof artifactId !== 'string' || artifactId.length === 0 || artifactId.length > 40) throw invalidInput('artifactId', 'type', 'artifactId must be an artifact id string (art_N)');
+  if (typeof artifactId !== 'string' || artifactId.length === 0 || artifactId.length > 40)
+    throw invalidInput('artifactId', 'type', 'artifactId must be an artifact id string (art_N)');
   const id = parseId('art', artifactId);
-  const [row] = id === null ? [] : await db.select().from(artifacts).where(and(eq(artifacts.workspaceId, principal.workspaceId), eq(artifacts.id, id))).limit(1);
+  const [row] =
+    id === null
+      ? []
+      : await db
+          .select()
+          .from(artifacts)
+          .where(and(eq(artifacts.workspaceId, principal.workspaceId), eq(artifacts.id, id)))
+          .limit(1);
   if (!row) throw notFound('Artifact');
   const bundleError = (message: string) => new AppError('INTERNAL_ERROR', 500, message, { field: 'artifactId' });
   const object = await bucket.get(row.r2Key);
@@ -261,10 +276,21 @@ export interface Launched {
  * the run to a fresh WorkflowRun object, which writes the run record and queues the first step.
  * Without the queue binding nothing is created (503).
  */
-export async function launchWorkflow(db: Db, env: Env, principal: Principal, id: string, inputs: Record<string, unknown> = {}, threadId?: string): Promise<Launched> {
+export async function launchWorkflow(
+  db: Db,
+  env: Env,
+  principal: Principal,
+  id: string,
+  inputs: Record<string, unknown> = {},
+  threadId?: string,
+): Promise<Launched> {
   const row = await resolveLaunchId(db, principal, id);
   if (threadId !== undefined) {
-    const [thread] = await db.select({ id: threads.id }).from(threads).where(and(eq(threads.workspaceId, principal.workspaceId), eq(threads.id, threadId))).limit(1);
+    const [thread] = await db
+      .select({ id: threads.id })
+      .from(threads)
+      .where(and(eq(threads.workspaceId, principal.workspaceId), eq(threads.id, threadId)))
+      .limit(1);
     if (!thread) throw new AppError('NOT_FOUND', 404, 'Thread not found', { field: 'threadId' });
   }
   let stored: unknown;
@@ -281,7 +307,11 @@ export async function launchWorkflow(db: Db, env: Env, principal: Principal, id:
     throw invalidInput(field, 'input_schema', `${field}: ${problem.message}`);
   }
   if (!env.WORKFLOW_STEPS || !env.WORKFLOW_RUN) {
-    throw new AppError('SERVICE_UNAVAILABLE', 503, 'The durable workflow backend is not configured (WORKFLOW_STEPS queue, WORKFLOW_RUN objects); no run was created');
+    throw new AppError(
+      'SERVICE_UNAVAILABLE',
+      503,
+      'The durable workflow backend is not configured (WORKFLOW_STEPS queue, WORKFLOW_RUN objects); no run was created',
+    );
   }
   const runId = crypto.randomUUID();
   try {
@@ -405,7 +435,9 @@ export async function resumeRun(db: Db, env: Env, principal: Principal, runId: s
     case 'invalid': {
       // The field is the path into resumeData, down to a missing property when one is missing.
       const field = ['resumeData', ...outcome.pointer.split('/').filter(Boolean), ...(outcome.missing === undefined ? [] : [outcome.missing])].join('.');
-      const error = invalidInput(field, 'resume_schema', `${field}: ${outcome.message} (the resumeSchema of step ${outcome.stepId})`, { stepId: outcome.stepId });
+      const error = invalidInput(field, 'resume_schema', `${field}: ${outcome.message} (the resumeSchema of step ${outcome.stepId})`, {
+        stepId: outcome.stepId,
+      });
       return { status: 400, body: error.toEnvelope() };
     }
     case 'step_mismatch':

@@ -110,13 +110,17 @@ export async function createWorkspace(db: Db, principal: Principal, input: Creat
     await db.batch([
       db.insert(workspaces).values(row),
       db.insert(members).values({ workspaceId: row.id, userId: principal.userId, role: 'owner', createdAt: row.createdAt }),
-      ...recordChange(db, { ...principal, workspaceId: row.id }, {
-        action: 'workspace.created',
-        resourceType: 'workspace',
-        resourceId: row.id,
-        metadata: { name: row.name, slug: row.slug },
-        activity: `Workspace "${row.name}" was created`,
-      }),
+      ...recordChange(
+        db,
+        { ...principal, workspaceId: row.id },
+        {
+          action: 'workspace.created',
+          resourceType: 'workspace',
+          resourceId: row.id,
+          metadata: { name: row.name, slug: row.slug },
+          activity: `Workspace "${row.name}" was created`,
+        },
+      ),
     ]);
   } catch (error) {
     if (isUniqueViolation(error)) throw new AppError('ALREADY_EXISTS', 409, `The slug "${input.slug}" is taken`, { field: 'slug' });
@@ -135,11 +139,7 @@ export async function getCurrentWorkspace(db: Db, principal: Principal): Promise
  * An API key is rebound to the target workspace (spec 4.6); a session remembers the choice as
  * its default. Either way the caller must be a member of the target.
  */
-export async function setCurrentWorkspace(
-  db: Db,
-  principal: Principal,
-  input: SetCurrentWorkspaceBody,
-): Promise<WorkspaceRecord> {
+export async function setCurrentWorkspace(db: Db, principal: Principal, input: SetCurrentWorkspaceBody): Promise<WorkspaceRecord> {
   const target = await findMembership(db, principal.userId, input.workspace);
   if (!target) throw notFound('Workspace');
   const { credential } = principal;
@@ -151,12 +151,16 @@ export async function setCurrentWorkspace(
       : db.update(sessions).set({ workspaceId: target.workspace.id }).where(eq(sessions.id, credential.sessionId));
   await db.batch([
     change,
-    ...recordChange(db, { ...principal, workspaceId: target.workspace.id }, {
-      action: credential.type === 'api_key' ? 'api_key.rebound' : 'session.workspace_selected',
-      resourceType: credential.type === 'api_key' ? 'api_key' : 'user',
-      resourceId: credential.type === 'api_key' ? formatId('key', credential.apiKeyId) : principal.userId,
-      metadata: { fromWorkspaceId: principal.workspaceId },
-    }),
+    ...recordChange(
+      db,
+      { ...principal, workspaceId: target.workspace.id },
+      {
+        action: credential.type === 'api_key' ? 'api_key.rebound' : 'session.workspace_selected',
+        resourceType: credential.type === 'api_key' ? 'api_key' : 'user',
+        resourceId: credential.type === 'api_key' ? formatId('key', credential.apiKeyId) : principal.userId,
+        metadata: { fromWorkspaceId: principal.workspaceId },
+      },
+    ),
   ]);
   return presentWorkspace(target.workspace, target.role, principal.userId);
 }
@@ -169,13 +173,7 @@ export async function listMembers(db: Db, principal: Principal, workspace: strin
       column: members.userId,
       parseCursor: parseUuidCursor,
       fetch: (where, orderBy, limit) =>
-        db
-          .select({ member: members, user: users })
-          .from(members)
-          .innerJoin(users, eq(users.id, members.userId))
-          .where(where)
-          .orderBy(orderBy)
-          .limit(limit),
+        db.select({ member: members, user: users }).from(members).innerJoin(users, eq(users.id, members.userId)).where(where).orderBy(orderBy).limit(limit),
       publicId: (row) => row.user.id,
     },
     eq(members.workspaceId, ws.id),

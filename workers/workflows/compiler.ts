@@ -156,7 +156,8 @@ function interpolate(value: unknown, workspaceId: string): unknown {
 function jsonSchema(v: unknown, at: Path): Json {
   if (!isRecord(v) && typeof v !== 'boolean') at.fail('type', `must be a JSON Schema (an object), got ${describe(v)}`);
   const problem = schemaProblem(v);
-  if (problem) (problem.pointer ? at.at(problem.pointer.slice(1).replaceAll('/', '.')) : at).fail('json_schema', `is not a valid JSON Schema: ${problem.message}`);
+  if (problem)
+    (problem.pointer ? at.at(problem.pointer.slice(1).replaceAll('/', '.')) : at).fail('json_schema', `is not a valid JSON Schema: ${problem.message}`);
   return v as Json;
 }
 
@@ -211,7 +212,11 @@ class Compilation {
     const shape = (keys: string[]) => onlyKeys(p, ['op', ...keys], at);
     if ((COMPARISON_OPS as readonly unknown[]).includes(op)) {
       shape(['left', 'right']);
-      return { op: op as (typeof COMPARISON_OPS)[number], left: this.operand(p.left, at.at('left'), visible), right: this.operand(p.right, at.at('right'), visible) };
+      return {
+        op: op as (typeof COMPARISON_OPS)[number],
+        left: this.operand(p.left, at.at('left'), visible),
+        right: this.operand(p.right, at.at('right'), visible),
+      };
     }
     switch (op) {
       case 'in':
@@ -331,7 +336,8 @@ class Compilation {
     const type = entry.type;
     if (type === 'mapping') at.at('type').fail('mapping_nested', `a mapping entry is allowed only at the top level of graph, not inside ${container}`);
     if ((CONTAINER_TYPES as readonly unknown[]).includes(type)) at.at('type').fail('container_nested', `a ${String(type)} cannot be nested in ${container}`);
-    if (!(LEAF_TYPES as readonly unknown[]).includes(type)) at.at('type').fail('entry_type', `unknown entry type ${JSON.stringify(type)} (allowed: ${ENTRY_TYPES.join(', ')})`);
+    if (!(LEAF_TYPES as readonly unknown[]).includes(type))
+      at.at('type').fail('entry_type', `unknown entry type ${JSON.stringify(type)} (allowed: ${ENTRY_TYPES.join(', ')})`);
     const leafType = type as (typeof LEAF_TYPES)[number];
     onlyKeys(entry, ENTRY_KEYS[leafType], at);
     return this.leaf(entry, leafType, this.claimId(entry.id, at.at('id')), at);
@@ -340,7 +346,8 @@ class Compilation {
   node(v: unknown, at: Path): GraphNode {
     const entry = requireRecord(v, at);
     const type = entry.type;
-    if (!(ENTRY_TYPES as readonly unknown[]).includes(type)) at.at('type').fail('entry_type', `unknown entry type ${JSON.stringify(type)} (allowed: ${ENTRY_TYPES.join(', ')})`);
+    if (!(ENTRY_TYPES as readonly unknown[]).includes(type))
+      at.at('type').fail('entry_type', `unknown entry type ${JSON.stringify(type)} (allowed: ${ENTRY_TYPES.join(', ')})`);
     const t = type as (typeof ENTRY_TYPES)[number];
     onlyKeys(entry, ENTRY_KEYS[t], at);
     const id = this.claimId(entry.id, at.at('id'));
@@ -357,7 +364,8 @@ class Compilation {
       case 'conditional': {
         const rawSteps = requireArray(entry.steps, at.at('steps'), 'entries');
         const rawPredicates = requireArray(entry.predicates, at.at('predicates'), 'predicates');
-        if (rawPredicates.length !== rawSteps.length) at.at('predicates').fail('aligned', `must hold one predicate per step (${rawSteps.length}), got ${rawPredicates.length}`);
+        if (rawPredicates.length !== rawSteps.length)
+          at.at('predicates').fail('aligned', `must hold one predicate per step (${rawSteps.length}), got ${rawPredicates.length}`);
         const predicates = rawPredicates.map((p, i) => this.predicate(p, at.at('predicates').at(i)));
         const steps = rawSteps.map((s, i) => this.child(s, at.at('steps').at(i), 'conditional'));
         node = { type: t, id, branches: steps.map((step, i) => ({ step, predicate: predicates[i]! })) };
@@ -413,7 +421,8 @@ export function compileWorkflow(definition: unknown, resolvers: Resolvers): Comp
     if (raw[key] === undefined) root.at(key).fail('required', 'is required');
   }
   const id = requireString(raw.id, root.at('id'));
-  if (!WORKFLOW_SLUG.test(id) || id.length > MAX_SLUG_LENGTH) root.at('id').fail('format', `"${id}" must be a kebab-case slug of at most ${MAX_SLUG_LENGTH} characters`);
+  if (!WORKFLOW_SLUG.test(id) || id.length > MAX_SLUG_LENGTH)
+    root.at('id').fail('format', `"${id}" must be a kebab-case slug of at most ${MAX_SLUG_LENGTH} characters`);
   if (!Array.isArray(raw.graph)) return root.at('graph').fail('type', `must be an array, got ${describe(raw.graph)}`);
   if (raw.graph.length === 0) root.at('graph').fail('min_entries', 'must hold at least one entry');
   if (raw.graph.length > LIMITS.topLevelEntries) root.at('graph').fail('max_entries', `holds at most ${LIMITS.topLevelEntries} entries`);

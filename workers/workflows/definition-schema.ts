@@ -25,13 +25,13 @@ const object = (properties: Schema, required: string[], description?: string): S
 export function workflowSchemas(ref: (name: string) => string): Record<string, Schema> {
   const $ref = (name: string) => ({ $ref: ref(name) });
   const entry = (type: string, description: string, properties: Schema, required: string[]) =>
-    object(
-      { type: { const: type }, id: $ref('WorkflowStepId'), description: { type: 'string' }, ...properties },
-      ['type', 'id', ...required],
-      description,
-    );
+    object({ type: { const: type }, id: $ref('WorkflowStepId'), description: { type: 'string' }, ...properties }, ['type', 'id', ...required], description);
   const jsonSchema = { type: ['object', 'boolean'], description: 'A JSON Schema (draft-07).' };
-  const path = { type: 'string', pattern: `^(${PATH_ROOTS.join('|')})(\\.[^.]+)*$`, description: 'A dot-separated path from one of its roots; `stepResults.<stepId>` must name an earlier step.' };
+  const path = {
+    type: 'string',
+    pattern: `^(${PATH_ROOTS.join('|')})(\\.[^.]+)*$`,
+    description: 'A dot-separated path from one of its roots; `stepResults.<stepId>` must name an earlier step.',
+  };
   const operand = { oneOf: [object({ path }, ['path']), object({ literal: { description: 'Any JSON value.' } }, ['literal'])] };
   const leaves = ['WorkflowAgentEntry', 'WorkflowToolEntry', 'WorkflowSleepEntry', 'WorkflowSleepUntilEntry'];
 
@@ -54,12 +54,21 @@ export function workflowSchemas(ref: (name: string) => string): Record<string, S
       'A workflow definition. Each entry gets the previous entry’s output as its input; the first gets the launch inputs.',
     ),
     WorkflowStepId: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'Unique in the whole graph.' },
-    WorkflowEntry: { oneOf: ['WorkflowMappingEntry', ...leaves, 'WorkflowParallelEntry', 'WorkflowConditionalEntry', 'WorkflowLoopEntry', 'WorkflowForeachEntry'].map($ref) },
+    WorkflowEntry: {
+      oneOf: ['WorkflowMappingEntry', ...leaves, 'WorkflowParallelEntry', 'WorkflowConditionalEntry', 'WorkflowLoopEntry', 'WorkflowForeachEntry'].map($ref),
+    },
     WorkflowLeafEntry: { oneOf: leaves.map($ref), description: 'The entries a container may hold.' },
     WorkflowMappingEntry: entry(
       'mapping',
       'Builds a flat record from the run’s data. Top level only.',
-      { mapConfig: { type: 'string', contentMediaType: 'application/json', contentSchema: $ref('WorkflowMapConfig'), description: 'JSON text of the record to build.' } },
+      {
+        mapConfig: {
+          type: 'string',
+          contentMediaType: 'application/json',
+          contentSchema: $ref('WorkflowMapConfig'),
+          description: 'JSON text of the record to build.',
+        },
+      },
       ['mapConfig'],
     ),
     WorkflowMapConfig: { type: 'object', maxProperties: LIMITS.mappingFields, additionalProperties: $ref('WorkflowMapSource') },
@@ -68,7 +77,11 @@ export function workflowSchemas(ref: (name: string) => string): Record<string, S
         object({ value: { description: 'Any JSON value, as it is.' } }, ['value']),
         object({ template: { type: 'string', description: 'Text with `${initData.<path>}` and `${stepResults.<stepId>.<path>}` filled in.' } }, ['template']),
         object({ requestContextPath: { type: 'string', description: 'A path in `{workspaceId, userId, runId, workflowId}`.' } }, ['requestContextPath']),
-        object({ initData: { description: 'Any value; only `path` is read.' }, path: { type: 'string' } }, ['initData', 'path'], 'A path in the launch inputs.'),
+        object(
+          { initData: { description: 'Any value; only `path` is read.' }, path: { type: 'string' } },
+          ['initData', 'path'],
+          'A path in the launch inputs.',
+        ),
         object({ step: $ref('WorkflowStepId'), path: { type: 'string' } }, ['step', 'path'], 'A path in an earlier step’s output.'),
       ],
     },
@@ -93,9 +106,24 @@ export function workflowSchemas(ref: (name: string) => string): Record<string, S
       },
       ['toolId'],
     ),
-    WorkflowSleepEntry: entry('sleep', 'Waits, then outputs its input unchanged.', { duration: { type: 'number', minimum: 0, maximum: LIMITS.sleepMs, description: 'Milliseconds.' } }, ['duration']),
-    WorkflowSleepUntilEntry: entry('sleepUntil', 'Waits until a date, then outputs its input unchanged.', { date: { type: 'string', description: 'ISO 8601.' } }, ['date']),
-    WorkflowParallelEntry: entry('parallel', 'Runs its children at once on its input; outputs `{[childId]: output}`.', { steps: { type: 'array', minItems: 1, items: $ref('WorkflowLeafEntry') } }, ['steps']),
+    WorkflowSleepEntry: entry(
+      'sleep',
+      'Waits, then outputs its input unchanged.',
+      { duration: { type: 'number', minimum: 0, maximum: LIMITS.sleepMs, description: 'Milliseconds.' } },
+      ['duration'],
+    ),
+    WorkflowSleepUntilEntry: entry(
+      'sleepUntil',
+      'Waits until a date, then outputs its input unchanged.',
+      { date: { type: 'string', description: 'ISO 8601.' } },
+      ['date'],
+    ),
+    WorkflowParallelEntry: entry(
+      'parallel',
+      'Runs its children at once on its input; outputs `{[childId]: output}`.',
+      { steps: { type: 'array', minItems: 1, items: $ref('WorkflowLeafEntry') } },
+      ['steps'],
+    ),
     WorkflowConditionalEntry: entry(
       'conditional',
       'Runs each child whose predicate (same index) holds; outputs `{[childId]: output}` of those, `{}` if none.',
@@ -105,7 +133,12 @@ export function workflowSchemas(ref: (name: string) => string): Record<string, S
     WorkflowLoopEntry: entry(
       'loop',
       'Runs its body, then checks the predicate: `dowhile` repeats while it holds, `dountil` until it holds. Outputs the body’s last output.',
-      { step: $ref('WorkflowLeafEntry'), loopType: { enum: ['dowhile', 'dountil'] }, predicate: $ref('WorkflowPredicate'), maxIterations: { type: 'integer', minimum: 1, maximum: LIMITS.maxIterations } },
+      {
+        step: $ref('WorkflowLeafEntry'),
+        loopType: { enum: ['dowhile', 'dountil'] },
+        predicate: $ref('WorkflowPredicate'),
+        maxIterations: { type: 'integer', minimum: 1, maximum: LIMITS.maxIterations },
+      },
       ['step', 'loopType', 'predicate'],
     ),
     WorkflowForeachEntry: entry(

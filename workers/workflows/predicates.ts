@@ -31,8 +31,7 @@ export interface Scope {
 const MISSING = Symbol('missing');
 type Found = unknown | typeof MISSING;
 
-const hasOwn = (value: unknown, key: string) =>
-  value !== null && typeof value === 'object' && Object.prototype.hasOwnProperty.call(value, key);
+const hasOwn = (value: unknown, key: string) => value !== null && typeof value === 'object' && Object.prototype.hasOwnProperty.call(value, key);
 
 /** Walks own properties only: `__proto__` or `constructor` never reach a prototype. */
 export function walk(value: unknown, segments: readonly string[]): Found {

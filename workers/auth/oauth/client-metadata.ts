@@ -78,7 +78,10 @@ const ClientMetadata = z.object({
   client_id: z.string(),
   client_name: z.string().trim().min(1).max(100).optional(),
   redirect_uris: z.array(z.string().max(2000)).min(1).max(10),
-  grant_types: z.array(z.enum(['authorization_code', 'refresh_token'])).min(1).optional(),
+  grant_types: z
+    .array(z.enum(['authorization_code', 'refresh_token']))
+    .min(1)
+    .optional(),
   response_types: z.array(z.literal('code')).min(1).optional(),
   token_endpoint_auth_method: z.literal('none').optional(),
   application_type: z.enum(['web', 'native']).optional(),

@@ -61,7 +61,11 @@ export async function signIdToken(
   if (privateJwk === null) throw new Error(`Signing key ${row.kid} does not decrypt under ENCRYPTION_KEY`);
   const key = await importJWK(JSON.parse(privateJwk) as JWK, 'RS256');
   const iat = Math.floor(now() / 1000);
-  return new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: row.kid, typ: 'JWT' }).setIssuedAt(iat).setExpirationTime(iat + ID_TOKEN_TTL_S).sign(key);
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'RS256', kid: row.kid, typ: 'JWT' })
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + ID_TOKEN_TTL_S)
+    .sign(key);
 }
 
 /** Housekeeping: rotate a key older than 90 days; drop retired keys no longer published. */

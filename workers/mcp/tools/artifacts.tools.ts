@@ -12,7 +12,11 @@ export async function artifactContent(ctx: ToolContext, artifactId: string) {
   const { row, body } = await downloadArtifact(ctx.db, ctx.env.BUCKET, ctx.principal, artifactId);
   const bytes = new Uint8Array(await new Response(body).arrayBuffer());
   const textual = TEXTUAL.test(row.contentType);
-  return { contentType: row.contentType, encoding: textual ? ('utf-8' as const) : ('base64' as const), content: textual ? new TextDecoder().decode(bytes) : toBase64(bytes) };
+  return {
+    contentType: row.contentType,
+    encoding: textual ? ('utf-8' as const) : ('base64' as const),
+    content: textual ? new TextDecoder().decode(bytes) : toBase64(bytes),
+  };
 }
 
 export const artifactTools = [

@@ -71,7 +71,8 @@ export const connectorTools = [
   defineTool({
     name: 'list-github-repos',
     title: 'List GitHub repositories',
-    description: 'Lists the GitHub repositories the workspace’s token can see (every page, up to 1,000; truncated says when there are more). Needs connector:github:read.',
+    description:
+      'Lists the GitHub repositories the workspace’s token can see (every page, up to 1,000; truncated says when there are more). Needs connector:github:read.',
     route: 'GET /api/v1/connectors',
     input: {},
     annotations: OPEN_READ,

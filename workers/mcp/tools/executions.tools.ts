@@ -28,17 +28,28 @@ export const executionTools = [
       slug: SkillSlug.describe('The installed skill to run'),
       input: z.string().trim().min(1).max(100_000).describe('What the skill should work on: the instructions or material for this run'),
       interface: z.string().trim().min(1).max(40).optional().describe('A label for the client, recorded on the execution; defaults to the detected MCP client'),
-      connector: RunSkillBody.shape.connector.describe('{type:"github", fields:{repo:"owner/repo"}} gives the run read tools for that repository (needs connector:github:read and a connection); {type:"remote", fields:{}} means no source'),
+      connector: RunSkillBody.shape.connector.describe(
+        '{type:"github", fields:{repo:"owner/repo"}} gives the run read tools for that repository (needs connector:github:read and a connection); {type:"remote", fields:{}} means no source',
+      ),
     },
     output: StartedRun,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    run: (ctx, args) => runSkill(ctx.db, ctx.env, ctx.principal, args.slug, { input: args.input, interface: args.interface ?? ctx.clientInterface, connector: args.connector }, 'mcp'),
+    run: (ctx, args) =>
+      runSkill(
+        ctx.db,
+        ctx.env,
+        ctx.principal,
+        args.slug,
+        { input: args.input, interface: args.interface ?? ctx.clientInterface, connector: args.connector },
+        'mcp',
+      ),
     follow: (ctx, started: { executionId: string }, report) => followExecution(ctx, started.executionId, report),
   }),
   defineTool({
     name: 'list-executions',
     title: 'List executions',
-    description: 'Lists this workspace’s executions, newest first, with status, cost in Ds, source and interface. Offset paging; filter by source channels or interfaces.',
+    description:
+      'Lists this workspace’s executions, newest first, with status, cost in Ds, source and interface. Offset paging; filter by source channels or interfaces.',
     route: 'GET /api/v1/executions',
     input: {
       limit: z.number().int().min(1).max(100).optional().describe('Page size (default 10)'),
@@ -58,7 +69,8 @@ export const executionTools = [
   defineTool({
     name: 'get-execution-status',
     title: 'Get execution status',
-    description: 'Shows an execution’s status (idle, working, completed, failed), its output blocks so far, cost in Ds and time in ms. Pass blocksAfter to get only newer blocks.',
+    description:
+      'Shows an execution’s status (idle, working, completed, failed), its output blocks so far, cost in Ds and time in ms. Pass blocksAfter to get only newer blocks.',
     route: 'GET /api/v1/executions/:id/status',
     input: { executionId, blocksAfter: z.number().int().min(0).max(100_000).optional().describe('Skip the first n output blocks (delta polling)') },
     output: ExecutionStatus,

@@ -19,7 +19,10 @@ export const marketplaceTools = [
     output: z.object({ skills: z.array(MarketplaceItem) }),
     annotations: READ_ONLY,
     run: async (ctx, args) => ({
-      skills: (await listMarketplace(ctx.db, MarketplaceQuery.parse({ q: args.query, category: args.category, limit: args.limit ?? 20, offset: args.offset }))) as MarketplaceItem[],
+      skills: (await listMarketplace(
+        ctx.db,
+        MarketplaceQuery.parse({ q: args.query, category: args.category, limit: args.limit ?? 20, offset: args.offset }),
+      )) as MarketplaceItem[],
     }),
   }),
 ];

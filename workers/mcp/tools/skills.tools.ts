@@ -18,7 +18,8 @@ export const skillTools = [
   defineTool({
     name: 'get-skill-details',
     title: 'Get skill details',
-    description: 'Shows one installed skill: its prompt, active version number, content checksum, bundle type and file count. Fails with NOT_FOUND if it is not installed.',
+    description:
+      'Shows one installed skill: its prompt, active version number, content checksum, bundle type and file count. Fails with NOT_FOUND if it is not installed.',
     route: 'GET /api/v1/skills',
     input: { slug },
     output: InstallRecord,
@@ -39,7 +40,8 @@ export const skillTools = [
   defineTool({
     name: 'uninstall-skill',
     title: 'Uninstall a skill',
-    description: 'Removes an installed skill, its versions and its secret bindings from this workspace. Fails with EXECUTION_RUNNING while a run is in progress.',
+    description:
+      'Removes an installed skill, its versions and its secret bindings from this workspace. Fails with EXECUTION_RUNNING while a run is in progress.',
     route: 'POST /api/v1/skills/:slug/uninstall',
     input: { slug },
     output: z.object({ success: z.literal(true) }),
@@ -47,4 +49,3 @@ export const skillTools = [
     run: (ctx, { slug }) => uninstallSkill(ctx.db, ctx.principal, slug),
   }),
 ];
-

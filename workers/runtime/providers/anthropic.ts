@@ -7,7 +7,12 @@ export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
 export const ANTHROPIC_VERSION = '2023-06-01';
 const LABEL = 'Anthropic';
 
-type Usage = { input_tokens?: number | null; output_tokens?: number | null; cache_creation_input_tokens?: number | null; cache_read_input_tokens?: number | null };
+type Usage = {
+  input_tokens?: number | null;
+  output_tokens?: number | null;
+  cache_creation_input_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+};
 
 /** Our blocks in the Messages API's shapes. */
 function toAnthropicBlock(block: ContentBlock): Record<string, unknown> {
@@ -40,9 +45,7 @@ export function anthropicRequestBody(request: ModelRequest): Record<string, unkn
     max_tokens: request.maxTokens,
     ...(request.system ? { system: request.system } : {}),
     messages,
-    ...(request.tools.length
-      ? { tools: request.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema })) }
-      : {}),
+    ...(request.tools.length ? { tools: request.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema })) } : {}),
     thinking: { type: 'disabled' },
     stream: true,
   };

@@ -38,7 +38,11 @@ const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1
  * "You are a …" opening (cut before "who", "that" or the first clause), else its first line.
  */
 function skillTitle(system: string): string {
-  const first = system.split('\n').find((line) => line.trim())?.trim() ?? '';
+  const first =
+    system
+      .split('\n')
+      .find((line) => line.trim())
+      ?.trim() ?? '';
   const heading = /^#+\s+(.+)$/.exec(first)?.[1];
   const role = /^you are (?:an? |the )?(.+)$/i.exec(first)?.[1]?.split(/\s+(?:who|that|which)\s+|[.,;:!?](?:\s|$)/)[0];
   const title = stripMarkdown(heading ?? role ?? first).replace(/[.:]+$/, '');
@@ -51,7 +55,11 @@ const skillSteps = (system: string) =>
     .split('\n')
     .flatMap((line) => {
       const item = /^\s*(?:\d+[.)]|[-*])\s+(.+)$/.exec(line)?.[1];
-      const clause = item && stripMarkdown(item).split(/[.:;](?:\s|$)/)[0]?.trim();
+      const clause =
+        item &&
+        stripMarkdown(item)
+          .split(/[.:;](?:\s|$)/)[0]
+          ?.trim();
       return clause ? [clause] : [];
     })
     .slice(0, MAX_STEPS);
@@ -70,7 +78,10 @@ function termsOf(input: string): string[] {
   for (const word of input.toLowerCase().match(/[\p{L}\p{N}][\p{L}\p{N}'-]{3,}/gu) ?? []) {
     if (!STOPWORDS.has(word)) counts.set(word, (counts.get(word) ?? 0) + 1);
   }
-  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, MAX_TERMS).map(([word]) => word);
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, MAX_TERMS)
+    .map(([word]) => word);
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;

@@ -6,10 +6,7 @@ export const OPENAI_DEFAULT_MODEL = 'gpt-4o-mini';
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 const LABEL = 'OpenAI-compatible API';
 
-const textOf = (blocks: ContentBlock[]) =>
-  blocks
-    .flatMap((b) => (b.type === 'text' && b.text ? [b.text] : []))
-    .join('\n\n');
+const textOf = (blocks: ContentBlock[]) => blocks.flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])).join('\n\n');
 
 /**
  * Our conversation as Chat Completions messages: the system prompt first; an assistant message's
