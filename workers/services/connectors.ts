@@ -184,19 +184,20 @@ export async function connectConnector(db: Db, env: Env, principal: Principal, t
   const ciphertext = await encryptSecret(env.ENCRYPTION_KEY, tokenContext(principal.workspaceId, definition.type), body.token);
   const tokenPreview = `…${body.token.slice(-4)}`;
   const t = now();
+  const connection = {
+    workspaceId: principal.workspaceId,
+    connectorType: definition.type,
+    ciphertext,
+    tokenPreview,
+    account,
+    createdBy: principal.userId,
+    createdAt: t,
+    updatedAt: t,
+  };
   await db.batch([
     db
       .insert(connectorConnections)
-      .values({
-        workspaceId: principal.workspaceId,
-        connectorType: definition.type,
-        ciphertext,
-        tokenPreview,
-        account,
-        createdBy: principal.userId,
-        createdAt: t,
-        updatedAt: t,
-      })
+      .values(connection)
       .onConflictDoUpdate({
         target: [connectorConnections.workspaceId, connectorConnections.connectorType],
         set: { ciphertext, tokenPreview, account, updatedAt: t },
@@ -210,16 +211,7 @@ export async function connectConnector(db: Db, env: Env, principal: Principal, t
     }),
   ]);
   return {
-    ...statusOf(env, definition, {
-      workspaceId: principal.workspaceId,
-      connectorType: definition.type,
-      ciphertext,
-      tokenPreview,
-      account,
-      createdBy: principal.userId,
-      createdAt: t,
-      updatedAt: t,
-    }),
+    ...statusOf(env, definition, connection),
     rateLimit: api.rateLimit,
   };
 }

@@ -3,7 +3,14 @@ import { z } from 'zod';
 import { members, oauthClients, oauthCodes, oauthGrants, oauthTokens, users, workspaces, type OAuthClientRow } from '../../schema';
 import { sha256Hex as credentialHash } from '../lib/crypto';
 import { ACCESS_TOKEN_TTL_S, CODE_TTL_S, issuerOf, mcpResourceOf, OIDC_SCOPES, REFRESH_TOKEN_TTL_S } from '../auth/oauth/metadata';
-import { ClientMetadataError, fetchClientMetadata, isLoopbackHost, isMetadataClientId, type MetadataFetchOptions } from '../auth/oauth/client-metadata';
+import {
+  ClientFields,
+  ClientMetadataError,
+  fetchClientMetadata,
+  isLoopbackHost,
+  isMetadataClientId,
+  type MetadataFetchOptions,
+} from '../auth/oauth/client-metadata';
 import { signIdToken } from '../auth/oauth/signing-keys';
 import type { Principal } from '../auth/principal';
 import { DEFAULT_KEY_SCOPES, isKnownScope, isSensitiveScope } from '../auth/scopes';
@@ -85,17 +92,7 @@ function applicationTypeOf(declared: ApplicationType | undefined, redirectUris: 
 const redirectUrisProblem = (uris: string[], applicationType: ApplicationType) =>
   uris.map((uri) => redirectUriProblem(uri, applicationType)).find((p) => p !== null) ?? null;
 
-export const RegisterBody = z.object({
-  client_name: z.string().trim().min(1).max(100).optional(),
-  redirect_uris: z.array(z.string().max(2000)).min(1).max(10),
-  grant_types: z
-    .array(z.enum(['authorization_code', 'refresh_token']))
-    .min(1)
-    .optional(),
-  response_types: z.array(z.literal('code')).min(1).optional(),
-  token_endpoint_auth_method: z.string().optional(),
-  application_type: z.enum(['web', 'native']).optional(),
-});
+export const RegisterBody = ClientFields.extend({ token_endpoint_auth_method: z.string().optional() });
 export type RegisterBody = z.infer<typeof RegisterBody>;
 
 /**

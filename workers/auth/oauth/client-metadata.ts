@@ -73,9 +73,8 @@ export function metadataUrlProblem(clientId: string, options: MetadataFetchOptio
   return null;
 }
 
-/** The document's fields this server uses; anything else is ignored (the draft allows more). */
-const ClientMetadata = z.object({
-  client_id: z.string(),
+/** A public client's metadata, as registration (RFC 7591) and a metadata document both state it. */
+export const ClientFields = z.object({
   client_name: z.string().trim().min(1).max(100).optional(),
   redirect_uris: z.array(z.string().max(2000)).min(1).max(10),
   grant_types: z
@@ -83,8 +82,13 @@ const ClientMetadata = z.object({
     .min(1)
     .optional(),
   response_types: z.array(z.literal('code')).min(1).optional(),
-  token_endpoint_auth_method: z.literal('none').optional(),
   application_type: z.enum(['web', 'native']).optional(),
+});
+
+/** The document's fields this server uses; anything else is ignored (the draft allows more). */
+const ClientMetadata = ClientFields.extend({
+  client_id: z.string(),
+  token_endpoint_auth_method: z.literal('none').optional(),
   // The draft forbids shared secrets in a public document.
   client_secret: z.undefined({ error: 'A metadata document may not contain a client_secret' }).optional(),
 });
