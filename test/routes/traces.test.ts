@@ -1,5 +1,8 @@
 import { env } from 'cloudflare:workers';
+import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
+import * as schema from '../../schema';
+import { traceRunStarted } from '../../workers/services/traces';
 import { call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 
 const SKILL = {
@@ -126,6 +129,18 @@ describe('runs that cannot start', () => {
       target: { executionId: first },
       totalCost: before.totalCost,
     });
+  });
+});
+
+describe('a run that ends before its start is recorded', () => {
+  it('keeps the status its end wrote: a late "started" does not make a finished trace running again', async () => {
+    const user = await setup();
+    const id = await run(user, 'Ship on Friday.');
+    const before = (await traces(user)).body.items.find((t: { target: { executionId: string } }) => t.target.executionId === id);
+    expect(before.status).toBe('completed');
+    await traceRunStarted(drizzle(env.DB, { schema }), Number(id.slice(5)));
+    const after = (await traces(user)).body.items.find((t: { target: { executionId: string } }) => t.target.executionId === id);
+    expect(after.status).toBe('completed');
   });
 });
 

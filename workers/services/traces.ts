@@ -94,12 +94,22 @@ const latestRunOf = (executionId: number) =>
     sql`${traces.traceKey} = (SELECT ${executions.traceKey} FROM ${executions} WHERE ${executions.id} = ${executionId})`,
   );
 
-/** A run of the lineage's latest execution started: the trace is running. */
+/**
+ * A run of the lineage's latest execution started: the trace is running. Only while the
+ * execution still works: a run that already ended (a short one can end before this is written)
+ * keeps the status its end recorded.
+ */
 export const traceRunStarted = (db: Db, executionId: number) =>
   db
     .update(traces)
     .set({ status: 'running', lastActivityAt: now() })
-    .where(and(latestRunOf(executionId), eq(traces.targetExecutionId, executionId)));
+    .where(
+      and(
+        latestRunOf(executionId),
+        eq(traces.targetExecutionId, executionId),
+        sql`EXISTS (SELECT 1 FROM ${executions} WHERE ${executions.id} = ${executionId} AND ${executions.status} = 'working')`,
+      ),
+    );
 
 /**
  * A run ended (in the batch that records it on the execution): its cost is added to the
