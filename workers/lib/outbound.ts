@@ -70,21 +70,34 @@ export async function fetchLimited(url: string, field: string, maxBytes: number,
   }
   if (response.status === 404) throw invalidInput(field, 'not_found', `${parsed.href} answered 404`);
   if (!response.ok || !response.body) throw invalidInput(field, 'http_status', `${parsed.origin} answered ${response.status}`);
-  if (Number(response.headers.get('content-length') ?? 0) > maxBytes) {
-    throw invalidInput(field, 'too_large', `The download exceeds ${maxBytes} bytes`);
-  }
+  const bytes = await readCapped(response, maxBytes);
+  if (bytes === null) throw invalidInput(field, 'too_large', `The download exceeds ${maxBytes} bytes`);
+  return bytes;
+}
+
+/**
+ * A response body of at most `maxBytes`, or null when it is longer (declared or actual): the
+ * read stops at the limit, so a large or endless body costs no more than that.
+ */
+export async function readCapped(response: Response, maxBytes: number): Promise<Uint8Array | null> {
+  if (Number(response.headers.get('content-length') ?? 0) > maxBytes) return null;
+  if (!response.body) return new Uint8Array(0);
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for await (const chunk of response.body) {
-    size += chunk.length;
-    if (size > maxBytes) throw invalidInput(field, 'too_large', `The download exceeds ${maxBytes} bytes`);
-    chunks.push(chunk);
+  const reader = response.body.getReader();
+  for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    size += read.value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      return null;
+    }
+    chunks.push(read.value);
   }
   const bytes = new Uint8Array(size);
   let at = 0;
   for (const chunk of chunks) {
     bytes.set(chunk, at);
-    at += chunk.length;
+    at += chunk.byteLength;
   }
   return bytes;
 }

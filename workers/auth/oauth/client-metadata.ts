@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { readCapped } from '../../lib/outbound';
 
 /**
  * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document): a client whose
@@ -109,28 +110,8 @@ export function metadataTtlSeconds(headers: Headers): number {
 
 /** Reads at most `limit` bytes of a body; a longer one is refused. */
 async function boundedText(response: Response, limit: number): Promise<string> {
-  const declared = Number(response.headers.get('content-length') ?? '0');
-  if (declared > limit) throw new ClientMetadataError('The client metadata document is too large.');
-  const reader = response.body?.getReader();
-  if (!reader) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel();
-      throw new ClientMetadataError('The client metadata document is too large.');
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
+  const bytes = await readCapped(response, limit);
+  if (bytes === null) throw new ClientMetadataError('The client metadata document is too large.');
   return new TextDecoder().decode(bytes);
 }
 
