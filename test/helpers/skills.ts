@@ -3,6 +3,7 @@ import { drizzle } from 'drizzle-orm/d1';
 import { zipSync } from 'fflate';
 import * as schema from '../../schema';
 import { type CatalogEntry, importCatalog } from '../../workers/services/catalog';
+import { call, signUp } from './api';
 
 export const skillMd = (slug: string, opts: { title?: string; category?: string; body?: string; description?: string } = {}) =>
   [
@@ -52,3 +53,18 @@ export const seedRunningExecution = (workspaceId: string, userId: string) =>
   env.DB.prepare("INSERT INTO executions (workspace_id, user_id, skill_slug, status, started_at) VALUES (?, ?, 'x', 'working', ?)")
     .bind(workspaceId, userId, Date.now())
     .run();
+
+/** The authored skill the execution, trace, thread and control-plane tests run. */
+export const SUMMARIZER = {
+  name: 'Meeting Summarizer',
+  description: 'Summarises notes.',
+  category: 'productivity',
+  prompt: '# Meeting Summarizer\nYou summarise meeting notes.',
+};
+
+/** A new user whose workspace has SUMMARIZER installed as `meeting-summarizer`. */
+export async function signUpWithSummarizer() {
+  const user = await signUp();
+  await call('/api/v1/skills/meeting-summarizer', { method: 'PUT', token: user.token, body: SUMMARIZER });
+  return user;
+}

@@ -2,21 +2,9 @@ import { evictDurableObject } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
-import { BASE, call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { BASE, call, createKey, expectError, type TestUser, waitForStatus } from '../helpers/api';
+import { signUpWithSummarizer as setup } from '../helpers/skills';
 import { definition, install, launch, waitForRun } from '../helpers/workflows';
-
-const SKILL = {
-  name: 'Meeting Summarizer',
-  description: 'Summarises notes.',
-  category: 'productivity',
-  prompt: '# Meeting Summarizer\nYou summarise meeting notes.',
-};
-
-async function setup() {
-  const user = await signUp();
-  await call('/api/v1/skills/meeting-summarizer', { method: 'PUT', token: user.token, body: SKILL });
-  return user;
-}
 
 const subscribeUrl = async (user: TestUser) => (await call('/api/v1/events/subscribe-url', { token: user.token })).body as { url: string; expiresInMs: number };
 

@@ -1,21 +1,9 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { call, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { call, expectError, type TestUser, waitForStatus } from '../helpers/api';
+import { signUpWithSummarizer as setup } from '../helpers/skills';
 
 /** Finding one run's outputs: the execution's own record, its artifacts, and what its trace turns cost. */
-
-const SKILL = {
-  name: 'Meeting Summarizer',
-  description: 'Summarises notes.',
-  category: 'productivity',
-  prompt: '# Meeting Summarizer\nYou summarise meeting notes.',
-};
-
-async function setup() {
-  const user = await signUp();
-  await call('/api/v1/skills/meeting-summarizer', { method: 'PUT', token: user.token, body: SKILL });
-  return user;
-}
 
 const run = async (user: TestUser, input: string) => {
   const res = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input } });

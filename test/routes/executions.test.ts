@@ -3,19 +3,7 @@ import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { BASE, call, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
-
-const SKILL = {
-  name: 'Meeting Summarizer',
-  description: 'Summarises notes.',
-  category: 'productivity',
-  prompt: '# Meeting Summarizer\nYou summarise meeting notes.',
-};
-
-async function setup() {
-  const user = await signUp();
-  await call('/api/v1/skills/meeting-summarizer', { method: 'PUT', token: user.token, body: SKILL });
-  return user;
-}
+import { SUMMARIZER as SKILL, signUpWithSummarizer as setup } from '../helpers/skills';
 
 const create = (user: TestUser, input = 'We ship Friday. Ana writes the notes.') =>
   call('/api/v1/executions', { token: user.token, body: { skill_slug: 'meeting-summarizer', input } });

@@ -1,18 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
-
-const SKILL = {
-  name: 'Meeting Summarizer',
-  description: 'Summarises notes.',
-  category: 'productivity',
-  prompt: '# Meeting Summarizer\nYou summarise meeting notes.',
-};
-
-async function setup() {
-  const user = await signUp();
-  await call('/api/v1/skills/meeting-summarizer', { method: 'PUT', token: user.token, body: SKILL });
-  return user;
-}
+import { call, createKey, expectError, type TestUser } from '../helpers/api';
+import { signUpWithSummarizer as setup } from '../helpers/skills';
 
 const newThread = (user: TestUser, body: unknown = { skill_slug: 'meeting-summarizer', title: 'Planning' }) =>
   call('/api/v1/threads', { token: user.token, body });

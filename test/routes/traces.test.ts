@@ -4,19 +4,7 @@ import { describe, expect, it } from 'vitest';
 import * as schema from '../../schema';
 import { traceRunStarted } from '../../workers/services/traces';
 import { call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
-
-const SKILL = {
-  name: 'Meeting Summarizer',
-  description: 'Summarises notes.',
-  category: 'productivity',
-  prompt: '# Meeting Summarizer\nYou summarise meeting notes.',
-};
-
-async function setup() {
-  const user = await signUp();
-  await call('/api/v1/skills/meeting-summarizer', { method: 'PUT', token: user.token, body: SKILL });
-  return user;
-}
+import { signUpWithSummarizer as setup } from '../helpers/skills';
 
 const run = async (user: TestUser, input: string, headers: Record<string, string> = {}) => {
   const res = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input }, headers });
