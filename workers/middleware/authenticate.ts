@@ -80,7 +80,6 @@ export async function identify(c: Context, options: { allowUnactivated?: boolean
   c.header('x-ratelimit-remaining', String(decision.remaining));
   c.header('x-ratelimit-reset', String(resetSeconds));
   if (!decision.allowed) {
-    c.header('retry-after', String(resetSeconds));
     throw new AppError('RATE_LIMITED', 429, `Rate limit of ${decision.limit} requests per minute exceeded`, {
       retryAfterSeconds: resetSeconds,
     });
