@@ -296,7 +296,7 @@ export class ExecutionSession extends DurableObject<Env> {
         provider,
         system: input.system + secretsNotice(secrets),
         messages: resumed?.messages ?? [...history, { role: 'user', content: [{ type: 'text', text: input.text }] }],
-        tools: [...runTools(db, this.env.BUCKET, input, secrets), ...connectorRunTools(db, this.env, input), ...threadRunTools(db, this.env, input)],
+        tools: [...runTools(db, this.env, input, secrets), ...connectorRunTools(db, this.env, input), ...threadRunTools(db, this.env, input)],
         maxTokens: MAX_OUTPUT_TOKENS,
         maxTurns: MAX_MODEL_REQUESTS,
         emit: (events) => void this.append(redactor.push(events)),

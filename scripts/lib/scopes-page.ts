@@ -1,9 +1,19 @@
-import { ROUTE_ACCESS, type RouteAccess } from '../../workers/auth/route-scopes';
+import type { RouteAccess } from '../../workers/auth/access';
+import { ROUTE_ACCESS } from '../../workers/auth/route-scopes';
 
 /**
  * docs/scopes.md, rendered from the route-to-scope table the auth middleware enforces
  * (`npm run docs:scopes` writes it; a test fails when the file and the table differ).
  */
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/** Rows by path, then method, so a resource's routes stand together. */
+const byPath = (a: string, b: string) => {
+  const [methodA, pathA] = a.split(' ') as [string, string];
+  const [methodB, pathB] = b.split(' ') as [string, string];
+  return pathA === pathB ? METHODS.indexOf(methodA) - METHODS.indexOf(methodB) : pathA < pathB ? -1 : 1;
+};
 
 const describeAccess = (access: RouteAccess) =>
   access.auth === 'public'
@@ -22,7 +32,7 @@ export const scopesPage = () =>
   [
     '# Which scope each route needs',
     '',
-    '<!-- Generated from workers/auth/route-scopes.ts by `npm run docs:scopes`; do not edit by hand. -->',
+    '<!-- Generated from the route-to-scope table (workers/auth/route-scopes.ts, with the capabilities of workers/capabilities/) by `npm run docs:scopes`; do not edit by hand. -->',
     '',
     'Sessions and `*` keys skip the scope check; other API keys and OAuth access tokens need the scope',
     'listed. A missing scope is 403 `FORBIDDEN` naming the scope in the message and in `details.scope`',
@@ -33,9 +43,11 @@ export const scopesPage = () =>
     '',
     '| Method | Path | Scope |',
     '|---|---|---|',
-    ...Object.entries(ROUTE_ACCESS).map(([key, access]) => {
-      const [method, path] = key.split(' ');
-      return `| ${method} | \`${path}\` | ${describeAccess(access)} |`;
-    }),
+    ...Object.entries(ROUTE_ACCESS)
+      .sort(([a], [b]) => byPath(a, b))
+      .map(([key, access]) => {
+        const [method, path] = key.split(' ');
+        return `| ${method} | \`${path}\` | ${describeAccess(access)} |`;
+      }),
     '',
   ].join('\n');

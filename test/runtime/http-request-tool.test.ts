@@ -8,7 +8,7 @@ import { turnOf } from '../helpers/turns';
 const db = drizzle(env.DB, { schema });
 const SECRETS = [{ envVar: 'API_TOKEN', value: 'tok-live-0123456789' }];
 const turn = turnOf(null);
-const httpTool = (secrets = SECRETS) => runTools(db, env.BUCKET, turn, secrets).find((t) => t.spec.name === 'http_request')!;
+const httpTool = (secrets = SECRETS) => runTools(db, env, turn, secrets).find((t) => t.spec.name === 'http_request')!;
 
 describe('the http_request run tool', () => {
   it('sends bound secrets filled in, and hands the model the answer with every value masked', async () => {

@@ -77,7 +77,7 @@ const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivi
 const db = drizzle(env.DB, { schema });
 const httpTool = (secrets: { envVar: string; value: string }[]) => {
   const turn = turnOf(null, { workspaceId: 'ws', userId: 'u', requestId: 'r', turnKey: 't' });
-  return runTools(db, env.BUCKET, turn, secrets).find((t) => t.spec.name === 'http_request')!;
+  return runTools(db, env, turn, secrets).find((t) => t.spec.name === 'http_request')!;
 };
 
 describe('secrets never leak', () => {

@@ -39,7 +39,7 @@ describe('the run tools for working memory', () => {
     const { runTools } = await import('../../workers/runtime/tools');
     const user = await signUp();
     await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'Existing note' } });
-    const tools = runTools(db, env.BUCKET, turnOf(user, { apiKeyId: 7, requestId: 'req-run-1', skillSlug: 'notes' }));
+    const tools = runTools(db, env, turnOf(user, { apiKeyId: 7, requestId: 'req-run-1', skillSlug: 'notes' }));
     const byName = Object.fromEntries(tools.map((t) => [t.spec.name, t]));
     expect(Object.keys(byName).sort()).toEqual(['append_memory', 'http_request', 'read_memory', 'write_artifact']);
     expect(await byName.read_memory!.run({})).toEqual({ content: 'Existing note' });

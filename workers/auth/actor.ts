@@ -2,7 +2,7 @@ import type { Db } from '../env';
 import { forbidden, unauthorized } from '../errors';
 import { coveredByGrant } from './grants';
 import type { Principal } from './principal';
-import { ROUTE_ACCESS, type RouteAccess } from './route-scopes';
+import type { RouteAccess } from './access';
 import { hasScope } from './scopes';
 
 /** The run an actor acts in: an execution (`exec_<n>`) or a workflow run (its id). */
@@ -64,14 +64,4 @@ export async function authorizeWithGrants(db: Db, access: RouteAccess, actor: Ac
     return;
   }
   authorize(access, actor);
-}
-
-/**
- * What a run's tool or step must pass before it acts: the check of the REST route it mirrors
- * (`route`, a key of the route-to-scope table), made for the run's actor.
- */
-export async function authorizeRoute(db: Db, actor: Actor, route: string): Promise<void> {
-  const access = ROUTE_ACCESS[route];
-  if (!access) throw new Error(`Route ${route} is missing from ROUTE_ACCESS`);
-  await authorizeWithGrants(db, access, actor, undefined);
 }

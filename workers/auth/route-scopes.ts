@@ -1,23 +1,11 @@
-import type { Scope } from './scopes';
+import { AREAS } from '../capabilities';
+import { capabilityRouteKey } from '../capabilities/capability';
+import type { Db } from '../env';
+import type { RouteAccess } from './access';
+import { authorizeWithGrants, type Actor } from './actor';
 
-/**
- * Who may call a route:
- * - `public`: no credential (the marketplace, discovery, device-flow start);
- * - `credential`: an API key, session token or OAuth token holding `scope`
- *   (sessions and `*` keys skip the scope check);
- * - `session`: a signed-in person only (the app's approval routes);
- * - `key`: an API key only;
- * - `agent`: an API key, activated or not, with no scope check: connect, request-permission and
- *   their polls, where a key gets its scopes in the first place (spec 3.3-3.5).
- */
-export type RouteAccess = { auth: 'public' } | { auth: 'credential'; scope: Scope } | { auth: 'session' } | { auth: 'key'; scope: Scope } | { auth: 'agent' };
-
-/**
- * The route-to-scope table: the single source of truth for access to `/api/v1/`.
- * The auth middleware looks every request up here (a route missing from it is refused),
- * a test checks it against the mounted routes, and `npm run docs:scopes` prints it in docs/scopes.md.
- */
-export const ROUTE_ACCESS: Record<string, RouteAccess> = {
+/** Access to the routes not yet declared as capabilities (workers/capabilities/). */
+const ROUTE_TABLE: Record<string, RouteAccess> = {
   'GET /api/v1/openapi.json': { auth: 'public' },
 
   'GET /api/v1/profile': { auth: 'credential', scope: 'profile:read' },
@@ -57,9 +45,6 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'POST /api/v1/activate/confirm': { auth: 'session' },
   'POST /api/v1/activate/deny': { auth: 'session' },
 
-  'GET /api/v1/memory': { auth: 'credential', scope: 'memory:read' },
-  'PUT /api/v1/memory': { auth: 'credential', scope: 'memory:write' },
-
   'GET /api/v1/audit-logs': { auth: 'credential', scope: 'activity:read' },
   'GET /api/v1/activity': { auth: 'credential', scope: 'activity:read' },
 
@@ -94,11 +79,6 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /api/v1/executions/:id': { auth: 'credential', scope: 'tool:execute' },
   'GET /api/v1/executions/:id/status': { auth: 'credential', scope: 'tool:execute' },
   'GET /api/v1/executions/:id/stream-token': { auth: 'credential', scope: 'tool:execute' },
-
-  'GET /api/v1/artifacts': { auth: 'credential', scope: 'workspace:files:read' },
-  'GET /api/v1/artifacts/:id': { auth: 'credential', scope: 'workspace:files:read' },
-  'GET /api/v1/artifacts/:id/download': { auth: 'credential', scope: 'workspace:files:read' },
-  'DELETE /api/v1/artifacts/:id': { auth: 'credential', scope: 'workspace:files:write' },
 
   'GET /api/v1/billing/balance': { auth: 'credential', scope: 'billing:read' },
   'GET /api/v1/billing/transactions': { auth: 'credential', scope: 'billing:read' },
@@ -159,5 +139,26 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
 
   'GET /api/v1/events/subscribe-url': { auth: 'credential', scope: 'channel:read' },
 };
+
+/**
+ * The route-to-scope table: the single source of truth for access to `/api/v1/`, the
+ * capabilities' own access entries plus the table above. The auth middleware looks every
+ * request up here (a route missing from it is refused), a test checks it against the mounted
+ * routes, and `npm run docs:scopes` prints it in docs/scopes.md.
+ */
+export const ROUTE_ACCESS: Record<string, RouteAccess> = {
+  ...ROUTE_TABLE,
+  ...Object.fromEntries(AREAS.flatMap((area) => area.capabilities.flatMap((c) => (c.http ? [[capabilityRouteKey(area, c.http), c.access]] : [])))),
+};
+
+/**
+ * What a run's tool or step must pass before it acts: the check of the REST route it mirrors
+ * (`route`, a key of the route-to-scope table), made for the run's actor.
+ */
+export async function authorizeRoute(db: Db, actor: Actor, route: string): Promise<void> {
+  const access = ROUTE_ACCESS[route];
+  if (!access) throw new Error(`Route ${route} is missing from ROUTE_ACCESS`);
+  await authorizeWithGrants(db, access, actor, undefined);
+}
 
 export const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;

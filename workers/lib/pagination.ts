@@ -9,9 +9,9 @@ export const MAX_PAGE = 100;
 export const DEFAULT_PAGE = 20;
 
 export const CursorQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(DEFAULT_PAGE),
-  after_id: z.string().min(1).max(64).optional(),
-  before_id: z.string().min(1).max(64).optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(DEFAULT_PAGE).describe(`Page size (default ${DEFAULT_PAGE})`),
+  after_id: z.string().min(1).max(64).optional().describe('Older items: continue after this id (last_id of the previous page)'),
+  before_id: z.string().min(1).max(64).optional().describe('Newer items: the page before this id (first_id of a later page)'),
 });
 export type CursorQuery = z.infer<typeof CursorQuery>;
 

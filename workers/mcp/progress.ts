@@ -20,7 +20,7 @@ export async function followExecution(ctx: ToolContext, executionId: string, rep
   let sent = 0;
   let progress = 0;
   await pollUntilEnded(async () => {
-    const status = await getExecutionStatus(ctx.db, ctx.env, ctx.principal, executionId);
+    const status = await getExecutionStatus(ctx.db, ctx.env, ctx.actor, executionId);
     const text = status.outputBlocks.map((b) => b.text).join('\n\n');
     const ended = status.status !== 'working';
     const news = text.length > sent;
@@ -38,7 +38,7 @@ export async function followExecution(ctx: ToolContext, executionId: string, rep
 export async function followWorkflowRun(ctx: ToolContext, runId: string, report: ProgressReport): Promise<void> {
   const reported = new Set<string>();
   await pollUntilEnded(async () => {
-    const { run, steps } = await getRun(ctx.db, ctx.principal, runId);
+    const { run, steps } = await getRun(ctx.db, ctx.actor, runId);
     for (const [id, step] of Object.entries(steps)) {
       if (step.status === 'running' || reported.has(id)) continue;
       reported.add(id);

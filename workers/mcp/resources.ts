@@ -15,12 +15,11 @@ import { ROUTE_ACCESS } from '../auth/route-scopes';
 import { AppError } from '../errors';
 import { loadBundle } from '../lib/bundle-store';
 import { authorize, authorizeWithGrants } from '../auth/actor';
-import { listArtifacts } from '../services/artifacts';
+import { artifactContent, downloadArtifact, listArtifacts } from '../services/artifacts';
 import { readMemory } from '../services/memory';
 import { getInstalledSkill, type InstalledSkill, listSkills } from '../services/skills';
 import { getWorkflow, listWorkflows } from '../services/workflows';
 import type { ToolContext } from './tool';
-import { artifactContent } from './tools/artifacts.tools';
 
 type Route = keyof typeof ROUTE_ACCESS & string;
 type Contents = { uri: string; mimeType: string; text: string } | { uri: string; mimeType: string; blob: string };
@@ -51,9 +50,9 @@ const hostOf = (uri: URL, scheme: string) => (uri.protocol === `${scheme}:` && u
 const startingWith = (values: string[], prefix: string) => values.filter((v) => v.startsWith(prefix)).slice(0, 100);
 
 /** Without a limit the service answers the whole list as an array. */
-const installedSkills = async (ctx: ToolContext) => (await listSkills(ctx.db, ctx.principal, { offset: 0 })) as InstalledSkill[];
+const installedSkills = async (ctx: ToolContext) => (await listSkills(ctx.db, ctx.actor, { offset: 0 })) as InstalledSkill[];
 const skillSlugs = async (ctx: ToolContext) => (await installedSkills(ctx)).map((s) => s.slug);
-const workflowSlugs = async (ctx: ToolContext) => (await listWorkflows(ctx.db, ctx.principal)).map((w) => w.slug);
+const workflowSlugs = async (ctx: ToolContext) => (await listWorkflows(ctx.db, ctx.actor)).map((w) => w.slug);
 
 const KINDS: ResourceKind[] = [
   {
@@ -67,7 +66,7 @@ const KINDS: ResourceKind[] = [
     route: 'GET /api/v1/memory',
     match: (uri) => (uri.href === 'memory://workspace' ? {} : null),
     list: async () => [{ uri: 'memory://workspace', name: 'working-memory', title: 'Working memory', mimeType: 'text/markdown' }],
-    read: async (ctx, uri) => [{ uri, mimeType: 'text/markdown', text: (await readMemory(ctx.db, ctx.principal)).content }],
+    read: async (ctx, uri) => [{ uri, mimeType: 'text/markdown', text: (await readMemory(ctx.db, ctx.actor)).content }],
   },
   {
     template: { uriTemplate: 'artifact://{artifactId}', name: 'artifact', title: 'Artifact', description: 'A file a run produced, by id (art_<n>)' },
@@ -77,15 +76,16 @@ const KINDS: ResourceKind[] = [
       return artifactId && uri.pathname.replace(/^\/$/, '') === '' ? { artifactId } : null;
     },
     list: async (ctx) => {
-      const page = await listArtifacts(ctx.db, ctx.principal, { limit: LISTED_ARTIFACTS });
+      const page = await listArtifacts(ctx.db, ctx.actor, { limit: LISTED_ARTIFACTS });
       return page.data.map((a) => ({ uri: `artifact://${a.id}`, name: a.name, title: a.name, mimeType: a.contentType, size: a.size }));
     },
     read: async (ctx, uri, { artifactId }) => {
-      const { contentType, encoding, content } = await artifactContent(ctx, artifactId!);
-      return [encoding === 'utf-8' ? { uri, mimeType: contentType, text: content } : { uri, mimeType: contentType, blob: content }];
+      const { artifact, encoding, content } = await artifactContent(await downloadArtifact(ctx.db, ctx.env.BUCKET, ctx.actor, artifactId!));
+      const mimeType = artifact.contentType;
+      return [encoding === 'utf-8' ? { uri, mimeType, text: content } : { uri, mimeType, blob: content }];
     },
     complete: async (ctx, _variable, prefix) => {
-      const page = await listArtifacts(ctx.db, ctx.principal, { limit: LISTED_ARTIFACTS });
+      const page = await listArtifacts(ctx.db, ctx.actor, { limit: LISTED_ARTIFACTS });
       return startingWith(
         page.data.map((a) => a.id),
         prefix,
@@ -115,7 +115,7 @@ const KINDS: ResourceKind[] = [
         mimeType: 'text/markdown',
       })),
     read: async (ctx, uri, { slug, path }) => {
-      const skill = await getInstalledSkill(ctx.db, ctx.principal, slug!);
+      const skill = await getInstalledSkill(ctx.db, ctx.actor, slug!);
       const file = (await loadBundle(ctx.env.BUCKET, skill.storagePath))?.find((f) => f.path === path);
       if (!file) throw new McpError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
       return [{ uri, mimeType: path!.endsWith('.md') ? 'text/markdown' : 'text/plain', text: new TextDecoder().decode(file.bytes) }];
@@ -136,14 +136,14 @@ const KINDS: ResourceKind[] = [
       return workflowId ? { workflowId } : null;
     },
     list: async (ctx) =>
-      (await listWorkflows(ctx.db, ctx.principal)).map((w) => ({
+      (await listWorkflows(ctx.db, ctx.actor)).map((w) => ({
         uri: `workflow://${w.slug}`,
         name: w.slug,
         title: w.name,
         description: w.description,
         mimeType: 'application/json',
       })),
-    read: async (ctx, uri, { workflowId }) => [{ uri, mimeType: 'application/json', text: (await getWorkflow(ctx.db, ctx.principal, workflowId!)).definition }],
+    read: async (ctx, uri, { workflowId }) => [{ uri, mimeType: 'application/json', text: (await getWorkflow(ctx.db, ctx.actor, workflowId!)).definition }],
     complete: async (ctx, _variable, prefix) => startingWith(await workflowSlugs(ctx), prefix),
   },
 ];
@@ -151,7 +151,7 @@ const KINDS: ResourceKind[] = [
 /** Whether the credential may read a kind (its route's scope), without spending a one-time grant. */
 function mayRead(ctx: ToolContext, route: Route): boolean {
   try {
-    authorize(ROUTE_ACCESS[route]!, ctx.principal);
+    authorize(ROUTE_ACCESS[route]!, ctx.actor);
     return true;
   } catch {
     return false;
@@ -195,7 +195,7 @@ export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext)
     const kind = parsed && KINDS.find((k) => k.match(parsed));
     if (!kind || !parsed) throw new McpError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
     return asJsonRpc(uri, async () => {
-      await authorizeWithGrants(ctx.db, ROUTE_ACCESS[kind.route]!, ctx.principal, ctx.grantToken);
+      await authorizeWithGrants(ctx.db, ROUTE_ACCESS[kind.route]!, ctx.actor, ctx.grantToken);
       return { contents: await kind.read(ctx, uri, kind.match(parsed)!) };
     });
   });
@@ -212,8 +212,8 @@ export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext)
   }));
   low.setRequestHandler(GetPromptRequestSchema, async ({ params }) =>
     asJsonRpc(undefined, async () => {
-      await authorizeWithGrants(ctx.db, ROUTE_ACCESS[PROMPT_ROUTE]!, ctx.principal, ctx.grantToken);
-      const skill = await getInstalledSkill(ctx.db, ctx.principal, params.name).catch((error: unknown) => {
+      await authorizeWithGrants(ctx.db, ROUTE_ACCESS[PROMPT_ROUTE]!, ctx.actor, ctx.grantToken);
+      const skill = await getInstalledSkill(ctx.db, ctx.actor, params.name).catch((error: unknown) => {
         if (error instanceof AppError && error.status === 404) throw new McpError(ErrorCode.InvalidParams, `No installed skill "${params.name}"`);
         throw error;
       });

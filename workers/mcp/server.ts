@@ -1,24 +1,27 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { artifactsArea } from '../capabilities/artifacts';
+import type { Area } from '../capabilities/capability';
+import { memoryArea } from '../capabilities/memory';
 import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/cfworker';
 import { handleSetLevel } from './logging';
 import { registerResourcesAndPrompts } from './resources';
-import type { ToolContext } from './tool';
-import { artifactTools } from './tools/artifacts.tools';
+import { capabilityTool, type ToolContext } from './tool';
 import { billingTools } from './tools/billing.tools';
 import { connectorTools } from './tools/connectors.tools';
 import { executionTools } from './tools/executions.tools';
 import { marketplaceTools } from './tools/marketplace.tools';
-import { memoryTools } from './tools/memory.tools';
 import { skillTools } from './tools/skills.tools';
 import { workflowTools } from './tools/workflows.tools';
 
-/** Every tool the endpoint offers, each a thin adapter over workers/services/. */
+const toolsOf = (area: Area) => area.capabilities.filter((capability) => capability.mcp !== false).map(capabilityTool);
+
+/** Every tool the endpoint offers: the capabilities' MCP views and thin adapters over workers/services/. */
 export const MCP_TOOLS = [
   ...skillTools,
   ...marketplaceTools,
   ...executionTools,
-  ...artifactTools,
-  ...memoryTools,
+  ...toolsOf(artifactsArea),
+  ...toolsOf(memoryArea),
   ...billingTools,
   ...workflowTools,
   ...connectorTools,
@@ -35,7 +38,7 @@ export function createMcpServer(ctx: ToolContext): McpServer {
   );
   for (const tool of MCP_TOOLS) tool.register(server, ctx);
   registerResourcesAndPrompts(server, ctx);
-  handleSetLevel(server, ctx.db, ctx.principal);
+  handleSetLevel(server, ctx.db, ctx.actor);
   // A stateless server has no stream to announce list changes on; the SDK claims it can.
   server.server.registerCapabilities({ tools: { listChanged: false } });
   return server;

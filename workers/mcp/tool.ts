@@ -1,20 +1,14 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, LoggingLevel, ServerNotification, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { Principal } from '../auth/principal';
+import type { RouteAccess } from '../auth/access';
 import { ROUTE_ACCESS } from '../auth/route-scopes';
-import type { Db, Env } from '../env';
+import type { Capability, CapabilityContext } from '../capabilities/capability';
 import { AppError } from '../errors';
 import { authorizeWithGrants } from '../auth/actor';
 
-/** What every tool call runs with: the same principal, database and bindings a REST call gets. */
-export interface ToolContext {
-  db: Db;
-  env: Env;
-  principal: Principal;
-  /** The client's interface label for executions started here (spec 2.2): `mcp`, `mcp-vscode`, … */
-  clientInterface: string;
-  requestId: string;
+/** What every tool call runs with: what a REST call's operation gets, plus the MCP request's own settings. */
+export interface ToolContext extends CapabilityContext {
   /** `x-permission-grant`: which one-time grant a call spends (spec 5.5). */
   grantToken?: string;
   /** The level this credential's client set with `logging/setLevel`, if any: live run text is sent as log messages only then. */
@@ -86,15 +80,11 @@ function toolError(error: unknown, requestId: string): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(known.toEnvelope()) }] };
 }
 
-/**
- * A tool as a thin adapter over a service: the mirrored route's scope check, the service call,
- * and its result as JSON text plus `structuredContent`. The SDK validates arguments against
- * `input` before `run` is called.
- */
-export function defineTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
+/** The MCP tool: `access` checked (with grants), `run`, and its answer as JSON text plus `structuredContent`. */
+function mcpTool<Shape extends z.ZodRawShape>(tool: Omit<ServiceTool<Shape>, 'route'> & { access: RouteAccess }) {
   return {
     name: tool.name,
-    route: tool.route,
+    access: tool.access,
     follows: tool.follow !== undefined,
     register(server: McpServer, ctx: ToolContext) {
       server.registerTool(
@@ -110,7 +100,7 @@ export function defineTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>
         // the input parsed against `tool.input`.
         (async (args: z.infer<z.ZodObject<Shape>>, extra: CallExtra): Promise<CallToolResult> => {
           try {
-            await authorizeWithGrants(ctx.db, ROUTE_ACCESS[tool.route]!, ctx.principal, ctx.grantToken);
+            await authorizeWithGrants(ctx.db, tool.access, ctx.actor, ctx.grantToken);
             const result = await tool.run(ctx, args);
             const progressToken = extra._meta?.progressToken;
             if (progressToken !== undefined && tool.follow) await tool.follow(ctx, result as never, progressReport(ctx, extra, progressToken, tool.name));
@@ -124,4 +114,21 @@ export function defineTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>
   };
 }
 
-export const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
+/** A tool over a service, with the access of the REST route it mirrors. The SDK validates arguments against `input` before `run` is called. */
+export const defineTool = <Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) => mcpTool({ ...tool, access: ROUTE_ACCESS[tool.route]! });
+
+/** The MCP view of a capability: its input, output (or the view's), access and annotations. */
+export const capabilityTool = (capability: Capability) =>
+  mcpTool({
+    name: capability.name,
+    title: capability.title,
+    description: capability.description,
+    access: capability.access,
+    input: capability.input.shape,
+    output: capability.mcp ? capability.mcp.output : (capability.output as z.ZodObject),
+    annotations: capability.annotations,
+    run: async (ctx, input) => {
+      const output = await capability.run(ctx, input);
+      return capability.mcp ? capability.mcp.present(ctx, output) : (output as object);
+    },
+  });

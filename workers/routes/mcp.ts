@@ -4,6 +4,7 @@ import { cors } from 'hono/cors';
 import { GRANT_TOKEN_HEADER } from '../auth/grants';
 import { isLoopbackHost } from '../auth/oauth/client-metadata';
 import { mcpWwwAuthenticate } from '../auth/oauth/metadata';
+import type { RouteAccess } from '../auth/access';
 import type { Principal } from '../auth/principal';
 import { ROUTE_ACCESS } from '../auth/route-scopes';
 import { hasScope, type Scope } from '../auth/scopes';
@@ -91,11 +92,11 @@ const jsonRpcError = (id: JsonRpcMessage['id'], code: number, message: string, s
 
 const toolNamed = (name: unknown) => MCP_TOOLS.find((tool) => tool.name === name);
 
-/** The REST route whose scope a message needs: a tool's, a resource's, or the prompts'. */
-function routeOf(message: JsonRpcMessage): string | undefined {
-  if (message.method === 'tools/call') return toolNamed(message.params?.name)?.route;
-  if (message.method === 'resources/read' && typeof message.params?.uri === 'string') return resourceRoute(message.params.uri);
-  if (message.method === 'prompts/get') return PROMPT_ROUTE;
+/** The access a message needs: a tool's own, or the REST route's of a resource or the prompts. */
+function accessOf(message: JsonRpcMessage): RouteAccess | undefined {
+  if (message.method === 'tools/call') return toolNamed(message.params?.name)?.access;
+  if (message.method === 'resources/read' && typeof message.params?.uri === 'string') return ROUTE_ACCESS[resourceRoute(message.params.uri) ?? ''];
+  if (message.method === 'prompts/get') return ROUTE_ACCESS[PROMPT_ROUTE];
   return undefined;
 }
 
@@ -105,7 +106,7 @@ function routeOf(message: JsonRpcMessage): string | undefined {
  */
 function scopeMissing(principal: Principal, messages: JsonRpcMessage[]): Scope | null {
   for (const message of messages) {
-    const access = ROUTE_ACCESS[routeOf(message) ?? ''];
+    const access = accessOf(message);
     if (access && (access.auth === 'credential' || access.auth === 'key') && !hasScope(principal.scopes, access.scope)) return access.scope;
   }
   return null;
@@ -148,7 +149,7 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
   const server = createMcpServer({
     db: c.var.db,
     env: c.env,
-    principal,
+    actor: principal,
     clientInterface: clientInterface(c.req.header('user-agent')),
     requestId: c.var.requestId,
     grantToken: c.req.header(GRANT_TOKEN_HEADER),

@@ -3,7 +3,7 @@ import { GitRef, RepoPath } from '../connectors/github';
 import type { Db, Env } from '../env';
 import { sourceApi } from '../services/connectors';
 import type { AgentTool } from './agent-loop';
-import { failed } from './tools';
+import { failed } from './tool-errors';
 
 /** What a file read hands the model at most: a source file, small for the context. */
 const MAX_FILE_CHARS = 64 * 1024;

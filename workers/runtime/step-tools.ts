@@ -1,7 +1,8 @@
 import { and, eq } from 'drizzle-orm';
 import { withoutSupersededText } from '../executions/events';
 import { executions } from '../../schema';
-import { authorizeRoute, type Actor } from '../auth/actor';
+import type { Actor } from '../auth/actor';
+import { authorizeRoute } from '../auth/route-scopes';
 import type { Db, Env } from '../env';
 import { AppError } from '../errors';
 import { parseId } from '../lib/ids';

@@ -1,23 +1,20 @@
 import type { TurnInput } from '../executions/events';
-import { authorizeRoute, type Actor } from '../auth/actor';
-import type { Db } from '../env';
-import { AppError } from '../errors';
+import type { Actor } from '../auth/actor';
+import { authorizeRoute } from '../auth/route-scopes';
+import { CAPABILITIES } from '../capabilities';
+import type { CapabilityContext } from '../capabilities/capability';
+import type { Db, Env } from '../env';
 import { OUTBOUND_TIMEOUT_MS, outboundUrl, readTextPrefix } from '../lib/outbound';
 import { saveArtifact } from '../services/execution-runs';
-import { appendMemory, readMemory } from '../services/memory';
 import type { RunSecret } from '../services/skill-secrets';
 import type { AgentTool } from './agent-loop';
-import { redactSecrets, resolveSecrets, UnknownSecretError, withoutPartialValue } from './run-secrets';
+import { capabilityAgentTool } from './capability-tools';
+import { redactSecrets, resolveSecrets, withoutPartialValue } from './run-secrets';
+import { failed } from './tool-errors';
 
 /** What http_request hands back to the model: enough for an API answer, small for the context. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-
-/** A tool's refusal as the model sees it: the service's own message, never an internal one. */
-export const failed = (error: unknown, fallback = 'The tool failed') => ({
-  content: error instanceof AppError || error instanceof UnknownSecretError ? error.message : fallback,
-  isError: true,
-});
 
 /**
  * A tool that does what the REST route `route` does, run only when the run's actor passes that
@@ -64,13 +61,13 @@ async function httpRequest(args: Record<string, unknown>, secrets: readonly RunS
 }
 
 /**
- * The tools every run offers the model: write an artifact, read and append working memory, and
- * call an HTTP API with the skill's bound secrets. Memory is the workspace's, so its tools pass
- * the memory routes' checks; the artifact and the HTTP request are the run's own work, which
- * starting it allowed.
+ * The tools every run offers the model: write an artifact, the capabilities' agent-run views
+ * (read and append working memory), and call an HTTP API with the skill's bound secrets. The
+ * capabilities act on the workspace, so each passes its own access check for the run's actor;
+ * the artifact and the HTTP request are the run's own work, which starting it allowed.
  */
-export function runTools(db: Db, bucket: R2Bucket, turn: TurnInput, secrets: readonly RunSecret[] = []): AgentTool[] {
-  const { actor } = turn;
+export function runTools(db: Db, env: Env, turn: TurnInput, secrets: readonly RunSecret[] = []): AgentTool[] {
+  const ctx: CapabilityContext = { db, env, actor: turn.actor, requestId: turn.requestId, clientInterface: turn.source ?? 'api' };
   return [
     {
       spec: {
@@ -85,35 +82,11 @@ export function runTools(db: Db, bucket: R2Bucket, turn: TurnInput, secrets: rea
       displayName: 'Write artifact',
       label: (args) => String(args.name ?? 'file'),
       run: async (args) => {
-        const saved = await saveArtifact(db, bucket, turn, String(args.name ?? ''), redactSecrets(String(args.content ?? ''), secrets));
+        const saved = await saveArtifact(db, env.BUCKET, turn, String(args.name ?? ''), redactSecrets(String(args.content ?? ''), secrets));
         return saved ? { content: `Saved ${saved}` } : { content: 'Invalid artifact name or content', isError: true };
       },
     },
-    {
-      spec: {
-        name: 'read_memory',
-        description: "Read the workspace's shared working-memory document.",
-        inputSchema: { type: 'object', properties: {} },
-      },
-      displayName: 'Read memory',
-      label: () => 'working memory',
-      run: actingAs(db, actor, 'GET /api/v1/memory', async () => ({ content: (await readMemory(db, actor)).content || '(empty)' })),
-    },
-    {
-      spec: {
-        name: 'append_memory',
-        description: 'Append a note to the workspace working memory, for other agents and later runs.',
-        inputSchema: { type: 'object', properties: { content: { type: 'string' } }, required: ['content'] },
-      },
-      displayName: 'Append to memory',
-      label: () => 'working memory',
-      run: actingAs(db, actor, 'PUT /api/v1/memory', (args) =>
-        appendMemory(db, actor, String(args.content ?? '')).then(
-          () => ({ content: 'Appended' }),
-          (error) => failed(error),
-        ),
-      ),
-    },
+    ...CAPABILITIES.filter((capability) => capability.agentTool).map((capability) => capabilityAgentTool(capability, ctx)),
     {
       spec: {
         name: 'http_request',

@@ -2,7 +2,8 @@ import type { TurnInput } from '../executions/events';
 import type { Db, Env } from '../env';
 import { launchWorkflow } from '../services/workflows';
 import type { AgentTool } from './agent-loop';
-import { actingAs, failed } from './tools';
+import { failed } from './tool-errors';
+import { actingAs } from './tools';
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 

@@ -4,6 +4,7 @@ import { artifacts, type ArtifactRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { notFound } from '../errors';
+import { toBase64 } from '../lib/base64';
 import { toIso } from '../lib/clock';
 import { formatId, parseId } from '../lib/ids';
 import { byIntegerId, CursorQuery, cursorPage, mapPage } from '../lib/pagination';
@@ -41,7 +42,8 @@ export const ListArtifactsQuery = CursorQuery.extend({
       if (id === null) ctx.addIssue({ code: 'custom', message: 'executionId is an execution id (exec_12 or 12)' });
       return id ?? 0;
     })
-    .optional(),
+    .optional()
+    .describe('Only the files of this execution (exec_<n> or <n>)'),
 });
 export type ListArtifactsQuery = z.infer<typeof ListArtifactsQuery>;
 
@@ -66,12 +68,25 @@ export async function artifactsOfExecution(db: Db, principal: Principal, executi
 
 export const getArtifact = async (db: Db, principal: Principal, rawId: string) => present(await requireArtifact(db, principal, rawId));
 
-/** The bytes, streamed from R2 with the artifact's content type. */
+/** The record and its bytes, streamed from R2. */
 export async function downloadArtifact(db: Db, bucket: R2Bucket, principal: Principal, rawId: string) {
   const row = await requireArtifact(db, principal, rawId);
   const object = await bucket.get(row.r2Key);
   if (!object) throw notFound('Artifact');
-  return { row, body: object.body };
+  return { artifact: present(row), body: object.body };
+}
+
+const TEXTUAL = /^(text\/|application\/(json|xml|yaml|x-yaml|javascript)\b)/;
+
+/** An artifact's bytes as a JSON string: text for textual types, base64 otherwise (MCP has no byte answers). */
+export async function artifactContent(download: { artifact: ArtifactRecord; body: ReadableStream }) {
+  const bytes = new Uint8Array(await new Response(download.body).arrayBuffer());
+  const textual = TEXTUAL.test(download.artifact.contentType);
+  return {
+    artifact: download.artifact,
+    encoding: textual ? ('utf-8' as const) : ('base64' as const),
+    content: textual ? new TextDecoder().decode(bytes) : toBase64(bytes),
+  };
 }
 
 export async function deleteArtifact(db: Db, bucket: R2Bucket, principal: Principal, rawId: string) {

@@ -1,5 +1,6 @@
 import { BalanceStatus, getBalance } from '../../services/credits';
-import { defineTool, READ_ONLY } from '../tool';
+import { READ_ONLY } from '../../capabilities/capability';
+import { defineTool } from '../tool';
 
 export const billingTools = [
   defineTool({
@@ -10,6 +11,6 @@ export const billingTools = [
     input: {},
     output: BalanceStatus,
     annotations: READ_ONLY,
-    run: (ctx) => getBalance(ctx.db, ctx.principal),
+    run: (ctx) => getBalance(ctx.db, ctx.actor),
   }),
 ];

@@ -15,7 +15,8 @@ import {
   runConnectorAction,
   searchConnectorActions,
 } from '../../services/connectors';
-import { defineTool, READ_ONLY } from '../tool';
+import { READ_ONLY } from '../../capabilities/capability';
+import { defineTool } from '../tool';
 
 /**
  * Connector tools (spec 4.11). Each mirrors a connector route, so each needs `connector:list`;
@@ -37,7 +38,7 @@ export const connectorTools = [
     route: 'GET /api/v1/connectors',
     input: {},
     annotations: READ_ONLY,
-    run: (ctx) => listConnectors(ctx.db, ctx.env, ctx.principal),
+    run: (ctx) => listConnectors(ctx.db, ctx.env, ctx.actor),
   }),
   defineTool({
     name: 'connect-connector',
@@ -47,7 +48,7 @@ export const connectorTools = [
     route: 'POST /api/v1/connectors/:type/connect',
     input: { connector, token: ConnectBody.shape.token.describe('The provider token, e.g. a GitHub personal access token') },
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
-    run: (ctx, { connector, token }) => connectConnector(ctx.db, ctx.env, ctx.principal, connector, { token }),
+    run: (ctx, { connector, token }) => connectConnector(ctx.db, ctx.env, ctx.actor, connector, { token }),
   }),
   defineTool({
     name: 'disconnect-connector',
@@ -56,7 +57,7 @@ export const connectorTools = [
     route: 'POST /api/v1/connectors/:type/disconnect',
     input: { connector },
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-    run: (ctx, { connector }) => disconnectConnector(ctx.db, ctx.env, ctx.principal, connector),
+    run: (ctx, { connector }) => disconnectConnector(ctx.db, ctx.env, ctx.actor, connector),
   }),
   defineTool({
     name: 'get-connector-status',
@@ -66,7 +67,7 @@ export const connectorTools = [
     route: 'GET /api/v1/connectors/:type/status',
     input: { connector },
     annotations: OPEN_READ,
-    run: (ctx, { connector }) => connectorStatus(ctx.db, ctx.env, ctx.principal, connector),
+    run: (ctx, { connector }) => connectorStatus(ctx.db, ctx.env, ctx.actor, connector),
   }),
   defineTool({
     name: 'list-github-repos',
@@ -76,7 +77,7 @@ export const connectorTools = [
     route: 'GET /api/v1/connectors',
     input: {},
     annotations: OPEN_READ,
-    run: (ctx) => listGithubRepos(ctx.db, ctx.env, ctx.principal),
+    run: (ctx) => listGithubRepos(ctx.db, ctx.env, ctx.actor),
   }),
   defineTool({
     name: 'list-branches',
@@ -85,7 +86,7 @@ export const connectorTools = [
     route: 'GET /api/v1/connectors',
     input: { connector: sourceConnector, repo },
     annotations: OPEN_READ,
-    run: (ctx, args) => listBranches(ctx.db, ctx.env, ctx.principal, args),
+    run: (ctx, args) => listBranches(ctx.db, ctx.env, ctx.actor, args),
   }),
   defineTool({
     name: 'list-sources',
@@ -95,7 +96,7 @@ export const connectorTools = [
     route: 'GET /api/v1/connectors',
     input: { connector: sourceConnector, repo, ref, path: RepoPath.optional().describe('Only what is under this folder, e.g. src') },
     annotations: OPEN_READ,
-    run: (ctx, args) => listSources(ctx.db, ctx.env, ctx.principal, args),
+    run: (ctx, args) => listSources(ctx.db, ctx.env, ctx.actor, args),
   }),
   defineTool({
     name: 'get-source-content',
@@ -105,7 +106,7 @@ export const connectorTools = [
     route: 'GET /api/v1/connectors',
     input: { connector: sourceConnector, repo, path: RepoPath.min(1).describe('The file, e.g. src/index.ts'), ref },
     annotations: OPEN_READ,
-    run: (ctx, args) => getSourceContent(ctx.db, ctx.env, ctx.principal, args),
+    run: (ctx, args) => getSourceContent(ctx.db, ctx.env, ctx.actor, args),
   }),
   defineTool({
     name: 'search-connector-actions',
@@ -132,7 +133,7 @@ export const connectorTools = [
       input: z.record(z.string(), z.unknown()).default({}).describe('The action’s input, matching its JSON Schema'),
     },
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    run: (ctx, args) => runConnectorAction(ctx.db, ctx.env, ctx.principal, args),
+    run: (ctx, args) => runConnectorAction(ctx.db, ctx.env, ctx.actor, args),
   }),
   defineTool({
     name: 'list-connector-triggers',

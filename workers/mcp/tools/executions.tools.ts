@@ -13,7 +13,8 @@ import {
 } from '../../services/executions';
 import { SkillSlug } from '../../services/skills';
 import { followExecution } from '../progress';
-import { defineTool, READ_ONLY } from '../tool';
+import { READ_ONLY } from '../../capabilities/capability';
+import { defineTool } from '../tool';
 
 const executionId = z.string().min(1).max(40).describe('The execution id, exec_<n> or <n>');
 
@@ -38,7 +39,7 @@ export const executionTools = [
       runSkill(
         ctx.db,
         ctx.env,
-        ctx.principal,
+        ctx.actor,
         args.slug,
         { input: args.input, interface: args.interface ?? ctx.clientInterface, connector: args.connector },
         'mcp',
@@ -62,7 +63,7 @@ export const executionTools = [
     run: (ctx, args) =>
       listExecutions(
         ctx.db,
-        ctx.principal,
+        ctx.actor,
         ListExecutionsQuery.parse({ limit: args.limit, offset: args.offset, channels: args.channels?.join(','), interfaces: args.interfaces?.join(',') }),
       ),
   }),
@@ -75,7 +76,7 @@ export const executionTools = [
     input: { executionId, blocksAfter: z.number().int().min(0).max(100_000).optional().describe('Skip the first n output blocks (delta polling)') },
     output: ExecutionStatus,
     annotations: READ_ONLY,
-    run: (ctx, args) => getExecutionStatus(ctx.db, ctx.env, ctx.principal, args.executionId, args.blocksAfter ?? 0),
+    run: (ctx, args) => getExecutionStatus(ctx.db, ctx.env, ctx.actor, args.executionId, args.blocksAfter ?? 0),
   }),
   defineTool({
     name: 'cancel-execution',
@@ -85,6 +86,6 @@ export const executionTools = [
     input: { executionId },
     output: CancelResult,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-    run: (ctx, { executionId }) => cancelExecution(ctx.db, ctx.env, ctx.principal, executionId),
+    run: (ctx, { executionId }) => cancelExecution(ctx.db, ctx.env, ctx.actor, executionId),
   }),
 ];

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { CATEGORIES } from '../../../schema';
 import { listMarketplace, MarketplaceItem, MarketplaceQuery } from '../../services/catalog';
-import { defineTool, READ_ONLY } from '../tool';
+import { READ_ONLY } from '../../capabilities/capability';
+import { defineTool } from '../tool';
 
 export const marketplaceTools = [
   defineTool({

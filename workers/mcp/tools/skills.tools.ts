@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { getInstalledSkill, InstalledSkill, InstallRecord, installSkill, listSkills, SkillSlug, uninstallSkill } from '../../services/skills';
-import { defineTool, READ_ONLY } from '../tool';
+import { READ_ONLY } from '../../capabilities/capability';
+import { defineTool } from '../tool';
 
 const slug = SkillSlug.describe('The skill’s slug, e.g. meeting-summarizer');
 
@@ -13,7 +14,7 @@ export const skillTools = [
     input: {},
     output: z.object({ skills: z.array(InstalledSkill) }),
     annotations: READ_ONLY,
-    run: async (ctx) => ({ skills: await listSkills(ctx.db, ctx.principal, { offset: 0 }) }),
+    run: async (ctx) => ({ skills: await listSkills(ctx.db, ctx.actor, { offset: 0 }) }),
   }),
   defineTool({
     name: 'get-skill-details',
@@ -24,7 +25,7 @@ export const skillTools = [
     input: { slug },
     output: InstallRecord,
     annotations: READ_ONLY,
-    run: (ctx, { slug }) => getInstalledSkill(ctx.db, ctx.principal, slug),
+    run: (ctx, { slug }) => getInstalledSkill(ctx.db, ctx.actor, slug),
   }),
   defineTool({
     name: 'install-skill',
@@ -35,7 +36,7 @@ export const skillTools = [
     input: { slug: slug.describe('The marketplace slug of the skill to install') },
     output: InstallRecord,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    run: async (ctx, { slug }) => (await installSkill(ctx.db, ctx.env.BUCKET, ctx.principal, slug, {})).record,
+    run: async (ctx, { slug }) => (await installSkill(ctx.db, ctx.env.BUCKET, ctx.actor, slug, {})).record,
   }),
   defineTool({
     name: 'uninstall-skill',
@@ -46,6 +47,6 @@ export const skillTools = [
     input: { slug },
     output: z.object({ success: z.literal(true) }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
-    run: (ctx, { slug }) => uninstallSkill(ctx.db, ctx.principal, slug),
+    run: (ctx, { slug }) => uninstallSkill(ctx.db, ctx.actor, slug),
   }),
 ];

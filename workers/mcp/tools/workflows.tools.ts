@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { cancelRun, getRun, launchWorkflow, listRuns, resumeRun, RunRecord } from '../../services/workflows';
 import { followWorkflowRun } from '../progress';
-import { defineTool, READ_ONLY, ToolFailure } from '../tool';
+import { READ_ONLY } from '../../capabilities/capability';
+import { defineTool, ToolFailure } from '../tool';
 
 const runId = z.string().min(1).max(100).describe('The workflow run id');
 
@@ -18,7 +19,7 @@ export const workflowTools = [
     },
     output: z.object({ runId: z.string(), workflowId: z.string(), status: z.literal('started'), conversationId: z.string().optional() }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-    run: (ctx, args) => launchWorkflow(ctx.db, ctx.env, ctx.principal, args.workflowId, args.inputs ?? {}),
+    run: (ctx, args) => launchWorkflow(ctx.db, ctx.env, ctx.actor, args.workflowId, args.inputs ?? {}),
     follow: (ctx, started: { runId: string }, report) => followWorkflowRun(ctx, started.runId, report),
   }),
   defineTool({
@@ -29,7 +30,7 @@ export const workflowTools = [
     input: { limit: z.number().int().min(1).max(200).optional().describe('How many (default 50)') },
     output: z.object({ runs: z.array(RunRecord) }),
     annotations: READ_ONLY,
-    run: (ctx, args) => listRuns(ctx.db, ctx.principal, args.limit ?? 50),
+    run: (ctx, args) => listRuns(ctx.db, ctx.actor, args.limit ?? 50),
   }),
   defineTool({
     name: 'get-workflow-run',
@@ -39,7 +40,7 @@ export const workflowTools = [
     input: { runId },
     output: z.object({ run: RunRecord, steps: z.record(z.string(), z.object({ status: z.string(), output: z.unknown() })) }),
     annotations: READ_ONLY,
-    run: (ctx, { runId }) => getRun(ctx.db, ctx.principal, runId),
+    run: (ctx, { runId }) => getRun(ctx.db, ctx.actor, runId),
   }),
   defineTool({
     name: 'cancel-workflow-run',
@@ -49,7 +50,7 @@ export const workflowTools = [
     input: { runId },
     output: z.object({ success: z.literal(true), runId: z.string() }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
-    run: (ctx, { runId }) => cancelRun(ctx.db, ctx.env, ctx.principal, runId),
+    run: (ctx, { runId }) => cancelRun(ctx.db, ctx.env, ctx.actor, runId),
   }),
   defineTool({
     name: 'resume-workflow-run',
@@ -65,7 +66,7 @@ export const workflowTools = [
     output: z.object({ runId: z.string(), status: z.literal('running') }),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     run: async (ctx, args) => {
-      const answer = await resumeRun(ctx.db, ctx.env, ctx.principal, args.runId, { resumeData: args.resumeData, stepId: args.stepId });
+      const answer = await resumeRun(ctx.db, ctx.env, ctx.actor, args.runId, { resumeData: args.resumeData, stepId: args.stepId });
       if (answer.status !== 200) throw new ToolFailure(answer.body);
       return answer.body;
     },

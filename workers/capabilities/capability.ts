@@ -1,0 +1,97 @@
+import type { Context } from 'hono';
+import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { Actor } from '../auth/actor';
+import type { RouteAccess } from '../auth/access';
+import type { AppEnv, Db, Env } from '../env';
+
+/** What an operation runs with, whichever surface called it: the database, the bindings and who acts. */
+export interface CapabilityContext {
+  db: Db;
+  env: Env;
+  actor: Actor;
+  requestId: string;
+  /** The client's interface label for executions started here: `api`, `mcp`, `mcp-vscode`, … */
+  clientInterface: string;
+}
+
+type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/**
+ * The operation as a REST route, under its area's mount path. Path parameters fill the input
+ * fields of the same name (or those `params` names); the other fields come from the query of a
+ * GET or DELETE and from the JSON body otherwise, unless `query` or `body` gives the wire shape
+ * (a schema whose output is those fields).
+ */
+export interface HttpView<Output> {
+  method: HttpMethod;
+  path: string;
+  summary: string;
+  status?: 200 | 201;
+  params?: Record<string, string>;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  /** For an answer that is not the output as JSON (bytes, a redirect): the response, and the schema that documents it. */
+  respond?: { schema: z.ZodType; send: (c: Context<AppEnv>, output: Output) => Response };
+}
+
+/** The operation as an MCP tool whose answer has another shape than the output (e.g. bytes as text or base64). */
+export interface McpView<Output> {
+  output: z.ZodObject;
+  present: (ctx: CapabilityContext, output: Output) => Promise<object>;
+}
+
+/**
+ * The operation as a tool a model calls during a run, acting for the run's launcher: its name as
+ * models see it, the part of the input it asks for (`input` maps it to the operation's input) and
+ * the short text the model gets back.
+ */
+export interface AgentToolView<Input, Output> {
+  name: string;
+  description: string;
+  displayName: string;
+  label: (args: Record<string, unknown>) => string;
+  args?: z.ZodObject;
+  input?: (args: Record<string, unknown>) => Input;
+  answer: (output: Output) => string;
+}
+
+export type Annotations = Required<Pick<ToolAnnotations, 'readOnlyHint' | 'destructiveHint' | 'idempotentHint' | 'openWorldHint'>>;
+
+/**
+ * One operation of the service, declared once: who may call it, its input and output, and what
+ * it does over typed input. The REST route, the route-to-scope table, the OpenAPI document, the
+ * MCP tool and the agent-run tool are views of this declaration (workers/capabilities/index.ts
+ * lists them all).
+ */
+export interface Capability<Input extends z.ZodObject = z.ZodObject, Output extends z.ZodType = z.ZodType> {
+  /** The MCP tool name (kebab-case). */
+  name: string;
+  title: string;
+  description: string;
+  access: RouteAccess;
+  input: Input;
+  output: Output;
+  annotations: Annotations;
+  // A method, so that a list of capabilities with different inputs type-checks.
+  run(ctx: CapabilityContext, input: z.output<Input>): Promise<z.output<Output>>;
+  http?: HttpView<z.output<Output>>;
+  /** false: not an MCP tool; an object: a tool whose answer is presented differently. */
+  mcp?: false | McpView<z.output<Output>>;
+  agentTool?: AgentToolView<z.output<Input>, z.output<Output>>;
+}
+
+export const defineCapability = <Input extends z.ZodObject, Output extends z.ZodType>(capability: Capability<Input, Output>): Capability =>
+  capability as unknown as Capability;
+
+/** The operations of one resource: the REST mount path they share and their OpenAPI tag. */
+export interface Area {
+  mount: string;
+  tag: string;
+  capabilities: Capability[];
+}
+
+export const READ_ONLY: Annotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+/** The route-to-scope key of a capability's REST view, e.g. `GET /api/v1/memory`. */
+export const capabilityRouteKey = (area: Area, http: HttpView<unknown>) => `${http.method} ${area.mount}${http.path === '/' ? '' : http.path}`;

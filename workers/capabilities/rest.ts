@@ -1,0 +1,58 @@
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { z } from 'zod';
+import type { AppEnv } from '../env';
+import { principalOf } from '../middleware/authenticate';
+import { validate } from '../middleware/validate';
+import { documented } from '../routes/openapi';
+import type { Area, Capability, CapabilityContext, HttpView } from './capability';
+
+const BODYLESS = new Set(['GET', 'DELETE']);
+
+/** The capability context of a REST request: its database session, bindings and authenticated actor. */
+export const restContext = (c: Context<AppEnv>): CapabilityContext => ({
+  db: c.var.db,
+  env: c.env,
+  actor: principalOf(c),
+  requestId: c.var.requestId,
+  clientInterface: 'api',
+});
+
+const pick = (schema: z.ZodObject, keys: string[]) => schema.pick(Object.fromEntries(keys.map((key) => [key, true])) as never) as z.ZodObject;
+
+/**
+ * The validators of one REST view: path parameters, then the query (GET, DELETE) or the JSON
+ * body, each from the input's own fields unless the view gives the wire shape. Each answers 400
+ * INVALID_INPUT naming the field, and is what the OpenAPI document describes.
+ */
+function validators(capability: Capability, http: HttpView<unknown>) {
+  const params = [...http.path.matchAll(/:(\w+)/g)].map((match) => match[1]!);
+  const fieldOf = (param: string) => http.params?.[param] ?? param;
+  const rest = Object.keys(capability.input.shape).filter((key) => !params.map(fieldOf).includes(key));
+  const target = BODYLESS.has(http.method) ? ('query' as const) : ('json' as const);
+  const wire = target === 'query' ? http.query : http.body;
+  const middleware: MiddlewareHandler[] = [];
+  if (params.length) middleware.push(validate('param', z.object(Object.fromEntries(params.map((p) => [p, capability.input.shape[fieldOf(p)]!])))));
+  if (wire || rest.length) middleware.push(validate(target, wire ?? pick(capability.input, rest)));
+  const input = (c: Context<AppEnv>) => {
+    const valid = (target: string) => c.req.valid(target as never) as Record<string, unknown>;
+    const path = params.length ? valid('param') : {};
+    return { ...Object.fromEntries(params.map((p) => [fieldOf(p), path[p]])), ...(wire || rest.length ? valid(target) : {}) };
+  };
+  return { middleware, input };
+}
+
+/** The REST routes of an area, one per capability with an HTTP view, in declaration order. */
+export function capabilityRoutes(area: Area): Hono<AppEnv> {
+  const router = new Hono<AppEnv>();
+  for (const capability of area.capabilities) {
+    const http = capability.http;
+    if (!http) continue;
+    const status = http.status ?? 200;
+    const { middleware, input } = validators(capability, http);
+    router.on(http.method, http.path, documented(area.tag, http.summary, status, http.respond?.schema ?? capability.output), ...middleware, async (c) => {
+      const output = await capability.run(restContext(c), input(c));
+      return http.respond ? http.respond.send(c, output) : c.json(output as object, status);
+    });
+  }
+  return router;
+}
