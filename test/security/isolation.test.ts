@@ -507,6 +507,7 @@ const TOOL_CASES: Record<string, (a: Fixture) => Record<string, unknown>> = {
 /** Tools with an argument named like an id that names no resource of a workspace. */
 const TOOL_EXCLUDED: Record<string, string> = {
   'install-skill': 'its slug names a marketplace entry: the public catalog, the same for every caller',
+  'list-artifacts': "its executionId filters the list: another workspace's execution lists nothing (the artifacts?executionId= case)",
 };
 
 /** An argument that names a resource: `slug`, `id`, or `<thing>Id` (`stepId` is a step inside the run named by `runId`). */
@@ -547,6 +548,10 @@ describe('lists and reads without an id', () => {
         expect({ who: outsider.name, status: res.status, data: res.body.data }).toEqual({ who: outsider.name, status: 200, data: [] });
       }
     }
+    const client = await connectMcp({ 'x-api-key': bKey });
+    const listed = await client.callTool({ name: 'list-artifacts', arguments: { executionId: fixture.executionId } });
+    expect((listed.structuredContent as { data: unknown[] }).data).toEqual([]);
+    await client.close();
     // A's own filter finds the run's output, so the empty answers above are the filter's doing.
     expect((await call(`/api/v1/artifacts?executionId=${fixture.executionId}`, { token: A.token })).body.data.map((a: { id: string }) => a.id)).toContain(
       fixture.artifactId,

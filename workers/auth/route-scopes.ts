@@ -70,15 +70,6 @@ const ROUTE_TABLE: Record<string, RouteAccess> = {
   'DELETE /api/v1/secrets/:id': { auth: 'credential', scope: 'library:write' },
 
   'POST /api/v1/skills/:slug/run': { auth: 'credential', scope: 'tool:execute' },
-  'GET /api/v1/executions': { auth: 'credential', scope: 'tool:execute' },
-  'POST /api/v1/executions': { auth: 'credential', scope: 'tool:execute' },
-  'POST /api/v1/executions/:id/rerun': { auth: 'credential', scope: 'tool:execute' },
-  'POST /api/v1/executions/:id/remix': { auth: 'credential', scope: 'tool:execute' },
-  'POST /api/v1/executions/:id/cancel': { auth: 'credential', scope: 'tool:execute' },
-  'POST /api/v1/executions/:id/events': { auth: 'credential', scope: 'tool:execute' },
-  'GET /api/v1/executions/:id': { auth: 'credential', scope: 'tool:execute' },
-  'GET /api/v1/executions/:id/status': { auth: 'credential', scope: 'tool:execute' },
-  'GET /api/v1/executions/:id/stream-token': { auth: 'credential', scope: 'tool:execute' },
 
   'GET /api/v1/billing/balance': { auth: 'credential', scope: 'billing:read' },
   'GET /api/v1/billing/transactions': { auth: 'credential', scope: 'billing:read' },

@@ -1,4 +1,4 @@
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Actor } from '../auth/actor';
@@ -31,14 +31,20 @@ export interface HttpView<Output> {
   params?: Record<string, string>;
   query?: z.ZodType;
   body?: z.ZodType;
+  /** Middleware that runs before validation, e.g. an error shape the spec fixes for this route. */
+  before?: MiddlewareHandler[];
   /** For an answer that is not the output as JSON (bytes, a redirect): the response, and the schema that documents it. */
   respond?: { schema: z.ZodType; send: (c: Context<AppEnv>, output: Output) => Response };
 }
 
-/** The operation as an MCP tool whose answer has another shape than the output (e.g. bytes as text or base64). */
+/**
+ * The operation as an MCP tool of another shape: the part of the input it takes (`args`), and an
+ * answer other than the output (e.g. bytes as text or base64).
+ */
 export interface McpView<Output> {
-  output: z.ZodObject;
-  present: (ctx: CapabilityContext, output: Output) => Promise<object>;
+  args?: z.ZodObject;
+  output?: z.ZodObject;
+  present?: (ctx: CapabilityContext, output: Output) => Promise<object>;
 }
 
 /**

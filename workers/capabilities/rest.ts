@@ -30,7 +30,7 @@ function validators(capability: Capability, http: HttpView<unknown>) {
   const rest = Object.keys(capability.input.shape).filter((key) => !params.map(fieldOf).includes(key));
   const target = BODYLESS.has(http.method) ? ('query' as const) : ('json' as const);
   const wire = target === 'query' ? http.query : http.body;
-  const middleware: MiddlewareHandler[] = [];
+  const middleware: MiddlewareHandler[] = [...(http.before ?? [])];
   if (params.length) middleware.push(validate('param', z.object(Object.fromEntries(params.map((p) => [p, capability.input.shape[fieldOf(p)]!])))));
   if (wire || rest.length) middleware.push(validate(target, wire ?? pick(capability.input, rest)));
   const input = (c: Context<AppEnv>) => {

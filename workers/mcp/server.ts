@@ -1,5 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { artifactsArea } from '../capabilities/artifacts';
+import { executionsArea } from '../capabilities/executions';
 import type { Area } from '../capabilities/capability';
 import { memoryArea } from '../capabilities/memory';
 import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/cfworker';
@@ -20,6 +21,7 @@ export const MCP_TOOLS = [
   ...skillTools,
   ...marketplaceTools,
   ...executionTools,
+  ...toolsOf(executionsArea),
   ...toolsOf(artifactsArea),
   ...toolsOf(memoryArea),
   ...billingTools,

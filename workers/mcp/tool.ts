@@ -118,17 +118,19 @@ function mcpTool<Shape extends z.ZodRawShape>(tool: Omit<ServiceTool<Shape>, 'ro
 export const defineTool = <Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) => mcpTool({ ...tool, access: ROUTE_ACCESS[tool.route]! });
 
 /** The MCP view of a capability: its input, output (or the view's), access and annotations. */
-export const capabilityTool = (capability: Capability) =>
-  mcpTool({
+export function capabilityTool(capability: Capability) {
+  const view = capability.mcp || undefined;
+  return mcpTool({
     name: capability.name,
     title: capability.title,
     description: capability.description,
     access: capability.access,
-    input: capability.input.shape,
-    output: capability.mcp ? capability.mcp.output : (capability.output as z.ZodObject),
+    input: (view?.args ?? capability.input).shape,
+    output: view?.output ?? (capability.output as z.ZodObject),
     annotations: capability.annotations,
     run: async (ctx, input) => {
       const output = await capability.run(ctx, input);
-      return capability.mcp ? capability.mcp.present(ctx, output) : (output as object);
+      return view?.present ? view.present(ctx, output) : (output as object);
     },
   });
+}

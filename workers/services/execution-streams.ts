@@ -10,8 +10,8 @@ export const STREAM_TOKEN_TTL_MS = 5 * 60_000;
 /** The path of an execution's SSE stream; the signed token in its query is the credential. */
 export const streamPath = (executionId: number) => `/streams/executions/${formatId('exec', executionId)}`;
 
-/** GET /executions/:id/stream-token: a signed URL for the caller's own execution. */
-export async function createStreamUrl(db: Db, env: Env, principal: Principal, rawId: string, origin: string) {
+/** GET /executions/:id/stream-token: a signed URL for the caller's own execution, relative to the service's origin. */
+export async function createStreamUrl(db: Db, env: Env, principal: Principal, rawId: string) {
   // A run lost to a crash is settled first, so the stream ends instead of waiting for it.
   const row = await currentExecution(db, env, principal, rawId);
   const token = await signStreamToken(
@@ -20,5 +20,5 @@ export async function createStreamUrl(db: Db, env: Env, principal: Principal, ra
     { subject: formatId('exec', row.id), workspaceId: principal.workspaceId },
     STREAM_TOKEN_TTL_MS,
   );
-  return { sseUrl: `${origin}${streamPath(row.id)}?token=${encodeURIComponent(token)}` };
+  return { sseUrl: `${streamPath(row.id)}?token=${encodeURIComponent(token)}` };
 }

@@ -257,6 +257,19 @@ export async function cancelExecution(db: Db, env: Env, principal: Principal, ra
   return { success: true, message, processKilled: outcome.state === 'live', actualStatus: status };
 }
 
+const names = (what: string) => z.array(z.string().max(40)).max(20).optional().describe(`Only these ${what}`);
+
+/** History filters and paging: offset paging, or cursor paging when after_id or before_id is present. */
+export const ListExecutionsInput = z.object({
+  limit: z.number().int().min(1).max(100).optional().describe(`Page size (default ${HISTORY_PAGE}; ${DEFAULT_PAGE} in the cursor form)`),
+  offset: z.number().int().min(0).max(100_000).default(0).describe('How many to skip (default 0)'),
+  after_id: z.string().min(1).max(40).optional().describe('Older executions: continue after this id (the cursor form)'),
+  before_id: z.string().min(1).max(40).optional().describe('Newer executions: the page before this id (the cursor form)'),
+  channels: names('sources, e.g. ["api", "mcp"]'),
+  interfaces: names('interfaces, e.g. ["mcp-vscode"]'),
+});
+
+/** A comma-separated list in a query string, e.g. `channels=api,mcp`. */
 const csv = z
   .string()
   .max(500)
@@ -268,15 +281,14 @@ const csv = z
   )
   .optional();
 
-export const ListExecutionsQuery = z.object({
+/** The REST query: the same fields as text. */
+export const ListExecutionsQuery = ListExecutionsInput.extend({
   limit: z.coerce.number().int().min(1).max(100).optional(),
   offset: z.coerce.number().int().min(0).max(100_000).default(0),
-  after_id: z.string().min(1).max(40).optional(),
-  before_id: z.string().min(1).max(40).optional(),
   channels: csv,
   interfaces: csv,
 });
-export type ListExecutionsQuery = z.infer<typeof ListExecutionsQuery>;
+export type ListExecutionsInput = z.infer<typeof ListExecutionsInput>;
 
 export const HistoryItem = z.object({
   id: z.number().int(),
@@ -307,7 +319,7 @@ export const presentHistory = (row: typeof executions.$inferSelect) => ({
 });
 
 /** The cursor form when after_id or before_id is present, the offset form otherwise. */
-export async function listExecutions(db: Db, principal: Principal, query: ListExecutionsQuery) {
+export async function listExecutions(db: Db, principal: Principal, query: ListExecutionsInput) {
   const where = and(
     eq(executions.workspaceId, principal.workspaceId),
     query.channels?.length ? inArray(executions.source, query.channels) : undefined,
