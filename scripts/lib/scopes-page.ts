@@ -1,5 +1,6 @@
 import type { RouteAccess } from '../../workers/auth/access';
 import { ROUTE_ACCESS } from '../../workers/auth/route-scopes';
+import { MCP_TOOLS } from '../../workers/mcp/server';
 
 /**
  * docs/scopes.md, rendered from the route-to-scope table the auth middleware enforces
@@ -49,5 +50,15 @@ export const scopesPage = () =>
         const [method, path] = key.split(' ');
         return `| ${method} | \`${path}\` | ${describeAccess(access)} |`;
       }),
+    '',
+    '## MCP tools',
+    '',
+    'Each tool of the MCP endpoint (`POST /mcp`, [mcp.md](mcp.md)) is checked the same way. The connector',
+    'tools also need `connector:<app>:read` to read sources and `connector:<app>:exec` to connect,',
+    'disconnect and run actions, which write to the provider.',
+    '',
+    '| Tool | Scope |',
+    '|---|---|',
+    ...MCP_TOOLS.map((tool) => `| \`${tool.name}\` | ${describeAccess(tool.access)} |`),
     '',
   ].join('\n');

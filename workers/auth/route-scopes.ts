@@ -109,13 +109,6 @@ const ROUTE_TABLE: Record<string, RouteAccess> = {
   'POST /api/v1/workflows/:id/launch': { auth: 'credential', scope: 'workflow:run' },
   'POST /api/v1/workflows/:id/stream': { auth: 'credential', scope: 'workflow:run' },
 
-  // Every connector route needs connector:list; connect and disconnect also need
-  // connector:<type>:exec, checked by the service (the app is a path parameter).
-  'GET /api/v1/connectors': { auth: 'credential', scope: 'connector:list' },
-  'POST /api/v1/connectors/:type/connect': { auth: 'credential', scope: 'connector:list' },
-  'POST /api/v1/connectors/:type/disconnect': { auth: 'credential', scope: 'connector:list' },
-  'GET /api/v1/connectors/:type/status': { auth: 'credential', scope: 'connector:list' },
-
   'GET /api/v1/traces': { auth: 'credential', scope: 'trace:read' },
   'GET /api/v1/traces/:id': { auth: 'credential', scope: 'trace:read' },
   'GET /api/v1/traces/:id/events': { auth: 'credential', scope: 'trace:read' },

@@ -1,5 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { artifactsArea } from '../capabilities/artifacts';
+import { connectorsArea } from '../capabilities/connectors';
 import { executionsArea } from '../capabilities/executions';
 import type { Area } from '../capabilities/capability';
 import { memoryArea } from '../capabilities/memory';
@@ -8,7 +9,6 @@ import { handleSetLevel } from './logging';
 import { registerResourcesAndPrompts } from './resources';
 import { capabilityTool, type ToolContext } from './tool';
 import { billingTools } from './tools/billing.tools';
-import { connectorTools } from './tools/connectors.tools';
 import { executionTools } from './tools/executions.tools';
 import { marketplaceTools } from './tools/marketplace.tools';
 import { skillTools } from './tools/skills.tools';
@@ -26,7 +26,7 @@ export const MCP_TOOLS = [
   ...toolsOf(memoryArea),
   ...billingTools,
   ...workflowTools,
-  ...connectorTools,
+  ...toolsOf(connectorsArea),
 ];
 
 /**

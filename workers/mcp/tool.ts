@@ -126,7 +126,8 @@ export function capabilityTool(capability: Capability) {
     description: capability.description,
     access: capability.access,
     input: (view?.args ?? capability.input).shape,
-    output: view?.output ?? (capability.output as z.ZodObject),
+    // An answer that is not an object of known shape (the provider's own objects) declares none.
+    output: view?.output ?? (capability.output instanceof z.ZodObject ? capability.output : undefined),
     annotations: capability.annotations,
     run: async (ctx, input) => {
       const output = await capability.run(ctx, input);
