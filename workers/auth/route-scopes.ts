@@ -8,22 +8,6 @@ import { authorizeWithGrants, type Actor } from './actor';
 const ROUTE_TABLE: Record<string, RouteAccess> = {
   'GET /api/v1/openapi.json': { auth: 'public' },
 
-  'GET /api/v1/profile': { auth: 'credential', scope: 'profile:read' },
-  'PATCH /api/v1/profile': { auth: 'credential', scope: 'profile:write' },
-
-  'GET /api/v1/workspaces': { auth: 'credential', scope: 'profile:read' },
-  'POST /api/v1/workspaces': { auth: 'credential', scope: 'profile:write' },
-  'GET /api/v1/workspaces/current': { auth: 'credential', scope: 'profile:read' },
-  'PUT /api/v1/workspaces/current': { auth: 'credential', scope: 'profile:write' },
-  'GET /api/v1/workspaces/:id/members': { auth: 'credential', scope: 'profile:search' },
-  'GET /api/v1/workspaces/:id/invitations': { auth: 'credential', scope: 'profile:search' },
-  'POST /api/v1/workspaces/:id/invitations': { auth: 'credential', scope: 'profile:write' },
-  'POST /api/v1/invitations/accept': { auth: 'session' },
-
-  'GET /api/v1/api-keys': { auth: 'credential', scope: 'agent:list' },
-  'POST /api/v1/api-keys': { auth: 'credential', scope: 'profile:write' },
-  'POST /api/v1/api-keys/:id/revoke': { auth: 'credential', scope: 'profile:write' },
-
   // Spec 3.3-3.5, 5.5: agents ask for scopes with their key (unactivated keys too); the key's
   // owner decides in the app.
   'POST /api/v1/agents/connect': { auth: 'agent' },
@@ -45,9 +29,6 @@ const ROUTE_TABLE: Record<string, RouteAccess> = {
   'POST /api/v1/activate/confirm': { auth: 'session' },
   'POST /api/v1/activate/deny': { auth: 'session' },
 
-  'GET /api/v1/audit-logs': { auth: 'credential', scope: 'activity:read' },
-  'GET /api/v1/activity': { auth: 'credential', scope: 'activity:read' },
-
   'GET /api/v1/marketplace/skills': { auth: 'public' },
   'GET /api/v1/marketplace/skills/categories': { auth: 'public' },
   'GET /api/v1/marketplace/skills/:slug': { auth: 'public' },
@@ -63,11 +44,6 @@ const ROUTE_TABLE: Record<string, RouteAccess> = {
   'GET /api/v1/skills/:slug/secrets': { auth: 'credential', scope: 'library:read' },
   'POST /api/v1/skills/:slug/secrets': { auth: 'credential', scope: 'library:write' },
   'DELETE /api/v1/skills/:slug/secrets/:id': { auth: 'credential', scope: 'library:write' },
-
-  'GET /api/v1/secrets': { auth: 'credential', scope: 'library:read' },
-  'POST /api/v1/secrets': { auth: 'credential', scope: 'library:write' },
-  'PATCH /api/v1/secrets/:id': { auth: 'credential', scope: 'library:write' },
-  'DELETE /api/v1/secrets/:id': { auth: 'credential', scope: 'library:write' },
 
   'POST /api/v1/skills/:slug/run': { auth: 'credential', scope: 'tool:execute' },
 
@@ -108,20 +84,6 @@ const ROUTE_TABLE: Record<string, RouteAccess> = {
   'DELETE /api/v1/workflows/:slug': { auth: 'credential', scope: 'library:write' },
   'POST /api/v1/workflows/:id/launch': { auth: 'credential', scope: 'workflow:run' },
   'POST /api/v1/workflows/:id/stream': { auth: 'credential', scope: 'workflow:run' },
-
-  'GET /api/v1/traces': { auth: 'credential', scope: 'trace:read' },
-  'GET /api/v1/traces/:id': { auth: 'credential', scope: 'trace:read' },
-  'GET /api/v1/traces/:id/events': { auth: 'credential', scope: 'trace:read' },
-  'POST /api/v1/traces/:id/events': { auth: 'credential', scope: 'trace:write' },
-  // Continue starts nothing: it only reads the trace (spec 4.7 rule 4).
-  'POST /api/v1/traces/:id/continue': { auth: 'credential', scope: 'trace:read' },
-
-  'POST /api/v1/threads': { auth: 'credential', scope: 'thread:write' },
-  'GET /api/v1/threads': { auth: 'credential', scope: 'thread:read' },
-  'POST /api/v1/threads/:id/messages': { auth: 'credential', scope: 'thread:write' },
-  'GET /api/v1/threads/:id/messages': { auth: 'credential', scope: 'thread:read' },
-
-  'GET /api/v1/events/subscribe-url': { auth: 'credential', scope: 'channel:read' },
 };
 
 /**

@@ -98,6 +98,8 @@ export interface Area {
 }
 
 export const READ_ONLY: Annotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+/** A change inside the service that adds or updates, and is not safe to repeat blindly. */
+export const WRITE: Annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
 
 /** The route-to-scope key of a capability's REST view, e.g. `GET /api/v1/memory`. */
 export const capabilityRouteKey = (area: Area, http: HttpView<unknown>) => `${http.method} ${area.mount}${http.path === '/' ? '' : http.path}`;

@@ -1,7 +1,7 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../env';
-import { principalOf } from '../middleware/authenticate';
+import { principalOf } from '../auth/principal';
 import { validate } from '../middleware/validate';
 import { documented } from '../routes/openapi';
 import type { Area, Capability, CapabilityContext, HttpView } from './capability';
@@ -32,7 +32,9 @@ function validators(capability: Capability, http: HttpView<unknown>) {
   const wire = target === 'query' ? http.query : http.body;
   const middleware: MiddlewareHandler[] = [...(http.before ?? [])];
   if (params.length) middleware.push(validate('param', z.object(Object.fromEntries(params.map((p) => [p, capability.input.shape[fieldOf(p)]!])))));
-  if (wire || rest.length) middleware.push(validate(target, wire ?? pick(capability.input, rest)));
+  // The whole input when no path parameter takes a field: zod refuses to pick from a refined object.
+  const fields = rest.length === Object.keys(capability.input.shape).length ? capability.input : pick(capability.input, rest);
+  if (wire || rest.length) middleware.push(validate(target, wire ?? fields));
   const input = (c: Context<AppEnv>) => {
     const valid = (target: string) => c.req.valid(target as never) as Record<string, unknown>;
     const path = params.length ? valid('param') : {};

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../env';
-import { principalOf } from '../middleware/authenticate';
+import { principalOf } from '../auth/principal';
 import { validate } from '../middleware/validate';
 import {
   ActivationPoll,

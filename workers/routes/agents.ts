@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../env';
-import { principalOf } from '../middleware/authenticate';
+import { principalOf } from '../auth/principal';
 import { validate } from '../middleware/validate';
 import { AgentRecord, CreateAgentBody, listAgents, saveAgent } from '../services/agents';
 import { agentPermissionsRoutes } from './agent-permissions';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { AppEnv } from '../env';
 import { notFound } from '../errors';
 import { appDeepLink, RETURN_OUTCOMES, returnPage, type ReturnOutcome } from '../lib/return-page';
-import { principalOf } from '../middleware/authenticate';
+import { principalOf } from '../auth/principal';
 import { validate } from '../middleware/validate';
 import { getTier, listPacks, Pack, packOffer, SubscriptionInfo, subscriptionInfo, TierResponse } from '../services/billing';
 import { BalanceStatus, getBalance, listTransactions, Transaction } from '../services/credits';

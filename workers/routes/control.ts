@@ -1,28 +1,17 @@
 import { Hono } from 'hono';
-import { z } from 'zod';
+import { eventsArea } from '../capabilities/events';
+import { capabilityRoutes } from '../capabilities/rest';
 import { bearerTokenOf, resolvePrincipal } from '../auth/credentials';
 import { hasScope } from '../auth/scopes';
 import type { AppEnv } from '../env';
 import { AppError, forbidden, unauthorized } from '../errors';
 import { verifyStreamToken } from '../lib/signing';
-import { principalOf } from '../middleware/authenticate';
-import { createSubscribeUrl } from '../services/control-plane';
-import { documented, documentedProtocol } from './openapi';
+import { documentedProtocol } from './openapi';
 
 /** The scope that opens the workspace's real-time channels (spec 5.4 `channel:read`). */
 const CHANNEL_SCOPE = 'channel:read';
 
-/** GET /api/v1/events/subscribe-url (spec 4.3): the signed control-plane URL. */
-export const eventsRoutes = new Hono<AppEnv>().get(
-  '/subscribe-url',
-  documented(
-    'Events',
-    "A signed WebSocket URL for the workspace's control plane, valid 5 minutes",
-    200,
-    z.object({ url: z.string(), expiresInMs: z.number() }),
-  ),
-  async (c) => c.json(await createSubscribeUrl(principalOf(c), new URL(c.req.url).origin, c.env.SIGNING_SECRET)),
-);
+export const eventsRoutes = capabilityRoutes(eventsArea);
 
 /**
  * The control-plane WebSocket on `{control_url}`. No API key or session: the signed token is the

@@ -1,14 +1,4 @@
-import { Hono } from 'hono';
-import type { AppEnv } from '../env';
-import { principalOf } from '../middleware/authenticate';
-import { validate } from '../middleware/validate';
-import { acceptInvitation, AcceptInvitationBody } from '../services/invitations';
-import { WorkspaceRecord } from '../services/workspaces';
-import { documented } from './openapi';
+import { invitationsArea } from '../capabilities/account';
+import { capabilityRoutes } from '../capabilities/rest';
 
-export const invitationsRoutes = new Hono<AppEnv>().post(
-  '/accept',
-  documented('Workspaces', 'Accept an invitation addressed to the signed-in email', 200, WorkspaceRecord),
-  validate('json', AcceptInvitationBody),
-  async (c) => c.json(await acceptInvitation(c.var.db, principalOf(c), c.req.valid('json'))),
-);
+export const invitationsRoutes = capabilityRoutes(invitationsArea);

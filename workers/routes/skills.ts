@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../env';
-import { principalOf } from '../middleware/authenticate';
+import { principalOf } from '../auth/principal';
 import { idempotent } from '../middleware/idempotency';
 import { legacyFlatErrors } from '../middleware/legacy-errors';
 import { optionalJsonBody, validate } from '../middleware/validate';

@@ -79,11 +79,10 @@ export function executionState(message: Exclude<ControlMessage, { type: 'cache-i
   return { type: 'execution-state' as const, change: type.slice('execution-'.length), status, ...rest };
 }
 
-/** GET /events/subscribe-url: a signed WebSocket URL for the caller's workspace channel. */
-export async function createSubscribeUrl(principal: Principal, origin: string, secret: string) {
+/** GET /events/subscribe-url: a signed WebSocket URL for the caller's workspace channel, relative to the service's origin. */
+export async function createSubscribeUrl(principal: Principal, secret: string) {
   const token = await signStreamToken(secret, 'control-channel', { subject: principal.workspaceId, workspaceId: principal.workspaceId }, CONTROL_URL_TTL_MS);
-  const ws = origin.replace(/^http/, 'ws');
-  return { url: `${ws}${CONTROL_PATH}?token=${encodeURIComponent(token)}`, expiresInMs: CONTROL_URL_TTL_MS };
+  return { url: `${CONTROL_PATH}?token=${encodeURIComponent(token)}`, expiresInMs: CONTROL_URL_TTL_MS };
 }
 
 /** Sends messages to a workspace's channel; the channel being unreachable never fails the caller. */

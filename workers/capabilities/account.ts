@@ -1,0 +1,223 @@
+import { z } from 'zod';
+import { CursorQuery, cursorEnvelope } from '../lib/pagination';
+import { idempotent } from '../middleware/idempotency';
+import { getProfile, Profile, ProfilePatch, updateProfile } from '../services/accounts';
+import { ApiKeyRecord, createApiKey, CreateApiKeyBody, CreatedApiKey, listApiKeys, revokeApiKey } from '../services/api-keys';
+import {
+  acceptInvitation,
+  AcceptInvitationBody,
+  createInvitation,
+  CreateInvitationBody,
+  CreatedInvitation,
+  InvitationRecord,
+  listInvitations,
+} from '../services/invitations';
+import {
+  createWorkspace,
+  CreateWorkspaceBody,
+  getCurrentWorkspace,
+  listMembers,
+  listWorkspaces,
+  MemberRecord,
+  setCurrentWorkspace,
+  SetCurrentWorkspaceBody,
+  WorkspaceRecord,
+} from '../services/workspaces';
+import { defineCapability, READ_ONLY, WRITE, type Area } from './capability';
+
+/** The caller: who they are, their workspace and scopes. */
+export const profileArea: Area = {
+  mount: '/api/v1/profile',
+  tag: 'Profile',
+  capabilities: [
+    defineCapability({
+      name: 'get-profile',
+      title: 'Get the profile',
+      description: 'The caller, their workspace and scopes.',
+      access: { auth: 'credential', scope: 'profile:read' },
+      input: z.object({}),
+      output: Profile,
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/', summary: 'The caller, their workspace and scopes' },
+      mcp: false,
+      run: (ctx) => getProfile(ctx.db, ctx.actor),
+    }),
+    defineCapability({
+      name: 'update-profile',
+      title: 'Rename the caller',
+      description: 'Renames the caller.',
+      access: { auth: 'credential', scope: 'profile:write' },
+      input: ProfilePatch,
+      output: Profile,
+      annotations: WRITE,
+      http: { method: 'PATCH', path: '/', summary: 'Rename the caller' },
+      mcp: false,
+      run: (ctx, patch) => updateProfile(ctx.db, ctx.actor, patch),
+    }),
+  ],
+};
+
+const WorkspaceId = z.object({ workspaceId: z.string().min(1).max(100).describe('The workspace id') });
+const byId = { id: 'workspaceId' };
+
+/** Workspaces, their members and invitations. */
+export const workspacesArea: Area = {
+  mount: '/api/v1/workspaces',
+  tag: 'Workspaces',
+  capabilities: [
+    defineCapability({
+      name: 'list-workspaces',
+      title: 'List workspaces',
+      description: "The caller's workspaces.",
+      access: { auth: 'credential', scope: 'profile:read' },
+      input: CursorQuery,
+      output: cursorEnvelope(WorkspaceRecord),
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/', summary: "The caller's workspaces" },
+      mcp: false,
+      run: (ctx, query) => listWorkspaces(ctx.db, ctx.actor, query),
+    }),
+    defineCapability({
+      name: 'create-workspace',
+      title: 'Create a workspace',
+      description: 'Creates a workspace; the caller becomes its owner.',
+      access: { auth: 'credential', scope: 'profile:write' },
+      input: CreateWorkspaceBody,
+      output: WorkspaceRecord,
+      annotations: WRITE,
+      http: { method: 'POST', path: '/', status: 201, before: [idempotent], summary: 'Create a workspace; the caller becomes its owner' },
+      mcp: false,
+      run: (ctx, body) => createWorkspace(ctx.db, ctx.actor, body),
+    }),
+    defineCapability({
+      name: 'get-current-workspace',
+      title: 'Get the current workspace',
+      description: 'The workspace this credential acts in.',
+      access: { auth: 'credential', scope: 'profile:read' },
+      input: z.object({}),
+      output: WorkspaceRecord,
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/current', summary: 'The workspace this credential acts in' },
+      mcp: false,
+      run: (ctx) => getCurrentWorkspace(ctx.db, ctx.actor),
+    }),
+    defineCapability({
+      name: 'set-current-workspace',
+      title: 'Set the current workspace',
+      description: 'Rebinds the API key (or sets the session default) to another workspace.',
+      access: { auth: 'credential', scope: 'profile:write' },
+      input: SetCurrentWorkspaceBody,
+      output: WorkspaceRecord,
+      annotations: WRITE,
+      http: { method: 'PUT', path: '/current', summary: 'Rebind the API key (or set the session default) to another workspace' },
+      mcp: false,
+      run: (ctx, body) => setCurrentWorkspace(ctx.db, ctx.actor, body),
+    }),
+    defineCapability({
+      name: 'list-members',
+      title: 'List members',
+      description: 'Members of the current workspace.',
+      access: { auth: 'credential', scope: 'profile:search' },
+      input: WorkspaceId.extend(CursorQuery.shape),
+      output: cursorEnvelope(MemberRecord),
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/:id/members', params: byId, summary: 'Members of the current workspace' },
+      mcp: false,
+      run: (ctx, { workspaceId, ...query }) => listMembers(ctx.db, ctx.actor, workspaceId, query),
+    }),
+    defineCapability({
+      name: 'list-invitations',
+      title: 'List invitations',
+      description: 'Invitations of the current workspace.',
+      access: { auth: 'credential', scope: 'profile:search' },
+      input: WorkspaceId.extend(CursorQuery.shape),
+      output: cursorEnvelope(InvitationRecord),
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/:id/invitations', params: byId, summary: 'Invitations of the current workspace' },
+      mcp: false,
+      run: (ctx, { workspaceId, ...query }) => listInvitations(ctx.db, ctx.actor, workspaceId, query),
+    }),
+    defineCapability({
+      name: 'create-invitation',
+      title: 'Invite someone',
+      description: 'Invites someone by email (owners and admins); the token is shown once.',
+      access: { auth: 'credential', scope: 'profile:write' },
+      input: WorkspaceId.extend(CreateInvitationBody.shape),
+      output: CreatedInvitation,
+      annotations: WRITE,
+      http: {
+        method: 'POST',
+        path: '/:id/invitations',
+        params: byId,
+        status: 201,
+        summary: 'Invite someone by email (owners and admins); the token is shown once',
+      },
+      mcp: false,
+      run: (ctx, { workspaceId, ...body }) => createInvitation(ctx.db, ctx.actor, workspaceId, body),
+    }),
+  ],
+};
+
+/** Accepting an invitation: the signed-in person joins the workspace it names. */
+export const invitationsArea: Area = {
+  mount: '/api/v1/invitations',
+  tag: 'Workspaces',
+  capabilities: [
+    defineCapability({
+      name: 'accept-invitation',
+      title: 'Accept an invitation',
+      description: 'Accepts an invitation addressed to the signed-in email.',
+      access: { auth: 'session' },
+      input: AcceptInvitationBody,
+      output: WorkspaceRecord,
+      annotations: WRITE,
+      http: { method: 'POST', path: '/accept', summary: 'Accept an invitation addressed to the signed-in email' },
+      mcp: false,
+      run: (ctx, body) => acceptInvitation(ctx.db, ctx.actor, body),
+    }),
+  ],
+};
+
+/** The caller's API keys in the current workspace. */
+export const apiKeysArea: Area = {
+  mount: '/api/v1/api-keys',
+  tag: 'API keys',
+  capabilities: [
+    defineCapability({
+      name: 'list-api-keys',
+      title: 'List API keys',
+      description: "The caller's keys in this workspace (never the key itself).",
+      access: { auth: 'credential', scope: 'agent:list' },
+      input: CursorQuery,
+      output: cursorEnvelope(ApiKeyRecord),
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/', summary: "The caller's keys in this workspace (never the key itself)" },
+      mcp: false,
+      run: (ctx, query) => listApiKeys(ctx.db, ctx.actor, query),
+    }),
+    defineCapability({
+      name: 'create-api-key',
+      title: 'Create an API key',
+      description: 'Creates a key bound to this workspace; `key` is shown only in this answer.',
+      access: { auth: 'credential', scope: 'profile:write' },
+      input: CreateApiKeyBody,
+      output: CreatedApiKey,
+      annotations: WRITE,
+      http: { method: 'POST', path: '/', status: 201, before: [idempotent], summary: 'Create a key bound to this workspace; `key` is shown only here' },
+      mcp: false,
+      run: (ctx, body) => createApiKey(ctx.db, ctx.actor, body),
+    }),
+    defineCapability({
+      name: 'revoke-api-key',
+      title: 'Revoke an API key',
+      description: 'Revokes a key; it fails from its next request on.',
+      access: { auth: 'credential', scope: 'profile:write' },
+      input: z.object({ keyId: z.string().min(1).max(40).describe('The key id') }),
+      output: ApiKeyRecord,
+      annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
+      http: { method: 'POST', path: '/:id/revoke', params: { id: 'keyId' }, summary: 'Revoke a key; it fails from its next request on' },
+      mcp: false,
+      run: (ctx, { keyId }) => revokeApiKey(ctx.db, ctx.actor, keyId),
+    }),
+  ],
+};
