@@ -8,27 +8,6 @@ import { authorizeWithGrants, type Actor } from './actor';
 const ROUTE_TABLE: Record<string, RouteAccess> = {
   'GET /api/v1/openapi.json': { auth: 'public' },
 
-  // Spec 3.3-3.5, 5.5: agents ask for scopes with their key (unactivated keys too); the key's
-  // owner decides in the app.
-  'POST /api/v1/agents/connect': { auth: 'agent' },
-  'GET /api/v1/agents/connect/poll/:consentId': { auth: 'agent' },
-  'POST /api/v1/agents/connect/by-code': { auth: 'session' },
-  'POST /api/v1/agents/consents/:consentId/approve': { auth: 'session' },
-  'POST /api/v1/agents/consents/:consentId/deny': { auth: 'session' },
-  'POST /api/v1/agents/request-permission': { auth: 'agent' },
-  'GET /api/v1/agents/request-permission/poll/:requestId': { auth: 'agent' },
-  'GET /api/v1/agents/permission-requests': { auth: 'session' },
-  'POST /api/v1/agents/permission-requests/:requestId/approve': { auth: 'session' },
-  'POST /api/v1/agents/permission-requests/:requestId/deny': { auth: 'session' },
-  'DELETE /api/v1/agents/:keyId/scopes/:scope': { auth: 'credential', scope: 'profile:write' },
-
-  // Spec 5.2: the device flow. The agent has no credential yet: the device code is its secret.
-  'POST /api/v1/activate': { auth: 'public' },
-  'POST /api/v1/activate/poll': { auth: 'public' },
-  'GET /api/v1/activate/lookup': { auth: 'session' },
-  'POST /api/v1/activate/confirm': { auth: 'session' },
-  'POST /api/v1/activate/deny': { auth: 'session' },
-
   'GET /api/v1/marketplace/skills': { auth: 'public' },
   'GET /api/v1/marketplace/skills/categories': { auth: 'public' },
   'GET /api/v1/marketplace/skills/:slug': { auth: 'public' },

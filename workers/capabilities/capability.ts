@@ -3,6 +3,7 @@ import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Actor } from '../auth/actor';
 import type { RouteAccess } from '../auth/access';
+import type { RequestOrigin } from '../auth/principal';
 import type { AppEnv, Db, Env } from '../env';
 
 /** What an operation runs with, whichever surface called it: the database, the bindings and who acts. */
@@ -13,6 +14,10 @@ export interface CapabilityContext {
   requestId: string;
   /** The client's interface label for executions started here: `api`, `mcp`, `mcp-vscode`, … */
   clientInterface: string;
+  /** The service's origin as the caller reached it, for the links an answer carries (poll and approval URLs). */
+  baseUrl: string;
+  /** Where the call came from (request id, IP, user agent): the audit trail of a caller without a credential. */
+  requestOrigin: RequestOrigin;
 }
 
 type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';

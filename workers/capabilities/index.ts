@@ -1,8 +1,10 @@
 import { activityArea, auditLogsArea } from './activity';
 import { apiKeysArea, invitationsArea, profileArea, workspacesArea } from './account';
+import { agentPermissionsArea } from './agent-permissions';
 import { artifactsArea } from './artifacts';
 import type { Area, Capability } from './capability';
 import { connectorsArea } from './connectors';
+import { deviceActivationArea } from './device-activation';
 import { eventsArea } from './events';
 import { executionsArea } from './executions';
 import { memoryArea } from './memory';
@@ -16,6 +18,8 @@ export const AREAS: readonly Area[] = [
   workspacesArea,
   invitationsArea,
   apiKeysArea,
+  agentPermissionsArea,
+  deviceActivationArea,
   memoryArea,
   auditLogsArea,
   activityArea,

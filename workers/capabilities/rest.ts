@@ -12,9 +12,14 @@ const BODYLESS = new Set(['GET', 'DELETE']);
 export const restContext = (c: Context<AppEnv>): CapabilityContext => ({
   db: c.var.db,
   env: c.env,
-  actor: principalOf(c),
+  // Read when used: a public route has no caller, and its operations never ask for one.
+  get actor() {
+    return principalOf(c);
+  },
   requestId: c.var.requestId,
   clientInterface: 'api',
+  baseUrl: new URL(c.req.url).origin,
+  requestOrigin: c.var.origin,
 });
 
 const pick = (schema: z.ZodObject, keys: string[]) => schema.pick(Object.fromEntries(keys.map((key) => [key, true])) as never) as z.ZodObject;

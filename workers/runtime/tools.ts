@@ -67,7 +67,18 @@ async function httpRequest(args: Record<string, unknown>, secrets: readonly RunS
  * the artifact and the HTTP request are the run's own work, which starting it allowed.
  */
 export function runTools(db: Db, env: Env, turn: TurnInput, secrets: readonly RunSecret[] = []): AgentTool[] {
-  const ctx: CapabilityContext = { db, env, actor: turn.actor, requestId: turn.requestId, clientInterface: turn.source ?? 'api' };
+  const ctx: CapabilityContext = {
+    db,
+    env,
+    actor: turn.actor,
+    requestId: turn.requestId,
+    clientInterface: turn.source ?? 'api',
+    requestOrigin: turn.actor.origin,
+    // A run answers no request: none of its tools hands out a link to the service.
+    get baseUrl(): string {
+      throw new Error('A run has no request origin to link to');
+    },
+  };
   return [
     {
       spec: {
