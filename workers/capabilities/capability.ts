@@ -31,7 +31,8 @@ type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export interface HttpView<Output> {
   method: HttpMethod;
   path: string;
-  summary: string;
+  /** The OpenAPI summary; the capability's description when omitted. */
+  summary?: string;
   status?: 200 | 201;
   params?: Record<string, string>;
   query?: z.ZodType;

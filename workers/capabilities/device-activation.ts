@@ -52,7 +52,7 @@ export const deviceActivationArea: Area = {
       input: UserCodeBody,
       output: ActivationRecord,
       annotations: READ_ONLY,
-      http: { method: 'GET', path: '/lookup', summary: 'What a user code would approve (the app)' },
+      http: { method: 'GET', path: '/lookup' },
       mcp: false,
       run: (ctx, { user_code }) => lookupActivation(ctx.db, ctx.actor, user_code),
     }),

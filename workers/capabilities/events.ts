@@ -20,7 +20,6 @@ export const eventsArea: Area = {
       http: {
         method: 'GET',
         path: '/subscribe-url',
-        summary: "A signed WebSocket URL for the workspace's control plane, valid 5 minutes",
         // The socket is the service's own: on the origin the request reached, ws: or wss:.
         respond: { schema: SubscribeUrl, send: (c, { url, expiresInMs }) => c.json({ url: new URL(url, c.req.url).href.replace(/^http/, 'ws'), expiresInMs }) },
       },

@@ -106,7 +106,7 @@ export const executionsArea: Area = {
       input: ExecutionId,
       output: ExecutionDetails,
       annotations: READ_ONLY,
-      http: { method: 'GET', path: '/:id', params: byId, summary: 'One execution: its history item, token usage, time and artifacts' },
+      http: { method: 'GET', path: '/:id', params: byId },
       mcp: false,
       run: (ctx, { executionId }) => getExecutionDetails(ctx.db, ctx.actor, executionId),
     }),

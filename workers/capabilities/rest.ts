@@ -56,7 +56,8 @@ export function capabilityRoutes(area: Area): Hono<AppEnv> {
     if (!http) continue;
     const status = http.status ?? 200;
     const { middleware, input } = validators(capability, http);
-    router.on(http.method, http.path, documented(area.tag, http.summary, status, http.respond?.schema ?? capability.output), ...middleware, async (c) => {
+    const summary = http.summary ?? capability.description.replace(/\.$/, '');
+    router.on(http.method, http.path, documented(area.tag, summary, status, http.respond?.schema ?? capability.output), ...middleware, async (c) => {
       const output = await capability.run(restContext(c), input(c));
       return http.respond ? http.respond.send(c, output) : c.json(output as object, status);
     });

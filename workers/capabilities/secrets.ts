@@ -20,7 +20,7 @@ export const secretsArea: Area = {
       input: CursorQuery,
       output: cursorEnvelope(SecretRecord),
       annotations: READ_ONLY,
-      http: { method: 'GET', path: '/', summary: 'Secrets of the workspace, newest first (never their values)' },
+      http: { method: 'GET', path: '/' },
       mcp: false,
       run: (ctx, query) => listSecrets(ctx.db, ctx.actor, query),
     }),
