@@ -1,4 +1,5 @@
 import type { Role } from '../../schema';
+import { unauthorized } from '../errors';
 
 /** Where a request came from: recorded with every mutation in the audit log. */
 export interface RequestOrigin {
@@ -30,3 +31,9 @@ export interface Principal {
 }
 
 export const apiKeyIdOf = (p: Principal): number | null => (p.credential.type === 'api_key' ? p.credential.apiKeyId : null);
+
+/** The principal of a route whose table entry requires one. */
+export const principalOf = (c: { var: { principal: Principal | undefined } }): Principal => {
+  if (!c.var.principal) throw unauthorized();
+  return c.var.principal;
+};

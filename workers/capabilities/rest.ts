@@ -12,9 +12,14 @@ const BODYLESS = new Set(['GET', 'DELETE']);
 export const restContext = (c: Context<AppEnv>): CapabilityContext => ({
   db: c.var.db,
   env: c.env,
-  actor: principalOf(c),
+  // Read when used: a public route has no caller, and its operations never ask for one.
+  get actor() {
+    return principalOf(c);
+  },
   requestId: c.var.requestId,
   clientInterface: 'api',
+  source: 'api',
+  idempotencyKey: c.req.header('idempotency-key'),
 });
 
 const pick = (schema: z.ZodObject, keys: string[]) => schema.pick(Object.fromEntries(keys.map((key) => [key, true])) as never) as z.ZodObject;
@@ -24,8 +29,9 @@ const pick = (schema: z.ZodObject, keys: string[]) => schema.pick(Object.fromEnt
  * body, each from the input's own fields unless the view gives the wire shape. Each answers 400
  * INVALID_INPUT naming the field, and is what the OpenAPI document describes.
  */
-function validators(capability: Capability, http: HttpView<unknown>) {
-  const params = [...http.path.matchAll(/:(\w+)/g)].map((match) => match[1]!);
+function validators(area: Area, capability: Capability, http: HttpView<unknown>) {
+  // A mount path's parameters (`/api/v1/skills/:slug/secrets`) reach the area's handlers too.
+  const params = [...`${area.mount}${http.path}`.matchAll(/:(\w+)/g)].map((match) => match[1]!);
   const fieldOf = (param: string) => http.params?.[param] ?? param;
   const rest = Object.keys(capability.input.shape).filter((key) => !params.map(fieldOf).includes(key));
   const target = BODYLESS.has(http.method) ? ('query' as const) : ('json' as const);
@@ -48,7 +54,7 @@ export function capabilityRoutes(area: Area): Hono<AppEnv> {
     const http = capability.http;
     if (!http) continue;
     const status = http.status ?? 200;
-    const { middleware, input } = validators(capability, http);
+    const { middleware, input } = validators(area, capability, http);
     router.on(http.method, http.path, documented(area.tag, http.summary, status, http.respond?.schema ?? capability.output), ...middleware, async (c) => {
       const output = await capability.run(restContext(c), input(c));
       return http.respond ? http.respond.send(c, output) : c.json(output as object, status);

@@ -7,7 +7,7 @@ import { authorizeWithGrants } from '../auth/actor';
 import { ROUTE_ACCESS, routeKey } from '../auth/route-scopes';
 import { GRANT_TOKEN_HEADER } from '../auth/grants';
 import type { AppEnv } from '../env';
-import { AppError, unauthorized } from '../errors';
+import { AppError } from '../errors';
 import { hitRateLimit } from '../lib/rate-limit';
 
 /** Spec 8: 100 requests per minute per API key or session user, on every `/api/v1/` route. */
@@ -117,8 +117,5 @@ export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
   await next();
 });
 
-/** The principal of a route whose table entry requires one. */
-export const principalOf = (c: { var: { principal: Principal | undefined } }): Principal => {
-  if (!c.var.principal) throw unauthorized();
-  return c.var.principal;
-};
+// Defined beside Principal, so that middleware the capabilities use need not import this one.
+export { principalOf } from '../auth/principal';

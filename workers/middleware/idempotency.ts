@@ -7,7 +7,7 @@ import { AppError, conflict, invalidInput } from '../errors';
 import { decryptSecret, encryptSecret } from '../lib/encryption';
 import { now } from '../lib/clock';
 import { hmacSha256Hex } from '../lib/crypto';
-import { principalOf } from './authenticate';
+import { principalOf } from '../auth/principal';
 
 /** Spec 8: idempotency keys live 24 hours, per workspace. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;

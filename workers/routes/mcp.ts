@@ -151,6 +151,7 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
     env: c.env,
     actor: principal,
     clientInterface: clientInterface(c.req.header('user-agent')),
+    source: 'mcp',
     requestId: c.var.requestId,
     grantToken: c.req.header(GRANT_TOKEN_HEADER),
     logLevel: live ? await logLevelOf(c.var.db, principal) : undefined,
