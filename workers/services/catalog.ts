@@ -144,7 +144,13 @@ export const MarketplaceInput = CursorQuery.extend({
   /** Case-insensitive search in name and description (our addition). */
   query: z.string().trim().min(1).max(200).optional().describe('Words to find in the name or description, e.g. "meeting notes"'),
   category: z.enum(CATEGORIES).optional().describe('Only skills of this category'),
-  limit: z.number().int().min(1).max(MAX_MARKETPLACE_PAGE).optional().describe(`How many to answer (default all; ${DEFAULT_PAGE} in the cursor form)`),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_MARKETPLACE_PAGE)
+    .optional()
+    .describe(`How many to answer (default up to ${MAX_MARKETPLACE_PAGE}; ${DEFAULT_PAGE} in the cursor form)`),
   offset: z.number().int().min(0).max(100_000).default(0).describe('How many matches to skip (default 0)'),
 });
 export type MarketplaceInput = z.infer<typeof MarketplaceInput>;
