@@ -8,41 +8,11 @@ import { authorizeWithGrants, type Actor } from './actor';
 const ROUTE_TABLE: Record<string, RouteAccess> = {
   'GET /api/v1/openapi.json': { auth: 'public' },
 
-  'GET /api/v1/marketplace/skills': { auth: 'public' },
-  'GET /api/v1/marketplace/skills/categories': { auth: 'public' },
-  'GET /api/v1/marketplace/skills/:slug': { auth: 'public' },
-  'GET /api/v1/marketplace/skills/:slug/bundle': { auth: 'public' },
-
-  'GET /api/v1/skills': { auth: 'credential', scope: 'library:read' },
-  'PUT /api/v1/skills/:slug': { auth: 'credential', scope: 'library:write' },
-  'POST /api/v1/skills/:slug/install': { auth: 'credential', scope: 'library:write' },
-  'POST /api/v1/skills/:slug/uninstall': { auth: 'credential', scope: 'library:write' },
-  'GET /api/v1/skills/:slug/versions': { auth: 'credential', scope: 'library:read' },
-  'POST /api/v1/skills/:slug/versions/:versionNumber/restore': { auth: 'credential', scope: 'library:write' },
-  'POST /api/v1/install': { auth: 'credential', scope: 'library:write' },
-  'GET /api/v1/skills/:slug/secrets': { auth: 'credential', scope: 'library:read' },
-  'POST /api/v1/skills/:slug/secrets': { auth: 'credential', scope: 'library:write' },
-  'DELETE /api/v1/skills/:slug/secrets/:id': { auth: 'credential', scope: 'library:write' },
-
-  'POST /api/v1/skills/:slug/run': { auth: 'credential', scope: 'tool:execute' },
-
-  'GET /api/v1/billing/balance': { auth: 'credential', scope: 'billing:read' },
-  'GET /api/v1/billing/transactions': { auth: 'credential', scope: 'billing:read' },
-  'GET /api/v1/billing/packs': { auth: 'credential', scope: 'billing:read' },
-  // Spec 5.4 has no billing write scope: spending the user's money is a sensitive profile write.
-  'POST /api/v1/billing/purchase': { auth: 'credential', scope: 'profile:write' },
-  // Stripe calls it; the stripe-signature header is its credential.
+  // Billing's protocol endpoints, served by hand beside its capabilities. Stripe calls the
+  // webhook; the stripe-signature header is its credential.
   'POST /api/v1/billing/webhook': { auth: 'public' },
   // Reached by a browser redirect from Checkout, without credentials (spec 4.9).
   'GET /api/v1/billing/return/:outcome': { auth: 'public' },
-  'GET /api/v1/billing/subscription/tier': { auth: 'credential', scope: 'billing:read' },
-  'GET /api/v1/billing/subscription/info': { auth: 'credential', scope: 'billing:read' },
-  'GET /api/v1/billing/publishable-key': { auth: 'credential', scope: 'billing:read' },
-
-  'GET /api/v1/byok': { auth: 'credential', scope: 'billing:read' },
-  // Spec 5.4 has no billing write scope: storing a key that pays for runs is a profile change.
-  'PUT /api/v1/byok': { auth: 'credential', scope: 'profile:write' },
-  'DELETE /api/v1/byok': { auth: 'credential', scope: 'profile:write' },
 
   // Workflows and the agents their steps run: reading needs library:read, running workflow:run.
   'GET /api/v1/agents': { auth: 'credential', scope: 'agent:list' },

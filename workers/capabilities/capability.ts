@@ -18,13 +18,25 @@ export interface CapabilityContext {
   baseUrl: string;
   /** Where the call came from (request id, IP, user agent): the audit trail of a caller without a credential. */
   requestOrigin: RequestOrigin;
+  /** The channel recorded as the source of executions started here; `api` when unset. */
+  source?: 'api' | 'mcp';
+  /** The REST caller's Idempotency-Key, for an operation that hands it on to a provider (Stripe). */
+  idempotencyKey?: string;
+}
+
+/** How a tool reports the work it started to a client that sent a `progressToken`. */
+export interface ProgressReport {
+  /** `notifications/progress`; `done` must grow from one call to the next. */
+  progress(done: number, message: string): Promise<void>;
+  /** The run's text as it streams, as a `notifications/message` at level info (if the client's level lets it through). */
+  log(text: string): Promise<void>;
 }
 
 type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
- * The operation as a REST route, under its area's mount path. Path parameters fill the input
- * fields of the same name (or those `params` names); the other fields come from the query of a
+ * The operation as a REST route, under its area's mount path. Path parameters, the mount's
+ * included, fill the input fields of the same name (or those `params` names); the other fields come from the query of a
  * GET or DELETE and from the JSON body otherwise, unless `query` or `body` gives the wire shape
  * (a schema whose output is those fields).
  */
@@ -51,6 +63,11 @@ export interface McpView<Output> {
   args?: z.ZodObject;
   output?: z.ZodObject;
   present?: (ctx: CapabilityContext, output: Output) => Promise<object>;
+  /**
+   * For an operation that starts long work: when the call carried a `progressToken`, reports on
+   * that work until it ends, before the answer is sent (the response is then an SSE stream).
+   */
+  follow?: (ctx: CapabilityContext, output: Output, report: ProgressReport) => Promise<void>;
 }
 
 /**

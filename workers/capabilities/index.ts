@@ -2,13 +2,16 @@ import { activityArea, auditLogsArea } from './activity';
 import { apiKeysArea, invitationsArea, profileArea, workspacesArea } from './account';
 import { agentPermissionsArea } from './agent-permissions';
 import { artifactsArea } from './artifacts';
+import { billingArea, byokArea } from './billing';
 import type { Area, Capability } from './capability';
 import { connectorsArea } from './connectors';
 import { deviceActivationArea } from './device-activation';
 import { eventsArea } from './events';
 import { executionsArea } from './executions';
+import { marketplaceArea } from './marketplace';
 import { memoryArea } from './memory';
 import { secretsArea } from './secrets';
+import { installArea, skillsArea, skillSecretsArea } from './skills';
 import { threadsArea } from './threads';
 import { tracesArea } from './traces';
 
@@ -23,9 +26,15 @@ export const AREAS: readonly Area[] = [
   memoryArea,
   auditLogsArea,
   activityArea,
+  marketplaceArea,
+  skillsArea,
+  skillSecretsArea,
+  installArea,
   secretsArea,
   executionsArea,
   artifactsArea,
+  billingArea,
+  byokArea,
   connectorsArea,
   tracesArea,
   threadsArea,

@@ -20,6 +20,8 @@ export const restContext = (c: Context<AppEnv>): CapabilityContext => ({
   clientInterface: 'api',
   baseUrl: new URL(c.req.url).origin,
   requestOrigin: c.var.origin,
+  source: 'api',
+  idempotencyKey: c.req.header('idempotency-key'),
 });
 
 const pick = (schema: z.ZodObject, keys: string[]) => schema.pick(Object.fromEntries(keys.map((key) => [key, true])) as never) as z.ZodObject;
@@ -29,8 +31,9 @@ const pick = (schema: z.ZodObject, keys: string[]) => schema.pick(Object.fromEnt
  * body, each from the input's own fields unless the view gives the wire shape. Each answers 400
  * INVALID_INPUT naming the field, and is what the OpenAPI document describes.
  */
-function validators(capability: Capability, http: HttpView<unknown>) {
-  const params = [...http.path.matchAll(/:(\w+)/g)].map((match) => match[1]!);
+function validators(area: Area, capability: Capability, http: HttpView<unknown>) {
+  // A mount path's parameters (`/api/v1/skills/:slug/secrets`) reach the area's handlers too.
+  const params = [...`${area.mount}${http.path}`.matchAll(/:(\w+)/g)].map((match) => match[1]!);
   const fieldOf = (param: string) => http.params?.[param] ?? param;
   const rest = Object.keys(capability.input.shape).filter((key) => !params.map(fieldOf).includes(key));
   const target = BODYLESS.has(http.method) ? ('query' as const) : ('json' as const);
@@ -55,7 +58,7 @@ export function capabilityRoutes(area: Area): Hono<AppEnv> {
     const http = capability.http;
     if (!http) continue;
     const status = http.status ?? 200;
-    const { middleware, input } = validators(capability, http);
+    const { middleware, input } = validators(area, capability, http);
     const summary = http.summary ?? capability.description.replace(/\.$/, '');
     router.on(http.method, http.path, documented(area.tag, summary, status, http.respond?.schema ?? capability.output), ...middleware, async (c) => {
       const output = await capability.run(restContext(c), input(c));

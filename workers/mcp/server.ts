@@ -1,30 +1,28 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { artifactsArea } from '../capabilities/artifacts';
+import { billingArea } from '../capabilities/billing';
 import { connectorsArea } from '../capabilities/connectors';
 import { executionsArea } from '../capabilities/executions';
+import { marketplaceArea } from '../capabilities/marketplace';
 import type { Area } from '../capabilities/capability';
 import { memoryArea } from '../capabilities/memory';
+import { skillsArea } from '../capabilities/skills';
 import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/cfworker';
 import { handleSetLevel } from './logging';
 import { registerResourcesAndPrompts } from './resources';
 import { capabilityTool, type ToolContext } from './tool';
-import { billingTools } from './tools/billing.tools';
-import { executionTools } from './tools/executions.tools';
-import { marketplaceTools } from './tools/marketplace.tools';
-import { skillTools } from './tools/skills.tools';
 import { workflowTools } from './tools/workflows.tools';
 
 const toolsOf = (area: Area) => area.capabilities.filter((capability) => capability.mcp !== false).map(capabilityTool);
 
 /** Every tool the endpoint offers: the capabilities' MCP views and thin adapters over workers/services/. */
 export const MCP_TOOLS = [
-  ...skillTools,
-  ...marketplaceTools,
-  ...executionTools,
+  ...toolsOf(skillsArea),
+  ...toolsOf(marketplaceArea),
   ...toolsOf(executionsArea),
   ...toolsOf(artifactsArea),
   ...toolsOf(memoryArea),
-  ...billingTools,
+  ...toolsOf(billingArea),
   ...workflowTools,
   ...toolsOf(connectorsArea),
 ];

@@ -1,51 +1,19 @@
-import { Hono } from 'hono';
 import { z } from 'zod';
-import type { AppEnv } from '../env';
+import { billingArea } from '../capabilities/billing';
+import { capabilityRoutes } from '../capabilities/rest';
 import { notFound } from '../errors';
 import { appDeepLink, RETURN_OUTCOMES, returnPage, type ReturnOutcome } from '../lib/return-page';
-import { principalOf } from '../auth/principal';
-import { validate } from '../middleware/validate';
-import { getTier, listPacks, Pack, packOffer, SubscriptionInfo, subscriptionInfo, TierResponse } from '../services/billing';
-import { BalanceStatus, getBalance, listTransactions, Transaction } from '../services/credits';
-import { applyStripeEvent, checkoutIdempotencyKey, createCheckoutSession, publishableKey, PurchaseBody, stripeClient, verifyWebhook } from '../services/stripe';
+import { applyStripeEvent, verifyWebhook } from '../services/stripe';
 import { documented, documentedPage } from './openapi';
 
 const isOutcome = (value: string): value is ReturnOutcome => (RETURN_OUTCOMES as readonly string[]).includes(value);
 
-/** The caller's credits, packs, purchases and tier (spec 4.9), plus Stripe's webhook and the Checkout return pages. */
-export const billingRoutes = new Hono<AppEnv>()
-  .get('/balance', documented('Billing', 'Balance, total spent and whether a run can start', 200, BalanceStatus), async (c) =>
-    c.json(await getBalance(c.var.db, principalOf(c))),
-  )
-  .get(
-    '/transactions',
-    documented('Billing', 'The 50 most recent transactions, newest first', 200, z.object({ transactions: z.array(Transaction) })),
-    async (c) => c.json(await listTransactions(c.var.db, principalOf(c))),
-  )
-  .get(
-    '/packs',
-    documented('Billing', 'Credit packs at the caller’s prices (20% off while basedmode is paid up)', 200, z.object({ packs: z.array(Pack) })),
-    async (c) => c.json(await listPacks(c.var.db, principalOf(c))),
-  )
-  .post(
-    '/purchase',
-    documented(
-      'Billing',
-      'Open a Stripe Checkout session for a pack; credits arrive with the webhook, not the redirect',
-      200,
-      z.object({ checkoutUrl: z.string() }),
-    ),
-    validate('json', PurchaseBody),
-    async (c) => {
-      const principal = principalOf(c);
-      const body = c.req.valid('json');
-      // An unknown pack is 400 whether or not Stripe is configured.
-      const pack = await packOffer(c.var.db, principal, body.packId);
-      const stripe = stripeClient(c.env.STRIPE_SECRET_KEY);
-      const idempotencyKey = await checkoutIdempotencyKey(principal.userId, c.req.header('idempotency-key'));
-      return c.json(await createCheckoutSession(stripe, c.var.db, principal, { ...body, pack }, idempotencyKey));
-    },
-  )
+/**
+ * The billing operations (workers/capabilities/billing.ts), plus two protocol endpoints written
+ * by hand, their access kept in the route table: Stripe's webhook (the raw body and its
+ * signature) and the page a browser lands on after Checkout.
+ */
+export const billingRoutes = capabilityRoutes(billingArea)
   .post(
     '/webhook',
     documented(
@@ -80,13 +48,4 @@ export const billingRoutes = new Hono<AppEnv>()
         'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
       });
     },
-  )
-  .get('/subscription/tier', documented('Billing', 'The caller’s derived tier and its mode', 200, TierResponse), async (c) =>
-    c.json(await getTier(c.var.db, principalOf(c), c.env.STRIPE_SECRET_KEY)),
-  )
-  .get('/subscription/info', documented('Billing', 'The modes a user can be in (sitelicense is assigned, not chosen)', 200, SubscriptionInfo), (c) =>
-    c.json(subscriptionInfo()),
-  )
-  .get('/publishable-key', documented('Billing', 'The Stripe publishable key for client-side Stripe.js', 200, z.object({ publishableKey: z.string() })), (c) =>
-    c.json(publishableKey(c.env.STRIPE_PUBLISHABLE_KEY)),
   );

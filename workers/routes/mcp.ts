@@ -153,6 +153,7 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
     clientInterface: clientInterface(c.req.header('user-agent')),
     baseUrl: base,
     requestOrigin: c.var.origin,
+    source: 'mcp',
     requestId: c.var.requestId,
     grantToken: c.req.header(GRANT_TOKEN_HEADER),
     logLevel: live ? await logLevelOf(c.var.db, principal) : undefined,

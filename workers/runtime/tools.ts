@@ -73,7 +73,10 @@ export function runTools(db: Db, env: Env, turn: TurnInput, secrets: readonly Ru
     actor: turn.actor,
     requestId: turn.requestId,
     clientInterface: turn.source ?? 'api',
-    requestOrigin: turn.actor.origin,
+    // Read when a tool asks: a turn recorded before runs carried their actor has none.
+    get requestOrigin() {
+      return turn.actor.origin;
+    },
     // A run answers no request: none of its tools hands out a link to the service.
     get baseUrl(): string {
       throw new Error('A run has no request origin to link to');

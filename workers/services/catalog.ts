@@ -139,19 +139,33 @@ const presentDetail = (row: CatalogSkillRow): MarketplaceDetail => ({
 /** The bare-array form lists the whole catalog unless `limit` says otherwise. */
 const MAX_MARKETPLACE_PAGE = 1000;
 
+/** A search of the catalog: words, a category, and an offset page (a bare array) or a cursor. */
+export const MarketplaceInput = CursorQuery.extend({
+  /** Case-insensitive search in name and description (our addition). */
+  query: z.string().trim().min(1).max(200).optional().describe('Words to find in the name or description, e.g. "meeting notes"'),
+  category: z.enum(CATEGORIES).optional().describe('Only skills of this category'),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_MARKETPLACE_PAGE)
+    .optional()
+    .describe(`How many to answer (default up to ${MAX_MARKETPLACE_PAGE}; ${DEFAULT_PAGE} in the cursor form)`),
+  offset: z.number().int().min(0).max(100_000).default(0).describe('How many matches to skip (default 0)'),
+});
+export type MarketplaceInput = z.infer<typeof MarketplaceInput>;
+
+/** The REST query: the words as `q`, numbers as strings, and a category's id or display name in any case. */
 export const MarketplaceQuery = CursorQuery.extend({
   limit: z.coerce.number().int().min(1).max(MAX_MARKETPLACE_PAGE).optional(),
   offset: z.coerce.number().int().min(0).max(100_000).default(0),
-  /** A category id or display name, in any case. */
   category: CategoryId.optional(),
-  /** Case-insensitive search in name and description (our addition). */
   q: z.string().trim().min(1).max(200).optional(),
-});
-export type MarketplaceQuery = z.infer<typeof MarketplaceQuery>;
+}).transform(({ q, ...query }): MarketplaceInput => ({ ...query, query: q }));
 
-function marketplaceFilter(query: MarketplaceQuery): SQL | undefined {
+function marketplaceFilter(query: MarketplaceInput): SQL | undefined {
   // instr() rather than LIKE: no wildcard escaping, and no cap on the pattern's length.
-  const needle = query.q?.toLowerCase();
+  const needle = query.query?.toLowerCase();
   return and(
     query.category === undefined ? undefined : eq(catalogSkills.category, query.category),
     needle === undefined ? undefined : sql`(instr(lower(${catalogSkills.name}), ${needle}) > 0 OR instr(lower(${catalogSkills.description}), ${needle}) > 0)`,
@@ -159,7 +173,7 @@ function marketplaceFilter(query: MarketplaceQuery): SQL | undefined {
 }
 
 /** Alphabetical by slug. A cursor (`after_id`/`before_id`, a slug) gives the envelope; otherwise a bare array. */
-export async function listMarketplace(db: Db, query: MarketplaceQuery) {
+export async function listMarketplace(db: Db, query: MarketplaceInput) {
   const where = marketplaceFilter(query);
   if (query.after_id === undefined && query.before_id === undefined) {
     const rows = await db

@@ -107,14 +107,20 @@ const installedQuery = (db: Db, principal: Principal, slug?: string) =>
     .where(and(eq(skills.workspaceId, principal.workspaceId), slug === undefined ? undefined : eq(skills.slug, slug)))
     .orderBy(asc(skills.slug));
 
-export const ListSkillsQuery = z.object({
+export const ListSkillsInput = z.object({
+  limit: z.number().int().min(1).max(100).optional(),
+  offset: z.number().int().min(0).max(100_000).default(0),
+});
+export type ListSkillsInput = z.infer<typeof ListSkillsInput>;
+
+/** The REST query: the same fields as numbers in a query string. */
+export const ListSkillsQuery = ListSkillsInput.extend({
   limit: z.coerce.number().int().min(1).max(100).optional(),
   offset: z.coerce.number().int().min(0).max(100_000).default(0),
 });
-export type ListSkillsQuery = z.infer<typeof ListSkillsQuery>;
 
 /** Spec 4.2: a bare array without `limit`; `{items, total, limit, offset, hasMore}` with it. */
-export async function listSkills(db: Db, principal: Principal, query: ListSkillsQuery) {
+export async function listSkills(db: Db, principal: Principal, query: ListSkillsInput) {
   if (query.limit === undefined) {
     return (await installedQuery(db, principal)).map((r) => withoutStorage(presentInstalled(r.skill, r.version)));
   }

@@ -8,7 +8,7 @@ import { AppError, invalidInput } from '../errors';
 import { now } from '../lib/clock';
 import { sha256Hex } from '../lib/crypto';
 import { recordChangeAfter } from './audit';
-import { findPack, type Pack, SUBSCRIPTION_GRANT } from './billing';
+import { findPack, type Pack, packOffer, SUBSCRIPTION_GRANT } from './billing';
 import { grantCredits } from './credits';
 
 /**
@@ -54,6 +54,16 @@ export function publishableKey(value: string | undefined): { publishableKey: str
  */
 export const checkoutIdempotencyKey = async (userId: string, header: string | undefined) =>
   header === undefined ? crypto.randomUUID() : `checkout-${await sha256Hex(`${userId}\n${header}`)}`;
+
+/**
+ * Opens Checkout for a pack at the caller's price. An unknown pack is 400 whether or not Stripe
+ * is configured; the caller's Idempotency-Key, if any, makes retries open the same session.
+ */
+export async function purchasePack(db: Db, secretKey: string | undefined, principal: Principal, body: PurchaseBody, idempotencyHeader?: string) {
+  const pack = await packOffer(db, principal, body.packId);
+  const stripe = stripeClient(secretKey);
+  return createCheckoutSession(stripe, db, principal, { ...body, pack }, await checkoutIdempotencyKey(principal.userId, idempotencyHeader));
+}
 
 /**
  * Opens a Checkout session for `pack` at the price already decided for the caller. Any Stripe

@@ -1,0 +1,241 @@
+import { z } from 'zod';
+import { followExecution } from '../mcp/progress';
+import { idempotent } from '../middleware/idempotency';
+import { legacyFlatErrors } from '../middleware/legacy-errors';
+import { optionalJsonBody } from '../middleware/validate';
+import { InstallFromSourceBody, installFromSource } from '../services/archive-install';
+import { runSkill, RunSkillBody, StartedRun } from '../services/executions';
+import { BindSecretBody, bindSecret, listBindings, SecretBinding, unbindSecret } from '../services/skill-secrets';
+import {
+  AuthorSkillBody,
+  authorSkill,
+  getInstalledSkill,
+  InstallBody,
+  InstalledSkill,
+  InstallRecord,
+  installSkill,
+  listSkills,
+  ListSkillsInput,
+  ListSkillsQuery,
+  listVersions,
+  RestoreResult,
+  restoreVersion,
+  SkillSlug,
+  SkillVersion,
+  uninstallSkill,
+} from '../services/skills';
+import { defineCapability, READ_ONLY, type Area } from './capability';
+
+const BySlug = z.object({ slug: SkillSlug.describe('The skill’s slug, e.g. meeting-summarizer') });
+const Success = z.object({ success: z.literal(true) });
+const WRITE = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false } as const;
+const LIBRARY_READ = { auth: 'credential', scope: 'library:read' } as const;
+const LIBRARY_WRITE = { auth: 'credential', scope: 'library:write' } as const;
+
+const SkillList = z.union([
+  z.array(InstalledSkill),
+  z.object({ items: z.array(InstalledSkill), total: z.number(), limit: z.number(), offset: z.number(), hasMore: z.boolean() }),
+]);
+
+const RunInput = z.object({ slug: SkillSlug.describe('The installed skill to run') }).extend({
+  ...RunSkillBody.shape,
+  input: RunSkillBody.shape.input.describe('What the skill should work on: the instructions or material for this run'),
+  connector: RunSkillBody.shape.connector.describe(
+    '{type:"github", fields:{repo:"owner/repo"}} gives the run read tools for that repository (needs connector:github:read and a connection); {type:"remote", fields:{}} means no source',
+  ),
+});
+
+/** Installed and authored skills of the workspace, with their versions, and runs of them. */
+export const skillsArea: Area = {
+  mount: '/api/v1/skills',
+  tag: 'Skills',
+  capabilities: [
+    defineCapability({
+      name: 'list-installed-skills',
+      title: 'List installed skills',
+      description: 'Lists the skills installed in this workspace (name, slug, description, category, prompt, source, version), alphabetical by slug.',
+      access: LIBRARY_READ,
+      input: ListSkillsInput,
+      output: SkillList,
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/', query: ListSkillsQuery, summary: 'Installed skills: a bare array, or a page with `limit`' },
+      // The tool takes no page size, so its answer is always the whole list.
+      mcp: {
+        args: z.object({}),
+        output: z.object({ skills: z.array(InstalledSkill) }),
+        present: async (_ctx, skills) => ({ skills }),
+      },
+      run: (ctx, query) => listSkills(ctx.db, ctx.actor, query),
+    }),
+    defineCapability({
+      name: 'get-skill-details',
+      title: 'Get skill details',
+      description:
+        'Shows one installed skill: its prompt, active version number, content checksum, bundle type and file count. Fails with NOT_FOUND if it is not installed.',
+      access: LIBRARY_READ,
+      input: BySlug,
+      output: InstallRecord,
+      annotations: READ_ONLY,
+      run: (ctx, { slug }) => getInstalledSkill(ctx.db, ctx.actor, slug),
+    }),
+    defineCapability({
+      name: 'author-skill',
+      title: 'Write a skill',
+      description: 'Creates or updates a skill you author; every write adds a version.',
+      access: LIBRARY_WRITE,
+      input: BySlug.extend(AuthorSkillBody.shape),
+      output: InstallRecord,
+      annotations: WRITE,
+      http: { method: 'PUT', path: '/:slug', summary: 'Create or update a skill you author; every write adds a version' },
+      mcp: false,
+      run: (ctx, { slug, ...body }) => authorSkill(ctx.db, ctx.env.BUCKET, ctx.actor, slug, body),
+    }),
+    defineCapability({
+      name: 'execute-skill',
+      title: 'Run a skill',
+      description:
+        'Starts a run of an installed skill with the given input and answers at once with its executionId (status "started"); poll get-execution-status for progress and output. With a progressToken the answer waits for the run to end, sending progress (and, once logging/setLevel is info or lower, the run’s text) meanwhile. Costs credits (at least 50 Ds must be available, INSUFFICIENT_CREDITS otherwise); one run at a time per workspace (EXECUTION_RUNNING).',
+      access: { auth: 'credential', scope: 'tool:execute' },
+      input: RunInput,
+      output: StartedRun,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+      http: {
+        method: 'POST',
+        path: '/:slug/run',
+        summary: 'Run the skill now: creates the execution and starts it (errors in the flat legacy shape)',
+        // Inside idempotent, so a stored and replayed failure has the same flat shape.
+        before: [idempotent, legacyFlatErrors],
+      },
+      mcp: {
+        args: RunInput.omit({ attachments: true }).extend({
+          interface: RunSkillBody.shape.interface.describe('A label for the client, recorded on the execution; defaults to the detected MCP client'),
+        }),
+        follow: (ctx, started, report) => followExecution(ctx, started.executionId, report),
+      },
+      run: (ctx, { slug, ...body }) => runSkill(ctx.db, ctx.env, ctx.actor, slug, { ...body, interface: body.interface ?? ctx.clientInterface }, ctx.source),
+    }),
+    defineCapability({
+      name: 'install-skill',
+      title: 'Install a skill',
+      description:
+        'Installs a skill from the marketplace catalog into this workspace (or reinstalls it, adding a version only if its content changed). Fails with EXECUTION_RUNNING while a run is in progress.',
+      access: LIBRARY_WRITE,
+      input: BySlug.extend(InstallBody.shape),
+      output: InstallRecord,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      http: {
+        method: 'POST',
+        path: '/:slug/install',
+        summary: 'Install from the marketplace, an artifact bundle or another registry',
+        before: [optionalJsonBody],
+      },
+      // The tool installs from the catalog only.
+      mcp: { args: z.object({ slug: BySlug.shape.slug.describe('The marketplace slug of the skill to install') }) },
+      run: async (ctx, { slug, ...body }) => (await installSkill(ctx.db, ctx.env.BUCKET, ctx.actor, slug, body)).record,
+    }),
+    defineCapability({
+      name: 'uninstall-skill',
+      title: 'Uninstall a skill',
+      description:
+        'Removes an installed skill, its versions and its secret bindings from this workspace. Fails with EXECUTION_RUNNING while a run is in progress.',
+      access: LIBRARY_WRITE,
+      input: BySlug,
+      output: Success,
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      http: { method: 'POST', path: '/:slug/uninstall', summary: 'Remove the skill and its versions' },
+      run: (ctx, { slug }) => uninstallSkill(ctx.db, ctx.actor, slug),
+    }),
+    defineCapability({
+      name: 'list-skill-versions',
+      title: 'List skill versions',
+      description: 'Every version of an installed skill, newest first; one is active.',
+      access: LIBRARY_READ,
+      input: BySlug,
+      output: z.array(SkillVersion),
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/:slug/versions', summary: 'Every version, newest first; one is active' },
+      mcp: false,
+      run: (ctx, { slug }) => listVersions(ctx.db, ctx.actor, slug),
+    }),
+    defineCapability({
+      name: 'restore-skill-version',
+      title: 'Restore a skill version',
+      description: 'Restores an old version of a skill as a new one (non-destructive).',
+      access: LIBRARY_WRITE,
+      input: BySlug.extend({ versionNumber: z.string().max(20).describe('The version to restore') }),
+      output: RestoreResult,
+      annotations: WRITE,
+      http: { method: 'POST', path: '/:slug/versions/:versionNumber/restore', summary: 'Restore an old version as a new one (non-destructive)' },
+      mcp: false,
+      run: (ctx, { slug, versionNumber }) => restoreVersion(ctx.db, ctx.actor, slug, versionNumber),
+    }),
+  ],
+};
+
+/** Secrets handed to a skill's runs as environment variables; the mount's `:slug` names the skill. */
+export const skillSecretsArea: Area = {
+  mount: '/api/v1/skills/:slug/secrets',
+  tag: 'Skills',
+  capabilities: [
+    defineCapability({
+      name: 'list-skill-secrets',
+      title: 'List a skill’s secret bindings',
+      description: 'The skill’s secret bindings, oldest first.',
+      access: LIBRARY_READ,
+      input: BySlug,
+      output: z.array(SecretBinding),
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/', summary: "The skill's secret bindings, oldest first" },
+      mcp: false,
+      run: (ctx, { slug }) => listBindings(ctx.db, ctx.actor, slug),
+    }),
+    defineCapability({
+      name: 'bind-skill-secret',
+      title: 'Bind a secret to a skill',
+      description: 'Binds a secret to an environment variable of the skill’s runs.',
+      access: LIBRARY_WRITE,
+      input: BySlug.extend(BindSecretBody.shape),
+      output: SecretBinding,
+      annotations: WRITE,
+      http: { method: 'POST', path: '/', status: 201, summary: 'Bind a secret to an environment variable of the skill' },
+      mcp: false,
+      run: (ctx, { slug, ...body }) => bindSecret(ctx.db, ctx.actor, slug, body),
+    }),
+    defineCapability({
+      name: 'unbind-skill-secret',
+      title: 'Remove a secret binding',
+      description: 'Removes one of the skill’s secret bindings.',
+      access: LIBRARY_WRITE,
+      input: BySlug.extend({ id: z.string().min(1).max(20).describe('The binding id') }),
+      output: Success,
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      http: { method: 'DELETE', path: '/:id', summary: 'Remove a binding' },
+      mcp: false,
+      run: (ctx, { slug, id }) => unbindSecret(ctx.db, ctx.actor, slug, id),
+    }),
+  ],
+};
+
+/** Installing a skill bundle from an archive, in this workspace's object storage or at a URL. */
+export const installArea: Area = {
+  mount: '/api/v1/install',
+  tag: 'Skills',
+  capabilities: [
+    defineCapability({
+      name: 'install-from-source',
+      title: 'Install a skill from an archive',
+      description: 'Installs a skill bundle from a zip or tar(.gz) archive in this workspace’s R2 prefix or at an https URL.',
+      access: LIBRARY_WRITE,
+      input: InstallFromSourceBody,
+      output: InstallRecord,
+      annotations: { ...WRITE, openWorldHint: true },
+      http: {
+        method: 'POST',
+        path: '/',
+        summary: 'Install a skill bundle from a zip or tar(.gz) archive in this workspace’s R2 prefix or at an https URL',
+      },
+      mcp: false,
+      run: (ctx, body) => installFromSource(ctx.db, ctx.env.BUCKET, ctx.actor, body),
+    }),
+  ],
+};
