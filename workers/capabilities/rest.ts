@@ -32,7 +32,11 @@ function validators(capability: Capability, http: HttpView<unknown>) {
   const wire = target === 'query' ? http.query : http.body;
   const middleware: MiddlewareHandler[] = [...(http.before ?? [])];
   if (params.length) middleware.push(validate('param', z.object(Object.fromEntries(params.map((p) => [p, capability.input.shape[fieldOf(p)]!])))));
-  if (wire || rest.length) middleware.push(validate(target, wire ?? pick(capability.input, rest)));
+  if (wire || rest.length) {
+    const check = validate(target, wire ?? pick(capability.input, rest));
+    // A body the view describes itself is checked by a wrapper the OpenAPI generator does not read.
+    middleware.push(http.requestBody ? (c, next) => check(c, next) : check);
+  }
   const input = (c: Context<AppEnv>) => {
     const valid = (target: string) => c.req.valid(target as never) as Record<string, unknown>;
     const path = params.length ? valid('param') : {};
@@ -49,10 +53,16 @@ export function capabilityRoutes(area: Area): Hono<AppEnv> {
     if (!http) continue;
     const status = http.status ?? 200;
     const { middleware, input } = validators(capability, http);
-    router.on(http.method, http.path, documented(area.tag, http.summary, status, http.respond?.schema ?? capability.output), ...middleware, async (c) => {
-      const output = await capability.run(restContext(c), input(c));
-      return http.respond ? http.respond.send(c, output) : c.json(output as object, status);
-    });
+    router.on(
+      http.method,
+      http.path,
+      documented(area.tag, http.summary, status, http.respond?.schema ?? capability.output, 'OK', http.requestBody),
+      ...middleware,
+      async (c) => {
+        const output = await capability.run(restContext(c), input(c));
+        return http.respond ? http.respond.send(c, output) : c.json(output as object, status);
+      },
+    );
   }
   return router;
 }

@@ -1,6 +1,6 @@
 import { getExecutionStatus } from '../services/executions';
 import { getRun } from '../services/workflows';
-import type { ProgressReport, ToolContext } from './tool';
+import type { CapabilityContext, ProgressReport } from '../capabilities/capability';
 
 /** How often a followed run is read again, and how long a call follows it at most. */
 const POLL_MS = 250;
@@ -16,7 +16,7 @@ async function pollUntilEnded(step: () => Promise<boolean>): Promise<void> {
  * Follows a skill run through the execution service's own status: each poll sends the text
  * streamed since the last as a log message, and a progress notification counting its characters.
  */
-export async function followExecution(ctx: ToolContext, executionId: string, report: ProgressReport): Promise<void> {
+export async function followExecution(ctx: CapabilityContext, executionId: string, report: ProgressReport): Promise<void> {
   let sent = 0;
   let progress = 0;
   await pollUntilEnded(async () => {
@@ -35,7 +35,7 @@ export async function followExecution(ctx: ToolContext, executionId: string, rep
 }
 
 /** Follows a workflow run: a progress notification each time a step ends, until the run stops running. */
-export async function followWorkflowRun(ctx: ToolContext, runId: string, report: ProgressReport): Promise<void> {
+export async function followWorkflowRun(ctx: CapabilityContext, runId: string, report: ProgressReport): Promise<void> {
   const reported = new Set<string>();
   await pollUntilEnded(async () => {
     const { run, steps } = await getRun(ctx.db, ctx.actor, runId);

@@ -4,6 +4,7 @@ import { connectorsArea } from '../capabilities/connectors';
 import { executionsArea } from '../capabilities/executions';
 import type { Area } from '../capabilities/capability';
 import { memoryArea } from '../capabilities/memory';
+import { workflowsArea } from '../capabilities/workflows';
 import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/cfworker';
 import { handleSetLevel } from './logging';
 import { registerResourcesAndPrompts } from './resources';
@@ -12,7 +13,6 @@ import { billingTools } from './tools/billing.tools';
 import { executionTools } from './tools/executions.tools';
 import { marketplaceTools } from './tools/marketplace.tools';
 import { skillTools } from './tools/skills.tools';
-import { workflowTools } from './tools/workflows.tools';
 
 const toolsOf = (area: Area) => area.capabilities.filter((capability) => capability.mcp !== false).map(capabilityTool);
 
@@ -25,7 +25,7 @@ export const MCP_TOOLS = [
   ...toolsOf(artifactsArea),
   ...toolsOf(memoryArea),
   ...billingTools,
-  ...workflowTools,
+  ...toolsOf(workflowsArea),
   ...toolsOf(connectorsArea),
 ];
 

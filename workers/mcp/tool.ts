@@ -3,7 +3,7 @@ import type { CallToolResult, LoggingLevel, ServerNotification, ToolAnnotations 
 import { z } from 'zod';
 import type { RouteAccess } from '../auth/access';
 import { ROUTE_ACCESS } from '../auth/route-scopes';
-import type { Capability, CapabilityContext } from '../capabilities/capability';
+import { ToolFailure, type Capability, type CapabilityContext, type ProgressReport } from '../capabilities/capability';
 import { AppError } from '../errors';
 import { authorizeWithGrants } from '../auth/actor';
 
@@ -13,14 +13,6 @@ export interface ToolContext extends CapabilityContext {
   grantToken?: string;
   /** The level this credential's client set with `logging/setLevel`, if any: live run text is sent as log messages only then. */
   logLevel?: LoggingLevel;
-}
-
-/** How a tool reports the work it started to a client that sent a `progressToken`. */
-export interface ProgressReport {
-  /** `notifications/progress`; `done` must grow from one call to the next. */
-  progress(done: number, message: string): Promise<void>;
-  /** The run's text as it streams, as a `notifications/message` at level info (if the client's level lets it through). */
-  log(text: string): Promise<void>;
 }
 
 const LOG_LEVELS: LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
@@ -60,13 +52,6 @@ export interface ServiceTool<Shape extends z.ZodRawShape> {
    * work until it ends, before the result is answered (the response is then an SSE stream).
    */
   follow?: (ctx: ToolContext, result: never, report: ProgressReport) => Promise<void>;
-}
-
-/** A failure a route answers in its own shape (workflow resume, spec 7.3): the tool error carries that body as is. */
-export class ToolFailure extends Error {
-  constructor(readonly body: object) {
-    super('tool failure');
-  }
 }
 
 /** A failed call: an MCP tool error whose text is the service's error envelope, code first. */
@@ -133,5 +118,6 @@ export function capabilityTool(capability: Capability) {
       const output = await capability.run(ctx, input);
       return view?.present ? view.present(ctx, output) : (output as object);
     },
+    follow: view?.follow,
   });
 }
