@@ -19,6 +19,7 @@ import {
   ListRunsInput,
   listWorkflows,
   ResumeAnswer,
+  ResumeBody,
   Resumed,
   resumeRun,
   RunDetails,
@@ -126,10 +127,7 @@ export const workflowsArea: Area = {
       description:
         'Resumes a run suspended for human input: resumeData becomes the suspended step’s output. Fails with NOT_SUSPENDED, STEP_MISMATCH, RESUME_IN_PROGRESS or NO_SUSPEND_FRAME, or {cancelled: true, error} for a finished run.',
       access: RUN,
-      input: RunId.extend({
-        resumeData: z.unknown().optional().describe('The human input: what the suspended step outputs'),
-        stepId: z.string().min(1).max(64).optional().describe('The suspended step’s id, when the run waits at more than one'),
-      }),
+      input: RunId.extend(ResumeBody.shape),
       output: ResumeAnswer,
       annotations: WRITES,
       // Spec 7.3 gives resume its own error answers: the route sends them with their status, the tool as its error.

@@ -399,7 +399,10 @@ export async function getRun(db: Db, principal: Principal, runId: string): Promi
   };
 }
 
-export const ResumeBody = z.object({ resumeData: z.unknown().optional(), stepId: z.string().min(1).max(64).optional() });
+export const ResumeBody = z.object({
+  resumeData: z.unknown().optional().describe('The human input: what the suspended step outputs'),
+  stepId: z.string().min(1).max(64).optional().describe('The suspended step’s id, when the run waits at more than one'),
+});
 export type ResumeBody = z.infer<typeof ResumeBody>;
 
 export const Resumed = z.object({ runId: z.string(), status: z.literal('running') });
