@@ -64,30 +64,14 @@ const uninstallCapability = (name: string, method: 'POST' | 'DELETE', path: stri
 
 /**
  * Workflows (spec 4.8): installed definitions and their runs. Static paths come before `/:slug`
- * so `runs`, `queue` and `definitions` are never read as slugs. The two Server-Sent Events
+ * so `runs`, `queue` and `definitions` are never read as slugs (and, in this order, the OpenAPI
+ * document lists `runs/{runId}` before `{id}/launch`, the order its linter's accepted list names). The two Server-Sent Events
  * routes are written by hand in workers/routes/workflows.ts.
  */
 export const workflowsArea: Area = {
   mount: '/api/v1/workflows',
   tag: 'Workflows',
   capabilities: [
-    defineCapability({
-      name: 'start-workflow',
-      title: 'Start a workflow',
-      description:
-        'Launches an installed workflow (by slug, namespaced runtime id or declared id) with inputs checked against its inputSchema; answers {runId, workflowId, status: "started"} at once. Follow it with get-workflow-run. With a progressToken the answer waits until the run stops running (done, failed or waiting for input), sending progress per step meanwhile.',
-      access: RUN,
-      input: LaunchInput,
-      output: Launched,
-      annotations: { ...WRITES, openWorldHint: true },
-      http: { method: 'POST', path: '/:id/launch', status: 201, params: { id: 'workflowId' }, before: [optionalJsonBody], summary: 'Start a run' },
-      // Runs reach threads from a chat turn (workers/runtime/workflow-tools.ts), not from a tool call.
-      mcp: {
-        args: LaunchInput.omit({ threadId: true }),
-        follow: (ctx, started, report) => followWorkflowRun(ctx, started.runId, report),
-      },
-      run: (ctx, { workflowId, inputs, threadId }) => launchWorkflow(ctx.db, ctx.env, ctx.actor, workflowId, inputs, threadId),
-    }),
     defineCapability({
       name: 'list-workflow-runs',
       title: 'List workflow runs',
@@ -244,5 +228,22 @@ export const workflowsArea: Area = {
     }),
     uninstallCapability('uninstall-workflow', 'POST', '/:slug/uninstall'),
     uninstallCapability('delete-workflow', 'DELETE', '/:slug'),
+    defineCapability({
+      name: 'start-workflow',
+      title: 'Start a workflow',
+      description:
+        'Launches an installed workflow (by slug, namespaced runtime id or declared id) with inputs checked against its inputSchema; answers {runId, workflowId, status: "started"} at once. Follow it with get-workflow-run. With a progressToken the answer waits until the run stops running (done, failed or waiting for input), sending progress per step meanwhile.',
+      access: RUN,
+      input: LaunchInput,
+      output: Launched,
+      annotations: { ...WRITES, openWorldHint: true },
+      http: { method: 'POST', path: '/:id/launch', status: 201, params: { id: 'workflowId' }, before: [optionalJsonBody], summary: 'Start a run' },
+      // Runs reach threads from a chat turn (workers/runtime/workflow-tools.ts), not from a tool call.
+      mcp: {
+        args: LaunchInput.omit({ threadId: true }),
+        follow: (ctx, started, report) => followWorkflowRun(ctx, started.runId, report),
+      },
+      run: (ctx, { workflowId, inputs, threadId }) => launchWorkflow(ctx.db, ctx.env, ctx.actor, workflowId, inputs, threadId),
+    }),
   ],
 };
