@@ -71,7 +71,6 @@ const EXCLUDED: Record<string, string> = {
  */
 const SELF_PARSED_BODY: Record<string, string> = {
   'POST /api/v1/workflows/:slug/install': 'one of three definition shapes, told apart by definitionFromBody',
-  'POST /api/v1/workflows/install-from-artifact': '{artifactId}, read by installFromArtifact',
 };
 
 const splitKey = (key: string) => key.split(' ') as [method: string, path: string];

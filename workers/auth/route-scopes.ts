@@ -14,24 +14,8 @@ const ROUTE_TABLE: Record<string, RouteAccess> = {
   // Reached by a browser redirect from Checkout, without credentials (spec 4.9).
   'GET /api/v1/billing/return/:outcome': { auth: 'public' },
 
-  // Workflows and the agents their steps run: reading needs library:read, running workflow:run.
-  'GET /api/v1/agents': { auth: 'credential', scope: 'agent:list' },
-  'POST /api/v1/agents': { auth: 'credential', scope: 'library:write' },
-  'GET /api/v1/workflows': { auth: 'credential', scope: 'library:read' },
-  'GET /api/v1/workflows/definitions': { auth: 'credential', scope: 'library:read' },
-  'POST /api/v1/workflows/install-from-artifact': { auth: 'credential', scope: 'library:write' },
-  'GET /api/v1/workflows/runs': { auth: 'credential', scope: 'library:read' },
-  'GET /api/v1/workflows/runs/:runId': { auth: 'credential', scope: 'library:read' },
+  // The workflows' Server-Sent Events routes, written by hand (workers/routes/workflows.ts).
   'GET /api/v1/workflows/runs/:runId/events': { auth: 'credential', scope: 'library:read' },
-  'POST /api/v1/workflows/runs/:runId/resume': { auth: 'credential', scope: 'workflow:run' },
-  'POST /api/v1/workflows/runs/:runId/cancel': { auth: 'credential', scope: 'workflow:run' },
-  'GET /api/v1/workflows/queue': { auth: 'credential', scope: 'library:read' },
-  'DELETE /api/v1/workflows/queue/:runId': { auth: 'credential', scope: 'workflow:run' },
-  'GET /api/v1/workflows/:slug': { auth: 'credential', scope: 'library:read' },
-  'POST /api/v1/workflows/:slug/install': { auth: 'credential', scope: 'library:write' },
-  'POST /api/v1/workflows/:slug/uninstall': { auth: 'credential', scope: 'library:write' },
-  'DELETE /api/v1/workflows/:slug': { auth: 'credential', scope: 'library:write' },
-  'POST /api/v1/workflows/:id/launch': { auth: 'credential', scope: 'workflow:run' },
   'POST /api/v1/workflows/:id/stream': { auth: 'credential', scope: 'workflow:run' },
 };
 

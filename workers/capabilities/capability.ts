@@ -5,6 +5,7 @@ import type { Actor } from '../auth/actor';
 import type { RouteAccess } from '../auth/access';
 import type { RequestOrigin } from '../auth/principal';
 import type { AppEnv, Db, Env } from '../env';
+import type { RequestBody } from '../routes/openapi';
 
 /** What an operation runs with, whichever surface called it: the database, the bindings and who acts. */
 export interface CapabilityContext {
@@ -51,13 +52,35 @@ export interface HttpView<Output> {
   body?: z.ZodType;
   /** Middleware that runs before validation, e.g. an error shape the spec fixes for this route. */
   before?: MiddlewareHandler[];
+  /**
+   * The OpenAPI description of a body the validators cannot describe (one of several shapes,
+   * told apart by `body`'s transform): `body` then only checks the request.
+   */
+  requestBody?: RequestBody;
   /** For an answer that is not the output as JSON (bytes, a redirect): the response, and the schema that documents it. */
   respond?: { schema: z.ZodType; send: (c: Context<AppEnv>, output: Output) => Response };
 }
 
+/** How a tool reports the work it started to a client that sent a `progressToken`. */
+export interface ProgressReport {
+  /** `notifications/progress`; `done` must grow from one call to the next. */
+  progress(done: number, message: string): Promise<void>;
+  /** The run's text as it streams, as a `notifications/message` at level info (if the client's level lets it through). */
+  log(text: string): Promise<void>;
+}
+
+/** A failure an operation answers in its own shape (workflow resume): the MCP tool error carries that body as is. */
+export class ToolFailure extends Error {
+  constructor(readonly body: object) {
+    super('tool failure');
+  }
+}
+
 /**
- * The operation as an MCP tool of another shape: the part of the input it takes (`args`), and an
- * answer other than the output (e.g. bytes as text or base64).
+ * The operation as an MCP tool of another shape: the part of the input it takes (`args`), an
+ * answer other than the output (e.g. bytes as text or base64; `present` may throw ToolFailure),
+ * and for an operation that starts long work, how a call with a `progressToken` follows it
+ * before answering.
  */
 export interface McpView<Output> {
   args?: z.ZodObject;

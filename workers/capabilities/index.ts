@@ -1,6 +1,7 @@
 import { activityArea, auditLogsArea } from './activity';
 import { apiKeysArea, invitationsArea, profileArea, workspacesArea } from './account';
 import { agentPermissionsArea } from './agent-permissions';
+import { agentsArea } from './agents';
 import { artifactsArea } from './artifacts';
 import { billingArea, byokArea } from './billing';
 import type { Area, Capability } from './capability';
@@ -14,6 +15,7 @@ import { secretsArea } from './secrets';
 import { installArea, skillsArea, skillSecretsArea } from './skills';
 import { threadsArea } from './threads';
 import { tracesArea } from './traces';
+import { workflowsArea } from './workflows';
 
 /** Every area declared as capabilities; its REST routes, access entries, MCP tools and run tools are generated from these. */
 export const AREAS: readonly Area[] = [
@@ -21,6 +23,7 @@ export const AREAS: readonly Area[] = [
   workspacesArea,
   invitationsArea,
   apiKeysArea,
+  agentsArea,
   agentPermissionsArea,
   deviceActivationArea,
   memoryArea,
@@ -35,6 +38,7 @@ export const AREAS: readonly Area[] = [
   artifactsArea,
   billingArea,
   byokArea,
+  workflowsArea,
   connectorsArea,
   tracesArea,
   threadsArea,

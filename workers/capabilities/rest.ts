@@ -42,7 +42,11 @@ function validators(area: Area, capability: Capability, http: HttpView<unknown>)
   if (params.length) middleware.push(validate('param', z.object(Object.fromEntries(params.map((p) => [p, capability.input.shape[fieldOf(p)]!])))));
   // The whole input when no path parameter takes a field: zod refuses to pick from a refined object.
   const fields = rest.length === Object.keys(capability.input.shape).length ? capability.input : pick(capability.input, rest);
-  if (wire || rest.length) middleware.push(validate(target, wire ?? fields));
+  if (wire || rest.length) {
+    const check = validate(target, wire ?? fields);
+    // A body the view describes itself is checked by a wrapper the OpenAPI generator does not read.
+    middleware.push(http.requestBody ? (c, next) => check(c, next) : check);
+  }
   const input = (c: Context<AppEnv>) => {
     const valid = (target: string) => c.req.valid(target as never) as Record<string, unknown>;
     const path = params.length ? valid('param') : {};
@@ -60,10 +64,16 @@ export function capabilityRoutes(area: Area): Hono<AppEnv> {
     const status = http.status ?? 200;
     const { middleware, input } = validators(area, capability, http);
     const summary = http.summary ?? capability.description.replace(/\.$/, '');
-    router.on(http.method, http.path, documented(area.tag, summary, status, http.respond?.schema ?? capability.output), ...middleware, async (c) => {
-      const output = await capability.run(restContext(c), input(c));
-      return http.respond ? http.respond.send(c, output) : c.json(output as object, status);
-    });
+    router.on(
+      http.method,
+      http.path,
+      documented(area.tag, summary, status, http.respond?.schema ?? capability.output, 'OK', http.requestBody),
+      ...middleware,
+      async (c) => {
+        const output = await capability.run(restContext(c), input(c));
+        return http.respond ? http.respond.send(c, output) : c.json(output as object, status);
+      },
+    );
   }
   return router;
 }

@@ -1,31 +1,12 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { artifactsArea } from '../capabilities/artifacts';
-import { billingArea } from '../capabilities/billing';
-import { connectorsArea } from '../capabilities/connectors';
-import { executionsArea } from '../capabilities/executions';
-import { marketplaceArea } from '../capabilities/marketplace';
-import type { Area } from '../capabilities/capability';
-import { memoryArea } from '../capabilities/memory';
-import { skillsArea } from '../capabilities/skills';
 import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/cfworker';
+import { CAPABILITIES } from '../capabilities';
 import { handleSetLevel } from './logging';
 import { registerResourcesAndPrompts } from './resources';
 import { capabilityTool, type ToolContext } from './tool';
-import { workflowTools } from './tools/workflows.tools';
 
-const toolsOf = (area: Area) => area.capabilities.filter((capability) => capability.mcp !== false).map(capabilityTool);
-
-/** Every tool the endpoint offers: the capabilities' MCP views and thin adapters over workers/services/. */
-export const MCP_TOOLS = [
-  ...toolsOf(skillsArea),
-  ...toolsOf(marketplaceArea),
-  ...toolsOf(executionsArea),
-  ...toolsOf(artifactsArea),
-  ...toolsOf(memoryArea),
-  ...toolsOf(billingArea),
-  ...workflowTools,
-  ...toolsOf(connectorsArea),
-];
+/** Every tool the endpoint offers: the MCP view of each capability that has one. */
+export const MCP_TOOLS = CAPABILITIES.filter((capability) => capability.mcp !== false).map(capabilityTool);
 
 /**
  * A fresh server per request (stateless Streamable HTTP). The SDK's default

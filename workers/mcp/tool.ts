@@ -2,8 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, LoggingLevel, ServerNotification, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { RouteAccess } from '../auth/access';
-import { ROUTE_ACCESS } from '../auth/route-scopes';
-import type { Capability, CapabilityContext, ProgressReport } from '../capabilities/capability';
+import { ToolFailure, type Capability, type CapabilityContext, type ProgressReport } from '../capabilities/capability';
 import { AppError } from '../errors';
 import { authorizeWithGrants } from '../auth/actor';
 
@@ -32,12 +31,12 @@ function progressReport(ctx: ToolContext, extra: CallExtra, progressToken: strin
   };
 }
 
-export interface ServiceTool<Shape extends z.ZodRawShape> {
+/** An MCP tool as the SDK registers it: a capability's MCP view (see capabilityTool). */
+interface ServiceTool<Shape extends z.ZodRawShape> {
   name: string;
   title: string;
   description: string;
-  /** The REST route this tool mirrors (a ROUTE_ACCESS key): its scope applies to the tool too. */
-  route: keyof typeof ROUTE_ACCESS & string;
+  access: RouteAccess;
   input: Shape;
   /**
    * The answer's shape, as the MCP `outputSchema`: the SDK checks `structuredContent` against
@@ -54,13 +53,6 @@ export interface ServiceTool<Shape extends z.ZodRawShape> {
   follow?: (ctx: ToolContext, result: never, report: ProgressReport) => Promise<void>;
 }
 
-/** A failure a route answers in its own shape (workflow resume, spec 7.3): the tool error carries that body as is. */
-export class ToolFailure extends Error {
-  constructor(readonly body: object) {
-    super('tool failure');
-  }
-}
-
 /** A failed call: an MCP tool error whose text is the service's error envelope, code first. */
 function toolError(error: unknown, requestId: string): CallToolResult {
   if (error instanceof ToolFailure) return { isError: true, content: [{ type: 'text', text: JSON.stringify(error.body) }] };
@@ -73,7 +65,7 @@ function toolError(error: unknown, requestId: string): CallToolResult {
 }
 
 /** The MCP tool: `access` checked (with grants), `run`, and its answer as JSON text plus `structuredContent`. */
-function mcpTool<Shape extends z.ZodRawShape>(tool: Omit<ServiceTool<Shape>, 'route'> & { access: RouteAccess }) {
+function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
   return {
     name: tool.name,
     access: tool.access,
@@ -105,9 +97,6 @@ function mcpTool<Shape extends z.ZodRawShape>(tool: Omit<ServiceTool<Shape>, 'ro
     },
   };
 }
-
-/** A tool over a service, with the access of the REST route it mirrors. The SDK validates arguments against `input` before `run` is called. */
-export const defineTool = <Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) => mcpTool({ ...tool, access: ROUTE_ACCESS[tool.route]! });
 
 /** The MCP view of a capability: its input, output (or the view's), access and annotations. */
 export function capabilityTool(capability: Capability) {

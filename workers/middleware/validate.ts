@@ -51,15 +51,6 @@ export function validate<Target extends keyof ValidationTargets, Schema extends 
   return Object.assign(checked, { [uniqueSymbol]: { target, ...resolver(schema) } });
 }
 
-/** The JSON body of a route that tells its shapes apart itself; malformed JSON is 400 INVALID_INPUT, as through validate(). */
-export async function readJsonBody(c: Context): Promise<unknown> {
-  try {
-    return await c.req.json();
-  } catch {
-    throw invalidInput('body', 'json', 'The request body is not valid JSON');
-  }
-}
-
 /**
  * For routes whose JSON body is optional (spec 4.2 install: "no body is legitimate"): an empty
  * body reads as `{}` even when sent with a JSON content type.

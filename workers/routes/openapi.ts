@@ -41,7 +41,7 @@ const bookmark = {
   header: { description: 'The database session bookmark after this request; send it back to read at least this fresh.', schema: { type: 'string' as const } },
 };
 
-type RequestBody = NonNullable<DescribeRouteOptions['requestBody']>;
+export type RequestBody = NonNullable<DescribeRouteOptions['requestBody']>;
 
 /** OpenAPI description of one route: its success response plus the shared error responses, and a request body the validators do not describe. */
 export const documented = (tag: string, summary: string, status: 200 | 201, schema: z.ZodType, description = 'OK', requestBody?: RequestBody) =>

@@ -83,6 +83,9 @@ export function definitionFromBody(body: unknown): unknown {
   throw invalidInput('body', 'required', 'Send {content: <definition JSON text>}, {definition: <object>} or the definition itself');
 }
 
+/** The install route's wire body: one of the three shapes, read into the definition (a wrong one is 400 naming its field). */
+export const InstallBody = z.unknown().transform((body) => ({ definition: definitionFromBody(body) }));
+
 const metaString = (metadata: Record<string, Json>, key: string) => (typeof metadata[key] === 'string' ? (metadata[key] as string) : null);
 
 const findBySlug = async (db: Db, workspaceId: string, slug: string) =>
@@ -140,10 +143,7 @@ export async function installWorkflow(db: Db, bucket: R2Bucket, principal: Princ
  * Spec 7.3: 400 for a missing or mistyped artifactId, 404 for no such artifact, 500 when the
  * bundle has no workflow.json or its definition does not compile. The slug is the definition's id.
  */
-export async function installFromArtifact(db: Db, bucket: R2Bucket, principal: Principal, body: unknown): Promise<WorkflowRecord> {
-  const artifactId = (body as { artifactId?: unknown } | null)?.artifactId;
-  if (typeof artifactId !== 'string' || artifactId.length === 0 || artifactId.length > 40)
-    throw invalidInput('artifactId', 'type', 'artifactId must be an artifact id string (art_N)');
+export async function installFromArtifact(db: Db, bucket: R2Bucket, principal: Principal, artifactId: string): Promise<WorkflowRecord> {
   const id = parseId('art', artifactId);
   const [row] =
     id === null
@@ -260,16 +260,14 @@ async function resolveLaunchId(db: Db, principal: Principal, id: string): Promis
   return row;
 }
 
-/** `threadId`: the chat thread the run was started from; it gets the run's outcome as a message. */
-export const LaunchBody = z.object({ inputs: z.record(z.string(), z.unknown()).optional(), threadId: z.string().min(1).max(100).optional() });
-
-export interface Launched {
-  runId: string;
-  workflowId: string;
-  status: 'started';
+export const Launched = z.object({
+  runId: z.string(),
+  workflowId: z.string(),
+  status: z.literal('started'),
   /** Only for runs started from a chat thread (spec 4.8). */
-  conversationId?: string;
-}
+  conversationId: z.string().optional(),
+});
+export type Launched = z.infer<typeof Launched>;
 
 /**
  * Recompiles the installed definition, validates the inputs against its inputSchema and hands
@@ -359,9 +357,11 @@ export const presentRun = (row: WorkflowRunRow): RunRecord => ({
   snapshot: JSON.parse(row.snapshot) as Record<string, unknown>,
 });
 
+export const ListRunsInput = z.object({ limit: z.number().int().min(1).max(MAX_RUNS_PAGE).optional().describe('How many (default 50)') });
+/** The runs list's query string. */
 export const RunsQuery = z.object({ limit: z.coerce.number().int().min(1).max(MAX_RUNS_PAGE).default(DEFAULT_RUNS_PAGE) });
 
-export async function listRuns(db: Db, principal: Principal, limit: number) {
+export async function listRuns(db: Db, principal: Principal, limit = DEFAULT_RUNS_PAGE) {
   const rows = await db
     .select()
     .from(workflowRuns)
@@ -388,7 +388,9 @@ async function requireRun(db: Db, principal: Principal, runId: string) {
   return row;
 }
 
-export async function getRun(db: Db, principal: Principal, runId: string) {
+export const RunDetails = z.object({ run: RunRecord, steps: z.record(z.string(), z.object({ status: z.string(), output: z.unknown() })) });
+
+export async function getRun(db: Db, principal: Principal, runId: string): Promise<z.infer<typeof RunDetails>> {
   const row = await requireRun(db, principal, runId);
   const steps = await db.select().from(workflowStepResults).where(eq(workflowStepResults.runId, row.runId));
   return {
@@ -397,11 +399,20 @@ export async function getRun(db: Db, principal: Principal, runId: string) {
   };
 }
 
-export const ResumeBody = z.object({ resumeData: z.unknown().optional(), stepId: z.string().min(1).max(64).optional() });
+export const ResumeBody = z.object({
+  resumeData: z.unknown().optional().describe('The human input: what the suspended step outputs'),
+  stepId: z.string().min(1).max(64).optional().describe('The suspended step’s id, when the run waits at more than one'),
+});
 export type ResumeBody = z.infer<typeof ResumeBody>;
 
+export const Resumed = z.object({ runId: z.string(), status: z.literal('running') });
+
 /** Spec 7.3's resume answers: its own codes, and `{cancelled: true, error}` for a finished run. */
-export type ResumeAnswer = { status: 200; body: { runId: string; status: 'running' } } | { status: 400 | 404 | 409 | 500; body: Record<string, unknown> };
+export const ResumeAnswer = z.discriminatedUnion('status', [
+  z.object({ status: z.literal(200), body: Resumed }),
+  z.object({ status: z.literal([400, 404, 409, 500]), body: z.record(z.string(), z.unknown()) }),
+]);
+export type ResumeAnswer = z.infer<typeof ResumeAnswer>;
 
 const resumeError = (status: 404 | 409 | 500, code: string, message: string): ResumeAnswer => ({ status, body: { error: { code, message } } });
 
