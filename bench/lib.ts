@@ -10,12 +10,13 @@ export const ratio = (a: number, b: number) => (a / b).toFixed(2);
 
 /**
  * wrangler.toml with `main` replaced by a bench Worker (a path relative to bench/), written
- * beside it; the cron trigger is dropped so housekeeping never runs during a measurement.
+ * beside it (its other paths made relative to bench/ too); the cron trigger is dropped so housekeeping never runs during a measurement.
  */
 export function writeBenchConfig(path: string, main: string, extra = '') {
   const base = readFileSync('wrangler.toml', 'utf8')
     .replace(/^main = .*$/m, `main = "${main}"`)
     .replace(/^migrations_dir = "(.*)"$/m, 'migrations_dir = "../$1"')
+    .replace(/^directory = "(.*)"$/m, 'directory = "../$1"')
     .replace(/^\[triggers\][\s\S]*?(?=^\[|$(?![\s\S]))/m, '');
   writeFileSync(path, `${base}${extra}`);
 }
