@@ -46,11 +46,11 @@ function countingStatement(statement: D1PreparedStatement, sql: string): D1Prepa
     get(target, property) {
       const value = Reflect.get(target, property, target);
       if (typeof value !== 'function') return value;
-      if (property === 'bind') return (...args: unknown[]) => countingStatement(value.apply(target, args), sql);
+      if (property === 'bind') return (...args: unknown[]) => countingStatement(Reflect.apply(value, target, args), sql);
       if (['run', 'all', 'first', 'raw'].includes(String(property)))
         return async (...args: unknown[]) => {
           countStatement(sql);
-          const result = await value.apply(target, args);
+          const result = await Reflect.apply(value, target, args);
           countMeta(result);
           return result;
         };
@@ -88,7 +88,7 @@ function countingNamespace<N extends object>(namespace: N, className: string): N
         if (typeof value !== 'function' || property === 'then') return value;
         return (...args: unknown[]) => {
           bump(counts.doCalls, className);
-          return value.apply(target, args);
+          return Reflect.apply(value, target, args);
         };
       },
     });
@@ -96,7 +96,7 @@ function countingNamespace<N extends object>(namespace: N, className: string): N
     get(target, property) {
       const value = Reflect.get(target, property, target) as unknown;
       if (typeof value !== 'function') return value;
-      if (property === 'getByName' || property === 'get') return (...args: unknown[]) => stub(value.apply(target, args) as object);
+      if (property === 'getByName' || property === 'get') return (...args: unknown[]) => stub(Reflect.apply(value, target, args) as object);
       return value.bind(target);
     },
   });
@@ -116,7 +116,7 @@ function countingR2(bucket: R2Bucket): R2Bucket {
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
         bump(counts.r2, String(property));
-        return value.apply(target, args);
+        return Reflect.apply(value, target, args);
       };
     },
   });
