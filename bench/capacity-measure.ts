@@ -158,11 +158,14 @@ async function main() {
     };
     writeFileSync(OUTPUT, `${JSON.stringify(result, null, 2)}\n`);
     console.log(JSON.stringify(result.operations, null, 2));
+  } catch (error) {
+    console.error(`the service's log is kept in ${stateDir}/npm-start.log`);
+    throw error;
   } finally {
     await service.stop();
-    rmSync(stateDir, { recursive: true, force: true });
     rmSync(CONFIG, { force: true });
   }
+  rmSync(stateDir, { recursive: true, force: true });
 }
 
 await main();

@@ -32,7 +32,8 @@ export interface BenchService {
  * `config` on `stateDir`; stopping leaves the state for a restart on it.
  */
 export async function startService(config: string, stateDir: string): Promise<BenchService> {
-  const { base, apiKey, stop } = await startE2eService(150_000, { stateDir, args: ['--config', config] });
+  // The config lives in bench/, where wrangler would look for .dev.vars: it is named explicitly.
+  const { base, apiKey, stop } = await startE2eService(150_000, { stateDir, args: ['--config', config, '--env-file', '.dev.vars'] });
   return { base, apiKey, stop: () => stop() };
 }
 
