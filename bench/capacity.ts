@@ -107,6 +107,6 @@ for (const s of saturation) console.log(`  ${s.resource}: saturates at ${fmt(s.w
 console.log(`  first: ${first.resource}, at ${fmt(first.workspaces)} active workspaces and ${fmt(first.workspaces * perWorkspace.requests)} requests/s in all`);
 const days = LIMITS.d1DatabaseBytes / bytesPerDay(first.workspaces);
 console.log(
-  `  at that load the D1 database grows ${(bytesPerDay(first.workspaces) / 1024 ** 3).toFixed(2)} GB a day: 10 GB in ${days.toFixed(0)} days without retention`,
+  `  at that load the D1 database grows ${(bytesPerDay(first.workspaces) / 1024 ** 3).toFixed(2)} GB a day: 10 GB in ${days.toFixed(1)} days without retention`,
 );
 console.log('  no single Durable Object saturates with the workspace count: each is one credential, execution, workspace or run (per-object ceilings above)');

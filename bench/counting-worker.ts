@@ -66,6 +66,8 @@ function countingD1(db: D1Database): D1Database {
   return new Proxy(db, {
     get(target, property) {
       const value = Reflect.get(target, property, target);
+      // Requests read through a D1 session (read replication): it counts like the database.
+      if (property === 'withSession') return (...args: unknown[]) => countingD1(Reflect.apply(value as Function, target, args) as D1Database);
       if (property === 'prepare') return (sql: string) => countingStatement(target.prepare(sql), sql);
       if (property === 'batch')
         return async (statements: D1PreparedStatement[]) => {
@@ -128,10 +130,8 @@ const counted = new WeakMap<object, Env>();
 function counting(env: Env): Env {
   let wrapped = counted.get(env);
   if (!wrapped) {
-    const db = countingD1(env.DB);
-    wrapped = {
-      ...env,
-      DB: db,
+    const overrides: Partial<Env> = {
+      DB: countingD1(env.DB),
       BUCKET: countingR2(env.BUCKET),
       WORKFLOW_STEPS: countingQueue(env.WORKFLOW_STEPS),
       RATE_LIMITER: countingNamespace(env.RATE_LIMITER, 'RateLimiter'),
@@ -140,6 +140,8 @@ function counting(env: Env): Env {
       WORKFLOW_RUN: countingNamespace(env.WORKFLOW_RUN, 'WorkflowRun'),
       STRIPE_WEBHOOK_SECRET: CAPACITY_WEBHOOK_SECRET,
     };
+    // A proxy rather than a copy: secrets are not all enumerable on the runtime's env.
+    wrapped = new Proxy(env, { get: (target, property) => (property in overrides ? overrides[property as keyof Env] : Reflect.get(target, property)) });
     counted.set(env, wrapped);
   }
   return wrapped;

@@ -1,6 +1,7 @@
 /** What the benches share: starting the service and the bare baseline under `wrangler dev`, wrk, medians. */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { freePort, startService as startE2eService } from '../test/e2e/helpers';
 
 export { freePort };
@@ -33,7 +34,7 @@ export interface BenchService {
  */
 export async function startService(config: string, stateDir: string): Promise<BenchService> {
   // The config lives in bench/, where wrangler would look for .dev.vars: it is named explicitly.
-  const { base, apiKey, stop } = await startE2eService(150_000, { stateDir, args: ['--config', config, '--env-file', '.dev.vars'] });
+  const { base, apiKey, stop } = await startE2eService(150_000, { stateDir, args: ['--config', config, '--env-file', resolve('.dev.vars')] });
   return { base, apiKey, stop: () => stop() };
 }
 
