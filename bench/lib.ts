@@ -1,6 +1,7 @@
 /** What the benches share: starting the service and the bare baseline under `wrangler dev`, wrk, medians. */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { freePort, startService as startE2eService } from '../test/e2e/helpers';
 
 export { freePort };
@@ -10,12 +11,13 @@ export const ratio = (a: number, b: number) => (a / b).toFixed(2);
 
 /**
  * wrangler.toml with `main` replaced by a bench Worker (a path relative to bench/), written
- * beside it; the cron trigger is dropped so housekeeping never runs during a measurement.
+ * beside it (its other paths made relative to bench/ too); the cron trigger is dropped so housekeeping never runs during a measurement.
  */
 export function writeBenchConfig(path: string, main: string, extra = '') {
   const base = readFileSync('wrangler.toml', 'utf8')
     .replace(/^main = .*$/m, `main = "${main}"`)
     .replace(/^migrations_dir = "(.*)"$/m, 'migrations_dir = "../$1"')
+    .replace(/^directory = "(.*)"$/m, 'directory = "../$1"')
     .replace(/^\[triggers\][\s\S]*?(?=^\[|$(?![\s\S]))/m, '');
   writeFileSync(path, `${base}${extra}`);
 }
@@ -31,7 +33,8 @@ export interface BenchService {
  * `config` on `stateDir`; stopping leaves the state for a restart on it.
  */
 export async function startService(config: string, stateDir: string): Promise<BenchService> {
-  const { base, apiKey, stop } = await startE2eService(150_000, { stateDir, args: ['--config', config] });
+  // The config lives in bench/, where wrangler would look for .dev.vars: it is named explicitly.
+  const { base, apiKey, stop } = await startE2eService(150_000, { stateDir, args: ['--config', config, '--env-file', resolve('.dev.vars')] });
   return { base, apiKey, stop: () => stop() };
 }
 

@@ -1,11 +1,11 @@
 /**
- * npm run bench:traces: `GET /api/v1/traces` in a workspace with 10,000 traces against the same
+ * npm run bench:traces: `GET /api/v1/traces` in a workspace with 100,000 traces against the same
  * request in a workspace with 100, both in one database of one `wrangler dev`, in one run;
- * printed as ratios (10k / 100; 1 would mean the list does not slow down as a workspace grows).
+ * printed as ratios (100k / 100; 1 would mean the list does not slow down as a workspace grows).
  *
  * Seeding: the trace rows are inserted into the local D1 directly (`wrangler d1 execute --local`
  * with generated SQL, the columns of schema/traces.ts) while the service is stopped; creating
- * 10,000 traces through runs would take hours. The list reads only the `traces` table, so the
+ * 100,000 traces through runs would take days. The list reads only the `traces` table, so the
  * runs the traces point at are not seeded.
  */
 import { spawnSync } from 'node:child_process';
@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { median, ratio, startService, writeBenchConfig, type BenchService } from './lib';
 
 const CONFIG = 'bench/.service.wrangler.toml';
-const LARGE = 10_000;
+const LARGE = 100_000;
 const SMALL = 100;
 const PAGE = 50;
 /** Sequential requests per query and workspace, alternating between the two workspaces. */

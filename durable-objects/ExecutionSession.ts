@@ -17,6 +17,7 @@ import { byokKeyFor } from '../workers/services/byok';
 import { settleExecution } from '../workers/services/credits';
 import { runSecrets, type RunSecret } from '../workers/services/skill-secrets';
 import { finishTurn, saveArtifact } from '../workers/services/execution-runs';
+import { announceRunStarted } from '../workers/executions/lifecycle';
 
 /** A turn in progress, persisted so the heartbeat can resume it after an eviction. */
 interface RunningTurn {
@@ -91,6 +92,8 @@ export class ExecutionSession extends DurableObject<Env> {
   private current: Promise<void> | undefined;
   private readonly subscribers = new Set<WritableStreamDefaultWriter<Uint8Array>>();
   private keepAlive: ReturnType<typeof setInterval> | undefined;
+  /** The last event's seq, read from storage once per instance: every event is appended here. */
+  private seq: number | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -110,6 +113,7 @@ export class ExecutionSession extends DurableObject<Env> {
     for (const e of written) {
       this.ctx.storage.sql.exec(`INSERT INTO events (seq, type, payload, at) VALUES (?, ?, ?, ?)`, e.seq, e.type, JSON.stringify(e.payload), e.at);
     }
+    this.seq = last + written.length;
     for (const e of written) this.broadcast(e);
     return written;
   }
@@ -131,7 +135,7 @@ export class ExecutionSession extends DurableObject<Env> {
     ]);
     this.ctx.storage.sql.exec(`INSERT INTO turns (turn_key, state, seq, at) VALUES (?, 'started', ?, ?)`, input.turnKey, accepted[0]!.seq, now());
     void this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_MS);
-    this.ctx.waitUntil(this.runTurn(input, now()));
+    this.ctx.waitUntil(this.runTurn(input, now(), accepted[1]!.seq));
     return { accepted: true, events: accepted };
   }
 
@@ -245,16 +249,17 @@ export class ExecutionSession extends DurableObject<Env> {
     return { state: 'abandoned', events };
   }
 
-  private runTurn(input: TurnInput, startedAt: number): Promise<void> {
+  /** Runs (or resumes) a turn; a new one (`runningSeq`: its `session.status_running`) announces its start once its first model request is under way. */
+  private runTurn(input: TurnInput, startedAt: number, runningSeq?: number): Promise<void> {
     this.running = true;
-    this.current = this.runLoop(input, startedAt).finally(() => {
+    this.current = this.runLoop(input, startedAt, runningSeq).finally(() => {
       this.running = false;
       this.current = undefined;
     });
     return this.current;
   }
 
-  private async runLoop(input: TurnInput, startedAt: number): Promise<void> {
+  private async runLoop(input: TurnInput, startedAt: number, runningSeq?: number): Promise<void> {
     const kv = this.ctx.storage.kv;
     const db = drizzle(this.env.DB, { schema });
     // A turn cut off by an eviction goes on from its last checkpoint: tools already called are not called again.
@@ -266,10 +271,13 @@ export class ExecutionSession extends DurableObject<Env> {
     let ownKey = false;
     let secrets: RunSecret[] = [];
     try {
-      const byok = await byokKeyFor(db, this.env.ENCRYPTION_KEY, input.userId);
+      const [byok, bound] = await Promise.all([
+        byokKeyFor(db, this.env.ENCRYPTION_KEY, input.userId),
+        runSecrets(db, this.env.ENCRYPTION_KEY, input.workspaceId, input.skillSlug),
+      ]);
       provider = selectProvider(this.env, byok);
       ownKey = byok !== null;
-      secrets = await runSecrets(db, this.env.ENCRYPTION_KEY, input.workspaceId, input.skillSlug);
+      secrets = bound;
       const about = { provider: provider.name, model: provider.model, ...(ownKey ? { byok: true } : {}) };
       this.append([{ type: 'agent.info', payload: provider.name === 'local' ? { ...about, message: LOCAL_PROVIDER_NOTICE } : about }]);
     } catch (error) {
@@ -290,21 +298,31 @@ export class ExecutionSession extends DurableObject<Env> {
     let usage = before;
     let messages = resumed?.messages ?? [];
     const redactor = eventRedactor<NewExecutionEvent>(secrets);
+    const loop = provider
+      ? runAgentLoop({
+          provider,
+          system: input.system + secretsNotice(secrets),
+          messages: resumed?.messages ?? [...history, { role: 'user', content: [{ type: 'text', text: input.text }] }],
+          tools: [...runTools(db, this.env, input, secrets), ...connectorRunTools(db, this.env, input), ...threadRunTools(db, this.env, input)],
+          maxTokens: MAX_OUTPUT_TOKENS,
+          maxTurns: MAX_MODEL_REQUESTS,
+          emit: (events) => void this.append(redactor.push(events)),
+          checkpoint: ({ messages, usage: spent }) =>
+            kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage: total(spent) } satisfies Checkpoint),
+          shouldStop: (spent) =>
+            kv.get<boolean>('interrupt')
+              ? 'interrupt'
+              : now() - startedAt > MAX_RUN_MS
+                ? 'error'
+                : costOf(total(spent)) > input.budget
+                  ? 'limit_reached'
+                  : null,
+        })
+      : Promise.reject(new Error('no model provider'));
+    // The first model request is under way (the loop runs to its first await at once): the start's bookkeeping follows it.
+    if (runningSeq !== undefined) this.ctx.waitUntil(announceRunStarted(db, this.env, input, runningSeq));
     try {
-      if (!provider) throw new Error('no model provider');
-      const result = await runAgentLoop({
-        provider,
-        system: input.system + secretsNotice(secrets),
-        messages: resumed?.messages ?? [...history, { role: 'user', content: [{ type: 'text', text: input.text }] }],
-        tools: [...runTools(db, this.env, input, secrets), ...connectorRunTools(db, this.env, input), ...threadRunTools(db, this.env, input)],
-        maxTokens: MAX_OUTPUT_TOKENS,
-        maxTurns: MAX_MODEL_REQUESTS,
-        emit: (events) => void this.append(redactor.push(events)),
-        checkpoint: ({ messages, usage: spent }) =>
-          kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage: total(spent) } satisfies Checkpoint),
-        shouldStop: (spent) =>
-          kv.get<boolean>('interrupt') ? 'interrupt' : now() - startedAt > MAX_RUN_MS ? 'error' : costOf(total(spent)) > input.budget ? 'limit_reached' : null,
-      });
+      const result = await loop;
       kv.put('messages', result.messages);
       messages = result.messages;
       stopReason = result.stopReason;
@@ -325,11 +343,14 @@ export class ExecutionSession extends DurableObject<Env> {
     const { stopReason, text, model, ownKey } = checkpoint.ended!;
     const { usage } = checkpoint;
     const mark = (step: Partial<Checkpoint>) => kv.put('checkpoint', Object.assign(checkpoint, step));
-    if (stopReason === 'end_turn' && !checkpoint.outputSaved) {
+    // The output and the settlement do not depend on each other; each is marked done on its own.
+    const saveOutput = async () => {
+      if (stopReason !== 'end_turn' || checkpoint.outputSaved) return;
       await saveArtifact(db, this.env.BUCKET, input, 'output.md', text);
       mark({ outputSaved: true });
-    }
-    if (checkpoint.charged === undefined) {
+    };
+    const settle = async () => {
+      if (checkpoint.charged !== undefined) return;
       // What the run is shown to cost is what was charged: the cost capped at the balance.
       const { charged } = await settleExecution(db, {
         userId: input.userId,
@@ -339,7 +360,8 @@ export class ExecutionSession extends DurableObject<Env> {
         description: `${input.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${model}${ownKey ? ', on your own key' : ''})`,
       });
       mark({ charged });
-    }
+    };
+    await Promise.all([saveOutput(), settle()]);
     const cost = checkpoint.charged!;
     if (!checkpoint.recorded) {
       // D1 before the idle event: a client that acts on session.status_idle must find the execution idle.
@@ -379,7 +401,8 @@ export class ExecutionSession extends DurableObject<Env> {
   }
 
   lastSeq(): number {
-    return this.ctx.storage.sql.exec<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM events`).one().seq ?? 0;
+    this.seq ??= this.ctx.storage.sql.exec<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM events`).one().seq ?? 0;
+    return this.seq;
   }
 
   override async fetch(request: Request): Promise<Response> {

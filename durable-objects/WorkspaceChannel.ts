@@ -27,11 +27,12 @@ interface SseSubscriber {
  * `/api/events` subscribers (SSE) are held in memory while their stream is open; they keep the
  * object awake, and an eviction drops them (clients reconnect).
  *
- * Execution messages: the Worker publishes `execution-started` when a run starts; if anyone is
- * listening, the channel then follows that run's own event stream (the ExecutionSession's SSE,
- * from the started event on) and turns its events into progress and completion messages. The
- * execution's object makes no calls out while it runs, and a workspace nobody watches costs
- * nothing; a listener that connects mid-run hears from the next run on.
+ * Execution messages: the execution's object publishes `execution-started` once a new run's
+ * first model request is under way; if anyone is listening, the channel then follows that run's
+ * own event stream (the ExecutionSession's SSE, from the started event on) and turns its events
+ * into progress and completion messages. The object makes no other calls here while it runs,
+ * and a workspace nobody watches costs nothing; a listener that connects mid-run hears from the
+ * next run on.
  *
  * The URL is verified by the Worker before the upgrade reaches this object.
  */

@@ -34,7 +34,16 @@ export const traces = sqliteTable(
     startedAt: integer('started_at').notNull(),
     lastActivityAt: integer('last_activity_at').notNull(),
   },
-  (t) => [uniqueIndex('traces_workspace_key_idx').on(t.workspaceId, t.traceKey), index('traces_workspace_id_idx').on(t.workspaceId, t.id)],
+  // One index per list filter, each ending in the keyset (id), so a filtered page reads only its
+  // own matches, newest first, however many other traces the workspace has.
+  (t) => [
+    uniqueIndex('traces_workspace_key_idx').on(t.workspaceId, t.traceKey),
+    index('traces_workspace_id_idx').on(t.workspaceId, t.id),
+    index('traces_workspace_kind_idx').on(t.workspaceId, t.kind, t.id),
+    index('traces_workspace_status_idx').on(t.workspaceId, t.status, t.id),
+    index('traces_workspace_agent_idx').on(t.workspaceId, t.actorAgentSlug, t.id),
+    index('traces_workspace_api_key_idx').on(t.workspaceId, t.actorApiKeyId, t.id),
+  ],
 );
 
 /**

@@ -74,7 +74,7 @@ export async function startTurn(db: Db, env: Env, principal: Principal, executio
   await claim(db, env, principal, execution.id, turnKey);
   const claimed = { ...execution, status: 'working' as const, turnKey };
   const events = await holdAndStart(db, env, principal, claimed, text, system);
-  await announceStart(db, env, principal, claimed, events);
+  await announceStart(db, principal, claimed);
   return events;
 }
 
@@ -134,21 +134,13 @@ async function holdAndStart(db: Db, env: Env, principal: Principal, execution: E
   const { turnKey } = execution;
   let reachedObject = false;
   try {
-    // The turn holds credits up to RUN_BUDGET and stops with limit_reached when its cost passes the hold.
-    // A run on the user's own key (BYOK) costs nothing, so it holds nothing and needs no credits.
-    const budget = (await hasByokKey(db, principal.userId)) ? 0 : RUN_BUDGET;
-    const hold = await reserveCredits(db, {
-      userId: principal.userId,
-      executionId: formatId('exec', execution.id),
-      turnKey,
-      amount: budget,
-      minimum: Math.min(budget, MIN_RUN_BALANCE),
-    });
+    // The turn's D1 context is read while the credits are held: neither waits for the other.
+    const [hold, context] = await Promise.all([holdCredits(db, principal, execution), turnContext(db, principal, execution)]);
     if (!hold.reserved) {
       await release(db, execution, turnKey, 'idle');
       throw await insufficientCredits(db, principal.userId);
     }
-    const input = await turnInput(db, principal, execution, { turnKey, budget: hold.amount, text, system });
+    const input = turnInput(principal, execution, context, { turnKey, budget: hold.amount, text, system });
     reachedObject = true;
     const answer = await sessionOf(env, execution.id).startTurn(input);
     if (answer.accepted) return answer.events;
@@ -207,18 +199,42 @@ async function release(db: Db, execution: ExecutionRow, turnKey: string | null, 
   return released.length > 0;
 }
 
-/** What the turn needs from D1, resolved before it starts. */
-async function turnInput(
-  db: Db,
+/**
+ * Step 2: the turn holds credits up to RUN_BUDGET and stops with limit_reached when its cost
+ * passes the hold. A run on the user's own key (BYOK) costs nothing, so it holds nothing and
+ * needs no credits.
+ */
+async function holdCredits(db: Db, principal: Principal, execution: ExecutionRow & { turnKey: string }) {
+  const budget = (await hasByokKey(db, principal.userId)) ? 0 : RUN_BUDGET;
+  return reserveCredits(db, {
+    userId: principal.userId,
+    executionId: formatId('exec', execution.id),
+    turnKey: execution.turnKey,
+    amount: budget,
+    minimum: Math.min(budget, MIN_RUN_BALANCE),
+  });
+}
+
+/** What the turn needs from D1, read (in parallel) before it starts. */
+async function turnContext(db: Db, principal: Principal, execution: ExecutionRow) {
+  const [[version], connector, threadId] = await Promise.all([
+    db
+      .select({ prompt: skillVersions.prompt })
+      .from(skillVersions)
+      .where(eq(skillVersions.id, execution.skillVersionId ?? -1))
+      .limit(1),
+    runConnectorOf(db, execution.id),
+    launchingThreadOf(db, principal, execution),
+  ]);
+  return { prompt: version?.prompt, connector, threadId };
+}
+
+function turnInput(
   principal: Principal,
   execution: ExecutionRow,
+  context: Awaited<ReturnType<typeof turnContext>>,
   turn: { turnKey: string; budget: number; text: string; system?: string },
-): Promise<TurnInput> {
-  const [version] = await db
-    .select({ prompt: skillVersions.prompt })
-    .from(skillVersions)
-    .where(eq(skillVersions.id, execution.skillVersionId ?? -1))
-    .limit(1);
+): TurnInput {
   return {
     executionId: execution.id,
     workspaceId: principal.workspaceId,
@@ -232,9 +248,9 @@ async function turnInput(
     skillName: execution.skillName,
     skillSlug: execution.skillSlug,
     source: execution.source,
-    connector: await runConnectorOf(db, execution.id),
-    threadId: await launchingThreadOf(db, principal, execution),
-    system: turn.system ?? version?.prompt ?? '',
+    connector: context.connector,
+    threadId: context.threadId,
+    system: turn.system ?? context.prompt ?? '',
     text: turn.text,
   };
 }
@@ -263,26 +279,29 @@ const recordRun = (db: Db, principal: Principal, execution: ExecutionRow, action
     activity: `A run of ${execution.skillName || execution.skillSlug} ${action === 'execution.started' ? 'started' : 'was interrupted'}`,
   });
 
+/** Logs a failure of a started run's bookkeeping: the run is under way whatever happens to it. */
+const logBookkeeping = (executionId: number) => (error: unknown) =>
+  console.error(JSON.stringify({ level: 'error', message: 'bookkeeping of a started run failed', executionId, error: String(error) }));
+
 /**
- * What follows a start that the object took: the trace, the control plane and the audit trail.
- * The run is under way whatever happens here, so a failure is logged, never answered as the
- * run's failure (which would make the caller undo a run that goes on).
+ * The audit trail of a start that the object took, before the start is answered, so a later
+ * interrupt is recorded after it. A failure is logged, never answered as the run's failure
+ * (which would make the caller undo a run that goes on). The trace and the control plane are
+ * told by the object itself once its first model request is under way (`announceRunStarted`).
  */
-async function announceStart(db: Db, env: Env, principal: Principal, execution: ExecutionRow, events: ExecutionEvent[]) {
-  const results = await Promise.allSettled([
-    traceRunStarted(db, execution.id),
-    // The control plane relays the rest of the run from the execution's own stream (WorkspaceChannel).
-    publish(env, principal.workspaceId, [
-      { type: 'execution-started', executionId: formatId('exec', execution.id), source: execution.source, seq: events.at(-1)?.seq ?? 0 },
-    ]),
-    recordRun(db, principal, execution, 'execution.started'),
+const announceStart = (db: Db, principal: Principal, execution: ExecutionRow) =>
+  recordRun(db, principal, execution, 'execution.started').catch(logBookkeeping(execution.id));
+
+/**
+ * The rest of a start's bookkeeping, which the first model request need not wait for: the
+ * trace's status and the control plane's `execution-started` (`seq`: the turn's
+ * `session.status_running`), from which the control plane relays the run's own stream.
+ */
+export async function announceRunStarted(db: Db, env: Env, turn: TurnInput, seq: number) {
+  await Promise.all([
+    traceRunStarted(db, turn.executionId).catch(logBookkeeping(turn.executionId)),
+    publish(env, turn.workspaceId, [{ type: 'execution-started', executionId: formatId('exec', turn.executionId), source: turn.source ?? 'api', seq }]),
   ]);
-  for (const result of results) {
-    if (result.status === 'rejected')
-      console.error(
-        JSON.stringify({ level: 'error', message: 'bookkeeping of a started run failed', executionId: execution.id, error: String(result.reason) }),
-      );
-  }
 }
 
 /**

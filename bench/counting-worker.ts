@@ -1,0 +1,182 @@
+/**
+ * The service's Worker for `bench/capacity-measure.ts`: the same Worker and Durable Objects, each
+ * given bindings that count what they are asked (D1 statements and the rows D1 reports, Durable
+ * Object calls by class, queue messages, R2 operations). The counts live in this isolate's
+ * memory (under `wrangler dev` the Worker, its objects and its queue consumer share one isolate)
+ * and are read and reset at `/__capacity` (GET answers them, DELETE resets them).
+ */
+import service, * as objects from '../workers/index';
+import type { Env } from '../workers/env';
+import { CAPACITY_WEBHOOK_SECRET } from './capacity-webhook-secret';
+
+export * from '../workers/index';
+
+interface Counts {
+  d1Reads: number;
+  d1Writes: number;
+  d1RowsRead: number;
+  d1RowsWritten: number;
+  doCalls: Record<string, number>;
+  queueMessages: number;
+  r2: Record<string, number>;
+}
+
+const fresh = (): Counts => ({ d1Reads: 0, d1Writes: 0, d1RowsRead: 0, d1RowsWritten: 0, doCalls: {}, queueMessages: 0, r2: {} });
+let counts = fresh();
+
+const bump = (record: Record<string, number>, key: string) => (record[key] = (record[key] ?? 0) + 1);
+
+/** A statement's reads or writes, by its verb; rows come from D1's own `meta` where the call answers it. */
+function countStatement(sql: string) {
+  if (/^\s*(select|with\b[\s\S]*\bselect)/i.test(sql) && !/\b(insert|update|delete)\b/i.test(sql)) counts.d1Reads++;
+  else counts.d1Writes++;
+}
+function countMeta(result: unknown) {
+  const meta = (result as { meta?: { rows_read?: number; rows_written?: number } } | null)?.meta;
+  counts.d1RowsRead += meta?.rows_read ?? 0;
+  counts.d1RowsWritten += meta?.rows_written ?? 0;
+}
+
+const realStatements = new WeakMap<object, D1PreparedStatement>();
+/** The SQL of a counted statement, for batches (which run the statements themselves). */
+const sqlOf = new WeakMap<object, string>();
+
+function countingStatement(statement: D1PreparedStatement, sql: string): D1PreparedStatement {
+  const wrapped = new Proxy(statement, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      if (property === 'bind') return (...args: unknown[]) => countingStatement(Reflect.apply(value, target, args), sql);
+      if (['run', 'all', 'first', 'raw'].includes(String(property)))
+        return async (...args: unknown[]) => {
+          countStatement(sql);
+          const result = await Reflect.apply(value, target, args);
+          countMeta(result);
+          return result;
+        };
+      return value.bind(target);
+    },
+  });
+  realStatements.set(wrapped, statement);
+  sqlOf.set(wrapped, sql);
+  return wrapped;
+}
+
+function countingD1(db: D1Database): D1Database {
+  return new Proxy(db, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      // Requests read through a D1 session (read replication): it counts like the database.
+      if (property === 'withSession') return (...args: unknown[]) => countingD1(Reflect.apply(value as Function, target, args) as D1Database);
+      if (property === 'prepare') return (sql: string) => countingStatement(target.prepare(sql), sql);
+      if (property === 'batch')
+        return async (statements: D1PreparedStatement[]) => {
+          const sqls = statements.map((s) => realStatements.get(s) ?? s);
+          for (const s of statements) countStatement(sqlOf.get(s) ?? '');
+          const results = await target.batch(sqls);
+          for (const r of results) countMeta(r);
+          return results;
+        };
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+function countingNamespace<N extends object>(namespace: N, className: string): N {
+  const stub = (real: object) =>
+    new Proxy(real, {
+      get(target, property) {
+        const value = Reflect.get(target, property);
+        if (typeof value !== 'function' || property === 'then') return value;
+        return (...args: unknown[]) => {
+          bump(counts.doCalls, className);
+          return Reflect.apply(value, target, args);
+        };
+      },
+    });
+  return new Proxy(namespace, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target) as unknown;
+      if (typeof value !== 'function') return value;
+      if (property === 'getByName' || property === 'get') return (...args: unknown[]) => stub(Reflect.apply(value, target, args) as object);
+      return value.bind(target);
+    },
+  });
+}
+
+function countingQueue(queue: Queue): Queue {
+  return {
+    send: (body, options) => ((counts.queueMessages += 1), queue.send(body, options)),
+    sendBatch: (messages, options) => ((counts.queueMessages += [...messages].length), queue.sendBatch(messages, options)),
+  } as Queue;
+}
+
+function countingR2(bucket: R2Bucket): R2Bucket {
+  return new Proxy(bucket, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        bump(counts.r2, String(property));
+        return Reflect.apply(value, target, args);
+      };
+    },
+  });
+}
+
+const counted = new WeakMap<object, Env>();
+
+/** The bindings with counters, and a webhook secret so a signed Stripe event can be measured. */
+function counting(env: Env): Env {
+  let wrapped = counted.get(env);
+  if (!wrapped) {
+    const overrides: Partial<Env> = {
+      DB: countingD1(env.DB),
+      BUCKET: countingR2(env.BUCKET),
+      WORKFLOW_STEPS: countingQueue(env.WORKFLOW_STEPS),
+      RATE_LIMITER: countingNamespace(env.RATE_LIMITER, 'RateLimiter'),
+      EXECUTION_SESSION: countingNamespace(env.EXECUTION_SESSION, 'ExecutionSession'),
+      WORKSPACE_CHANNEL: countingNamespace(env.WORKSPACE_CHANNEL, 'WorkspaceChannel'),
+      WORKFLOW_RUN: countingNamespace(env.WORKFLOW_RUN, 'WorkflowRun'),
+      STRIPE_WEBHOOK_SECRET: CAPACITY_WEBHOOK_SECRET,
+    };
+    // A proxy rather than a copy: secrets are not all enumerable on the runtime's env.
+    wrapped = new Proxy(env, { get: (target, property) => (property in overrides ? overrides[property as keyof Env] : Reflect.get(target, property)) });
+    counted.set(env, wrapped);
+  }
+  return wrapped;
+}
+
+/** Each object class, constructed with the counting bindings. */
+export class ExecutionSession extends objects.ExecutionSession {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, counting(env));
+  }
+}
+export class WorkflowRun extends objects.WorkflowRun {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, counting(env));
+  }
+}
+export class WorkspaceChannel extends objects.WorkspaceChannel {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, counting(env));
+  }
+}
+export class RateLimiter extends objects.RateLimiter {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, counting(env));
+  }
+}
+
+export default {
+  ...service,
+  fetch(request: Request, env: Env, ctx: ExecutionContext) {
+    if (new URL(request.url).pathname === '/__capacity') {
+      if (request.method === 'DELETE') counts = fresh();
+      return Response.json(counts);
+    }
+    return service.fetch(request, counting(env), ctx);
+  },
+  queue: (batch: MessageBatch, env: Env) => service.queue(batch as never, counting(env)),
+} satisfies ExportedHandler<Env>;
