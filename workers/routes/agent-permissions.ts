@@ -104,7 +104,7 @@ export const agentPermissionsRoutes = new Hono<AppEnv>()
     validate('param', ConsentParam),
     optionalJsonBody,
     validate('json', ApproveConsentBody),
-    async (c) => c.json(await approveConsent(c.var.db, principalOf(c), c.req.valid('param').consentId, c.req.valid('json'))),
+    async (c) => c.json(await approveConsent(c.var.db, c.env.CREDENTIAL_GATE, principalOf(c), c.req.valid('param').consentId, c.req.valid('json'))),
   )
   .post(
     '/consents/:consentId/deny',
@@ -139,7 +139,7 @@ export const agentPermissionsRoutes = new Hono<AppEnv>()
     validate('param', RequestParam),
     optionalJsonBody,
     validate('json', ApproveRequestBody),
-    async (c) => c.json(await approvePermissionRequest(c.var.db, principalOf(c), c.req.valid('param').requestId, c.req.valid('json'))),
+    async (c) => c.json(await approvePermissionRequest(c.var.db, c.env.CREDENTIAL_GATE, principalOf(c), c.req.valid('param').requestId, c.req.valid('json'))),
   )
   .post(
     '/permission-requests/:requestId/deny',
@@ -151,5 +151,5 @@ export const agentPermissionsRoutes = new Hono<AppEnv>()
     '/:keyId/scopes/:scope',
     documented('Agent permissions', 'Revoke one scope from one of your keys', 200, ApiKeyRecord),
     validate('param', RevokeScopeParams),
-    async (c) => c.json(await revokeScope(c.var.db, principalOf(c), c.req.valid('param'))),
+    async (c) => c.json(await revokeScope(c.var.db, c.env.CREDENTIAL_GATE, principalOf(c), c.req.valid('param'))),
   );

@@ -25,5 +25,5 @@ export const apiKeysRoutes = new Hono<AppEnv>()
     async (c) => c.json(await createApiKey(c.var.db, principalOf(c), c.req.valid('json')), 201),
   )
   .post('/:id/revoke', documented('API keys', 'Revoke a key; it fails from its next request on', 200, ApiKeyRecord), validate('param', KeyParam), async (c) =>
-    c.json(await revokeApiKey(c.var.db, principalOf(c), c.req.valid('param').id)),
+    c.json(await revokeApiKey(c.var.db, c.env.CREDENTIAL_GATE, principalOf(c), c.req.valid('param').id)),
   );

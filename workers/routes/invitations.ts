@@ -10,5 +10,5 @@ export const invitationsRoutes = new Hono<AppEnv>().post(
   '/accept',
   documented('Workspaces', 'Accept an invitation addressed to the signed-in email', 200, WorkspaceRecord),
   validate('json', AcceptInvitationBody),
-  async (c) => c.json(await acceptInvitation(c.var.db, principalOf(c), c.req.valid('json'))),
+  async (c) => c.json(await acceptInvitation(c.var.db, c.env.CREDENTIAL_GATE, principalOf(c), c.req.valid('json'))),
 );

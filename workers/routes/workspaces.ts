@@ -30,7 +30,7 @@ export const workspacesRoutes = new Hono<AppEnv>()
     documented('Workspaces', 'Create a workspace; the caller becomes its owner', 201, WorkspaceRecord),
     idempotent,
     validate('json', CreateWorkspaceBody),
-    async (c) => c.json(await createWorkspace(c.var.db, principalOf(c), c.req.valid('json')), 201),
+    async (c) => c.json(await createWorkspace(c.var.db, c.env.CREDENTIAL_GATE, principalOf(c), c.req.valid('json')), 201),
   )
   .get('/current', documented('Workspaces', 'The workspace this credential acts in', 200, WorkspaceRecord), async (c) =>
     c.json(await getCurrentWorkspace(c.var.db, principalOf(c))),
@@ -39,7 +39,7 @@ export const workspacesRoutes = new Hono<AppEnv>()
     '/current',
     documented('Workspaces', 'Rebind the API key (or set the session default) to another workspace', 200, WorkspaceRecord),
     validate('json', SetCurrentWorkspaceBody),
-    async (c) => c.json(await setCurrentWorkspace(c.var.db, principalOf(c), c.req.valid('json'))),
+    async (c) => c.json(await setCurrentWorkspace(c.var.db, c.env.CREDENTIAL_GATE, principalOf(c), c.req.valid('json'))),
   )
   .get(
     '/:id/members',
