@@ -117,8 +117,8 @@ async function principalFromSession(db: Db, sessionId: string, selector: string 
 }
 
 /**
- * RFC 6750: an opaque access token, looked up on every request so revocation is immediate
- * (RFC 7009, spec 5.3 rule 5). Its workspace is the one chosen at consent; its scopes are
+ * RFC 6750: an opaque access token, looked up in D1 (its user's CredentialGate remembers the
+ * answer until a revocation makes it forget, so revocation is immediate: RFC 7009, spec 5.3 rule 5). Its workspace is the one chosen at consent; its scopes are
  * checked per route like a key's, and OIDC scopes count for nothing there (spec 5.3 rule 6).
  */
 async function principalFromAccessToken(db: Db, tokenHash: string, apiKeyShaped: boolean): Promise<Resolution> {
