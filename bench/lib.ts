@@ -1,7 +1,10 @@
-/** What the benches share: starting the service and the bare baseline under `wrangler dev`, wrk, medians. */
+/** What the benches share: starting the service and the bare baseline under `wrangler dev`, wrk, an open-loop client, medians. */
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { Agent, request } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { freePort, startService as startE2eService } from '../test/e2e/helpers';
 
 export { freePort };
@@ -95,4 +98,120 @@ export function wrk(url: string, options: { connections: number; seconds: number
     non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
     socketErrors: errors ? errors.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0,
   };
+}
+
+export interface OpenLoopResult {
+  p50Ms: number;
+  p99Ms: number;
+  requests: number;
+  non2xx: number;
+  socketErrors: number;
+}
+
+/**
+ * An open-loop load: `rate` requests a second for `seconds`, each sent at its scheduled time
+ * whether or not earlier ones were answered, on as many keep-alive connections as that takes.
+ * Latency is measured from the scheduled send time, not the actual one, so a client or server
+ * that falls behind shows as latency instead of as fewer requests (no coordinated omission,
+ * which a closed loop such as wrk's has). wrk2 does this but is not packaged for Debian.
+ */
+export async function openLoop(url: string, options: { rate: number; seconds: number; headers?: Record<string, string> }): Promise<OpenLoopResult> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1024 });
+  const total = Math.round(options.rate * options.seconds);
+  const interval = 1000 / options.rate;
+  const latencies: number[] = [];
+  let non2xx = 0;
+  let socketErrors = 0;
+  const send = (scheduled: number) =>
+    new Promise<void>((done) => {
+      const req = request(url, { agent, headers: options.headers }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          latencies.push(performance.now() - scheduled);
+          if ((res.statusCode ?? 0) >= 300) non2xx++;
+          done();
+        });
+      });
+      req.on('error', () => {
+        socketErrors++;
+        done();
+      });
+      req.end();
+    });
+  const start = performance.now();
+  const inFlight: Promise<void>[] = [];
+  let sent = 0;
+  while (sent < total) {
+    const t = performance.now();
+    for (; sent < total && start + sent * interval <= t; sent++) inFlight.push(send(start + sent * interval));
+    await new Promise((r) => setTimeout(r, Math.max(0, start + sent * interval - performance.now())));
+  }
+  await Promise.all(inFlight);
+  agent.destroy();
+  const sorted = latencies.sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+  return { p50Ms: at(0.5), p99Ms: at(0.99), requests: total, non2xx, socketErrors };
+}
+
+const REDIRECT = 'https://bench.example/callback';
+
+export async function expectOk(res: Response, what: string) {
+  if (!res.ok && res.status !== 303) throw new Error(`${what}: ${res.status} ${await res.text()}`);
+  return res;
+}
+
+/** A new account's session token, in a fresh personal workspace. */
+export async function newSession(base: string): Promise<string> {
+  const res = await fetch(`${base}/auth/sign-up/email`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: `bench-${Date.now()}@example.test`, password: 'bench password long enough', name: 'Bench' }),
+  });
+  return ((await (await expectOk(res, 'sign-up')).json()) as { token: string }).token;
+}
+
+/** An OAuth access token for `memory:read` of the session's user, through the authorization-code flow a client and a browser drive. */
+export async function oauthAccessToken(base: string, session: string): Promise<string> {
+  const registered = await fetch(`${base}/auth/oauth2/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_name: 'Bench',
+      redirect_uris: [REDIRECT],
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    }),
+  });
+  const clientId = ((await (await expectOk(registered, 'client registration')).json()) as { client_id: string }).client_id;
+  const workspace = await fetch(`${base}/api/v1/workspaces/current`, { headers: { 'x-auth-token': session } });
+  const workspaceId = ((await (await expectOk(workspace, 'current workspace')).json()) as { id: string }).id;
+  const verifier = randomBytes(32).toString('base64url');
+  const authorize = {
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    response_type: 'code',
+    scope: 'memory:read',
+    state: 'bench',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  };
+  const page = await fetch(`${base}/auth/oauth2/authorize?${new URLSearchParams(authorize)}`, { headers: { cookie: `__Host-session=${session}` } });
+  await expectOk(page, 'authorize page');
+  const csrf = /__Host-csrf=([^;]+)/.exec(page.headers.get('set-cookie') ?? '')?.[1];
+  if (!csrf) throw new Error('authorize page: no CSRF cookie');
+  const consent = await fetch(`${base}/auth/oauth2/authorize`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie: `__Host-session=${session}; __Host-csrf=${csrf}`, 'content-type': 'application/x-www-form-urlencoded', origin: base },
+    body: new URLSearchParams({ ...authorize, csrf, decision: 'allow', workspace_id: workspaceId, scopes: 'memory:read' }),
+  });
+  const code = new URL((await expectOk(consent, 'consent')).headers.get('location') ?? '', base).searchParams.get('code');
+  if (!code) throw new Error(`consent: no code in ${consent.headers.get('location')}`);
+  const token = await fetch(`${base}/auth/oauth2/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code, client_id: clientId, redirect_uri: REDIRECT, code_verifier: verifier }),
+  });
+  return ((await (await expectOk(token, 'token exchange')).json()) as { access_token: string }).access_token;
 }

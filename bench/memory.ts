@@ -1,22 +1,50 @@
 /**
  * npm run bench:memory: authenticated `GET /api/v1/memory` against a bare workerd JSON route
- * (bench/baseline-worker.js `/json`, a body of the same size), both under `wrangler dev`, loaded
- * by wrk with the same connections for the same time, alternating, in one run; printed as
- * ratios of throughput and p99 latency. Each service request resolves the API key (D1), counts
- * it in the key's RateLimiter object and reads the document (D1); the limit itself is raised
+ * (bench/baseline-worker.js `/json`, a body of the same size), both under `wrangler dev`, in one
+ * run; printed as ratios. Closed loop (wrk, the same connections for the same time, alternating):
+ * throughput with an API key, a session token and an OAuth access token, and the API key's p99.
+ * Open loop (bench/lib.ts openLoop): p99 of both at one offered rate, 80% of the API key's own
+ * closed-loop throughput. Each service request asks the credential owner's CredentialGate who is
+ * calling and counts the request there, then reads the document (D1); the limit itself is raised
  * for this instance (bench/service-worker.ts), so the load is not answered 429.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { median, ratio, startBaseline, startService, wrk, writeBenchConfig, type WrkResult } from './lib';
+import {
+  expectOk,
+  median,
+  newSession,
+  oauthAccessToken,
+  openLoop,
+  ratio,
+  startBaseline,
+  startService,
+  wrk,
+  writeBenchConfig,
+  type OpenLoopResult,
+  type WrkResult,
+} from './lib';
 
 const CONFIG = 'bench/.service.wrangler.toml';
 const ROUNDS = 3;
 const SECONDS = 10;
 const CONNECTIONS = 10;
+/** The open loop's offered rate, as a share of the service's own closed-loop throughput. */
+const OPEN_LOOP_SHARE = 0.8;
 /** A working-memory document of a realistic size. */
 const MEMORY_CHARS = 2000;
+
+async function putMemory(url: string, headers: Record<string, string>) {
+  const put = await fetch(url, {
+    method: 'PUT',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ content: 'x'.repeat(MEMORY_CHARS) }),
+  });
+  await expectOk(put, 'PUT /api/v1/memory');
+}
+
+const loadAverage = () => loadavg()[0]!.toFixed(2);
 
 async function main() {
   writeBenchConfig(CONFIG, 'service-worker.ts');
@@ -24,37 +52,69 @@ async function main() {
   const service = await startService(CONFIG, stateDir);
   const baseline = await startBaseline();
   try {
-    const headers = { 'x-api-key': service.apiKey };
-    const put = await fetch(`${service.base}/api/v1/memory`, {
-      method: 'PUT',
-      headers: { ...headers, 'content-type': 'application/json' },
-      body: JSON.stringify({ content: 'x'.repeat(MEMORY_CHARS) }),
-    });
-    if (!put.ok) throw new Error(`PUT /api/v1/memory: ${put.status} ${await put.text()}`);
     const serviceUrl = `${service.base}/api/v1/memory`;
     const baselineUrl = `${baseline.base}/json?chars=${MEMORY_CHARS}`;
+    const session = await newSession(service.base);
+    const credentials = {
+      'API key': { 'x-api-key': service.apiKey },
+      'session token': { 'x-auth-token': session },
+      'OAuth token': { authorization: `Bearer ${await oauthAccessToken(service.base, session)}` },
+    };
+    // The key's workspace and the session's (which the OAuth token shares) each get the document.
+    await putMemory(serviceUrl, credentials['API key']);
+    await putMemory(serviceUrl, credentials['session token']);
+    const kinds = Object.keys(credentials) as (keyof typeof credentials)[];
 
-    wrk(serviceUrl, { connections: CONNECTIONS, seconds: 3, headers }); // warm up both
+    console.log(`load average (1 min) at the start: ${loadAverage()}`);
+    for (const kind of kinds) wrk(serviceUrl, { connections: CONNECTIONS, seconds: 3, headers: credentials[kind] }); // warm up
     wrk(baselineUrl, { connections: CONNECTIONS, seconds: 3 });
-    const runs = { service: [] as WrkResult[], baseline: [] as WrkResult[] };
+    const closed = { baseline: [] as WrkResult[], ...Object.fromEntries(kinds.map((k) => [k, [] as WrkResult[]])) } as Record<
+      keyof typeof credentials | 'baseline',
+      WrkResult[]
+    >;
     for (let round = 0; round < ROUNDS; round++) {
-      runs.service.push(wrk(serviceUrl, { connections: CONNECTIONS, seconds: SECONDS, headers }));
-      runs.baseline.push(wrk(baselineUrl, { connections: CONNECTIONS, seconds: SECONDS }));
+      for (const kind of kinds) closed[kind].push(wrk(serviceUrl, { connections: CONNECTIONS, seconds: SECONDS, headers: credentials[kind] }));
+      closed.baseline.push(wrk(baselineUrl, { connections: CONNECTIONS, seconds: SECONDS }));
     }
 
-    const of = (rs: WrkResult[], pick: (r: WrkResult) => number) => median(rs.map(pick));
-    const sum = (rs: WrkResult[], pick: (r: WrkResult) => number) => rs.reduce((n, r) => n + pick(r), 0);
-    const rps = { service: of(runs.service, (r) => r.requestsPerSecond), baseline: of(runs.baseline, (r) => r.requestsPerSecond) };
-    const p99 = { service: of(runs.service, (r) => r.p99Ms), baseline: of(runs.baseline, (r) => r.p99Ms) };
-    console.log(`GET /api/v1/memory vs bare workerd JSON route (wrk, ${CONNECTIONS} connections, ${SECONDS} s, median of ${ROUNDS} rounds)`);
+    const of = <R>(rs: R[], pick: (r: R) => number) => median(rs.map(pick));
+    const sum = <R>(rs: R[], pick: (r: R) => number) => rs.reduce((n, r) => n + pick(r), 0);
+    const rps = (kind: keyof typeof closed) => of(closed[kind], (r) => r.requestsPerSecond);
+
+    const rate = Math.max(1, Math.round(rps('API key') * OPEN_LOOP_SHARE));
+    const open = { service: [] as OpenLoopResult[], baseline: [] as OpenLoopResult[] };
+    for (let round = 0; round < ROUNDS; round++) {
+      open.service.push(await openLoop(serviceUrl, { rate, seconds: SECONDS, headers: credentials['API key'] }));
+      open.baseline.push(await openLoop(baselineUrl, { rate, seconds: SECONDS }));
+    }
+
+    console.log(`GET /api/v1/memory vs bare workerd JSON route (median of ${ROUNDS} rounds; load average (1 min) at the end: ${loadAverage()})`);
+    console.log(`closed loop: wrk, ${CONNECTIONS} connections, ${SECONDS} s`);
+    for (const kind of kinds) {
+      console.log(
+        `  requests per second, ${kind.padEnd(13)}   ratio ${ratio(rps(kind), rps('baseline'))}   (higher is better; service ${rps(kind).toFixed(0)}/s, baseline ${rps('baseline').toFixed(0)}/s)`,
+      );
+    }
+    const p99 = { service: of(closed['API key'], (r) => r.p99Ms), baseline: of(closed.baseline, (r) => r.p99Ms) };
     console.log(
-      `  requests per second   ratio ${ratio(rps.service, rps.baseline)}   (higher is better; service ${rps.service.toFixed(0)}/s, baseline ${rps.baseline.toFixed(0)}/s)`,
+      `  p99 latency, API key              ratio ${ratio(p99.service, p99.baseline)}   (lower is better; service ${p99.service.toFixed(1)} ms, baseline ${p99.baseline.toFixed(1)} ms)`,
     );
+    console.log(`open loop: ${rate} requests/s offered to both (${OPEN_LOOP_SHARE * 100}% of the API key's closed-loop rate), ${SECONDS} s`);
+    const openP99 = { service: of(open.service, (r) => r.p99Ms), baseline: of(open.baseline, (r) => r.p99Ms) };
     console.log(
-      `  p99 latency           ratio ${ratio(p99.service, p99.baseline)}   (lower is better; service ${p99.service.toFixed(1)} ms, baseline ${p99.baseline.toFixed(1)} ms)`,
+      `  p99 latency, API key              ratio ${ratio(openP99.service, openP99.baseline)}   (lower is better; service ${openP99.service.toFixed(1)} ms, baseline ${openP99.baseline.toFixed(1)} ms)`,
     );
+    const runs: [string, (WrkResult | OpenLoopResult)[]][] = [
+      ...kinds.map((k) => [k, closed[k]] as [string, WrkResult[]]),
+      ['baseline', closed.baseline],
+      ['open loop, API key', open.service],
+      ['open loop, baseline', open.baseline],
+    ];
     console.log(
-      `  non-2xx responses: service ${sum(runs.service, (r) => r.non2xx)} of ${sum(runs.service, (r) => r.requests)}, baseline ${sum(runs.baseline, (r) => r.non2xx)} of ${sum(runs.baseline, (r) => r.requests)}; socket errors: service ${sum(runs.service, (r) => r.socketErrors)}, baseline ${sum(runs.baseline, (r) => r.socketErrors)}`,
+      `  non-2xx responses: ${runs.map(([name, rs]) => `${name} ${sum(rs, (r) => r.non2xx)} of ${sum(rs, (r) => r.requests)}`).join(', ')}; socket errors: ${sum(
+        runs.flatMap(([, rs]) => rs),
+        (r) => r.socketErrors,
+      )}`,
     );
   } finally {
     baseline.stop();

@@ -1,9 +1,11 @@
 /**
  * For the bench Workers only: the per-credential API limit (100 requests a minute, counted in
- * `api:*` RateLimiter objects) would turn a throughput bench into a 429 bench. Every request
- * still makes the same RateLimiter call, with the same storage work; only the threshold it is
- * given is raised. Other limits (sign-in attempts, runs per minute) are unchanged.
+ * the credential owner's CredentialGate, or in `api:ip:*` RateLimiter objects without a valid
+ * credential) would turn a throughput bench into a 429 bench. Every request still makes the
+ * same call, with the same storage work; only the threshold it is given is raised. Other limits
+ * (sign-in attempts, runs per minute) are unchanged.
  */
+import type { GateRequest } from '../durable-objects/CredentialGate';
 import type { Env } from '../workers/env';
 
 const BENCH_API_RATE_LIMIT = 1_000_000_000;
@@ -21,7 +23,14 @@ export function withRaisedApiLimit<E extends Env>(env: E): E {
         return { hit: (_limit: number, windowMs: number) => stub.hit(BENCH_API_RATE_LIMIT, windowMs) };
       },
     } as unknown as Env['RATE_LIMITER'];
-    wrapped = { ...env, RATE_LIMITER };
+    const gates = env.CREDENTIAL_GATE;
+    const CREDENTIAL_GATE = {
+      getByName(name: string) {
+        const stub = gates.getByName(name);
+        return { admit: (request: GateRequest) => stub.admit({ ...request, limit: BENCH_API_RATE_LIMIT }), forget: () => stub.forget() };
+      },
+    } as unknown as Env['CREDENTIAL_GATE'];
+    wrapped = { ...env, RATE_LIMITER, CREDENTIAL_GATE };
     raised.set(env, wrapped);
   }
   return wrapped as E;

@@ -23,16 +23,24 @@ export interface RateDecision {
  */
 export class RateLimiter extends DurableObject<Env> {
   hit(limit: number, windowMs: number): RateDecision {
-    const kv = this.ctx.storage.kv;
-    const t = now();
-    const currentWindow = t - (t % windowMs);
-    const storedWindow = kv.get<number>('window');
-    let count = storedWindow === currentWindow ? (kv.get<number>('count') ?? 0) : 0;
-    const resetMs = currentWindow + windowMs - t;
-    if (count >= limit) return { allowed: false, limit, remaining: 0, resetMs };
-    count += 1;
-    kv.put('window', currentWindow);
-    kv.put('count', count);
-    return { allowed: true, limit, remaining: limit - count, resetMs };
+    return countHit(this.ctx.storage.kv, '', limit, windowMs);
   }
+}
+
+/**
+ * One hit in a fixed window kept in synchronous KV under `<prefix>window` and `<prefix>count`.
+ * It reads and writes without awaiting in between, so inside one Durable Object (one call at a
+ * time) the count is exact.
+ */
+export function countHit(kv: SyncKvStorage, prefix: string, limit: number, windowMs: number): RateDecision {
+  const t = now();
+  const currentWindow = t - (t % windowMs);
+  const storedWindow = kv.get<number>(`${prefix}window`);
+  let count = storedWindow === currentWindow ? (kv.get<number>(`${prefix}count`) ?? 0) : 0;
+  const resetMs = currentWindow + windowMs - t;
+  if (count >= limit) return { allowed: false, limit, remaining: 0, resetMs };
+  count += 1;
+  kv.put(`${prefix}window`, currentWindow);
+  kv.put(`${prefix}count`, count);
+  return { allowed: true, limit, remaining: limit - count, resetMs };
 }

@@ -10,6 +10,7 @@ import { deleteExpiredSessions } from './services/accounts';
 import { deleteExpiredActivations } from './services/device-activation';
 import { deleteExpiredOAuthRecords } from './services/oauth';
 
+export { CredentialGate } from '../durable-objects/CredentialGate';
 export { ExecutionSession } from '../durable-objects/ExecutionSession';
 export { RateLimiter } from '../durable-objects/RateLimiter';
 export { WorkspaceChannel } from '../durable-objects/WorkspaceChannel';

@@ -4,7 +4,7 @@ import type { Db } from '../env';
 import { AppError, forbidden, notFound, unauthorized } from '../errors';
 import { now } from '../lib/clock';
 import { randomToken, sha256Hex } from '../lib/crypto';
-import { apiScopesOf, findAccessToken } from '../services/oauth';
+import { apiScopesOf, findAccessTokenByHash } from '../services/oauth';
 import type { Principal, RequestOrigin } from './principal';
 import { WILDCARD } from './scopes';
 
@@ -37,7 +37,17 @@ export interface PresentedCredentials {
   workspaceSelector: string | undefined;
 }
 
-async function principalFromApiKey(db: Db, key: string, origin: RequestOrigin, allowUnactivated: boolean): Promise<Principal> {
+/** The kinds of credential a request can present, each looked up by its hash. */
+export type CredentialKind = Principal['credential']['type'];
+
+/** A resolved credential: the principal without the request's origin, and until when it holds. */
+export interface Resolution {
+  principal: Omit<Principal, 'origin'>;
+  /** When the credential expires (sessions, access tokens); null for API keys. */
+  expiresAt: number | null;
+}
+
+async function principalFromApiKey(db: Db, keyHash: string, allowUnactivated: boolean): Promise<Resolution> {
   const [row] = await db
     .select({
       id: apiKeys.id,
@@ -49,7 +59,7 @@ async function principalFromApiKey(db: Db, key: string, origin: RequestOrigin, a
     })
     .from(apiKeys)
     .leftJoin(members, and(eq(members.workspaceId, apiKeys.workspaceId), eq(members.userId, apiKeys.userId)))
-    .where(eq(apiKeys.keyHash, await credentialHash(key)))
+    .where(eq(apiKeys.keyHash, keyHash))
     .limit(1);
   if (!row) throw unauthorized('The API key is not valid');
   if (row.status === 'revoked') throw forbidden('This API key has been revoked');
@@ -57,17 +67,12 @@ async function principalFromApiKey(db: Db, key: string, origin: RequestOrigin, a
   // A key outlives its owner's membership only as a dead credential.
   if (!row.role) throw forbidden('The key owner is no longer a member of its workspace');
   return {
-    userId: row.userId,
-    workspaceId: row.workspaceId,
-    role: row.role,
-    credential: { type: 'api_key', apiKeyId: row.id },
-    scopes: row.scopes,
-    origin,
+    principal: { userId: row.userId, workspaceId: row.workspaceId, role: row.role, credential: { type: 'api_key', apiKeyId: row.id }, scopes: row.scopes },
+    expiresAt: null,
   };
 }
 
-async function principalFromSession(db: Db, token: string, selector: string | undefined, origin: RequestOrigin): Promise<Principal> {
-  const sessionId = await credentialHash(token);
+async function principalFromSession(db: Db, sessionId: string, selector: string | undefined): Promise<Resolution> {
   const t = now();
   const [session] = await db
     .select()
@@ -91,9 +96,10 @@ async function principalFromSession(db: Db, token: string, selector: string | un
     .where(and(eq(members.userId, session.userId), scope))
     .orderBy(desc(sql`${workspaces.id} = ${session.workspaceId ?? ''}`), workspaces.id)
     .limit(1);
+  const slide = session.expiresAt - t < SESSION_TTL_MS - SESSION_SLIDE_STEP_MS;
   const [[member]] = await Promise.all([
     membership,
-    session.expiresAt - t < SESSION_TTL_MS - SESSION_SLIDE_STEP_MS
+    slide
       ? db
           .update(sessions)
           .set({ expiresAt: t + SESSION_TTL_MS })
@@ -105,23 +111,19 @@ async function principalFromSession(db: Db, token: string, selector: string | un
     throw unauthorized('The session has no workspace');
   }
   return {
-    userId: session.userId,
-    workspaceId: member.workspaceId,
-    role: member.role,
-    credential: { type: 'session', sessionId },
-    scopes: [WILDCARD],
-    origin,
+    principal: { userId: session.userId, workspaceId: member.workspaceId, role: member.role, credential: { type: 'session', sessionId }, scopes: [WILDCARD] },
+    expiresAt: slide ? t + SESSION_TTL_MS : session.expiresAt,
   };
 }
 
 /**
- * RFC 6750: an opaque access token, looked up on every request so revocation is immediate
- * (RFC 7009, spec 5.3 rule 5). Its workspace is the one chosen at consent; its scopes are
+ * RFC 6750: an opaque access token, looked up in D1 (its user's CredentialGate remembers the
+ * answer until a revocation makes it forget, so revocation is immediate: RFC 7009, spec 5.3 rule 5). Its workspace is the one chosen at consent; its scopes are
  * checked per route like a key's, and OIDC scopes count for nothing there (spec 5.3 rule 6).
  */
-async function principalFromAccessToken(db: Db, token: string, origin: RequestOrigin): Promise<Principal> {
-  const grant = await findAccessToken(db, token);
-  if (!grant && token.startsWith(API_KEY_PREFIX)) {
+async function principalFromAccessToken(db: Db, tokenHash: string, apiKeyShaped: boolean): Promise<Resolution> {
+  const grant = await findAccessTokenByHash(db, tokenHash);
+  if (!grant && apiKeyShaped) {
     throw new AppError(
       'UNAUTHORIZED',
       401,
@@ -134,12 +136,14 @@ async function principalFromAccessToken(db: Db, token: string, origin: RequestOr
   if (!grant) throw unauthorized('The access token is not valid, has expired or was revoked');
   if (!grant.role) throw forbidden('The user is no longer a member of the workspace this token is for');
   return {
-    userId: grant.userId,
-    workspaceId: grant.workspaceId,
-    role: grant.role,
-    credential: { type: 'oauth', grantId: grant.grantId, clientId: grant.clientId, resource: grant.resource },
-    scopes: apiScopesOf(grant.scopes),
-    origin,
+    principal: {
+      userId: grant.userId,
+      workspaceId: grant.workspaceId,
+      role: grant.role,
+      credential: { type: 'oauth', grantId: grant.grantId, clientId: grant.clientId, resource: grant.resource },
+      scopes: apiScopesOf(grant.scopes),
+    },
+    expiresAt: grant.expiresAt,
   };
 }
 
@@ -149,19 +153,62 @@ export function bearerTokenOf(header: string | undefined): string | undefined {
   return match ? match[1] : undefined;
 }
 
+/** A presented credential by its hash: what the credential gate and D1 lookups take, never the secret. */
+export interface HashedCredential {
+  kind: CredentialKind;
+  hash: string;
+  /** `x-workspace-id`, for sessions only. */
+  selector: string | undefined;
+  /** A bearer token in the API key format: its refusal says to send it as `x-api-key`. */
+  apiKeyShaped: boolean;
+}
+
+/** The one credential a request presents (a key first, then a session, then a bearer token), hashed. */
+export async function hashPresented(presented: PresentedCredentials): Promise<HashedCredential | undefined> {
+  const [kind, secret] =
+    presented.apiKey !== undefined
+      ? (['api_key', presented.apiKey] as const)
+      : presented.sessionToken !== undefined
+        ? (['session', presented.sessionToken] as const)
+        : presented.bearerToken !== undefined
+          ? (['oauth', presented.bearerToken] as const)
+          : [];
+  if (kind === undefined) return undefined;
+  return {
+    kind,
+    hash: await credentialHash(secret),
+    selector: kind === 'session' ? presented.workspaceSelector : undefined,
+    apiKeyShaped: kind === 'oauth' && secret.startsWith(API_KEY_PREFIX),
+  };
+}
+
 /**
- * Resolves the request's credential. Returns undefined when none is presented; throws 401 for
- * an unknown or expired one and 403 for a revoked or unactivated key.
+ * Resolves a hashed credential from D1; throws 401 for an unknown or expired one and 403 for a
+ * revoked or unactivated key.
+ */
+export function resolveCredential(
+  db: Db,
+  credential: HashedCredential,
+  /** Only the agent routes admit an unactivated key: asking for scopes is how it gets activated (spec 3.5). */
+  options: { allowUnactivated?: boolean } = {},
+): Promise<Resolution> {
+  if (credential.kind === 'api_key') return principalFromApiKey(db, credential.hash, options.allowUnactivated ?? false);
+  if (credential.kind === 'session') return principalFromSession(db, credential.hash, credential.selector);
+  return principalFromAccessToken(db, credential.hash, credential.apiKeyShaped);
+}
+
+/**
+ * Resolves the request's credential from D1. Returns undefined when none is presented; throws
+ * as `resolveCredential`.
  */
 export async function resolvePrincipal(
   db: Db,
   presented: PresentedCredentials,
   origin: RequestOrigin,
-  /** Only the agent routes admit an unactivated key: asking for scopes is how it gets activated (spec 3.5). */
   options: { allowUnactivated?: boolean } = {},
 ): Promise<Principal | undefined> {
-  if (presented.apiKey !== undefined) return principalFromApiKey(db, presented.apiKey, origin, options.allowUnactivated ?? false);
-  if (presented.sessionToken !== undefined) return principalFromSession(db, presented.sessionToken, presented.workspaceSelector, origin);
-  if (presented.bearerToken !== undefined) return principalFromAccessToken(db, presented.bearerToken, origin);
-  return undefined;
+  const credential = await hashPresented(presented);
+  if (!credential) return undefined;
+  const { principal } = await resolveCredential(db, credential, options);
+  return { ...principal, origin };
 }

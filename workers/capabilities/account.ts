@@ -87,7 +87,7 @@ export const workspacesArea: Area = {
       annotations: WRITE,
       http: { method: 'POST', path: '/', status: 201, before: [idempotent], summary: 'Create a workspace; the caller becomes its owner' },
       mcp: false,
-      run: (ctx, body) => createWorkspace(ctx.db, ctx.actor, body),
+      run: (ctx, body) => createWorkspace(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, body),
     }),
     defineCapability({
       name: 'get-current-workspace',
@@ -111,7 +111,7 @@ export const workspacesArea: Area = {
       annotations: WRITE,
       http: { method: 'PUT', path: '/current', summary: 'Rebind the API key (or set the session default) to another workspace' },
       mcp: false,
-      run: (ctx, body) => setCurrentWorkspace(ctx.db, ctx.actor, body),
+      run: (ctx, body) => setCurrentWorkspace(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, body),
     }),
     defineCapability({
       name: 'list-members',
@@ -173,7 +173,7 @@ export const invitationsArea: Area = {
       annotations: WRITE,
       http: { method: 'POST', path: '/accept', summary: 'Accept an invitation addressed to the signed-in email' },
       mcp: false,
-      run: (ctx, body) => acceptInvitation(ctx.db, ctx.actor, body),
+      run: (ctx, body) => acceptInvitation(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, body),
     }),
   ],
 };
@@ -217,7 +217,7 @@ export const apiKeysArea: Area = {
       annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
       http: { method: 'POST', path: '/:id/revoke', params: { id: 'keyId' }, summary: 'Revoke a key; it fails from its next request on' },
       mcp: false,
-      run: (ctx, { keyId }) => revokeApiKey(ctx.db, ctx.actor, keyId),
+      run: (ctx, { keyId }) => revokeApiKey(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, keyId),
     }),
   ],
 };

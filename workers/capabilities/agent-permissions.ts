@@ -132,7 +132,7 @@ export const agentPermissionsArea: Area = {
         summary: 'Approve a consent, optionally narrowing its scopes (the app)',
       },
       mcp: false,
-      run: (ctx, { consentId, ...body }) => approveConsent(ctx.db, ctx.actor, consentId, body),
+      run: (ctx, { consentId, ...body }) => approveConsent(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, consentId, body),
     }),
     defineCapability({
       name: 'deny-consent',
@@ -202,7 +202,7 @@ export const agentPermissionsArea: Area = {
         summary: 'Grant a permission request, optionally in another mode (the app)',
       },
       mcp: false,
-      run: (ctx, { requestId, ...body }) => approvePermissionRequest(ctx.db, ctx.actor, requestId, body),
+      run: (ctx, { requestId, ...body }) => approvePermissionRequest(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, requestId, body),
     }),
     defineCapability({
       name: 'deny-permission-request',
@@ -226,7 +226,7 @@ export const agentPermissionsArea: Area = {
       annotations: { ...DECIDE, destructiveHint: true },
       http: { method: 'DELETE', path: '/:keyId/scopes/:scope', summary: 'Revoke one scope from one of your keys' },
       mcp: false,
-      run: (ctx, params) => revokeScope(ctx.db, ctx.actor, params),
+      run: (ctx, params) => revokeScope(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, params),
     }),
   ],
 };

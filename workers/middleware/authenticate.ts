@@ -1,6 +1,7 @@
 import { createMiddleware } from 'hono/factory';
 import { matchedRoutes } from 'hono/route';
-import { bearerTokenOf, resolvePrincipal } from '../auth/credentials';
+import { admit, refusalError, WrongAudience } from '../auth/credential-gate';
+import { bearerTokenOf, hashPresented } from '../auth/credentials';
 import { mcpResourceOf } from '../auth/oauth/metadata';
 import type { Principal } from '../auth/principal';
 import { authorizeWithGrants } from '../auth/actor';
@@ -8,7 +9,9 @@ import { ROUTE_ACCESS, routeKey } from '../auth/route-scopes';
 import { GRANT_TOKEN_HEADER } from '../auth/grants';
 import type { AppEnv } from '../env';
 import { AppError } from '../errors';
-import { hitRateLimit } from '../lib/rate-limit';
+import { hitRateLimit, type RateDecision } from '../lib/rate-limit';
+
+export { WrongAudience };
 
 /** Spec 8: 100 requests per minute per API key or session user, on every `/api/v1/` route. */
 export const API_RATE_LIMIT = 100;
@@ -24,57 +27,43 @@ function handlerRouteKey(c: Context): string | undefined {
 }
 
 /**
- * RFC 8707: an access token works only at the resource it was issued for. The MCP endpoint takes
- * tokens for itself or for the whole service; the REST API only those for the whole service.
- * Grants that named no resource (all of them before audiences existed) are for the whole service.
- */
-function audienceRefusal(principal: Principal, base: string, mcp: boolean): WrongAudience | null {
-  if (principal.credential.type !== 'oauth') return null;
-  const audience = principal.credential.resource ?? base;
-  if (audience === base || (mcp && audience === mcpResourceOf(base))) return null;
-  return new WrongAudience(audience);
-}
-
-/** A valid token presented where it was not issued for: its challenge says so (RFC 6750 3.1 `error_description`). */
-export class WrongAudience extends AppError {
-  constructor(audience: string) {
-    super('UNAUTHORIZED', 401, `This access token was issued for ${audience}, not for this endpoint`);
-  }
-}
-
-/**
- * Resolves the request's credential and counts the request against its rate limit (the
- * caller's IP when there is no valid credential), setting the `x-ratelimit-*` headers. One
+ * Resolves the request's credential and counts the request against its rate limit, both in one
+ * call to the owner's CredentialGate (the caller's IP is counted when there is no valid
+ * credential), setting the `x-ratelimit-*` headers. One
  * path for REST and MCP, so both share a credential's limit. Answers the principal, or
  * undefined without a credential; a refused credential throws after it was counted.
  */
 export async function identify(c: Context, options: { allowUnactivated?: boolean; mcp?: boolean } = {}): Promise<Principal | undefined> {
   let principal: Principal | undefined;
+  let decision: RateDecision | undefined;
   let failure: unknown;
   try {
-    principal = await resolvePrincipal(
-      c.var.db,
-      {
-        apiKey: c.req.header('x-api-key'),
-        sessionToken: c.req.header('x-auth-token'),
-        bearerToken: bearerTokenOf(c.req.header('authorization')),
-        workspaceSelector: c.req.header('x-workspace-id'),
-      },
-      c.var.origin,
-      options,
-    );
+    const credential = await hashPresented({
+      apiKey: c.req.header('x-api-key'),
+      sessionToken: c.req.header('x-auth-token'),
+      bearerToken: bearerTokenOf(c.req.header('authorization')),
+      workspaceSelector: c.req.header('x-workspace-id'),
+    });
+    if (credential) {
+      // RFC 8707: an access token works only at the resource it was issued for. The MCP endpoint
+      // takes tokens for itself or for the whole service; the REST API only those for the whole
+      // service. Grants that named no resource (all of them before audiences existed) are for the whole service.
+      const base = new URL(c.req.url).origin;
+      const answer = await admit(c.env, c.var.db, {
+        credential,
+        allowUnactivated: options.allowUnactivated ?? false,
+        audiences: options.mcp ? [base, mcpResourceOf(base)] : [base],
+        limit: API_RATE_LIMIT,
+        windowMs: API_RATE_WINDOW_MS,
+      });
+      if (answer.ok) [principal, decision] = [{ ...answer.principal, origin: c.var.origin }, answer.decision];
+      else failure = refusalError(answer.refusal);
+    }
   } catch (error) {
     failure = error;
   }
-  const wrongAudience = principal && audienceRefusal(principal, new URL(c.req.url).origin, options.mcp ?? false);
-  if (wrongAudience) [principal, failure] = [undefined, wrongAudience];
-
-  const subject = !principal
-    ? `api:ip:${c.var.origin.ip ?? 'unknown'}`
-    : principal.credential.type === 'api_key'
-      ? `api:key:${principal.credential.apiKeyId}`
-      : `api:user:${principal.userId}`;
-  const decision = await hitRateLimit(c.env, subject, API_RATE_LIMIT, API_RATE_WINDOW_MS);
+  // A valid credential was counted by its gate; anything else counts against the caller's IP.
+  decision ??= await hitRateLimit(c.env, `api:ip:${c.var.origin.ip ?? 'unknown'}`, API_RATE_LIMIT, API_RATE_WINDOW_MS);
   const resetSeconds = Math.ceil(decision.resetMs / 1000);
   c.header('x-ratelimit-limit', String(decision.limit));
   c.header('x-ratelimit-remaining', String(decision.remaining));

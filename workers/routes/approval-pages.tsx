@@ -178,7 +178,7 @@ export const approvalPagesRoutes = new Hono<AppEnv>()
         }
         const picked = ([] as unknown[]).concat(form.scopes ?? []).filter((s): s is string => typeof s === 'string');
         if (picked.length === 0) return message(c, 400, 'Nothing selected', 'Select at least one permission to approve, or deny the request.');
-        const approved = await approveConsent(c.var.db, member, record.consent_id, { scopes: picked });
+        const approved = await approveConsent(c.var.db, c.env.CREDENTIAL_GATE, member, record.consent_id, { scopes: picked });
         return message(c, 200, 'Agent approved', `${record.agent_display_name} may now use: ${(approved.granted_scopes ?? []).join(', ')}.`);
       }
       if (!approve) {
@@ -186,7 +186,7 @@ export const approvalPagesRoutes = new Hono<AppEnv>()
         return message(c, 200, 'Permission denied', `The key was not given ${record.scope}.`);
       }
       const mode = str(form.mode);
-      const granted = await approvePermissionRequest(c.var.db, member, record.request_id, {
+      const granted = await approvePermissionRequest(c.var.db, c.env.CREDENTIAL_GATE, member, record.request_id, {
         mode: mode === 'persistent' || mode === 'session' || mode === 'one_time' ? mode : undefined,
       });
       return message(c, 200, 'Permission granted', `The key may use ${granted.scope} (${granted.mode?.replace('_', '-')}).`);

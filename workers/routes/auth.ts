@@ -39,12 +39,12 @@ export const authRoutes = new Hono<AppEnv>()
     if (!token && cookie && c.req.header('content-type')?.startsWith('application/x-www-form-urlencoded')) {
       const form = await c.req.parseBody();
       if (!csrfValid(c, form.csrf)) throw forbidden('The form expired or came from another site');
-      await signOut(c.var.db, cookie);
+      await signOut(c.var.db, c.env.CREDENTIAL_GATE, cookie);
       clearSessionCookie(c);
       return c.redirect('/auth/sign-in', 303);
     }
     if (!token) throw unauthorized('Send the session token in x-auth-token');
-    await signOut(c.var.db, token);
+    await signOut(c.var.db, c.env.CREDENTIAL_GATE, token);
     return c.json({ success: true as const });
   })
   .route('/', authPagesRoutes)

@@ -224,7 +224,7 @@ export const oauthRoutes = new Hono<AppEnv>()
       oauthEndpoint(c, async () => {
         const parsed = TokenForm.safeParse(await formOf(c));
         if (!parsed.success) throw new OAuthError('invalid_request', parsed.error.issues[0]!.message);
-        const response = await exchangeToken(c.var.db, { base: baseOf(c), encryptionKey: c.env.ENCRYPTION_KEY }, parsed.data);
+        const response = await exchangeToken(c.var.db, c.env.CREDENTIAL_GATE, { base: baseOf(c), encryptionKey: c.env.ENCRYPTION_KEY }, parsed.data);
         noStore(c);
         return c.json(response);
       }),
@@ -234,7 +234,7 @@ export const oauthRoutes = new Hono<AppEnv>()
   .post('/oauth2/revoke', documentedProtocol('OAuth', 'Revoke an access or refresh token', 'RFC 7009', 200, 'text/plain'), (c) =>
     oauthEndpoint(c, async () => {
       const form = await formOf(c);
-      await revokeToken(c.var.db, form.token, form.client_id);
+      await revokeToken(c.var.db, c.env.CREDENTIAL_GATE, form.token, form.client_id);
       noStore(c);
       return c.body(null, 200);
     }),

@@ -5,6 +5,7 @@ import { credentialHash, newSessionToken, SESSION_TTL_MS } from '../auth/credent
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../auth/passwords';
 import type { Principal, RequestOrigin } from '../auth/principal';
 import { WILDCARD } from '../auth/scopes';
+import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
 import type { Db } from '../env';
 import { AppError, unauthorized } from '../errors';
 import { now, toIso } from '../lib/clock';
@@ -99,8 +100,12 @@ export async function signIn(db: Db, input: SignInBody, origin: RequestOrigin): 
   return { token: session.token, user: { id: user.id, email: user.email, name: user.name } };
 }
 
-export async function signOut(db: Db, token: string): Promise<void> {
-  await db.delete(sessions).where(eq(sessions.id, await credentialHash(token)));
+export async function signOut(db: Db, gates: CredentialGates, token: string): Promise<void> {
+  const ended = await db
+    .delete(sessions)
+    .where(eq(sessions.id, await credentialHash(token)))
+    .returning({ userId: sessions.userId });
+  await credentialsChanged(gates, ...ended.map((s) => s.userId));
 }
 
 export const Profile = z.object({

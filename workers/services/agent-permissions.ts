@@ -13,6 +13,7 @@ import {
 import { apiKeyIdOf, type Principal } from '../auth/principal';
 import { GRANT_TOKEN_HEADER, grantTokenHash, hasSessionGrant } from '../auth/grants';
 import { DEFAULT_KEY_SCOPES, hasScope, isKnownScope, isSensitiveScope, WILDCARD } from '../auth/scopes';
+import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
 import type { Db } from '../env';
 import { AppError, invalidInput, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
@@ -341,6 +342,7 @@ async function requireRequest(db: Db, principal: Principal, requestId: string) {
  */
 export async function approveConsent(
   db: Db,
+  gates: CredentialGates,
   principal: Principal,
   consentId: string,
   input: ApproveConsentBody,
@@ -379,6 +381,7 @@ export async function approveConsent(
         .where(eq(apiKeys.id, consent.apiKeyId)),
     ],
   });
+  await credentialsChanged(gates, principal.userId);
   const [[row], [key]] = await Promise.all([
     db.select().from(agentConsents).where(eq(agentConsents.id, consent.id)),
     db.select().from(apiKeys).where(eq(apiKeys.id, consent.apiKeyId)),
@@ -550,7 +553,13 @@ export async function listPermissionRequests(db: Db, principal: Principal, query
  * writes the scope to the key; session and one-time record a grant that expires after 1 hour
  * and 5 minutes (the one-time grant also ends at its first use).
  */
-export async function approvePermissionRequest(db: Db, principal: Principal, requestId: string, input: ApproveRequestBody): Promise<PermissionRequestRecord> {
+export async function approvePermissionRequest(
+  db: Db,
+  gates: CredentialGates,
+  principal: Principal,
+  requestId: string,
+  input: ApproveRequestBody,
+): Promise<PermissionRequestRecord> {
   const { request, keyName } = await requireRequest(db, principal, requestId);
   requirePending(request, 'permission request');
   const t = now();
@@ -583,6 +592,7 @@ export async function approvePermissionRequest(db: Db, principal: Principal, req
           ]
         : [],
   });
+  if (mode === 'persistent') await credentialsChanged(gates, principal.userId);
   return presentRequest({ ...request, status: 'granted', mode, decidedAt: t, grantExpiresAt: grantExpiry(mode, t) }, keyName);
 }
 
@@ -624,7 +634,7 @@ export type RevokeScopeParams = z.infer<typeof RevokeScopeParams>;
  * workspace and ends its unexpired session and one-time grants. A scope the key lacks is
  * harmless (the answer is the unchanged key).
  */
-export async function revokeScope(db: Db, principal: Principal, params: RevokeScopeParams): Promise<ApiKeyRecord> {
+export async function revokeScope(db: Db, gates: CredentialGates, principal: Principal, params: RevokeScopeParams): Promise<ApiKeyRecord> {
   const id = parseId('key', params.keyId);
   const [key] =
     id === null
@@ -661,5 +671,6 @@ export async function revokeScope(db: Db, principal: Principal, params: RevokeSc
       activity: `The scope ${params.scope} was revoked from API key "${key.name}"`,
     }),
   ]);
+  await credentialsChanged(gates, key.userId);
   return presentApiKey(updated!);
 }

@@ -4,6 +4,7 @@ import { API_KEY_STATUSES, apiKeys, type ApiKeyRow } from '../../schema';
 import { credentialHash, newApiKey } from '../auth/credentials';
 import type { Principal } from '../auth/principal';
 import { DEFAULT_KEY_SCOPES, hasScope, isKnownScope, WILDCARD } from '../auth/scopes';
+import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
 import type { Db } from '../env';
 import { forbidden, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
@@ -100,7 +101,7 @@ export async function createApiKey(db: Db, principal: Principal, input: CreateAp
   return { ...presentApiKey(row!), key };
 }
 
-export async function revokeApiKey(db: Db, principal: Principal, rawId: string): Promise<ApiKeyRecord> {
+export async function revokeApiKey(db: Db, gates: CredentialGates, principal: Principal, rawId: string): Promise<ApiKeyRecord> {
   const id = parseId('key', rawId);
   const [row] =
     id === null
@@ -121,5 +122,6 @@ export async function revokeApiKey(db: Db, principal: Principal, rawId: string):
       activity: `API key "${row.name}" was revoked`,
     }),
   ]);
+  await credentialsChanged(gates, row.userId);
   return presentApiKey(updated!);
 }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { invitations, members, users, workspaces, type InvitationRow } from '../../schema';
 import { credentialHash } from '../auth/credentials';
 import type { Principal } from '../auth/principal';
+import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
 import type { Db } from '../env';
 import { AppError, conflict, forbidden, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
@@ -97,7 +98,7 @@ export async function listInvitations(db: Db, principal: Principal, workspace: s
  * Joins the invitation's workspace. Only the invited email can accept; anything else about
  * a token that is not yours answers 404, so tokens cannot be probed.
  */
-export async function acceptInvitation(db: Db, principal: Principal, input: AcceptInvitationBody): Promise<WorkspaceRecord> {
+export async function acceptInvitation(db: Db, gates: CredentialGates, principal: Principal, input: AcceptInvitationBody): Promise<WorkspaceRecord> {
   const [found] = await db
     .select({ invitation: invitations, workspace: workspaces, email: users.email })
     .from(invitations)
@@ -131,5 +132,6 @@ export async function acceptInvitation(db: Db, principal: Principal, input: Acce
     if (isUniqueViolation(error)) throw conflict('You are already a member of this workspace');
     throw error;
   }
+  await credentialsChanged(gates, principal.userId);
   return presentWorkspace(workspace, invitation.role, principal.userId);
 }

@@ -14,6 +14,7 @@ import {
 import { signIdToken } from '../auth/oauth/signing-keys';
 import type { Principal } from '../auth/principal';
 import { DEFAULT_KEY_SCOPES, isKnownScope, isSensitiveScope } from '../auth/scopes';
+import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
 import type { Db } from '../env';
 import { now } from '../lib/clock';
 import { base64url, randomToken, timingSafeEqual } from '../lib/crypto';
@@ -395,11 +396,15 @@ async function s256(verifier: string): Promise<string> {
 /** RFC 7636 4.1: 43..128 unreserved characters. */
 const PKCE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 
-const revokeGrant = (db: Db, grantId: string) =>
-  db
+/** Ends a token family; its user's gate forgets, so the family's access tokens stop at once. */
+async function revokeGrant(db: Db, gates: CredentialGates, grantId: string): Promise<void> {
+  const revoked = await db
     .update(oauthGrants)
     .set({ revokedAt: now() })
-    .where(and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAt)));
+    .where(and(eq(oauthGrants.id, grantId), isNull(oauthGrants.revokedAt)))
+    .returning({ userId: oauthGrants.userId });
+  await credentialsChanged(gates, ...revoked.map((g) => g.userId));
+}
 
 /** New access (and, with offline_access, refresh) token rows for a grant. */
 async function mintTokens(db: Db, grantId: string, scopes: string[]) {
@@ -443,13 +448,13 @@ export const TokenForm = z.object({
 });
 export type TokenForm = z.infer<typeof TokenForm>;
 
-export async function exchangeToken(db: Db, signer: Signer, form: TokenForm): Promise<TokenResponse> {
-  if (form.grant_type === 'authorization_code') return exchangeCode(db, signer, form);
-  if (form.grant_type === 'refresh_token') return refreshTokens(db, signer, form);
+export async function exchangeToken(db: Db, gates: CredentialGates, signer: Signer, form: TokenForm): Promise<TokenResponse> {
+  if (form.grant_type === 'authorization_code') return exchangeCode(db, gates, signer, form);
+  if (form.grant_type === 'refresh_token') return refreshTokens(db, gates, signer, form);
   throw new OAuthError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
 }
 
-async function exchangeCode(db: Db, signer: Signer, form: TokenForm): Promise<TokenResponse> {
+async function exchangeCode(db: Db, gates: CredentialGates, signer: Signer, form: TokenForm): Promise<TokenResponse> {
   if (!form.code || !form.client_id || !form.redirect_uri || !form.code_verifier) {
     throw new OAuthError('invalid_request', 'code, client_id, redirect_uri and code_verifier are required');
   }
@@ -464,7 +469,7 @@ async function exchangeCode(db: Db, signer: Signer, form: TokenForm): Promise<To
   if (!code) {
     const [used] = await db.select({ grantId: oauthCodes.grantId }).from(oauthCodes).where(eq(oauthCodes.id, codeHash)).limit(1);
     // RFC 6749 4.1.2: a code used twice revokes the tokens issued from it.
-    if (used?.grantId) await revokeGrant(db, used.grantId);
+    if (used?.grantId) await revokeGrant(db, gates, used.grantId);
     throw new OAuthError('invalid_grant', 'The code is not valid or was already used');
   }
   // From here on the code is spent whatever the outcome: a wrong guess burns it.
@@ -509,7 +514,7 @@ async function exchangeCode(db: Db, signer: Signer, form: TokenForm): Promise<To
   };
 }
 
-async function refreshTokens(db: Db, signer: Signer, form: TokenForm): Promise<TokenResponse> {
+async function refreshTokens(db: Db, gates: CredentialGates, signer: Signer, form: TokenForm): Promise<TokenResponse> {
   if (!form.refresh_token || !form.client_id) throw new OAuthError('invalid_request', 'refresh_token and client_id are required');
   const tokenHash = await credentialHash(form.refresh_token);
   const [row] = await db
@@ -540,7 +545,7 @@ async function refreshTokens(db: Db, signer: Signer, form: TokenForm): Promise<T
     .where(and(eq(oauthTokens.id, tokenHash), isNull(oauthTokens.usedAt)))
     .returning({ id: oauthTokens.id });
   if (!claimed) {
-    await revokeGrant(db, row.grant.id);
+    await revokeGrant(db, gates, row.grant.id);
     throw new OAuthError('invalid_grant', 'The refresh token was already used; every token of this grant is now revoked');
   }
   const tokens = await mintTokens(db, row.grant.id, scopes);
@@ -559,7 +564,7 @@ async function refreshTokens(db: Db, signer: Signer, form: TokenForm): Promise<T
 // ---------------------------------------------------------------------------------------------
 // Revocation (RFC 7009)
 
-export async function revokeToken(db: Db, token: string | undefined, clientId: string | undefined): Promise<void> {
+export async function revokeToken(db: Db, gates: CredentialGates, token: string | undefined, clientId: string | undefined): Promise<void> {
   if (!token) throw new OAuthError('invalid_request', 'token is required');
   if (!clientId) throw new OAuthError('invalid_client', 'client_id is required', 401);
   const [row] = await db
@@ -573,9 +578,12 @@ export async function revokeToken(db: Db, token: string | undefined, clientId: s
   // RFC 7009 2.1: only the client the token was issued to may revoke it.
   if (row.grant.clientId !== clientId) throw new OAuthError('unauthorized_client', 'The token was issued to another client');
   // RFC 7009 2.1: revoking a refresh token ends its grant's access tokens too; an access token
-  // ends alone. Either takes effect at once: the API reads these rows on every request.
-  if (row.token.kind === 'refresh') await revokeGrant(db, row.grant.id);
-  else await db.update(oauthTokens).set({ revokedAt: now() }).where(eq(oauthTokens.id, row.token.id));
+  // ends alone. Either takes effect at once: the user's gate forgets what it read before.
+  if (row.token.kind === 'refresh') await revokeGrant(db, gates, row.grant.id);
+  else {
+    await db.update(oauthTokens).set({ revokedAt: now() }).where(eq(oauthTokens.id, row.token.id));
+    await credentialsChanged(gates, row.grant.userId);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -590,10 +598,16 @@ export interface AccessTokenGrant {
   scopes: string[];
   /** RFC 8707: the resource the grant is for; null for grants that named none. */
   resource: string | null;
+  expiresAt: number;
 }
 
 /** The live grant behind an access token, or null for an unknown, expired or revoked one. */
 export async function findAccessToken(db: Db, token: string): Promise<AccessTokenGrant | null> {
+  return findAccessTokenByHash(db, await credentialHash(token));
+}
+
+/** `findAccessToken` by the token's hash. */
+export async function findAccessTokenByHash(db: Db, tokenHash: string): Promise<AccessTokenGrant | null> {
   const [row] = await db
     .select({ token: oauthTokens, grant: oauthGrants, role: members.role })
     .from(oauthTokens)
@@ -601,7 +615,7 @@ export async function findAccessToken(db: Db, token: string): Promise<AccessToke
     .leftJoin(members, and(eq(members.workspaceId, oauthGrants.workspaceId), eq(members.userId, oauthGrants.userId)))
     .where(
       and(
-        eq(oauthTokens.id, await credentialHash(token)),
+        eq(oauthTokens.id, tokenHash),
         eq(oauthTokens.kind, 'access'),
         gt(oauthTokens.expiresAt, now()),
         isNull(oauthTokens.revokedAt),
@@ -618,6 +632,7 @@ export async function findAccessToken(db: Db, token: string): Promise<AccessToke
     role: row.role,
     scopes: row.token.scopes,
     resource: row.grant.resource,
+    expiresAt: row.token.expiresAt,
   };
 }
 

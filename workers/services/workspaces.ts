@@ -2,6 +2,7 @@ import { and, eq, or } from 'drizzle-orm';
 import { z } from 'zod';
 import { apiKeys, members, ROLES, sessions, users, workspaces, type Role, type WorkspaceRow } from '../../schema';
 import type { Principal } from '../auth/principal';
+import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
 import type { Db } from '../env';
 import { AppError, forbidden, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
@@ -97,7 +98,7 @@ export async function listWorkspaces(db: Db, principal: Principal, query: Cursor
   return mapPage(page, (row) => presentWorkspace(row.workspace, row.role, principal.userId));
 }
 
-export async function createWorkspace(db: Db, principal: Principal, input: CreateWorkspaceBody): Promise<WorkspaceRecord> {
+export async function createWorkspace(db: Db, gates: CredentialGates, principal: Principal, input: CreateWorkspaceBody): Promise<WorkspaceRecord> {
   const row: WorkspaceRow = {
     id: uuidv7(),
     name: input.name,
@@ -126,6 +127,8 @@ export async function createWorkspace(db: Db, principal: Principal, input: Creat
     if (isUniqueViolation(error)) throw new AppError('ALREADY_EXISTS', 409, `The slug "${input.slug}" is taken`, { field: 'slug' });
     throw error;
   }
+  // A session may have named the new workspace before it existed.
+  await credentialsChanged(gates, principal.userId);
   return presentWorkspace(row, 'owner', principal.userId);
 }
 
@@ -139,7 +142,7 @@ export async function getCurrentWorkspace(db: Db, principal: Principal): Promise
  * An API key is rebound to the target workspace (spec 4.6); a session remembers the choice as
  * its default. Either way the caller must be a member of the target.
  */
-export async function setCurrentWorkspace(db: Db, principal: Principal, input: SetCurrentWorkspaceBody): Promise<WorkspaceRecord> {
+export async function setCurrentWorkspace(db: Db, gates: CredentialGates, principal: Principal, input: SetCurrentWorkspaceBody): Promise<WorkspaceRecord> {
   const target = await findMembership(db, principal.userId, input.workspace);
   if (!target) throw notFound('Workspace');
   const { credential } = principal;
@@ -162,6 +165,7 @@ export async function setCurrentWorkspace(db: Db, principal: Principal, input: S
       },
     ),
   ]);
+  await credentialsChanged(gates, principal.userId);
   return presentWorkspace(target.workspace, target.role, principal.userId);
 }
 

@@ -1,0 +1,102 @@
+import { DurableObject } from 'cloudflare:workers';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { drizzle } from 'drizzle-orm/d1';
+import * as schema from '../schema';
+import { resolveCredential, type HashedCredential, type Resolution } from '../workers/auth/credentials';
+import type { Db, Env } from '../workers/env';
+import { AppError, type ErrorCode, type ErrorDetails } from '../workers/errors';
+import { now } from '../workers/lib/clock';
+import { countHit, type RateDecision } from './RateLimiter';
+
+/** A resolution is trusted this long at most, even if no change was announced. */
+const RECORD_MAX_AGE_MS = 60_000;
+/** Past this many remembered resolutions the object starts over (each one reloads from D1 once). */
+const MAX_RECORDS = 256;
+
+export interface GateRequest {
+  credential: HashedCredential;
+  allowUnactivated: boolean;
+  /** Resources an access token may be for here (RFC 8707); the first is the service's own, which a token naming none is for. */
+  audiences: string[];
+  limit: number;
+  windowMs: number;
+}
+
+/**
+ * A refused credential: the AppError it was (errors do not cross RPC as their class), or the
+ * resource an access token was issued for when presented elsewhere.
+ */
+export type Refusal = { code: ErrorCode; status: ContentfulStatusCode; message: string; details?: ErrorDetails } | { wrongAudience: string };
+
+export type GateAnswer = { ok: true; principal: Resolution['principal']; decision: RateDecision } | { ok: false; refusal: Refusal };
+
+type Outcome = ({ ok: true; principal: Resolution['principal'] } | { ok: false; refusal: Refusal }) & { until: number };
+
+/**
+ * One instance per user, by name: the user id. Answers in one call, for one of the user's
+ * credentials (by hash), who is calling, whether the credential admits them, and how many
+ * requests are left: the API rate-limit counters of the user's keys (`key:<id>`) and of the user
+ * (`user:`, shared by their sessions and access tokens) live here.
+ *
+ * D1 stays the system of record. A credential's resolution (its principal or its refusal) is
+ * loaded from D1 on first use and remembered in memory, keyed by the credential's hash, until it
+ * expires, for at most a minute, or until `forget`: every change to the user's credentials,
+ * memberships or workspaces calls it after writing D1, so the next request reads D1 again.
+ *
+ * Storage: only the counters, synchronous KV `<subject>:window` and `<subject>:count`, so the
+ * count survives eviction. Nothing secret is held: hashes, ids, scopes.
+ */
+export class CredentialGate extends DurableObject<Env> {
+  private readonly db: Db = drizzle(this.env.DB, { schema });
+  /** Resolutions by credential, as promises so concurrent first requests share one D1 read. */
+  private readonly records = new Map<string, Promise<Outcome>>();
+
+  async admit(request: GateRequest): Promise<GateAnswer> {
+    const outcome = await this.resolve(request.credential, request.allowUnactivated);
+    if (!outcome.ok) return { ok: false, refusal: outcome.refusal };
+    const { principal } = outcome;
+    if (principal.credential.type === 'oauth') {
+      const audience = principal.credential.resource ?? request.audiences[0]!;
+      if (!request.audiences.includes(audience)) {
+        return { ok: false, refusal: { wrongAudience: audience } };
+      }
+    }
+    const subject = principal.credential.type === 'api_key' ? `key:${principal.credential.apiKeyId}:` : 'user:';
+    return { ok: true, principal, decision: countHit(this.ctx.storage.kv, subject, request.limit, request.windowMs) };
+  }
+
+  /**
+   * Drops every remembered resolution. A load already under way is dropped with the map, so it
+   * cannot put back what it read before the change.
+   */
+  forget(): void {
+    this.records.clear();
+  }
+
+  private async resolve(credential: HashedCredential, allowUnactivated: boolean): Promise<Outcome> {
+    const key = `${credential.kind}:${credential.hash}:${credential.selector ?? ''}:${allowUnactivated}`;
+    const remembered = this.records.get(key);
+    if (remembered) {
+      const outcome = await remembered;
+      if (outcome.until > now()) return outcome;
+      if (this.records.get(key) === remembered) this.records.delete(key);
+    }
+    if (this.records.size >= MAX_RECORDS) this.records.clear();
+    const loading = this.load(credential, allowUnactivated);
+    this.records.set(key, loading);
+    // A failed read (not a refusal) is not remembered.
+    loading.catch(() => this.records.get(key) === loading && this.records.delete(key));
+    return loading;
+  }
+
+  private async load(credential: HashedCredential, allowUnactivated: boolean): Promise<Outcome> {
+    const maxUntil = now() + RECORD_MAX_AGE_MS;
+    try {
+      const { principal, expiresAt } = await resolveCredential(this.db, credential, { allowUnactivated });
+      return { ok: true, principal, until: Math.min(maxUntil, expiresAt ?? maxUntil) };
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      return { ok: false, refusal: { code: error.code, status: error.status, message: error.message, details: error.details }, until: maxUntil };
+    }
+  }
+}
