@@ -1,0 +1,196 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from './chromium';
+import { startService, type RunningService } from './helpers';
+
+const screenshots = join('.wrangler', 'screenshots', 'console');
+mkdirSync(screenshots, { recursive: true });
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core in the page (evaluated through the browser's protocol, which the page's CSP does not govern): serious and critical violations. */
+async function accessibilityProblems(page: Page) {
+  await page.evaluate(AXE);
+  const result = await page.evaluate<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>('axe.run()');
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+/**
+ * The console as a person uses it, in headless Chromium against `npm start`: sign up from the
+ * landing page, find and install a skill in the marketplace, run it and watch the answer stream,
+ * reload mid-run and see it go on, interrupt a run, create and revoke a key, answer an agent's
+ * permission request. Every page passes axe-core (no serious or critical violation) and runs
+ * under its CSP without a refusal or an error.
+ */
+describe('the console in a browser', () => {
+  let service: RunningService;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const problems: string[] = [];
+
+  /** Checks the page as it is now and saves what it looks like. */
+  const check = async (name: string) => {
+    expect(await accessibilityProblems(page), name).toEqual([]);
+    await page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true });
+  };
+  const output = () => page.getByRole('region', { name: 'Output' });
+
+  beforeAll(async () => {
+    // Words 40 ms apart: a run streams for a few seconds, long enough to watch, reload and interrupt.
+    [service, browser] = await Promise.all([startService(120_000, { args: ['--var', 'LOCAL_MODEL_DELAY_MS:40'] }), launchChromium()]);
+    context = await browser.newContext();
+    page = await context.newPage();
+    page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
+    page.on('pageerror', (e) => problems.push(String(e)));
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await service?.stop();
+  });
+
+  it('signs up from the landing page, installs a skill from the marketplace, runs it and watches it stream, across a reload', async () => {
+    await page.goto(`${service.base}/`);
+    await page.getByRole('link', { name: 'Sign up', exact: true }).click();
+    await page.getByLabel('Name').fill('Console Person');
+    await page.getByLabel('Email').fill(`console-${Date.now()}@example.test`);
+    await page.getByLabel('Password').fill('console password long enough');
+    await page.getByRole('button', { name: 'Create account' }).click();
+
+    // Home: the console, with its navigation, the balance and the tier.
+    await page.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
+    const nav = page.getByRole('navigation', { name: 'Console' });
+    for (const name of ['Home', 'Marketplace', 'Skills', 'Runs', 'Workflows', 'Traces', 'Memory', 'Settings']) {
+      expect(await nav.getByRole('link', { name, exact: true }).isVisible()).toBe(true);
+    }
+    await page.getByText('100 credits').waitFor();
+    await page.getByText('No runs yet.').waitFor();
+    await check('home');
+
+    // Marketplace: search, open the skill, see its files, install it.
+    await nav.getByRole('link', { name: 'Marketplace' }).click();
+    await page.getByLabel('Search skills').fill('meeting notes');
+    const skills = page.getByRole('list', { name: 'Skills' });
+    await skills
+      .getByRole('link', { name: /meeting.notes.summarizer/i })
+      .first()
+      .waitFor();
+    await check('marketplace');
+    await skills
+      .getByRole('link', { name: /meeting.notes.summarizer/i })
+      .first()
+      .click();
+    await page.getByRole('list', { name: 'Files' }).getByText('SKILL.md').waitFor();
+    await page.getByRole('button', { name: 'Install' }).click();
+    await page
+      .getByRole('status')
+      .getByText(/^Installed /)
+      .waitFor();
+    expect(await page.getByRole('button', { name: 'Install' }).count()).toBe(0);
+    await check('marketplace-skill');
+
+    // Run it: the answer appears in Output while the run is still working.
+    await page.getByRole('link', { name: 'Run', exact: true }).click();
+    await page.getByLabel('Input').fill('Ana ships the release on Friday. Ben writes the notes. Cleo reviews the budget on Monday.');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.waitForURL(/\/runs\/exec_/);
+    await output().getByText('Key points').waitFor();
+    expect(await page.getByRole('button', { name: 'Interrupt' }).isVisible()).toBe(true);
+    const before = (await output().textContent())!;
+    expect(before).not.toContain('Covered');
+
+    // Reload mid-run: what was seen is back at once and the stream goes on from there to the end.
+    await page.reload();
+    await output().getByText('Key points').waitFor();
+    await output()
+      .getByText(/Covered \d+ points? of the request/)
+      .waitFor({ timeout: 30_000 });
+    await page.getByRole('status').getByText('end turn').waitFor();
+    const text = (await output().textContent())!;
+    expect(text.startsWith(before.slice(0, 40))).toBe(true);
+    expect(text.match(/Key points/g)).toHaveLength(1);
+    await page.getByLabel('Follow-up').waitFor();
+    await check('run');
+
+    // Home now lists the run.
+    await nav.getByRole('link', { name: 'Home' }).click();
+    await page.getByRole('heading', { name: 'Recent runs' }).waitFor();
+    await page
+      .getByRole('link', { name: /meeting.notes.summarizer/i })
+      .first()
+      .waitFor();
+  });
+
+  it('interrupts a working run', async () => {
+    await page.goto(`${service.base}/skills`);
+    await page.getByRole('link', { name: /^Run meeting.notes.summarizer/i }).click();
+    await page.getByLabel('Input').fill('A long meeting: Dana plans the launch, Eli writes the docs, Fay books the venue, Gus checks the numbers.');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await output().getByText('Key points').waitFor();
+    await page.getByRole('button', { name: 'Interrupt' }).click();
+    await page.getByRole('status').getByText('interrupt').waitFor();
+    expect(await output().textContent()).not.toContain('Covered');
+    expect(await page.getByRole('button', { name: 'Interrupt' }).count()).toBe(0);
+
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Runs' }).click();
+    await page.getByRole('table').getByRole('row').nth(2).waitFor();
+    await check('runs');
+  });
+
+  it('creates a key with chosen scopes, shows it once, answers its permission request and revokes it', async () => {
+    await page.goto(`${service.base}/settings`);
+    await page.getByLabel('Key name').fill('laptop agent');
+    await page.getByLabel('memory:read').check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.getByLabel('New API key').textContent())!;
+    expect(key).toMatch(/^sk_live_/);
+    const keys = page.getByRole('list', { name: 'API keys' });
+    await keys.getByText('laptop agent').waitFor();
+    const listed = (await keys.getByRole('listitem').filter({ hasText: 'laptop agent' }).textContent())!;
+    for (const scope of ['profile:read', 'agent:list', 'memory:read']) expect(listed).toContain(scope);
+
+    // The agent holding that key asks for one more scope; the person approves it here.
+    const asked = await fetch(`${service.base}/api/v1/agents/request-permission`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ scope: 'memory:write', reason: 'To save the meeting notes to memory' }),
+    });
+    expect(asked.status).toBe(202);
+    await page.reload();
+    expect(await page.getByLabel('New API key').count()).toBe(0); // shown once
+    await page.getByText('To save the meeting notes to memory').waitFor();
+    await check('settings');
+    await page.getByRole('button', { name: 'Approve memory:write for laptop agent' }).click();
+    await page.getByText('Granted "memory:write" to laptop agent.').waitFor();
+    const memory = await fetch(`${service.base}/api/v1/memory`, {
+      method: 'PUT',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ content: 'Notes from the agent' }),
+    });
+    expect(memory.status).toBe(200);
+
+    await page.getByRole('button', { name: 'Revoke laptop agent' }).click();
+    await keys.getByText('revoked').waitFor();
+    expect((await fetch(`${service.base}/api/v1/profile`, { headers: { 'x-api-key': key } })).status).toBe(403); // a revoked key
+  });
+
+  it('shows the other sections accessibly, and no page was refused by its CSP or failed', async () => {
+    await page.goto(`${service.base}/memory`);
+    await expect(page.getByLabel('Memory document').inputValue()).resolves.toBe('Notes from the agent');
+    await check('memory');
+    for (const [path, name] of [
+      ['/skills', 'skills'],
+      ['/workflows', 'workflows'],
+      ['/traces', 'traces'],
+    ]) {
+      await page.goto(`${service.base}${path}`);
+      await page.locator('#app:not([aria-busy])').waitFor({ state: 'attached' });
+      await check(name!);
+    }
+    expect(problems).toEqual([]);
+  });
+});
