@@ -2,7 +2,16 @@
  * Calls to the public /api/v1 with the browser's session cookie: the API accepts the cookie only
  * with the page's CSRF token in `x-csrf-token` (see docs/console.md).
  */
-const csrf = () => document.querySelector<HTMLMetaElement>('meta[name="csrf-token"]')?.content ?? '';
+const csrfToken = () => document.querySelector<HTMLMetaElement>('meta[name="csrf-token"]')?.content ?? '';
+
+/** The workspace chosen on Home (a session may act in any workspace its person belongs to). */
+const chosenWorkspace = () => localStorage.getItem('workspace');
+
+/** What every console call to /api/v1 carries: the CSRF token of the cookie session, and the chosen workspace. */
+export function apiHeaders(): Record<string, string> {
+  const workspace = chosenWorkspace();
+  return { 'x-csrf-token': csrfToken(), ...(workspace ? { 'x-workspace-id': workspace } : {}) };
+}
 
 export class ApiError extends Error {
   constructor(
@@ -16,11 +25,8 @@ export class ApiError extends Error {
 }
 
 export async function api<T = unknown>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
-  const headers: Record<string, string> = { 'x-csrf-token': csrf(), accept: 'application/json' };
+  const headers: Record<string, string> = { ...apiHeaders(), accept: 'application/json' };
   if (init.body !== undefined) headers['content-type'] = 'application/json';
-  // The workspace chosen on Home (a session may act in any workspace its person belongs to).
-  const workspace = localStorage.getItem('workspace');
-  if (workspace) headers['x-workspace-id'] = workspace;
   const res = await fetch(`/api/v1${path}`, {
     method: init.method ?? 'GET',
     headers,

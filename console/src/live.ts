@@ -1,4 +1,4 @@
-import { api } from './api';
+import { api, apiHeaders } from './api';
 
 /**
  * Signed URLs are minted with the service's public origin; the console opens them on its own
@@ -35,4 +35,45 @@ export function openControlChannel(onEvent: (event: ControlEvent) => void) {
     retry = Math.min(retry * 2, 30_000);
   };
   void connect();
+}
+
+export interface SseFrame {
+  id: string | undefined;
+  data: string;
+}
+
+/**
+ * An SSE stream of /api/v1 read with fetch (EventSource cannot send the CSRF header the cookie
+ * session needs). Resolves when the server ends the stream or `signal` aborts it.
+ */
+export async function readApiStream(path: string, onFrame: (frame: SseFrame) => void, signal: AbortSignal) {
+  const res = await fetch(`/api/v1${path}`, {
+    headers: { ...apiHeaders(), accept: 'text/event-stream' },
+    credentials: 'same-origin',
+    signal,
+  });
+  if (!res.ok || !res.body) throw new Error(`The stream could not be opened (${res.status})`);
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value.replace(/\r\n?/g, '\n');
+      let end: number;
+      while ((end = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let id: string | undefined;
+        const data: string[] = [];
+        for (const line of block.split('\n')) {
+          if (line.startsWith('id:')) id = line.slice(3).trim();
+          else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+        }
+        if (data.length) onFrame({ id, data: data.join('\n') });
+      }
+    }
+  } catch (error) {
+    if (!signal.aborted) throw error;
+  }
 }

@@ -4,8 +4,9 @@ import { home } from './views/home';
 import { marketplace, marketplaceSkill } from './views/marketplace';
 import { run } from './views/run';
 import { runs, runSkill } from './views/runs';
-import { memory, skills, traces, workflows } from './views/sections';
+import { memory, skills, traces } from './views/sections';
 import { settings } from './views/settings';
+import { workflow, workflowRun, workflows } from './views/workflows';
 
 /** The view each console page names in `data-view`, drawn into #app from the public API. */
 const VIEWS: Record<string, (app: HTMLElement, item: string) => Promise<void>> = {
@@ -17,6 +18,8 @@ const VIEWS: Record<string, (app: HTMLElement, item: string) => Promise<void>> =
   runs,
   run,
   workflows,
+  workflow,
+  'workflow-run': workflowRun,
   traces,
   memory,
   settings,

@@ -45,7 +45,8 @@ describe('the console in a browser', () => {
     [service, browser] = await Promise.all([startService(120_000, { args: ['--var', 'LOCAL_MODEL_DELAY_MS:40'] }), launchChromium()]);
     context = await browser.newContext();
     page = await context.newPage();
-    page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
+    // A 400 the page shows (a compile error, a refused input) is an answer, not a problem.
+    page.on('console', (m) => m.type() === 'error' && !m.text().includes('status of 400') && problems.push(m.text()));
     page.on('pageerror', (e) => problems.push(String(e)));
   });
   afterAll(async () => {
@@ -139,6 +140,51 @@ describe('the console in a browser', () => {
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Runs' }).click();
     await page.getByRole('table').getByRole('row').nth(2).waitFor();
     await check('runs');
+  });
+
+  it('installs a workflow from JSON (a compile error shown at the box first), launches it from its form, resumes its human-input step and cancels another run', async () => {
+    const definition = readFileSync('examples/workflows/publish-with-approval.json', 'utf8');
+    await page.goto(`${service.base}/workflows`);
+    const box = page.getByLabel('Definition (JSON)');
+    await box.fill(definition.replace('"toolId": "execute-skill"', '"toolId": "no-such-tool"'));
+    await page.getByRole('button', { name: 'Install' }).click();
+    await page.getByRole('alert').getByText('graph.1.toolId').waitFor();
+    expect(await box.getAttribute('aria-invalid')).toBe('true');
+    await check('workflows-compile-error');
+    await box.fill(definition);
+    await page.getByRole('button', { name: 'Install' }).click();
+
+    // The launch form comes from the input schema.
+    await page.getByRole('heading', { level: 1, name: 'Publish with approval' }).waitFor();
+    await page.getByLabel('notes').fill('Ana ships Friday. Ben writes the notes.');
+    await check('workflow');
+    await page.getByRole('button', { name: 'Launch' }).click();
+    await page.waitForURL(/\/workflows\/runs\//);
+    const graph = page.getByRole('list', { name: 'Step graph' });
+    await graph.getByRole('listitem', { name: 'summary: success' }).waitFor({ timeout: 30_000 });
+    await page.getByRole('heading', { name: 'Input needed: review' }).waitFor();
+    await page.getByText('Send this summary as a stakeholder update?').waitFor();
+    expect(await graph.getByRole('listitem', { name: 'review: suspended' }).isVisible()).toBe(true);
+    expect(await graph.getByRole('link', { name: 'Open the run of summary' }).isVisible()).toBe(true);
+    await check('workflow-run-suspended');
+
+    // Resume from the form generated from the resume schema: not approved, so the update is discarded.
+    await page.getByLabel('note').fill('Not this week');
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.getByRole('status').getByText('success').waitFor({ timeout: 30_000 });
+    expect(await graph.getByRole('listitem', { name: 'discarded: success' }).isVisible()).toBe(true);
+    expect(await graph.getByRole('listitem', { name: 'update: skipped' }).isVisible()).toBe(true);
+    expect(await page.getByRole('heading', { name: 'Input needed: review' }).count()).toBe(0);
+    await page.getByLabel('Result').waitFor();
+    await check('workflow-run');
+
+    // Another run, cancelled while its first skill runs.
+    await page.goto(`${service.base}/workflows/publish-with-approval`);
+    await page.getByLabel('notes').fill('Cleo reviews the budget on Monday.');
+    await page.getByRole('button', { name: 'Launch' }).click();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('status').getByText('canceled').waitFor();
+    expect(await page.getByRole('button', { name: 'Cancel' }).count()).toBe(0);
   });
 
   it('creates a key with chosen scopes, shows it once, answers its permission request and revokes it', async () => {

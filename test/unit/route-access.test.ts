@@ -33,6 +33,8 @@ const NOT_IN_OPENAPI: Record<string, string> = {
       'GET /runs',
       'GET /runs/:id',
       'GET /workflows',
+      'GET /workflows/runs/:runId',
+      'GET /workflows/:slug',
       'GET /traces',
       'GET /memory',
       'GET /settings',

@@ -49,6 +49,7 @@ export async function run(app: HTMLElement, id: string) {
   const controls = h('div', { class: 'actions' });
   const notice = h('div');
   let lastText: HTMLElement | undefined;
+  let drawnWorking: boolean | undefined;
 
   const drawPart = (part: Part) => {
     if (part.kind === 'text') {
@@ -72,6 +73,9 @@ export async function run(app: HTMLElement, id: string) {
     show(statusText, statusBadge(seen.working ? 'working' : 'idle'), seen.stopReason ? ` (${seen.stopReason.replace('_', ' ')})` : '');
     tokens.textContent = seen.tokens ? `${seen.tokens.input} in, ${seen.tokens.output} out` : '–';
     cost.textContent = seen.cost === undefined ? '–' : `${seen.cost} credits`;
+    // Redrawn only when the state changes, so a button is not replaced under the pointer.
+    if (drawnWorking === seen.working) return;
+    drawnWorking = seen.working;
     show(controls, seen.working ? h('button', { type: 'button', onclick: interrupt }, 'Interrupt') : followUp());
   };
 

@@ -27,21 +27,6 @@ export async function skills(app: HTMLElement) {
   );
 }
 
-/** Workflows: the installed definitions. */
-export async function workflows(app: HTMLElement) {
-  const page = await api<{ data: { id: string; slug?: string; name: string; description?: string }[] }>('/workflows');
-  show(
-    app,
-    page.data.length
-      ? h(
-          'ul',
-          { 'aria-label': 'Workflows' },
-          page.data.map((w) => h('li', {}, h('strong', {}, w.name), w.description ? ` ${w.description}` : '')),
-        )
-      : empty('No workflows installed yet.'),
-  );
-}
-
 /** Traces: the list, newest first. */
 export async function traces(app: HTMLElement) {
   const page = await api<{ items: { id: string; title?: string; status: string; startedAt?: string; createdAt?: string }[] }>('/traces?limit=50');
