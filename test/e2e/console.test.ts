@@ -132,6 +132,11 @@ describe('the console in a browser', () => {
     await page.getByLabel('Input').fill('A long meeting: Dana plans the launch, Eli writes the docs, Fay books the venue, Gus checks the numbers.');
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     await output().getByText('Key points').waitFor();
+    // Home, in another tab, shows it among the runs happening now.
+    const home = await context.newPage();
+    await home.goto(`${service.base}/`);
+    await home.getByRole('list', { name: 'Runs happening now' }).getByRole('link').first().waitFor();
+    await home.close();
     await page.getByRole('button', { name: 'Interrupt' }).click();
     await page.getByRole('status').getByText('interrupt').waitFor();
     expect(await output().textContent()).not.toContain('Covered');
@@ -222,6 +227,34 @@ describe('the console in a browser', () => {
     await page.getByRole('button', { name: 'Revoke laptop agent' }).click();
     await keys.getByText('revoked').waitFor();
     expect((await fetch(`${service.base}/api/v1/profile`, { headers: { 'x-api-key': key } })).status).toBe(403); // a revoked key
+  });
+
+  it('invites a member, keeps a secret write-only, sets and removes a model key, and shows connectors and billing', async () => {
+    await page.goto(`${service.base}/settings`);
+    await page.getByRole('list', { name: 'Members' }).getByText('Console Person').waitFor();
+    await page.getByLabel('Email to invite').fill('colleague@example.test');
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await page.getByText(/^Invited\. Send them this acceptance token/).waitFor();
+    await page.getByRole('list', { name: 'Invitations' }).getByText('colleague@example.test').waitFor();
+
+    await page.getByLabel('Secret name').fill('DEPLOY_TOKEN');
+    await page.getByLabel('Secret value').fill('very-secret-value-123');
+    await page.getByRole('button', { name: 'Add secret' }).click();
+    await page.getByRole('list', { name: 'Secrets' }).getByText('DEPLOY_TOKEN').waitFor();
+    expect(await page.content()).not.toContain('very-secret-value-123');
+
+    await page.getByLabel('Model API key').fill('sk-test-0123456789abcdefghijklmnop');
+    await page.getByRole('button', { name: 'Save model key' }).click();
+    await page.getByText(/key sk-.*is used for your runs/).waitFor();
+
+    await page.getByRole('heading', { name: /GitHub/ }).waitFor();
+    await page.getByRole('list', { name: 'Credit packs' }).getByRole('button').first().waitFor();
+    await check('settings-all');
+
+    await page.getByRole('button', { name: 'Remove model key' }).click();
+    await page.getByText('Runs use the service’s model and your credits.').waitFor();
+    await page.getByRole('button', { name: 'Delete DEPLOY_TOKEN' }).click();
+    await page.getByRole('list', { name: 'Secrets' }).getByText('No secrets yet.').waitFor();
   });
 
   it('shows the other sections accessibly, and no page was refused by its CSP or failed', async () => {

@@ -1,5 +1,6 @@
-import { api, ApiError, post } from '../api';
-import { alertBox, field, h, show, when } from '../dom';
+import { api, post } from '../api';
+import { field, h, show, when } from '../dom';
+import { billing, byok, connectors, failure, members, secrets, section } from './settings-more';
 
 interface Key {
   id: string;
@@ -21,17 +22,39 @@ interface PermissionRequest {
 /** Scopes ticked for a new key unless the person changes them: what a key gets by default. */
 const DEFAULT_SCOPES = ['profile:read', 'agent:list'];
 
-const failure = (error: unknown, fallback: string) => alertBox(error instanceof ApiError ? error.message : fallback);
+const PARTS = [
+  ['API keys', apiKeys],
+  ['Agent permission requests', permissionRequests],
+  ['Members and invitations', members],
+  ['Secrets', secrets],
+  ['Your own model key', byok],
+  ['Connectors', connectors],
+  ['Billing', billing],
+] as const;
 
-/** Settings: API keys (created with chosen scopes, shown once, revoked) and agents' pending permission requests. */
+/**
+ * Settings: API keys (created with chosen scopes, shown once, revoked), agents' pending
+ * permission requests, members and invitations, secrets, the model key, connectors, billing.
+ */
 export async function settings(app: HTMLElement) {
-  const keys = h('section', { 'aria-labelledby': 'keys-h' });
-  const requests = h('section', { 'aria-labelledby': 'requests-h' });
-  show(app, keys, requests);
-  await Promise.all([apiKeys(keys), permissionRequests(requests)]);
+  const boxes = PARTS.map(() => h('div'));
+  show(
+    app,
+    h(
+      'nav',
+      { 'aria-label': 'Settings sections' },
+      h(
+        'ul',
+        { class: 'inline-list' },
+        PARTS.map(([name], i) => h('li', {}, h('a', { href: `#part-${i}` }, name))),
+      ),
+    ),
+    boxes.map((b, i) => ((b.id = `part-${i}`), b)),
+  );
+  await Promise.all(PARTS.map(([, draw], i) => draw(boxes[i]!).catch((error) => show(boxes[i]!, failure(error, 'This section could not be loaded.')))));
 }
 
-async function apiKeys(section: HTMLElement) {
+async function apiKeys(box: HTMLElement) {
   const [{ scopes_supported: scopes }, page] = await Promise.all([
     fetch('/.well-known/oauth-protected-resource').then((r) => r.json() as Promise<{ scopes_supported: string[] }>),
     api<{ data: Key[] }>('/api-keys?limit=100'),
@@ -112,10 +135,10 @@ async function apiKeys(section: HTMLElement) {
     h('fieldset', {}, h('legend', {}, 'Scopes'), h('ul', { class: 'plain scopes' }, boxes)),
     h('button', { type: 'submit' }, 'Create key'),
   );
-  show(section, h('h2', { id: 'keys-h' }, 'API keys'), form, created, list);
+  show(box, section('keys', 'API keys', form, created, list));
 }
 
-async function permissionRequests(section: HTMLElement) {
+async function permissionRequests(box: HTMLElement) {
   const page = await api<{ data: PermissionRequest[] }>('/agents/permission-requests?limit=100');
   const pending = page.data.filter((r) => r.status === 'pending');
   const message = h('div', { role: 'status' });
@@ -143,10 +166,5 @@ async function permissionRequests(section: HTMLElement) {
       return item;
     }),
   );
-  show(
-    section,
-    h('h2', { id: 'requests-h' }, 'Agent permission requests'),
-    pending.length ? list : h('p', { class: 'muted' }, 'No pending requests.'),
-    message,
-  );
+  show(box, section('requests', 'Agent permission requests', pending.length ? list : h('p', { class: 'muted' }, 'No pending requests.'), message));
 }
