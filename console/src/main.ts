@@ -4,7 +4,9 @@ import { home } from './views/home';
 import { marketplace, marketplaceSkill } from './views/marketplace';
 import { run } from './views/run';
 import { runs, runSkill } from './views/runs';
-import { memory, skills, traces } from './views/sections';
+import { memory, skills } from './views/sections';
+import { skill } from './views/skill';
+import { trace, traces } from './views/traces';
 import { settings } from './views/settings';
 import { workflow, workflowRun, workflows } from './views/workflows';
 
@@ -14,6 +16,7 @@ const VIEWS: Record<string, (app: HTMLElement, item: string) => Promise<void>> =
   marketplace,
   'marketplace-skill': marketplaceSkill,
   skills,
+  skill,
   'run-skill': runSkill,
   runs,
   run,
@@ -21,6 +24,7 @@ const VIEWS: Record<string, (app: HTMLElement, item: string) => Promise<void>> =
   workflow,
   'workflow-run': workflowRun,
   traces,
+  trace,
   memory,
   settings,
 };

@@ -257,6 +257,58 @@ describe('the console in a browser', () => {
     await page.getByRole('list', { name: 'Secrets' }).getByText('No secrets yet.').waitFor();
   });
 
+  it('edits a skill into a new version, restores the old one, binds a secret; reruns and remixes a run; reads a trace', async () => {
+    await page.goto(`${service.base}/settings`);
+    await page.getByLabel('Secret name').fill('NOTES_TOKEN');
+    await page.getByLabel('Secret value').fill('token-for-the-notes');
+    await page.getByRole('button', { name: 'Add secret' }).click();
+    await page.getByRole('list', { name: 'Secrets' }).getByText('NOTES_TOKEN').waitFor();
+
+    await page.goto(`${service.base}/skills`);
+    await page.getByRole('link', { name: /^meeting.notes.summarizer$/i }).click();
+    await page.getByRole('heading', { level: 1, name: /meeting.notes.summarizer/i }).waitFor();
+    await page.getByLabel('Description').fill('Short meeting summaries.');
+    await page.getByLabel('Version note').fill('shorter description');
+    await page.getByRole('button', { name: 'Save version' }).click();
+    await page.getByText('Saved as a new version.').waitFor();
+    const versions = page.getByRole('list', { name: 'Versions' });
+    await versions.getByRole('listitem').filter({ hasText: 'Version 2' }).getByText('active').waitFor();
+    await page.getByRole('button', { name: 'Restore version 1' }).click();
+    await page.getByText('Restored version 1 as a new version.').waitFor();
+    await versions.getByRole('listitem').filter({ hasText: 'Version 3' }).getByText('active').waitFor();
+    expect(await page.getByLabel('Description').inputValue()).not.toBe('Short meeting summaries.');
+    await page.getByLabel('Secret', { exact: true }).selectOption({ label: 'NOTES_TOKEN' });
+    await page.getByLabel('Environment variable').fill('NOTES_TOKEN');
+    await page.getByRole('button', { name: 'Bind secret' }).click();
+    await page.getByRole('list', { name: 'Secret bindings' }).getByText('NOTES_TOKEN').first().waitFor();
+    await check('skill');
+
+    // The first run, again: Rerun in its lineage, then Remix.
+    await page.goto(`${service.base}/runs`);
+    await page.getByRole('table').getByRole('link').last().click();
+    await page.getByLabel('New instructions').waitFor();
+    const first = page.url();
+    await page.getByLabel('New instructions').fill('Only the action items, please.');
+    await page.getByRole('button', { name: 'Rerun' }).click();
+    await page.waitForURL((url) => url.href !== first);
+    await page.getByRole('status').getByText('end turn').waitFor({ timeout: 30_000 });
+    await page.getByText('Event timeline').click();
+    await page.getByRole('list', { name: 'Event timeline' }).getByText('session.status_idle').waitFor();
+    const rerun = page.url();
+    await page.getByLabel('New instructions').fill('A haiku of the meeting.');
+    await page.getByRole('button', { name: 'Remix' }).click();
+    await page.waitForURL((url) => url.href !== rerun);
+    await output()
+      .getByText(/^You: A haiku of the meeting\.$/)
+      .waitFor();
+
+    await page.goto(`${service.base}/traces`);
+    await page.getByRole('list', { name: 'Traces' }).getByRole('link').first().click();
+    await page.getByRole('heading', { name: 'Turns' }).waitFor();
+    await page.getByRole('list', { name: 'Turns' }).getByRole('listitem').first().waitFor();
+    await check('trace');
+  });
+
   it('shows the other sections accessibly, and no page was refused by its CSP or failed', async () => {
     await page.goto(`${service.base}/memory`);
     await expect(page.getByLabel('Memory document').inputValue()).resolves.toBe('Notes from the agent');

@@ -16,6 +16,8 @@ type Part = { kind: 'text' | 'you' | 'info'; text: string } | { kind: 'tool'; te
 interface Seen {
   seq: number;
   parts: Part[];
+  /** Every event by sequence and type: the run's timeline. */
+  timeline: [number, string][];
   working: boolean;
   stopReason?: string;
   tokens?: { input: number; output: number };
@@ -39,15 +41,17 @@ export async function run(app: HTMLElement, id: string) {
   const key = `run:${id}`;
   const status = await api<Status>(`/executions/${encodeURIComponent(id)}/status`);
   document.querySelector('h1')!.textContent = status.skillName;
-  const seen: Seen = JSON.parse(sessionStorage.getItem(key) ?? 'null') ?? { seq: 0, parts: [], working: status.status === 'working' };
+  const seen: Seen = JSON.parse(sessionStorage.getItem(key) ?? 'null') ?? { seq: 0, parts: [], timeline: [], working: status.status === 'working' };
   const save = () => sessionStorage.setItem(key, JSON.stringify(seen));
 
   const statusText = h('span', { role: 'status' });
   const tokens = h('span');
   const cost = h('span');
   const output = h('div', { class: 'output', 'aria-live': 'polite' });
-  const controls = h('div', { class: 'actions' });
+  const controls = h('div', { class: 'controls' });
   const notice = h('div');
+  const timeline = h('ol', { class: 'timeline', 'aria-label': 'Event timeline' });
+  const drawEvent = ([seq, type]: [number, string]) => timeline.append(h('li', {}, h('span', { class: 'muted' }, `#${seq} `), type));
   let lastText: HTMLElement | undefined;
   let drawnWorking: boolean | undefined;
 
@@ -76,7 +80,7 @@ export async function run(app: HTMLElement, id: string) {
     // Redrawn only when the state changes, so a button is not replaced under the pointer.
     if (drawnWorking === seen.working) return;
     drawnWorking = seen.working;
-    show(controls, seen.working ? h('button', { type: 'button', onclick: interrupt }, 'Interrupt') : followUp());
+    show(controls, seen.working ? h('button', { type: 'button', onclick: interrupt }, 'Interrupt') : [followUp(), again()]);
   };
 
   const onEvent = (event: StreamEvent) => {
@@ -108,6 +112,8 @@ export async function run(app: HTMLElement, id: string) {
       if (seq <= seen.seq) return;
       seen.seq = seq;
       const event = JSON.parse(message.data) as StreamEvent;
+      seen.timeline.push([seq, event.type]);
+      drawEvent([seq, event.type]);
       onEvent(event);
       save();
       if (event.type === 'session.status_idle') es.close();
@@ -121,6 +127,31 @@ export async function run(app: HTMLElement, id: string) {
     } catch (error) {
       show(notice, alertBox(error instanceof ApiError ? error.message : 'The run could not be interrupted.'));
     }
+  }
+
+  /** Rerun (the same lineage) or Remix (a new one) with new instructions; the new run opens. */
+  function again() {
+    const box = h('textarea', { id: 'again-input', rows: 3, required: true });
+    return h(
+      'form',
+      {
+        'aria-labelledby': 'again-h',
+        onsubmit: async (e: Event) => {
+          e.preventDefault();
+          const kind = ((e as SubmitEvent).submitter as HTMLButtonElement | null)?.value === 'remix' ? 'remix' : 'rerun';
+          try {
+            const started = await post<{ executionId: string }>(`/executions/${encodeURIComponent(id)}/${kind}`, { input: box.value });
+            location.assign(`/runs/${encodeURIComponent(started.executionId)}`);
+          } catch (error) {
+            show(notice, alertBox(error instanceof ApiError ? error.message : 'The run could not start.'));
+          }
+        },
+      },
+      h('h2', { id: 'again-h' }, 'Run it again'),
+      field('New instructions', box, 'Rerun keeps this run’s lineage (its trace); Remix starts a new one.'),
+      h('button', { type: 'submit', value: 'rerun' }, 'Rerun'),
+      h('button', { type: 'submit', value: 'remix' }, 'Remix'),
+    );
   }
 
   function followUp() {
@@ -162,6 +193,7 @@ export async function run(app: HTMLElement, id: string) {
     h('section', { 'aria-labelledby': 'output-h', class: 'output-section' }, h('h2', { id: 'output-h' }, 'Output'), output),
     notice,
     controls,
+    h('details', {}, h('summary', {}, 'Event timeline'), timeline),
     h(
       'p',
       { class: 'muted' },
@@ -171,6 +203,7 @@ export async function run(app: HTMLElement, id: string) {
     ),
   );
   for (const part of seen.parts) drawPart(part);
+  seen.timeline.forEach(drawEvent);
   drawState();
   await stream();
 }

@@ -1,7 +1,5 @@
-import { api, ApiError, api as call } from '../api';
-import { alertBox, field, h, show, when } from '../dom';
-
-const empty = (text: string) => h('p', { class: 'muted' }, text);
+import { api, ApiError } from '../api';
+import { alertBox, field, h, show } from '../dom';
 
 /** Skills: what is installed, each with Run and its marketplace page. */
 export async function skills(app: HTMLElement) {
@@ -16,7 +14,7 @@ export async function skills(app: HTMLElement) {
             h(
               'li',
               { class: 'card' },
-              h('h2', {}, s.name),
+              h('h2', {}, h('a', { href: `/skills/${encodeURIComponent(s.slug)}` }, s.name)),
               h('p', {}, s.description),
               h('p', { class: 'muted' }, `version ${s.versionNumber}`),
               h('a', { class: 'button', href: `/skills/${encodeURIComponent(s.slug)}/run`, 'aria-label': `Run ${s.name}` }, 'Run'),
@@ -24,21 +22,6 @@ export async function skills(app: HTMLElement) {
           ),
         )
       : h('p', {}, 'No skills installed yet. ', h('a', { href: '/marketplace' }, 'Browse the marketplace'), '.'),
-  );
-}
-
-/** Traces: the list, newest first. */
-export async function traces(app: HTMLElement) {
-  const page = await api<{ items: { id: string; title?: string; status: string; startedAt?: string; createdAt?: string }[] }>('/traces?limit=50');
-  show(
-    app,
-    page.items.length
-      ? h(
-          'ul',
-          { 'aria-label': 'Traces' },
-          page.items.map((t) => h('li', {}, t.title ?? t.id, ' ', h('span', { class: 'badge' }, t.status), ' ', when(t.startedAt ?? t.createdAt))),
-        )
-      : empty('No traces yet.'),
   );
 }
 
@@ -56,7 +39,7 @@ export async function memory(app: HTMLElement) {
         onsubmit: async (e: Event) => {
           e.preventDefault();
           try {
-            await call('/memory', { method: 'PUT', body: { content: box.value } });
+            await api('/memory', { method: 'PUT', body: { content: box.value } });
             show(message, 'Saved.');
           } catch (error) {
             show(message, alertBox(error instanceof ApiError ? error.message : 'Memory could not be saved.'));
