@@ -1,9 +1,12 @@
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { cloudflareTest, readD1Migrations } from '@cloudflare/vitest-plugin';
 import { defineConfig } from 'vitest/config';
 import { FIXTURE_PORT } from './test/setup/fixture-port';
 
 export default defineConfig(async () => {
+  // The console's bundle is generated (wrangler builds it for dev and deploy; the pool does not).
+  execFileSync(process.execPath, ['scripts/console-build.mjs'], { stdio: 'ignore' });
   const migrations = await readD1Migrations(path.join(import.meta.dirname, 'schema/migrations'));
   return {
     plugins: [

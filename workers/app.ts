@@ -5,6 +5,7 @@ import type { AppEnv } from './env';
 import { AppError, invalidInput, retryAfterHeader } from './errors';
 import { announceChanges } from './middleware/announce-changes';
 import { authenticate } from './middleware/authenticate';
+import { cookieSession } from './middleware/cookie-session';
 import { apiCors, urlCredentialCors } from './middleware/cors';
 import { requestContext } from './middleware/request-context';
 import { activateRoutes } from './routes/activate';
@@ -66,6 +67,7 @@ export function createApp() {
       },
     })(c, next);
   });
+  app.use('/api/v1/*', cookieSession);
   app.use('/api/v1/*', authenticate);
   app.use('/api/v1/*', announceChanges);
 

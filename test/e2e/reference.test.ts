@@ -68,7 +68,8 @@ describe('the home page, the API reference and the examples', () => {
       ['API reference', '/docs'],
       ['OpenAPI document', '/api/v1/openapi.json'],
       ['Workflow definition schema', '/schemas/workflow-definition.json'],
-      ['Sign in', '/auth/sign-in'],
+      ['Sign in', '/auth/sign-in?next=/'],
+      ['Sign up', '/auth/sign-up?next=/'],
     ]) {
       expect(await nav.getByRole('link', { name, exact: true }).getAttribute('href')).toBe(href);
     }

@@ -23,6 +23,25 @@ const NOT_IN_OPENAPI: Record<string, string> = {
   'GET /': 'the home page, for browsers',
   'GET /schemas/workflow-definition.json': 'a JSON Schema document, linked from the workflow install body',
   'POST /mcp/': 'the same endpoint as POST /mcp, documented there',
+  'GET /console/assets/:file': "the console's script and stylesheet",
+  ...Object.fromEntries(
+    [
+      'GET /marketplace',
+      'GET /marketplace/:slug',
+      'GET /skills',
+      'GET /skills/:slug',
+      'GET /skills/:slug/run',
+      'GET /runs',
+      'GET /runs/:id',
+      'GET /workflows',
+      'GET /workflows/runs/:runId',
+      'GET /workflows/:slug',
+      'GET /traces',
+      'GET /traces/:id',
+      'GET /memory',
+      'GET /settings',
+    ].map((key) => [key, 'a console page, for browsers (it calls the documented API)']),
+  ),
   ...Object.fromEntries(
     [
       'GET /auth/sign-in',
@@ -111,7 +130,7 @@ describe('GET /', () => {
     expect(res.headers.get('content-type')).toContain('text/html');
     expect(res.headers.get('content-security-policy')).toMatch(/^default-src 'none'; style-src 'nonce-/);
     const html = String(res.body);
-    for (const href of ['#quickstart', '/docs', '/api/v1/openapi.json', '/schemas/workflow-definition.json', '/auth/sign-in'])
+    for (const href of ['#quickstart', '/docs', '/api/v1/openapi.json', '/schemas/workflow-definition.json', '/auth/sign-in?next=/', '/auth/sign-up?next=/'])
       expect(html).toContain(`href="${href}"`);
     expect(html).toContain(`${BASE}/mcp`);
   });

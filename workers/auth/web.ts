@@ -53,6 +53,9 @@ export function csrfToken(c: Ctx): string {
   return token;
 }
 
+/** The header the console's API calls carry the CSRF token in (the cookie session on `/api/v1`). */
+export const CSRF_HEADER = 'x-csrf-token';
+
 export function csrfValid(c: Ctx, submitted: unknown): boolean {
   const origin = c.req.header('origin');
   if (origin !== undefined && origin !== new URL(c.req.url).origin) return false;
@@ -69,10 +72,15 @@ export function csrfValid(c: Ctx, submitted: unknown): boolean {
  */
 function pageHeaders(c: Ctx, nonce: string, formTargets: string[] = []) {
   const formAction = ["'self'", ...formTargets].join(' ');
-  c.header(
-    'content-security-policy',
+  pageSecurityHeaders(
+    c,
     `default-src 'none'; style-src 'nonce-${nonce}'; img-src 'self' data:; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
   );
+}
+
+/** The headers every page of ours sends, with its own content security policy. */
+export function pageSecurityHeaders(c: Ctx, csp: string) {
+  c.header('content-security-policy', csp);
   c.header('x-frame-options', 'DENY');
   c.header('x-content-type-options', 'nosniff');
   c.header('referrer-policy', 'same-origin');
@@ -85,7 +93,7 @@ export function safeNext(value: unknown, fallback = '/auth/sign-in'): string {
   return value.length > 4000 ? fallback : value;
 }
 
-const newNonce = () => randomToken(16);
+export const newNonce = () => randomToken(16);
 
 /** The signed-in person acting in another of their workspaces, or undefined if not a member. */
 export async function asMemberOf(db: Db, principal: Principal, workspaceId: string): Promise<Principal | undefined> {

@@ -46,7 +46,7 @@ const HomePage: FC<{ nonce: string; origin: string }> = ({ nonce, origin }) => (
           <a href={WORKFLOW_SCHEMA_PATH}>Workflow definition schema</a>: the JSON Schema of what a workflow install takes
         </li>
         <li>
-          <a href="/auth/sign-in">Sign in</a> or <a href="/auth/sign-up">create an account</a>
+          <a href="/auth/sign-in?next=/">Sign in</a> or <a href="/auth/sign-up?next=/">Sign up</a>
         </li>
       </ul>
     </nav>

@@ -1,0 +1,44 @@
+/** A tiny element builder: the console draws with the DOM API only (no innerHTML, so no markup injection). */
+type Attrs = Record<string, string | number | boolean | undefined | ((event: Event) => void)>;
+export type Kid = Node | string | number | null | undefined | false | Kid[];
+
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...kids: Kid[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (typeof value === 'function') el.addEventListener(name.slice(2), value);
+    else if (value === true) el.setAttribute(name, '');
+    else if (value !== undefined && value !== false) el.setAttribute(name, String(value));
+  }
+  append(el, kids);
+  return el;
+}
+
+function append(el: Node, kids: Kid[]) {
+  for (const kid of kids) {
+    if (Array.isArray(kid)) append(el, kid);
+    else if (kid instanceof Node) el.appendChild(kid);
+    else if (kid !== null && kid !== undefined && kid !== false) el.appendChild(document.createTextNode(String(kid)));
+  }
+}
+
+/** Replaces what `el` shows. */
+export function show(el: Element, ...kids: Kid[]) {
+  el.replaceChildren();
+  append(el, kids);
+}
+
+/** A labelled field: the label's `for` names the control. */
+export function field(label: string, control: HTMLElement, hint?: string) {
+  const id = control.id || `f-${label.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`;
+  control.id = id;
+  if (hint) control.setAttribute('aria-describedby', `${id}-hint`);
+  return h('div', { class: 'field' }, h('label', { for: id }, label), control, hint ? h('p', { id: `${id}-hint`, class: 'muted' }, hint) : null);
+}
+
+export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '');
+
+/** A status in words and a badge, never by colour alone. */
+export const statusBadge = (status: string) => h('span', { class: `badge status-${status}` }, status);
+
+/** A message for the person, announced to screen readers. */
+export const alertBox = (message: string) => h('p', { class: 'error', role: 'alert' }, message);

@@ -1,0 +1,355 @@
+import { api, ApiError, post } from '../api';
+import { alertBox, field, h, show, when } from '../dom';
+
+/** A settings section: its heading, then what it holds. */
+export const section = (id: string, title: string, ...kids: (Node | null)[]) =>
+  h('section', { 'aria-labelledby': `${id}-h` }, h('h2', { id: `${id}-h` }, title), ...kids);
+
+export const failure = (error: unknown, fallback: string) => alertBox(error instanceof ApiError ? error.message : fallback);
+
+/** A form that sends once, says how it went in its status line, and draws the section again. */
+function actionForm(label: string, button: string, fields: HTMLElement[], send: () => Promise<string>, after: () => Promise<void>) {
+  const message = h('div', { role: 'status' });
+  return h(
+    'form',
+    {
+      'aria-label': label,
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        try {
+          const done = await send();
+          await after();
+          show(message, done);
+        } catch (error) {
+          show(message, failure(error, `${label} failed.`));
+        }
+      },
+    },
+    fields,
+    h('button', { type: 'submit' }, button),
+    message,
+  );
+}
+
+interface Member {
+  email: string;
+  name: string;
+  role: string;
+  joinedAt: string;
+}
+interface Invitation {
+  email: string;
+  role: string;
+  status: string;
+  expiresAt: string;
+}
+
+/** Members and invitations of the current workspace; inviting shows the acceptance token once. */
+export async function members(box: HTMLElement) {
+  const { id } = await api<{ id: string }>('/workspaces/current');
+  const base = `/workspaces/${encodeURIComponent(id)}`;
+  const list = h('div');
+  const draw = async () => {
+    const [people, invitations] = await Promise.all([
+      api<{ data: Member[] }>(`${base}/members?limit=100`),
+      api<{ data: Invitation[] }>(`${base}/invitations?limit=100`).catch(() => ({ data: [] })),
+    ]);
+    show(
+      list,
+      h(
+        'ul',
+        { class: 'plain', 'aria-label': 'Members' },
+        people.data.map((m) => h('li', {}, h('strong', {}, m.name), ` ${m.email} `, h('span', { class: 'badge' }, m.role))),
+      ),
+      invitations.data.length
+        ? h(
+            'ul',
+            { class: 'plain', 'aria-label': 'Invitations' },
+            invitations.data.map((i) =>
+              h('li', {}, `${i.email} `, h('span', { class: 'badge' }, i.role), h('span', { class: 'badge' }, i.status), ` until ${when(i.expiresAt)}`),
+            ),
+          )
+        : null,
+    );
+  };
+  const email = h('input', { id: 'invite-email', type: 'email', required: true, autocomplete: 'off' });
+  const role = h(
+    'select',
+    { id: 'invite-role' },
+    ['member', 'admin'].map((r) => h('option', { value: r }, r)),
+  );
+  await draw();
+  show(
+    box,
+    section(
+      'members',
+      'Members and invitations',
+      list,
+      actionForm(
+        'Invite someone',
+        'Invite',
+        [field('Email to invite', email), field('Role', role)],
+        async () => {
+          const created = await post<{ token: string }>(`${base}/invitations`, { email: email.value, role: role.value });
+          email.value = '';
+          return `Invited. Send them this acceptance token (shown once): ${created.token}`;
+        },
+        draw,
+      ),
+    ),
+  );
+}
+
+interface Secret {
+  id: string;
+  name: string;
+  updatedAt: string;
+}
+
+/** Secrets: names only (values are write-only), add, delete. */
+export async function secrets(box: HTMLElement) {
+  const list = h('ul', { class: 'plain', 'aria-label': 'Secrets' });
+  const draw = async () => {
+    const page = await api<{ data: Secret[] }>('/secrets?limit=100');
+    show(
+      list,
+      page.data.length
+        ? page.data.map((s) =>
+            h(
+              'li',
+              {},
+              h('code', {}, s.name),
+              h('span', { class: 'muted' }, ` updated ${when(s.updatedAt)} `),
+              h(
+                'button',
+                {
+                  type: 'button',
+                  'aria-label': `Delete ${s.name}`,
+                  onclick: async () => {
+                    await api(`/secrets/${encodeURIComponent(s.id)}`, { method: 'DELETE' });
+                    await draw();
+                  },
+                },
+                'Delete',
+              ),
+            ),
+          )
+        : h('li', { class: 'muted' }, 'No secrets yet.'),
+    );
+  };
+  const name = h('input', { id: 'secret-name', required: true, autocomplete: 'off', pattern: '[A-Z_][A-Z0-9_]*' });
+  const value = h('input', { id: 'secret-value', type: 'password', required: true, autocomplete: 'off' });
+  await draw();
+  show(
+    box,
+    section(
+      'secrets',
+      'Secrets',
+      list,
+      actionForm(
+        'Add a secret',
+        'Add secret',
+        [field('Secret name', name, 'An environment variable name, e.g. GITHUB_TOKEN.'), field('Secret value', value, 'Write-only: it is never shown again.')],
+        async () => {
+          await post('/secrets', { name: name.value, value: value.value });
+          const added = name.value;
+          name.value = value.value = '';
+          return `Saved ${added}.`;
+        },
+        draw,
+      ),
+    ),
+  );
+}
+
+/** Bring your own model key: its masked preview, replace, remove. */
+export async function byok(box: HTMLElement) {
+  const state = h('p');
+  const draw = async () => {
+    const s = await api<{ hasKey: boolean; keyPreview: string | null; provider: string | null }>('/byok');
+    show(
+      state,
+      s.hasKey
+        ? ['Your ', h('strong', {}, s.provider ?? ''), ' key ', h('code', {}, s.keyPreview ?? ''), ' is used for your runs.']
+        : 'Runs use the service’s model and your credits.',
+    );
+  };
+  const key = h('input', { id: 'byok-key', type: 'password', required: true, autocomplete: 'off' });
+  const remove = h(
+    'button',
+    {
+      type: 'button',
+      onclick: async () => {
+        await api('/byok', { method: 'DELETE' });
+        await draw();
+      },
+    },
+    'Remove model key',
+  );
+  await draw();
+  show(
+    box,
+    section(
+      'byok',
+      'Your own model key',
+      state,
+      actionForm(
+        'Save a model key',
+        'Save model key',
+        [field('Model API key', key, 'sk-ant-… (Anthropic) or sk-… (OpenAI-compatible); stored encrypted.')],
+        async () => {
+          await api('/byok', { method: 'PUT', body: { key: key.value } });
+          key.value = '';
+          return 'Saved.';
+        },
+        draw,
+      ),
+      remove,
+    ),
+  );
+}
+
+interface Connector {
+  type: string;
+  name: string;
+  description: string;
+  status: string;
+  configured: boolean;
+  connect: { help: string };
+}
+
+/** Connectors: each with its state; connect with a token, disconnect. */
+export async function connectors(box: HTMLElement) {
+  const list = h('div');
+  const draw = async () => {
+    const { connectors: items } = await api<{ connectors: Connector[] }>('/connectors');
+    show(
+      list,
+      items.map((c) => {
+        const token = h('input', { id: `connector-${c.type}`, type: 'password', required: true, autocomplete: 'off' });
+        return h(
+          'div',
+          { class: 'card' },
+          h('h3', {}, c.name, ' ', h('span', { class: 'badge' }, c.status.replace('_', ' '))),
+          h('p', {}, c.description),
+          c.status === 'connected'
+            ? h(
+                'button',
+                {
+                  type: 'button',
+                  onclick: async () => {
+                    await post(`/connectors/${encodeURIComponent(c.type)}/disconnect`);
+                    await draw();
+                  },
+                },
+                `Disconnect ${c.name}`,
+              )
+            : c.configured
+              ? actionForm(
+                  `Connect ${c.name}`,
+                  `Connect ${c.name}`,
+                  [field(`${c.name} token`, token, c.connect.help)],
+                  async () => {
+                    await post(`/connectors/${encodeURIComponent(c.type)}/connect`, { token: token.value });
+                    return `Connected ${c.name}.`;
+                  },
+                  draw,
+                )
+              : h('p', { class: 'muted' }, 'Not available on this deployment.'),
+        );
+      }),
+    );
+  };
+  await draw();
+  show(box, section('connectors', 'Connectors', list));
+}
+
+interface Pack {
+  id: string;
+  name: string;
+  dollarinos: number;
+  priceCents: number;
+}
+interface Transaction {
+  amount: number;
+  type: string;
+  description: string;
+  createdAt: string;
+}
+
+/** Billing: the tier, packs bought through Stripe Checkout, the recent transactions. */
+export async function billing(box: HTMLElement) {
+  const [tier, packs, transactions, profile] = await Promise.all([
+    api<{ tier: string; subscriptionExpiresAt: string | null; isTestMode: boolean }>('/billing/subscription/tier'),
+    api<{ packs: Pack[] }>('/billing/packs'),
+    api<{ transactions: Transaction[] }>('/billing/transactions'),
+    api<{ email: string }>('/profile'),
+  ]);
+  const message = h('div', { role: 'status' });
+  const buy = async (pack: Pack) => {
+    try {
+      const back = `${location.origin}/settings#billing-h`;
+      const { checkoutUrl } = await post<{ checkoutUrl: string }>('/billing/purchase', {
+        packId: pack.id,
+        email: profile.email,
+        successUrl: back,
+        cancelUrl: back,
+      });
+      location.assign(checkoutUrl);
+    } catch (error) {
+      show(message, failure(error, 'Checkout could not be opened.'));
+    }
+  };
+  show(
+    box,
+    section(
+      'billing',
+      'Billing',
+      h(
+        'p',
+        {},
+        'Tier: ',
+        h('strong', {}, tier.tier),
+        tier.subscriptionExpiresAt ? ` until ${when(tier.subscriptionExpiresAt)}` : '',
+        tier.isTestMode ? ' (Stripe test mode)' : '',
+      ),
+      h(
+        'ul',
+        { class: 'plain', 'aria-label': 'Credit packs' },
+        packs.packs.map((p) =>
+          h(
+            'li',
+            {},
+            `${p.name}: ${p.dollarinos} credits for $${(p.priceCents / 100).toFixed(2)} `,
+            h('button', { type: 'button', 'aria-label': `Buy ${p.name}`, onclick: () => buy(p) }, 'Buy'),
+          ),
+        ),
+      ),
+      message,
+      h('h3', {}, 'Transactions'),
+      transactions.transactions.length
+        ? h(
+            'table',
+            {},
+            h('caption', { class: 'sr-only' }, 'Transactions'),
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                ['When', 'What', 'Amount'].map((c) => h('th', { scope: 'col' }, c)),
+              ),
+            ),
+            h(
+              'tbody',
+              {},
+              transactions.transactions.map((t) =>
+                h('tr', {}, h('td', {}, when(t.createdAt)), h('td', {}, t.description || t.type), h('td', {}, String(t.amount))),
+              ),
+            ),
+          )
+        : h('p', { class: 'muted' }, 'No transactions yet.'),
+    ),
+  );
+}

@@ -1,0 +1,170 @@
+import { api, post } from '../api';
+import { field, h, show, when } from '../dom';
+import { billing, byok, connectors, failure, members, secrets, section } from './settings-more';
+
+interface Key {
+  id: string;
+  name: string;
+  keyPreview: string;
+  scopes: string[];
+  status: string;
+  createdAt: string;
+}
+interface PermissionRequest {
+  request_id: string;
+  status: string;
+  scope: string;
+  sensitive: boolean;
+  reason: string;
+  key: { name: string };
+}
+
+/** Scopes ticked for a new key unless the person changes them: what a key gets by default. */
+const DEFAULT_SCOPES = ['profile:read', 'agent:list'];
+
+const PARTS = [
+  ['API keys', apiKeys],
+  ['Agent permission requests', permissionRequests],
+  ['Members and invitations', members],
+  ['Secrets', secrets],
+  ['Your own model key', byok],
+  ['Connectors', connectors],
+  ['Billing', billing],
+] as const;
+
+/**
+ * Settings: API keys (created with chosen scopes, shown once, revoked), agents' pending
+ * permission requests, members and invitations, secrets, the model key, connectors, billing.
+ */
+export async function settings(app: HTMLElement) {
+  const boxes = PARTS.map(() => h('div'));
+  show(
+    app,
+    h(
+      'nav',
+      { 'aria-label': 'Settings sections' },
+      h(
+        'ul',
+        { class: 'inline-list' },
+        PARTS.map(([name], i) => h('li', {}, h('a', { href: `#part-${i}` }, name))),
+      ),
+    ),
+    boxes.map((b, i) => ((b.id = `part-${i}`), b)),
+  );
+  await Promise.all(PARTS.map(([, draw], i) => draw(boxes[i]!).catch((error) => show(boxes[i]!, failure(error, 'This section could not be loaded.')))));
+}
+
+async function apiKeys(box: HTMLElement) {
+  const [{ scopes_supported: scopes }, page] = await Promise.all([
+    fetch('/.well-known/oauth-protected-resource').then((r) => r.json() as Promise<{ scopes_supported: string[] }>),
+    api<{ data: Key[] }>('/api-keys?limit=100'),
+  ]);
+  const name = h('input', { id: 'key-name', required: true, maxlength: 100 });
+  const boxes = scopes.map((scope, i) =>
+    h(
+      'li',
+      {},
+      h('input', { type: 'checkbox', id: `scope-${i}`, value: scope, checked: DEFAULT_SCOPES.includes(scope) }),
+      ' ',
+      h('label', { for: `scope-${i}` }, scope),
+    ),
+  );
+  const created = h('div', { role: 'status' });
+  const list = h('ul', { class: 'plain', 'aria-label': 'API keys' });
+  const drawKey = (key: Key) =>
+    h(
+      'li',
+      { class: 'row' },
+      h('strong', {}, key.name),
+      ' ',
+      h('code', {}, key.keyPreview),
+      ' ',
+      h('span', { class: 'badge' }, key.status),
+      ' ',
+      h('span', { class: 'muted' }, `${key.scopes.join(', ')} · created ${when(key.createdAt)}`),
+      key.status === 'active'
+        ? h(
+            'button',
+            {
+              type: 'button',
+              'aria-label': `Revoke ${key.name}`,
+              onclick: async (e: Event) => {
+                try {
+                  const revoked = await post<Key>(`/api-keys/${encodeURIComponent(key.id)}/revoke`);
+                  (e.target as HTMLElement).closest('li')!.replaceWith(drawKey(revoked));
+                } catch (error) {
+                  show(created, failure(error, 'The key could not be revoked.'));
+                }
+              },
+            },
+            'Revoke',
+          )
+        : null,
+    );
+  show(list, page.data.map(drawKey));
+  const form = h(
+    'form',
+    {
+      'aria-labelledby': 'create-key-h',
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        const chosen = boxes
+          .map((li) => li.querySelector('input')!)
+          .filter((b) => b.checked)
+          .map((b) => b.value);
+        try {
+          const key = await post<Key & { key: string }>('/api-keys', { name: name.value, scopes: chosen });
+          list.prepend(drawKey(key));
+          show(
+            created,
+            h(
+              'div',
+              { class: 'card' },
+              h('p', {}, `Your new key "${key.name}". Copy it now: it is shown only once.`),
+              h('code', { class: 'secret', 'aria-label': 'New API key' }, key.key),
+            ),
+          );
+          name.value = '';
+        } catch (error) {
+          show(created, failure(error, 'The key could not be created.'));
+        }
+      },
+    },
+    h('h3', { id: 'create-key-h' }, 'New key'),
+    field('Key name', name),
+    h('fieldset', {}, h('legend', {}, 'Scopes'), h('ul', { class: 'plain scopes' }, boxes)),
+    h('button', { type: 'submit' }, 'Create key'),
+  );
+  show(box, section('keys', 'API keys', form, created, list));
+}
+
+async function permissionRequests(box: HTMLElement) {
+  const page = await api<{ data: PermissionRequest[] }>('/agents/permission-requests?limit=100');
+  const pending = page.data.filter((r) => r.status === 'pending');
+  const message = h('div', { role: 'status' });
+  const decide = async (request: PermissionRequest, decision: 'approve' | 'deny', item: HTMLElement) => {
+    try {
+      const done = await post<PermissionRequest>(`/agents/permission-requests/${encodeURIComponent(request.request_id)}/${decision}`);
+      item.remove();
+      show(message, `${done.status === 'granted' ? 'Granted' : 'Denied'} "${request.scope}" to ${request.key.name}.`);
+    } catch (error) {
+      show(message, failure(error, 'The request could not be answered.'));
+    }
+  };
+  const list = h(
+    'ul',
+    { class: 'plain', 'aria-label': 'Pending permission requests' },
+    pending.map((r) => {
+      const item: HTMLElement = h(
+        'li',
+        { class: 'card' },
+        h('p', {}, h('strong', {}, r.key.name), ' asks for ', h('code', {}, r.scope), r.sensitive ? h('span', { class: 'badge' }, 'sensitive') : null),
+        h('blockquote', {}, r.reason),
+        h('button', { type: 'button', 'aria-label': `Approve ${r.scope} for ${r.key.name}`, onclick: () => decide(r, 'approve', item) }, 'Approve'),
+        h('button', { type: 'button', 'aria-label': `Deny ${r.scope} for ${r.key.name}`, onclick: () => decide(r, 'deny', item) }, 'Deny'),
+      );
+      return item;
+    }),
+  );
+  show(box, section('requests', 'Agent permission requests', pending.length ? list : h('p', { class: 'muted' }, 'No pending requests.'), message));
+}

@@ -1,0 +1,341 @@
+import { api, ApiError, post } from '../api';
+import { alertBox, field, h, show, statusBadge, when } from '../dom';
+import { readApiStream } from '../live';
+import { FieldError, schemaForm, type SchemaForm } from '../schema-form';
+
+interface WorkflowRecord {
+  slug: string;
+  name: string;
+  description: string;
+  category: string;
+  definition: string;
+}
+interface RunRecord {
+  runId: string;
+  workflowId: string;
+  status: string;
+  createdAt: string;
+  snapshot: Snapshot;
+}
+interface Snapshot {
+  status?: string;
+  context?: Record<string, { status?: string; output?: unknown; error?: unknown } | unknown>;
+  value?: Record<string, string>;
+  suspended?: Record<string, { prompt?: string; metadata?: { resumeSchema?: object } }>;
+  result?: unknown;
+  error?: unknown;
+}
+interface Entry {
+  type: string;
+  id: string;
+  toolId?: string;
+  agentId?: string;
+  duration?: number;
+  loopType?: string;
+  steps?: Entry[];
+  step?: Entry;
+}
+
+const path = (slug: string) => `/workflows/${encodeURIComponent(slug)}`;
+const runPath = (runId: string) => `/workflows/runs/${encodeURIComponent(runId)}`;
+
+/** The place an INVALID_INPUT error names, under `prefix` (`inputs`, `resumeData`), relative to the form's value. */
+const fieldUnder = (error: ApiError, prefix: string) => {
+  const field = typeof error.details.field === 'string' ? error.details.field : '';
+  return field === prefix ? '' : field.startsWith(`${prefix}.`) ? field.slice(prefix.length + 1) : null;
+};
+
+/** Sends a generated form's value, showing a refused field at its control. */
+async function submitForm(form: SchemaForm, prefix: string, send: (value: unknown) => Promise<void>) {
+  form.clearErrors();
+  try {
+    await send(form.read());
+  } catch (error) {
+    if (error instanceof FieldError) form.showError(error.path, error.message);
+    else if (error instanceof ApiError) form.showError(fieldUnder(error, prefix) ?? '#', error.message);
+    else form.showError('#', 'The request failed. Try again.');
+  }
+}
+
+/** Workflows: the installed definitions, installing one from JSON (compile errors shown at the box), and recent runs. */
+export async function workflows(app: HTMLElement) {
+  const [installed, runs] = await Promise.all([api<WorkflowRecord[]>('/workflows'), api<{ runs: RunRecord[] }>('/workflows/runs?limit=20')]);
+  const definition = h('textarea', { id: 'definition', rows: 12, spellcheck: 'false', required: true, 'aria-describedby': 'definition-hint' });
+  const problem = h('div');
+  const install = h(
+    'form',
+    {
+      'aria-labelledby': 'install-h',
+      onsubmit: async (e: Event) => {
+        e.preventDefault();
+        show(problem);
+        definition.removeAttribute('aria-invalid');
+        const fail = (message: string) => {
+          definition.setAttribute('aria-invalid', 'true');
+          show(problem, h('p', { class: 'error', role: 'alert', id: 'definition-error' }, message));
+          definition.setAttribute('aria-errormessage', 'definition-error');
+        };
+        let parsed: { id?: unknown };
+        try {
+          parsed = JSON.parse(definition.value);
+        } catch (error) {
+          return fail(`The definition is not valid JSON: ${(error as Error).message}`);
+        }
+        if (typeof parsed?.id !== 'string') return fail('The definition needs an "id": the workflow\u2019s slug.');
+        try {
+          const record = await post<WorkflowRecord>(`${path(parsed.id)}/install`, { definition: parsed });
+          location.assign(path(record.slug));
+        } catch (error) {
+          const at = error instanceof ApiError && typeof error.details.field === 'string' ? ` (at ${error.details.field.replace(/^definition\./, '')})` : '';
+          fail(error instanceof ApiError ? `${error.message}${at}` : 'The workflow could not be installed.');
+        }
+      },
+    },
+    h('h2', { id: 'install-h' }, 'Install a workflow'),
+    field('Definition (JSON)', definition),
+    h('p', { id: 'definition-hint', class: 'muted' }, 'A workflow definition: ', h('a', { href: '/schemas/workflow-definition.json' }, 'its JSON Schema'), '.'),
+    problem,
+    h('button', { type: 'submit' }, 'Install'),
+  );
+  show(
+    app,
+    h('h2', {}, 'Installed'),
+    installed.length
+      ? h(
+          'ul',
+          { class: 'grid', 'aria-label': 'Installed workflows' },
+          installed.map((w) =>
+            h('li', { class: 'card' }, h('h3', {}, h('a', { href: path(w.slug) }, w.name)), h('p', {}, w.description), h('p', { class: 'muted' }, w.category)),
+          ),
+        )
+      : h('p', { class: 'muted' }, 'No workflows installed yet.'),
+    install,
+    h('h2', {}, 'Recent runs'),
+    runs.runs.length
+      ? h(
+          'ul',
+          { class: 'plain', 'aria-label': 'Workflow runs' },
+          runs.runs.map((r) =>
+            h(
+              'li',
+              {},
+              h('a', { href: runPath(r.runId) }, `${r.workflowId} run`),
+              ' ',
+              statusBadge(r.status),
+              ' ',
+              h('span', { class: 'muted' }, when(r.createdAt)),
+            ),
+          ),
+        )
+      : h('p', { class: 'muted' }, 'No workflow runs yet.'),
+  );
+}
+
+/** One workflow: its steps and a launch form generated from its input schema. */
+export async function workflow(app: HTMLElement, slug: string) {
+  const record = await api<WorkflowRecord>(path(slug));
+  const definition = JSON.parse(record.definition) as { inputSchema?: object; graph: Entry[] };
+  document.querySelector('h1')!.textContent = record.name;
+  const form = schemaForm(definition.inputSchema, 'input', 'Inputs (JSON)');
+  const button = h('button', { type: 'submit' }, 'Launch');
+  show(
+    app,
+    h('p', {}, record.description),
+    h(
+      'form',
+      {
+        'aria-labelledby': 'launch-h',
+        onsubmit: (e: Event) => {
+          e.preventDefault();
+          button.disabled = true;
+          void submitForm(form, 'inputs', async (inputs) => {
+            const launched = await post<{ runId: string }>(`${path(slug)}/launch`, { inputs });
+            location.assign(runPath(launched.runId));
+          }).finally(() => (button.disabled = false));
+        },
+      },
+      h('h2', { id: 'launch-h' }, 'Launch'),
+      form.element,
+      button,
+    ),
+    h('h2', {}, 'Steps'),
+    drawGraph(definition.graph, () => undefined),
+  );
+}
+
+/** What a step is, in words. */
+function kindOf(entry: Entry): string {
+  if (entry.type === 'tool') return entry.toolId === 'human-input' ? 'human input' : `tool ${entry.toolId}`;
+  if (entry.type === 'agent') return `agent ${entry.agentId?.split(':').pop()}`;
+  if (entry.type === 'sleep') return `sleep ${Math.round((entry.duration ?? 0) / 1000)} s`;
+  if (entry.type === 'loop') return `loop (${entry.loopType})`;
+  return entry.type;
+}
+
+interface StepView {
+  status: string;
+  output?: unknown;
+  executionId?: string;
+}
+
+/**
+ * The step graph: the sequence top to bottom, the children of a parallel or conditional entry
+ * side by side, a loop's or foreach's body inside it; each step with its status in words and,
+ * once it has one, its output and the skill run it started.
+ */
+function drawGraph(graph: Entry[], stepOf: (id: string) => StepView | undefined): HTMLElement {
+  const node = (entry: Entry, parent?: StepView): HTMLElement => {
+    const step = stepOf(entry.id);
+    const status = step?.status ?? (parent && ['success', 'failed'].includes(parent.status) ? 'skipped' : 'pending');
+    const children = entry.steps ?? (entry.step ? [entry.step] : []);
+    return h(
+      'li',
+      { class: `step status-${status}`, 'aria-label': `${entry.id}: ${status}` },
+      h(
+        'div',
+        { class: 'node' },
+        h('strong', {}, entry.id),
+        ' ',
+        h('span', { class: 'muted' }, kindOf(entry)),
+        ' ',
+        statusBadge(status),
+        step?.executionId ? h('p', {}, h('a', { href: `/runs/${encodeURIComponent(step.executionId)}` }, `Open the run of ${entry.id}`)) : null,
+        step?.output !== undefined ? h('details', {}, h('summary', {}, `Output of ${entry.id}`), h('pre', {}, JSON.stringify(step.output, null, 2))) : null,
+      ),
+      children.length
+        ? h(
+            'ol',
+            { class: entry.steps ? 'branches' : 'body', 'aria-label': `Inside ${entry.id}` },
+            children.map((c) => node(c, step)),
+          )
+        : null,
+    );
+  };
+  return h(
+    'ol',
+    { class: 'graph', 'aria-label': 'Step graph' },
+    graph.map((e) => node(e)),
+  );
+}
+
+/** A run: the graph lighting up as its steps go, the form of a suspended human-input step (Resume), Cancel. */
+export async function workflowRun(app: HTMLElement, runId: string) {
+  const { run } = await api<{ run: RunRecord }>(`/workflows/runs/${encodeURIComponent(runId)}`);
+  const graph = await api<WorkflowRecord>(path(run.workflowId))
+    .then((w) => (JSON.parse(w.definition) as { graph: Entry[] }).graph)
+    .catch(() => [] as Entry[]);
+  document.querySelector('h1')!.textContent = `${run.workflowId} run`;
+  let snapshot: Snapshot = run.snapshot;
+  let status = run.status;
+  let seq = 0;
+  const executions = new Map<string, string>();
+  const statusText = h('span', { role: 'status' });
+  const graphBox = h('div');
+  const human = h('div');
+  const result = h('div');
+  const controls = h('div', { class: 'actions' });
+  const notice = h('div');
+  let drawnSuspended: string | undefined;
+  let drawnFinished: boolean | undefined;
+
+  const stepOf = (id: string): StepView | undefined => {
+    const context = snapshot.context?.[id] as { status?: string; output?: unknown } | undefined;
+    const open = snapshot.value?.[id];
+    const state = open ?? context?.status;
+    if (!state) return undefined;
+    const output = context?.output;
+    const fromOutput = output && typeof output === 'object' ? (output as { executionId?: unknown }).executionId : undefined;
+    const executionId = executions.get(id) ?? (typeof fromOutput === 'string' ? fromOutput : undefined);
+    return { status: state, output, ...(executionId ? { executionId } : {}) };
+  };
+
+  const draw = () => {
+    show(statusText, statusBadge(status));
+    show(graphBox, drawGraph(graph, stepOf));
+    const finished = ['success', 'failed', 'canceled'].includes(status);
+    // Redrawn only when it changes, so the button is not replaced under the pointer.
+    if (finished !== drawnFinished) show(controls, finished ? null : h('button', { type: 'button', onclick: cancel }, 'Cancel'));
+    drawnFinished = finished;
+    show(
+      result,
+      status === 'success' && snapshot.result !== undefined
+        ? [h('h2', {}, 'Result'), h('pre', { tabindex: 0, 'aria-label': 'Result' }, JSON.stringify(snapshot.result, null, 2))]
+        : null,
+      status === 'failed' && snapshot.error ? alertBox(String(snapshot.error)) : null,
+    );
+    const suspended = status === 'suspended' ? Object.entries(snapshot.suspended ?? {}) : [];
+    const key = suspended.map(([id]) => id).join(',');
+    if (key === drawnSuspended) return;
+    drawnSuspended = key;
+    show(
+      human,
+      suspended.map(([stepId, s]) => resumeForm(stepId, s)),
+    );
+  };
+
+  const resumeForm = (stepId: string, step: { prompt?: string; metadata?: { resumeSchema?: object } }) => {
+    const form = schemaForm(step.metadata?.resumeSchema, `resume-${stepId}`, 'Answer (JSON)');
+    return h(
+      'form',
+      {
+        class: 'card',
+        'aria-labelledby': `human-${stepId}`,
+        onsubmit: (e: Event) => {
+          e.preventDefault();
+          void submitForm(form, 'resumeData', async (resumeData) => {
+            await post(`/workflows/runs/${encodeURIComponent(runId)}/resume`, { stepId, resumeData });
+            status = 'running';
+            draw();
+            void follow();
+          });
+        },
+      },
+      h('h2', { id: `human-${stepId}` }, `Input needed: ${stepId}`),
+      step.prompt ? h('p', {}, step.prompt) : null,
+      form.element,
+      h('button', { type: 'submit' }, 'Resume'),
+    );
+  };
+
+  async function cancel() {
+    try {
+      await post(`/workflows/runs/${encodeURIComponent(runId)}/cancel`);
+      status = 'canceled';
+      stream?.abort();
+      draw();
+    } catch (error) {
+      show(notice, alertBox(error instanceof ApiError ? error.message : 'The run could not be cancelled.'));
+    }
+  }
+
+  let stream: AbortController | undefined;
+  const follow = async () => {
+    stream?.abort();
+    const mine = new AbortController();
+    stream = mine;
+    await readApiStream(
+      `/workflows/runs/${encodeURIComponent(runId)}/events?lastSeq=${seq}`,
+      (frame) => {
+        const event = JSON.parse(frame.data) as { type: string; status?: string; snapshot?: Snapshot; stepId?: string; executionId?: string };
+        if (frame.id) seq = Math.max(seq, Number(frame.id));
+        if (event.type === 'workflow-snapshot' && event.snapshot) [snapshot, status] = [event.snapshot, event.status ?? status];
+        if (event.type === 'workflow-step-execution' && event.stepId && event.executionId) executions.set(event.stepId, event.executionId);
+        draw();
+      },
+      mine.signal,
+    ).catch((error) => show(notice, alertBox(String((error as Error).message))));
+  };
+
+  show(
+    app,
+    h('dl', { class: 'facts' }, h('dt', {}, 'Status'), h('dd', {}, statusText), h('dt', {}, 'Started'), h('dd', {}, when(run.createdAt))),
+    controls,
+    notice,
+    human,
+    h('h2', {}, 'Steps'),
+    graphBox,
+    result,
+  );
+  draw();
+  void follow();
+}

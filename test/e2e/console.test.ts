@@ -1,0 +1,327 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from './chromium';
+import { startService, type RunningService } from './helpers';
+
+const screenshots = join('.wrangler', 'screenshots', 'console');
+mkdirSync(screenshots, { recursive: true });
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core in the page (evaluated through the browser's protocol, which the page's CSP does not govern): serious and critical violations. */
+async function accessibilityProblems(page: Page) {
+  await page.evaluate(AXE);
+  const result = await page.evaluate<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>('axe.run()');
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+/**
+ * The console as a person uses it, in headless Chromium against `npm start`: sign up from the
+ * landing page, find and install a skill in the marketplace, run it and watch the answer stream,
+ * reload mid-run and see it go on, interrupt a run, create and revoke a key, answer an agent's
+ * permission request. Every page passes axe-core (no serious or critical violation) and runs
+ * under its CSP without a refusal or an error.
+ */
+describe('the console in a browser', () => {
+  let service: RunningService;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const problems: string[] = [];
+
+  /** Checks the page as it is now and saves what it looks like. */
+  const check = async (name: string) => {
+    expect(await accessibilityProblems(page), name).toEqual([]);
+    await page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true });
+  };
+  const output = () => page.getByRole('region', { name: 'Output' });
+
+  beforeAll(async () => {
+    // Words 40 ms apart: a run streams for a few seconds, long enough to watch, reload and interrupt.
+    [service, browser] = await Promise.all([startService(120_000, { args: ['--var', 'LOCAL_MODEL_DELAY_MS:40'] }), launchChromium()]);
+    context = await browser.newContext();
+    page = await context.newPage();
+    // A 400 the page shows (a compile error, a refused input) is an answer, not a problem.
+    page.on('console', (m) => m.type() === 'error' && !m.text().includes('status of 400') && problems.push(m.text()));
+    page.on('pageerror', (e) => problems.push(String(e)));
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await service?.stop();
+  });
+
+  it('signs up from the landing page, installs a skill from the marketplace, runs it and watches it stream, across a reload', async () => {
+    await page.goto(`${service.base}/`);
+    await page.getByRole('link', { name: 'Sign up', exact: true }).click();
+    await page.getByLabel('Name').fill('Console Person');
+    await page.getByLabel('Email').fill(`console-${Date.now()}@example.test`);
+    await page.getByLabel('Password').fill('console password long enough');
+    await page.getByRole('button', { name: 'Create account' }).click();
+
+    // Home: the console, with its navigation, the balance and the tier.
+    await page.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
+    const nav = page.getByRole('navigation', { name: 'Console' });
+    for (const name of ['Home', 'Marketplace', 'Skills', 'Runs', 'Workflows', 'Traces', 'Memory', 'Settings']) {
+      expect(await nav.getByRole('link', { name, exact: true }).isVisible()).toBe(true);
+    }
+    await page.getByText('100 credits').waitFor();
+    await page.getByText('No runs yet.').waitFor();
+    await check('home');
+
+    // Marketplace: search, open the skill, see its files, install it.
+    await nav.getByRole('link', { name: 'Marketplace' }).click();
+    await page.getByLabel('Search skills').fill('meeting notes');
+    const skills = page.getByRole('list', { name: 'Skills' });
+    await skills
+      .getByRole('link', { name: /meeting.notes.summarizer/i })
+      .first()
+      .waitFor();
+    await check('marketplace');
+    await skills
+      .getByRole('link', { name: /meeting.notes.summarizer/i })
+      .first()
+      .click();
+    await page.getByRole('list', { name: 'Files' }).getByText('SKILL.md').waitFor();
+    await page.getByRole('button', { name: 'Install' }).click();
+    await page
+      .getByRole('status')
+      .getByText(/^Installed /)
+      .waitFor();
+    expect(await page.getByRole('button', { name: 'Install' }).count()).toBe(0);
+    await check('marketplace-skill');
+
+    // Run it: the answer appears in Output while the run is still working.
+    await page.getByRole('link', { name: 'Run', exact: true }).click();
+    await page.getByLabel('Input').fill('Ana ships the release on Friday. Ben writes the notes. Cleo reviews the budget on Monday.');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.waitForURL(/\/runs\/exec_/);
+    await output().getByText('Key points').waitFor();
+    expect(await page.getByRole('button', { name: 'Interrupt' }).isVisible()).toBe(true);
+    const before = (await output().textContent())!;
+    expect(before).not.toContain('Covered');
+
+    // Reload mid-run: what was seen is back at once and the stream goes on from there to the end.
+    await page.reload();
+    await output().getByText('Key points').waitFor();
+    await output()
+      .getByText(/Covered \d+ points? of the request/)
+      .waitFor({ timeout: 30_000 });
+    await page.getByRole('status').getByText('end turn').waitFor();
+    const text = (await output().textContent())!;
+    expect(text.startsWith(before.slice(0, 40))).toBe(true);
+    expect(text.match(/Key points/g)).toHaveLength(1);
+    await page.getByLabel('Follow-up').waitFor();
+    await check('run');
+
+    // Home now lists the run.
+    await nav.getByRole('link', { name: 'Home' }).click();
+    await page.getByRole('heading', { name: 'Recent runs' }).waitFor();
+    await page
+      .getByRole('link', { name: /meeting.notes.summarizer/i })
+      .first()
+      .waitFor();
+  });
+
+  it('interrupts a working run', async () => {
+    await page.goto(`${service.base}/skills`);
+    await page.getByRole('link', { name: /^Run meeting.notes.summarizer/i }).click();
+    await page.getByLabel('Input').fill('A long meeting: Dana plans the launch, Eli writes the docs, Fay books the venue, Gus checks the numbers.');
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await output().getByText('Key points').waitFor();
+    // Home, in another tab, shows it among the runs happening now.
+    const home = await context.newPage();
+    await home.goto(`${service.base}/`);
+    await home.getByRole('list', { name: 'Runs happening now' }).getByRole('link').first().waitFor();
+    await home.close();
+    await page.getByRole('button', { name: 'Interrupt' }).click();
+    await page.getByRole('status').getByText('interrupt').waitFor();
+    expect(await output().textContent()).not.toContain('Covered');
+    expect(await page.getByRole('button', { name: 'Interrupt' }).count()).toBe(0);
+
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Runs' }).click();
+    await page.getByRole('table').getByRole('row').nth(2).waitFor();
+    await check('runs');
+  });
+
+  it('installs a workflow from JSON (a compile error shown at the box first), launches it from its form, resumes its human-input step and cancels another run', async () => {
+    const definition = readFileSync('examples/workflows/publish-with-approval.json', 'utf8');
+    await page.goto(`${service.base}/workflows`);
+    const box = page.getByLabel('Definition (JSON)');
+    await box.fill(definition.replace('"toolId": "execute-skill"', '"toolId": "no-such-tool"'));
+    await page.getByRole('button', { name: 'Install' }).click();
+    await page.getByRole('alert').getByText('graph.1.toolId').waitFor();
+    expect(await box.getAttribute('aria-invalid')).toBe('true');
+    await check('workflows-compile-error');
+    await box.fill(definition);
+    await page.getByRole('button', { name: 'Install' }).click();
+
+    // The launch form comes from the input schema.
+    await page.getByRole('heading', { level: 1, name: 'Publish with approval' }).waitFor();
+    await page.getByLabel('notes').fill('Ana ships Friday. Ben writes the notes.');
+    await check('workflow');
+    await page.getByRole('button', { name: 'Launch' }).click();
+    await page.waitForURL(/\/workflows\/runs\//);
+    const graph = page.getByRole('list', { name: 'Step graph' });
+    await graph.getByRole('listitem', { name: 'summary: success' }).waitFor({ timeout: 30_000 });
+    await page.getByRole('heading', { name: 'Input needed: review' }).waitFor();
+    await page.getByText('Send this summary as a stakeholder update?').waitFor();
+    expect(await graph.getByRole('listitem', { name: 'review: suspended' }).isVisible()).toBe(true);
+    expect(await graph.getByRole('link', { name: 'Open the run of summary' }).isVisible()).toBe(true);
+    await check('workflow-run-suspended');
+
+    // Resume from the form generated from the resume schema: not approved, so the update is discarded.
+    await page.getByLabel('note').fill('Not this week');
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.getByRole('status').getByText('success').waitFor({ timeout: 30_000 });
+    expect(await graph.getByRole('listitem', { name: 'discarded: success' }).isVisible()).toBe(true);
+    expect(await graph.getByRole('listitem', { name: 'update: skipped' }).isVisible()).toBe(true);
+    expect(await page.getByRole('heading', { name: 'Input needed: review' }).count()).toBe(0);
+    await page.getByLabel('Result').waitFor();
+    await check('workflow-run');
+
+    // Another run, cancelled while its first skill runs.
+    await page.goto(`${service.base}/workflows/publish-with-approval`);
+    await page.getByLabel('notes').fill('Cleo reviews the budget on Monday.');
+    await page.getByRole('button', { name: 'Launch' }).click();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('status').getByText('canceled').waitFor();
+    expect(await page.getByRole('button', { name: 'Cancel' }).count()).toBe(0);
+  });
+
+  it('creates a key with chosen scopes, shows it once, answers its permission request and revokes it', async () => {
+    await page.goto(`${service.base}/settings`);
+    await page.getByLabel('Key name').fill('laptop agent');
+    await page.getByLabel('memory:read').check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.getByLabel('New API key').textContent())!;
+    expect(key).toMatch(/^sk_live_/);
+    const keys = page.getByRole('list', { name: 'API keys' });
+    await keys.getByText('laptop agent').waitFor();
+    const listed = (await keys.getByRole('listitem').filter({ hasText: 'laptop agent' }).textContent())!;
+    for (const scope of ['profile:read', 'agent:list', 'memory:read']) expect(listed).toContain(scope);
+
+    // The agent holding that key asks for one more scope; the person approves it here.
+    const asked = await fetch(`${service.base}/api/v1/agents/request-permission`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ scope: 'memory:write', reason: 'To save the meeting notes to memory' }),
+    });
+    expect(asked.status).toBe(202);
+    await page.reload();
+    expect(await page.getByLabel('New API key').count()).toBe(0); // shown once
+    await page.getByText('To save the meeting notes to memory').waitFor();
+    await check('settings');
+    await page.getByRole('button', { name: 'Approve memory:write for laptop agent' }).click();
+    await page.getByText('Granted "memory:write" to laptop agent.').waitFor();
+    const memory = await fetch(`${service.base}/api/v1/memory`, {
+      method: 'PUT',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ content: 'Notes from the agent' }),
+    });
+    expect(memory.status).toBe(200);
+
+    await page.getByRole('button', { name: 'Revoke laptop agent' }).click();
+    await keys.getByText('revoked').waitFor();
+    expect((await fetch(`${service.base}/api/v1/profile`, { headers: { 'x-api-key': key } })).status).toBe(403); // a revoked key
+  });
+
+  it('invites a member, keeps a secret write-only, sets and removes a model key, and shows connectors and billing', async () => {
+    await page.goto(`${service.base}/settings`);
+    await page.getByRole('list', { name: 'Members' }).getByText('Console Person').waitFor();
+    await page.getByLabel('Email to invite').fill('colleague@example.test');
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await page.getByText(/^Invited\. Send them this acceptance token/).waitFor();
+    await page.getByRole('list', { name: 'Invitations' }).getByText('colleague@example.test').waitFor();
+
+    await page.getByLabel('Secret name').fill('DEPLOY_TOKEN');
+    await page.getByLabel('Secret value').fill('very-secret-value-123');
+    await page.getByRole('button', { name: 'Add secret' }).click();
+    await page.getByRole('list', { name: 'Secrets' }).getByText('DEPLOY_TOKEN').waitFor();
+    expect(await page.content()).not.toContain('very-secret-value-123');
+
+    await page.getByLabel('Model API key').fill('sk-test-0123456789abcdefghijklmnop');
+    await page.getByRole('button', { name: 'Save model key' }).click();
+    await page.getByText(/key sk-.*is used for your runs/).waitFor();
+
+    await page.getByRole('heading', { name: /GitHub/ }).waitFor();
+    await page.getByRole('list', { name: 'Credit packs' }).getByRole('button').first().waitFor();
+    await check('settings-all');
+
+    await page.getByRole('button', { name: 'Remove model key' }).click();
+    await page.getByText('Runs use the service’s model and your credits.').waitFor();
+    await page.getByRole('button', { name: 'Delete DEPLOY_TOKEN' }).click();
+    await page.getByRole('list', { name: 'Secrets' }).getByText('No secrets yet.').waitFor();
+  });
+
+  it('edits a skill into a new version, restores the old one, binds a secret; reruns and remixes a run; reads a trace', async () => {
+    await page.goto(`${service.base}/settings`);
+    await page.getByLabel('Secret name').fill('NOTES_TOKEN');
+    await page.getByLabel('Secret value').fill('token-for-the-notes');
+    await page.getByRole('button', { name: 'Add secret' }).click();
+    await page.getByRole('list', { name: 'Secrets' }).getByText('NOTES_TOKEN').waitFor();
+
+    await page.goto(`${service.base}/skills`);
+    await page.getByRole('link', { name: /^meeting.notes.summarizer$/i }).click();
+    await page.getByRole('heading', { level: 1, name: /meeting.notes.summarizer/i }).waitFor();
+    await page.getByLabel('Description').fill('Short meeting summaries.');
+    await page.getByLabel('Version note').fill('shorter description');
+    await page.getByRole('button', { name: 'Save version' }).click();
+    await page.getByText('Saved as a new version.').waitFor();
+    const versions = page.getByRole('list', { name: 'Versions' });
+    await versions.getByRole('listitem').filter({ hasText: 'Version 2' }).getByText('active').waitFor();
+    await page.getByRole('button', { name: 'Restore version 1' }).click();
+    await page.getByText('Restored version 1 as a new version.').waitFor();
+    await versions.getByRole('listitem').filter({ hasText: 'Version 3' }).getByText('active').waitFor();
+    expect(await page.getByLabel('Description').inputValue()).not.toBe('Short meeting summaries.');
+    await page.getByLabel('Secret', { exact: true }).selectOption({ label: 'NOTES_TOKEN' });
+    await page.getByLabel('Environment variable').fill('NOTES_TOKEN');
+    await page.getByRole('button', { name: 'Bind secret' }).click();
+    await page.getByRole('list', { name: 'Secret bindings' }).getByText('NOTES_TOKEN').first().waitFor();
+    await check('skill');
+
+    // The first run, again: Rerun in its lineage, then Remix.
+    await page.goto(`${service.base}/runs`);
+    await page.getByRole('table').getByRole('link').last().click();
+    await page.getByLabel('New instructions').waitFor();
+    const first = page.url();
+    await page.getByLabel('New instructions').fill('Only the action items, please.');
+    await page.getByRole('button', { name: 'Rerun' }).click();
+    await page.waitForURL((url) => url.href !== first);
+    await page.getByRole('status').getByText('end turn').waitFor({ timeout: 30_000 });
+    await page.getByText('Event timeline').click();
+    await page.getByRole('list', { name: 'Event timeline' }).getByText('session.status_idle').waitFor();
+    const rerun = page.url();
+    await page.getByLabel('New instructions').fill('A haiku of the meeting.');
+    await page.getByRole('button', { name: 'Remix' }).click();
+    await page.waitForURL((url) => url.href !== rerun);
+    await output()
+      .getByText(/^You: A haiku of the meeting\.$/)
+      .waitFor();
+
+    await page.goto(`${service.base}/traces`);
+    await page.getByRole('list', { name: 'Traces' }).getByRole('link').first().click();
+    await page.getByRole('heading', { name: 'Turns' }).waitFor();
+    await page.getByRole('list', { name: 'Turns' }).getByRole('listitem').first().waitFor();
+    await check('trace');
+  });
+
+  it('shows the other sections accessibly, and no page was refused by its CSP or failed', async () => {
+    await page.goto(`${service.base}/memory`);
+    await expect(page.getByLabel('Memory document').inputValue()).resolves.toBe('Notes from the agent');
+    await check('memory');
+    for (const [path, name] of [
+      ['/skills', 'skills'],
+      ['/workflows', 'workflows'],
+      ['/traces', 'traces'],
+    ]) {
+      await page.goto(`${service.base}${path}`);
+      await page.locator('#app:not([aria-busy])').waitFor({ state: 'attached' });
+      await check(name!);
+    }
+    expect(problems).toEqual([]);
+  });
+});

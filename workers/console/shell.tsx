@@ -1,0 +1,82 @@
+import { raw } from 'hono/html';
+import type { FC } from 'hono/jsx';
+import { CONSOLE_SCRIPT, CONSOLE_STYLE } from './assets.generated';
+
+/** Where the console's fingerprinted files are served. */
+export const CONSOLE_ASSET_PATH = '/console/assets';
+
+/** The console's sections, in navigation order. */
+export const SECTIONS = [
+  { path: '/', name: 'Home' },
+  { path: '/marketplace', name: 'Marketplace' },
+  { path: '/skills', name: 'Skills' },
+  { path: '/runs', name: 'Runs' },
+  { path: '/workflows', name: 'Workflows' },
+  { path: '/traces', name: 'Traces' },
+  { path: '/memory', name: 'Memory' },
+  { path: '/settings', name: 'Settings' },
+] as const;
+export type Section = (typeof SECTIONS)[number]['name'];
+
+export interface ShellProps {
+  nonce: string;
+  csrf: string;
+  section: Section;
+  /** The page's own heading (the section's name unless the page is one item of it). */
+  title: string;
+  /** Which view the script draws, and the item it is about (a slug or an id). */
+  view: string;
+  item?: string;
+}
+
+/**
+ * The server-rendered frame of every console page: landmarks, the navigation, the heading, and
+ * an empty region the console script fills from the public API. The CSRF token is in a meta
+ * element for the script's API calls (the cookie session on /api/v1 requires it).
+ */
+export const ConsoleShell: FC<ShellProps> = (p) => (
+  <>
+    {raw('<!doctype html>')}
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="robots" content="noindex" />
+        <meta name="csrf-token" content={p.csrf} />
+        <link rel="icon" href="data:," />
+        <title>{p.title} · Workspace AI Skills</title>
+        <link rel="stylesheet" href={`${CONSOLE_ASSET_PATH}/${CONSOLE_STYLE}`} />
+        <script nonce={p.nonce} src={`${CONSOLE_ASSET_PATH}/${CONSOLE_SCRIPT}`} defer></script>
+      </head>
+      <body data-view={p.view} data-item={p.item}>
+        <a class="skip" href="#main">
+          Skip to content
+        </a>
+        <header class="top">
+          <span class="brand">Workspace AI Skills</span>
+          <nav aria-label="Console">
+            <ul>
+              {SECTIONS.map((s) => (
+                <li>
+                  <a href={s.path} aria-current={s.name === p.section ? 'page' : undefined}>
+                    {s.name}
+                  </a>
+                </li>
+              ))}
+            </ul>
+          </nav>
+          <form method="post" action="/auth/sign-out" class="sign-out">
+            <input type="hidden" name="csrf" value={p.csrf} />
+            <button type="submit">Sign out</button>
+          </form>
+        </header>
+        <main id="main" tabindex={-1}>
+          <h1>{p.title}</h1>
+          <div id="app" aria-busy="true">
+            <noscript>The console needs JavaScript. Everything it shows is also in the API: see /docs.</noscript>
+          </div>
+        </main>
+      </body>
+    </html>
+  </>
+);
