@@ -24,10 +24,24 @@ export class ApiError extends Error {
   }
 }
 
+/** How many times a request the API rate-limited is tried again, each after the Retry-After it named. */
+const RATE_LIMIT_RETRIES = 3;
+const MAX_RETRY_WAIT_S = 60;
+
+/** fetch, waiting out a 429's Retry-After (the API's per-user limit) before trying again. */
+export async function fetchPolitely(url: string, init: RequestInit): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    const res = await fetch(url, init);
+    if (res.status !== 429 || attempt === RATE_LIMIT_RETRIES) return res;
+    const wait = Math.min(Number(res.headers.get('retry-after')) || 1, MAX_RETRY_WAIT_S);
+    await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+  }
+}
+
 export async function api<T = unknown>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
   const headers: Record<string, string> = { ...apiHeaders(), accept: 'application/json' };
   if (init.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`/api/v1${path}`, {
+  const res = await fetchPolitely(`/api/v1${path}`, {
     method: init.method ?? 'GET',
     headers,
     credentials: 'same-origin',

@@ -1,4 +1,4 @@
-import { api, apiHeaders } from './api';
+import { api, apiHeaders, fetchPolitely } from './api';
 
 /**
  * Signed URLs are minted with the service's public origin; the console opens them on its own
@@ -47,7 +47,7 @@ export interface SseFrame {
  * session needs). Resolves when the server ends the stream or `signal` aborts it.
  */
 export async function readApiStream(path: string, onFrame: (frame: SseFrame) => void, signal: AbortSignal) {
-  const res = await fetch(`/api/v1${path}`, {
+  const res = await fetchPolitely(`/api/v1${path}`, {
     headers: { ...apiHeaders(), accept: 'text/event-stream' },
     credentials: 'same-origin',
     signal,

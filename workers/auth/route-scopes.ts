@@ -4,7 +4,7 @@ import type { Db } from '../env';
 import type { RouteAccess } from './access';
 import { authorizeWithGrants, type Actor } from './actor';
 
-/** Access to the routes not yet declared as capabilities (workers/capabilities/). */
+/** Access to the few routes written by hand: protocol endpoints rather than operations (every operation is a capability, workers/capabilities/). */
 const ROUTE_TABLE: Record<string, RouteAccess> = {
   'GET /api/v1/openapi.json': { auth: 'public' },
 
