@@ -405,7 +405,7 @@ export class WorkflowRun extends DurableObject<Env> {
           return this.refreshStatus(this.meta()!);
         }
         if (step.toolId !== 'execute-skill') {
-          const output = await this.attempt(task.key, () => runInstantTool(this.db, meta.actor, step.toolId));
+          const output = await this.attempt(task.key, () => runInstantTool(this.db, this.env, meta.actor, step.toolId, meta.runId));
           if (output !== undefined && this.task(task.key)?.status === 'running') this.finishTask(task.key, output);
           return;
         }

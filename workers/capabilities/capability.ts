@@ -131,6 +131,8 @@ export interface Capability<Input extends z.ZodObject = z.ZodObject, Output exte
   /** false: not an MCP tool; an object: a tool whose answer is presented differently. */
   mcp?: false | McpView<z.output<Output>>;
   agentTool?: AgentToolView<z.output<Input>, z.output<Output>>;
+  /** The operation as a workflow `tool` step that answers at once (its toolId is the capability's name): the step's output. */
+  workflowStep?: { output: (output: z.output<Output>) => Record<string, unknown> };
 }
 
 export const defineCapability = <Input extends z.ZodObject, Output extends z.ZodType>(capability: Capability<Input, Output>): Capability =>

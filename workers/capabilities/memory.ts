@@ -28,6 +28,7 @@ export const memoryArea: Area = {
         label: () => 'working memory',
         answer: (memory) => memory.content || '(empty)',
       },
+      workflowStep: { output: (memory) => ({ content: memory.content }) },
       run: (ctx) => readMemory(ctx.db, ctx.actor),
     }),
     defineCapability({

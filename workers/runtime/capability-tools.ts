@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { authorizeWithGrants } from '../auth/actor';
+import type { Actor } from '../auth/actor';
 import type { Capability, CapabilityContext } from '../capabilities/capability';
+import type { Db, Env } from '../env';
 import type { AgentTool } from './agent-loop';
 import { failed } from './tool-errors';
 
@@ -9,6 +11,25 @@ function argumentSchema(args: z.ZodObject): Record<string, unknown> {
   const { $schema: _dialect, ...schema } = z.toJSONSchema(args, { io: 'input' });
   return schema;
 }
+
+/** What a capability runs with inside a run (an agent's turn or a workflow step): the run's actor, and no request. */
+export const runContext = (db: Db, env: Env, actor: Actor, requestId: string, source: string): CapabilityContext => ({
+  db,
+  env,
+  // Read when a tool asks: a turn recorded before runs carried their actor has none.
+  get actor() {
+    return actor;
+  },
+  requestId,
+  clientInterface: source,
+  get requestOrigin() {
+    return actor.origin;
+  },
+  // A run answers no request: none of its tools hands out a link to the service.
+  get baseUrl(): string {
+    throw new Error('A run has no request origin to link to');
+  },
+});
 
 /**
  * The agent-run view of a capability: the tool a model calls during a run, checked against the

@@ -1,15 +1,16 @@
 import { and, eq } from 'drizzle-orm';
 import { withoutSupersededText } from '../executions/events';
 import { executions } from '../../schema';
-import type { Actor } from '../auth/actor';
-import { authorizeRoute } from '../auth/route-scopes';
+import { authorizeWithGrants, type Actor } from '../auth/actor';
+import { CAPABILITIES } from '../capabilities';
+import type { Capability } from '../capabilities/capability';
+import { runContext } from './capability-tools';
 import type { Db, Env } from '../env';
 import { AppError } from '../errors';
 import { parseId } from '../lib/ids';
 import { findAgent } from '../services/agents';
 import { interruptTurn } from '../executions/lifecycle';
 import { runAgent, runSkill } from '../services/executions';
-import { readMemory } from '../services/memory';
 import type { Json, LeafStep } from '../workflows/compiler';
 import { StepError } from '../workflows/steps';
 
@@ -25,13 +26,20 @@ function startFailure(error: unknown): never {
   throw error;
 }
 
+/** The capability named `name`: a step does what it does only if the run's actor may. */
+function capabilityNamed(name: string) {
+  const capability = CAPABILITIES.find((c) => c.name === name);
+  if (!capability) throw new Error(`No capability named ${name}`);
+  return capability;
+}
+
 /**
- * A step does what the REST route `route` does only if the run's actor passes that route's
- * check: a run does nothing its launcher could not. A refusal fails the step, naming the scope.
+ * A step passes the check of the capability it mirrors for the run's actor: a run does nothing
+ * its launcher could not. A refusal fails the step, naming the scope.
  */
-async function authorizeStep(db: Db, actor: Actor, step: string, route: string) {
+async function authorizeStep(db: Db, actor: Actor, step: string, capability: Capability) {
   try {
-    await authorizeRoute(db, actor, route);
+    await authorizeWithGrants(db, capability.access, actor, undefined);
   } catch (error) {
     if (error instanceof AppError) throw new StepError(`${step}: ${error.message}`);
     throw error;
@@ -42,7 +50,7 @@ const asText = (value: unknown) => (typeof value === 'string' ? value : JSON.str
 
 /** Rule 10: `{slug, input}`; a non-string input is JSON-stringified before it reaches the skill. */
 export async function startSkill(db: Db, env: Env, actor: Actor, input: unknown): Promise<Started> {
-  await authorizeStep(db, actor, 'execute-skill', 'POST /api/v1/skills/:slug/run');
+  await authorizeStep(db, actor, 'execute-skill', capabilityNamed('execute-skill'));
   const record = (input ?? {}) as Record<string, unknown>;
   if (typeof record.slug !== 'string' || record.input === undefined || record.input === null) {
     throw new StepError('execute-skill needs {slug, input} from the entry before it (a mapping that yields slug and input)');
@@ -57,7 +65,7 @@ export async function startSkill(db: Db, env: Env, actor: Actor, input: unknown)
 
 /** An agent step's prompt: its input as text, plus the output contract when it declares one. */
 export async function startAgent(db: Db, env: Env, actor: Actor, step: Extract<LeafStep, { type: 'agent' }>, input: unknown): Promise<Started> {
-  await authorizeStep(db, actor, `agent step ${step.id}`, 'POST /api/v1/executions');
+  await authorizeStep(db, actor, `agent step ${step.id}`, capabilityNamed('create-execution'));
   const agent = await findAgent(db, actor.workspaceId, step.agentSlug);
   if (!agent) throw new StepError(`The agent ${step.agentSlug} no longer exists in this workspace`);
   const contract =
@@ -99,14 +107,16 @@ export async function checkExecution(db: Db, env: Env, workspaceId: string, exec
   return { state: 'stopped', reason: `execution ${executionId} ended with ${reason}` };
 }
 
-/** Tools that answer at once. */
-export async function runInstantTool(db: Db, actor: Actor, toolId: string): Promise<Json> {
-  if (toolId === 'read-memory') {
-    await authorizeStep(db, actor, toolId, 'GET /api/v1/memory');
-    const memory = await readMemory(db, actor);
-    return { content: memory.content };
-  }
-  throw new StepError(`Tool ${toolId} is not available in this deployment`);
+/**
+ * Tools that answer at once: the workflow-step view of the capability of that name, checked for
+ * the run's actor (a refusal fails the step, naming the scope).
+ */
+export async function runInstantTool(db: Db, env: Env, actor: Actor, toolId: string, runId: string): Promise<Json> {
+  const capability = CAPABILITIES.find((c) => c.name === toolId && c.workflowStep);
+  if (!capability?.workflowStep) throw new StepError(`Tool ${toolId} is not available in this deployment`);
+  await authorizeStep(db, actor, toolId, capability);
+  const output = await capability.run(runContext(db, env, actor, runId, 'workflow'), {});
+  return capability.workflowStep.output(output) as Json;
 }
 
 /** Interrupts an execution a canceled run no longer needs; one that already ended is left alone. */

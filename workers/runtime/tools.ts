@@ -2,13 +2,12 @@ import type { TurnInput } from '../executions/events';
 import type { Actor } from '../auth/actor';
 import { authorizeRoute } from '../auth/route-scopes';
 import { CAPABILITIES } from '../capabilities';
-import type { CapabilityContext } from '../capabilities/capability';
 import type { Db, Env } from '../env';
 import { OUTBOUND_TIMEOUT_MS, outboundUrl, readTextPrefix } from '../lib/outbound';
 import { saveArtifact } from '../services/execution-runs';
 import type { RunSecret } from '../services/skill-secrets';
 import type { AgentTool } from './agent-loop';
-import { capabilityAgentTool } from './capability-tools';
+import { capabilityAgentTool, runContext } from './capability-tools';
 import { redactSecrets, resolveSecrets, withoutPartialValue } from './run-secrets';
 import { failed } from './tool-errors';
 
@@ -67,21 +66,7 @@ async function httpRequest(args: Record<string, unknown>, secrets: readonly RunS
  * the artifact and the HTTP request are the run's own work, which starting it allowed.
  */
 export function runTools(db: Db, env: Env, turn: TurnInput, secrets: readonly RunSecret[] = []): AgentTool[] {
-  const ctx: CapabilityContext = {
-    db,
-    env,
-    actor: turn.actor,
-    requestId: turn.requestId,
-    clientInterface: turn.source ?? 'api',
-    // Read when a tool asks: a turn recorded before runs carried their actor has none.
-    get requestOrigin() {
-      return turn.actor.origin;
-    },
-    // A run answers no request: none of its tools hands out a link to the service.
-    get baseUrl(): string {
-      throw new Error('A run has no request origin to link to');
-    },
-  };
+  const ctx = runContext(db, env, turn.actor, turn.requestId, turn.source ?? 'api');
   return [
     {
       spec: {
