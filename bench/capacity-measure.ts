@@ -10,19 +10,10 @@ import { join } from 'node:path';
 import Stripe from 'stripe';
 import { CAPACITY_WEBHOOK_SECRET } from './capacity-webhook-secret';
 import { startService, writeBenchConfig } from './lib';
+import type { Counts } from './operation-cost';
 
 const CONFIG = 'bench/.capacity.wrangler.toml';
 const OUTPUT = 'bench/capacity-counts.json';
-
-interface Counts {
-  d1Reads: number;
-  d1Writes: number;
-  d1RowsRead: number;
-  d1RowsWritten: number;
-  doCalls: Record<string, number>;
-  queueMessages: number;
-  r2: Record<string, number>;
-}
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

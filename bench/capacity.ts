@@ -4,16 +4,10 @@
  * published platform limits. bench/CAPACITY.md explains the numbers and the plan beyond them.
  */
 import { readFileSync } from 'node:fs';
+import type { Counts } from './operation-cost';
 
-interface Cost {
+interface Cost extends Counts {
   what: string;
-  d1Reads: number;
-  d1Writes: number;
-  d1RowsRead: number;
-  d1RowsWritten: number;
-  doCalls: Record<string, number>;
-  queueMessages: number;
-  r2: Record<string, number>;
 }
 
 /** Published limits (Cloudflare's D1, Durable Objects and Queues documentation; see CAPACITY.md). */

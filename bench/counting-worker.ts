@@ -10,16 +10,7 @@ import type { Env } from '../workers/env';
 import { CAPACITY_WEBHOOK_SECRET } from './capacity-webhook-secret';
 
 export * from '../workers/index';
-
-interface Counts {
-  d1Reads: number;
-  d1Writes: number;
-  d1RowsRead: number;
-  d1RowsWritten: number;
-  doCalls: Record<string, number>;
-  queueMessages: number;
-  r2: Record<string, number>;
-}
+import type { Counts } from './operation-cost';
 
 const fresh = (): Counts => ({ d1Reads: 0, d1Writes: 0, d1RowsRead: 0, d1RowsWritten: 0, doCalls: {}, queueMessages: 0, r2: {} });
 let counts = fresh();
