@@ -236,6 +236,9 @@ export class ExecutionSession extends DurableObject<Env> {
   private abandon(turnKey: string | null, closing: NewExecutionEvent[]): TurnOutcome {
     const known = turnKey === null ? undefined : this.turn(turnKey);
     if (known?.state === 'started') return { state: 'finished' };
+    // A legacy claim cannot name its turn. A log that already ended has nothing left to close: the
+    // claim is released (if its run had not settled it meanwhile) without a second ending.
+    if (turnKey === null && this.events(Math.max(this.lastSeq() - 1, 0), 1)[0]?.type === 'session.status_idle') return { state: 'abandoned', events: [] };
     const closed = known !== undefined && known.seq !== null;
     const events = closing.length > 0 && !closed ? this.append(closing) : [];
     if (turnKey !== null) {
