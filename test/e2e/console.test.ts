@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
 import { startService, type RunningService } from './helpers';
@@ -29,9 +29,32 @@ async function accessibilityProblems(page: Page) {
 describe('the console in a browser', () => {
   let service: RunningService;
   let browser: Browser;
-  let context: BrowserContext;
+  /** The page of the person a test acts as (see signUp). */
   let page: Page;
+  let runner: Page;
+  let administrator: Page;
   const problems: string[] = [];
+
+  /**
+   * A new person, signed up from the landing page in a browser context of their own. The API
+   * allows each user 100 requests a minute; the console waits out a 429, but one person doing all
+   * of this within a minute would wait, so the tests share the work among three people.
+   */
+  async function signUp(name: string): Promise<Page> {
+    const person = await (await browser.newContext()).newPage();
+    // A 400 the page shows (a compile error, a refused input) is an answer, not a problem; nor is a
+    // 429 from the API's per-user limit, which the console waits out (Retry-After) and retries.
+    person.on('console', (m) => m.type() === 'error' && !/status of (400|429)/.test(m.text()) && problems.push(m.text()));
+    person.on('pageerror', (e) => problems.push(String(e)));
+    await person.goto(`${service.base}/`);
+    await person.getByRole('link', { name: 'Sign up', exact: true }).click();
+    await person.getByLabel('Name').fill(name);
+    await person.getByLabel('Email').fill(`${name.toLowerCase().replace(/\W+/g, '-')}-${Date.now()}@example.test`);
+    await person.getByLabel('Password').fill('console password long enough');
+    await person.getByRole('button', { name: 'Create account' }).click();
+    await person.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
+    return person;
+  }
 
   /** Checks the page as it is now and saves what it looks like. */
   const check = async (name: string) => {
@@ -43,12 +66,6 @@ describe('the console in a browser', () => {
   beforeAll(async () => {
     // Words 40 ms apart: a run streams for a few seconds, long enough to watch, reload and interrupt.
     [service, browser] = await Promise.all([startService(120_000, { args: ['--var', 'LOCAL_MODEL_DELAY_MS:40'] }), launchChromium()]);
-    context = await browser.newContext();
-    page = await context.newPage();
-    // A 400 the page shows (a compile error, a refused input) is an answer, not a problem; nor is a
-    // 429 from the API's per-user limit, which the console waits out (Retry-After) and retries.
-    page.on('console', (m) => m.type() === 'error' && !/status of (400|429)/.test(m.text()) && problems.push(m.text()));
-    page.on('pageerror', (e) => problems.push(String(e)));
   });
   afterAll(async () => {
     await browser?.close();
@@ -56,15 +73,9 @@ describe('the console in a browser', () => {
   });
 
   it('signs up from the landing page, installs a skill from the marketplace, runs it and watches it stream, across a reload', async () => {
-    await page.goto(`${service.base}/`);
-    await page.getByRole('link', { name: 'Sign up', exact: true }).click();
-    await page.getByLabel('Name').fill('Console Person');
-    await page.getByLabel('Email').fill(`console-${Date.now()}@example.test`);
-    await page.getByLabel('Password').fill('console password long enough');
-    await page.getByRole('button', { name: 'Create account' }).click();
+    page = runner = await signUp('Console Person');
 
     // Home: the console, with its navigation, the balance and the tier.
-    await page.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
     const nav = page.getByRole('navigation', { name: 'Console' });
     for (const name of ['Home', 'Marketplace', 'Skills', 'Runs', 'Workflows', 'Traces', 'Memory', 'Settings']) {
       expect(await nav.getByRole('link', { name, exact: true }).isVisible()).toBe(true);
@@ -128,13 +139,14 @@ describe('the console in a browser', () => {
   });
 
   it('interrupts a working run', async () => {
+    page = runner;
     await page.goto(`${service.base}/skills`);
     await page.getByRole('link', { name: /^Run meeting.notes.summarizer/i }).click();
     await page.getByLabel('Input').fill('A long meeting: Dana plans the launch, Eli writes the docs, Fay books the venue, Gus checks the numbers.');
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     await output().getByText('Key points').waitFor();
     // Home, in another tab, shows it among the runs happening now.
-    const home = await context.newPage();
+    const home = await page.context().newPage();
     await home.goto(`${service.base}/`);
     await home.getByRole('list', { name: 'Runs happening now' }).getByRole('link').first().waitFor();
     await home.close();
@@ -149,6 +161,13 @@ describe('the console in a browser', () => {
   });
 
   it('installs a workflow from JSON (a compile error shown at the box first), launches it from its form, resumes its human-input step and cancels another run', async () => {
+    page = await signUp('Workflow Person');
+    await page.goto(`${service.base}/marketplace/meeting-notes-summarizer`);
+    await page.getByRole('button', { name: 'Install' }).click();
+    await page
+      .getByRole('status')
+      .getByText(/^Installed /)
+      .waitFor();
     const definition = readFileSync('examples/workflows/publish-with-approval.json', 'utf8');
     await page.goto(`${service.base}/workflows`);
     const box = page.getByLabel('Definition (JSON)');
@@ -193,7 +212,8 @@ describe('the console in a browser', () => {
     expect(await page.getByRole('button', { name: 'Cancel' }).count()).toBe(0);
   });
 
-  it('creates a key with chosen scopes, shows it once, answers its permission request and revokes it', async () => {
+  it('creates a key with chosen scopes, shows it once, answers its permission request, sees its memory write and revokes it', async () => {
+    page = administrator = await signUp('Settings Person');
     await page.goto(`${service.base}/settings`);
     await page.getByLabel('Key name').fill('laptop agent');
     await page.getByLabel('memory:read').check();
@@ -228,11 +248,17 @@ describe('the console in a browser', () => {
     await page.getByRole('button', { name: 'Revoke laptop agent' }).click();
     await keys.getByText('revoked').waitFor();
     expect((await fetch(`${service.base}/api/v1/profile`, { headers: { 'x-api-key': key } })).status).toBe(403); // a revoked key
+
+    // What the agent wrote with the key is the workspace's memory.
+    await page.goto(`${service.base}/memory`);
+    await expect(page.getByLabel('Memory document').inputValue()).resolves.toBe('Notes from the agent');
+    await check('memory');
   });
 
   it('invites a member, keeps a secret write-only, sets and removes a model key, and shows connectors and billing', async () => {
+    page = administrator;
     await page.goto(`${service.base}/settings`);
-    await page.getByRole('list', { name: 'Members' }).getByText('Console Person').waitFor();
+    await page.getByRole('list', { name: 'Members' }).getByText('Settings Person').waitFor();
     await page.getByLabel('Email to invite').fill('colleague@example.test');
     await page.getByRole('button', { name: 'Invite' }).click();
     await page.getByText(/^Invited\. Send them this acceptance token/).waitFor();
@@ -259,6 +285,7 @@ describe('the console in a browser', () => {
   });
 
   it('edits a skill into a new version, restores the old one, binds a secret; reruns and remixes a run; reads a trace', async () => {
+    page = runner;
     await page.goto(`${service.base}/settings`);
     await page.getByLabel('Secret name').fill('NOTES_TOKEN');
     await page.getByLabel('Secret value').fill('token-for-the-notes');
@@ -311,9 +338,7 @@ describe('the console in a browser', () => {
   });
 
   it('shows the other sections accessibly, and no page was refused by its CSP or failed', async () => {
-    await page.goto(`${service.base}/memory`);
-    await expect(page.getByLabel('Memory document').inputValue()).resolves.toBe('Notes from the agent');
-    await check('memory');
+    page = runner;
     for (const [path, name] of [
       ['/skills', 'skills'],
       ['/workflows', 'workflows'],
