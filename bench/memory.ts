@@ -6,7 +6,9 @@
  * Open loop (bench/lib.ts openLoop): p99 of both at one offered rate, 80% of the API key's own
  * closed-loop throughput. Each service request asks the credential owner's CredentialGate who is
  * calling and counts the request there, then reads the document (D1); the limit itself is raised
- * for this instance (bench/service-worker.ts), so the load is not answered 429.
+ * for this instance (bench/service-worker.ts), so the load is not answered 429. For comparison it
+ * also prints the Worker's own cost (/health) and the cost with one Durable Object call (no
+ * credential: the per-IP counter, then 401).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -72,9 +74,14 @@ async function main() {
       keyof typeof credentials | 'baseline',
       WrkResult[]
     >;
+    // Where a keyed read's time goes: the Worker with no storage call (/health), and with one
+    // Durable Object call (no credential: the per-IP counter answers, then 401).
+    const parts = { '/health, no storage call': `${service.base}/health`, 'no credential, one object call (401)': serviceUrl };
+    const partRuns = Object.fromEntries(Object.keys(parts).map((name) => [name, [] as WrkResult[]]));
     for (let round = 0; round < ROUNDS; round++) {
       for (const kind of kinds) closed[kind].push(wrk(serviceUrl, { connections: CONNECTIONS, seconds: SECONDS, headers: credentials[kind] }));
       closed.baseline.push(wrk(baselineUrl, { connections: CONNECTIONS, seconds: SECONDS }));
+      for (const [name, url] of Object.entries(parts)) partRuns[name]!.push(wrk(url, { connections: CONNECTIONS, seconds: SECONDS }));
     }
 
     const of = <R>(rs: R[], pick: (r: R) => number) => median(rs.map(pick));
@@ -94,6 +101,10 @@ async function main() {
       console.log(
         `  requests per second, ${kind.padEnd(13)}   ratio ${ratio(rps(kind), rps('baseline'))}   (higher is better; service ${rps(kind).toFixed(0)}/s, baseline ${rps('baseline').toFixed(0)}/s)`,
       );
+    }
+    for (const [name, rs] of Object.entries(partRuns)) {
+      const partRps = of(rs, (r) => r.requestsPerSecond);
+      console.log(`    for comparison, ${name}: ratio ${ratio(partRps, rps('baseline'))} (${partRps.toFixed(0)}/s)`);
     }
     const p99 = { service: of(closed['API key'], (r) => r.p99Ms), baseline: of(closed.baseline, (r) => r.p99Ms) };
     console.log(
