@@ -43,7 +43,7 @@ export const agentConsents = sqliteTable(
     /** When the one-time `grant_token` went out in a poll answer. */
     tokenDeliveredAt: integer('token_delivered_at'),
   },
-  (t) => [index('agent_consents_key_idx').on(t.apiKeyId)],
+  (t) => [index('agent_consents_key_idx').on(t.apiKeyId), index('agent_consents_workspace_idx').on(t.workspaceId, t.id)],
 );
 
 /**

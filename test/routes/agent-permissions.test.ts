@@ -215,6 +215,58 @@ describe('a consent from pending to granted', () => {
   });
 });
 
+describe('GET /api/v1/agents/consents', () => {
+  it("lists the person's consents in this workspace, newest first, by status; an expired one is not pending", async () => {
+    const user = await signUp();
+    const other = await signUp();
+    const key = await createKey(user);
+    const older = await connect(key.key, { requestedScopes: ['memory:read'], agentDisplayName: 'Old agent', reason: 'earlier' });
+    advanceClock(6 * 60_000); // past the older consent's 5-minute window
+    const pending = await connect(key.key, { requestedScopes: ['memory:read', 'tool:execute'], agentDisplayName: 'Coder', reason: 'to run skills' });
+    await connect((await createKey(other)).key, { requestedScopes: ['memory:read'] });
+
+    const list = await call('/api/v1/agents/consents?status=pending', { token: user.token });
+    expect(list.status).toBe(200);
+    expect(list.body.data).toEqual([
+      {
+        kind: 'consent',
+        consent_id: pending.body.consent_id,
+        status: 'pending',
+        agent_display_name: 'Coder',
+        reason: 'to run skills',
+        key: { id: key.id, name: expect.any(String) },
+        requested_scopes: [
+          { scope: 'memory:read', sensitive: false },
+          { scope: 'tool:execute', sensitive: true },
+        ],
+        granted_scopes: null,
+        created_at: expect.stringMatching(ISO),
+        expires_at: expect.stringMatching(ISO),
+        decided_at: null,
+      },
+    ]);
+    const all = await call('/api/v1/agents/consents', { token: user.token });
+    expect(all.body.data.map((c: { consent_id: string; status: string }) => [c.consent_id, c.status])).toEqual([
+      [pending.body.consent_id, 'pending'],
+      [older.body.consent_id, 'expired'],
+    ]);
+    expect((await call('/api/v1/agents/consents?status=expired', { token: user.token })).body.data).toHaveLength(1);
+
+    await approveConsent(user, pending.body.consent_id, { scopes: ['memory:read'] });
+    const decided = await call('/api/v1/agents/consents?status=granted', { token: user.token });
+    expect(decided.body.data).toMatchObject([{ consent_id: pending.body.consent_id, status: 'granted', granted_scopes: ['memory:read'] }]);
+    expect((await call('/api/v1/agents/consents?status=pending', { token: user.token })).body.data).toEqual([]);
+
+    // Another workspace of the same person holds none of them.
+    const team = await call('/api/v1/workspaces', { token: user.token, body: { name: 'Team', slug: `team-${crypto.randomUUID().slice(0, 8)}` } });
+    expect((await call('/api/v1/agents/consents', { token: user.token, headers: { 'x-workspace-id': team.body.id } })).body.data).toEqual([]);
+    expect(expectError(await call('/api/v1/agents/consents?status=maybe', { token: user.token }), 400, 'INVALID_INPUT').details?.field).toBe('status');
+    expect(expectError(await call('/api/v1/agents/consents?limit=0', { token: user.token }), 400, 'INVALID_INPUT').details?.field).toBe('limit');
+    expectError(await call('/api/v1/agents/consents', { apiKey: key.key }), 403, 'FORBIDDEN');
+    expectError(await call('/api/v1/agents/consents'), 401, 'UNAUTHORIZED');
+  });
+});
+
 describe('unactivated keys (spec 3.5)', () => {
   it('get 403 on every call until a consent is approved, then work', async () => {
     const user = await signUp();

@@ -72,13 +72,14 @@ export type ApproveRequestBody = z.infer<typeof ApproveRequestBody>;
 export const LinkCodeBody = z.object({ link_code: z.string().min(1).max(32) });
 export type LinkCodeBody = z.infer<typeof LinkCodeBody>;
 
-export const PermissionRequestsQuery = z.object({
+/** The query of the app's lists of consents and of permission requests. */
+export const DecisionsQuery = z.object({
   status: z.enum(['pending', 'granted', 'denied', 'expired']).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
   after_id: z.string().min(1).max(64).optional(),
   before_id: z.string().min(1).max(64).optional(),
 });
-export type PermissionRequestsQuery = z.infer<typeof PermissionRequestsQuery>;
+export type DecisionsQuery = z.infer<typeof DecisionsQuery>;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -513,21 +514,44 @@ export async function pollPermissionRequest(db: Db, principal: Principal, reques
   return claimed.length === 1 ? { ...answer, grant_token: token, token_header: GRANT_TOKEN_HEADER } : answer;
 }
 
-const statusFilter = (status: PermissionRequestsQuery['status'], t: number) => {
+/** A status as the lists show it: a pending decision whose window has passed is `expired`. */
+const statusFilter = <T extends typeof agentConsents | typeof permissionRequests>(table: T, status: DecisionsQuery['status'], t: number) => {
   switch (status) {
     case undefined:
       return undefined;
     case 'pending':
-      return and(eq(permissionRequests.status, 'pending'), gt(permissionRequests.expiresAt, t));
+      return and(eq(table.status, 'pending'), gt(table.expiresAt, t));
     case 'expired':
-      return and(eq(permissionRequests.status, 'pending'), lte(permissionRequests.expiresAt, t));
+      return and(eq(table.status, 'pending'), lte(table.expiresAt, t));
     default:
-      return eq(permissionRequests.status, status);
+      return eq(table.status, status);
   }
 };
 
+/** `GET /agents/consents`: the person's agent consents in this workspace, newest first. */
+export async function listConsents(db: Db, principal: Principal, query: DecisionsQuery) {
+  const page = await cursorPage(
+    query,
+    {
+      column: agentConsents.id,
+      parseCursor: (raw) => (UUID.test(raw) ? raw : null),
+      publicId: (row: { consent: AgentConsentRow }) => row.consent.id,
+      fetch: (where, orderBy, limit) =>
+        db
+          .select({ consent: agentConsents, keyName: apiKeys.name })
+          .from(agentConsents)
+          .innerJoin(apiKeys, eq(apiKeys.id, agentConsents.apiKeyId))
+          .where(where)
+          .orderBy(orderBy)
+          .limit(limit),
+    },
+    and(decidable(agentConsents, principal), statusFilter(agentConsents, query.status, now())),
+  );
+  return mapPage(page, (row) => presentConsent(row.consent, row.keyName));
+}
+
 /** `GET /agents/permission-requests`: the person's requests in this workspace, newest first. */
-export async function listPermissionRequests(db: Db, principal: Principal, query: PermissionRequestsQuery) {
+export async function listPermissionRequests(db: Db, principal: Principal, query: DecisionsQuery) {
   const page = await cursorPage(
     query,
     {
@@ -543,7 +567,7 @@ export async function listPermissionRequests(db: Db, principal: Principal, query
           .orderBy(orderBy)
           .limit(limit),
     },
-    and(decidable(permissionRequests, principal), statusFilter(query.status, now())),
+    and(decidable(permissionRequests, principal), statusFilter(permissionRequests, query.status, now())),
   );
   return mapPage(page, (row) => presentRequest(row.request, row.keyName));
 }

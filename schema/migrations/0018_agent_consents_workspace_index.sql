@@ -1,0 +1,1 @@
+CREATE INDEX `agent_consents_workspace_idx` ON `agent_consents` (`workspace_id`,`id`);
