@@ -203,6 +203,13 @@ describe('the console in a browser', () => {
     await page.getByLabel('Result').waitFor();
     await check('workflow-run');
 
+    // The list of definitions says what each workflow takes.
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Workflows' }).click();
+    const card = page.getByRole('list', { name: 'Installed workflows' }).getByRole('listitem').filter({ hasText: 'Publish with approval' });
+    await card.getByText('notes', { exact: true }).waitFor();
+    expect(await card.getByText('examples', { exact: true }).isVisible()).toBe(true);
+    await check('workflows-installed');
+
     // Another run, cancelled while its first skill runs.
     await page.goto(`${service.base}/workflows/publish-with-approval`);
     await page.getByLabel('notes').fill('Cleo reviews the budget on Monday.');
@@ -282,6 +289,48 @@ describe('the console in a browser', () => {
     await page.getByText('Runs use the service’s model and your credits.').waitFor();
     await page.getByRole('button', { name: 'Delete DEPLOY_TOKEN' }).click();
     await page.getByRole('list', { name: 'Secrets' }).getByText('No secrets yet.').waitFor();
+  });
+
+  it('writes a new skill, and approves an agent asking to connect with fewer scopes than it asked for', async () => {
+    page = await signUp('Author Person');
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Skills' }).click();
+    await page.getByLabel('Slug').fill('Release Notes');
+    await page.getByLabel('Name').fill('Release notes');
+    await page.getByLabel('Description').fill('Turns a list of merged changes into release notes.');
+    await page.getByLabel('Category').selectOption({ label: 'Documents' });
+    await page.getByLabel('Instructions').fill('Write release notes from the changes given, grouped by kind.');
+    await page.getByRole('button', { name: 'Create skill' }).click();
+    await page.getByRole('alert').waitFor(); // the slug has capitals and a space: refused at its field
+    expect(await page.getByLabel('Slug').getAttribute('aria-invalid')).toBe('true');
+    await page.getByLabel('Slug').fill('release-notes');
+    await page.getByRole('button', { name: 'Create skill' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Release notes' }).waitFor();
+    await page.getByRole('list', { name: 'Versions' }).getByText('Version 1').waitFor();
+
+    // An agent with a key of this person's asks to connect; the person grants one of its two scopes.
+    await page.goto(`${service.base}/settings`);
+    await page.getByLabel('Key name').fill('notes agent');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.getByLabel('New API key').textContent())!;
+    const asked = await fetch(`${service.base}/api/v1/agents/connect`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ requestedScopes: ['memory:read', 'memory:write'], agentDisplayName: 'Notes agent', reason: 'To keep the team notes' }),
+    });
+    expect(asked.status).toBe(202);
+    const { consent_id: consentId } = (await asked.json()) as { consent_id: string };
+    await page.reload();
+    const consents = page.getByRole('list', { name: 'Pending agent consents' });
+    await consents.getByText('To keep the team notes').waitFor();
+    await check('settings-consent');
+    await consents.getByLabel('memory:write').uncheck();
+    await page.getByRole('button', { name: 'Approve Notes agent (key notes agent)' }).click();
+    await page.getByText(/^Connected Notes agent: its key now holds/).waitFor();
+    const poll = await fetch(`${service.base}/api/v1/agents/connect/poll/${consentId}`, { headers: { 'x-api-key': key } });
+    const granted = (await poll.json()) as { status: string; scopes: string[] };
+    expect(granted.status).toBe('granted');
+    expect(granted.scopes).toContain('memory:read');
+    expect(granted.scopes).not.toContain('memory:write');
   });
 
   it('edits a skill into a new version, restores the old one, binds a secret; reruns and remixes a run; reads a trace', async () => {

@@ -1,9 +1,13 @@
 import { api, ApiError } from '../api';
 import { alertBox, field, h, show } from '../dom';
+import { newSkillForm, skillCategories } from './new-skill';
 
-/** Skills: what is installed, each with Run and its marketplace page. */
+/** Skills: what is installed, each with Run and its page; and "New skill" to write one. */
 export async function skills(app: HTMLElement) {
-  const installed = await api<{ slug: string; name: string; description: string; versionNumber: number }[]>('/skills');
+  const [installed, categories] = await Promise.all([
+    api<{ slug: string; name: string; description: string; versionNumber: number }[]>('/skills'),
+    skillCategories(),
+  ]);
   show(
     app,
     installed.length
@@ -21,7 +25,8 @@ export async function skills(app: HTMLElement) {
             ),
           ),
         )
-      : h('p', {}, 'No skills installed yet. ', h('a', { href: '/marketplace' }, 'Browse the marketplace'), '.'),
+      : h('p', {}, 'No skills installed yet. ', h('a', { href: '/marketplace' }, 'Browse the marketplace'), ' or write one below.'),
+    newSkillForm(new Set(installed.map((s) => s.slug)), categories),
   );
 }
 

@@ -165,8 +165,10 @@ export async function secrets(box: HTMLElement) {
 /** Bring your own model key: its masked preview, replace, remove. */
 export async function byok(box: HTMLElement) {
   const state = h('p');
+  const remove = h('button', { type: 'button' }, 'Remove model key');
   const draw = async () => {
     const s = await api<{ hasKey: boolean; keyPreview: string | null; provider: string | null }>('/byok');
+    remove.hidden = !s.hasKey;
     show(
       state,
       s.hasKey
@@ -174,18 +176,11 @@ export async function byok(box: HTMLElement) {
         : 'Runs use the service’s model and your credits.',
     );
   };
+  remove.addEventListener('click', async () => {
+    await api('/byok', { method: 'DELETE' });
+    await draw();
+  });
   const key = h('input', { id: 'byok-key', type: 'password', required: true, autocomplete: 'off' });
-  const remove = h(
-    'button',
-    {
-      type: 'button',
-      onclick: async () => {
-        await api('/byok', { method: 'DELETE' });
-        await draw();
-      },
-    },
-    'Remove model key',
-  );
   await draw();
   show(
     box,

@@ -1,5 +1,6 @@
 import { api, post } from '../api';
 import { field, h, show, when } from '../dom';
+import { consents, permissionRequests } from './approvals';
 import { billing, byok, connectors, failure, members, secrets, section } from './settings-more';
 
 interface Key {
@@ -10,20 +11,12 @@ interface Key {
   status: string;
   createdAt: string;
 }
-interface PermissionRequest {
-  request_id: string;
-  status: string;
-  scope: string;
-  sensitive: boolean;
-  reason: string;
-  key: { name: string };
-}
-
 /** Scopes ticked for a new key unless the person changes them: what a key gets by default. */
 const DEFAULT_SCOPES = ['profile:read', 'agent:list'];
 
 const PARTS = [
   ['API keys', apiKeys],
+  ['Agents asking to connect', consents],
   ['Agent permission requests', permissionRequests],
   ['Members and invitations', members],
   ['Secrets', secrets],
@@ -34,7 +27,7 @@ const PARTS = [
 
 /**
  * Settings: API keys (created with chosen scopes, shown once, revoked), agents' pending
- * permission requests, members and invitations, secrets, the model key, connectors, billing.
+ * consents and permission requests, members and invitations, secrets, the model key, connectors, billing.
  */
 export async function settings(app: HTMLElement) {
   const boxes = PARTS.map(() => h('div'));
@@ -136,35 +129,4 @@ async function apiKeys(box: HTMLElement) {
     h('button', { type: 'submit' }, 'Create key'),
   );
   show(box, section('keys', 'API keys', form, created, list));
-}
-
-async function permissionRequests(box: HTMLElement) {
-  const page = await api<{ data: PermissionRequest[] }>('/agents/permission-requests?limit=100');
-  const pending = page.data.filter((r) => r.status === 'pending');
-  const message = h('div', { role: 'status' });
-  const decide = async (request: PermissionRequest, decision: 'approve' | 'deny', item: HTMLElement) => {
-    try {
-      const done = await post<PermissionRequest>(`/agents/permission-requests/${encodeURIComponent(request.request_id)}/${decision}`);
-      item.remove();
-      show(message, `${done.status === 'granted' ? 'Granted' : 'Denied'} "${request.scope}" to ${request.key.name}.`);
-    } catch (error) {
-      show(message, failure(error, 'The request could not be answered.'));
-    }
-  };
-  const list = h(
-    'ul',
-    { class: 'plain', 'aria-label': 'Pending permission requests' },
-    pending.map((r) => {
-      const item: HTMLElement = h(
-        'li',
-        { class: 'card' },
-        h('p', {}, h('strong', {}, r.key.name), ' asks for ', h('code', {}, r.scope), r.sensitive ? h('span', { class: 'badge' }, 'sensitive') : null),
-        h('blockquote', {}, r.reason),
-        h('button', { type: 'button', 'aria-label': `Approve ${r.scope} for ${r.key.name}`, onclick: () => decide(r, 'approve', item) }, 'Approve'),
-        h('button', { type: 'button', 'aria-label': `Deny ${r.scope} for ${r.key.name}`, onclick: () => decide(r, 'deny', item) }, 'Deny'),
-      );
-      return item;
-    }),
-  );
-  show(box, section('requests', 'Agent permission requests', pending.length ? list : h('p', { class: 'muted' }, 'No pending requests.'), message));
 }

@@ -10,6 +10,16 @@ interface WorkflowRecord {
   category: string;
   definition: string;
 }
+/** An item of `GET /workflows/definitions`: what a workflow takes and needs, without its graph. */
+interface Definition {
+  slug: string;
+  name: string;
+  description: string;
+  category: string;
+  inputSchema: { properties?: Record<string, unknown>; required?: string[] } | undefined;
+  triggers: unknown[];
+  requiresConnector: string | null;
+}
 interface RunRecord {
   runId: string;
   workflowId: string;
@@ -59,7 +69,10 @@ async function submitForm(form: SchemaForm, prefix: string, send: (value: unknow
 
 /** Workflows: the installed definitions, installing one from JSON (compile errors shown at the box), and recent runs. */
 export async function workflows(app: HTMLElement) {
-  const [installed, runs] = await Promise.all([api<WorkflowRecord[]>('/workflows'), api<{ runs: RunRecord[] }>('/workflows/runs?limit=20')]);
+  const [{ workflows: installed }, runs] = await Promise.all([
+    api<{ workflows: Definition[] }>('/workflows/definitions'),
+    api<{ runs: RunRecord[] }>('/workflows/runs?limit=20'),
+  ]);
   const definition = h('textarea', { id: 'definition', rows: 12, spellcheck: 'false', required: true, 'aria-describedby': 'definition-hint' });
   const problem = h('div');
   const install = h(
@@ -104,9 +117,27 @@ export async function workflows(app: HTMLElement) {
       ? h(
           'ul',
           { class: 'grid', 'aria-label': 'Installed workflows' },
-          installed.map((w) =>
-            h('li', { class: 'card' }, h('h3', {}, h('a', { href: path(w.slug) }, w.name)), h('p', {}, w.description), h('p', { class: 'muted' }, w.category)),
-          ),
+          installed.map((w) => {
+            const inputs = Object.keys(w.inputSchema?.properties ?? {}).map((name) => (w.inputSchema?.required?.includes(name) ? name : `${name} (optional)`));
+            return h(
+              'li',
+              { class: 'card' },
+              h('h3', {}, h('a', { href: path(w.slug) }, w.name)),
+              h('p', {}, w.description),
+              h(
+                'dl',
+                { class: 'facts' },
+                h('dt', {}, 'Category'),
+                h('dd', {}, w.category),
+                h('dt', {}, 'Inputs'),
+                h('dd', {}, inputs.length ? inputs.join(', ') : 'none'),
+                w.triggers.length
+                  ? [h('dt', {}, 'Triggers'), h('dd', {}, w.triggers.map((t) => (typeof t === 'string' ? t : JSON.stringify(t))).join(', '))]
+                  : null,
+                w.requiresConnector ? [h('dt', {}, 'Needs'), h('dd', {}, `the ${w.requiresConnector} connector`)] : null,
+              ),
+            );
+          }),
         )
       : h('p', { class: 'muted' }, 'No workflows installed yet.'),
     install,
