@@ -108,7 +108,12 @@ describe('the console in a browser', () => {
 
     // Run it: the answer appears in Output while the run is still working.
     await page.getByRole('link', { name: 'Run', exact: true }).click();
-    await page.getByLabel('Input').fill('Ana ships the release on Friday. Ben writes the notes. Cleo reviews the budget on Monday.');
+    // The last sentence carries markup and a script link into the run's notes file, which the preview must show as text.
+    await page
+      .getByLabel('Input')
+      .fill(
+        'Ana ships the release on Friday. Ben writes the notes. Cleo reviews the budget on Monday. See <script>window.hacked=1</script> [the plan](javascript:window.hacked=2).',
+      );
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     await page.waitForURL(/\/runs\/exec_/);
     await output().getByText('Key points').waitFor();
@@ -127,7 +132,24 @@ describe('the console in a browser', () => {
     expect(text.startsWith(before.slice(0, 40))).toBe(true);
     expect(text.match(/Key points/g)).toHaveLength(1);
     await page.getByLabel('Follow-up').waitFor();
+
+    // The run's files: a safe preview of its Markdown notes, and a download of the same bytes.
+    const files = page.getByRole('list', { name: 'Artifacts' });
+    await files.getByText('output.md').waitFor(); // the answer, kept as a file when the run ends
+    const name = 'notes.md'; // what the model saved on the way
+    await page.getByRole('button', { name: `Preview ${name}` }).click();
+    const preview = page.getByRole('region', { name: `Preview of ${name}` });
+    await preview.getByRole('heading', { name: /^Notes: / }).waitFor();
+    await preview.getByText('<script>window.hacked=1</script>', { exact: false }).waitFor();
+    expect(await preview.locator('script, img, iframe').count()).toBe(0);
+    expect(await preview.locator('a[href^="javascript:"]').count()).toBe(0);
+    expect(await page.evaluate('window.hacked')).toBeUndefined();
     await check('run');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: `Download ${name}` }).click()]);
+    expect(download.suggestedFilename()).toBe(name);
+    const saved = readFileSync((await download.path())!, 'utf8');
+    expect(saved).toMatch(/^# Notes: /);
+    expect(saved).toContain('<script>window.hacked=1</script>');
 
     // Home now lists the run.
     await nav.getByRole('link', { name: 'Home' }).click();

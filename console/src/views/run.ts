@@ -1,6 +1,7 @@
 import { api, ApiError, post } from '../api';
 import { alertBox, field, h, show, statusBadge } from '../dom';
 import { onThisOrigin } from '../live';
+import { artifactsSection } from './artifacts';
 
 interface Status {
   executionId: string;
@@ -52,6 +53,7 @@ export async function run(app: HTMLElement, id: string) {
   const notice = h('div');
   const timeline = h('ol', { class: 'timeline', 'aria-label': 'Event timeline' });
   const drawEvent = ([seq, type]: [number, string]) => timeline.append(h('li', {}, h('span', { class: 'muted' }, `#${seq} `), type));
+  const files = artifactsSection(id);
   let lastText: HTMLElement | undefined;
   let drawnWorking: boolean | undefined;
 
@@ -116,7 +118,10 @@ export async function run(app: HTMLElement, id: string) {
       drawEvent([seq, event.type]);
       onEvent(event);
       save();
-      if (event.type === 'session.status_idle') es.close();
+      if (event.type === 'session.status_idle') {
+        es.close();
+        void files.refresh();
+      }
     };
     // An ended run answers 204 and the browser stops; a dropped connection reconnects by itself.
   };
@@ -191,6 +196,7 @@ export async function run(app: HTMLElement, id: string) {
       h('dd', {}, cost),
     ),
     h('section', { 'aria-labelledby': 'output-h', class: 'output-section' }, h('h2', { id: 'output-h' }, 'Output'), output),
+    files.element,
     notice,
     controls,
     h('details', {}, h('summary', {}, 'Event timeline'), timeline),
@@ -205,5 +211,5 @@ export async function run(app: HTMLElement, id: string) {
   for (const part of seen.parts) drawPart(part);
   seen.timeline.forEach(drawEvent);
   drawState();
-  await stream();
+  await Promise.all([stream(), files.refresh()]);
 }

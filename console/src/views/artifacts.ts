@@ -1,0 +1,110 @@
+import { ApiError, api, apiHeaders, fetchPolitely } from '../api';
+import { alertBox, h, show, type Kid } from '../dom';
+import { parseMarkdown, type Block, type Inline } from '../markdown';
+
+interface Artifact {
+  id: string;
+  name: string;
+  contentType: string;
+  size: number;
+}
+
+const isMarkdown = (a: Artifact) => a.contentType.startsWith('text/markdown') || /\.(md|markdown)$/i.test(a.name);
+const isText = (a: Artifact) => a.contentType.startsWith('text/') || a.contentType.startsWith('application/json');
+
+const sizeOf = (bytes: number) =>
+  bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+
+/** The artifact's bytes: the download route wants the session's CSRF header, which a plain link cannot send. */
+async function bytesOf(artifact: Artifact): Promise<Blob> {
+  const res = await fetchPolitely(`/api/v1/artifacts/${encodeURIComponent(artifact.id)}/download`, { headers: apiHeaders(), credentials: 'same-origin' });
+  if (!res.ok) throw new ApiError(res.status, 'ERROR', `The file could not be read (${res.status})`);
+  return res.blob();
+}
+
+function inline(run: Inline): Node {
+  if (run.kind === 'link') return h('a', { href: run.href, rel: 'noopener noreferrer nofollow', target: '_blank' }, run.text);
+  if (run.kind === 'text') return document.createTextNode(run.text);
+  return h(run.kind, {}, run.text);
+}
+
+const block = (b: Block): Kid => {
+  if (b.kind === 'heading') return h(`h${Math.min(b.level + 2, 6) as 3}`, {}, b.inlines.map(inline));
+  if (b.kind === 'paragraph') return h('p', {}, b.inlines.map(inline));
+  if (b.kind === 'code') return h('pre', {}, h('code', {}, b.text));
+  return h(
+    b.ordered ? 'ol' : 'ul',
+    {},
+    b.items.map((item) => h('li', {}, item.map(inline))),
+  );
+};
+
+/**
+ * A run's files, under its output: each with Download and, for Markdown and text, a preview drawn
+ * with the DOM API only (the document's own HTML shows as text; links only to the web or mail).
+ */
+export function artifactsSection(executionId: string) {
+  const list = h('div');
+  const message = h('div', { role: 'status' });
+  const refresh = async () => {
+    let page: { data: Artifact[] };
+    try {
+      page = await api<{ data: Artifact[] }>(`/artifacts?executionId=${encodeURIComponent(executionId)}&limit=100`);
+    } catch (error) {
+      return show(list, alertBox(error instanceof ApiError ? error.message : 'The files could not be listed.'));
+    }
+    show(
+      list,
+      page.data.length
+        ? h(
+            'ul',
+            { class: 'plain', 'aria-label': 'Artifacts' },
+            page.data.map((artifact) => {
+              const preview = h('div');
+              const fail = (error: unknown) => show(message, alertBox(error instanceof ApiError ? error.message : 'The file could not be read.'));
+              const download = async () => {
+                try {
+                  const url = URL.createObjectURL(await bytesOf(artifact));
+                  h('a', { href: url, download: artifact.name }).click();
+                  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+                } catch (error) {
+                  fail(error);
+                }
+              };
+              const showPreview = async () => {
+                try {
+                  const text = await (await bytesOf(artifact)).text();
+                  show(
+                    preview,
+                    h(
+                      'section',
+                      { class: 'preview', 'aria-label': `Preview of ${artifact.name}` },
+                      isMarkdown(artifact) ? parseMarkdown(text).map(block) : h('pre', {}, text),
+                    ),
+                  );
+                } catch (error) {
+                  fail(error);
+                }
+              };
+              return h(
+                'li',
+                { class: 'card' },
+                h('strong', {}, artifact.name),
+                ' ',
+                h('span', { class: 'muted' }, `${artifact.contentType} · ${sizeOf(artifact.size)}`),
+                h(
+                  'div',
+                  {},
+                  h('button', { type: 'button', 'aria-label': `Download ${artifact.name}`, onclick: download }, 'Download'),
+                  isText(artifact) ? h('button', { type: 'button', 'aria-label': `Preview ${artifact.name}`, onclick: showPreview }, 'Preview') : null,
+                ),
+                preview,
+              );
+            }),
+          )
+        : h('p', { class: 'muted' }, 'No files yet.'),
+    );
+  };
+  const element = h('section', { 'aria-labelledby': 'artifacts-h' }, h('h2', { id: 'artifacts-h' }, 'Artifacts'), list, message);
+  return { element, refresh };
+}
