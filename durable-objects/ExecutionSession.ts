@@ -384,6 +384,16 @@ export class ExecutionSession extends DurableObject<Env> {
       },
       { type: 'session.status_idle', payload: { stop_reason: { type: stopReason } } },
     ]);
+    if (input.workflowRunId) this.ctx.waitUntil(this.tellWorkflowRun(input.workflowRunId, input.executionId));
+  }
+
+  /** The workflow step that started this run goes on now rather than at its next poll (which stays the fallback). */
+  private async tellWorkflowRun(runId: string, executionId: number) {
+    try {
+      await this.env.WORKFLOW_RUN.getByName(runId).executionEnded(`exec_${executionId}`);
+    } catch (error) {
+      console.error(JSON.stringify({ level: 'warn', message: 'the workflow run was not told its step ended', runId, executionId, error: String(error) }));
+    }
   }
 
   /** Events after `afterSeq`, oldest first. */

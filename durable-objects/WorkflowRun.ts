@@ -123,6 +123,13 @@ const LEASE_MS = 120_000;
 /** An unsent message (the queue refused it) is tried again after this. */
 const OUTBOX_RETRY_MS = 1_000;
 const MAX_BACKOFF_MS = 60_000;
+/**
+ * Steps that only compute (a mapping, a sleep already due) run in the object as soon as they are
+ * ready, without a queue message each; a slice ends after this many of them or this much time,
+ * and what is left goes out as ordinary units, so one run cannot hold its object for long.
+ */
+const PURE_SLICE_STEPS = 64;
+const PURE_SLICE_MS = 50;
 const SCHEMA_VERSION = 1;
 
 const parse = (text: string | null): Json => (text === null ? null : (JSON.parse(text) as Json));
@@ -297,6 +304,7 @@ export class WorkflowRun extends DurableObject<Env> {
       // An unexpected fault (not a StepError) fails the step like any other.
       this.failTask(key, error instanceof Error ? error.message : String(error));
     }
+    this.runPureSlice();
     // The next unit's message goes out first; the D1 write and the alarm follow without holding
     // the consumer, so the queue can deliver the next step while the record is written.
     await this.flushOutbox();
@@ -335,6 +343,16 @@ export class WorkflowRun extends DurableObject<Env> {
     return { kind: 'resumed', stepId: target.step_id };
   }
 
+  /** An execution a step started has ended (its object says so): the step is checked now instead of at its next poll. */
+  async executionEnded(executionId: string): Promise<void> {
+    const meta = this.meta();
+    if (!meta || FINAL.includes(meta.status)) return;
+    const waiting = this.tasks(`status = 'waiting' AND wait = 'execution' AND execution_id = ?`, executionId);
+    if (waiting.length === 0) return;
+    for (const task of waiting) await this.pollExecution(this.meta()!, task);
+    await this.afterChange();
+  }
+
   /** One storage change: the run, its open tasks and its timers; then the in-flight executions are interrupted. */
   async cancel(): Promise<{ canceled: boolean; status: string }> {
     const meta = this.meta();
@@ -370,6 +388,37 @@ export class WorkflowRun extends DurableObject<Env> {
   }
 
   // ---- running units -----------------------------------------------------------------------
+
+  /** A ready unit that needs nothing outside the object. */
+  private pure(step: LeafStep | MappingStep): boolean {
+    if (step.type === 'mapping') return true;
+    if (step.type === 'sleep') return step.duration === 0;
+    return step.type === 'sleepUntil' && Date.parse(step.date) <= now();
+  }
+
+  /**
+   * Runs the queued units that only compute, one after another, until none is ready or the slice
+   * is spent. It is synchronous, so the slice and its results are one storage change: a crash
+   * loses the whole slice and its units run again from the queue (redelivery or the watchdog),
+   * and each result is still recorded once. The run record goes to D1 once, after the slice.
+   */
+  private runPureSlice() {
+    const started = Date.now();
+    for (let ran = 0; ran < PURE_SLICE_STEPS && Date.now() - started < PURE_SLICE_MS; ran++) {
+      const meta = this.meta();
+      if (!meta || meta.status !== 'running') return;
+      const task = this.tasks(`status = 'queued' AND sent = 0`).find((t) => this.pure(this.step(meta, t)));
+      if (!task) return;
+      this.setTask(task.key, { status: 'running' });
+      this.record('workflow-step-started', { stepId: task.step_id, unit: task.key, attempt: task.attempt });
+      const step = this.step(meta, task);
+      try {
+        this.finishTask(task.key, step.type === 'mapping' ? this.mapping(meta, step, parse(task.input)) : parse(task.input));
+      } catch (error) {
+        this.failTask(task.key, error instanceof Error ? error.message : String(error));
+      }
+    }
+  }
 
   private step(meta: RunMeta, task: TaskRow): LeafStep | MappingStep {
     const node = meta.workflow.nodes[task.node]!;
@@ -666,6 +715,7 @@ export class WorkflowRun extends DurableObject<Env> {
   // ---- after every change: outbox, D1, alarm ------------------------------------------------
 
   private async afterChange() {
+    this.runPureSlice();
     await this.flushOutbox();
     await this.persist();
     await this.rearm();

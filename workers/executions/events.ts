@@ -60,6 +60,8 @@ export interface TurnInput {
   source?: string;
   /** The run's connector (spec 4.3): the repository its tools read; the token is loaded from D1 when a tool runs. */
   connector?: RunConnector;
+  /** The workflow run whose step started this execution: told when the turn ends, so the step need not wait for its next poll. */
+  workflowRunId?: string;
   /** The chat thread this turn answers, set only when its caller may launch workflows (the turn then offers start_workflow). */
   threadId?: string;
   /** The prompt of the skill version the execution was created with. */

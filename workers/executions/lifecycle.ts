@@ -1,6 +1,6 @@
 import { and, asc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import { executions, skillVersions, threads } from '../../schema';
-import { runActor } from '../auth/actor';
+import { runActor, type Actor } from '../auth/actor';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
 import { hasScope } from '../auth/scopes';
 import type { Db, Env } from '../env';
@@ -230,7 +230,7 @@ async function turnContext(db: Db, principal: Principal, execution: ExecutionRow
 }
 
 function turnInput(
-  principal: Principal,
+  principal: Actor,
   execution: ExecutionRow,
   context: Awaited<ReturnType<typeof turnContext>>,
   turn: { turnKey: string; budget: number; text: string; system?: string },
@@ -248,6 +248,7 @@ function turnInput(
     skillName: execution.skillName,
     skillSlug: execution.skillSlug,
     source: execution.source,
+    ...(principal.run?.kind === 'workflow' ? { workflowRunId: principal.run.id } : {}),
     connector: context.connector,
     threadId: context.threadId,
     system: turn.system ?? context.prompt ?? '',
