@@ -1,8 +1,11 @@
 /**
  * npm run bench:workflows: per-step overhead of the service's workflow engine (one WorkflowRun
- * object, one queue message per step) against Cloudflare Workflows (`step.do`), both in the
- * same `wrangler dev`, printed as a ratio. Each engine runs the same mapping step 1 and 50
- * times; per-step overhead = (time for 50 − time for 1) / 49, median of ROUNDS rounds.
+ * object; steps that only compute run in it, the others go by queue message) against Cloudflare
+ * Workflows (`step.do`), both in the same `wrangler dev`, printed as a ratio. Each engine runs
+ * the same mapping step 1 and 50 times; per-step overhead = (time for 50 − time for 1) / 49,
+ * median of ROUNDS rounds. Then a workflow of SKILL_STEPS skill runs: its overhead per step is
+ * (the run's time − the sum of its executions' own times) / SKILL_STEPS, printed against the
+ * same `step.do` overhead.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +15,8 @@ import { median, startService, writeBenchConfig } from './lib';
 
 const ROUNDS = 3;
 const STEPS = 50;
+const SKILL_STEPS = 10;
+const SKILL = 'meeting-notes-summarizer';
 const CONFIG = 'bench/.workflows.wrangler.toml';
 
 /** wrangler.toml with the bench Worker as main and the Cloudflare Workflow bound, written beside it. */
@@ -55,7 +60,24 @@ async function main() {
       await api(`/api/v1/workflows/bench-${n}/install`, { id: `bench-${n}`, inputSchema: { type: 'object' }, outputSchema: { type: 'object' }, graph });
     }
 
-    async function serviceRun(n: number) {
+    // Each skill step gets {slug, input} from the mapping before it.
+    await api(`/api/v1/skills/${SKILL}/install`, {});
+    const skillGraph = Array.from({ length: SKILL_STEPS }, (_, i) => [
+      {
+        type: 'mapping',
+        id: `ask-${i}`,
+        mapConfig: JSON.stringify({ slug: { value: SKILL }, input: { template: `Meeting ${i}: \${initData.name} ships on Friday.` } }),
+      },
+      { type: 'tool', id: `skill-${i}`, toolId: 'execute-skill' },
+    ]).flat();
+    await api('/api/v1/workflows/bench-skills/install', {
+      id: 'bench-skills',
+      inputSchema: { type: 'object' },
+      outputSchema: { type: 'object' },
+      graph: skillGraph,
+    });
+
+    async function serviceRun(n: number | 'skills') {
       const started = performance.now();
       const { runId } = await api(`/api/v1/workflows/bench-${n}/launch`, { inputs: { name: 'Ada' } });
       for (;;) {
@@ -64,6 +86,14 @@ async function main() {
         if (run && run.status !== 'running') throw new Error(`run ${runId} ended ${run.status}`);
         await pause(5);
       }
+    }
+
+    /** A skill workflow's time beyond its executions' own (each from its start to its completion). */
+    async function skillOverhead() {
+      const total = await serviceRun('skills');
+      const { items } = await api(`/api/v1/executions?channels=workflow&limit=${SKILL_STEPS}`);
+      const own = (items as { startedAt: string; completedAt: string }[]).reduce((sum, e) => sum + Date.parse(e.completedAt) - Date.parse(e.startedAt), 0);
+      return (total - own) / SKILL_STEPS;
     }
 
     async function cloudflareRun(n: number) {
@@ -86,10 +116,15 @@ async function main() {
       perStep.service.push(((await serviceRun(STEPS)) - (await serviceRun(1))) / (STEPS - 1));
       perStep.cloudflare.push(((await cloudflareRun(STEPS)) - (await cloudflareRun(1))) / (STEPS - 1));
     }
+    const skillSteps: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) skillSteps.push(await skillOverhead());
     const s = median(perStep.service);
     const c = median(perStep.cloudflare);
+    const k = median(skillSteps);
     console.log(`workflow engine vs Cloudflare Workflows, ${STEPS}-step mapping workflow (median of ${ROUNDS} rounds)`);
     console.log(`  per-step overhead   ratio ${(s / c).toFixed(2)}   (lower is better; service ${s.toFixed(1)} ms, step.do ${c.toFixed(1)} ms)`);
+    console.log(`${SKILL_STEPS} skill steps (each after a mapping), overhead per step beyond the skill run itself (median of ${ROUNDS} rounds)`);
+    console.log(`  per-step overhead   ratio ${(k / c).toFixed(2)}   (lower is better; service ${k.toFixed(1)} ms, step.do ${c.toFixed(1)} ms)`);
   } finally {
     await service.stop();
   }
