@@ -313,7 +313,7 @@ describe('the console in a browser', () => {
     await page.getByRole('list', { name: 'Secrets' }).getByText('No secrets yet.').waitFor();
   });
 
-  it('writes a new skill, and approves an agent asking to connect with fewer scopes than it asked for', async () => {
+  it('writes a new skill, approves an agent asking to connect with fewer scopes than it asked for, and edits the skill into a new version, restores the old one and binds a secret', async () => {
     page = await signUp('Author Person');
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Skills' }).click();
     await page.getByLabel('Slug').fill('Release Notes');
@@ -353,20 +353,17 @@ describe('the console in a browser', () => {
     expect(granted.status).toBe('granted');
     expect(granted.scopes).toContain('memory:read');
     expect(granted.scopes).not.toContain('memory:write');
-  });
 
-  it('edits a skill into a new version, restores the old one, binds a secret; reruns and remixes a run; reads a trace', async () => {
-    page = runner;
-    await page.goto(`${service.base}/settings`);
+    // Their own skill: a new version, the old one restored, a secret bound.
     await page.getByLabel('Secret name').fill('NOTES_TOKEN');
     await page.getByLabel('Secret value').fill('token-for-the-notes');
     await page.getByRole('button', { name: 'Add secret' }).click();
     await page.getByRole('list', { name: 'Secrets' }).getByText('NOTES_TOKEN').waitFor();
 
-    await page.goto(`${service.base}/skills`);
-    await page.getByRole('link', { name: /^meeting.notes.summarizer$/i }).click();
-    await page.getByRole('heading', { level: 1, name: /meeting.notes.summarizer/i }).waitFor();
-    await page.getByLabel('Description').fill('Short meeting summaries.');
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Skills' }).click();
+    await page.getByRole('link', { name: 'Release notes', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Release notes' }).waitFor();
+    await page.getByLabel('Description').fill('Short release notes.');
     await page.getByLabel('Version note').fill('shorter description');
     await page.getByRole('button', { name: 'Save version' }).click();
     await page.getByText('Saved as a new version.').waitFor();
@@ -375,13 +372,16 @@ describe('the console in a browser', () => {
     await page.getByRole('button', { name: 'Restore version 1' }).click();
     await page.getByText('Restored version 1 as a new version.').waitFor();
     await versions.getByRole('listitem').filter({ hasText: 'Version 3' }).getByText('active').waitFor();
-    expect(await page.getByLabel('Description').inputValue()).not.toBe('Short meeting summaries.');
+    expect(await page.getByLabel('Description').inputValue()).not.toBe('Short release notes.');
     await page.getByLabel('Secret', { exact: true }).selectOption({ label: 'NOTES_TOKEN' });
     await page.getByLabel('Environment variable').fill('NOTES_TOKEN');
     await page.getByRole('button', { name: 'Bind secret' }).click();
     await page.getByRole('list', { name: 'Secret bindings' }).getByText('NOTES_TOKEN').first().waitFor();
     await check('skill');
+  });
 
+  it('reruns and remixes a run, and reads its trace', async () => {
+    page = runner;
     // The first run, again: Rerun in its lineage, then Remix.
     await page.goto(`${service.base}/runs`);
     await page.getByRole('table').getByRole('link').last().click();
