@@ -396,6 +396,17 @@ export class ExecutionSession extends DurableObject<Env> {
     }
   }
 
+  /** The log as a reader (a status read, a workflow's poll) sees it: a turn cut off by a restart resumes now, not at the next heartbeat. */
+  read(afterSeq = 0): ExecutionEvent[] {
+    this.resumeCutOffTurn();
+    return this.events(afterSeq);
+  }
+
+  private resumeCutOffTurn() {
+    const turn = this.ctx.storage.kv.get<RunningTurn>('turn');
+    if (turn) this.resumeIfLost(turn);
+  }
+
   /** Events after `afterSeq`, oldest first. */
   events(afterSeq = 0, limit = 10_000): ExecutionEvent[] {
     return this.ctx.storage.sql
@@ -420,8 +431,7 @@ export class ExecutionSession extends DurableObject<Env> {
 
   override async fetch(request: Request): Promise<Response> {
     // A reader of a turn cut off by a restart should not wait for the heartbeat to see it go on.
-    const turn = this.ctx.storage.kv.get<RunningTurn>('turn');
-    if (turn) this.resumeIfLost(turn);
+    this.resumeCutOffTurn();
     const url = new URL(request.url);
     const after = Number(url.searchParams.get('lastSeq') ?? request.headers.get('last-event-id') ?? 0);
     const replay = this.events(Number.isSafeInteger(after) && after > 0 ? after : 0);

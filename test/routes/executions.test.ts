@@ -393,6 +393,15 @@ describe('surviving eviction', () => {
     expect((await waitForStatus(user, lost.id, 'completed')).status).toBe('completed');
   });
 
+  it('resumes a cut-off turn as soon as its status is read, without waiting for the heartbeat', async () => {
+    const user = await setup();
+    const lost = await loseTurn(user); // no alarm is set: only a reader can wake it
+    expect((await waitForStatus(user, lost.id, 'completed')).status).toBe('completed');
+    const events = await lost.newEvents();
+    expect(events[0]).toMatchObject({ type: 'agent.info', payload: { message: 'The run was interrupted by a restart and resumes now.' } });
+    expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', payload: { stop_reason: { type: 'end_turn' } } });
+  });
+
   it('answers the resumed text once: what the cut-off request had streamed is superseded, not prepended', async () => {
     const user = await setup();
     const lost = await loseTurn(user);

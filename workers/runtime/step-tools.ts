@@ -92,7 +92,7 @@ export async function checkExecution(db: Db, env: Env, workspaceId: string, exec
     .limit(1);
   if (!row) return { state: 'stopped', reason: `execution ${executionId} no longer exists` };
   if (row.status === 'working') return { state: 'working' };
-  const events = await env.EXECUTION_SESSION.getByName(executionId).events(0);
+  const events = await env.EXECUTION_SESSION.getByName(executionId).read(0);
   if (row.status === 'completed') {
     // The answer of the last turn: the agent's message text after the last status_running.
     const start = events.map((e) => e.type).lastIndexOf('session.status_running');

@@ -374,7 +374,7 @@ function outputBlocks(events: ExecutionEvent[]) {
 
 export async function getExecutionStatus(db: Db, env: Env, principal: Principal, rawId: string, blocksAfter = 0) {
   const execution = await currentExecution(db, env, principal, rawId);
-  const events = await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).events(0);
+  const events = await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).read(0);
   return {
     executionId: formatId('exec', execution.id),
     status: execution.status,
