@@ -2,7 +2,16 @@ import { DurableObject } from 'cloudflare:workers';
 import { drizzle } from 'drizzle-orm/d1';
 import * as schema from '../schema';
 import type { Db, Env } from '../workers/env';
-import type { ExecutionEvent, ExecutionEventType, JsonObject, NewExecutionEvent, StartTurnAnswer, TurnInput, TurnOutcome } from '../workers/executions/events';
+import type {
+  ExecutionEvent,
+  ExecutionEventType,
+  JsonObject,
+  NewExecutionEvent,
+  SealedTurnKeys,
+  StartTurnAnswer,
+  TurnInput,
+  TurnOutcome,
+} from '../workers/executions/events';
 import { now } from '../workers/lib/clock';
 import { runAgentLoop, type RunStopReason } from '../workers/runtime/agent-loop';
 import { costInHundredths } from '../workers/runtime/pricing';
@@ -13,11 +22,11 @@ import { eventRedactor, redactSecrets, secretsNotice } from '../workers/runtime/
 import { connectorRunTools } from '../workers/runtime/connector-tools';
 import { runTools } from '../workers/runtime/tools';
 import { threadRunTools } from '../workers/runtime/workflow-tools';
-import { byokKeyFor } from '../workers/services/byok';
+import { openByokKey } from '../workers/services/byok';
 import { settleExecution } from '../workers/services/credits';
-import { runSecrets, type RunSecret } from '../workers/services/skill-secrets';
+import { openRunSecrets, type RunSecret } from '../workers/services/skill-secrets';
 import { finishTurn, saveArtifact } from '../workers/services/execution-runs';
-import { announceRunStarted } from '../workers/executions/lifecycle';
+import { announceRunStarted, sealedTurnKeys } from '../workers/executions/lifecycle';
 
 /** A turn in progress, persisted so the heartbeat can resume it after an eviction. */
 interface RunningTurn {
@@ -120,11 +129,12 @@ export class ExecutionSession extends DurableObject<Env> {
 
   /**
    * Starts a turn: answers the accepted event and the status event; the run goes on in the
-   * background. A turn key this object has seen before (started, or abandoned by the lifecycle's
+   * background with the turn's keys as the route read them (`sealed`, opened here and never stored;
+   * read here when not given). A turn key this object has seen before (started, or abandoned by the lifecycle's
    * compensation or reconciler) is refused, as is any turn while another one runs: whichever of
    * a late start and an abandon arrives first decides, once.
    */
-  startTurn(input: TurnInput): StartTurnAnswer {
+  startTurn(input: TurnInput, sealed?: SealedTurnKeys): StartTurnAnswer {
     const kv = this.ctx.storage.kv;
     if (this.turn(input.turnKey) !== undefined || kv.get('turn') !== undefined) return { accepted: false };
     kv.put('interrupt', false);
@@ -135,7 +145,7 @@ export class ExecutionSession extends DurableObject<Env> {
     ]);
     this.ctx.storage.sql.exec(`INSERT INTO turns (turn_key, state, seq, at) VALUES (?, 'started', ?, ?)`, input.turnKey, accepted[0]!.seq, now());
     void this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_MS);
-    this.ctx.waitUntil(this.runTurn(input, now(), accepted[1]!.seq));
+    this.ctx.waitUntil(this.runTurn(input, now(), { runningSeq: accepted[1]!.seq, sealed }));
     return { accepted: true, events: accepted };
   }
 
@@ -253,16 +263,16 @@ export class ExecutionSession extends DurableObject<Env> {
   }
 
   /** Runs (or resumes) a turn; a new one (`runningSeq`: its `session.status_running`) announces its start once its first model request is under way. */
-  private runTurn(input: TurnInput, startedAt: number, runningSeq?: number): Promise<void> {
+  private runTurn(input: TurnInput, startedAt: number, start?: { runningSeq: number; sealed?: SealedTurnKeys }): Promise<void> {
     this.running = true;
-    this.current = this.runLoop(input, startedAt, runningSeq).finally(() => {
+    this.current = this.runLoop(input, startedAt, start?.runningSeq, start?.sealed).finally(() => {
       this.running = false;
       this.current = undefined;
     });
     return this.current;
   }
 
-  private async runLoop(input: TurnInput, startedAt: number, runningSeq?: number): Promise<void> {
+  private async runLoop(input: TurnInput, startedAt: number, runningSeq?: number, sealed?: SealedTurnKeys): Promise<void> {
     const kv = this.ctx.storage.kv;
     const db = drizzle(this.env.DB, { schema });
     // A turn cut off by an eviction goes on from its last checkpoint: tools already called are not called again.
@@ -274,10 +284,8 @@ export class ExecutionSession extends DurableObject<Env> {
     let ownKey = false;
     let secrets: RunSecret[] = [];
     try {
-      const [byok, bound] = await Promise.all([
-        byokKeyFor(db, this.env.ENCRYPTION_KEY, input.userId),
-        runSecrets(db, this.env.ENCRYPTION_KEY, input.workspaceId, input.skillSlug),
-      ]);
+      const keys = sealed ?? (await sealedTurnKeys(db, input));
+      const [byok, bound] = await Promise.all([openByokKey(this.env.ENCRYPTION_KEY, keys.byok), openRunSecrets(this.env.ENCRYPTION_KEY, keys.secrets)]);
       provider = selectProvider(this.env, byok);
       ownKey = byok !== null;
       secrets = bound;

@@ -1,4 +1,4 @@
-import type { Role } from '../../schema';
+import type { byokKeys, Role, secrets } from '../../schema';
 import type { Actor } from '../auth/actor';
 import type { RunConnector } from '../connectors/registry';
 
@@ -67,6 +67,16 @@ export interface TurnInput {
   /** The prompt of the skill version the execution was created with. */
   system: string;
   text: string;
+}
+
+/**
+ * The turn's model key and bound secrets as D1 holds them (encrypted), read by the route with
+ * the rest of the turn's context so the object's first model request waits for no read of its
+ * own. The object opens them for the run and never stores them; a resumed turn reads them again.
+ */
+export interface SealedTurnKeys {
+  byok: typeof byokKeys.$inferSelect | null;
+  secrets: { envVar: string; secret: typeof secrets.$inferSelect }[];
 }
 
 /** The object's answer to `startTurn`: refused when it has seen the turn's key before or holds another turn. */

@@ -9,13 +9,14 @@ import { now } from '../lib/clock';
 import { formatId } from '../lib/ids';
 import { hitRateLimit } from '../lib/rate-limit';
 import { recordChangeAfter } from '../services/audit';
-import { hasByokKey } from '../services/byok';
+import { sealedByokKey } from '../services/byok';
 import { runConnectorOf } from '../services/connectors';
 import { publish } from '../services/control-plane';
 import { insufficientCredits, MIN_RUN_BALANCE, releaseReservation, reserveCredits, RUN_BUDGET } from '../services/credits';
+import { sealedRunSecrets } from '../services/skill-secrets';
 import { requireOwned } from '../services/tenant';
 import { traceRunFinished, traceRunStarted } from '../services/traces';
-import type { ExecutionEvent, TurnInput, TurnOutcome } from './events';
+import type { ExecutionEvent, SealedTurnKeys, TurnInput, TurnOutcome } from './events';
 
 /**
  * The run lifecycle, in one place: claim → hold → start, then the execution's object runs the
@@ -135,14 +136,18 @@ async function holdAndStart(db: Db, env: Env, principal: Principal, execution: E
   let reachedObject = false;
   try {
     // The turn's D1 context is read while the credits are held: neither waits for the other.
-    const [hold, context] = await Promise.all([holdCredits(db, principal, execution), turnContext(db, principal, execution)]);
+    const keys = sealedTurnKeys(db, { userId: principal.userId, workspaceId: principal.workspaceId, skillSlug: execution.skillSlug });
+    const [hold, context] = await Promise.all([
+      keys.then((sealed) => holdCredits(db, principal, execution, sealed.byok !== null)),
+      turnContext(db, principal, execution),
+    ]);
     if (!hold.reserved) {
       await release(db, execution, turnKey, 'idle');
       throw await insufficientCredits(db, principal.userId);
     }
     const input = turnInput(principal, execution, context, { turnKey, budget: hold.amount, text, system });
     reachedObject = true;
-    const answer = await sessionOf(env, execution.id).startTurn(input);
+    const answer = await sessionOf(env, execution.id).startTurn(input, await keys);
     if (answer.accepted) return answer.events;
     // The object refused the key: a cancel or the reconciler abandoned this turn before it arrived.
     await release(db, execution, turnKey, 'idle');
@@ -204,8 +209,8 @@ async function release(db: Db, execution: ExecutionRow, turnKey: string | null, 
  * passes the hold. A run on the user's own key (BYOK) costs nothing, so it holds nothing and
  * needs no credits.
  */
-async function holdCredits(db: Db, principal: Principal, execution: ExecutionRow & { turnKey: string }) {
-  const budget = (await hasByokKey(db, principal.userId)) ? 0 : RUN_BUDGET;
+async function holdCredits(db: Db, principal: Principal, execution: ExecutionRow & { turnKey: string }, ownKey: boolean) {
+  const budget = ownKey ? 0 : RUN_BUDGET;
   return reserveCredits(db, {
     userId: principal.userId,
     executionId: formatId('exec', execution.id),
@@ -213,6 +218,12 @@ async function holdCredits(db: Db, principal: Principal, execution: ExecutionRow
     amount: budget,
     minimum: Math.min(budget, MIN_RUN_BALANCE),
   });
+}
+
+/** The turn's model key and bound secrets, encrypted as stored: read at its start (and again by a resumed turn). */
+export async function sealedTurnKeys(db: Db, turn: Pick<TurnInput, 'userId' | 'workspaceId' | 'skillSlug'>): Promise<SealedTurnKeys> {
+  const [byok, secrets] = await Promise.all([sealedByokKey(db, turn.userId), sealedRunSecrets(db, turn.workspaceId, turn.skillSlug)]);
+  return { byok: byok ?? null, secrets };
 }
 
 /** What the turn needs from D1, read (in parallel) before it starts. */

@@ -83,14 +83,19 @@ export async function deleteByok(db: Db, principal: Principal): Promise<Pick<Byo
   return { hasKey: false, keyPreview: null };
 }
 
-/**
- * The key that pays for a user's runs, for the runtime, or null. A key that no longer decrypts
- * (ENCRYPTION_KEY rotated) is treated as absent, so runs fall back to the service's provider.
- */
-export async function byokKeyFor(db: Db, encryptionKey: string | undefined, userId: string): Promise<ByokKey | null> {
+/** The key that pays for a user's runs as stored (encrypted), or undefined. */
+export async function sealedByokKey(db: Db, userId: string): Promise<typeof byokKeys.$inferSelect | undefined> {
   const [row] = await db.select().from(byokKeys).where(eq(byokKeys.userId, userId)).limit(1);
+  return row;
+}
+
+/**
+ * The key for the runtime, or null. A key that no longer decrypts (ENCRYPTION_KEY rotated) is
+ * treated as absent, so runs fall back to the service's provider.
+ */
+export async function openByokKey(encryptionKey: string | undefined, row: typeof byokKeys.$inferSelect | null): Promise<ByokKey | null> {
   if (!row) return null;
-  const apiKey = await decryptSecret(encryptionKey, byokContext(userId), row.ciphertext);
+  const apiKey = await decryptSecret(encryptionKey, byokContext(row.userId), row.ciphertext);
   return apiKey === null ? null : { provider: row.provider, apiKey };
 }
 

@@ -112,16 +112,19 @@ export interface RunSecret {
 }
 
 /**
- * The secrets bound to a workspace's skill, decrypted, for the runtime only (never for a
- * response). Read when a turn starts, so a binding or rotation made meanwhile applies to the next turn.
+ * The secrets bound to a workspace's skill as stored (encrypted), for the runtime only (never
+ * for a response). Read when a turn starts, so a binding or rotation made meanwhile applies to
+ * the next turn.
  */
-export async function runSecrets(db: Db, encryptionKey: string | undefined, workspaceId: string, slug: string): Promise<RunSecret[]> {
-  const rows = await db
+export const sealedRunSecrets = (db: Db, workspaceId: string, slug: string) =>
+  db
     .select({ envVar: skillSecretBindings.envVar, secret: secrets })
     .from(skillSecretBindings)
     .innerJoin(skills, eq(skills.id, skillSecretBindings.skillId))
     .innerJoin(secrets, eq(secrets.id, skillSecretBindings.secretId))
     .where(and(eq(skills.workspaceId, workspaceId), eq(skills.slug, slug)))
     .orderBy(asc(skillSecretBindings.envVar));
-  return Promise.all(rows.map(async (row) => ({ envVar: row.envVar, value: await revealSecret(encryptionKey, row.secret) })));
-}
+
+/** Decrypts them for the run. */
+export const openRunSecrets = (encryptionKey: string | undefined, rows: Awaited<ReturnType<typeof sealedRunSecrets>>): Promise<RunSecret[]> =>
+  Promise.all(rows.map(async (row) => ({ envVar: row.envVar, value: await revealSecret(encryptionKey, row.secret) })));
