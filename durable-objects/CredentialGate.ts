@@ -1,7 +1,6 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { drizzle } from 'drizzle-orm/d1';
-import * as schema from '../schema';
+import { openDb } from '../workers/lib/db';
 import { resolveCredential, type HashedCredential, type Resolution } from '../workers/auth/credentials';
 import type { Db, Env } from '../workers/env';
 import { AppError, type ErrorCode, type ErrorDetails } from '../workers/errors';
@@ -47,7 +46,7 @@ type Outcome = ({ ok: true; principal: Resolution['principal'] } | { ok: false; 
  * count survives eviction. Nothing secret is held: hashes, ids, scopes.
  */
 export class CredentialGate extends DurableObject<Env> {
-  private readonly db: Db = drizzle(this.env.DB, { schema });
+  private readonly db: Db = openDb(this.env.DB);
   /** Resolutions by credential, as promises so concurrent first requests share one D1 read. */
   private readonly records = new Map<string, Promise<Outcome>>();
 

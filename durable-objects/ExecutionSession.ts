@@ -1,6 +1,5 @@
 import { DurableObject } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
-import * as schema from '../schema';
+import { openDb } from '../workers/lib/db';
 import type { Db, Env } from '../workers/env';
 import type {
   ExecutionEvent,
@@ -274,7 +273,7 @@ export class ExecutionSession extends DurableObject<Env> {
 
   private async runLoop(input: TurnInput, startedAt: number, runningSeq?: number, sealed?: SealedTurnKeys): Promise<void> {
     const kv = this.ctx.storage.kv;
-    const db = drizzle(this.env.DB, { schema });
+    const db = openDb(this.env.DB);
     // A turn cut off by an eviction goes on from its last checkpoint: tools already called are not called again.
     const saved = kv.get<Checkpoint>('checkpoint');
     const resumed = saved?.turnKey === input.turnKey ? saved : null;

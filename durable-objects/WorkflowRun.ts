@@ -1,7 +1,6 @@
 import { DurableObject } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import { sql } from 'drizzle-orm';
-import * as schema from '../schema';
+import { openDb } from '../workers/lib/db';
 import { threadMessages } from '../schema/traces';
 import { workflowRuns, workflowStepResults, type WorkflowRunStatus } from '../schema/workflows';
 import type { Actor } from '../workers/auth/actor';
@@ -176,7 +175,7 @@ export class WorkflowRun extends DurableObject<Env> {
   }
 
   private get db(): Db {
-    return drizzle(this.env.DB, { schema });
+    return openDb(this.env.DB);
   }
 
   // ---- storage helpers -------------------------------------------------------------------

@@ -13,9 +13,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { drizzle } from 'drizzle-orm/d1';
 import { getPlatformProxy, unstable_readConfig } from 'wrangler';
-import * as schema from '../schema';
+import { openDb } from '../workers/lib/db';
 import type { Env } from '../workers/env';
 import { CatalogEntry, importCatalog } from '../workers/services/catalog';
 
@@ -57,7 +56,7 @@ const proxy = await getPlatformProxy<Env>({
   remoteBindings: remote,
 });
 try {
-  const load = await importCatalog(drizzle(proxy.env.DB, { schema }), proxy.env.BUCKET, entries);
+  const load = await importCatalog(openDb(proxy.env.DB), proxy.env.BUCKET, entries);
   const where = remote ? 'the deployed marketplace' : 'the local marketplace';
   console.log(
     `catalog:load: ${entries.length} skills in ${where}: ${load.added.length} added, ${load.updated.length} updated, ${load.unchanged.length} unchanged`,

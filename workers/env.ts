@@ -1,5 +1,4 @@
 import type { DrizzleD1Database } from 'drizzle-orm/d1';
-import type * as schema from '../schema';
 import type { Principal, RequestOrigin } from './auth/principal';
 
 /**
@@ -30,7 +29,7 @@ export interface Env extends GeneratedEnv {
   GITHUB_API_BASE_URL?: string;
 }
 
-export type Db = DrizzleD1Database<typeof schema>;
+export type Db = DrizzleD1Database;
 
 export type AppEnv = {
   Bindings: Env;

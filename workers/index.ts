@@ -1,5 +1,4 @@
-import { drizzle } from 'drizzle-orm/d1';
-import * as schema from '../schema';
+import { openDb } from './lib/db';
 import { createApp } from './app';
 import { reconcileStale } from './executions/lifecycle';
 import type { Env } from './env';
@@ -23,7 +22,7 @@ export default {
 
   /** Hourly housekeeping (wrangler.toml [triggers]), and the run reconciler's sweep. */
   async scheduled(_controller, env, ctx) {
-    const db = drizzle(env.DB, { schema });
+    const db = openDb(env.DB);
     ctx.waitUntil(
       Promise.all([
         deleteExpiredSessions(db),

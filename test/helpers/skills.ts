@@ -1,9 +1,8 @@
 import { env } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import { zipSync } from 'fflate';
-import * as schema from '../../schema';
 import { type CatalogEntry, importCatalog } from '../../workers/services/catalog';
 import { call, signUp } from './api';
+import { openDb } from '../../workers/lib/db';
 
 export const skillMd = (slug: string, opts: { title?: string; category?: string; body?: string; description?: string } = {}) =>
   [
@@ -34,7 +33,7 @@ export const catalogEntry = (
 });
 
 /** Loads entries into the marketplace through the importer's own service function. */
-export const seedCatalog = (entries: CatalogEntry[]) => importCatalog(drizzle(env.DB, { schema }), env.BUCKET, entries);
+export const seedCatalog = (entries: CatalogEntry[]) => importCatalog(openDb(env.DB), env.BUCKET, entries);
 
 export const zipOf = (files: Record<string, string>) => zipSync(Object.fromEntries(Object.entries(files).map(([p, t]) => [p, new TextEncoder().encode(t)])));
 

@@ -1,11 +1,10 @@
 import { env } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
-import * as schema from '../../schema';
 import type { TurnInput } from '../../workers/executions/events';
 import { runActor } from '../../workers/auth/actor';
 import { resolvePrincipal } from '../../workers/auth/credentials';
 import { apiKeyIdOf } from '../../workers/auth/principal';
 import { createKey, type TestUser } from './api';
+import { openDb } from '../../workers/lib/db';
 
 const RUN = { kind: 'execution', id: 'exec_1' } as const;
 
@@ -44,7 +43,7 @@ export const turnOf = (user: TestUser | null, extra: Partial<TurnInput> = {}): T
 /** A turn started by a new key of `user` holding `scopes`: its actor is that key, as a request resolves it. */
 export async function keyTurn(user: TestUser, scopes: string[]): Promise<TurnInput> {
   const key = await createKey(user, scopes);
-  const db = drizzle(env.DB, { schema });
+  const db = openDb(env.DB);
   const principal = (await resolvePrincipal(
     db,
     { apiKey: key.key, sessionToken: undefined, workspaceSelector: undefined },

@@ -1,8 +1,6 @@
 import { env } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import Stripe from 'stripe';
 import { afterEach, describe, expect, it } from 'vitest';
-import * as schema from '../../schema';
 import { createApp } from '../../workers/app';
 import type { Env } from '../../workers/env';
 import { AppError } from '../../workers/errors';
@@ -10,8 +8,9 @@ import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { packOffer } from '../../workers/services/billing';
 import { checkoutIdempotencyKey, createCheckoutSession } from '../../workers/services/stripe';
 import { BASE, call, createKey, expectError, sessionPrincipal, signUp, type TestUser } from '../helpers/api';
+import { openDb } from '../../workers/lib/db';
 
-const db = drizzle(env.DB, { schema });
+const db = openDb(env.DB);
 const WEBHOOK_SECRET = env.STRIPE_WEBHOOK_SECRET!;
 const DAY = 86_400_000;
 

@@ -1,11 +1,10 @@
 import { env } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
-import * as schema from '../../schema';
 import { grantCredits, reserveCredits, settleExecution } from '../../workers/services/credits';
 import { call, createKey, expectError, sessionPrincipal, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { openDb } from '../../workers/lib/db';
 
-const db = drizzle(env.DB, { schema });
+const db = openDb(env.DB);
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
 
 /** Sets the user's credits to exactly `ds` through the ledger: a grant up, a charge down. */

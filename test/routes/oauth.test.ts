@@ -1,13 +1,14 @@
 import { env } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
+import { inArray } from 'drizzle-orm';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { mcpWwwAuthenticate } from '../../workers/auth/oauth/metadata';
 import { maintainSigningKeys, rotateSigningKey } from '../../workers/auth/oauth/signing-keys';
 import { deleteExpiredOAuthRecords } from '../../workers/services/oauth';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
-import * as schema from '../../schema';
+import { oauthClients } from '../../schema';
 import { BASE, call, expectError, signUp } from '../helpers/api';
+import { openDb } from '../../workers/lib/db';
 import {
   authorizeCode,
   authorizeQuery,
@@ -23,8 +24,6 @@ import {
   token,
   tokensFor,
 } from '../helpers/oauth';
-
-const drizzleDb = () => drizzle(env.DB, { schema });
 
 afterEach(() => resetClock());
 
@@ -153,10 +152,12 @@ describe('POST /auth/oauth2/register', () => {
   it('deletes registrations nobody signed in with after a day; used ones stay', async () => {
     const unused = (await register()).body.client_id;
     const used = await tokensFor('profile:read');
-    const db = drizzleDb();
     advanceClock(24 * 3600_000 + 60_000);
-    await deleteExpiredOAuthRecords(db);
-    const left = await db.query.oauthClients.findMany({ where: (c, { inArray }) => inArray(c.id, [unused, used.clientId]) });
+    await deleteExpiredOAuthRecords(openDb(env.DB));
+    const left = await openDb(env.DB)
+      .select({ id: oauthClients.id })
+      .from(oauthClients)
+      .where(inArray(oauthClients.id, [unused, used.clientId]));
     expect(left.map((c) => c.id)).toEqual([used.clientId]);
   });
 });
@@ -380,7 +381,7 @@ describe('POST /auth/oauth2/token', () => {
       .first<{ private_jwk_ciphertext: string }>();
     expect(stored!.private_jwk_ciphertext).not.toContain('"d"');
 
-    const newKid = await rotateSigningKey(drizzleDb(), env.ENCRYPTION_KEY);
+    const newKid = await rotateSigningKey(openDb(env.DB), env.ENCRYPTION_KEY);
     const after = await call('/auth/jwks');
     expect(after.body.keys.map((k: any) => k.kid)).toEqual(expect.arrayContaining([newKid, protectedHeader.kid]));
     await jwtVerify(tokens.id_token, createLocalJWKSet(after.body));
@@ -613,7 +614,7 @@ describe('sign-in and sign-up pages', () => {
 
 describe('housekeeping and helpers', () => {
   it('rotates a signing key older than 90 days and drops retired keys a day later', async () => {
-    const db = drizzleDb();
+    const db = openDb(env.DB);
     const active = await rotateSigningKey(db, env.ENCRYPTION_KEY);
     advanceClock(91 * 24 * 3600_000);
     await maintainSigningKeys(db, env.ENCRYPTION_KEY);
@@ -630,10 +631,10 @@ describe('housekeeping and helpers', () => {
 
   it('deletes expired codes and tokens, keeping live ones', async () => {
     const { tokens } = await tokensFor('profile:read offline_access');
-    await deleteExpiredOAuthRecords(drizzleDb());
+    await deleteExpiredOAuthRecords(openDb(env.DB));
     expect((await bearer(tokens.access_token)).status).toBe(200);
     advanceClock(3601_000);
-    await deleteExpiredOAuthRecords(drizzleDb());
+    await deleteExpiredOAuthRecords(openDb(env.DB));
     const left = await env.DB.prepare("SELECT kind FROM oauth_tokens WHERE kind = 'access' AND expires_at < ?").bind(now()).all();
     expect(left.results).toEqual([]);
     expect((await env.DB.prepare("SELECT count(*) AS n FROM oauth_tokens WHERE kind = 'refresh'").first<{ n: number }>())!.n).toBeGreaterThan(0);

@@ -1,12 +1,12 @@
 import { env } from 'cloudflare:workers';
 import { eq } from 'drizzle-orm';
-import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
 import * as schema from '../../schema';
 import { type SecretRow } from '../../schema';
 import { decryptSecret, encryptSecret } from '../../workers/lib/encryption';
 import { createSecret, revealSecret, secretContext, updateSecret } from '../../workers/services/secrets';
 import { call, createKey, expectError, signUp, type TestUser, sessionPrincipal } from '../helpers/api';
+import { openDb } from '../../workers/lib/db';
 
 const VALUE = 's3cr3t-VALUE-1234';
 
@@ -15,7 +15,7 @@ const patch = (user: TestUser, id: string, body: unknown) => call(`/api/v1/secre
 const remove = (user: TestUser, id: string) => call(`/api/v1/secrets/${id}`, { method: 'DELETE', token: user.token });
 const list = (user: TestUser, query = '') => call(`/api/v1/secrets${query}`, { token: user.token });
 
-const db = () => drizzle(env.DB, { schema });
+const db = () => openDb(env.DB);
 /** The stored row, read straight from D1. */
 const storedRow = async (id: string) =>
   (

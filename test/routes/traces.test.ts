@@ -1,10 +1,9 @@
 import { env } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
-import * as schema from '../../schema';
 import { traceRunStarted } from '../../workers/services/traces';
 import { call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 import { signUpWithSummarizer as setup } from '../helpers/skills';
+import { openDb } from '../../workers/lib/db';
 
 const run = async (user: TestUser, input: string, headers: Record<string, string> = {}) => {
   const res = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input }, headers });
@@ -126,7 +125,7 @@ describe('a run that ends before its start is recorded', () => {
     const id = await run(user, 'Ship on Friday.');
     const before = (await traces(user)).body.items.find((t: { target: { executionId: string } }) => t.target.executionId === id);
     expect(before.status).toBe('completed');
-    await traceRunStarted(drizzle(env.DB, { schema }), Number(id.slice(5)));
+    await traceRunStarted(openDb(env.DB), Number(id.slice(5)));
     const after = (await traces(user)).body.items.find((t: { target: { executionId: string } }) => t.target.executionId === id);
     expect(after.status).toBe('completed');
   });

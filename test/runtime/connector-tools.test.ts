@@ -1,13 +1,12 @@
 import { env } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, inject, it } from 'vitest';
-import * as schema from '../../schema';
 import type { TurnInput } from '../../workers/executions/events';
 import { connectorRunTools } from '../../workers/runtime/connector-tools';
 import { call, signUp } from '../helpers/api';
 import { turnOf } from '../helpers/turns';
+import { openDb } from '../../workers/lib/db';
 
-const db = drizzle(env.DB, { schema });
+const db = openDb(env.DB);
 
 async function turnWith(connector: TurnInput['connector'], connect = true) {
   const user = await signUp();

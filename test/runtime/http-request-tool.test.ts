@@ -1,11 +1,10 @@
 import { env } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, inject, it } from 'vitest';
-import * as schema from '../../schema';
 import { runTools } from '../../workers/runtime/tools';
 import { turnOf } from '../helpers/turns';
+import { openDb } from '../../workers/lib/db';
 
-const db = drizzle(env.DB, { schema });
+const db = openDb(env.DB);
 const SECRETS = [{ envVar: 'API_TOKEN', value: 'tok-live-0123456789' }];
 const turn = turnOf(null);
 const httpTool = (secrets = SECRETS) => runTools(db, env, turn, secrets).find((t) => t.spec.name === 'http_request')!;

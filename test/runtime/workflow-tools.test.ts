@@ -1,14 +1,13 @@
 import { env } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
-import * as schema from '../../schema';
 import type { TurnInput } from '../../workers/executions/events';
 import { threadRunTools } from '../../workers/runtime/workflow-tools';
 import { call, signUp } from '../helpers/api';
 import { turnOf } from '../helpers/turns';
 import { definition, install, mapping, waitForRun } from '../helpers/workflows';
+import { openDb } from '../../workers/lib/db';
 
-const db = drizzle(env.DB, { schema });
+const db = openDb(env.DB);
 
 async function chatTurn(threadId?: string) {
   const user = await signUp();

@@ -3,15 +3,14 @@
  * times grants once, and twenty concurrent runs by one user never overdraw the balance.
  */
 import { env } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
-import * as schema from '../../schema';
 import { now } from '../../workers/lib/clock';
 import { grantCredits, MIN_RUN_BALANCE, RUN_BUDGET } from '../../workers/services/credits';
 import { call, createKey, signUp, type TestUser } from '../helpers/api';
+import { openDb } from '../../workers/lib/db';
 
-const db = drizzle(env.DB, { schema });
+const db = openDb(env.DB);
 const seconds = (ms: number) => Math.floor(ms / 1000);
 const id = (prefix: string) => `${prefix}_${crypto.randomUUID().replaceAll('-', '')}`;
 

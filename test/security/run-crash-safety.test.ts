@@ -8,9 +8,7 @@
  */
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import { afterEach, describe, expect, it } from 'vitest';
-import * as schema from '../../schema';
 import worker from '../../workers/index';
 import type { Env } from '../../workers/env';
 import type { TurnInput } from '../../workers/executions/events';
@@ -20,11 +18,12 @@ import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { postEvents, runSkill } from '../../workers/services/executions';
 import { BASE, call, sessionPrincipal, signUp, type TestUser, waitForStatus } from '../helpers/api';
 import { turnOf } from '../helpers/turns';
+import { openDb } from '../../workers/lib/db';
 
 afterEach(() => resetClock());
 
 const SKILL = { name: 'Notes', description: 'Summarises notes.', category: 'productivity', prompt: '# Notes\nSummarise the notes.' };
-const db = drizzle(env.DB, { schema });
+const db = openDb(env.DB);
 
 async function setup() {
   const user = await signUp();
@@ -213,7 +212,7 @@ describe('a step after the claim fails', () => {
 
   it('a D1 write throws (the credit hold): 503, the execution is not left working, nothing held', async () => {
     const user = await setup();
-    const failingHold = drizzle(faultyD1(/insert into "credit_reservations"/i), { schema });
+    const failingHold = openDb(faultyD1(/insert into "credit_reservations"/i));
     const error = await refusal(runSkill(failingHold, env, sessionPrincipal(user), 'notes', { input: 'Plan it.' }));
     expect(error.status).toBe(503);
     expect((await call('/api/v1/executions', { token: user.token })).body.items).toEqual([]);
@@ -226,7 +225,7 @@ describe('a step after the claim fails', () => {
     const created = await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'notes', input: 'Plan it.' } });
     const id = created.body.id as string;
     // The start fails and so does the compensation's write of the execution back to idle.
-    const failingUndo = drizzle(faultyD1(/update "executions" set "status" = \?, "completed_at"/i), { schema });
+    const failingUndo = openDb(faultyD1(/update "executions" set "status" = \?, "completed_at"/i));
     const refusing = sessions(() => Promise.reject(new Error('injected: connection reset')));
     const body = { events: [{ type: 'user.message' as const, content: [{ type: 'text' as const, text: 'Plan it.' }] }] };
     const error = await refusal(postEvents(failingUndo, withSessions(refusing), sessionPrincipal(user), id, body));

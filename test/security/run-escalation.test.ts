@@ -1,13 +1,12 @@
 import { env } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, inject, it } from 'vitest';
-import * as schema from '../../schema';
 import { runTools } from '../../workers/runtime/tools';
 import { call, createKey, signUp, type TestUser, waitForStatus } from '../helpers/api';
 import { keyTurn, turnOf } from '../helpers/turns';
 import { definition, mapping, waitForRun } from '../helpers/workflows';
+import { openDb } from '../../workers/lib/db';
 
-const db = drizzle(env.DB, { schema });
+const db = openDb(env.DB);
 const SECRET = 'The merger closes on Friday';
 
 async function userWithMemory() {

@@ -10,14 +10,13 @@ import { runInDurableObject } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, inject, it, type MockInstance, vi } from 'vitest';
-import { drizzle } from 'drizzle-orm/d1';
-import * as schema from '../../schema';
 import { now } from '../../workers/lib/clock';
 import { runTools } from '../../workers/runtime/tools';
 import { BASE, call, type CallOptions, waitForStatus, type TestUser } from '../helpers/api';
 import { connectMcp, ok } from '../helpers/mcp';
 import { turnOf } from '../helpers/turns';
 import { authorizeCode, REDIRECT, register } from '../helpers/oauth';
+import { openDb } from '../../workers/lib/db';
 
 const canary = (label: string) => `canary-${label}-${crypto.randomUUID().replace(/-/g, '')}`;
 
@@ -74,7 +73,7 @@ beforeAll(() => {
 afterAll(() => vi.restoreAllMocks());
 
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
-const db = drizzle(env.DB, { schema });
+const db = openDb(env.DB);
 const httpTool = (secrets: { envVar: string; value: string }[]) => {
   const turn = turnOf(null, { workspaceId: 'ws', userId: 'u', requestId: 'r', turnKey: 't' });
   return runTools(db, env, turn, secrets).find((t) => t.spec.name === 'http_request')!;

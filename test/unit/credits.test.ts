@@ -1,7 +1,5 @@
 import { env } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
-import * as schema from '../../schema';
 import { AppError } from '../../workers/errors';
 import {
   assertCanStartRun,
@@ -15,8 +13,9 @@ import {
   welcomeGrantStatements,
 } from '../../workers/services/credits';
 import { sessionPrincipal, signUp } from '../helpers/api';
+import { openDb } from '../../workers/lib/db';
 
-const db = drizzle(env.DB, { schema });
+const db = openDb(env.DB);
 
 /**
  * A fresh user (the welcome grant leaves 100 Ds, 10000 hundredths) and a maker of execution ids

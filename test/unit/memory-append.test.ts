@@ -1,12 +1,11 @@
 import { env } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
-import * as schema from '../../schema';
 import { appendMemory, MAX_MEMORY_CHARS, MEMORY_SEPARATOR } from '../../workers/services/memory';
 import { call, sessionPrincipal, signUp } from '../helpers/api';
 import { turnOf } from '../helpers/turns';
+import { openDb } from '../../workers/lib/db';
 
-const db = drizzle(env.DB, { schema });
+const db = openDb(env.DB);
 describe('appendMemory', () => {
   it('joins entries with the spec separator, starting from an empty document', async () => {
     const user = await signUp();

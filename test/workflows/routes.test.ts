@@ -1,12 +1,11 @@
 import { env, exports } from 'cloudflare:workers';
-import { drizzle } from 'drizzle-orm/d1';
 import { describe, expect, it } from 'vitest';
-import * as schema from '../../schema';
 import { AppError } from '../../workers/errors';
 import { launchWorkflow } from '../../workers/services/workflows';
 import { BASE, call, createKey, expectError, sessionPrincipal, signUp } from '../helpers/api';
 import { seedArtifact, zipOf } from '../helpers/skills';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
+import { openDb } from '../../workers/lib/db';
 
 const simple = (id = 'simple') =>
   definition(id, [mapping('echo', { name: { initData: true, path: 'name' } })], {
@@ -201,7 +200,7 @@ describe('launch', () => {
   it('answers 503 without the queue binding and creates no run', async () => {
     const user = await signUp();
     await install(user, 'simple', simple());
-    const db = drizzle(env.DB, { schema });
+    const db = openDb(env.DB);
     const noQueue = { ...env, WORKFLOW_STEPS: undefined } as unknown as typeof env;
     const error = await launchWorkflow(db, noQueue, sessionPrincipal(user), 'simple', {}).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AppError);

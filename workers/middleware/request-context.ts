@@ -1,6 +1,5 @@
-import { drizzle } from 'drizzle-orm/d1';
 import { createMiddleware } from 'hono/factory';
-import * as schema from '../../schema';
+import { openDb } from '../lib/db';
 import type { AppEnv } from '../env';
 import { invalidInput } from '../errors';
 
@@ -46,7 +45,7 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   }
   const session = c.env.DB.withSession(bookmark ?? (c.req.method === 'GET' || c.req.method === 'HEAD' ? 'first-unconstrained' : 'first-primary'));
   // drizzle's D1 driver needs only prepare and batch, which a session has.
-  c.set('db', drizzle(session as unknown as D1Database, { schema }));
+  c.set('db', openDb(session));
   c.set('origin', {
     requestId,
     ip: c.req.header('cf-connecting-ip') ?? null,

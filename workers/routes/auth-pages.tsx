@@ -3,7 +3,7 @@ import { SignedInPage, SignInPage, SignUpPage, MessagePage } from '../auth/pages
 import { csrfToken, csrfValid, pagePrincipal, renderPage, safeNext, setSessionCookie } from '../auth/web';
 import type { AppEnv } from '../env';
 import { AppError } from '../errors';
-import { signIn, SignInBody, signUp, SignUpBody } from '../services/accounts';
+import { signIn, SignInBody, signUp, SignUpBody, userOf } from '../services/accounts';
 import { throttleSignIn, throttleSignUp } from '../auth/sign-in-throttle';
 
 type Ctx = Context<AppEnv>;
@@ -35,7 +35,7 @@ export const authPagesRoutes = new Hono<AppEnv>()
     const principal = await pagePrincipal(c);
     if (principal && c.req.query('next')) return c.redirect(next, 302);
     if (principal) {
-      const user = await c.var.db.query.users.findFirst({ where: (u, { eq }) => eq(u.id, principal.userId) });
+      const user = await userOf(c.var.db, principal.userId);
       const csrf = csrfToken(c);
       return renderPage(c, 200, (nonce) => <SignedInPage nonce={nonce} csrf={csrf} name={user?.name ?? ''} email={user?.email ?? ''} />);
     }

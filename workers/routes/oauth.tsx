@@ -8,6 +8,7 @@ import { ConsentPage, MessagePage } from '../auth/pages';
 import { csrfToken, csrfValid, pagePrincipal, renderPage } from '../auth/web';
 import type { AppEnv, Env } from '../env';
 import { hitRateLimit } from '../lib/rate-limit';
+import { userOf } from '../services/accounts';
 import { documentedProtocol } from './openapi';
 import {
   AUTHORIZE_PARAM_NAMES,
@@ -156,7 +157,7 @@ export const oauthRoutes = new Hono<AppEnv>()
       if (!principal) return signInRedirect(c, `${c.req.path}?${new URL(c.req.url).searchParams}`);
       const csrf = csrfToken(c);
       const workspaces = await workspacesOf(c.var.db, principal.userId);
-      const userName = (await c.var.db.query.users.findFirst({ where: (u, { eq }) => eq(u.id, principal.userId) }))?.name ?? '';
+      const userName = (await userOf(c.var.db, principal.userId))?.name ?? '';
       const redirectOrigin = new URL(request.redirectUri).origin;
       return renderPage(
         c,

@@ -122,6 +122,12 @@ export type Profile = z.infer<typeof Profile>;
 export const ProfilePatch = z.object({ name: PersonName });
 export type ProfilePatch = z.infer<typeof ProfilePatch>;
 
+/** A user's name and email (for the pages that greet them), or undefined. */
+export async function userOf(db: Db, userId: string): Promise<{ name: string; email: string } | undefined> {
+  const [user] = await db.select({ name: users.name, email: users.email }).from(users).where(eq(users.id, userId)).limit(1);
+  return user;
+}
+
 export async function getProfile(db: Db, principal: Principal): Promise<Profile> {
   const [row] = await db
     .select({ user: users, workspace: workspaces })
