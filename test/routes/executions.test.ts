@@ -516,6 +516,28 @@ describe('per-user execution rate limit', () => {
       resetClock();
     }
   });
+
+  it('answers a user.message past the limit 429 and leaves the execution idle, to run once the window has passed', async () => {
+    const user = await setup();
+    advanceClock(60_000 - (Date.now() % 60_000) + 1);
+    try {
+      const id = (await create(user)).body.id;
+      // The user's other 20 starts this minute, counted where every run start is counted.
+      const runs = env.RATE_LIMITER.getByName(`runs:user:${user.user.id}`);
+      for (let i = 0; i < 20; i++) await runs.hit(20, 60_000);
+      expectError(await message(user, id, 'One too many.'), 429, 'RATE_LIMITED');
+      const status = await call(`/api/v1/executions/${id}/status`, { token: user.token });
+      expect(status.body).toMatchObject({ status: 'idle' });
+      // Nothing is held for the refused start.
+      expect((await call('/api/v1/billing/balance', { token: user.token })).body).toMatchObject({ balance: 100, canExecute: true });
+
+      advanceClock(60_000);
+      expect((await message(user, id, 'Now it runs.')).status).toBe(200);
+      await waitForStatus(user, id, 'completed');
+    } finally {
+      resetClock();
+    }
+  });
 });
 
 describe('secrets bound to the skill', () => {

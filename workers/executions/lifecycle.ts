@@ -6,10 +6,10 @@ import { hasScope } from '../auth/scopes';
 import type { Db, Env } from '../env';
 import { AppError, conflict } from '../errors';
 import { now } from '../lib/clock';
-import { formatId } from '../lib/ids';
+import { formatId, parseId } from '../lib/ids';
 import { hitRateLimit } from '../lib/rate-limit';
 import { recordChangeAfter } from '../services/audit';
-import { sealedByokKey } from '../services/byok';
+import { byokKeyExists, sealedByokKey } from '../services/byok';
 import { runConnectorOf } from '../services/connectors';
 import { publish } from '../services/control-plane';
 import { insufficientCredits, MIN_RUN_BALANCE, releaseReservation, reserveCredits, RUN_BUDGET } from '../services/credits';
@@ -66,34 +66,76 @@ export async function startTurn(db: Db, env: Env, principal: Principal, executio
   if (execution.status === 'working')
     throw new AppError('EXECUTION_RUNNING', 409, 'The execution is already running', { executionId: formatId('exec', execution.id) });
   if (execution.status !== 'idle') throw conflict(`The execution is ${execution.status}: rerun it instead`);
-  const decision = await hitRateLimit(env, `runs:user:${principal.userId}`, RUNS_PER_MINUTE, 60_000);
-  if (!decision.allowed) {
-    const retryAfterSeconds = Math.ceil(decision.resetMs / 1000);
-    throw new AppError('RATE_LIMITED', 429, `At most ${RUNS_PER_MINUTE} runs may start per minute per user`, { retryAfterSeconds });
-  }
-  const turnKey = `${formatId('exec', execution.id)}:${crypto.randomUUID()}`;
+  await countRunStart(env, principal);
+  const turnKey = newTurnKey(execution.id);
   await claim(db, env, principal, execution.id, turnKey);
-  const claimed = { ...execution, status: 'working' as const, turnKey };
+  return startClaimed(db, env, principal, { ...execution, status: 'working', turnKey }, text, system);
+}
+
+/**
+ * A `user.message` to an execution named by its public id. The claim comes first and reads the
+ * row as it takes it (one D1 request where a read and then a claim were two); the run is
+ * counted against the per-user limit after it, and a refused one gives the claim back. When the
+ * claim does not take (the execution is not the caller's, not idle, or the workspace's slots
+ * are taken) the ordinary read and start answer why.
+ */
+export async function startTurnById(db: Db, env: Env, principal: Principal, rawId: string, text: string) {
+  const id = parseId('exec', rawId);
+  if (id !== null) {
+    const turnKey = newTurnKey(id);
+    const [claimed] = await claimAttempt(db, env, principal, id, turnKey);
+    if (claimed) {
+      try {
+        await countRunStart(env, principal);
+      } catch (error) {
+        await release(db, claimed, turnKey, 'idle');
+        throw error;
+      }
+      return { execution: claimed, events: await startClaimed(db, env, principal, { ...claimed, turnKey }, text) };
+    }
+  }
+  const execution = await currentExecution(db, env, principal, rawId);
+  return { execution, events: await startTurn(db, env, principal, execution, text) };
+}
+
+const newTurnKey = (executionId: number) => `${formatId('exec', executionId)}:${crypto.randomUUID()}`;
+
+/** Counts a run start against the user's RUNS_PER_MINUTE; 429 RATE_LIMITED past it. */
+async function countRunStart(env: Env, principal: Principal) {
+  const decision = await hitRateLimit(env, `runs:user:${principal.userId}`, RUNS_PER_MINUTE, 60_000);
+  if (decision.allowed) return;
+  const retryAfterSeconds = Math.ceil(decision.resetMs / 1000);
+  throw new AppError('RATE_LIMITED', 429, `At most ${RUNS_PER_MINUTE} runs may start per minute per user`, { retryAfterSeconds });
+}
+
+/** Steps 2 and 3 of a claimed turn, and the audit trail of its start. */
+async function startClaimed(db: Db, env: Env, principal: Principal, claimed: ExecutionRow & { turnKey: string }, text: string, system?: string) {
   const events = await holdAndStart(db, env, principal, claimed, text, system);
   await announceStart(db, principal, claimed);
   return events;
 }
 
+/**
+ * One claim of an idle execution of the caller's workspace, under the workspace's
+ * MAX_ACTIVE_EXECUTIONS: the claimed row, or none.
+ */
+const claimAttempt = (db: Db, env: Env, principal: Principal, executionId: number, turnKey: string) =>
+  db
+    .update(executions)
+    .set({ status: 'working', turnKey, claimedAt: now() })
+    .where(
+      and(
+        eq(executions.id, executionId),
+        eq(executions.workspaceId, principal.workspaceId),
+        eq(executions.status, 'idle'),
+        sql`(SELECT COUNT(*) FROM ${executions} WHERE ${executions.workspaceId} = ${principal.workspaceId} AND ${executions.status} = 'working') < ${Number(env.MAX_ACTIVE_EXECUTIONS) || 1}`,
+      ),
+    )
+    .returning();
+
 /** Step 1: the claim; when the workspace's slots are taken, stale claims are settled first and the claim tried once more. */
 async function claim(db: Db, env: Env, principal: Principal, executionId: number, turnKey: string) {
-  const limit = Number(env.MAX_ACTIVE_EXECUTIONS) || 1;
-  const attempt = () =>
-    db
-      .update(executions)
-      .set({ status: 'working', turnKey, claimedAt: now() })
-      .where(
-        and(
-          eq(executions.id, executionId),
-          eq(executions.status, 'idle'),
-          sql`(SELECT COUNT(*) FROM ${executions} WHERE ${executions.workspaceId} = ${principal.workspaceId} AND ${executions.status} = 'working') < ${limit}`,
-        ),
-      )
-      .returning({ id: executions.id });
+  const attempt = () => claimAttempt(db, env, principal, executionId, turnKey);
   if ((await attempt()).length > 0) return;
   if ((await reconcileStale(db, env, principal.workspaceId)) > 0 && (await attempt()).length > 0) return;
   throw await slotsTaken(db, principal.workspaceId, executionId);
@@ -136,10 +178,10 @@ async function holdAndStart(db: Db, env: Env, principal: Principal, execution: E
   let reachedObject = false;
   try {
     // The turn's D1 context is read while the credits are held: neither waits for the other.
-    const keys = sealedTurnKeys(db, { userId: principal.userId, workspaceId: principal.workspaceId, skillSlug: execution.skillSlug });
-    const [hold, context] = await Promise.all([
-      keys.then((sealed) => holdCredits(db, principal, execution, sealed.byok !== null)),
+    const [hold, context, keys] = await Promise.all([
+      holdCredits(db, principal, execution),
       turnContext(db, principal, execution),
+      sealedTurnKeys(db, { userId: principal.userId, workspaceId: principal.workspaceId, skillSlug: execution.skillSlug }),
     ]);
     if (!hold.reserved) {
       await release(db, execution, turnKey, 'idle');
@@ -147,7 +189,7 @@ async function holdAndStart(db: Db, env: Env, principal: Principal, execution: E
     }
     const input = turnInput(principal, execution, context, { turnKey, budget: hold.amount, text, system });
     reachedObject = true;
-    const answer = await sessionOf(env, execution.id).startTurn(input, await keys);
+    const answer = await sessionOf(env, execution.id).startTurn(input, keys);
     if (answer.accepted) return answer.events;
     // The object refused the key: a cancel or the reconciler abandoned this turn before it arrived.
     await release(db, execution, turnKey, 'idle');
@@ -209,16 +251,15 @@ async function release(db: Db, execution: ExecutionRow, turnKey: string | null, 
  * passes the hold. A run on the user's own key (BYOK) costs nothing, so it holds nothing and
  * needs no credits.
  */
-async function holdCredits(db: Db, principal: Principal, execution: ExecutionRow & { turnKey: string }, ownKey: boolean) {
-  const budget = ownKey ? 0 : RUN_BUDGET;
-  return reserveCredits(db, {
+const holdCredits = (db: Db, principal: Principal, execution: ExecutionRow & { turnKey: string }) =>
+  reserveCredits(db, {
     userId: principal.userId,
     executionId: formatId('exec', execution.id),
     turnKey: execution.turnKey,
-    amount: budget,
-    minimum: Math.min(budget, MIN_RUN_BALANCE),
+    amount: RUN_BUDGET,
+    minimum: MIN_RUN_BALANCE,
+    waivedWhen: byokKeyExists(db, principal.userId),
   });
-}
 
 /** The turn's model key and bound secrets, encrypted as stored: read at its start (and again by a resumed turn). */
 export async function sealedTurnKeys(db: Db, turn: Pick<TurnInput, 'userId' | 'workspaceId' | 'skillSlug'>): Promise<SealedTurnKeys> {

@@ -1,4 +1,4 @@
-import { eq } from 'drizzle-orm';
+import { eq, exists } from 'drizzle-orm';
 import { z } from 'zod';
 import { BYOK_PROVIDERS, byokKeys } from '../../schema';
 import type { Principal } from '../auth/principal';
@@ -82,6 +82,9 @@ export async function deleteByok(db: Db, principal: Principal): Promise<Pick<Byo
   }
   return { hasKey: false, keyPreview: null };
 }
+
+/** Whether the user has a key, as a condition of another statement (the credit hold a run on it needs none of). */
+export const byokKeyExists = (db: Db, userId: string) => exists(db.select({ userId: byokKeys.userId }).from(byokKeys).where(eq(byokKeys.userId, userId)));
 
 /** The key that pays for a user's runs as stored (encrypted), or undefined. */
 export async function sealedByokKey(db: Db, userId: string): Promise<typeof byokKeys.$inferSelect | undefined> {

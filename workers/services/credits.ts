@@ -1,4 +1,4 @@
-import { and, desc, eq, isNull, sql } from 'drizzle-orm';
+import { and, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { CREDIT_TRANSACTION_TYPES, creditAccounts, creditReservations, creditTransactions, type CreditTransactionRow } from '../../schema';
 import type { Principal } from '../auth/principal';
@@ -143,16 +143,19 @@ const unsettledHold = (ref: HoldRef) =>
  * then it holds as much of `amount` as is available, provided that is at least `minimum`. The
  * hold is one conditional INSERT…SELECT on the account, batched with the recompute, and D1 runs
  * batches one at a time, so two holds never both take the same credits. Asking again for the
- * same hold takes nothing more and answers the first.
+ * same hold takes nothing more and answers the first. With `waivedWhen`, a condition the same
+ * statement evaluates, the hold is of nothing whenever it holds (a run on the user's own key),
+ * without a read of its own first.
  */
 export async function reserveCredits(
   db: Db,
-  request: HoldRef & { amount: number; minimum?: number },
+  request: HoldRef & { amount: number; minimum?: number; waivedWhen?: SQL },
 ): Promise<{ reserved: true; amount: number } | { reserved: false; available: number }> {
   const { userId } = request;
   const amount = hundredths(request.amount, 'amount');
   const minimum = hundredths(request.minimum ?? amount, 'minimum');
   const available = sql<number>`${creditAccounts.balance} - ${creditAccounts.reserved}`;
+  const waived = request.waivedWhen ?? sql`0`;
   const [, [held]] = await db.batch([
     ensureAccount(db, userId),
     db
@@ -163,12 +166,12 @@ export async function reserveCredits(
             id: sql<number>`NULL`.as('id'),
             userId: creditAccounts.userId,
             executionId: sql<string>`${holdKey(request)}`.as('execution_id'),
-            amount: sql<number>`MIN(${amount}, ${available})`.as('amount'),
+            amount: sql<number>`CASE WHEN ${waived} THEN 0 ELSE MIN(${amount}, ${available}) END`.as('amount'),
             createdAt: sql<number>`${now()}`.as('created_at'),
             settledAt: sql<number | null>`NULL`.as('settled_at'),
           })
           .from(creditAccounts)
-          .where(and(eq(creditAccounts.userId, userId), sql`${available} >= ${minimum}`)),
+          .where(and(eq(creditAccounts.userId, userId), sql`(${waived} OR ${available} >= ${minimum})`)),
       )
       .onConflictDoNothing({ target: creditReservations.executionId })
       .returning({ amount: creditReservations.amount }),

@@ -5,7 +5,7 @@ import { withoutSupersededText, type ExecutionEvent } from '../executions/events
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { conflict } from '../errors';
-import { CANCEL_WAIT_MS, currentExecution, interruptTurn, startTurn } from '../executions/lifecycle';
+import { CANCEL_WAIT_MS, currentExecution, interruptTurn, startTurn, startTurnById } from '../executions/lifecycle';
 import { now, toIso } from '../lib/clock';
 import { formatId } from '../lib/ids';
 import { byIntegerId, cursorPage, DEFAULT_PAGE, mapPage } from '../lib/pagination';
@@ -105,15 +105,16 @@ const present = (executionId: number, e: ExecutionEvent) => ({
  * 409 EXECUTION_RUNNING, to a finished one 409 CONFLICT); `user.interrupt` stops a working one.
  */
 export async function postEvents(db: Db, env: Env, principal: Principal, rawId: string, body: PostEventsBody) {
-  const execution = await currentExecution(db, env, principal, rawId);
   const event = body.events[0]!;
   if (event.type === 'user.interrupt') {
+    const execution = await currentExecution(db, env, principal, rawId);
     if (execution.status !== 'working') throw conflict('The execution is not running');
     const { outcome } = await interruptTurn(db, env, principal, execution);
     return { data: (outcome.state === 'finished' ? [] : outcome.events).map((e) => present(execution.id, e)) };
   }
   const text = event.content.map((b) => b.text).join('\n');
-  return { data: (await startTurn(db, env, principal, execution, text)).map((e) => present(execution.id, e)) };
+  const { execution, events } = await startTurnById(db, env, principal, rawId, text);
+  return { data: events.map((e) => present(execution.id, e)) };
 }
 
 /**
