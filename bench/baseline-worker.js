@@ -1,12 +1,50 @@
 // The baseline: a bare Worker that streams N Server-Sent Events as fast as workerd allows,
 // with the same frame shape as an execution stream; and at /json, a JSON document shaped like the
 // memory document (`content` of `?chars=` characters). What the service adds is measured against it.
+// The floors answer the same document after one of the calls a keyed read makes, with nothing
+// of the service around them: /floor/object (a Durable Object call that does nothing),
+// /floor/counter (one that counts the request in its storage, as a rate limit must),
+// /floor/d1 (a D1 read) and /floor/counter-d1 (both, one after the other).
+import { DurableObject } from 'cloudflare:workers';
+
+/** A counter in synchronous storage, the way the service's rate limits count. */
+export class Floor extends DurableObject {
+  nothing() {
+    return true;
+  }
+
+  count(windowMs) {
+    const kv = this.ctx.storage.kv;
+    const t = Date.now();
+    const window = t - (t % windowMs);
+    const count = kv.get('window') === window ? (kv.get('count') ?? 0) : 0;
+    kv.put('window', window);
+    kv.put('count', count + 1);
+    return true;
+  }
+}
+
+const document = (chars) => Response.json({ content: 'x'.repeat(chars), updatedAt: new Date().toISOString() });
+
+const floors = {
+  '/floor/object': (env) => env.FLOOR.getByName('bench').nothing(),
+  '/floor/counter': (env) => env.FLOOR.getByName('bench').count(60_000),
+  '/floor/d1': (env) => env.DB.prepare('SELECT ?1 AS content').bind('x').first(),
+  '/floor/counter-d1': async (env) => {
+    await env.FLOOR.getByName('bench').count(60_000);
+    return env.DB.prepare('SELECT ?1 AS content').bind('x').first();
+  },
+};
+
 export default {
-  async fetch(request) {
+  async fetch(request, env) {
     const url = new URL(request.url);
-    if (url.pathname === '/json') {
-      const chars = Number(url.searchParams.get('chars') ?? 0);
-      return Response.json({ content: 'x'.repeat(chars), updatedAt: new Date().toISOString() });
+    const chars = Number(url.searchParams.get('chars') ?? 0);
+    if (url.pathname === '/json') return document(chars);
+    const floor = floors[url.pathname];
+    if (floor) {
+      await floor(env);
+      return document(chars);
     }
     const n = Number(url.searchParams.get('n') ?? 100);
     const encoder = new TextEncoder();

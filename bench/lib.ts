@@ -1,8 +1,9 @@
 /** What the benches share: starting the service and the bare baseline under `wrangler dev`, wrk, an open-loop client, medians. */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { freePort, startService as startE2eService } from '../test/e2e/helpers';
@@ -44,9 +45,22 @@ export async function startService(config: string, stateDir: string): Promise<Be
 /** The bare Worker (bench/baseline-worker.js) under `wrangler dev`. */
 export async function startBaseline() {
   const port = await freePort();
+  // Its object and database (the floors) keep their state apart from everything else, and go with it.
+  const stateDir = mkdtempSync(join(tmpdir(), 'wss-baseline-'));
   const child = spawn(
     process.execPath,
-    ['node_modules/wrangler/bin/wrangler.js', 'dev', '--config', 'bench/baseline.wrangler.toml', '--port', String(port), '--ip', '127.0.0.1'],
+    [
+      'node_modules/wrangler/bin/wrangler.js',
+      'dev',
+      '--config',
+      'bench/baseline.wrangler.toml',
+      '--port',
+      String(port),
+      '--ip',
+      '127.0.0.1',
+      '--persist-to',
+      stateDir,
+    ],
     {
       detached: true,
       stdio: 'ignore',
@@ -62,7 +76,13 @@ export async function startBaseline() {
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { base, stop: () => process.kill(-child.pid!, 'SIGTERM') };
+  return {
+    base,
+    stop: () => {
+      process.kill(-child.pid!, 'SIGTERM');
+      child.once('exit', () => rmSync(stateDir, { recursive: true, force: true }));
+    },
+  };
 }
 
 export interface WrkResult {

@@ -8,7 +8,8 @@
  * calling and counts the request there, then reads the document (D1); the limit itself is raised
  * for this instance (bench/service-worker.ts), so the load is not answered 429. For comparison it
  * also prints the Worker's own cost (/health) and the cost with one Durable Object call (no
- * credential: the per-IP counter, then 401).
+ * credential: the per-IP counter, then 401), and the floors: the bare Worker making the same
+ * kinds of call (an object call, a counting one, a D1 read) with nothing of the service around them.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -77,11 +78,20 @@ async function main() {
     // Where a keyed read's time goes: the Worker with no storage call (/health), and with one
     // Durable Object call (no credential: the per-IP counter answers, then 401).
     const parts = { '/health, no storage call': `${service.base}/health`, 'no credential, one object call (401)': serviceUrl };
+    // What the runtime itself charges for those calls: the bare Worker making each of them (bench/baseline-worker.js).
+    const floors = {
+      'one object call that does nothing': `${baseline.base}/floor/object?chars=${MEMORY_CHARS}`,
+      'one object call that counts in storage': `${baseline.base}/floor/counter?chars=${MEMORY_CHARS}`,
+      'one D1 read': `${baseline.base}/floor/d1?chars=${MEMORY_CHARS}`,
+      'a counting object call, then a D1 read': `${baseline.base}/floor/counter-d1?chars=${MEMORY_CHARS}`,
+    };
+    const floorRuns = Object.fromEntries(Object.keys(floors).map((name) => [name, [] as WrkResult[]]));
     const partRuns = Object.fromEntries(Object.keys(parts).map((name) => [name, [] as WrkResult[]]));
     for (let round = 0; round < ROUNDS; round++) {
       for (const kind of kinds) closed[kind].push(wrk(serviceUrl, { connections: CONNECTIONS, seconds: SECONDS, headers: credentials[kind] }));
       closed.baseline.push(wrk(baselineUrl, { connections: CONNECTIONS, seconds: SECONDS }));
       for (const [name, url] of Object.entries(parts)) partRuns[name]!.push(wrk(url, { connections: CONNECTIONS, seconds: SECONDS }));
+      for (const [name, url] of Object.entries(floors)) floorRuns[name]!.push(wrk(url, { connections: CONNECTIONS, seconds: SECONDS }));
     }
 
     const of = <R>(rs: R[], pick: (r: R) => number) => median(rs.map(pick));
@@ -106,6 +116,11 @@ async function main() {
       const partRps = of(rs, (r) => r.requestsPerSecond);
       console.log(`    for comparison, ${name}: ratio ${ratio(partRps, rps('baseline'))} (${partRps.toFixed(0)}/s)`);
     }
+    console.log('  the bare Worker with the same calls (the floor a keyed read of this design can reach here):');
+    for (const [name, rs] of Object.entries(floorRuns)) {
+      const floorRps = of(rs, (r) => r.requestsPerSecond);
+      console.log(`    ${name}: ratio ${ratio(floorRps, rps('baseline'))} (${floorRps.toFixed(0)}/s)`);
+    }
     const p99 = { service: of(closed['API key'], (r) => r.p99Ms), baseline: of(closed.baseline, (r) => r.p99Ms) };
     console.log(
       `  p99 latency, API key              ratio ${ratio(p99.service, p99.baseline)}   (lower is better; service ${p99.service.toFixed(1)} ms, baseline ${p99.baseline.toFixed(1)} ms)`,
@@ -120,6 +135,7 @@ async function main() {
       ['baseline', closed.baseline],
       ['open loop, API key', open.service],
       ['open loop, baseline', open.baseline],
+      ['floors', Object.values(floorRuns).flat()],
     ];
     console.log(
       `  non-2xx responses: ${runs.map(([name, rs]) => `${name} ${sum(rs, (r) => r.non2xx)} of ${sum(rs, (r) => r.requests)}`).join(', ')}; socket errors: ${sum(
