@@ -56,9 +56,8 @@ function run(command, commandArgs) {
 
 /** Local D1 migrations, then the built-in catalog into the local marketplace (before wrangler dev opens the same files). */
 function prepareLocalState() {
-  run('wrangler', ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', STATE_DIR]);
   run('tsx', ['scripts/catalog-build.ts']);
-  run('tsx', ['scripts/catalog-load.ts', '--persist-to', STATE_DIR]);
+  run('tsx', ['scripts/catalog-load.ts', '--migrate', '--persist-to', STATE_DIR]);
 }
 
 async function waitForServer(base, child) {
