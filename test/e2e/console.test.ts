@@ -131,6 +131,11 @@ describe('the console in a browser', () => {
     const text = (await output().textContent())!;
     expect(text.startsWith(before.slice(0, 40))).toBe(true);
     expect(text.match(/Key points/g)).toHaveLength(1);
+    // The whole answer is drawn as Markdown: its headings, emphasis and list, not their marks.
+    await output().getByRole('heading', { name: 'Key points' }).waitFor();
+    expect(await output().getByRole('listitem').filter({ hasText: 'Ben writes the notes.' }).count()).toBe(1);
+    expect(await output().locator('strong', { hasText: 'Request:' }).count()).toBe(1);
+    expect(text).not.toContain('### ');
     await page.getByLabel('Follow-up').waitFor();
 
     // The run's files: a safe preview of its Markdown notes, and a download of the same bytes.

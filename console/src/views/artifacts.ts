@@ -1,6 +1,6 @@
 import { ApiError, api, apiHeaders, fetchPolitely } from '../api';
-import { alertBox, h, show, type Kid } from '../dom';
-import { parseMarkdown, type Block, type Inline } from '../markdown';
+import { alertBox, h, show } from '../dom';
+import { markdownNodes } from '../rich-text';
 
 interface Artifact {
   id: string;
@@ -21,23 +21,6 @@ async function bytesOf(artifact: Artifact): Promise<Blob> {
   if (!res.ok) throw new ApiError(res.status, 'ERROR', `The file could not be read (${res.status})`);
   return res.blob();
 }
-
-function inline(run: Inline): Node {
-  if (run.kind === 'link') return h('a', { href: run.href, rel: 'noopener noreferrer nofollow', target: '_blank' }, run.text);
-  if (run.kind === 'text') return document.createTextNode(run.text);
-  return h(run.kind, {}, run.text);
-}
-
-const block = (b: Block): Kid => {
-  if (b.kind === 'heading') return h(`h${Math.min(b.level + 2, 6) as 3}`, {}, b.inlines.map(inline));
-  if (b.kind === 'paragraph') return h('p', {}, b.inlines.map(inline));
-  if (b.kind === 'code') return h('pre', {}, h('code', {}, b.text));
-  return h(
-    b.ordered ? 'ol' : 'ul',
-    {},
-    b.items.map((item) => h('li', {}, item.map(inline))),
-  );
-};
 
 /**
  * A run's files, under its output: each with Download and, for Markdown and text, a preview drawn
@@ -79,7 +62,7 @@ export function artifactsSection(executionId: string) {
                     h(
                       'section',
                       { class: 'preview', 'aria-label': `Preview of ${artifact.name}` },
-                      isMarkdown(artifact) ? parseMarkdown(text).map(block) : h('pre', {}, text),
+                      isMarkdown(artifact) ? markdownNodes(text) : h('pre', {}, text),
                     ),
                   );
                 } catch (error) {

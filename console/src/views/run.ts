@@ -2,6 +2,7 @@ import { api, ApiError, post } from '../api';
 import { alertBox, field, h, show, statusBadge } from '../dom';
 import { onThisOrigin } from '../live';
 import { artifactsSection } from './artifacts';
+import { markdownNodes } from '../rich-text';
 
 interface Status {
   executionId: string;
@@ -57,13 +58,19 @@ export async function run(app: HTMLElement, id: string) {
   let lastText: HTMLElement | undefined;
   let drawnWorking: boolean | undefined;
 
+  // An answer streams in as plain text and is drawn as Markdown once it is whole (the next part
+  // or the end of the turn), so a screen reader hears it as it comes and once more at most.
+  const finishAnswer = () => {
+    if (lastText) show(lastText, markdownNodes(lastText.textContent ?? ''));
+    lastText = undefined;
+  };
   const drawPart = (part: Part) => {
     if (part.kind === 'text') {
-      lastText ??= output.appendChild(h('p', { class: 'answer' }));
-      lastText.textContent += part.text;
+      lastText ??= output.appendChild(h('div', { class: 'answer' }));
+      lastText.append(part.text);
       return;
     }
-    lastText = undefined;
+    finishAnswer();
     if (part.kind === 'you') output.append(h('p', { class: 'you' }, h('strong', {}, 'You: '), part.text));
     else if (part.kind === 'tool') output.append(h('details', { class: 'tool' }, h('summary', {}, `Tool: ${part.text}`), h('pre', {}, part.detail)));
     else output.append(h('p', { class: 'muted' }, part.text));
@@ -92,8 +99,10 @@ export async function run(app: HTMLElement, id: string) {
     else if (event.type === 'agent.tool_use') addPart({ kind: 'tool', text: String(p.label ?? p.name ?? 'tool'), detail: JSON.stringify(p, null, 2) });
     else if (event.type === 'user.interrupt') addPart({ kind: 'info', text: 'Interrupted.' });
     else if (event.type === 'session.status_running') [seen.working, seen.stopReason] = [true, undefined];
-    else if (event.type === 'session.status_idle') [seen.working, seen.stopReason] = [false, (p.stop_reason as { type?: string } | undefined)?.type];
-    else if (event.type === 'execution.result') {
+    else if (event.type === 'session.status_idle') {
+      [seen.working, seen.stopReason] = [false, (p.stop_reason as { type?: string } | undefined)?.type];
+      finishAnswer();
+    } else if (event.type === 'execution.result') {
       const usage = p.tokenUsage as { input_tokens?: number; output_tokens?: number; inputTokens?: number; outputTokens?: number } | undefined;
       seen.cost = Number(p.cost ?? 0);
       if (usage) seen.tokens = { input: usage.input_tokens ?? usage.inputTokens ?? 0, output: usage.output_tokens ?? usage.outputTokens ?? 0 };
@@ -209,6 +218,7 @@ export async function run(app: HTMLElement, id: string) {
     ),
   );
   for (const part of seen.parts) drawPart(part);
+  if (!seen.working) finishAnswer();
   seen.timeline.forEach(drawEvent);
   drawState();
   await Promise.all([stream(), files.refresh()]);
