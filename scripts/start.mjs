@@ -6,7 +6,7 @@
 // person needs and the banner with the key comes last; `--verbose` prints it all instead.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const verbose = process.argv.includes('--verbose');
@@ -54,9 +54,22 @@ function run(command, commandArgs) {
   process.exit(result.status ?? 1);
 }
 
+const CATALOG = 'catalog/dist/catalog.json';
+/** What the built catalog is made from: the skills and the code that reads and validates them. */
+const CATALOG_SOURCES = ['catalog/skills', 'scripts', 'workers/lib', 'workers/services/catalog.ts'];
+
+/** The newest modification time under a path. */
+const newest = (path) => {
+  const stat = statSync(path);
+  return stat.isDirectory() ? Math.max(stat.mtimeMs, ...readdirSync(path).map((name) => newest(join(path, name)))) : stat.mtimeMs;
+};
+
+/** Whether catalog/dist/catalog.json was built after its last source changed (then it is not built again). */
+const catalogIsCurrent = () => existsSync(CATALOG) && CATALOG_SOURCES.every((path) => newest(path) < statSync(CATALOG).mtimeMs);
+
 /** Local D1 migrations, then the built-in catalog into the local marketplace (before wrangler dev opens the same files). */
 function prepareLocalState() {
-  run('tsx', ['scripts/catalog-build.ts']);
+  if (!catalogIsCurrent()) run('tsx', ['scripts/catalog-build.ts']);
   run('tsx', ['scripts/catalog-load.ts', '--migrate', '--persist-to', STATE_DIR]);
 }
 
