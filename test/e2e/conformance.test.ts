@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startService, type RunningService } from './helpers';
+import { freePort, type RunningService } from './helpers';
+import { startPrepared } from './prepared';
 
 /**
  * The official MCP conformance suite (@modelcontextprotocol/conformance) run against `npm start`.
@@ -53,7 +54,7 @@ describe('the official MCP conformance suite', () => {
   const outDir = mkdtempSync(join(tmpdir(), 'mcp-conformance-'));
 
   beforeAll(async () => {
-    service = await startService();
+    service = await startPrepared();
     const port = await freePort();
     proxyUrl = `http://127.0.0.1:${port}/mcp`;
     proxy = createServer(async (req, res) => {

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
-import { startService, type RunningService } from './helpers';
+import { type RunningService } from './helpers';
+import { startPrepared } from './prepared';
 
 const screenshots = join('.wrangler', 'screenshots', 'console');
 mkdirSync(screenshots, { recursive: true });
@@ -65,7 +66,7 @@ describe('the console in a browser', () => {
 
   beforeAll(async () => {
     // Words 40 ms apart: a run streams for a few seconds, long enough to watch, reload and interrupt.
-    [service, browser] = await Promise.all([startService(120_000, { args: ['--var', 'LOCAL_MODEL_DELAY_MS:40'] }), launchChromium()]);
+    [service, browser] = await Promise.all([startPrepared(120_000, { args: ['--var', 'LOCAL_MODEL_DELAY_MS:40'] }), launchChromium()]);
   });
   afterAll(async () => {
     await browser?.close();

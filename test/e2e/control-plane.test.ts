@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type RunningService } from './helpers';
+import { type RunningService } from './helpers';
+import { startPrepared } from './prepared';
 
 /** The control plane over real sockets: a WebSocket client and a streaming fetch against npm start. */
 describe('the control plane against npm start', () => {
   let service: RunningService;
   beforeAll(async () => {
-    service = await startService();
+    service = await startPrepared();
   });
   afterAll(async () => {
     await service?.stop();

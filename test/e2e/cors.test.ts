@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
-import { freePort, startService, type RunningService } from './helpers';
+import { freePort, type RunningService } from './helpers';
+import { startPrepared } from './prepared';
 
 /**
  * A page on another origin (a tiny node http server on its own port) uses the service the way a
@@ -22,7 +23,7 @@ describe('the service from a page on another origin', () => {
     page = createServer((_req, res) =>
       res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Another origin</title><h1>Another origin</h1>'),
     ).listen(port, '127.0.0.1');
-    [service, browser] = await Promise.all([startService(), launchChromium()]);
+    [service, browser] = await Promise.all([startPrepared(), launchChromium()]);
   });
   afterAll(async () => {
     await browser?.close();

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from './helpers';
+import { startPrepared } from './prepared';
 
 const WORKSPACES = 16;
 /**
@@ -49,7 +50,7 @@ describe('a crash in the middle of a burst of run starts', () => {
 
   beforeAll(
     async () => {
-      service = await startService(READY_MS, { stateDir, args: ARGS });
+      service = await startPrepared(READY_MS, { stateDir, args: ARGS });
       for (let i = 0; i < WORKSPACES; i++) {
         const signUp = await fetch(`${service.base}/auth/sign-up/email`, {
           method: 'POST',

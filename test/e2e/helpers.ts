@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +33,8 @@ export interface StartOptions {
    * seed), as after a crash: ready when it answers, with the key saved in the state's dev-seed.json.
    */
   restart?: boolean;
+  /** A prepared state to copy into the state directory first; then as `restart`. */
+  from?: string;
 }
 
 /**
@@ -44,12 +46,14 @@ export async function startService(timeoutMs = 90_000, options: StartOptions = {
   const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), 'wss-e2e-'));
   const base = `http://127.0.0.1:${port}`;
   const started = Date.now();
+  if (options.from) cpSync(options.from, stateDir, { recursive: true });
+  const alone = options.restart || options.from !== undefined;
   const args = ['--port', String(port), '--persist-to', stateDir, '--ip', '127.0.0.1', ...(options.args ?? [])];
-  const child: ChildProcess = spawn(
-    process.execPath,
-    options.restart ? ['node_modules/wrangler/bin/wrangler.js', 'dev', ...args] : ['scripts/start.mjs', ...args],
-    { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, WRANGLER_SEND_METRICS: 'false' } },
-  );
+  const child: ChildProcess = spawn(process.execPath, alone ? ['node_modules/wrangler/bin/wrangler.js', 'dev', ...args] : ['scripts/start.mjs', ...args], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, WRANGLER_SEND_METRICS: 'false' },
+  });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
@@ -63,7 +67,7 @@ export async function startService(timeoutMs = 90_000, options: StartOptions = {
     if (!options.stateDir) rmSync(stateDir, { recursive: true, force: true });
   };
 
-  const name = options.restart ? 'wrangler dev' : 'npm start';
+  const name = alone ? 'wrangler dev' : 'npm start';
   let settled = false;
   const apiKey = await new Promise<string>((resolve, reject) => {
     const settle = (outcome: () => void) => {
@@ -74,7 +78,7 @@ export async function startService(timeoutMs = 90_000, options: StartOptions = {
     };
     const timer = setTimeout(() => settle(() => reject(new Error(`${name} was not ready in ${timeoutMs} ms:\n${out}`))), timeoutMs);
     child.once('exit', (code) => settle(() => reject(new Error(`${name} exited with ${code}:\n${out}`))));
-    if (options.restart) {
+    if (alone) {
       const { apiKey: saved } = JSON.parse(readFileSync(join(stateDir, 'dev-seed.json'), 'utf8')) as { apiKey: string };
       const poll = (): unknown =>
         !settled &&

@@ -6,7 +6,8 @@ import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } fr
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
-import { freePort, newAccount, startService, type RunningService } from './helpers';
+import { freePort, newAccount, type RunningService } from './helpers';
+import { startPrepared } from './prepared';
 
 /**
  * A stock MCP client as shipped: the TypeScript SDK's own OAuth machinery (`auth()` and the
@@ -54,7 +55,7 @@ describe('stock MCP clients signing in with nothing but the URL', () => {
     }).listen(port, '127.0.0.1');
     [service, browser] = await Promise.all([
       // Only for this local run: the metadata document is served over http on a loopback address.
-      startService(90_000, { args: ['--var', 'OAUTH_ALLOW_HTTP_LOOPBACK_CLIENT_METADATA:true'] }),
+      startPrepared(90_000, { args: ['--var', 'OAUTH_ALLOW_HTTP_LOOPBACK_CLIENT_METADATA:true'] }),
       launchChromium(),
     ]);
   });

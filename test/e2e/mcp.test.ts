@@ -1,13 +1,14 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type RunningService } from './helpers';
+import { type RunningService } from './helpers';
+import { startPrepared } from './prepared';
 
 /** The MCP endpoint as an MCP client sees it: the SDK's own client over real HTTP against `npm start`. */
 describe('MCP over wrangler dev', () => {
   let service: RunningService;
   beforeAll(async () => {
-    service = await startService();
+    service = await startPrepared();
   });
   afterAll(() => service?.stop());
 

@@ -3,7 +3,8 @@ import * as oauth from 'oauth4webapi';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
-import { freePort, startService, type RunningService } from './helpers';
+import { freePort, type RunningService } from './helpers';
+import { startPrepared } from './prepared';
 
 /**
  * The whole authorization-code flow as a real client and a real browser see it: oauth4webapi
@@ -22,7 +23,7 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
     redirectUri = `http://127.0.0.1:${port}/callback`;
     // The client's redirect target: it only has to answer, the test reads the URL from the browser.
     callback = createServer((_req, res) => res.end('You can close this window.')).listen(port, '127.0.0.1');
-    [service, browser] = await Promise.all([startService(), launchChromium()]);
+    [service, browser] = await Promise.all([startPrepared(), launchChromium()]);
   });
   afterAll(async () => {
     await browser?.close();

@@ -7,7 +7,8 @@ import openapiTS, { astToString } from 'openapi-typescript';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
-import { startService, type RunningService } from './helpers';
+import { type RunningService } from './helpers';
+import { startPrepared } from './prepared';
 
 /**
  * What a newcomer opens first, against `npm start`: the home page and the API reference in a
@@ -22,7 +23,7 @@ describe('the home page, the API reference and the examples', () => {
   let service: RunningService;
   let browser: Browser;
   beforeAll(async () => {
-    [service, browser] = await Promise.all([startService(), launchChromium()]);
+    [service, browser] = await Promise.all([startPrepared(), launchChromium()]);
   });
   afterAll(async () => {
     await browser?.close();

@@ -4,6 +4,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/e2e/**/*.test.ts'],
+    globalSetup: ['test/e2e/global-setup.ts'],
     environment: 'node',
     testTimeout: 120_000,
     hookTimeout: 120_000,
