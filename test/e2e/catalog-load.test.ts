@@ -58,7 +58,6 @@ describe('npm run catalog:load', () => {
     dir = mkdtempSync(join(tmpdir(), 'wss-catalog-'));
     state = join(dir, 'state');
     catalog = join(dir, 'catalog.json');
-    await run(process.execPath, ['node_modules/wrangler/bin/wrangler.js', 'd1', 'migrations', 'apply', 'DB', '--local', '--persist-to', state], { env });
     write('alpha-notes', 'You take notes.');
     write('beta-notes', 'You take other notes.');
     await build();
@@ -66,7 +65,8 @@ describe('npm run catalog:load', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('loads the catalog, then changes nothing on a second load, then updates only a changed skill', async () => {
-    expect(await load()).toContain('2 skills in the local marketplace: 2 added, 0 updated, 0 unchanged');
+    // The state starts empty: --migrate (as npm start loads) applies the migrations first.
+    expect(await load('--migrate')).toContain('2 skills in the local marketplace: 2 added, 0 updated, 0 unchanged');
     const first = await rows();
     expect(first).toEqual([
       expect.objectContaining({ slug: 'alpha-notes', category: 'general', repository: 'https://github.com/acme/skills' }),
