@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from './helpers';
+import { startPrepared } from './prepared';
 
 /**
  * The local model's words come this far apart, so a run lasts several seconds and can be killed
@@ -34,11 +35,13 @@ describe('a crash of wrangler dev and a restart on the same state', () => {
   let napLaunchedAt: number;
   let stepRun: string;
   let stepExecution: string;
+  /** A person signed up on this service (with its WELCOME_CREDITS): their session token. */
+  let token: string;
 
   const api = async (path: string, body?: unknown, method = body === undefined ? 'GET' : 'POST') => {
     const res = await fetch(`${service.base}${path}`, {
       method,
-      headers: { 'x-api-key': service.apiKey, 'content-type': 'application/json' },
+      headers: { 'x-auth-token': token, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: res.status, body: (await res.json()) as any };
@@ -87,7 +90,14 @@ describe('a crash of wrangler dev and a restart on the same state', () => {
 
   beforeAll(
     async () => {
-      service = await startService(READY_MS, { stateDir, args: ARGS });
+      service = await startPrepared(READY_MS, { stateDir, args: ARGS });
+      const signUp = await fetch(`${service.base}/auth/sign-up/email`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'restart@example.test', password: 'correct horse battery staple', name: 'Restart' }),
+      });
+      expect(signUp.status).toBe(201);
+      ({ token } = (await signUp.json()) as { token: string });
       expect((await api('/api/v1/skills/e2e-restart', SKILL, 'PUT')).status).toBeLessThan(300);
       const installs = [
         workflow('e2e-nap', [
@@ -124,10 +134,8 @@ describe('a crash of wrangler dev and a restart on the same state', () => {
       for (const id of [skillRun, stepExecution]) expect((await api(`/api/v1/executions/${id}/status`)).body.status).toBe('working');
       expect((await api(`/api/v1/workflows/runs/${stepRun}`)).body.run.snapshot.value).toEqual({ run: 'running' });
 
-      const { apiKey } = service;
       await service.stop('SIGKILL');
       service = await startService(READY_MS, { stateDir, args: ARGS, restart: true });
-      expect(service.apiKey).toBe(apiKey);
     },
     2 * READY_MS + 60_000,
   );

@@ -1,19 +1,25 @@
 import { readdirSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type RunningService } from './helpers';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type RunningService } from './helpers';
+import { startPrepared } from './prepared';
 
+/**
+ * The suite's own `npm start` on fresh state (test/e2e/global-setup.ts): what it printed, and the
+ * service on exactly the state it prepared.
+ */
 describe('npm start', () => {
-  let service: RunningService & { readyAfterMs: number };
+  const printed = inject('npmStart');
+  let service: RunningService;
   beforeAll(async () => {
-    service = await startService();
+    service = await startPrepared();
   });
   afterAll(async () => {
     await service?.stop();
   });
 
   it('is ready within a minute and serves GET /api/v1/profile for the printed key', async () => {
-    expect(service.readyAfterMs).toBeLessThan(60_000);
-    const res = await fetch(`${service.base}/api/v1/profile`, { headers: { 'x-api-key': service.apiKey } });
+    expect(printed.readyAfterMs).toBeLessThan(60_000);
+    const res = await fetch(`${service.base}/api/v1/profile`, { headers: { 'x-api-key': printed.apiKey } });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-ratelimit-limit')).toBe('100');
     expect(await res.json()).toMatchObject({ email: 'dev@localhost.test', scopes: ['*'], workspace: { role: 'owner' } });
@@ -31,7 +37,7 @@ describe('npm start', () => {
   });
 
   it('runs the three-step flow over real HTTP, streaming events as they happen', async () => {
-    const headers = { 'x-api-key': service.apiKey, 'content-type': 'application/json' };
+    const headers = { 'x-api-key': printed.apiKey, 'content-type': 'application/json' };
     const api = (path: string, init: RequestInit = {}) => fetch(`${service.base}${path}`, { ...init, headers });
     await api('/api/v1/skills/e2e-notes', {
       method: 'PUT',
@@ -70,7 +76,7 @@ describe('npm start', () => {
   });
 
   it('prints a sign-in that works', async () => {
-    const match = /Sign in:\s+(\S+) \/ (\S+)/.exec(service.output());
+    const match = /Sign in:\s+(\S+) \/ (\S+)/.exec(printed.output);
     expect(match).not.toBeNull();
     const res = await fetch(`${service.base}/auth/sign-in/email`, {
       method: 'POST',
