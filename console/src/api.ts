@@ -28,13 +28,34 @@ export class ApiError extends Error {
 const RATE_LIMIT_RETRIES = 3;
 const MAX_RETRY_WAIT_S = 60;
 
+/** Requests now waiting out a 429: while any is, the page's wait notice (the shell's `#api-wait`) says so. */
+let waiting = 0;
+
+/** Waits `seconds`, telling the person why (a polite status, shown and announced once per wait). */
+async function waitOut(seconds: number) {
+  const notice = document.getElementById('api-wait');
+  waiting++;
+  if (notice) {
+    notice.textContent = `The service is limiting requests for a moment: trying again in ${seconds} s.`;
+    notice.hidden = false;
+  }
+  try {
+    await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  } finally {
+    waiting--;
+    if (notice && waiting === 0) {
+      notice.hidden = true;
+      notice.textContent = '';
+    }
+  }
+}
+
 /** fetch, waiting out a 429's Retry-After (the API's per-user limit) before trying again. */
 export async function fetchPolitely(url: string, init: RequestInit): Promise<Response> {
   for (let attempt = 0; ; attempt++) {
     const res = await fetch(url, init);
     if (res.status !== 429 || attempt === RATE_LIMIT_RETRIES) return res;
-    const wait = Math.min(Number(res.headers.get('retry-after')) || 1, MAX_RETRY_WAIT_S);
-    await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+    await waitOut(Math.min(Number(res.headers.get('retry-after')) || 1, MAX_RETRY_WAIT_S));
   }
 }
 

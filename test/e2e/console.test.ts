@@ -414,6 +414,24 @@ describe('the console in a browser', () => {
     await check('trace');
   });
 
+  it('says so while it waits out the API rate limit', async () => {
+    page = await signUp('Busy Person');
+    // The person's 100 requests of this minute, spent from the page as the console calls (cookie and CSRF token).
+    const statuses = (await page.evaluate(`(async () => {
+      const headers = { 'x-csrf-token': document.querySelector('meta[name="csrf-token"]').content };
+      const answers = await Promise.all(Array.from({ length: 100 }, () => fetch('/api/v1/profile', { headers })));
+      return answers.map((res) => res.status);
+    })()`)) as number[];
+    expect(statuses).toContain(429);
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Memory' }).click();
+    await page
+      .getByRole('status')
+      .getByText(/^The service is limiting requests for a moment: trying again in \d+ s\.$/)
+      .waitFor();
+    expect(await page.locator('#app').getAttribute('aria-busy')).toBe('true');
+    await check('rate-limited');
+  });
+
   it('shows the other sections accessibly, and no page was refused by its CSP or failed', async () => {
     page = runner;
     for (const [path, name] of [

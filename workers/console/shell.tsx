@@ -72,6 +72,7 @@ export const ConsoleShell: FC<ShellProps> = (p) => (
         </header>
         <main id="main" tabindex={-1}>
           <h1>{p.title}</h1>
+          <p id="api-wait" class="wait-notice" role="status" hidden></p>
           <div id="app" aria-busy="true">
             <noscript>The console needs JavaScript. Everything it shows is also in the API: see /docs.</noscript>
           </div>
