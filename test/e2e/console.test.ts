@@ -157,6 +157,17 @@ describe('the console in a browser', () => {
     expect(saved).toMatch(/^# Notes: /);
     expect(saved).toContain('<script>window.hacked=1</script>');
 
+    // The finished run opened afresh (a new tab has seen nothing of it) replays to its end and lists its files once.
+    const fresh = await page.context().newPage();
+    const listings: string[] = [];
+    fresh.on('request', (request) => request.url().includes('/api/v1/artifacts?') && listings.push(request.url()));
+    await fresh.goto(page.url());
+    await fresh.getByRole('list', { name: 'Artifacts' }).getByText('output.md').waitFor();
+    await fresh.getByRole('list', { name: 'Event timeline', includeHidden: true }).getByText('session.status_idle').waitFor({ state: 'attached' });
+    await fresh.waitForLoadState('networkidle');
+    expect(listings).toHaveLength(1);
+    await fresh.close();
+
     // Home now lists the run.
     await nav.getByRole('link', { name: 'Home' }).click();
     await page.getByRole('heading', { name: 'Recent runs' }).waitFor();

@@ -55,6 +55,9 @@ export async function run(app: HTMLElement, id: string) {
   const timeline = h('ol', { class: 'timeline', 'aria-label': 'Event timeline' });
   const drawEvent = ([seq, type]: [number, string]) => timeline.append(h('li', {}, h('span', { class: 'muted' }, `#${seq} `), type));
   const files = artifactsSection(id);
+  // The files are listed when the page opens and again when a turn it watched working ends; a run
+  // that had ended before the page opened (its replay ends with an idle too) is listed once.
+  let watching = status.status === 'working';
   let lastText: HTMLElement | undefined;
   let drawnWorking: boolean | undefined;
 
@@ -129,7 +132,7 @@ export async function run(app: HTMLElement, id: string) {
       save();
       if (event.type === 'session.status_idle') {
         es.close();
-        void files.refresh();
+        if (watching) void files.refresh();
       }
     };
     // An ended run answers 204 and the browser stops; a dropped connection reconnects by itself.
@@ -179,7 +182,7 @@ export async function run(app: HTMLElement, id: string) {
           show(notice);
           try {
             await post(`/executions/${encodeURIComponent(id)}/events`, { events: [{ type: 'user.message', content: [{ type: 'text', text: box.value }] }] });
-            seen.working = true;
+            seen.working = watching = true;
             drawState();
             await stream();
           } catch (error) {
