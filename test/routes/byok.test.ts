@@ -1,4 +1,4 @@
-import { env } from 'cloudflare:workers';
+import { env, exports } from 'cloudflare:workers';
 import { describe, expect, inject, it } from 'vitest';
 import { call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 
@@ -112,6 +112,30 @@ describe('runs on the user’s own key', () => {
     expect(transactions[0]).toMatchObject({ type: 'usage', amount: 0, executionId: run.body.executionId });
     expect(transactions[0].description).toContain('1200 input and 300 output tokens');
     expect((await call('/api/v1/billing/balance', { token: user.token })).body).toMatchObject({ balance: 100, totalSpent: 0 });
+  });
+
+  it("streams the model's words while its answer is still open", async () => {
+    const user = await signUp();
+    await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: SKILL });
+    await byok(user, 'PUT', { key: inject('modelKeys').byok });
+    // The fixture keeps this answer's last frame until it is released: the model is still talking.
+    const run = await call('/api/v1/skills/notes/run', { token: user.token, body: { input: 'Summarise the week. [hold the stream]' } });
+    expect(run.status).toBe(200);
+    const { sseUrl } = (await call(`/api/v1/executions/${run.body.executionId}/stream-token`, { token: user.token })).body;
+    const stream = await exports.default.fetch(sseUrl);
+    const reader = stream.body!.getReader();
+    const decoder = new TextDecoder();
+    let seen = '';
+    while (!seen.includes('Done on your own key.')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the stream ended without the model's words: ${seen}`);
+      seen += decoder.decode(value, { stream: true });
+    }
+    expect(seen).not.toContain('session.status_idle');
+    expect((await call(`/api/v1/executions/${run.body.executionId}/status`, { token: user.token })).body.status).toBe('working');
+    await fetch(`${inject('fixtureOrigin')}/model/release`, { method: 'POST' });
+    await reader.cancel();
+    await waitForStatus(user, run.body.executionId, 'completed');
   });
 
   it('need no credits: a user with 0 Ds can run on their own key, and gets 402 again once it is removed', async () => {

@@ -418,6 +418,13 @@ function modelRoutes() {
   return routes;
 }
 
+/**
+ * Answers held open (a request whose text says HELD_MARKER): their last frame waits until
+ * `POST /model/release` (as a slow model keeps its stream open between tokens).
+ */
+const HELD_MARKER = '[hold the stream]';
+const held: (() => void)[] = [];
+
 async function serveModel(req: IncomingMessage, res: ServerResponse, route: NonNullable<ReturnType<ReturnType<typeof modelRoutes>['get']>>) {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -438,7 +445,9 @@ async function serveModel(req: IncomingMessage, res: ServerResponse, route: NonN
   if (status !== 200) return json(status, scripted);
   const answer = (route.scenario.anyBody && toolCallingAnswer(body)) || scripted;
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  for (const frame of answer as string[]) {
+  const hold = JSON.stringify(body).includes(HELD_MARKER);
+  for (const [i, frame] of (answer as string[]).entries()) {
+    if (hold && i === (answer as string[]).length - 1) await new Promise<void>((resolve) => held.push(resolve));
     const bytes = Buffer.from(frame, 'utf8');
     const middle = Math.ceil(bytes.length / 2);
     for (const piece of [bytes.subarray(0, middle), bytes.subarray(middle)]) {
@@ -471,6 +480,9 @@ export default async function setup(project: TestProject) {
       serveModel(req, res, model).catch(() => res.destroy());
     } else if (path.startsWith('/oauth-client')) {
       serveClientMetadata(req, res, `http://127.0.0.1:${FIXTURE_PORT}`);
+    } else if (path === '/model/release' && req.method === 'POST') {
+      for (const release of held.splice(0)) release();
+      res.writeHead(204).end();
     } else if (path === '/echo') {
       echo(req, res).catch(() => res.destroy());
     } else if (json.has(path)) {
