@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type RunningService } from './helpers';
+import { newAccount, startService, type RunningService } from './helpers';
 import { startPrepared } from './prepared';
 
 const WORKSPACES = 16;
@@ -52,12 +52,7 @@ describe('a crash in the middle of a burst of run starts', () => {
     async () => {
       service = await startPrepared(READY_MS, { stateDir, args: ARGS });
       for (let i = 0; i < WORKSPACES; i++) {
-        const signUp = await fetch(`${service.base}/auth/sign-up/email`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ email: `burst-${i}@example.test`, password: 'correct horse battery staple', name: `Burst ${i}` }),
-        });
-        const { token } = (await signUp.json()) as { token: string };
+        const { token } = await newAccount(service.base, `Burst ${i}`);
         expect((await api(token, '/api/v1/skills/burst', SKILL, 'PUT')).status).toBe(200);
         tokens.push(token);
       }

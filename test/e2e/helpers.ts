@@ -99,7 +99,7 @@ export async function startService(timeoutMs = 90_000, options: StartOptions = {
   return { base, apiKey, output: () => out, stop, readyAfterMs: Date.now() - started };
 }
 
-/** A new account through the API, for a browser to sign in with. */
+/** A new account through the API: its credentials (for a browser to sign in with) and its session token. */
 export async function newAccount(base: string, name: string) {
   const email = `e2e-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.test`;
   const password = 'e2e password long enough';
@@ -109,5 +109,6 @@ export async function newAccount(base: string, name: string) {
     body: JSON.stringify({ email, password, name }),
   });
   if (res.status !== 201) throw new Error(`sign-up failed: ${res.status}`);
-  return { email, password };
+  const { token } = (await res.json()) as { token: string };
+  return { email, password, token };
 }

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type RunningService } from './helpers';
+import { newAccount, startService, type RunningService } from './helpers';
 import { startPrepared } from './prepared';
 
 /**
@@ -91,13 +91,7 @@ describe('a crash of wrangler dev and a restart on the same state', () => {
   beforeAll(
     async () => {
       service = await startPrepared(READY_MS, { stateDir, args: ARGS });
-      const signUp = await fetch(`${service.base}/auth/sign-up/email`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email: 'restart@example.test', password: 'correct horse battery staple', name: 'Restart' }),
-      });
-      expect(signUp.status).toBe(201);
-      ({ token } = (await signUp.json()) as { token: string });
+      ({ token } = await newAccount(service.base, 'Restart'));
       expect((await api('/api/v1/skills/e2e-restart', SKILL, 'PUT')).status).toBeLessThan(300);
       const installs = [
         workflow('e2e-nap', [
