@@ -31,8 +31,8 @@ const floors = {
   '/floor/counter': (env) => env.FLOOR.getByName('bench').count(60_000),
   '/floor/d1': (env) => env.DB.prepare('SELECT ?1 AS content').bind('x').first(),
   '/floor/counter-d1': async (env) => {
-    await env.FLOOR.getByName('bench').count(60_000);
-    return env.DB.prepare('SELECT ?1 AS content').bind('x').first();
+    await floors['/floor/counter'](env);
+    return floors['/floor/d1'](env);
   },
 };
 

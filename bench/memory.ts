@@ -85,13 +85,12 @@ async function main() {
       'one D1 read': `${baseline.base}/floor/d1?chars=${MEMORY_CHARS}`,
       'a counting object call, then a D1 read': `${baseline.base}/floor/counter-d1?chars=${MEMORY_CHARS}`,
     };
-    const floorRuns = Object.fromEntries(Object.keys(floors).map((name) => [name, [] as WrkResult[]]));
-    const partRuns = Object.fromEntries(Object.keys(parts).map((name) => [name, [] as WrkResult[]]));
+    const sideRoutes: Record<string, string> = { ...parts, ...floors };
+    const sideRuns = Object.fromEntries(Object.keys(sideRoutes).map((name) => [name, [] as WrkResult[]]));
     for (let round = 0; round < ROUNDS; round++) {
       for (const kind of kinds) closed[kind].push(wrk(serviceUrl, { connections: CONNECTIONS, seconds: SECONDS, headers: credentials[kind] }));
       closed.baseline.push(wrk(baselineUrl, { connections: CONNECTIONS, seconds: SECONDS }));
-      for (const [name, url] of Object.entries(parts)) partRuns[name]!.push(wrk(url, { connections: CONNECTIONS, seconds: SECONDS }));
-      for (const [name, url] of Object.entries(floors)) floorRuns[name]!.push(wrk(url, { connections: CONNECTIONS, seconds: SECONDS }));
+      for (const [name, url] of Object.entries(sideRoutes)) sideRuns[name]!.push(wrk(url, { connections: CONNECTIONS, seconds: SECONDS }));
     }
 
     const of = <R>(rs: R[], pick: (r: R) => number) => median(rs.map(pick));
@@ -112,15 +111,14 @@ async function main() {
         `  requests per second, ${kind.padEnd(13)}   ratio ${ratio(rps(kind), rps('baseline'))}   (higher is better; service ${rps(kind).toFixed(0)}/s, baseline ${rps('baseline').toFixed(0)}/s)`,
       );
     }
-    for (const [name, rs] of Object.entries(partRuns)) {
-      const partRps = of(rs, (r) => r.requestsPerSecond);
-      console.log(`    for comparison, ${name}: ratio ${ratio(partRps, rps('baseline'))} (${partRps.toFixed(0)}/s)`);
-    }
+    /** A part's or a floor's throughput against the bare route's. */
+    const sideRatio = (name: string) => {
+      const sideRps = of(sideRuns[name]!, (r) => r.requestsPerSecond);
+      return `ratio ${ratio(sideRps, rps('baseline'))} (${sideRps.toFixed(0)}/s)`;
+    };
+    for (const name of Object.keys(parts)) console.log(`    for comparison, ${name}: ${sideRatio(name)}`);
     console.log('  the bare Worker with the same calls (the floor a keyed read of this design can reach here):');
-    for (const [name, rs] of Object.entries(floorRuns)) {
-      const floorRps = of(rs, (r) => r.requestsPerSecond);
-      console.log(`    ${name}: ratio ${ratio(floorRps, rps('baseline'))} (${floorRps.toFixed(0)}/s)`);
-    }
+    for (const name of Object.keys(floors)) console.log(`    ${name}: ${sideRatio(name)}`);
     const p99 = { service: of(closed['API key'], (r) => r.p99Ms), baseline: of(closed.baseline, (r) => r.p99Ms) };
     console.log(
       `  p99 latency, API key              ratio ${ratio(p99.service, p99.baseline)}   (lower is better; service ${p99.service.toFixed(1)} ms, baseline ${p99.baseline.toFixed(1)} ms)`,
@@ -135,7 +133,7 @@ async function main() {
       ['baseline', closed.baseline],
       ['open loop, API key', open.service],
       ['open loop, baseline', open.baseline],
-      ['floors', Object.values(floorRuns).flat()],
+      ['floors', Object.keys(floors).flatMap((name) => sideRuns[name]!)],
     ];
     console.log(
       `  non-2xx responses: ${runs.map(([name, rs]) => `${name} ${sum(rs, (r) => r.non2xx)} of ${sum(rs, (r) => r.requests)}`).join(', ')}; socket errors: ${sum(

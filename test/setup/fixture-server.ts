@@ -443,11 +443,11 @@ async function serveModel(req: IncomingMessage, res: ServerResponse, route: NonN
   if (difference) return json(400, { error: { type: 'invalid_request_error', message: `fixture: ${difference}` } });
   const { status = 200, answer: scripted } = route.scenario;
   if (status !== 200) return json(status, scripted);
-  const answer = (route.scenario.anyBody && toolCallingAnswer(body)) || scripted;
+  const answer = ((route.scenario.anyBody && toolCallingAnswer(body)) || scripted) as string[];
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   const hold = JSON.stringify(body).includes(HELD_MARKER);
-  for (const [i, frame] of (answer as string[]).entries()) {
-    if (hold && i === (answer as string[]).length - 1) await new Promise<void>((resolve) => held.push(resolve));
+  for (const [i, frame] of answer.entries()) {
+    if (hold && i === answer.length - 1) await new Promise<void>((resolve) => held.push(resolve));
     const bytes = Buffer.from(frame, 'utf8');
     const middle = Math.ceil(bytes.length / 2);
     for (const piece of [bytes.subarray(0, middle), bytes.subarray(middle)]) {
