@@ -64,9 +64,16 @@ const KEEP_ALIVE_MS = 15_000;
 const SCHEMA_VERSION = 2;
 const encoder = new TextEncoder();
 
-const frame = (event: ExecutionEvent) => encoder.encode(`id: ${event.seq}\ndata: ${JSON.stringify({ type: event.type, payload: event.payload })}\n\n`);
+/** An event as stored: its payload is the JSON text written to the log. */
+type StoredEvent = Omit<ExecutionEvent, 'payload'> & { payload: string };
 
-const isEnd = (event: ExecutionEvent | undefined) => event?.type === 'session.status_idle';
+/**
+ * One SSE frame of a stored event, `data` being `{"type":…,"payload":…}`: built from the payload's
+ * stored JSON rather than serialising it again, and encoded once for every subscriber.
+ */
+const frame = (event: StoredEvent) => encoder.encode(`id: ${event.seq}\ndata: {"type":${JSON.stringify(event.type)},"payload":${event.payload}}\n\n`);
+
+const isEnd = (event: { type: ExecutionEventType } | undefined) => event?.type === 'session.status_idle';
 
 /**
  * One per execution, addressed by its id (`exec_<n>`). It owns the execution's event log.
@@ -118,11 +125,10 @@ export class ExecutionSession extends DurableObject<Env> {
     const last = this.lastSeq();
     const at = now();
     const written = events.map((event, i) => ({ seq: last + i + 1, type: event.type, payload: event.payload, at }));
-    for (const e of written) {
-      this.ctx.storage.sql.exec(`INSERT INTO events (seq, type, payload, at) VALUES (?, ?, ?, ?)`, e.seq, e.type, JSON.stringify(e.payload), e.at);
-    }
+    const stored = written.map((e) => ({ ...e, payload: JSON.stringify(e.payload) }));
+    for (const e of stored) this.ctx.storage.sql.exec(`INSERT INTO events (seq, type, payload, at) VALUES (?, ?, ?, ?)`, e.seq, e.type, e.payload, e.at);
     this.seq = last + written.length;
-    for (const e of written) this.broadcast(e);
+    for (const e of stored) this.broadcast(e);
     return written;
   }
 
@@ -416,14 +422,11 @@ export class ExecutionSession extends DurableObject<Env> {
 
   /** Events after `afterSeq`, oldest first. */
   events(afterSeq = 0, limit = 10_000): ExecutionEvent[] {
-    return this.ctx.storage.sql
-      .exec<{ seq: number; type: ExecutionEventType; payload: string; at: number }>(
-        `SELECT seq, type, payload, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`,
-        afterSeq,
-        limit,
-      )
-      .toArray()
-      .map((row) => ({ ...row, payload: JSON.parse(row.payload) as JsonObject }));
+    return this.stored(afterSeq, limit).map((row) => ({ ...row, payload: JSON.parse(row.payload) as JsonObject }));
+  }
+
+  private stored(afterSeq: number, limit = 10_000): StoredEvent[] {
+    return this.ctx.storage.sql.exec<StoredEvent>(`SELECT seq, type, payload, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit).toArray();
   }
 
   private lastEvent(): ExecutionEvent | undefined {
@@ -441,7 +444,7 @@ export class ExecutionSession extends DurableObject<Env> {
     this.resumeCutOffTurn();
     const url = new URL(request.url);
     const after = Number(url.searchParams.get('lastSeq') ?? request.headers.get('last-event-id') ?? 0);
-    const replay = this.events(Number.isSafeInteger(after) && after > 0 ? after : 0);
+    const replay = this.stored(Number.isSafeInteger(after) && after > 0 ? after : 0);
     if (replay.length === 0 && isEnd(this.lastEvent())) return new Response(null, { status: 204 });
 
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
@@ -475,9 +478,11 @@ export class ExecutionSession extends DurableObject<Env> {
     }
   }
 
-  private broadcast(event: ExecutionEvent) {
+  private broadcast(event: StoredEvent) {
+    if (this.subscribers.size === 0) return;
+    const bytes = frame(event);
     for (const writer of this.subscribers) {
-      writer.write(frame(event)).catch(() => this.unsubscribe(writer));
+      writer.write(bytes).catch(() => this.unsubscribe(writer));
       if (isEnd(event)) {
         writer.close().catch(() => undefined);
         this.unsubscribe(writer);

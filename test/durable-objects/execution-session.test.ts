@@ -75,6 +75,29 @@ describe('the execution stream', () => {
     ]);
   });
 
+  it('sends each live event, whole, to every stream open on the execution', async () => {
+    const user = await signUp();
+    const id = await seedExecution(user);
+    await session(id).append([running]);
+    const url = await streamUrl(user, id);
+    const fromStart = await open(url);
+    url.searchParams.set('lastSeq', '1');
+    const streams = [fromStart, await open(url), await open(url)];
+    expect(streams.map((res) => res.status)).toEqual([200, 200, 200]);
+
+    const quoted = 'naïve "quotes", a \\ backslash, </script> and 🙂\nnext line';
+    await session(id).append([message(quoted), message('second'), idle]);
+    const texts = await Promise.all(streams.map((res) => res.text()));
+    const live = [
+      { id: 2, type: 'agent.message', payload: { content: [{ type: 'text', text: quoted }] } },
+      { id: 3, type: 'agent.message', payload: { content: [{ type: 'text', text: 'second' }] } },
+      { id: 4, type: 'session.status_idle', payload: { stop_reason: { type: 'end_turn' } } },
+    ];
+    expect(framesOf(texts[0]!)).toEqual([{ id: 1, type: 'session.status_running', payload: {} }, ...live]);
+    expect(framesOf(texts[1]!)).toEqual(live);
+    expect(texts[2]).toBe(texts[1]);
+  });
+
   it('resumes after lastSeq or Last-Event-ID, and answers 204 when a finished run has nothing newer', async () => {
     const user = await signUp();
     const id = await seedExecution(user);
