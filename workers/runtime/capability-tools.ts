@@ -6,9 +6,17 @@ import type { Db, Env } from '../env';
 import type { AgentTool } from './agent-loop';
 import { failed } from './tool-errors';
 
-/** JSON Schema of a tool's arguments, for the model (without `$schema`, which some providers refuse). */
+/** Argument schemas already converted, by zod schema: every run offers the same few tools. */
+const argumentSchemas = new WeakMap<z.ZodObject, Record<string, unknown>>();
+
+/** JSON Schema of a tool's arguments, for the model (without `$schema`, which some providers refuse); built once per isolate. */
 function argumentSchema(args: z.ZodObject): Record<string, unknown> {
-  const { $schema: _dialect, ...schema } = z.toJSONSchema(args, { io: 'input' });
+  let schema = argumentSchemas.get(args);
+  if (!schema) {
+    const { $schema: _dialect, ...rest } = z.toJSONSchema(args, { io: 'input' });
+    schema = rest;
+    argumentSchemas.set(args, schema);
+  }
   return schema;
 }
 
