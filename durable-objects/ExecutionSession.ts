@@ -12,6 +12,7 @@ import type {
   TurnOutcome,
 } from '../workers/executions/events';
 import { now } from '../workers/lib/clock';
+import { sseStream, type SseWriter } from '../workers/lib/sse';
 import { runAgentLoop, type RunStopReason } from '../workers/runtime/agent-loop';
 import { costInHundredths } from '../workers/runtime/pricing';
 import type { ModelMessage, ModelProvider } from '../workers/runtime/provider';
@@ -105,7 +106,7 @@ export class ExecutionSession extends DurableObject<Env> {
   private running = false;
   /** The turn running in this instance, settled when it ends (so an interrupt can wait for it). */
   private current: Promise<void> | undefined;
-  private readonly subscribers = new Set<WritableStreamDefaultWriter<Uint8Array>>();
+  private readonly subscribers = new Set<SseWriter>();
   private keepAlive: ReturnType<typeof setInterval> | undefined;
   /** The last event's seq, read from storage once per instance: every event is appended here. */
   private seq: number | undefined;
@@ -447,22 +448,14 @@ export class ExecutionSession extends DurableObject<Env> {
     const replay = this.stored(Number.isSafeInteger(after) && after > 0 ? after : 0);
     if (replay.length === 0 && isEnd(this.lastEvent())) return new Response(null, { status: 204 });
 
-    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-    const writer = writable.getWriter();
+    const { writer, response } = sseStream();
     for (const event of replay) void writer.write(frame(event));
     if (isEnd(replay.at(-1))) void writer.close();
     else this.subscribe(writer);
-    return new Response(readable, {
-      headers: {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        // wrangler dev buffers SSE unless the response declares no content encoding.
-        'content-encoding': 'identity',
-      },
-    });
+    return response;
   }
 
-  private subscribe(writer: WritableStreamDefaultWriter<Uint8Array>) {
+  private subscribe(writer: SseWriter) {
     this.subscribers.add(writer);
     writer.closed.catch(() => undefined).finally(() => this.unsubscribe(writer));
     this.keepAlive ??= setInterval(() => {
@@ -470,7 +463,7 @@ export class ExecutionSession extends DurableObject<Env> {
     }, KEEP_ALIVE_MS);
   }
 
-  private unsubscribe(writer: WritableStreamDefaultWriter<Uint8Array>) {
+  private unsubscribe(writer: SseWriter) {
     this.subscribers.delete(writer);
     if (this.subscribers.size === 0 && this.keepAlive !== undefined) {
       clearInterval(this.keepAlive);

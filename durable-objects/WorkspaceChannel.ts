@@ -1,5 +1,6 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../workers/env';
+import { sseStream, type SseWriter } from '../workers/lib/sse';
 import type { ExecutionEvent } from '../workers/executions/events';
 import { type ControlMessage, controlMessagesFor, executionState, type RelayState, type RelayTarget } from '../workers/services/control-plane';
 
@@ -11,7 +12,7 @@ const RELAY_RECONNECTS = 3;
 const RELAY_RETRY_MS = 2_000;
 
 interface SseSubscriber {
-  writer: WritableStreamDefaultWriter<Uint8Array>;
+  writer: SseWriter;
   /** `sources` filter of /api/events: execution sources to pass, or null for all. */
   sources: Set<string> | null;
 }
@@ -52,9 +53,9 @@ export class WorkspaceChannel extends DurableObject<Env> {
       return new Response(null, { status: 101, webSocket: client });
     }
     const sources = new URL(request.url).searchParams.get('sources');
-    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const { writer, response } = sseStream();
     const subscriber: SseSubscriber = {
-      writer: writable.getWriter(),
+      writer,
       sources: sources
         ? new Set(
             sources
@@ -66,14 +67,7 @@ export class WorkspaceChannel extends DurableObject<Env> {
     };
     void subscriber.writer.write(encoder.encode(': connected\n\n'));
     this.subscribe(subscriber);
-    return new Response(readable, {
-      headers: {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        // wrangler dev buffers SSE unless the response declares no content encoding.
-        'content-encoding': 'identity',
-      },
-    });
+    return response;
   }
 
   /** Sends messages to every socket and /api/events stream; a started run is followed while anyone listens. Answers how many sockets are open. */

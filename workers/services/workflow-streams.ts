@@ -4,6 +4,7 @@ import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
+import { sseStream } from '../lib/sse';
 import type { RunEvent } from '../../durable-objects/WorkflowRun';
 import { findRun, launchWorkflow, resumeRun } from './workflows';
 
@@ -20,13 +21,6 @@ const sleep = (ms: number, signal: AbortSignal) =>
     const timer = setTimeout(resolve, ms);
     signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
   });
-
-const SSE_HEADERS = {
-  'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache, no-transform',
-  // wrangler dev buffers SSE unless the response declares no content encoding.
-  'content-encoding': 'identity',
-};
 
 export const snapshotFrame = (row: WorkflowRunRow) => ({
   type: 'workflow-snapshot' as const,
@@ -81,8 +75,7 @@ export const RunEventsQuery = z.object({ lastSeq: z.coerce.number().int().min(0)
  */
 export async function runEvents(db: Db, env: Env, principal: Principal, runId: string, lastSeq: number, signal: AbortSignal): Promise<Response> {
   if (!(await findRun(db, principal, runId))) throw notFound('Workflow run');
-  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-  const writer = writable.getWriter();
+  const { writer, response } = sseStream();
   const abort = new AbortController();
   signal.addEventListener('abort', () => abort.abort(), { once: true });
   const write = (text: string) => writer.write(encoder.encode(text)).catch(() => abort.abort());
@@ -110,7 +103,7 @@ export async function runEvents(db: Db, env: Env, principal: Principal, runId: s
   void follow(db, principal, runId, abort.signal, onRow, () => write(': heartbeat\n\n'))
     .catch((error) => console.error(JSON.stringify({ level: 'error', runId, error: String(error) })))
     .finally(() => writer.close().catch(() => undefined));
-  return new Response(readable, { headers: SSE_HEADERS });
+  return response;
 }
 
 export const StreamBody = z.union([
@@ -134,8 +127,7 @@ export async function streamWorkflow(db: Db, env: Env, principal: Principal, id:
     if (answer.status !== 200) return Response.json(answer.body, { status: answer.status });
     runId = body.runId;
   }
-  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-  const writer = writable.getWriter();
+  const { writer, response } = sseStream({ 'x-vercel-ai-ui-message-stream': 'v1' });
   const abort = new AbortController();
   signal.addEventListener('abort', () => abort.abort(), { once: true });
   const part = (value: unknown) => writer.write(encoder.encode(`data: ${JSON.stringify(value)}\n\n`)).catch(() => abort.abort());
@@ -167,5 +159,5 @@ export async function streamWorkflow(db: Db, env: Env, principal: Principal, id:
   })()
     .catch((error) => console.error(JSON.stringify({ level: 'error', runId, error: String(error) })))
     .finally(() => writer.close().catch(() => undefined));
-  return new Response(readable, { headers: { ...SSE_HEADERS, 'x-vercel-ai-ui-message-stream': 'v1' } });
+  return response;
 }
