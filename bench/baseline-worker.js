@@ -48,7 +48,8 @@ export default {
     }
     const n = Number(url.searchParams.get('n') ?? 100);
     const encoder = new TextEncoder();
-    const { readable, writable } = new TransformStream();
+    // ?byte=1: workerd's own byte stream, which the service's streams use, instead of a JavaScript TransformStream.
+    const { readable, writable } = url.searchParams.get('byte') ? new IdentityTransformStream() : new TransformStream();
     const writer = writable.getWriter();
     (async () => {
       for (let seq = 1; seq <= n; seq++) {
