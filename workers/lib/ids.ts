@@ -17,6 +17,14 @@ export const parseId = (prefix: IdPrefix, raw: string): number | null => {
   return Number.isSafeInteger(id) ? id : null;
 };
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Whether `raw` has the shape of the UUIDs the service makes (lowercase hex): anything else names nothing, so callers answer 404 without a query. */
+export const isUuid = (raw: string): boolean => UUID.test(raw);
+
+/** A keyset cursor over UUID ids is the id itself; anything else is no cursor of ours (null). */
+export const parseUuidCursor = (raw: string): string | null => (isUuid(raw) ? raw : null);
+
 /**
  * UUIDv7 (RFC 9562): opaque like a v4 but ordered by creation time, so cursor pagination over
  * string ids (workspaces, users) walks in creation order.

@@ -18,7 +18,7 @@ import type { Db } from '../env';
 import { AppError, invalidInput, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { randomToken } from '../lib/crypto';
-import { formatId, parseId, uuidv7 } from '../lib/ids';
+import { formatId, isUuid, parseId, parseUuidCursor, uuidv7 } from '../lib/ids';
 import { cursorPage, mapPage } from '../lib/pagination';
 import { normalizeUserCode, userCodeHash } from '../lib/user-codes';
 import { ApiKeyRecord, presentApiKey } from './api-keys';
@@ -80,8 +80,6 @@ export const DecisionsQuery = z.object({
   before_id: z.string().min(1).max(64).optional(),
 });
 export type DecisionsQuery = z.infer<typeof DecisionsQuery>;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * Spec 5.5's own rule for the request's `mode` field wins: omitted or unrecognised is
@@ -177,7 +175,7 @@ export async function connect(db: Db, principal: Principal, input: ConnectBody, 
 async function ownConsentForKey(db: Db, principal: Principal, consentId: string): Promise<AgentConsentRow> {
   const keyId = apiKeyIdOf(principal);
   const [row] =
-    keyId === null || !UUID.test(consentId)
+    keyId === null || !isUuid(consentId)
       ? []
       : await db
           .select()
@@ -325,13 +323,13 @@ export async function getConsent(db: Db, principal: Principal, consentId: string
 }
 
 async function requireConsent(db: Db, principal: Principal, consentId: string) {
-  const found = UUID.test(consentId) ? await decidableConsent(db, principal, eq(agentConsents.id, consentId)) : undefined;
+  const found = isUuid(consentId) ? await decidableConsent(db, principal, eq(agentConsents.id, consentId)) : undefined;
   if (!found) throw notFound('Consent');
   return found;
 }
 
 async function requireRequest(db: Db, principal: Principal, requestId: string) {
-  const found = UUID.test(requestId) ? await decidableRequest(db, principal, eq(permissionRequests.id, requestId)) : undefined;
+  const found = isUuid(requestId) ? await decidableRequest(db, principal, eq(permissionRequests.id, requestId)) : undefined;
   if (!found) throw notFound('Permission request');
   return found;
 }
@@ -493,7 +491,7 @@ export type RequestPoll =
 export async function pollPermissionRequest(db: Db, principal: Principal, requestId: string): Promise<RequestPoll> {
   const keyId = apiKeyIdOf(principal);
   const [row] =
-    keyId === null || !UUID.test(requestId)
+    keyId === null || !isUuid(requestId)
       ? []
       : await db
           .select()
@@ -534,7 +532,7 @@ export async function listConsents(db: Db, principal: Principal, query: Decision
     query,
     {
       column: agentConsents.id,
-      parseCursor: (raw) => (UUID.test(raw) ? raw : null),
+      parseCursor: parseUuidCursor,
       publicId: (row: { consent: AgentConsentRow }) => row.consent.id,
       fetch: (where, orderBy, limit) =>
         db
@@ -556,7 +554,7 @@ export async function listPermissionRequests(db: Db, principal: Principal, query
     query,
     {
       column: permissionRequests.id,
-      parseCursor: (raw) => (UUID.test(raw) ? raw : null),
+      parseCursor: parseUuidCursor,
       publicId: (row: { request: PermissionRequestRow }) => row.request.id,
       fetch: (where, orderBy, limit) =>
         db

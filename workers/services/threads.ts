@@ -5,13 +5,12 @@ import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { invalidInput, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
-import { formatId, parseId, uuidv7 } from '../lib/ids';
+import { formatId, parseId, parseUuidCursor, uuidv7 } from '../lib/ids';
 import { cursorPage, CursorQuery, mapPage } from '../lib/pagination';
 import { recordChange } from './audit';
 import { createExecution, getExecutionStatus, postEvents } from './executions';
 import { requireSkill } from './skills';
 import { traceExecutionRemoved, traceUpsert } from './traces';
-import { parseUuidCursor } from './workspaces';
 
 /** How long posting a message waits for the agent's turn to end before answering without the reply. */
 const REPLY_WAIT_MS = 120_000;

@@ -7,7 +7,7 @@ import type { Db } from '../env';
 import { AppError, forbidden, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { isUniqueViolation } from '../lib/db-errors';
-import { formatId, uuidv7 } from '../lib/ids';
+import { formatId, parseUuidCursor, uuidv7 } from '../lib/ids';
 import { type CursorQuery, cursorPage, mapPage } from '../lib/pagination';
 import { SLUG_PATTERN } from '../lib/slug';
 import { recordChange } from './audit';
@@ -50,9 +50,6 @@ export const presentWorkspace = (row: WorkspaceRow, role: Role, viewerId: string
   personal: row.personal && row.createdBy === viewerId,
   createdAt: toIso(row.createdAt),
 });
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-export const parseUuidCursor = (raw: string): string | null => (UUID.test(raw) ? raw : null);
 
 const byIdOrSlug = (value: string) => or(eq(workspaces.id, value), eq(workspaces.slug, value));
 
