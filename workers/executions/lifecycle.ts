@@ -69,30 +69,23 @@ export async function startTurn(db: Db, env: Env, principal: Principal, executio
   await countRunStart(env, principal);
   const turnKey = newTurnKey(execution.id);
   await claim(db, env, principal, execution.id, turnKey);
-  return startClaimed(db, env, principal, { ...execution, status: 'working', turnKey }, text, system);
+  return startClaimed(db, env, principal, { ...execution, status: 'working', turnKey }, { text, system, count: false });
 }
 
 /**
  * A `user.message` to an execution named by its public id. The claim comes first and reads the
  * row as it takes it (one D1 request where a read and then a claim were two); the run is
- * counted against the per-user limit after it, and a refused one gives the claim back. When the
- * claim does not take (the execution is not the caller's, not idle, or the workspace's slots
- * are taken) the ordinary read and start answer why.
+ * counted against the per-user limit after it, while the credits are held and the turn's input
+ * read, and a refused one gives the claim and the hold back. When the claim does not take (the
+ * execution is not the caller's, not idle, or the workspace's slots are taken) the ordinary
+ * read and start answer why.
  */
 export async function startTurnById(db: Db, env: Env, principal: Principal, rawId: string, text: string) {
   const id = parseId('exec', rawId);
   if (id !== null) {
     const turnKey = newTurnKey(id);
     const [claimed] = await claimAttempt(db, env, principal, id, turnKey);
-    if (claimed) {
-      try {
-        await countRunStart(env, principal);
-      } catch (error) {
-        await release(db, claimed, turnKey, 'idle');
-        throw error;
-      }
-      return { execution: claimed, events: await startClaimed(db, env, principal, { ...claimed, turnKey }, text) };
-    }
+    if (claimed) return { execution: claimed, events: await startClaimed(db, env, principal, { ...claimed, turnKey }, { text, count: true }) };
   }
   const execution = await currentExecution(db, env, principal, rawId);
   return { execution, events: await startTurn(db, env, principal, execution, text) };
@@ -108,9 +101,16 @@ async function countRunStart(env: Env, principal: Principal) {
   throw new AppError('RATE_LIMITED', 429, `At most ${RUNS_PER_MINUTE} runs may start per minute per user`, { retryAfterSeconds });
 }
 
+/** What a claimed turn starts with: the user's text, a system prompt to use instead of the skill's, and whether the run is still to be counted. */
+interface TurnRequest {
+  text: string;
+  system?: string;
+  count: boolean;
+}
+
 /** Steps 2 and 3 of a claimed turn, and the audit trail of its start. */
-async function startClaimed(db: Db, env: Env, principal: Principal, claimed: ExecutionRow & { turnKey: string }, text: string, system?: string) {
-  const events = await holdAndStart(db, env, principal, claimed, text, system);
+async function startClaimed(db: Db, env: Env, principal: Principal, claimed: ExecutionRow & { turnKey: string }, turn: TurnRequest) {
+  const events = await holdAndStart(db, env, principal, claimed, turn);
   await announceStart(db, principal, claimed);
   return events;
 }
@@ -168,26 +168,35 @@ async function slotsTaken(db: Db, workspaceId: string, executionId: number): Pro
 
 /**
  * Steps 2 and 3, each compensated if it fails: the hold, the turn's input, and the object's
- * start. A start that failed or went unanswered asks the object to withdraw the turn; if the
- * object had taken it after all, the run goes on and its opening events are answered. If even
- * that question fails, the claim is left to the reconciler (which settles it after the grace
- * period) and the caller is told so.
+ * start (with the run's count, when `turn.count` says it is still to be made). A start that
+ * failed or went unanswered asks the object to withdraw the turn; if the object had taken it
+ * after all, the run goes on and its opening events are answered. If even that question fails,
+ * the claim is left to the reconciler (which settles it after the grace period) and the caller
+ * is told so.
  */
-async function holdAndStart(db: Db, env: Env, principal: Principal, execution: ExecutionRow & { turnKey: string }, text: string, system?: string) {
+async function holdAndStart(db: Db, env: Env, principal: Principal, execution: ExecutionRow & { turnKey: string }, turn: TurnRequest) {
   const { turnKey } = execution;
   let reachedObject = false;
   try {
-    // The turn's D1 context is read while the credits are held: neither waits for the other.
-    const [hold, context, keys] = await Promise.all([
+    // The count, the hold and the turn's D1 context go at once: none waits for another. All of
+    // them land before anything is undone, so a release never runs ahead of a hold still being written.
+    const steps = [
+      turn.count ? countRunStart(env, principal) : undefined,
       holdCredits(db, principal, execution),
       turnContext(db, principal, execution),
       sealedTurnKeys(db, { userId: principal.userId, workspaceId: principal.workspaceId, skillSlug: execution.skillSlug }),
-    ]);
+    ] as const;
+    await Promise.allSettled(steps);
+    const [, hold, context, keys] = await Promise.all(steps).catch(async (error: unknown) => {
+      // A refusal (the run limit first) is answered as it is, once the claim and any hold are given back; any other failure is compensated below.
+      if (error instanceof AppError) await release(db, execution, turnKey, 'idle');
+      throw error;
+    });
     if (!hold.reserved) {
       await release(db, execution, turnKey, 'idle');
       throw await insufficientCredits(db, principal.userId);
     }
-    const input = turnInput(principal, execution, context, { turnKey, budget: hold.amount, text, system });
+    const input = turnInput(principal, execution, context, { turnKey, budget: hold.amount, text: turn.text, system: turn.system });
     reachedObject = true;
     const answer = await sessionOf(env, execution.id).startTurn(input, keys);
     if (answer.accepted) return answer.events;
