@@ -254,7 +254,7 @@ export class ExecutionSession extends DurableObject<Env> {
     if (known?.state === 'started') return { state: 'finished' };
     // A legacy claim cannot name its turn. A log that already ended has nothing left to close: the
     // claim is released (if its run had not settled it meanwhile) without a second ending.
-    if (turnKey === null && this.events(Math.max(this.lastSeq() - 1, 0), 1)[0]?.type === 'session.status_idle') return { state: 'abandoned', events: [] };
+    if (turnKey === null && isEnd(this.lastEvent())) return { state: 'abandoned', events: [] };
     const closed = known !== undefined && known.seq !== null;
     const events = closing.length > 0 && !closed ? this.append(closing) : [];
     if (turnKey !== null) {
@@ -430,9 +430,9 @@ export class ExecutionSession extends DurableObject<Env> {
     return this.ctx.storage.sql.exec<StoredEvent>(`SELECT seq, type, payload, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit).toArray();
   }
 
-  private lastEvent(): ExecutionEvent | undefined {
+  private lastEvent(): StoredEvent | undefined {
     const seq = this.lastSeq();
-    return seq === 0 ? undefined : this.events(seq - 1, 1)[0];
+    return seq === 0 ? undefined : this.stored(seq - 1, 1)[0];
   }
 
   lastSeq(): number {
