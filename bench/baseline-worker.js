@@ -4,13 +4,23 @@
 // The floors answer the same document after one of the calls a keyed read makes, with nothing
 // of the service around them: /floor/object (a Durable Object call that does nothing),
 // /floor/counter (one that counts the request in its storage, as a rate limit must),
-// /floor/d1 (a D1 read) and /floor/counter-d1 (both, one after the other).
+// /floor/d1 (a D1 read) and /floor/counter-d1 (both, one after the other); and
+// /floor/counter-document, one object call that counts and answers the document from its own
+// storage: the least a keyed read can cost here with exact counting.
 import { DurableObject } from 'cloudflare:workers';
 
 /** A counter in synchronous storage, the way the service's rate limits count. */
 export class Floor extends DurableObject {
   nothing() {
     return true;
+  }
+
+  /** Counts like count(), then answers the document from its own storage: one call for both. */
+  countAndRead(windowMs, chars) {
+    this.count(windowMs);
+    const kv = this.ctx.storage.kv;
+    if (kv.get('document')?.content.length !== chars) kv.put('document', { content: 'x'.repeat(chars), updatedAt: new Date().toISOString() });
+    return kv.get('document');
   }
 
   count(windowMs) {
@@ -30,6 +40,7 @@ const floors = {
   '/floor/object': (env) => env.FLOOR.getByName('bench').nothing(),
   '/floor/counter': (env) => env.FLOOR.getByName('bench').count(60_000),
   '/floor/d1': (env) => env.DB.prepare('SELECT ?1 AS content').bind('x').first(),
+  '/floor/counter-document': (env, chars) => env.FLOOR.getByName('bench').countAndRead(60_000, chars),
   '/floor/counter-d1': async (env) => {
     await floors['/floor/counter'](env);
     return floors['/floor/d1'](env);
@@ -43,8 +54,9 @@ export default {
     if (url.pathname === '/json') return document(chars);
     const floor = floors[url.pathname];
     if (floor) {
-      await floor(env);
-      return document(chars);
+      const stored = await floor(env, chars);
+      // The one-call floor answers the document its object read; the others build it here.
+      return url.pathname === '/floor/counter-document' ? Response.json(stored) : document(chars);
     }
     const n = Number(url.searchParams.get('n') ?? 100);
     const encoder = new TextEncoder();
