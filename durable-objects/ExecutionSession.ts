@@ -6,14 +6,15 @@ import type {
   ExecutionEventType,
   JsonObject,
   NewExecutionEvent,
+  RunStopReason,
   SealedTurnKeys,
   StartTurnAnswer,
   TurnInput,
   TurnOutcome,
-} from '../workers/executions/events';
+} from '../workers/services/execution-events';
 import { now } from '../workers/lib/clock';
 import { sseStream, type SseWriter } from '../workers/lib/sse';
-import { runAgentLoop, type RunStopReason } from '../workers/runtime/agent-loop';
+import { runAgentLoop } from '../workers/runtime/agent-loop';
 import { costInHundredths } from '../workers/runtime/pricing';
 import type { ModelMessage, ModelProvider } from '../workers/runtime/provider';
 import { selectProvider } from '../workers/runtime/providers/index';
@@ -26,7 +27,7 @@ import { openByokKey } from '../workers/services/byok';
 import { settleExecution } from '../workers/services/credits';
 import { openRunSecrets, type RunSecret } from '../workers/services/skill-secrets';
 import { finishTurn, saveArtifact } from '../workers/services/execution-runs';
-import { announceRunStarted, sealedTurnKeys } from '../workers/executions/lifecycle';
+import { announceRunStarted, sealedTurnKeys } from '../workers/services/execution-lifecycle';
 
 /** A turn in progress, persisted so the heartbeat can resume it after an eviction. */
 interface RunningTurn {
@@ -84,7 +85,7 @@ const isEnd = (event: { type: ExecutionEventType } | undefined) => event?.type =
  * `turns(turn_key PRIMARY KEY, state, seq, at)` records every turn key this object took
  * (`started`, with the seq of its `user.message`) or refused for good (`abandoned`, with the seq
  * of the `session.status_idle` that closed it, once it is settled): the run
- * lifecycle (workers/executions/lifecycle.ts) asks it whether a claimed turn ever started.
+ * lifecycle (workers/services/execution-lifecycle.ts) asks it whether a claimed turn ever started.
  *
  * Runs: `startTurn` records the user's message and `session.status_running`, then runs the
  * agent loop in the background (`ctx.waitUntil`); `interrupt` records the intent in storage

@@ -1,7 +1,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../workers/env';
 import { sseStream, type SseWriter } from '../workers/lib/sse';
-import type { ExecutionEvent } from '../workers/executions/events';
+import type { ExecutionEvent } from '../workers/services/execution-events';
 import { type ControlMessage, controlMessagesFor, executionState, type RelayState, type RelayTarget } from '../workers/services/control-plane';
 
 /** Comment frames keep idle SSE connections (and proxies) from timing out. */

@@ -1,5 +1,5 @@
 import { env } from 'cloudflare:workers';
-import type { TurnInput } from '../../workers/executions/events';
+import type { TurnInput } from '../../workers/services/execution-events';
 import { runActor } from '../../workers/auth/actor';
 import { resolvePrincipal } from '../../workers/auth/credentials';
 import { apiKeyIdOf } from '../../workers/auth/principal';

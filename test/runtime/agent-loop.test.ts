@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { NewExecutionEvent } from '../../workers/executions/events';
+import type { NewExecutionEvent } from '../../workers/services/execution-events';
 import { type AgentTool, runAgentLoop } from '../../workers/runtime/agent-loop';
 import { type ModelEvent, type ModelProvider, ProviderError } from '../../workers/runtime/provider';
 import { LocalProvider } from '../../workers/runtime/providers/local';

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, inject, it } from 'vitest';
-import type { TurnInput } from '../../workers/executions/events';
+import type { TurnInput } from '../../workers/services/execution-events';
 import { connectorRunTools } from '../../workers/runtime/connector-tools';
 import { call, signUp } from '../helpers/api';
 import { turnOf } from '../helpers/turns';

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import type { TurnInput } from '../../workers/executions/events';
+import type { TurnInput } from '../../workers/services/execution-events';
 import { threadRunTools } from '../../workers/runtime/workflow-tools';
 import { call, signUp } from '../helpers/api';
 import { turnOf } from '../helpers/turns';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { followExecution } from '../mcp/progress';
+import { followExecution } from './follow';
 import { idempotent } from '../middleware/idempotency';
 import { legacyFlatErrors } from '../middleware/legacy-errors';
 import { optionalJsonBody } from '../middleware/validate';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { followWorkflowRun } from '../mcp/progress';
+import { followWorkflowRun } from './follow';
 import { optionalJsonBody } from '../middleware/validate';
 import { workflowDefinitionBody } from '../routes/openapi';
 import {

@@ -1,8 +1,5 @@
-import type { NewExecutionEvent } from '../executions/events';
+import type { NewExecutionEvent, RunStopReason } from '../services/execution-events';
 import { type ContentBlock, type ModelMessage, type ModelProvider, ProviderError, type ToolSpec } from './provider';
-
-/** Spec 6.1 stop reasons. */
-export type RunStopReason = 'end_turn' | 'interrupt' | 'limit_reached' | 'error';
 
 export interface AgentTool {
   spec: ToolSpec;

@@ -1,4 +1,4 @@
-import type { TurnInput } from '../executions/events';
+import type { TurnInput } from '../services/execution-events';
 import { GitRef, RepoPath } from '../connectors/github';
 import type { Db, Env } from '../env';
 import { sourceApi } from '../services/connectors';

@@ -1,5 +1,5 @@
 import { and, eq } from 'drizzle-orm';
-import { withoutSupersededText } from '../executions/events';
+import { withoutSupersededText } from '../services/execution-events';
 import { executions } from '../../schema';
 import { authorizeWithGrants, type Actor } from '../auth/actor';
 import { CAPABILITIES } from '../capabilities';
@@ -9,7 +9,7 @@ import type { Db, Env } from '../env';
 import { AppError } from '../errors';
 import { parseId } from '../lib/ids';
 import { findAgent } from '../services/agents';
-import { interruptTurn } from '../executions/lifecycle';
+import { interruptTurn } from '../services/execution-lifecycle';
 import { runAgent, runSkill } from '../services/executions';
 import type { Json, LeafStep } from '../workflows/compiler';
 import { StepError } from '../workflows/steps';

@@ -1,4 +1,4 @@
-import type { TurnInput } from '../executions/events';
+import type { TurnInput } from '../services/execution-events';
 import type { Actor } from '../auth/actor';
 import { authorizeRoute } from '../auth/route-scopes';
 import { CAPABILITIES } from '../capabilities';

@@ -1,4 +1,4 @@
-import type { TurnInput } from '../executions/events';
+import type { TurnInput } from '../services/execution-events';
 import type { Db, Env } from '../env';
 import { launchWorkflow } from '../services/workflows';
 import type { AgentTool } from './agent-loop';

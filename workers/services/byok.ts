@@ -1,6 +1,6 @@
 import { eq, exists } from 'drizzle-orm';
 import { z } from 'zod';
-import { BYOK_PROVIDERS, byokKeys } from '../../schema';
+import { BYOK_PROVIDERS, byokKeys, type ByokKeyRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { AppError, invalidInput } from '../errors';
@@ -8,7 +8,6 @@ import { now } from '../lib/clock';
 import { isConstraintFailure } from '../lib/db-errors';
 import { decryptSecret, encryptSecret } from '../lib/encryption';
 import { headerToken } from '../lib/outbound';
-import type { ByokKey } from '../runtime/providers/index';
 import { recordChange } from './audit';
 
 /** Provider keys are long single tokens. */
@@ -21,14 +20,14 @@ export type ByokStatus = z.infer<typeof ByokStatus>;
 const NO_KEY: ByokStatus = { hasKey: false, keyPreview: null, provider: null };
 
 /** Spec 4.9 rule 6: `sk-ant-` is tested first (it also starts with `sk-`). */
-export function byokProvider(key: string): ByokKey['provider'] | null {
+export function byokProvider(key: string): ByokKeyRow['provider'] | null {
   if (key.startsWith('sk-ant-')) return 'anthropic';
   if (key.startsWith('sk-')) return 'openai';
   return null;
 }
 
 /** The provider's own prefix and the last four characters: enough to recognise a key, too little to use it. */
-const preview = (key: string, provider: ByokKey['provider']) => `${provider === 'anthropic' ? 'sk-ant-' : 'sk-'}…${key.slice(-4)}`;
+const preview = (key: string, provider: ByokKeyRow['provider']) => `${provider === 'anthropic' ? 'sk-ant-' : 'sk-'}…${key.slice(-4)}`;
 
 /** The GCM additional data: a ciphertext copied to another user's row does not decrypt. */
 const byokContext = (userId: string) => `byok:${userId}`;
@@ -90,6 +89,12 @@ export const byokKeyExists = (db: Db, userId: string) => exists(db.select({ user
 export async function sealedByokKey(db: Db, userId: string): Promise<typeof byokKeys.$inferSelect | undefined> {
   const [row] = await db.select().from(byokKeys).where(eq(byokKeys.userId, userId)).limit(1);
   return row;
+}
+
+/** A user's own key, opened: replaces the service's key for the model calls of their runs. */
+export interface ByokKey {
+  provider: ByokKeyRow['provider'];
+  apiKey: string;
 }
 
 /**

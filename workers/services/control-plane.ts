@@ -1,4 +1,4 @@
-import type { ExecutionEvent } from '../executions/events';
+import type { ExecutionEvent } from './execution-events';
 import type { Principal } from '../auth/principal';
 import type { Env } from '../env';
 import { signStreamToken } from '../lib/signing';

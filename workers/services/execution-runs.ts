@@ -1,8 +1,7 @@
 import { eq, sql } from 'drizzle-orm';
 import { artifacts, executions } from '../../schema';
-import type { TurnInput } from '../executions/events';
+import { statusAfterRun, type RunStopReason, type TurnInput } from './execution-events';
 import type { Db } from '../env';
-import type { RunStopReason } from '../runtime/agent-loop';
 import { now } from '../lib/clock';
 import { workspacePrefix } from './archive-install';
 import { traceRunFinished } from './traces';
@@ -33,9 +32,6 @@ export async function saveArtifact(db: Db, bucket: R2Bucket, turn: TurnInput, na
   return name;
 }
 
-/** end_turn → completed, error → failed, interrupt and limit_reached → idle again. */
-const statusAfter = (reason: RunStopReason) => (reason === 'end_turn' ? 'completed' : reason === 'error' ? 'failed' : 'idle');
-
 /** Writes a finished turn's outcome to the executions index and its lineage's trace, in one batch. */
 export async function finishTurn(
   db: Db,
@@ -43,7 +39,7 @@ export async function finishTurn(
   reason: RunStopReason,
   totals: { cost: number; inputTokens: number; outputTokens: number; elapsedMs: number },
 ) {
-  const status = statusAfter(reason);
+  const status = statusAfterRun(reason);
   await db.batch([
     db
       .update(executions)

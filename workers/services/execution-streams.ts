@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
-import { currentExecution } from '../executions/lifecycle';
+import { currentExecution } from './execution-lifecycle';
 import { formatId } from '../lib/ids';
 import { signStreamToken } from '../lib/signing';
 

@@ -1,11 +1,11 @@
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { executions, skillVersions } from '../../schema';
-import { withoutSupersededText, type ExecutionEvent } from '../executions/events';
+import { withoutSupersededText, type ExecutionEvent } from './execution-events';
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { conflict } from '../errors';
-import { CANCEL_WAIT_MS, currentExecution, interruptTurn, startTurn, startTurnById } from '../executions/lifecycle';
+import { CANCEL_WAIT_MS, currentExecution, interruptTurn, startTurn, startTurnById } from './execution-lifecycle';
 import { now, toIso } from '../lib/clock';
 import { formatId } from '../lib/ids';
 import { byIntegerId, cursorPage, DEFAULT_PAGE, mapPage } from '../lib/pagination';

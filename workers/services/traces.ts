@@ -2,14 +2,13 @@ import { and, asc, desc, eq, gt, gte, lt, sql } from 'drizzle-orm';
 import type { BatchItem } from 'drizzle-orm/batch';
 import { z } from 'zod';
 import { executions, traceSegments, traceTurns, traces, TURN_TYPES, type TraceKind, type TraceRow, type TurnType } from '../../schema';
-import type { ExecutionEvent } from '../executions/events';
+import { statusAfterRun, type ExecutionEvent, type RunStopReason } from './execution-events';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { AppError, conflict, invalidInput, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { isUniqueViolation } from '../lib/db-errors';
 import { formatId, parseId, uuidv7 } from '../lib/ids';
-import type { RunStopReason } from '../runtime/agent-loop';
 
 /** Spec 8: the trace list's page, default 50, clamped to 1..200. */
 export const DEFAULT_TRACE_PAGE = 50;
@@ -19,9 +18,6 @@ const DEFAULT_TURN_PAGE = 100;
 const MAX_TURN_PAGE = 500;
 /** Turns per append. */
 const MAX_APPEND = 100;
-
-/** Trace statuses follow the latest run: `idle`, `running`, `completed`, `failed` (spec 3.8). */
-const statusAfterRun = (reason: RunStopReason) => (reason === 'end_turn' ? 'completed' : reason === 'error' ? 'failed' : 'idle');
 
 const clampedInt = (fallback: number, max: number) =>
   z.coerce

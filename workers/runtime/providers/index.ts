@@ -1,4 +1,5 @@
 import { AppError } from '../../errors';
+import type { ByokKey } from '../../services/byok';
 import type { ModelProvider, ProviderName } from '../provider';
 import { ANTHROPIC_DEFAULT_MODEL, AnthropicProvider } from './anthropic';
 import { LOCAL_MODEL, LocalProvider } from './local';
@@ -16,12 +17,6 @@ export interface ProviderConfig {
   OPENAI_API_KEY?: string;
   OPENAI_BASE_URL?: string;
   LOCAL_MODEL_DELAY_MS?: string;
-}
-
-/** A workspace's own key (BYOK): replaces the service's key for that workspace's calls. */
-export interface ByokKey {
-  provider: 'anthropic' | 'openai';
-  apiKey: string;
 }
 
 export const DEFAULT_MODELS: Record<ProviderName, string> = {

@@ -79,6 +79,12 @@ export interface SealedTurnKeys {
   secrets: { envVar: string; secret: typeof secrets.$inferSelect }[];
 }
 
+/** Spec 6.1: why a run stopped. */
+export type RunStopReason = 'end_turn' | 'interrupt' | 'limit_reached' | 'error';
+
+/** An execution's status, and its trace's, after a run: end_turn → completed, error → failed, interrupt and limit_reached → idle again (spec 3.8). */
+export const statusAfterRun = (reason: RunStopReason) => (reason === 'end_turn' ? 'completed' : reason === 'error' ? 'failed' : 'idle');
+
 /** The object's answer to `startTurn`: refused when it has seen the turn's key before or holds another turn. */
 export type StartTurnAnswer = { accepted: true; events: ExecutionEvent[] } | { accepted: false };
 

@@ -1,6 +1,6 @@
 import { getExecutionStatus } from '../services/executions';
 import { getRun } from '../services/workflows';
-import type { CapabilityContext, ProgressReport } from '../capabilities/capability';
+import type { CapabilityContext, ProgressReport } from './capability';
 
 /** How often a followed run is read again, and how long a call follows it at most. */
 const POLL_MS = 250;

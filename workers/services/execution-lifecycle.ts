@@ -8,15 +8,15 @@ import { AppError, conflict } from '../errors';
 import { now } from '../lib/clock';
 import { formatId, parseId } from '../lib/ids';
 import { hitRateLimit } from '../lib/rate-limit';
-import { recordChangeAfter } from '../services/audit';
-import { byokKeyExists, sealedByokKey } from '../services/byok';
-import { runConnectorOf } from '../services/connectors';
-import { publish } from '../services/control-plane';
-import { insufficientCredits, MIN_RUN_BALANCE, releaseReservation, reserveCredits, RUN_BUDGET } from '../services/credits';
-import { sealedRunSecrets } from '../services/skill-secrets';
-import { requireOwned } from '../services/tenant';
-import { traceRunFinished, traceRunStarted } from '../services/traces';
-import type { ExecutionEvent, SealedTurnKeys, TurnInput, TurnOutcome } from './events';
+import { recordChangeAfter } from './audit';
+import { byokKeyExists, sealedByokKey } from './byok';
+import { runConnectorOf } from './connectors';
+import { publish } from './control-plane';
+import { insufficientCredits, MIN_RUN_BALANCE, releaseReservation, reserveCredits, RUN_BUDGET } from './credits';
+import { sealedRunSecrets } from './skill-secrets';
+import { requireOwned } from './tenant';
+import { traceRunFinished, traceRunStarted } from './traces';
+import type { ExecutionEvent, SealedTurnKeys, TurnInput, TurnOutcome } from './execution-events';
 
 /**
  * The run lifecycle, in one place: claim → hold → start, then the execution's object runs the
