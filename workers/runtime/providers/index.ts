@@ -1,3 +1,4 @@
+import type { Env } from '../../env';
 import { AppError } from '../../errors';
 import type { ByokKey } from '../../services/byok';
 import type { ModelProvider, ProviderName } from '../provider';
@@ -9,15 +10,9 @@ import { OPENAI_DEFAULT_MODEL, OpenAIProvider } from './openai';
 export { LOCAL_PROVIDER_NOTICE } from './local';
 
 /** The settings that choose the model provider (docs/operations.md, Configuration). Empty strings count as unset. */
-export interface ProviderConfig {
-  MODEL_PROVIDER?: string;
-  MODEL?: string;
-  ANTHROPIC_API_KEY?: string;
-  ANTHROPIC_BASE_URL?: string;
-  OPENAI_API_KEY?: string;
-  OPENAI_BASE_URL?: string;
-  LOCAL_MODEL_DELAY_MS?: string;
-}
+export type ProviderConfig = Partial<
+  Pick<Env, 'MODEL_PROVIDER' | 'MODEL' | 'ANTHROPIC_API_KEY' | 'ANTHROPIC_BASE_URL' | 'OPENAI_API_KEY' | 'OPENAI_BASE_URL' | 'LOCAL_MODEL_DELAY_MS'>
+>;
 
 export const DEFAULT_MODELS: Record<ProviderName, string> = {
   anthropic: ANTHROPIC_DEFAULT_MODEL,
