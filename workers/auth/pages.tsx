@@ -1,4 +1,4 @@
-import { raw } from 'hono/html';
+import { HtmlDocument } from '../lib/html-document';
 import type { Child, FC } from 'hono/jsx';
 
 /**
@@ -30,23 +30,11 @@ pre{overflow-x:auto;padding:.75rem;border:1px solid #8884;border-radius:.25rem}
 `;
 
 export const Layout: FC<{ title: string; nonce: string; children?: Child }> = ({ title, nonce, children }) => (
-  <>
-    {raw('<!doctype html>')}
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="robots" content="noindex" />
-        {/* No favicon request: the CSP allows data: images only. */}
-        <link rel="icon" href="data:," />
-        <title>{title} · Workspace AI Skills</title>
-        <style nonce={nonce}>{CSS}</style>
-      </head>
-      <body>
-        <main>{children}</main>
-      </body>
-    </html>
-  </>
+  <HtmlDocument title={title} head={<style nonce={nonce}>{CSS}</style>}>
+    <body>
+      <main>{children}</main>
+    </body>
+  </HtmlDocument>
 );
 
 const ErrorNote: FC<{ message?: string | undefined }> = ({ message }) =>

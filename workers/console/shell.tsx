@@ -1,4 +1,4 @@
-import { raw } from 'hono/html';
+import { HtmlDocument } from '../lib/html-document';
 import type { FC } from 'hono/jsx';
 import { CONSOLE_SCRIPT, CONSOLE_STYLE } from './assets.generated';
 
@@ -35,49 +35,45 @@ export interface ShellProps {
  * element for the script's API calls (the cookie session on /api/v1 requires it).
  */
 export const ConsoleShell: FC<ShellProps> = (p) => (
-  <>
-    {raw('<!doctype html>')}
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="robots" content="noindex" />
+  <HtmlDocument
+    title={p.title}
+    head={
+      <>
         <meta name="csrf-token" content={p.csrf} />
-        <link rel="icon" href="data:," />
-        <title>{p.title} · Workspace AI Skills</title>
         <link rel="stylesheet" href={`${CONSOLE_ASSET_PATH}/${CONSOLE_STYLE}`} />
         <script nonce={p.nonce} src={`${CONSOLE_ASSET_PATH}/${CONSOLE_SCRIPT}`} defer></script>
-      </head>
-      <body data-view={p.view} data-item={p.item}>
-        <a class="skip" href="#main">
-          Skip to content
-        </a>
-        <header class="top">
-          <span class="brand">Workspace AI Skills</span>
-          <nav aria-label="Console">
-            <ul>
-              {SECTIONS.map((s) => (
-                <li>
-                  <a href={s.path} aria-current={s.name === p.section ? 'page' : undefined}>
-                    {s.name}
-                  </a>
-                </li>
-              ))}
-            </ul>
-          </nav>
-          <form method="post" action="/auth/sign-out" class="sign-out">
-            <input type="hidden" name="csrf" value={p.csrf} />
-            <button type="submit">Sign out</button>
-          </form>
-        </header>
-        <main id="main" tabindex={-1}>
-          <h1>{p.title}</h1>
-          <p id="api-wait" class="wait-notice" role="status" hidden></p>
-          <div id="app" aria-busy="true">
-            <noscript>The console needs JavaScript. Everything it shows is also in the API: see /docs.</noscript>
-          </div>
-        </main>
-      </body>
-    </html>
-  </>
+      </>
+    }
+  >
+    <body data-view={p.view} data-item={p.item}>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <span class="brand">Workspace AI Skills</span>
+        <nav aria-label="Console">
+          <ul>
+            {SECTIONS.map((s) => (
+              <li>
+                <a href={s.path} aria-current={s.name === p.section ? 'page' : undefined}>
+                  {s.name}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <form method="post" action="/auth/sign-out" class="sign-out">
+          <input type="hidden" name="csrf" value={p.csrf} />
+          <button type="submit">Sign out</button>
+        </form>
+      </header>
+      <main id="main" tabindex={-1}>
+        <h1>{p.title}</h1>
+        <p id="api-wait" class="wait-notice" role="status" hidden></p>
+        <div id="app" aria-busy="true">
+          <noscript>The console needs JavaScript. Everything it shows is also in the API: see /docs.</noscript>
+        </div>
+      </main>
+    </body>
+  </HtmlDocument>
 );

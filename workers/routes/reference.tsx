@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { raw } from 'hono/html';
+import { HtmlDocument } from '../lib/html-document';
 import type { FC } from 'hono/jsx';
 import { Layout } from '../auth/pages';
 import { renderPage } from '../auth/web';
@@ -72,25 +72,15 @@ curl -H "x-api-key: $KEY" ${origin}/api/v1/executions/<executionId>/status`}
 );
 
 const DocsPage: FC = () => (
-  <>
-    {raw('<!doctype html>')}
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <link rel="icon" href="data:," />
-        <title>API reference · Workspace AI Skills</title>
-        <link rel="stylesheet" href="/docs/assets/swagger-ui.css" />
-      </head>
-      <body>
-        <main id="reference" aria-label="API reference">
-          <noscript>The API reference needs script. The document itself is at {OPENAPI_PATH}.</noscript>
-        </main>
-        <script src="/docs/assets/swagger-ui-bundle.js"></script>
-        <script src="/docs/assets/init.js"></script>
-      </body>
-    </html>
-  </>
+  <HtmlDocument title="API reference" indexable head={<link rel="stylesheet" href="/docs/assets/swagger-ui.css" />}>
+    <body>
+      <main id="reference" aria-label="API reference">
+        <noscript>The API reference needs script. The document itself is at {OPENAPI_PATH}.</noscript>
+      </main>
+      <script src="/docs/assets/swagger-ui-bundle.js"></script>
+      <script src="/docs/assets/init.js"></script>
+    </body>
+  </HtmlDocument>
 );
 
 /** The reference UI runs only this origin's scripts and talks only to this origin. */
