@@ -9,7 +9,7 @@
 // storage: the least a keyed read can cost here with exact counting.
 import { DurableObject } from 'cloudflare:workers';
 
-/** A counter in synchronous storage, the way the service's rate limits count. */
+/** A counter in synchronous storage, the way the service's rate limits count (durable-objects/RateLimiter.ts, HitCounter). */
 export class Floor extends DurableObject {
   nothing() {
     return true;
@@ -19,17 +19,24 @@ export class Floor extends DurableObject {
   countAndRead(windowMs, chars) {
     this.count(windowMs);
     const kv = this.ctx.storage.kv;
-    if (kv.get('document')?.content.length !== chars) kv.put('document', { content: 'x'.repeat(chars), updatedAt: new Date().toISOString() });
-    return kv.get('document');
+    let document = kv.get('document');
+    if (document?.content.length !== chars) {
+      document = { content: 'x'.repeat(chars), updatedAt: new Date().toISOString() };
+      kv.put('document', document);
+    }
+    return document;
   }
 
   count(windowMs) {
+    // As the service's HitCounter: the last written count is held in memory, the window written only when it changes.
     const kv = this.ctx.storage.kv;
     const t = Date.now();
     const window = t - (t % windowMs);
-    const count = kv.get('window') === window ? (kv.get('count') ?? 0) : 0;
-    kv.put('window', window);
+    this.hits ??= { window: kv.get('window'), count: kv.get('count') ?? 0 };
+    const count = this.hits.window === window ? this.hits.count : 0;
+    if (this.hits.window !== window) kv.put('window', window);
     kv.put('count', count + 1);
+    this.hits = { window, count: count + 1 };
     return true;
   }
 }

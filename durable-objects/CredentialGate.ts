@@ -5,7 +5,7 @@ import { resolveCredential, type HashedCredential, type Resolution } from '../wo
 import type { Db, Env } from '../workers/env';
 import { AppError, type ErrorCode, type ErrorDetails } from '../workers/errors';
 import { now } from '../workers/lib/clock';
-import { countHit, type RateDecision } from './RateLimiter';
+import { HitCounter, type RateDecision } from './RateLimiter';
 
 /** A resolution is trusted this long at most, even if no change was announced. */
 const RECORD_MAX_AGE_MS = 60_000;
@@ -47,6 +47,7 @@ type Outcome = ({ ok: true; principal: Resolution['principal'] } | { ok: false; 
  */
 export class CredentialGate extends DurableObject<Env> {
   private readonly db: Db = openDb(this.env.DB);
+  private readonly counter = new HitCounter(this.ctx.storage.kv);
   /** Resolutions by credential, as promises so concurrent first requests share one D1 read. */
   private readonly records = new Map<string, Promise<Outcome>>();
 
@@ -61,7 +62,7 @@ export class CredentialGate extends DurableObject<Env> {
       }
     }
     const subject = principal.credential.type === 'api_key' ? `key:${principal.credential.apiKeyId}:` : 'user:';
-    return { ok: true, principal, decision: countHit(this.ctx.storage.kv, subject, request.limit, request.windowMs) };
+    return { ok: true, principal, decision: this.counter.hit(subject, request.limit, request.windowMs) };
   }
 
   /**

@@ -22,25 +22,39 @@ export interface RateDecision {
  * Lifecycle: created on first hit; a stale window is simply replaced on the next hit.
  */
 export class RateLimiter extends DurableObject<Env> {
+  private readonly counter = new HitCounter(this.ctx.storage.kv);
+
   hit(limit: number, windowMs: number): RateDecision {
-    return countHit(this.ctx.storage.kv, '', limit, windowMs);
+    return this.counter.hit('', limit, windowMs);
   }
 }
 
 /**
- * One hit in a fixed window kept in synchronous KV under `<prefix>window` and `<prefix>count`.
- * It reads and writes without awaiting in between, so inside one Durable Object (one call at a
- * time) the count is exact.
+ * Hits in fixed windows, kept in synchronous KV under `<prefix>window` and `<prefix>count` for
+ * each subject (a prefix). A hit reads and writes without awaiting in between, so inside one
+ * Durable Object (one call at a time) the count is exact. The object is the only writer of its
+ * storage, so what it last wrote is also held in memory: a hit reads storage only for a subject
+ * this instance has not counted yet, and writes the window only when a new one starts.
  */
-export function countHit(kv: SyncKvStorage, prefix: string, limit: number, windowMs: number): RateDecision {
-  const t = now();
-  const currentWindow = t - (t % windowMs);
-  const storedWindow = kv.get<number>(`${prefix}window`);
-  let count = storedWindow === currentWindow ? (kv.get<number>(`${prefix}count`) ?? 0) : 0;
-  const resetMs = currentWindow + windowMs - t;
-  if (count >= limit) return { allowed: false, limit, remaining: 0, resetMs };
-  count += 1;
-  kv.put(`${prefix}window`, currentWindow);
-  kv.put(`${prefix}count`, count);
-  return { allowed: true, limit, remaining: limit - count, resetMs };
+export class HitCounter {
+  private readonly windows = new Map<string, { window: number; count: number }>();
+
+  constructor(private readonly kv: SyncKvStorage) {}
+
+  hit(prefix: string, limit: number, windowMs: number): RateDecision {
+    const t = now();
+    const currentWindow = t - (t % windowMs);
+    const stored = this.windows.get(prefix) ?? this.load(prefix);
+    const count = stored.window === currentWindow ? stored.count : 0;
+    const resetMs = currentWindow + windowMs - t;
+    if (count >= limit) return { allowed: false, limit, remaining: 0, resetMs };
+    if (stored.window !== currentWindow) this.kv.put(`${prefix}window`, currentWindow);
+    this.kv.put(`${prefix}count`, count + 1);
+    this.windows.set(prefix, { window: currentWindow, count: count + 1 });
+    return { allowed: true, limit, remaining: limit - count - 1, resetMs };
+  }
+
+  private load(prefix: string) {
+    return { window: this.kv.get<number>(`${prefix}window`) ?? Number.NaN, count: this.kv.get<number>(`${prefix}count`) ?? 0 };
+  }
 }
