@@ -1,8 +1,11 @@
 import { env } from 'cloudflare:workers';
 import { evictDurableObject } from 'cloudflare:test';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 
 describe('RateLimiter', () => {
+  afterEach(() => resetClock());
+
   it('lets exactly `limit` of many concurrent hits through', async () => {
     const stub = env.RATE_LIMITER.getByName(`concurrency-${crypto.randomUUID()}`);
     const decisions = await Promise.all(Array.from({ length: 150 }, () => stub.hit(100, 3_600_000)));
@@ -16,5 +19,18 @@ describe('RateLimiter', () => {
     await evictDurableObject(stub);
     expect((await stub.hit(2, 3_600_000)).allowed).toBe(true);
     expect((await stub.hit(2, 3_600_000)).allowed).toBe(false);
+  });
+
+  it('starts a new window afresh and keeps that window’s count across eviction', async () => {
+    const stub = env.RATE_LIMITER.getByName(`windows-${crypto.randomUUID()}`);
+    advanceClock(60_000 - (now() % 60_000) + 1); // just inside a window
+    expect(await stub.hit(2, 60_000)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await stub.hit(2, 60_000)).toMatchObject({ allowed: true, remaining: 0 });
+    expect((await stub.hit(2, 60_000)).allowed).toBe(false);
+    advanceClock(60_000);
+    expect(await stub.hit(2, 60_000)).toMatchObject({ allowed: true, remaining: 1 });
+    await evictDurableObject(stub);
+    expect(await stub.hit(2, 60_000)).toMatchObject({ allowed: true, remaining: 0 });
+    expect((await stub.hit(2, 60_000)).allowed).toBe(false);
   });
 });
