@@ -1,5 +1,5 @@
 /** The headers of every Server-Sent Events answer: execution, workflow run and control-plane streams. */
-export const SSE_HEADERS = {
+const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache, no-transform',
   // wrangler dev buffers SSE unless the response declares no content encoding.
