@@ -85,11 +85,8 @@ export async function deleteByok(db: Db, principal: Principal): Promise<Pick<Byo
 /** Whether the user has a key, as a condition of another statement (the credit hold a run on it needs none of). */
 export const byokKeyExists = (db: Db, userId: string) => exists(db.select({ userId: byokKeys.userId }).from(byokKeys).where(eq(byokKeys.userId, userId)));
 
-/** The key that pays for a user's runs as stored (encrypted), or undefined. */
-export async function sealedByokKey(db: Db, userId: string): Promise<typeof byokKeys.$inferSelect | undefined> {
-  const [row] = await db.select().from(byokKeys).where(eq(byokKeys.userId, userId)).limit(1);
-  return row;
-}
+/** The key that pays for a user's runs as stored (encrypted): none or one row, as a read another D1 batch can carry. */
+export const sealedByokKey = (db: Db, userId: string) => db.select().from(byokKeys).where(eq(byokKeys.userId, userId)).limit(1);
 
 /** A user's own key, opened: replaces the service's key for the model calls of their runs. */
 export interface ByokKey {

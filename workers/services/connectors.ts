@@ -357,8 +357,13 @@ export async function checkRunConnector(
 export const saveRunConnector = (db: Db, executionId: number, workspaceId: string, connector: RunConnector) =>
   db.insert(executionConnectors).values({ executionId, workspaceId, connectorType: connector.type, repo: connector.type === 'github' ? connector.repo : null });
 
-export async function runConnectorOf(db: Db, executionId: number): Promise<RunConnector | undefined> {
-  const [row] = await db.select().from(executionConnectors).where(eq(executionConnectors.executionId, executionId)).limit(1);
+/** A run's connector as stored: none or one row, as a read another D1 batch can carry. */
+export const runConnectorRow = (db: Db, executionId: number) =>
+  db.select().from(executionConnectors).where(eq(executionConnectors.executionId, executionId)).limit(1);
+
+export function runConnectorFrom(row: typeof executionConnectors.$inferSelect | undefined): RunConnector | undefined {
   if (!row) return undefined;
   return row.connectorType === 'github' && row.repo ? { type: 'github', repo: row.repo } : { type: 'remote' };
 }
+
+export const runConnectorOf = async (db: Db, executionId: number) => runConnectorFrom((await runConnectorRow(db, executionId))[0]);

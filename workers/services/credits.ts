@@ -1,4 +1,5 @@
 import { and, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
+import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import { z } from 'zod';
 import { CREDIT_TRANSACTION_TYPES, creditAccounts, creditReservations, creditTransactions, type CreditTransactionRow } from '../../schema';
 import type { Principal } from '../auth/principal';
@@ -138,6 +139,9 @@ const holdKey = (ref: HoldRef) => ref.turnKey ?? ref.executionId;
 const unsettledHold = (ref: HoldRef) =>
   and(eq(creditReservations.executionId, holdKey(ref)), eq(creditReservations.userId, ref.userId), isNull(creditReservations.settledAt));
 
+/** What a hold request answers: the amount held, or what was available when it was refused. */
+type Hold = { reserved: true; amount: number } | { reserved: false; available: number };
+
 /**
  * Holds `amount` of the user's available credits. All or nothing, unless `minimum` is given:
  * then it holds as much of `amount` as is available, provided that is at least `minimum`. The
@@ -147,16 +151,25 @@ const unsettledHold = (ref: HoldRef) =>
  * statement evaluates, the hold is of nothing whenever it holds (a run on the user's own key),
  * without a read of its own first.
  */
-export async function reserveCredits(
+export const reserveCredits = async (db: Db, request: HoldRequest): Promise<Hold> => (await reserveCreditsWith(db, request, [])).hold;
+
+type HoldRequest = HoldRef & { amount: number; minimum?: number; waivedWhen?: SQL };
+
+/**
+ * `reserveCredits` with `reads` in the same D1 request, after the hold (a run's start reads
+ * its context with it: one round trip, not one each); answers the hold and their results.
+ */
+export async function reserveCreditsWith<const R extends readonly BatchItem<'sqlite'>[]>(
   db: Db,
-  request: HoldRef & { amount: number; minimum?: number; waivedWhen?: SQL },
-): Promise<{ reserved: true; amount: number } | { reserved: false; available: number }> {
+  request: HoldRequest,
+  reads: R,
+): Promise<{ hold: Hold; reads: BatchResponse<R> }> {
   const { userId } = request;
   const amount = hundredths(request.amount, 'amount');
   const minimum = hundredths(request.minimum ?? amount, 'minimum');
   const available = sql<number>`${creditAccounts.balance} - ${creditAccounts.reserved}`;
   const waived = request.waivedWhen ?? sql`0`;
-  const [, [held]] = await db.batch([
+  const [, [held], , ...results] = await db.batch([
     ensureAccount(db, userId),
     db
       .insert(creditReservations)
@@ -176,11 +189,16 @@ export async function reserveCredits(
       .onConflictDoNothing({ target: creditReservations.executionId })
       .returning({ amount: creditReservations.amount }),
     recompute(db, userId),
+    ...reads,
   ]);
-  if (held) return { reserved: true, amount: held.amount };
+  return { hold: held ? { reserved: true, amount: held.amount } : await earlierHold(db, request), reads: results };
+}
+
+/** A hold that took nothing: the same hold asked for before, else the refusal with what is available. */
+async function earlierHold(db: Db, request: HoldRequest): Promise<Hold> {
   const [earlier] = await db.select({ amount: creditReservations.amount }).from(creditReservations).where(unsettledHold(request)).limit(1);
   if (earlier) return { reserved: true, amount: earlier.amount };
-  return { reserved: false, available: await availableBalance(db, userId) };
+  return { reserved: false, available: await availableBalance(db, request.userId) };
 }
 
 /** Gives back a hold that was never used (the run did not start). Settled holds stay as they are. */

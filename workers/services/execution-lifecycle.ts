@@ -1,4 +1,5 @@
 import { and, asc, eq, isNull, lt, or, sql } from 'drizzle-orm';
+import type { BatchResponse } from 'drizzle-orm/batch';
 import { executions, skillVersions, threads } from '../../schema';
 import { runActor, type Actor } from '../auth/actor';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
@@ -10,9 +11,9 @@ import { formatId, parseId } from '../lib/ids';
 import { hitRateLimit } from '../lib/rate-limit';
 import { recordChangeAfter } from './audit';
 import { byokKeyExists, sealedByokKey } from './byok';
-import { runConnectorOf } from './connectors';
+import { runConnectorFrom, runConnectorRow } from './connectors';
 import { publish } from './control-plane';
-import { insufficientCredits, MIN_RUN_BALANCE, releaseReservation, reserveCredits, RUN_BUDGET } from './credits';
+import { insufficientCredits, MIN_RUN_BALANCE, releaseReservation, reserveCreditsWith, RUN_BUDGET } from './credits';
 import { sealedRunSecrets } from './skill-secrets';
 import { requireOwned } from './tenant';
 import { traceRunFinished, traceRunStarted } from './traces';
@@ -178,16 +179,11 @@ async function holdAndStart(db: Db, env: Env, principal: Principal, execution: E
   const { turnKey } = execution;
   let reachedObject = false;
   try {
-    // The count, the hold and the turn's D1 context go at once: none waits for another. All of
-    // them land before anything is undone, so a release never runs ahead of a hold still being written.
-    const steps = [
-      turn.count ? countRunStart(env, principal) : undefined,
-      holdCredits(db, principal, execution),
-      turnContext(db, principal, execution),
-      sealedTurnKeys(db, { userId: principal.userId, workspaceId: principal.workspaceId, skillSlug: execution.skillSlug }),
-    ] as const;
+    // The count and the hold (with the turn's D1 context, one D1 request) go at once. Both land
+    // before anything is undone, so a release never runs ahead of a hold still being written.
+    const steps = [turn.count ? countRunStart(env, principal) : undefined, holdAndRead(db, principal, execution)] as const;
     await Promise.allSettled(steps);
-    const [, hold, context, keys] = await Promise.all(steps).catch(async (error: unknown) => {
+    const [, { hold, context, keys }] = await Promise.all(steps).catch(async (error: unknown) => {
       // A refusal (the run limit first) is answered as it is, once the claim and any hold are given back; any other failure is compensated below.
       if (error instanceof AppError) await release(db, execution, turnKey, 'idle');
       throw error;
@@ -258,42 +254,66 @@ async function release(db: Db, execution: ExecutionRow, turnKey: string | null, 
 /**
  * Step 2: the turn holds credits up to RUN_BUDGET and stops with limit_reached when its cost
  * passes the hold. A run on the user's own key (BYOK) costs nothing, so it holds nothing and
- * needs no credits.
+ * needs no credits. The turn's context and keys are read in the same D1 request.
  */
-const holdCredits = (db: Db, principal: Principal, execution: ExecutionRow & { turnKey: string }) =>
-  reserveCredits(db, {
-    userId: principal.userId,
-    executionId: formatId('exec', execution.id),
-    turnKey: execution.turnKey,
-    amount: RUN_BUDGET,
-    minimum: MIN_RUN_BALANCE,
-    waivedWhen: byokKeyExists(db, principal.userId),
-  });
-
-/** The turn's model key and bound secrets, encrypted as stored: read at its start (and again by a resumed turn). */
-export async function sealedTurnKeys(db: Db, turn: Pick<TurnInput, 'userId' | 'workspaceId' | 'skillSlug'>): Promise<SealedTurnKeys> {
-  const [byok, secrets] = await Promise.all([sealedByokKey(db, turn.userId), sealedRunSecrets(db, turn.workspaceId, turn.skillSlug)]);
-  return { byok: byok ?? null, secrets };
+async function holdAndRead(db: Db, principal: Principal, execution: ExecutionRow & { turnKey: string }) {
+  const turn = { userId: principal.userId, workspaceId: principal.workspaceId, skillSlug: execution.skillSlug };
+  const { hold, reads } = await reserveCreditsWith(
+    db,
+    {
+      userId: principal.userId,
+      executionId: formatId('exec', execution.id),
+      turnKey: execution.turnKey,
+      amount: RUN_BUDGET,
+      minimum: MIN_RUN_BALANCE,
+      waivedWhen: byokKeyExists(db, principal.userId),
+    },
+    [...turnContextReads(db, principal, execution), ...sealedTurnKeyReads(db, turn)],
+  );
+  const [version, connector, thread, byok, secrets] = reads;
+  const context = { prompt: version[0]?.prompt, connector: runConnectorFrom(connector[0]), threadId: thread[0]?.id };
+  return { hold, context, keys: sealedTurnKeysFrom([byok, secrets]) };
 }
 
-/** What the turn needs from D1, read (in parallel) before it starts. */
-async function turnContext(db: Db, principal: Principal, execution: ExecutionRow) {
-  const [[version], connector, threadId] = await Promise.all([
+/** The turn's model key and bound secrets, encrypted as stored: read at its start (and again by a resumed turn). */
+const sealedTurnKeyReads = (db: Db, turn: Pick<TurnInput, 'userId' | 'workspaceId' | 'skillSlug'>) =>
+  [sealedByokKey(db, turn.userId), sealedRunSecrets(db, turn.workspaceId, turn.skillSlug)] as const;
+
+const sealedTurnKeysFrom = ([[byok], secrets]: BatchResponse<ReturnType<typeof sealedTurnKeyReads>>): SealedTurnKeys => ({ byok: byok ?? null, secrets });
+
+export const sealedTurnKeys = async (db: Db, turn: Pick<TurnInput, 'userId' | 'workspaceId' | 'skillSlug'>) =>
+  sealedTurnKeysFrom(await db.batch(sealedTurnKeyReads(db, turn)));
+
+/**
+ * What the turn needs from D1: the prompt of its skill version, its connector, and the thread a
+ * chat run answers when the turn may launch workflows (otherwise a statement that reads nothing,
+ * so the batch keeps its shape).
+ */
+const turnContextReads = (db: Db, principal: Principal, execution: ExecutionRow) =>
+  [
     db
       .select({ prompt: skillVersions.prompt })
       .from(skillVersions)
       .where(eq(skillVersions.id, execution.skillVersionId ?? -1))
       .limit(1),
-    runConnectorOf(db, execution.id),
-    launchingThreadOf(db, principal, execution),
-  ]);
-  return { prompt: version?.prompt, connector, threadId };
-}
+    runConnectorRow(db, execution.id),
+    db
+      .select({ id: threads.id })
+      .from(threads)
+      .where(launchesWorkflows(principal, execution) ? and(eq(threads.workspaceId, principal.workspaceId), eq(threads.traceKey, execution.traceKey)) : sql`0`)
+      .limit(1),
+  ] as const;
+
+/**
+ * Whether the turn offers start_workflow: a chat run whose caller may launch workflows
+ * (`workflow:run`, the scope of the launch route).
+ */
+const launchesWorkflows = (principal: Principal, execution: ExecutionRow) => execution.source === 'chat' && hasScope(principal.scopes, 'workflow:run');
 
 function turnInput(
   principal: Actor,
   execution: ExecutionRow,
-  context: Awaited<ReturnType<typeof turnContext>>,
+  context: Awaited<ReturnType<typeof holdAndRead>>['context'],
   turn: { turnKey: string; budget: number; text: string; system?: string },
 ): TurnInput {
   return {
@@ -315,20 +335,6 @@ function turnInput(
     system: turn.system ?? context.prompt ?? '',
     text: turn.text,
   };
-}
-
-/**
- * The thread a chat run answers, when its caller may launch workflows (`workflow:run`, the scope
- * of the launch route): only then does the turn offer start_workflow.
- */
-async function launchingThreadOf(db: Db, principal: Principal, execution: ExecutionRow): Promise<string | undefined> {
-  if (execution.source !== 'chat' || !hasScope(principal.scopes, 'workflow:run')) return undefined;
-  const [thread] = await db
-    .select({ id: threads.id })
-    .from(threads)
-    .where(and(eq(threads.workspaceId, principal.workspaceId), eq(threads.traceKey, execution.traceKey)))
-    .limit(1);
-  return thread?.id;
 }
 
 /** Records a run starting or being interrupted, once the object has taken it (the claim and the object are not one batch). */
