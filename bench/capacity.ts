@@ -23,7 +23,8 @@ const LIMITS = {
 
 /** Which object a call of each class reaches: what one object's limit caps. */
 const OBJECT_SCOPE: Record<string, string> = {
-  RateLimiter: 'one credential (or user) key',
+  CredentialGate: 'one user (every credential of theirs)',
+  RateLimiter: "one counted subject (a user's run starts, a client address)",
   ExecutionSession: 'one execution',
   WorkspaceChannel: 'one workspace',
   WorkflowRun: 'one workflow run',
@@ -97,7 +98,10 @@ console.log(
 console.log(
   `  ${perWorkspace.d1.toFixed(2)} D1 queries/s, ${perWorkspace.queue.toFixed(2)} queue messages/s, ${perWorkspace.objectCalls.toFixed(2)} Durable Object calls/s (spread over its own objects), ${perWorkspace.rowsWritten.toFixed(2)} D1 rows written/s`,
 );
-for (const s of saturation) console.log(`  ${s.resource}: saturates at ${fmt(s.workspaces)} active workspaces`);
+for (const s of saturation)
+  console.log(
+    `  ${s.resource}: ${Number.isFinite(s.workspaces) ? `saturates at ${fmt(s.workspaces)} active workspaces` : 'never saturates (this profile sends it nothing)'}`,
+  );
 console.log(`  first: ${first.resource}, at ${fmt(first.workspaces)} active workspaces and ${fmt(first.workspaces * perWorkspace.requests)} requests/s in all`);
 const days = LIMITS.d1DatabaseBytes / bytesPerDay(first.workspaces);
 console.log(

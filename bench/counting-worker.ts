@@ -126,6 +126,7 @@ function counting(env: Env): Env {
       BUCKET: countingR2(env.BUCKET),
       WORKFLOW_STEPS: countingQueue(env.WORKFLOW_STEPS),
       RATE_LIMITER: countingNamespace(env.RATE_LIMITER, 'RateLimiter'),
+      CREDENTIAL_GATE: countingNamespace(env.CREDENTIAL_GATE, 'CredentialGate'),
       EXECUTION_SESSION: countingNamespace(env.EXECUTION_SESSION, 'ExecutionSession'),
       WORKSPACE_CHANNEL: countingNamespace(env.WORKSPACE_CHANNEL, 'WorkspaceChannel'),
       WORKFLOW_RUN: countingNamespace(env.WORKFLOW_RUN, 'WorkflowRun'),
