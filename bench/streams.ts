@@ -2,17 +2,23 @@
  * npm run bench:streams: execution streams against a bare workerd SSE endpoint, measured in one
  * run and printed as ratios (service / baseline; lower is better). Both run under `wrangler dev` on
  * this machine, so absolute times mean little and ratios are what to compare across changes.
+ * One run and its stream are measured twice: on a hosted model's API (bench/model-server.ts),
+ * whose events reach the service over a socket as a real provider's do, and on the built-in
+ * local model, which answers inside the service's own process.
  */
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { startService } from '../test/e2e/helpers';
 import { median, startBaseline } from './lib';
+import { startModelServer } from './model-server';
 
 const SUBSCRIBERS = 100;
 /** The large fan-out, in fewer rounds: each opens this many streams on each side. */
 const MANY_SUBSCRIBERS = 1_000;
 const MANY_ROUNDS = 3;
 const ROUNDS = 5;
+/** The hosted model's answer, in text deltas: about as many events a run as the local model's. */
+const MODEL_WORDS = 95;
 
 /** Reads an SSE response to its end; returns the frame count and ms to its first frame, its first `agent.message`, its last frame and its end. */
 async function consume(res: Response, started: number) {
@@ -37,37 +43,49 @@ async function consume(res: Response, started: number) {
   return { frames, firstMessageMs, firstFrameMs, lastFrameMs, totalMs: performance.now() - started };
 }
 
+type Stream = Awaited<ReturnType<typeof consume>>;
+
+/** A stream's own rate: the frames after its first over the time from its first frame to its last. */
+const streamRate = (r: Stream) => (r.frames - 1) / ((r.lastFrameMs - r.firstFrameMs) / 1000);
+const wholeRate = (r: Stream) => r.frames / (r.totalMs / 1000);
+
+/** The bench's skill on `service`, and one run of it: open `subscribers` streams, post the message, read them all to the end. */
+async function runner(service: { base: string; apiKey: string }) {
+  const headers = { 'x-api-key': service.apiKey, 'content-type': 'application/json' };
+  const api = async (path: string, init: RequestInit = {}) => {
+    const res = await fetch(`${service.base}${path}`, { ...init, headers });
+    if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    return res;
+  };
+  await api('/api/v1/skills/bench-skill', {
+    method: 'PUT',
+    body: JSON.stringify({ name: 'Bench', description: 'Bench.', category: 'General', prompt: '# Bench\nSummarise.' }),
+  });
+  const input = 'Plan the launch. Write the notes. Tell the team. Book the room. Order the food. Send the invites.';
+  return async (subscribers: number) => {
+    const created = (await (await api('/api/v1/executions', { method: 'POST', body: JSON.stringify({ skill_slug: 'bench-skill', input }) })).json()) as {
+      id: string;
+    };
+    const { sseUrl } = (await (await api(`/api/v1/executions/${created.id}/stream-token`)).json()) as { sseUrl: string };
+    const url = sseUrl.replace(new URL(sseUrl).origin, service.base);
+    const streams = await Promise.all(Array.from({ length: subscribers }, () => fetch(url)));
+    const started = performance.now();
+    await api(`/api/v1/executions/${created.id}/events`, {
+      method: 'POST',
+      body: JSON.stringify({ events: [{ type: 'user.message', content: [{ type: 'text', text: input }] }] }),
+    });
+    return Promise.all(streams.map((s) => consume(s, started)));
+  };
+}
+
 async function main() {
+  const model = await startModelServer(MODEL_WORDS);
   const service = await startService();
+  const hostedService = await startService(150_000, { args: model.vars });
   const baseline = await startBaseline();
   try {
-    const headers = { 'x-api-key': service.apiKey, 'content-type': 'application/json' };
-    const api = async (path: string, init: RequestInit = {}) => {
-      const res = await fetch(`${service.base}${path}`, { ...init, headers });
-      if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-      return res;
-    };
-    await api('/api/v1/skills/bench-skill', {
-      method: 'PUT',
-      body: JSON.stringify({ name: 'Bench', description: 'Bench.', category: 'General', prompt: '# Bench\nSummarise.' }),
-    });
-    const input = 'Plan the launch. Write the notes. Tell the team. Book the room. Order the food. Send the invites.';
-
-    /** One run: open `subscribers` streams, post the message, read them all to the end. */
-    async function serviceRun(subscribers: number) {
-      const created = (await (await api('/api/v1/executions', { method: 'POST', body: JSON.stringify({ skill_slug: 'bench-skill', input }) })).json()) as {
-        id: string;
-      };
-      const { sseUrl } = (await (await api(`/api/v1/executions/${created.id}/stream-token`)).json()) as { sseUrl: string };
-      const url = sseUrl.replace(new URL(sseUrl).origin, service.base);
-      const streams = await Promise.all(Array.from({ length: subscribers }, () => fetch(url)));
-      const started = performance.now();
-      await api(`/api/v1/executions/${created.id}/events`, {
-        method: 'POST',
-        body: JSON.stringify({ events: [{ type: 'user.message', content: [{ type: 'text', text: input }] }] }),
-      });
-      return Promise.all(streams.map((s) => consume(s, started)));
-    }
+    const serviceRun = await runner(service);
+    const hostedRun = await runner(hostedService);
 
     async function baselineRun(subscribers: number, n: number, byteStream = false) {
       const started = performance.now();
@@ -76,47 +94,53 @@ async function main() {
     }
 
     const startLoad = loadavg()[0]!.toFixed(2);
-    await serviceRun(1); // warm up both
+    await serviceRun(1); // warm up all three
+    await hostedRun(1);
     const frames = (await serviceRun(1))[0]!.frames;
+    const hostedFrames = (await hostedRun(1))[0]!.frames;
     await baselineRun(1, frames);
 
-    const one = {
-      service: [] as number[],
-      baseline: [] as number[],
-      wholeService: [] as number[],
-      wholeBaseline: [] as number[],
-      firstService: [] as number[],
-      firstBaseline: [] as number[],
-    };
-    /** A stream's own rate: the frames after its first over the time from its first frame to its last. */
-    const streamRate = (r: Awaited<ReturnType<typeof consume>>) => (r.frames - 1) / ((r.lastFrameMs - r.firstFrameMs) / 1000);
+    /** One stream of each run against the bare route's stream of as many frames, per round. */
+    const sample = () => ({ service: [] as Stream[], baseline: [] as Stream[] });
+    const local = sample();
+    const hosted = sample();
     const fan = { service: [] as number[], baseline: [] as number[] };
     for (let round = 0; round < ROUNDS; round++) {
-      const [s] = await serviceRun(1);
-      const [b] = await baselineRun(1, frames);
-      one.service.push(streamRate(s!));
-      one.baseline.push(streamRate(b!));
-      one.wholeService.push(s!.frames / (s!.totalMs / 1000));
-      one.wholeBaseline.push(b!.frames / (b!.totalMs / 1000));
-      one.firstService.push(s!.firstMessageMs);
-      one.firstBaseline.push(b!.firstMessageMs);
+      hosted.service.push((await hostedRun(1))[0]!);
+      hosted.baseline.push((await baselineRun(1, hostedFrames))[0]!);
+      local.service.push((await serviceRun(1))[0]!);
+      local.baseline.push((await baselineRun(1, frames))[0]!);
       const sf = await serviceRun(SUBSCRIBERS);
       const bf = await baselineRun(SUBSCRIBERS, frames);
       fan.service.push(Math.max(...sf.map((r) => r.totalMs)));
       fan.baseline.push(Math.max(...bf.map((r) => r.totalMs)));
     }
     const ratio = (a: number, b: number) => (a / b).toFixed(2);
-    console.log(`execution streams vs bare workerd SSE (${frames} events per run, median of ${ROUNDS} rounds; load average (1 min) at the start ${startLoad})`);
-    console.log(
-      `  time to first agent.message   ratio ${ratio(median(one.firstService), median(one.firstBaseline))}   (lower is better; service ${median(one.firstService).toFixed(1)} ms, baseline ${median(one.firstBaseline).toFixed(1)} ms)`,
+    const of = (streams: Stream[], measure: (s: Stream) => number) => median(streams.map(measure));
+    const firstMessage = (s: Stream) => s.firstMessageMs;
+    const report = (title: string, one: ReturnType<typeof sample>, rate: { label: string; measure: (s: Stream) => number }, other: typeof rate) => {
+      console.log(`  ${title}`);
+      console.log(
+        `    time to first agent.message   ratio ${ratio(of(one.service, firstMessage), of(one.baseline, firstMessage))}   (lower is better; service ${of(one.service, firstMessage).toFixed(1)} ms, baseline ${of(one.baseline, firstMessage).toFixed(1)} ms)`,
+      );
+      console.log(
+        `    events per second, 1 stream   ratio ${ratio(of(one.service, rate.measure), of(one.baseline, rate.measure))}   (higher is better; ${rate.label}: service ${of(one.service, rate.measure).toFixed(0)}/s, baseline ${of(one.baseline, rate.measure).toFixed(0)}/s)`,
+      );
+      console.log(`      for comparison, ${other.label}: ratio ${ratio(of(one.service, other.measure), of(one.baseline, other.measure))}`);
+    };
+    const firstToLast = { label: 'from the first frame to the last', measure: streamRate };
+    const whole = { label: "over the whole run (from posting user.message, or the request, to the stream's end)", measure: wholeRate };
+    console.log(`execution streams vs bare workerd SSE (median of ${ROUNDS} rounds; load average (1 min) at the start ${startLoad})`);
+    report(
+      `a hosted model (Anthropic's API, served on loopback, answering at once, an event a write; ${hostedFrames} events a run):`,
+      hosted,
+      firstToLast,
+      whole,
     );
+    report(`the built-in local model (it saves an artifact before its first words; ${frames} events a run):`, local, firstToLast, whole);
     console.log(
-      `  events per second, 1 stream   ratio ${ratio(median(one.service), median(one.baseline))}   (higher is better; first frame to last: service ${median(one.service).toFixed(0)}/s, baseline ${median(one.baseline).toFixed(0)}/s)`,
+      `  ${SUBSCRIBERS} subscribers, time to last idle   ratio ${ratio(median(fan.service), median(fan.baseline))}   (lower is better; the local model)`,
     );
-    console.log(
-      `    for comparison, over the whole run: ratio ${ratio(median(one.wholeService), median(one.wholeBaseline))}   (from posting user.message, or the request, to the stream's end)`,
-    );
-    console.log(`  ${SUBSCRIBERS} subscribers, time to last idle   ratio ${ratio(median(fan.service), median(fan.baseline))}   (lower is better)`);
     // Printed apart, after the lines above: the largest run is the likeliest to fail on a loaded machine.
     const many = { service: [] as number[], baseline: [] as number[], byteBaseline: [] as number[] };
     for (let round = 0; round < MANY_ROUNDS; round++) {
@@ -134,7 +158,7 @@ async function main() {
     console.log(`load average (1 min) at the end: ${loadavg()[0]!.toFixed(2)}`);
   } finally {
     baseline.stop();
-    await service.stop();
+    await Promise.all([service.stop(), hostedService.stop(), model.stop()]);
   }
 }
 
