@@ -9,7 +9,7 @@
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { startService } from '../test/e2e/helpers';
-import { median, startBaseline } from './lib';
+import { median, ratio, startBaseline } from './lib';
 import { startModelServer } from './model-server';
 
 const SUBSCRIBERS = 100;
@@ -115,7 +115,6 @@ async function main() {
       fan.service.push(Math.max(...sf.map((r) => r.totalMs)));
       fan.baseline.push(Math.max(...bf.map((r) => r.totalMs)));
     }
-    const ratio = (a: number, b: number) => (a / b).toFixed(2);
     const of = (streams: Stream[], measure: (s: Stream) => number) => median(streams.map(measure));
     const firstMessage = (s: Stream) => s.firstMessageMs;
     const report = (title: string, one: ReturnType<typeof sample>, rate: { label: string; measure: (s: Stream) => number }, other: typeof rate) => {
