@@ -3,15 +3,18 @@
  * documented SSE events) on a loopback port, answering every request at once with `words` text
  * deltas and `end_turn`. Each event is its own write, as a hosted API sends them as they are
  * generated; nothing is waited for between them, so what a stream measures is the service.
+ * It runs in a process of its own, so the bench's client, busy reading streams, never delays
+ * an answer that a real provider would send from elsewhere.
  */
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { freePort } from './lib';
 
 const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
 
-export async function startModelServer(words: number) {
-  const port = await freePort();
-  const server = createServer((req, res) => {
+function serve(port: number, words: number) {
+  createServer((req, res) => {
     req.resume();
     req.on('end', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -26,11 +29,29 @@ export async function startModelServer(words: number) {
       res.write(event('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: words } }));
       res.end(event('message_stop', {}));
     });
-  });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  }).listen(port, '127.0.0.1');
+}
+
+const self = fileURLToPath(import.meta.url);
+
+export async function startModelServer(words: number) {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['node_modules/tsx/dist/cli.mjs', self, String(port), String(words)], { stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}/v1/messages`;
+  for (let i = 0; ; i++) {
+    const answered = await fetch(url, { method: 'POST', body: '{}' }).then(
+      (res) => res.text().then(() => res.ok),
+      () => false,
+    );
+    if (answered) break;
+    if (i === 200 || child.exitCode !== null) throw new Error('the model server did not start');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   return {
     /** The service's settings that send its runs here (`wrangler dev --var`). */
     vars: ['--var', 'ANTHROPIC_API_KEY:bench', '--var', `ANTHROPIC_BASE_URL:http://127.0.0.1:${port}`],
-    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    stop: () => new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', () => resolve()), child.kill()))),
   };
 }
+
+if (process.argv[1] === self) serve(Number(process.argv[2]), Number(process.argv[3]));
