@@ -1,4 +1,4 @@
-import { type EventSourceMessage, EventSourceParserStream } from 'eventsource-parser/stream';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { ProviderError, type ProviderErrorKind } from '../provider';
 
 /** A quoted error message is cut to this many characters (it may reach the execution's events). */
@@ -97,10 +97,16 @@ export async function* postEventStream(
     await response.body?.cancel();
     throw new ProviderError('stream', `${label} answered ${contentType || 'no content type'}, not an event stream`);
   }
-  const reader = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+  // The events of one network read are parsed and yielded together, with nothing between them
+  // that waits on the runtime, so the rows a run stores for them share one storage commit (a
+  // transform-stream pipeline would hand them over one runtime turn at a time, a commit each).
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  const parsed: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (message) => parsed.push(message) });
   try {
     for (;;) {
-      let next: ReadableStreamReadResult<EventSourceMessage>;
+      let next: ReadableStreamReadResult<Uint8Array>;
       try {
         next = await reader.read();
       } catch {
@@ -108,7 +114,8 @@ export async function* postEventStream(
         throw new ProviderError('network', `${label}: the connection broke mid-stream`);
       }
       if (next.done) return;
-      yield next.value;
+      parser.feed(decoder.decode(next.value, { stream: true }));
+      yield* parsed.splice(0);
     }
   } finally {
     await reader.cancel().catch(() => undefined);
