@@ -8,6 +8,8 @@ export interface RateDecision {
   remaining: number;
   /** Milliseconds until the current window ends. */
   resetMs: number;
+  /** When the window this decision counted in began (ms): what `giveBack` names. */
+  window: number;
 }
 
 /**
@@ -26,6 +28,11 @@ export class RateLimiter extends DurableObject<Env> {
 
   hit(limit: number, windowMs: number): RateDecision {
     return this.counter.hit('', limit, windowMs);
+  }
+
+  /** Takes back a hit whose action did not happen (a run start whose claim was refused). */
+  giveBack(window: number): void {
+    this.counter.unhit('', window);
   }
 }
 
@@ -47,11 +54,19 @@ export class HitCounter {
     const stored = this.windows.get(prefix) ?? this.load(prefix);
     const count = stored.window === currentWindow ? stored.count : 0;
     const resetMs = currentWindow + windowMs - t;
-    if (count >= limit) return { allowed: false, limit, remaining: 0, resetMs };
+    if (count >= limit) return { allowed: false, limit, remaining: 0, resetMs, window: currentWindow };
     if (stored.window !== currentWindow) this.kv.put(`${prefix}window`, currentWindow);
     this.kv.put(`${prefix}count`, count + 1);
     this.windows.set(prefix, { window: currentWindow, count: count + 1 });
-    return { allowed: true, limit, remaining: limit - count - 1, resetMs };
+    return { allowed: true, limit, remaining: limit - count - 1, resetMs, window: currentWindow };
+  }
+
+  /** Takes back one hit counted in `window`; once that window has passed there is nothing to take back. */
+  unhit(prefix: string, window: number): void {
+    const stored = this.windows.get(prefix) ?? this.load(prefix);
+    if (stored.window !== window || stored.count === 0) return;
+    this.kv.put(`${prefix}count`, stored.count - 1);
+    this.windows.set(prefix, { window, count: stored.count - 1 });
   }
 
   private load(prefix: string) {

@@ -33,4 +33,21 @@ describe('RateLimiter', () => {
     expect(await stub.hit(2, 60_000)).toMatchObject({ allowed: true, remaining: 0 });
     expect((await stub.hit(2, 60_000)).allowed).toBe(false);
   });
+
+  it('takes back a hit given back in its own window, and nothing once that window has passed', async () => {
+    const stub = env.RATE_LIMITER.getByName(`give-back-${crypto.randomUUID()}`);
+    advanceClock(60_000 - (now() % 60_000) + 1);
+    const first = await stub.hit(2, 60_000);
+    await stub.hit(2, 60_000);
+    await stub.giveBack(first.window);
+    expect(await stub.hit(2, 60_000)).toMatchObject({ allowed: true, remaining: 0 });
+    expect((await stub.hit(2, 60_000)).allowed).toBe(false);
+
+    advanceClock(60_000);
+    expect(await stub.hit(2, 60_000)).toMatchObject({ allowed: true, remaining: 1 });
+    // A hit of the window before is gone with it: giving it back takes nothing from this one.
+    await stub.giveBack(first.window);
+    await evictDurableObject(stub);
+    expect(await stub.hit(2, 60_000)).toMatchObject({ allowed: true, remaining: 0 });
+  });
 });

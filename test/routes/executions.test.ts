@@ -538,6 +538,42 @@ describe('per-user execution rate limit', () => {
       resetClock();
     }
   });
+
+  it('does not count a user.message that starts nothing, and holds nothing for it', async () => {
+    const user = await setup();
+    advanceClock(60_000 - (Date.now() % 60_000) + 1);
+    try {
+      const runs = env.RATE_LIMITER.getByName(`runs:user:${user.user.id}`);
+      for (let i = 0; i < 19; i++) await runs.hit(20, 60_000);
+      const busy = (await create(user)).body.id;
+      const other = (await create(user)).body.id;
+      // `busy` holds the workspace's one slot, as a start under way does.
+      const slot = (status: string, turnKey: string | null) =>
+        env.DB.prepare('UPDATE executions SET status = ?, turn_key = ?, claimed_at = ? WHERE id = ?')
+          .bind(status, turnKey, now(), Number(busy.slice(5)))
+          .run();
+      await slot('working', 'exec_test:under-way');
+      expectError(await message(user, busy, 'Again.'), 409, 'EXECUTION_RUNNING');
+      expectError(await message(user, other, 'Me too.'), 409, 'EXECUTION_RUNNING');
+      expectError(await message(user, 'exec_999999', 'Nobody.'), 404, 'NOT_FOUND');
+      const holds = await env.DB.prepare('SELECT COUNT(*) AS n FROM credit_reservations WHERE user_id = ?').bind(user.user.id).first<{ n: number }>();
+      expect(holds!.n).toBe(0);
+
+      await slot('idle', null);
+      // The 20th start of this minute: none of the refused ones above was counted.
+      expect((await message(user, other, 'Now.')).status).toBe(200);
+      await waitForStatus(user, other, 'completed');
+      // The 21st is refused, and what its claim took is given back.
+      expectError(await message(user, busy, 'One too many.'), 429, 'RATE_LIMITED');
+      expect((await call(`/api/v1/executions/${busy}/status`, { token: user.token })).body).toMatchObject({ status: 'idle' });
+      const open = await env.DB.prepare('SELECT COUNT(*) AS n FROM credit_reservations WHERE user_id = ? AND settled_at IS NULL')
+        .bind(user.user.id)
+        .first<{ n: number }>();
+      expect(open!.n).toBe(0);
+    } finally {
+      resetClock();
+    }
+  });
 });
 
 describe('secrets bound to the skill', () => {

@@ -6,3 +6,7 @@ export type { RateDecision };
 /** Counts one hit for `subject` in its own RateLimiter object. */
 export const hitRateLimit = (env: Env, subject: string, limit: number, windowMs: number): Promise<RateDecision> =>
   env.RATE_LIMITER.getByName(subject).hit(limit, windowMs);
+
+/** Takes back an allowed hit whose action did not happen, while its window lasts. */
+export const giveBackRateLimit = (env: Env, subject: string, decision: RateDecision): Promise<void> =>
+  env.RATE_LIMITER.getByName(subject).giveBack(decision.window);

@@ -1,5 +1,5 @@
 import { and, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
-import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
+import type { BatchResponse } from 'drizzle-orm/batch';
 import { z } from 'zod';
 import { CREDIT_TRANSACTION_TYPES, creditAccounts, creditReservations, creditTransactions, type CreditTransactionRow } from '../../schema';
 import type { Principal } from '../auth/principal';
@@ -28,8 +28,8 @@ function hundredths(value: number, name: string): number {
   return value;
 }
 
-/** Recomputes the cached totals from the source tables; the last statement of every change's batch. */
-const recompute = (db: Db, userId: string) =>
+/** Recomputes the cached totals from the source tables; the last statement of every change's batch (only if `onlyIf` holds, when given). */
+const recompute = (db: Db, userId: string, onlyIf?: SQL) =>
   db
     .update(creditAccounts)
     .set({
@@ -38,7 +38,7 @@ const recompute = (db: Db, userId: string) =>
       totalSpent: sql`(SELECT COALESCE(-SUM(${creditTransactions.amount}), 0) FROM ${creditTransactions} WHERE ${creditTransactions.userId} = ${userId} AND ${creditTransactions.type} = 'usage')`,
       updatedAt: now(),
     })
-    .where(eq(creditAccounts.userId, userId));
+    .where(and(eq(creditAccounts.userId, userId), onlyIf));
 
 const ensureAccount = (db: Db, userId: string) => db.insert(creditAccounts).values({ userId, updatedAt: now() }).onConflictDoNothing();
 
@@ -151,25 +151,27 @@ type Hold = { reserved: true; amount: number } | { reserved: false; available: n
  * statement evaluates, the hold is of nothing whenever it holds (a run on the user's own key),
  * without a read of its own first.
  */
-export const reserveCredits = async (db: Db, request: HoldRequest): Promise<Hold> => (await reserveCreditsWith(db, request, [])).hold;
+export const reserveCredits = async (db: Db, request: HoldRequest): Promise<Hold> => holdAnswered(db, request, await db.batch(holdStatements(db, request)));
 
-type HoldRequest = HoldRef & { amount: number; minimum?: number; waivedWhen?: SQL };
+type HoldRequest = HoldRef & {
+  amount: number;
+  minimum?: number;
+  waivedWhen?: SQL;
+  /** The hold is made (and the account touched) only if this holds when the statements run: a run's claim, earlier in the same batch. */
+  onlyIf?: SQL;
+};
 
 /**
- * `reserveCredits` with `reads` in the same D1 request, after the hold (a run's start reads
- * its context with it: one round trip, not one each); answers the hold and their results.
+ * The hold's statements, for the caller's own D1 batch (a run's start sends its claim before
+ * them and its reads after: one round trip); `holdAnswered` reads their answer.
  */
-export async function reserveCreditsWith<const R extends readonly BatchItem<'sqlite'>[]>(
-  db: Db,
-  request: HoldRequest,
-  reads: R,
-): Promise<{ hold: Hold; reads: BatchResponse<R> }> {
+export function holdStatements(db: Db, request: HoldRequest) {
   const { userId } = request;
   const amount = hundredths(request.amount, 'amount');
   const minimum = hundredths(request.minimum ?? amount, 'minimum');
   const available = sql<number>`${creditAccounts.balance} - ${creditAccounts.reserved}`;
   const waived = request.waivedWhen ?? sql`0`;
-  const [, [held], , ...results] = await db.batch([
+  return [
     ensureAccount(db, userId),
     db
       .insert(creditReservations)
@@ -184,15 +186,17 @@ export async function reserveCreditsWith<const R extends readonly BatchItem<'sql
             settledAt: sql<number | null>`NULL`.as('settled_at'),
           })
           .from(creditAccounts)
-          .where(and(eq(creditAccounts.userId, userId), sql`(${waived} OR ${available} >= ${minimum})`)),
+          .where(and(eq(creditAccounts.userId, userId), sql`(${waived} OR ${available} >= ${minimum})`, request.onlyIf)),
       )
       .onConflictDoNothing({ target: creditReservations.executionId })
       .returning({ amount: creditReservations.amount }),
-    recompute(db, userId),
-    ...reads,
-  ]);
-  return { hold: held ? { reserved: true, amount: held.amount } : await earlierHold(db, request), reads: results };
+    recompute(db, userId, request.onlyIf),
+  ] as const;
 }
+
+/** What the hold's statements answered: the hold, else the same hold asked for before, else the refusal. */
+export const holdAnswered = async (db: Db, request: HoldRequest, [, [held]]: BatchResponse<ReturnType<typeof holdStatements>>): Promise<Hold> =>
+  held ? { reserved: true, amount: held.amount } : earlierHold(db, request);
 
 /** A hold that took nothing: the same hold asked for before, else the refusal with what is available. */
 async function earlierHold(db: Db, request: HoldRequest): Promise<Hold> {

@@ -1,4 +1,5 @@
-import { and, asc, eq, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, asc, eq, exists, inArray, isNull, lt, or, sql, type SQLWrapper } from 'drizzle-orm';
+import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { BatchResponse } from 'drizzle-orm/batch';
 import { executions, skillVersions, threads } from '../../schema';
 import { runActor, type Actor } from '../auth/actor';
@@ -8,16 +9,16 @@ import type { Db, Env } from '../env';
 import { AppError, conflict } from '../errors';
 import { now } from '../lib/clock';
 import { formatId, parseId } from '../lib/ids';
-import { hitRateLimit } from '../lib/rate-limit';
+import { giveBackRateLimit, hitRateLimit, type RateDecision } from '../lib/rate-limit';
 import { recordChangeAfter } from './audit';
 import { byokKeyExists, sealedByokKey } from './byok';
 import { runConnectorFrom, runConnectorRow } from './connectors';
 import { publish } from './control-plane';
-import { insufficientCredits, MIN_RUN_BALANCE, releaseReservation, reserveCreditsWith, RUN_BUDGET } from './credits';
+import { holdAnswered, holdStatements, insufficientCredits, MIN_RUN_BALANCE, releaseReservation, RUN_BUDGET } from './credits';
 import { sealedRunSecrets } from './skill-secrets';
 import { requireOwned } from './tenant';
 import { traceRunFinished, traceRunStarted } from './traces';
-import type { ExecutionEvent, SealedTurnKeys, TurnInput, TurnOutcome } from './execution-events';
+import type { ExecutionEvent, SealedTurnKeys, StartTurnAnswer, TurnInput, TurnOutcome } from './execution-events';
 
 /**
  * The run lifecycle, in one place: claim → hold → start, then the execution's object runs the
@@ -25,7 +26,8 @@ import type { ExecutionEvent, SealedTurnKeys, TurnInput, TurnOutcome } from './e
  *
  * 1. **Claim**: one conditional UPDATE moves the execution to `working` under the workspace's
  *    MAX_ACTIVE_EXECUTIONS and writes the turn's key and the claim time.
- * 2. **Hold**: credits reserved under that key.
+ * 2. **Hold**: credits reserved under that key, in the claim's own D1 request (atomic with it,
+ *    and made only if the claim took), with the turn's context and keys read.
  * 3. **Start**: the object takes the turn under that key (and refuses a key it has seen).
  *
  * After a crash at any point the stored state tells what happened: the object either holds the
@@ -38,6 +40,8 @@ import type { ExecutionEvent, SealedTurnKeys, TurnInput, TurnOutcome } from './e
  */
 
 type ExecutionRow = typeof executions.$inferSelect;
+/** Whose claim and hold a release gives back: the execution, and the user whose credits the hold took. */
+type Holder = Pick<ExecutionRow, 'id' | 'userId'>;
 type ExecutionStatus = ExecutionRow['status'];
 
 /** Run starts per minute per user (the number is ours; the spec asks for a limit). */
@@ -61,66 +65,99 @@ const sessionOf = (env: Env, executionId: number) => env.EXECUTION_SESSION.getBy
 
 /**
  * Starts a turn of an idle execution with the user's `text` (and `system`, else the prompt of
- * the skill version it was created with); answers the turn's opening events.
+ * the skill version it was created with); answers the turn's opening events. When the
+ * workspace's slots are taken, stale claims are settled first and the start tried once more.
  */
 export async function startTurn(db: Db, env: Env, principal: Principal, execution: ExecutionRow, text: string, system?: string): Promise<ExecutionEvent[]> {
   if (execution.status === 'working')
     throw new AppError('EXECUTION_RUNNING', 409, 'The execution is already running', { executionId: formatId('exec', execution.id) });
   if (execution.status !== 'idle') throw conflict(`The execution is ${execution.status}: rerun it instead`);
-  await countRunStart(env, principal);
-  const turnKey = newTurnKey(execution.id);
-  await claim(db, env, principal, execution.id, turnKey);
-  return startClaimed(db, env, principal, { ...execution, status: 'working', turnKey }, { text, system, count: false });
+  const turn = { text, system };
+  const started =
+    (await startIfClaimed(db, env, principal, execution.id, turn)) ??
+    ((await reconcileStale(db, env, principal.workspaceId)) > 0 ? await startIfClaimed(db, env, principal, execution.id, turn) : null);
+  if (started) return started.events;
+  throw await slotsTaken(db, principal.workspaceId, execution.id);
 }
 
 /**
- * A `user.message` to an execution named by its public id. The claim comes first and reads the
- * row as it takes it (one D1 request where a read and then a claim were two); the run is
- * counted against the per-user limit after it, while the credits are held and the turn's input
- * read, and a refused one gives the claim and the hold back. When the claim does not take (the
+ * A `user.message` to an execution named by its public id. The start is tried at once, its
+ * claim taking the row by id with nothing read first; when the claim does not take (the
  * execution is not the caller's, not idle, or the workspace's slots are taken) the ordinary
  * read and start answer why.
  */
 export async function startTurnById(db: Db, env: Env, principal: Principal, rawId: string, text: string) {
   const id = parseId('exec', rawId);
-  if (id !== null) {
-    const turnKey = newTurnKey(id);
-    const [claimed] = await claimAttempt(db, env, principal, id, turnKey);
-    if (claimed) return { execution: claimed, events: await startClaimed(db, env, principal, { ...claimed, turnKey }, { text, count: true }) };
-  }
+  const started = id === null ? null : await startIfClaimed(db, env, principal, id, { text });
+  if (started) return started;
   const execution = await currentExecution(db, env, principal, rawId);
   return { execution, events: await startTurn(db, env, principal, execution, text) };
 }
 
 const newTurnKey = (executionId: number) => `${formatId('exec', executionId)}:${crypto.randomUUID()}`;
 
-/** Counts a run start against the user's RUNS_PER_MINUTE; 429 RATE_LIMITED past it. */
-async function countRunStart(env: Env, principal: Principal) {
-  const decision = await hitRateLimit(env, `runs:user:${principal.userId}`, RUNS_PER_MINUTE, 60_000);
-  if (decision.allowed) return;
-  const retryAfterSeconds = Math.ceil(decision.resetMs / 1000);
-  throw new AppError('RATE_LIMITED', 429, `At most ${RUNS_PER_MINUTE} runs may start per minute per user`, { retryAfterSeconds });
-}
-
-/** What a claimed turn starts with: the user's text, a system prompt to use instead of the skill's, and whether the run is still to be counted. */
+/** What a turn starts with: the user's text, and a system prompt to use instead of the skill's. */
 interface TurnRequest {
   text: string;
   system?: string;
-  count: boolean;
 }
 
-/** Steps 2 and 3 of a claimed turn, and the audit trail of its start. */
-async function startClaimed(db: Db, env: Env, principal: Principal, claimed: ExecutionRow & { turnKey: string }, turn: TurnRequest) {
-  const events = await holdAndStart(db, env, principal, claimed, turn);
-  await announceStart(db, principal, claimed);
-  return events;
+const runsOf = (principal: Principal) => `runs:user:${principal.userId}`;
+
+/** 429 RATE_LIMITED: the user started RUNS_PER_MINUTE runs in this minute. */
+const tooManyRuns = (decision: RateDecision) =>
+  new AppError('RATE_LIMITED', 429, `At most ${RUNS_PER_MINUTE} runs may start per minute per user`, {
+    retryAfterSeconds: Math.ceil(decision.resetMs / 1000),
+  });
+
+/** Takes back a counted start that did not happen; a failure to is logged (the user's count stays one higher this minute). */
+const giveBackRun = (env: Env, principal: Principal, count: RateDecision) =>
+  giveBackRateLimit(env, runsOf(principal), count).catch((error: unknown) =>
+    console.error(JSON.stringify({ level: 'error', message: 'a run count could not be given back', error: String(error) })),
+  );
+
+/**
+ * Steps 1 to 3 and the audit trail of the start. The claim, the hold and the turn's context and
+ * keys are one D1 request (the hold made and the context read only if the claim took), sent while
+ * the run is counted against the user's RUNS_PER_MINUTE. Answers the claimed row and the turn's
+ * opening events, or null when the claim did not take (its count given back). A refused count is
+ * answered 429, once the claim and the hold (if they took) are given back.
+ */
+async function startIfClaimed(db: Db, env: Env, principal: Principal, executionId: number, turn: TurnRequest) {
+  const turnKey = newTurnKey(executionId);
+  const holder = { id: executionId, userId: principal.userId };
+  // Both land before anything is undone, so a release never runs ahead of a claim still being written.
+  const [counted, batch] = await Promise.allSettled([
+    hitRateLimit(env, runsOf(principal), RUNS_PER_MINUTE, 60_000),
+    claimHoldAndRead(db, env, principal, executionId, turnKey),
+  ]);
+  const count = counted.status === 'fulfilled' ? counted.value : undefined;
+  const claim = batch.status === 'fulfilled' ? batch.value : undefined;
+  if (claim === null) {
+    if (count && !count.allowed) throw tooManyRuns(count);
+    if (count) await giveBackRun(env, principal, count);
+    return null;
+  }
+  if (!claim || !count) {
+    // The count or the D1 request failed (a batch is all or nothing, but whether it ran is unknown): undo whatever took.
+    if (count?.allowed) await giveBackRun(env, principal, count);
+    throw startUnavailable(
+      await giveBackFailedStart(db, holder, turnKey, batch.status === 'rejected' ? batch.reason : counted.status === 'rejected' && counted.reason),
+    );
+  }
+  if (!count.allowed) throw await refuse(db, holder, turnKey, () => tooManyRuns(count));
+  const { execution, hold, context, keys } = claim;
+  if (!hold.reserved) throw await refuse(db, holder, turnKey, () => insufficientCredits(db, principal.userId));
+  const events = await startAtObject(db, env, holder, turnKey, turnInput(principal, execution, context, { turnKey, budget: hold.amount, ...turn }), keys);
+  await announceStart(db, principal, execution);
+  return { execution, events };
 }
 
 /**
- * One claim of an idle execution of the caller's workspace, under the workspace's
- * MAX_ACTIVE_EXECUTIONS: the claimed row, or none.
+ * Step 1: one conditional UPDATE claims an idle execution of the caller's workspace, under the
+ * workspace's MAX_ACTIVE_EXECUTIONS, for `turnKey`; answers the claimed row, or none.
  */
-const claimAttempt = (db: Db, env: Env, principal: Principal, executionId: number, turnKey: string) =>
+const claimStatement = (db: Db, env: Env, principal: Principal, executionId: number, turnKey: string) =>
   db
     .update(executions)
     .set({ status: 'working', turnKey, claimedAt: now() })
@@ -134,12 +171,60 @@ const claimAttempt = (db: Db, env: Env, principal: Principal, executionId: numbe
     )
     .returning();
 
-/** Step 1: the claim; when the workspace's slots are taken, stale claims are settled first and the claim tried once more. */
-async function claim(db: Db, env: Env, principal: Principal, executionId: number, turnKey: string) {
-  const attempt = () => claimAttempt(db, env, principal, executionId, turnKey);
-  if ((await attempt()).length > 0) return;
-  if ((await reconcileStale(db, env, principal.workspaceId)) > 0 && (await attempt()).length > 0) return;
-  throw await slotsTaken(db, principal.workspaceId, executionId);
+/**
+ * Steps 1 and 2 in one D1 request: the claim, then the hold (RUN_BUDGET, or nothing on the
+ * user's own key, which pays for the run instead) and the turn's context and keys, the hold made
+ * and the context read only if this claim took. Answers null when it did not.
+ */
+async function claimHoldAndRead(db: Db, env: Env, principal: Principal, executionId: number, turnKey: string) {
+  const claimTook = and(eq(executions.id, executionId), eq(executions.turnKey, turnKey));
+  const claimed = <T extends SQLiteColumn>(column: T) => db.select({ value: column }).from(executions).where(claimTook);
+  const request = {
+    userId: principal.userId,
+    executionId: formatId('exec', executionId),
+    turnKey,
+    amount: RUN_BUDGET,
+    minimum: MIN_RUN_BALANCE,
+    waivedWhen: byokKeyExists(db, principal.userId),
+    onlyIf: exists(claimed(executions.id)),
+  };
+  const [[execution], ensured, held, recomputed, version, connector, thread, byok, secrets] = await db.batch([
+    claimStatement(db, env, principal, executionId, turnKey),
+    ...holdStatements(db, request),
+    db
+      .select({ prompt: skillVersions.prompt })
+      .from(skillVersions)
+      .where(inArray(skillVersions.id, claimed(executions.skillVersionId)))
+      .limit(1),
+    runConnectorRow(db, executionId),
+    // The thread a chat run answers, read only when the turn may launch workflows (`workflow:run`, the launch route's scope).
+    db
+      .select({ id: threads.id })
+      .from(threads)
+      .where(
+        hasScope(principal.scopes, 'workflow:run')
+          ? and(
+              eq(threads.workspaceId, principal.workspaceId),
+              inArray(
+                threads.traceKey,
+                db
+                  .select({ value: executions.traceKey })
+                  .from(executions)
+                  .where(and(claimTook, eq(executions.source, 'chat'))),
+              ),
+            )
+          : sql`0`,
+      )
+      .limit(1),
+    ...sealedTurnKeyReads(db, { userId: principal.userId, workspaceId: principal.workspaceId, skillSlug: claimed(executions.skillSlug) }),
+  ]);
+  if (!execution) return null;
+  return {
+    execution,
+    hold: await holdAnswered(db, request, [ensured, held, recomputed]),
+    context: { prompt: version[0]?.prompt, connector: runConnectorFrom(connector[0]), threadId: thread[0]?.id },
+    keys: sealedTurnKeysFrom([byok, secrets]),
+  };
 }
 
 /** 409 EXECUTION_RUNNING naming the execution that holds the slot, with when to try again (also as Retry-After). */
@@ -168,115 +253,100 @@ async function slotsTaken(db: Db, workspaceId: string, executionId: number): Pro
 }
 
 /**
- * Steps 2 and 3, each compensated if it fails: the hold, the turn's input, and the object's
- * start (with the run's count, when `turn.count` says it is still to be made). A start that
- * failed or went unanswered asks the object to withdraw the turn; if the object had taken it
- * after all, the run goes on and its opening events are answered. If even that question fails,
- * the claim is left to the reconciler (which settles it after the grace period) and the caller
- * is told so.
+ * Step 3: the object takes the turn. A start that failed or went unanswered asks the object to
+ * withdraw the turn; if the object had taken it after all, the run goes on and its opening
+ * events are answered.
  */
-async function holdAndStart(db: Db, env: Env, principal: Principal, execution: ExecutionRow & { turnKey: string }, turn: TurnRequest) {
-  const { turnKey } = execution;
-  let reachedObject = false;
+async function startAtObject(db: Db, env: Env, holder: Holder, turnKey: string, input: TurnInput, keys: SealedTurnKeys) {
+  let answer: StartTurnAnswer;
   try {
-    // The count and the hold (with the turn's D1 context, one D1 request) go at once. Both land
-    // before anything is undone, so a release never runs ahead of a hold still being written.
-    const steps = [turn.count ? countRunStart(env, principal) : undefined, holdAndRead(db, principal, execution)] as const;
-    await Promise.allSettled(steps);
-    const [, { hold, context, keys }] = await Promise.all(steps).catch(async (error: unknown) => {
-      // A refusal (the run limit first) is answered as it is, once the claim and any hold are given back; any other failure is compensated below.
-      if (error instanceof AppError) await release(db, execution, turnKey, 'idle');
-      throw error;
-    });
-    if (!hold.reserved) {
-      await release(db, execution, turnKey, 'idle');
-      throw await insufficientCredits(db, principal.userId);
-    }
-    const input = turnInput(principal, execution, context, { turnKey, budget: hold.amount, text: turn.text, system: turn.system });
-    reachedObject = true;
-    const answer = await sessionOf(env, execution.id).startTurn(input, keys);
-    if (answer.accepted) return answer.events;
-    // The object refused the key: a cancel or the reconciler abandoned this turn before it arrived.
-    await release(db, execution, turnKey, 'idle');
-    throw conflict('The run was stopped before it started');
+    answer = await sessionOf(env, holder.id).startTurn(input, keys);
   } catch (error) {
-    if (error instanceof AppError) throw error;
-    console.error(JSON.stringify({ level: 'error', message: 'a run could not start', executionId: execution.id, error: String(error) }));
-    const taken = await compensate(db, env, execution, turnKey, reachedObject);
+    const taken = await compensate(db, env, holder, turnKey, error);
     if (taken) return taken;
-    throw new AppError(
-      'SERVICE_UNAVAILABLE',
-      503,
-      taken === null
-        ? 'The run could not start; nothing was charged. Try again.'
-        : `The run could not be confirmed; if it did not start, its slot and credits are released within ${CLAIM_GRACE_MS / 1000} seconds.`,
-    );
+    throw startUnavailable(taken);
+  }
+  if (answer.accepted) return answer.events;
+  // The object refused the key: a cancel or the reconciler abandoned this turn before it arrived.
+  throw await refuse(db, holder, turnKey, () => conflict('The run was stopped before it started'));
+}
+
+/**
+ * Gives back the claim and hold of a start that was refused and answers the `refusal` (the run
+ * limit, too few credits, a stopped turn); if they cannot be given back yet, or the refusal
+ * cannot be worked out, the 503 of a failed start.
+ */
+async function refuse(db: Db, holder: Holder, turnKey: string, refusal: () => AppError | Promise<AppError>): Promise<AppError> {
+  try {
+    await release(db, holder, turnKey, 'idle');
+    return await refusal();
+  } catch (error) {
+    return startUnavailable(await giveBackFailedStart(db, holder, turnKey, error));
   }
 }
 
 /**
- * Undoes a claim whose start failed: the object withdraws the turn (if the start may have
- * reached it), the hold is released and the execution is `idle` again. Answers the turn's
- * opening events if the object had taken it after all, null once undone, undefined when the
- * compensation itself failed (the reconciler finishes it).
+ * Undoes a claim whose start reached the object and failed there or went unanswered: the object
+ * withdraws the turn, then the claim is given back. Answers the turn's opening events if the
+ * object had taken it after all, else as `giveBackFailedStart`.
  */
-async function compensate(db: Db, env: Env, execution: ExecutionRow, turnKey: string, reachedObject: boolean): Promise<ExecutionEvent[] | null | undefined> {
+async function compensate(db: Db, env: Env, holder: Holder, turnKey: string, cause: unknown): Promise<ExecutionEvent[] | null | undefined> {
   try {
-    if (reachedObject) {
-      const outcome = await sessionOf(env, execution.id).withdraw(turnKey);
-      if (outcome.state === 'live') return outcome.events;
-    }
-    await release(db, execution, turnKey, 'idle');
+    const outcome = await sessionOf(env, holder.id).withdraw(turnKey);
+    if (outcome.state === 'live') return outcome.events;
+  } catch (error) {
+    logStartFailure(holder.id, cause);
+    console.error(JSON.stringify({ level: 'error', message: 'a failed run start could not be undone yet', executionId: holder.id, error: String(error) }));
+    return undefined;
+  }
+  return giveBackFailedStart(db, holder, turnKey, cause);
+}
+
+/**
+ * Gives back the claim and hold of a start that failed (`cause`): null once undone, undefined
+ * when that failed too (the reconciler finishes it after the grace period).
+ */
+async function giveBackFailedStart(db: Db, holder: Holder, turnKey: string, cause: unknown): Promise<null | undefined> {
+  logStartFailure(holder.id, cause);
+  try {
+    await release(db, holder, turnKey, 'idle');
     return null;
   } catch (error) {
-    console.error(JSON.stringify({ level: 'error', message: 'a failed run start could not be undone yet', executionId: execution.id, error: String(error) }));
+    console.error(JSON.stringify({ level: 'error', message: 'a failed run start could not be undone yet', executionId: holder.id, error: String(error) }));
     return undefined;
   }
 }
+
+const logStartFailure = (executionId: number, cause: unknown) =>
+  console.error(JSON.stringify({ level: 'error', message: 'a run could not start', executionId, error: String(cause) }));
+
+/** 503 for a start that failed: undone (`null`), or not yet (the reconciler settles it after the grace period). */
+const startUnavailable = (undone: null | undefined) =>
+  new AppError(
+    'SERVICE_UNAVAILABLE',
+    503,
+    undone === null
+      ? 'The run could not start; nothing was charged. Try again.'
+      : `The run could not be confirmed; if it did not start, its slot and credits are released within ${CLAIM_GRACE_MS / 1000} seconds.`,
+  );
 
 /**
  * Gives back a claim whose turn never ran: its hold first (a crash after that leaves only the
  * claim, which the reconciler settles), then the execution, only while it is still this claim's.
  */
-async function release(db: Db, execution: ExecutionRow, turnKey: string | null, to: 'idle' | 'failed'): Promise<boolean> {
-  if (turnKey !== null) await releaseReservation(db, { userId: execution.userId, executionId: formatId('exec', execution.id), turnKey });
+async function release(db: Db, holder: Holder, turnKey: string | null, to: 'idle' | 'failed'): Promise<boolean> {
+  if (turnKey !== null) await releaseReservation(db, { userId: holder.userId, executionId: formatId('exec', holder.id), turnKey });
   const released = await db
     .update(executions)
     .set({ status: to, completedAt: to === 'failed' ? now() : null })
-    .where(
-      and(eq(executions.id, execution.id), eq(executions.status, 'working'), turnKey === null ? isNull(executions.turnKey) : eq(executions.turnKey, turnKey)),
-    )
+    .where(and(eq(executions.id, holder.id), eq(executions.status, 'working'), turnKey === null ? isNull(executions.turnKey) : eq(executions.turnKey, turnKey)))
     .returning({ id: executions.id });
-  if (released.length > 0 && to === 'failed') await traceRunFinished(db, execution.id, 'error', 0);
+  if (released.length > 0 && to === 'failed') await traceRunFinished(db, holder.id, 'error', 0);
   return released.length > 0;
 }
 
-/**
- * Step 2: the turn holds credits up to RUN_BUDGET and stops with limit_reached when its cost
- * passes the hold. A run on the user's own key (BYOK) costs nothing, so it holds nothing and
- * needs no credits. The turn's context and keys are read in the same D1 request.
- */
-async function holdAndRead(db: Db, principal: Principal, execution: ExecutionRow & { turnKey: string }) {
-  const turn = { userId: principal.userId, workspaceId: principal.workspaceId, skillSlug: execution.skillSlug };
-  const { hold, reads } = await reserveCreditsWith(
-    db,
-    {
-      userId: principal.userId,
-      executionId: formatId('exec', execution.id),
-      turnKey: execution.turnKey,
-      amount: RUN_BUDGET,
-      minimum: MIN_RUN_BALANCE,
-      waivedWhen: byokKeyExists(db, principal.userId),
-    },
-    [...turnContextReads(db, principal, execution), ...sealedTurnKeyReads(db, turn)],
-  );
-  const [version, connector, thread, byok, secrets] = reads;
-  const context = { prompt: version[0]?.prompt, connector: runConnectorFrom(connector[0]), threadId: thread[0]?.id };
-  return { hold, context, keys: sealedTurnKeysFrom([byok, secrets]) };
-}
-
 /** The turn's model key and bound secrets, encrypted as stored: read at its start (and again by a resumed turn). */
-const sealedTurnKeyReads = (db: Db, turn: Pick<TurnInput, 'userId' | 'workspaceId' | 'skillSlug'>) =>
+const sealedTurnKeyReads = (db: Db, turn: Pick<TurnInput, 'userId' | 'workspaceId'> & { skillSlug: string | SQLWrapper }) =>
   [sealedByokKey(db, turn.userId), sealedRunSecrets(db, turn.workspaceId, turn.skillSlug)] as const;
 
 const sealedTurnKeysFrom = ([[byok], secrets]: BatchResponse<ReturnType<typeof sealedTurnKeyReads>>): SealedTurnKeys => ({ byok: byok ?? null, secrets });
@@ -284,36 +354,10 @@ const sealedTurnKeysFrom = ([[byok], secrets]: BatchResponse<ReturnType<typeof s
 export const sealedTurnKeys = async (db: Db, turn: Pick<TurnInput, 'userId' | 'workspaceId' | 'skillSlug'>) =>
   sealedTurnKeysFrom(await db.batch(sealedTurnKeyReads(db, turn)));
 
-/**
- * What the turn needs from D1: the prompt of its skill version, its connector, and the thread a
- * chat run answers when the turn may launch workflows (otherwise a statement that reads nothing,
- * so the batch keeps its shape).
- */
-const turnContextReads = (db: Db, principal: Principal, execution: ExecutionRow) =>
-  [
-    db
-      .select({ prompt: skillVersions.prompt })
-      .from(skillVersions)
-      .where(eq(skillVersions.id, execution.skillVersionId ?? -1))
-      .limit(1),
-    runConnectorRow(db, execution.id),
-    db
-      .select({ id: threads.id })
-      .from(threads)
-      .where(launchesWorkflows(principal, execution) ? and(eq(threads.workspaceId, principal.workspaceId), eq(threads.traceKey, execution.traceKey)) : sql`0`)
-      .limit(1),
-  ] as const;
-
-/**
- * Whether the turn offers start_workflow: a chat run whose caller may launch workflows
- * (`workflow:run`, the scope of the launch route).
- */
-const launchesWorkflows = (principal: Principal, execution: ExecutionRow) => execution.source === 'chat' && hasScope(principal.scopes, 'workflow:run');
-
 function turnInput(
   principal: Actor,
   execution: ExecutionRow,
-  context: Awaited<ReturnType<typeof holdAndRead>>['context'],
+  context: NonNullable<Awaited<ReturnType<typeof claimHoldAndRead>>>['context'],
   turn: { turnKey: string; budget: number; text: string; system?: string },
 ): TurnInput {
   return {

@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from 'drizzle-orm';
+import { and, asc, eq, sql, type SQLWrapper } from 'drizzle-orm';
 import { z } from 'zod';
 import { secrets, skillSecretBindings, skills } from '../../schema';
 import type { Principal } from '../auth/principal';
@@ -114,9 +114,10 @@ export interface RunSecret {
 /**
  * The secrets bound to a workspace's skill as stored (encrypted), for the runtime only (never
  * for a response). Read when a turn starts, so a binding or rotation made meanwhile applies to
- * the next turn.
+ * the next turn. `slug` may be a subquery: a run's start names the skill of the execution it
+ * claims in the same D1 request.
  */
-export const sealedRunSecrets = (db: Db, workspaceId: string, slug: string) =>
+export const sealedRunSecrets = (db: Db, workspaceId: string, slug: string | SQLWrapper) =>
   db
     .select({ envVar: skillSecretBindings.envVar, secret: secrets })
     .from(skillSecretBindings)
