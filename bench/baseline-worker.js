@@ -6,7 +6,9 @@
 // /floor/counter (one that counts the request in its storage, as a rate limit must),
 // /floor/d1 (a D1 read) and /floor/counter-d1 (both, one after the other); and
 // /floor/counter-document, one object call that counts and answers the document from its own
-// storage: the least a keyed read can cost here with exact counting.
+// storage: the least a keyed read can cost here with exact counting. /relay?to= POSTs a model
+// request to `to` and answers its event stream as it comes: the least a run on a hosted model
+// can cost here before its first words.
 import { DurableObject } from 'cloudflare:workers';
 
 /** A counter in synchronous storage, the way the service's rate limits count (durable-objects/RateLimiter.ts, HitCounter). */
@@ -59,6 +61,10 @@ export default {
     const url = new URL(request.url);
     const chars = Number(url.searchParams.get('chars') ?? 0);
     if (url.pathname === '/json') return document(chars);
+    if (url.pathname === '/relay') {
+      const answer = await fetch(url.searchParams.get('to'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"stream":true}' });
+      return new Response(answer.body, { headers: { 'content-type': 'text/event-stream', 'content-encoding': 'identity' } });
+    }
     const floor = floors[url.pathname];
     if (floor) {
       const stored = await floor(env, chars);

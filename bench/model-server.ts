@@ -48,6 +48,7 @@ export async function startModelServer(words: number) {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return {
+    url,
     /** The service's settings that send its runs here (`wrangler dev --var`). */
     vars: ['--var', 'ANTHROPIC_API_KEY:bench', '--var', `ANTHROPIC_BASE_URL:http://127.0.0.1:${port}`],
     stop: () => new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : (child.once('exit', () => resolve()), child.kill()))),
