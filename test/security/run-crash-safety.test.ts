@@ -273,6 +273,33 @@ describe('the process dies between the claim and the object', () => {
     await expectSettledLedger(user);
   });
 
+  it("a member's lost start releases that member's hold, not the execution creator's", async () => {
+    const owner = await setup();
+    const member = await signUp();
+    const invitation = await call(`/api/v1/workspaces/${owner.workspaceId}/invitations`, { token: owner.token, body: { email: member.email, role: 'member' } });
+    expect((await call('/api/v1/invitations/accept', { token: member.token, body: { token: invitation.body.token } })).status).toBe(200);
+    const id = (await call('/api/v1/executions', { token: owner.token, body: { skill_slug: 'notes', input: 'Plan it.' } })).body.id as string;
+
+    // The member posts to the owner's execution and the process dies before the object has the turn.
+    const dying = sessions(() => Promise.reject(new Error('injected: the process died')), true);
+    const asMember = { ...sessionPrincipal(member), workspaceId: owner.workspaceId, role: 'member' as const };
+    const body = { events: [{ type: 'user.message' as const, content: [{ type: 'text' as const, text: 'Plan it.' }] }] };
+    await refusal(postEvents(db, withSessions(dying), asMember, id, body));
+    expect((await ledger(member)).holds).toBe(1);
+
+    advanceClock(CLAIM_GRACE_MS + 1000);
+    expect((await call(`/api/v1/executions/${id}/status`, { token: owner.token })).body.status).toBe('failed');
+    await expectSettledLedger(member);
+    await expectSettledLedger(owner);
+
+    // The same when the owner cancels such a start within the grace period.
+    const next = (await call('/api/v1/executions', { token: owner.token, body: { skill_slug: 'notes', input: 'Plan it.' } })).body.id as string;
+    await refusal(postEvents(db, withSessions(dying), asMember, next, body));
+    expect((await ledger(member)).holds).toBe(1);
+    expect((await call(`/api/v1/executions/${next}/cancel`, { method: 'POST', token: owner.token })).body).toMatchObject({ actualStatus: 'idle' });
+    await expectSettledLedger(member);
+  });
+
   it('the object got the turn: the run completes, charged once, and the workspace runs again', async () => {
     const user = await setup();
     const lost = await crashMidStart(user, true);

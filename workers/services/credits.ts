@@ -205,6 +205,16 @@ async function earlierHold(db: Db, request: HoldRequest): Promise<Hold> {
   return { reserved: false, available: await availableBalance(db, request.userId) };
 }
 
+/** The user whose credits the unsettled hold under `key` took (a turn's hold is its starter's), if there is one. */
+export const holdOwner = async (db: Db, key: string): Promise<string | undefined> =>
+  (
+    await db
+      .select({ userId: creditReservations.userId })
+      .from(creditReservations)
+      .where(and(eq(creditReservations.executionId, key), isNull(creditReservations.settledAt)))
+      .limit(1)
+  )[0]?.userId;
+
 /** Gives back a hold that was never used (the run did not start). Settled holds stay as they are. */
 export async function releaseReservation(db: Db, ref: HoldRef): Promise<{ released: boolean }> {
   const [deleted] = await db.batch([

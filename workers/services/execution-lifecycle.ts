@@ -14,7 +14,7 @@ import { recordChangeAfter } from './audit';
 import { byokKeyExists, sealedByokKey } from './byok';
 import { runConnectorFrom, runConnectorRow } from './connectors';
 import { publish } from './control-plane';
-import { holdAnswered, holdStatements, insufficientCredits, MIN_RUN_BALANCE, releaseReservation, RUN_BUDGET } from './credits';
+import { holdAnswered, holdOwner, holdStatements, insufficientCredits, MIN_RUN_BALANCE, releaseReservation, RUN_BUDGET } from './credits';
 import { sealedRunSecrets } from './skill-secrets';
 import { requireOwned } from './tenant';
 import { traceRunFinished, traceRunStarted } from './traces';
@@ -40,8 +40,12 @@ import type { ExecutionEvent, SealedTurnKeys, StartTurnAnswer, TurnInput, TurnOu
  */
 
 type ExecutionRow = typeof executions.$inferSelect;
-/** Whose claim and hold a release gives back: the execution, and the user whose credits the hold took. */
-type Holder = Pick<ExecutionRow, 'id' | 'userId'>;
+/**
+ * Whose claim and hold a release gives back: the execution, and the user whose credits the hold
+ * took when the caller knows it (the one who started the turn, not always the execution's
+ * creator); else it is read by the hold's key.
+ */
+type Holder = { id: number; userId?: string };
 type ExecutionStatus = ExecutionRow['status'];
 
 /** Run starts per minute per user (the number is ours; the spec asks for a limit). */
@@ -335,7 +339,10 @@ const startUnavailable = (undone: null | undefined) =>
  * claim, which the reconciler settles), then the execution, only while it is still this claim's.
  */
 async function release(db: Db, holder: Holder, turnKey: string | null, to: 'idle' | 'failed'): Promise<boolean> {
-  if (turnKey !== null) await releaseReservation(db, { userId: holder.userId, executionId: formatId('exec', holder.id), turnKey });
+  if (turnKey !== null) {
+    const userId = holder.userId ?? (await holdOwner(db, turnKey));
+    if (userId !== undefined) await releaseReservation(db, { userId, executionId: formatId('exec', holder.id), turnKey });
+  }
   const released = await db
     .update(executions)
     .set({ status: to, completedAt: to === 'failed' ? now() : null })
@@ -429,7 +436,7 @@ export async function interruptTurn(
   waitMs = 0,
 ): Promise<{ outcome: TurnOutcome; status: ExecutionStatus }> {
   const outcome = await sessionOf(env, execution.id).interrupt(execution.turnKey, waitMs);
-  if (outcome.state === 'abandoned') await release(db, execution, execution.turnKey, 'idle');
+  if (outcome.state === 'abandoned') await release(db, { id: execution.id }, execution.turnKey, 'idle');
   if (principal && outcome.state !== 'finished') await recordRun(db, principal, execution, 'execution.interrupted');
   return { outcome, status: await statusOf(db, execution.id) };
 }
@@ -448,7 +455,7 @@ export async function reconcileExecution(db: Db, env: Env, execution: ExecutionR
   const outcome = await sessionOf(env, execution.id).reconcile(execution.turnKey, LOST_NOTICE);
   if (outcome.state === 'live') return 'working';
   if (outcome.state === 'finished') return statusOf(db, execution.id);
-  if (await release(db, execution, execution.turnKey, 'failed')) {
+  if (await release(db, { id: execution.id }, execution.turnKey, 'failed')) {
     const seq = outcome.events.at(-1)?.seq ?? 0;
     await publish(env, execution.workspaceId, [
       { type: 'execution-failed', executionId: formatId('exec', execution.id), source: execution.source, seq, stopReason: 'error', cost: 0 },
