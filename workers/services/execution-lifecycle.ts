@@ -1,4 +1,4 @@
-import { and, asc, eq, exists, inArray, isNull, lt, or, sql, type SQLWrapper } from 'drizzle-orm';
+import { and, asc, eq, exists, inArray, isNull, lt, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { BatchResponse } from 'drizzle-orm/batch';
 import { executions, skillVersions, threads } from '../../schema';
@@ -182,7 +182,8 @@ const claimStatement = (db: Db, env: Env, principal: Principal, executionId: num
  */
 async function claimHoldAndRead(db: Db, env: Env, principal: Principal, executionId: number, turnKey: string) {
   const claimTook = and(eq(executions.id, executionId), eq(executions.turnKey, turnKey));
-  const claimed = <T extends SQLiteColumn>(column: T) => db.select({ value: column }).from(executions).where(claimTook);
+  /** A column of the claimed row (of one that also meets `also`), as a subquery: it reads nothing unless this claim took. */
+  const claimed = <T extends SQLiteColumn>(column: T, also?: SQL) => db.select({ value: column }).from(executions).where(and(claimTook, also));
   const request = {
     userId: principal.userId,
     executionId: formatId('exec', executionId),
@@ -207,16 +208,7 @@ async function claimHoldAndRead(db: Db, env: Env, principal: Principal, executio
       .from(threads)
       .where(
         hasScope(principal.scopes, 'workflow:run')
-          ? and(
-              eq(threads.workspaceId, principal.workspaceId),
-              inArray(
-                threads.traceKey,
-                db
-                  .select({ value: executions.traceKey })
-                  .from(executions)
-                  .where(and(claimTook, eq(executions.source, 'chat'))),
-              ),
-            )
+          ? and(eq(threads.workspaceId, principal.workspaceId), inArray(threads.traceKey, claimed(executions.traceKey, eq(executions.source, 'chat'))))
           : sql`0`,
       )
       .limit(1),
