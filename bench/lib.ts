@@ -1,5 +1,5 @@
 /** What the benches share: starting the service and the bare baseline under `wrangler dev`, wrk, an open-loop client, medians. */
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -42,6 +42,20 @@ export async function startService(config: string, stateDir: string): Promise<Be
   return { base, apiKey, stop: () => stop() };
 }
 
+/** Polls `url` until it answers 2xx; throws once `child` (what serves it) has exited, or after `timeoutMs`. */
+export async function untilAnswering(url: string, child: ChildProcess, init: RequestInit = {}, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await fetch(url, init).then(
+      (res) => res.arrayBuffer().then(() => res.ok),
+      () => false,
+    );
+    if (ok) return;
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${url} did not answer`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** The bare Worker (bench/baseline-worker.js) under `wrangler dev`. */
 export async function startBaseline() {
   const port = await freePort();
@@ -68,14 +82,7 @@ export async function startBaseline() {
     },
   );
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 240; i++) {
-    try {
-      if ((await fetch(`${base}/?n=1`)).ok) break;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  await untilAnswering(`${base}/?n=1`, child);
   return {
     base,
     stop: () => {

@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { freePort } from './lib';
+import { freePort, untilAnswering } from './lib';
 
 const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
 
@@ -38,15 +38,7 @@ export async function startModelServer(words: number) {
   const port = await freePort();
   const child = spawn(process.execPath, ['node_modules/tsx/dist/cli.mjs', self, String(port), String(words)], { stdio: 'ignore' });
   const url = `http://127.0.0.1:${port}/v1/messages`;
-  for (let i = 0; ; i++) {
-    const answered = await fetch(url, { method: 'POST', body: '{}' }).then(
-      (res) => res.text().then(() => res.ok),
-      () => false,
-    );
-    if (answered) break;
-    if (i === 200 || child.exitCode !== null) throw new Error('the model server did not start');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await untilAnswering(url, child, { method: 'POST', body: '{}' }, 10_000);
   return {
     url,
     /** The service's settings that send its runs here (`wrangler dev --var`). */
