@@ -8,8 +8,15 @@
 // /floor/counter-document, one object call that counts and answers the document from its own
 // storage: the least a keyed read can cost here with exact counting. /relay?to= POSTs a model
 // request to `to` and answers its event stream as it comes: the least a run on a hosted model
-// can cost here before its first words.
+// can cost here before its first words. /relay?to=&frames=1 does it in an object that parses the
+// model's events and writes a frame of each, as a run does; with &store=1 it also stores each
+// event as a row before its frame (so the frame waits for its commit, as a run's does).
 import { DurableObject } from 'cloudflare:workers';
+import { createParser } from 'eventsource-parser';
+
+const encoder = new TextEncoder();
+const askModel = (to) => fetch(to, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"stream":true}' });
+const sse = (body) => new Response(body, { headers: { 'content-type': 'text/event-stream', 'content-encoding': 'identity' } });
 
 /** A counter in synchronous storage, the way the service's rate limits count (durable-objects/RateLimiter.ts, HitCounter). */
 export class Floor extends DurableObject {
@@ -27,6 +34,38 @@ export class Floor extends DurableObject {
       kv.put('document', document);
     }
     return document;
+  }
+
+  /** The relay with frames: every model event parsed and written as its own frame, stored first with `store`. */
+  async fetch(request) {
+    const url = new URL(request.url);
+    const store = url.searchParams.get('store') === '1';
+    const sql = this.ctx.storage.sql;
+    if (store) sql.exec('CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, type TEXT NOT NULL, payload TEXT NOT NULL, at INTEGER NOT NULL)');
+    this.seq ??= store ? (sql.exec('SELECT MAX(seq) AS seq FROM events').one().seq ?? 0) : 0;
+    const answer = await askModel(url.searchParams.get('to'));
+    const { readable, writable } = new IdentityTransformStream();
+    const writer = writable.getWriter();
+    const relay = async () => {
+      const reader = answer.body.getReader();
+      const decoder = new TextDecoder();
+      const parsed = [];
+      const parser = createParser({ onEvent: (message) => parsed.push(message) });
+      for (let next = await reader.read(); !next.done; next = await reader.read()) {
+        parser.feed(decoder.decode(next.value, { stream: true }));
+        for (const message of parsed.splice(0)) {
+          const text = JSON.parse(message.data).delta?.text;
+          const type = text === undefined ? message.event : 'agent.message';
+          const payload = JSON.stringify(text === undefined ? {} : { content: [{ type: 'text', text }] });
+          const seq = ++this.seq;
+          if (store) sql.exec('INSERT INTO events (seq, type, payload, at) VALUES (?, ?, ?, ?)', seq, type, payload, Date.now());
+          void writer.write(encoder.encode(`id: ${seq}\ndata: {"type":${JSON.stringify(type)},"payload":${payload}}\n\n`));
+        }
+      }
+      await writer.close();
+    };
+    this.ctx.waitUntil(relay());
+    return sse(readable);
   }
 
   count(windowMs) {
@@ -62,8 +101,8 @@ export default {
     const chars = Number(url.searchParams.get('chars') ?? 0);
     if (url.pathname === '/json') return document(chars);
     if (url.pathname === '/relay') {
-      const answer = await fetch(url.searchParams.get('to'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"stream":true}' });
-      return new Response(answer.body, { headers: { 'content-type': 'text/event-stream', 'content-encoding': 'identity' } });
+      if (url.searchParams.get('frames')) return env.FLOOR.getByName(url.searchParams.get('store') ? 'relay-stored' : 'relay').fetch(request);
+      return sse((await askModel(url.searchParams.get('to'))).body);
     }
     const floor = floors[url.pathname];
     if (floor) {
@@ -72,7 +111,6 @@ export default {
       return url.pathname === '/floor/counter-document' ? Response.json(stored) : document(chars);
     }
     const n = Number(url.searchParams.get('n') ?? 100);
-    const encoder = new TextEncoder();
     // ?byte=1: workerd's own byte stream, which the service's streams use, instead of a JavaScript TransformStream.
     const { readable, writable } = url.searchParams.get('byte') ? new IdentityTransformStream() : new TransformStream();
     const writer = writable.getWriter();
@@ -83,6 +121,6 @@ export default {
       }
       await writer.close();
     })();
-    return new Response(readable, { headers: { 'content-type': 'text/event-stream', 'content-encoding': 'identity' } });
+    return sse(readable);
   },
 };

@@ -95,10 +95,18 @@ async function main() {
       return Promise.all(streams.map((s) => consume(s, started)));
     }
 
-    /** The bare Worker relaying the model's answer: time to its first text delta. */
-    async function relayRun() {
+    /**
+     * The bare Worker relaying the model's answer: as it comes (time to its first text delta), or
+     * in an object that writes a frame of each event (`frames`), storing each first (`stored`).
+     */
+    async function relayRun(how: 'as-is' | 'frames' | 'stored' = 'as-is') {
       const started = performance.now();
-      return consume(await fetch(`${baseline.base}/relay?to=${encodeURIComponent(model.url)}`), started, '"text_delta"');
+      const query = how === 'as-is' ? '' : how === 'frames' ? '&frames=1' : '&frames=1&store=1';
+      return consume(
+        await fetch(`${baseline.base}/relay?to=${encodeURIComponent(model.url)}${query}`),
+        started,
+        how === 'as-is' ? '"text_delta"' : '"agent.message"',
+      );
     }
 
     const startLoad = loadavg()[0]!.toFixed(2);
@@ -108,6 +116,8 @@ async function main() {
     const hostedFrames = (await hostedRun(1))[0]!.frames;
     await baselineRun(1, frames);
     await relayRun();
+    await relayRun('frames');
+    await relayRun('stored');
 
     /** One stream of each run against the bare route's stream of as many frames, per round. */
     const sample = () => ({ service: [] as Stream[], baseline: [] as Stream[] });
@@ -115,10 +125,14 @@ async function main() {
     const hosted = sample();
     const fan = { service: [] as number[], baseline: [] as number[] };
     const relayed: Stream[] = [];
+    const relayedFrames: Stream[] = [];
+    const relayedStored: Stream[] = [];
     for (let round = 0; round < STREAM_ROUNDS; round++) {
       hosted.service.push((await hostedRun(1))[0]!);
       hosted.baseline.push((await baselineRun(1, hostedFrames))[0]!);
       relayed.push(await relayRun());
+      relayedFrames.push(await relayRun('frames'));
+      relayedStored.push(await relayRun('stored'));
       local.service.push((await serviceRun(1))[0]!);
       local.baseline.push((await baselineRun(1, frames))[0]!);
     }
@@ -135,16 +149,17 @@ async function main() {
       one: ReturnType<typeof sample>,
       rate: { label: string; measure: (s: Stream) => number },
       other: typeof rate,
-      floor?: string,
+      floor?: { first: string; rate: string[] },
     ) => {
       console.log(`  ${title}`);
       console.log(
         `    time to first agent.message   ratio ${ratio(of(one.service, firstMessage), of(one.baseline, firstMessage))}   (lower is better; service ${of(one.service, firstMessage).toFixed(1)} ms, baseline ${of(one.baseline, firstMessage).toFixed(1)} ms)`,
       );
-      if (floor) console.log(`      ${floor}`);
+      if (floor) console.log(`      ${floor.first}`);
       console.log(
         `    events per second, 1 stream   ratio ${ratio(of(one.service, rate.measure), of(one.baseline, rate.measure))}   (higher is better; ${rate.label}: service ${of(one.service, rate.measure).toFixed(0)}/s, baseline ${of(one.baseline, rate.measure).toFixed(0)}/s)`,
       );
+      for (const line of floor?.rate ?? []) console.log(`      ${line}`);
       console.log(`      for comparison, ${other.label}: ratio ${ratio(of(one.service, other.measure), of(one.baseline, other.measure))}`);
     };
     const firstToLast = { label: 'from the first frame to the last', measure: streamRate };
@@ -157,7 +172,21 @@ async function main() {
       hosted,
       firstToLast,
       whole,
-      `the floor here: the bare Worker relaying the model's answer (one fetch to it, nothing else): first words in ${of(relayed, firstMessage).toFixed(1)} ms, ratio ${ratio(of(relayed, firstMessage), of(hosted.baseline, firstMessage))}`,
+      {
+        first: `the floor here: the bare Worker relaying the model's answer (one fetch to it, nothing else): first words in ${of(relayed, firstMessage).toFixed(1)} ms, ratio ${ratio(of(relayed, firstMessage), of(hosted.baseline, firstMessage))}`,
+        rate: [
+          "the floors here, the bare Worker relaying the model's answer:",
+          ...(
+            [
+              ['as it comes', relayed],
+              ['in an object, a frame written for each event', relayedFrames],
+              ['in an object, each event stored as a row before its frame', relayedStored],
+            ] as const
+          ).map(
+            ([how, streams]) => `  ${how}: ${of(streams, streamRate).toFixed(0)}/s, ratio ${ratio(of(streams, streamRate), of(hosted.baseline, streamRate))}`,
+          ),
+        ],
+      },
     );
     report(`the built-in local model (it saves an artifact before its first words; ${frames} events a run):`, local, firstToLast, whole);
     console.log(
