@@ -66,6 +66,17 @@ const KEEP_ALIVE_MS = 15_000;
 const SCHEMA_VERSION = 2;
 const encoder = new TextEncoder();
 
+/**
+ * A fast model's words share storage commits: a text delta that comes within this long of the
+ * last one sent waits (at most this long after it) to be written and sent with those that follow.
+ * Every event is stored before its frame leaves, so each write is a commit the frame waits for;
+ * one per delta bounds a stream at the storage's commit rate. Words that come slower than this
+ * go out one by one as they come, and so does the first of a run's words.
+ */
+const HOLD_DELTAS_MS = 10;
+/** Held deltas are written once this many wait, whatever the time. */
+const MAX_HELD_DELTAS = 64;
+
 /** An event as stored: its payload is the JSON text written to the log. */
 type StoredEvent = Omit<ExecutionEvent, 'payload'> & { payload: string };
 
@@ -111,6 +122,13 @@ export class ExecutionSession extends DurableObject<Env> {
   private keepAlive: ReturnType<typeof setInterval> | undefined;
   /** The last event's seq, read from storage once per instance: every event is appended here. */
   private seq: number | undefined;
+  /** Text deltas not yet written (HOLD_DELTAS_MS): they have no seq yet and nobody has seen them. */
+  private held: NewExecutionEvent[] = [];
+  private heldUntil: ReturnType<typeof setTimeout> | undefined;
+  /** When text deltas were last written. */
+  private deltasSentAt = Number.NEGATIVE_INFINITY;
+  /** The `interrupt` key as this instance last wrote or read it: the loop asks between model events, and a storage read each time was a third of an event's cost. */
+  private interrupted = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -122,8 +140,29 @@ export class ExecutionSession extends DurableObject<Env> {
     });
   }
 
-  /** Appends events in order, returns them with their sequence numbers, and sends them to subscribers. */
+  /** Appends events in order (after any held text deltas), returns them with their sequence numbers, and sends them to subscribers. */
   append(events: NewExecutionEvent[]): ExecutionEvent[] {
+    const held = this.takeHeld();
+    return this.write([...held, ...events]).slice(held.length);
+  }
+
+  /** The agent loop's events: text deltas that come fast are held to share a commit (HOLD_DELTAS_MS), anything else is appended at once. */
+  private emit(events: NewExecutionEvent[]) {
+    if (!events.every((event) => event.type === 'agent.message')) return void this.append(events);
+    this.held.push(...events);
+    const wait = this.deltasSentAt + HOLD_DELTAS_MS - now();
+    if (wait <= 0 || this.held.length >= MAX_HELD_DELTAS) this.write(this.takeHeld());
+    else this.heldUntil ??= setTimeout(() => this.write(this.takeHeld()), wait);
+  }
+
+  private takeHeld(): NewExecutionEvent[] {
+    clearTimeout(this.heldUntil);
+    this.heldUntil = undefined;
+    if (this.held.length > 0) this.deltasSentAt = now();
+    return this.held.splice(0);
+  }
+
+  private write(events: NewExecutionEvent[]): ExecutionEvent[] {
     const last = this.lastSeq();
     const at = now();
     const written = events.map((event, i) => ({ seq: last + i + 1, type: event.type, payload: event.payload, at }));
@@ -144,7 +183,7 @@ export class ExecutionSession extends DurableObject<Env> {
   startTurn(input: TurnInput, sealed?: SealedTurnKeys): StartTurnAnswer {
     const kv = this.ctx.storage.kv;
     if (this.turn(input.turnKey) !== undefined || kv.get('turn') !== undefined) return { accepted: false };
-    kv.put('interrupt', false);
+    this.setInterrupted(false);
     kv.put('turn', { input, startedAt: now() } satisfies RunningTurn);
     const accepted = this.append([
       { type: 'user.message', payload: { content: [{ type: 'text', text: input.text }] } },
@@ -187,6 +226,11 @@ export class ExecutionSession extends DurableObject<Env> {
     if (!this.running) this.ctx.waitUntil(this.resume(turn));
   }
 
+  private setInterrupted(value: boolean) {
+    this.ctx.storage.kv.put('interrupt', value);
+    this.interrupted = value;
+  }
+
   /**
    * The user's interrupt. A turn held here records it and stops at its next event (a cut-off
    * one resumes to do so at once); with `waitMs` the answer waits that long for the turn to end.
@@ -201,7 +245,7 @@ export class ExecutionSession extends DurableObject<Env> {
         { type: 'session.status_idle', payload: { stop_reason: { type: 'interrupt' } } },
       ]);
     }
-    this.ctx.storage.kv.put('interrupt', true);
+    this.setInterrupted(true);
     const events = this.append([{ type: 'user.interrupt', payload: {} }]);
     this.resumeIfLost(turn);
     if (waitMs > 0 && this.current) await Promise.race([this.current.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, waitMs))]);
@@ -285,6 +329,8 @@ export class ExecutionSession extends DurableObject<Env> {
     // A turn cut off by an eviction goes on from its last checkpoint: tools already called are not called again.
     const saved = kv.get<Checkpoint>('checkpoint');
     const resumed = saved?.turnKey === input.turnKey ? saved : null;
+    // A resumed turn may have been interrupted in the instance it was cut off from.
+    this.interrupted = kv.get<boolean>('interrupt') ?? false;
     if (resumed?.ended) return this.finishRun(db, input, startedAt, resumed);
     let provider: ModelProvider | null = null;
     // The user's own key (BYOK) pays for the run instead of credits.
@@ -324,17 +370,14 @@ export class ExecutionSession extends DurableObject<Env> {
           tools: [...runTools(db, this.env, input, secrets), ...connectorRunTools(db, this.env, input), ...threadRunTools(db, this.env, input)],
           maxTokens: MAX_OUTPUT_TOKENS,
           maxTurns: MAX_MODEL_REQUESTS,
-          emit: (events) => void this.append(redactor.push(events)),
-          checkpoint: ({ messages, usage: spent }) =>
-            kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage: total(spent) } satisfies Checkpoint),
+          emit: (events) => this.emit(redactor.push(events)),
+          checkpoint: ({ messages, usage: spent }) => {
+            // Held deltas are written first, so the checkpoint's seq covers every event before it.
+            this.append([]);
+            kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage: total(spent) } satisfies Checkpoint);
+          },
           shouldStop: (spent) =>
-            kv.get<boolean>('interrupt')
-              ? 'interrupt'
-              : now() - startedAt > MAX_RUN_MS
-                ? 'error'
-                : costOf(total(spent)) > input.budget
-                  ? 'limit_reached'
-                  : null,
+            this.interrupted ? 'interrupt' : now() - startedAt > MAX_RUN_MS ? 'error' : costOf(total(spent)) > input.budget ? 'limit_reached' : null,
         })
       : Promise.reject(new Error('no model provider'));
     // The first model request is under way (the loop runs to its first await at once): the start's bookkeeping follows it.

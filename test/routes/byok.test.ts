@@ -114,28 +114,45 @@ describe('runs on the user’s own key', () => {
     expect((await call('/api/v1/billing/balance', { token: user.token })).body).toMatchObject({ balance: 100, totalSpent: 0 });
   });
 
-  it("streams the model's words while its answer is still open", async () => {
+  it("streams the model's words while its answer is still open, those that come in quick succession too", async () => {
     const user = await signUp();
     await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: SKILL });
     await byok(user, 'PUT', { key: inject('modelKeys').byok });
-    // The fixture keeps this answer's last frame until it is released: the model is still talking.
+    // The fixture sends three deltas within a few milliseconds, then keeps the answer open until it is released: the model is still talking.
     const run = await call('/api/v1/skills/notes/run', { token: user.token, body: { input: 'Summarise the week. [hold the stream]' } });
     expect(run.status).toBe(200);
     const { sseUrl } = (await call(`/api/v1/executions/${run.body.executionId}/stream-token`, { token: user.token })).body;
     const stream = await exports.default.fetch(sseUrl);
     const reader = stream.body!.getReader();
     const decoder = new TextDecoder();
-    let seen = '';
-    while (!seen.includes('Done on your own key.')) {
+    let buffer = '';
+    const frames: { id: number; type: string; payload: { content?: { text: string }[] } }[] = [];
+    const words = () =>
+      frames
+        .filter((f) => f.type === 'agent.message')
+        .map((f) => f.payload.content![0]!.text)
+        .join('');
+    while (words() !== 'Done on your own key.') {
       const { value, done } = await reader.read();
-      if (done) throw new Error(`the stream ended without the model's words: ${seen}`);
-      seen += decoder.decode(value, { stream: true });
+      if (done) throw new Error(`the stream ended without the model's words: ${words()}`);
+      buffer += decoder.decode(value, { stream: true });
+      const parts = buffer.split('\n\n');
+      buffer = parts.pop()!;
+      for (const part of parts.filter((p) => p.startsWith('id: '))) {
+        const [id, data] = part.split('\n');
+        frames.push({ id: Number(id!.slice(4)), ...JSON.parse(data!.slice(6)) });
+      }
     }
-    expect(seen).not.toContain('session.status_idle');
+    expect(frames.filter((f) => f.type === 'agent.message')).toHaveLength(3);
+    expect(frames.map((f) => f.id)).toEqual(frames.map((_, i) => frames[0]!.id + i));
+    expect(frames.map((f) => f.type)).not.toContain('session.status_idle');
     expect((await call(`/api/v1/executions/${run.body.executionId}/status`, { token: user.token })).body.status).toBe('working');
     await fetch(`${inject('fixtureOrigin')}/model/release`, { method: 'POST' });
     await reader.cancel();
     await waitForStatus(user, run.body.executionId, 'completed');
+    const stored = await env.EXECUTION_SESSION.getByName(run.body.executionId).events(0);
+    expect(stored.map((e) => e.seq)).toEqual(stored.map((_, i) => i + 1));
+    expect(stored.filter((e) => e.type === 'agent.message')).toHaveLength(3);
   });
 
   it('need no credits: a user with 0 Ds can run on their own key, and gets 402 again once it is removed', async () => {

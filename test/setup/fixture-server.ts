@@ -111,6 +111,8 @@ interface ModelScenario {
   drop?: boolean;
   /** Answer any well-formed request (a whole agent run, whose prompt the test does not pin). */
   anyBody?: boolean;
+  /** Where a held answer (HELD_MARKER) waits: before this frame; by default the last. */
+  holdAt?: number;
 }
 
 const SYSTEM = 'You are a careful assistant.';
@@ -371,7 +373,13 @@ function openaiScenarios(): Map<string, ModelScenario> {
     [
       // A user's own key (BYOK) running a whole turn through the service: vitest.config.ts points OPENAI_BASE_URL here.
       'byok',
-      { body: null, anyBody: true, answer: [role, delta({ content: 'Done on your own key.' }), delta({}, 'stop'), usage(1200, 300), done] },
+      // Its words come as three deltas in quick succession; held (HELD_MARKER), it waits right after them.
+      {
+        body: null,
+        anyBody: true,
+        answer: [role, delta({ content: 'Done ' }), delta({ content: 'on your ' }), delta({ content: 'own key.' }), delta({}, 'stop'), usage(1200, 300), done],
+        holdAt: 4,
+      },
     ],
     [
       'rate-limited',
@@ -419,8 +427,8 @@ function modelRoutes() {
 }
 
 /**
- * Answers held open (a request whose text says HELD_MARKER): their last frame waits until
- * `POST /model/release` (as a slow model keeps its stream open between tokens).
+ * Answers held open (a request whose text says HELD_MARKER): their last frame (or the scenario's
+ * `holdAt`) waits until `POST /model/release` (as a slow model keeps its stream open between tokens).
  */
 const HELD_MARKER = '[hold the stream]';
 const held: (() => void)[] = [];
@@ -447,7 +455,7 @@ async function serveModel(req: IncomingMessage, res: ServerResponse, route: NonN
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   const hold = JSON.stringify(body).includes(HELD_MARKER);
   for (const [i, frame] of answer.entries()) {
-    if (hold && i === answer.length - 1) await new Promise<void>((resolve) => held.push(resolve));
+    if (hold && i === (route.scenario.holdAt ?? answer.length - 1)) await new Promise<void>((resolve) => held.push(resolve));
     const bytes = Buffer.from(frame, 'utf8');
     const middle = Math.ceil(bytes.length / 2);
     for (const piece of [bytes.subarray(0, middle), bytes.subarray(middle)]) {
