@@ -12,7 +12,7 @@ import type {
   TurnInput,
   TurnOutcome,
 } from '../workers/services/execution-events';
-import { now } from '../workers/lib/clock';
+import { now, sleep } from '../workers/lib/clock';
 import { sseStream, type SseWriter } from '../workers/lib/sse';
 import { runAgentLoop } from '../workers/runtime/agent-loop';
 import { costInHundredths } from '../workers/runtime/pricing';
@@ -248,7 +248,7 @@ export class ExecutionSession extends DurableObject<Env> {
     this.setInterrupted(true);
     const events = this.append([{ type: 'user.interrupt', payload: {} }]);
     this.resumeIfLost(turn);
-    if (waitMs > 0 && this.current) await Promise.race([this.current.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, waitMs))]);
+    if (waitMs > 0 && this.current) await Promise.race([this.current.catch(() => undefined), sleep(waitMs)]);
     return { state: 'live', events };
   }
 

@@ -3,6 +3,7 @@ import type { Env } from '../workers/env';
 import { sseStream, type SseWriter } from '../workers/lib/sse';
 import type { ExecutionEvent } from '../workers/services/execution-events';
 import { type ControlMessage, controlMessagesFor, executionState, type RelayState, type RelayTarget } from '../workers/services/control-plane';
+import { sleep } from '../workers/lib/clock';
 
 /** Comment frames keep idle SSE connections (and proxies) from timing out. */
 const KEEP_ALIVE_MS = 15_000;
@@ -105,7 +106,7 @@ export class WorkspaceChannel extends DurableObject<Env> {
     const pending: RelayState = { text: '', cost: null };
     let last = afterSeq;
     for (let attempt = 0; attempt <= RELAY_RECONNECTS; attempt++) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, RELAY_RETRY_MS));
+      if (attempt > 0) await sleep(RELAY_RETRY_MS);
       const res = await this.env.EXECUTION_SESSION.getByName(target.executionId).fetch(`https://session/stream?lastSeq=${last}`);
       // 204: the run ended and everything after `last` was already sent.
       if (res.status !== 200 || !res.body) return;

@@ -1,6 +1,7 @@
 import { getExecutionStatus } from '../services/executions';
 import { getRun } from '../services/workflows';
 import type { CapabilityContext, ProgressReport } from './capability';
+import { sleep } from '../lib/clock';
 
 /** How often a followed run is read again, and how long a call follows it at most. */
 const POLL_MS = 250;
@@ -9,7 +10,7 @@ const FOLLOW_LIMIT_MS = 10 * 60_000;
 /** Reads `step` until it says the work ended (or the limit passed). */
 async function pollUntilEnded(step: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + FOLLOW_LIMIT_MS;
-  while (!(await step()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  while (!(await step()) && Date.now() < deadline) await sleep(POLL_MS);
 }
 
 /**

@@ -6,6 +6,13 @@ let offsetMs = 0;
 
 export const now = (): number => Date.now() + offsetMs;
 
+/** Waits `ms` of real time (a test's shift of the clock does not shorten it), or until `signal` aborts. */
+export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
+
 export const isoNow = (): string => new Date(now()).toISOString();
 
 export const toIso = (ms: number): string => new Date(ms).toISOString();

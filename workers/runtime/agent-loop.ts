@@ -1,5 +1,6 @@
 import type { NewExecutionEvent, RunStopReason } from '../services/execution-events';
 import { type ContentBlock, type ModelMessage, type ModelProvider, ProviderError, type ToolSpec } from './provider';
+import { sleep } from '../lib/clock';
 
 export interface AgentTool {
   spec: ToolSpec;
@@ -108,7 +109,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
       await options.emit([
         { type: 'agent.info', payload: { message: `The model provider is busy (${error.kind}); retrying in ${delay / 1000} s`, retry: attempt } },
       ]);
-      await new Promise((resolve) => setTimeout(resolve, delay));
+      await sleep(delay);
       const halt = options.shouldStop(usage);
       if (halt) return finish(halt);
       turn--;

@@ -4,7 +4,7 @@ import { executions, threadMessages, threads, traces, type ThreadMessageRow, typ
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { invalidInput, notFound } from '../errors';
-import { now, toIso } from '../lib/clock';
+import { now, sleep, toIso } from '../lib/clock';
 import { formatId, parseId, parseUuidCursor, uuidv7 } from '../lib/ids';
 import { cursorPage, CursorQuery, mapPage } from '../lib/pagination';
 import { recordChange } from './audit';
@@ -214,7 +214,7 @@ async function settled(db: Db, executionId: number): Promise<string> {
   for (;;) {
     const [row] = await db.select({ status: executions.status }).from(executions).where(eq(executions.id, executionId)).limit(1);
     if (!row || row.status !== 'working' || now() > deadline) return row?.status ?? 'failed';
-    await new Promise((resolve) => setTimeout(resolve, REPLY_POLL_MS));
+    await sleep(REPLY_POLL_MS);
   }
 }
 

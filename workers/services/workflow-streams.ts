@@ -3,7 +3,7 @@ import type { WorkflowRunRow } from '../../schema/workflows';
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { notFound } from '../errors';
-import { now, toIso } from '../lib/clock';
+import { now, sleep, toIso } from '../lib/clock';
 import { sseStream } from '../lib/sse';
 import type { RunEvent } from '../../durable-objects/WorkflowRun';
 import { findRun, launchWorkflow, resumeRun } from './workflows';
@@ -16,11 +16,6 @@ const MAX_STREAM_MS = 30 * 60_000;
 const CLOSING = new Set(['success', 'failed', 'suspended', 'canceled']);
 
 const encoder = new TextEncoder();
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-  });
 
 export const snapshotFrame = (row: WorkflowRunRow) => ({
   type: 'workflow-snapshot' as const,

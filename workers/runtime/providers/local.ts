@@ -1,5 +1,6 @@
 import type { ContentBlock, ModelEvent, ModelMessage, ModelProvider, ModelRequest } from '../provider';
 import { estimateTokens } from '../provider';
+import { sleep } from '../../lib/clock';
 
 export const LOCAL_MODEL = 'local-1';
 
@@ -158,7 +159,7 @@ export class LocalProvider implements ModelProvider {
 
     const text = answer(request.system, input);
     for (const word of text.split(/(?<=\s)/)) {
-      if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+      if (this.delayMs > 0) await sleep(this.delayMs);
       request.signal?.throwIfAborted();
       yield { type: 'text_delta', text: word };
     }
