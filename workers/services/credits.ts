@@ -140,7 +140,15 @@ const unsettledHold = (ref: HoldRef) =>
   and(eq(creditReservations.executionId, holdKey(ref)), eq(creditReservations.userId, ref.userId), isNull(creditReservations.settledAt));
 
 /** What a hold request answers: the amount held, or what was available when it was refused. */
-type Hold = { reserved: true; amount: number } | { reserved: false; available: number };
+export type Hold = { reserved: true; amount: number } | { reserved: false; available: number };
+
+export type HoldRequest = HoldRef & {
+  amount: number;
+  minimum?: number;
+  waivedWhen?: SQL;
+  /** The hold is made (and the account touched) only if this holds when the statements run: a run's claim, earlier in the same batch. */
+  onlyIf?: SQL;
+};
 
 /**
  * Holds `amount` of the user's available credits. All or nothing, unless `minimum` is given:
@@ -150,20 +158,9 @@ type Hold = { reserved: true; amount: number } | { reserved: false; available: n
  * same hold takes nothing more and answers the first. With `waivedWhen`, a condition the same
  * statement evaluates, the hold is of nothing whenever it holds (a run on the user's own key),
  * without a read of its own first.
- */
-export const reserveCredits = async (db: Db, request: HoldRequest): Promise<Hold> => holdAnswered(db, request, await db.batch(holdStatements(db, request)));
-
-type HoldRequest = HoldRef & {
-  amount: number;
-  minimum?: number;
-  waivedWhen?: SQL;
-  /** The hold is made (and the account touched) only if this holds when the statements run: a run's claim, earlier in the same batch. */
-  onlyIf?: SQL;
-};
-
-/**
- * The hold's statements, for the caller's own D1 batch (a run's start sends its claim before
- * them and its reads after: one round trip); `holdAnswered` reads their answer.
+ *
+ * These are the hold's statements, for the caller's own D1 batch (a run's start sends its claim
+ * before them and its reads after: one round trip); `holdAnswered` reads their answer.
  */
 export function holdStatements(db: Db, request: HoldRequest) {
   const { userId } = request;
