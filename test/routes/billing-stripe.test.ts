@@ -558,8 +558,10 @@ describe('GET /api/v1/billing/return/:outcome', () => {
       expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
       expect(res.headers.get('cache-control')).toBe('no-store');
       const html = String(res.body);
-      expect(html).toContain(`<meta http-equiv="refresh" content="0;url=workspaceskills://payment-${outcome}">`);
-      expect(html).toContain(`<a href="workspaceskills://payment-${outcome}">`);
+      expect(html).toContain(`<meta http-equiv="refresh" content="0;url=workspaceskills://payment-${outcome}"`);
+      expect(html).toContain(`<a href="workspaceskills://payment-${outcome}">Return to the app</a>`);
+      expect(html).toContain(`<title>Payment ${outcome === 'success' ? 'received' : 'cancelled'} · Workspace AI Skills</title>`);
+      expect(res.headers.get('content-security-policy')).toBe("default-src 'none'; style-src 'unsafe-inline'; img-src data:");
     });
   }
 

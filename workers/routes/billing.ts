@@ -41,11 +41,10 @@ export const billingRoutes = capabilityRoutes(billingArea)
     (c) => {
       const outcome = c.req.param('outcome');
       if (!isOutcome(outcome)) throw notFound('Return page');
-      const page = returnPage(appDeepLink(c.env.APP_SCHEME, outcome), outcome);
-      return c.body(page, 200, {
+      return c.html(returnPage(appDeepLink(c.env.APP_SCHEME, outcome), outcome), 200, {
         'content-type': 'text/html; charset=utf-8',
         'cache-control': 'no-store',
-        'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
+        'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
       });
     },
   );

@@ -1,4 +1,5 @@
 import { AppError } from '../errors';
+import { HtmlDocument } from './html-document';
 
 /**
  * The page a browser lands on after Stripe Checkout when a native client passed the
@@ -19,7 +20,8 @@ const TEXT: Record<ReturnOutcome, { title: string; body: string }> = {
   cancel: { title: 'Payment cancelled', body: 'Nothing was charged.' },
 };
 
-const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
+const CSS =
+  'body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem;text-align:center}a{display:inline-block;margin-top:1rem;padding:.75rem 1.5rem;border-radius:.5rem;background:#111;color:#fff;text-decoration:none}';
 
 /** `{APP_SCHEME}://payment-success` or `…://payment-cancel`; 503 naming APP_SCHEME if it is not a scheme. */
 export function appDeepLink(appScheme: string | undefined, outcome: ReturnOutcome): string {
@@ -30,23 +32,26 @@ export function appDeepLink(appScheme: string | undefined, outcome: ReturnOutcom
   return `${scheme}://payment-${outcome}`;
 }
 
-export function returnPage(deepLink: string, outcome: ReturnOutcome): string {
-  const link = escapeHtml(deepLink);
+/** The page itself: it opens `deepLink` at once, and offers it as a link where a browser blocks that. */
+export const returnPage = (deepLink: string, outcome: ReturnOutcome) => {
   const { title, body } = TEXT[outcome];
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="refresh" content="0;url=${link}">
-<title>${title}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:28rem;margin:4rem auto;padding:0 1rem;text-align:center}a{display:inline-block;margin-top:1rem;padding:.75rem 1.5rem;border-radius:.5rem;background:#111;color:#fff;text-decoration:none}</style>
-</head>
-<body>
-<h1>${title}</h1>
-<p>${body}</p>
-<a href="${link}">Return to the app</a>
-</body>
-</html>
-`;
-}
+  return (
+    <HtmlDocument
+      title={title}
+      head={
+        <>
+          <meta http-equiv="refresh" content={`0;url=${deepLink}`} />
+          <style>{CSS}</style>
+        </>
+      }
+    >
+      <body>
+        <main>
+          <h1>{title}</h1>
+          <p>{body}</p>
+          <a href={deepLink}>Return to the app</a>
+        </main>
+      </body>
+    </HtmlDocument>
+  );
+};
