@@ -9,8 +9,14 @@ export const now = (): number => Date.now() + offsetMs;
 /** Waits `ms` of real time (a test's shift of the clock does not shorten it), or until `signal` aborts. */
 export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+    // Whichever comes first also removes the other, so a long-lived signal collects no listeners.
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
   });
 
 export const isoNow = (): string => new Date(now()).toISOString();
