@@ -15,7 +15,7 @@ import type {
 import { now, sleep } from '../workers/lib/clock';
 import { sseStream, type SseWriter } from '../workers/lib/sse';
 import { runAgentLoop } from '../workers/runtime/agent-loop';
-import { costInHundredths } from '../workers/runtime/pricing';
+import { costInHundredths, priceOf } from '../workers/runtime/pricing';
 import type { ModelMessage, ModelProvider } from '../workers/runtime/provider';
 import { selectProvider } from '../workers/runtime/providers/index';
 import { LOCAL_PROVIDER_NOTICE } from '../workers/runtime/providers/local';
@@ -350,7 +350,9 @@ export class ExecutionSession extends DurableObject<Env> {
       this.append([{ type: 'agent.info', payload: { message: error instanceof Error ? error.message : 'No model provider is configured' } }]);
     }
     const model = provider?.model ?? 'none';
-    const costOf = (spent: { inputTokens: number; outputTokens: number }) => (ownKey ? 0 : costInHundredths(model, spent.inputTokens, spent.outputTokens));
+    // Priced once: the budget check asks at every model event.
+    const price = priceOf(model);
+    const costOf = (spent: { inputTokens: number; outputTokens: number }) => (ownKey ? 0 : costInHundredths(price, spent.inputTokens, spent.outputTokens));
     const history = kv.get<ModelMessage[]>('messages') ?? [];
     const before = resumed?.usage ?? { inputTokens: 0, outputTokens: 0 };
     const total = (spent: { inputTokens: number; outputTokens: number }) => ({

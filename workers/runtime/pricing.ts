@@ -39,11 +39,12 @@ export function priceOf(model: string): Price {
 }
 
 /**
- * Cost in hundredths of a Ds, rounded up to 0.01 Ds. Computed in
- * integers, Ds/M × 100 × tokens over 10^6, so no float error can round a whole cost up by 0.01.
+ * Cost in hundredths of a Ds at a model's price (or the price itself, looked up once by a caller
+ * that asks often), rounded up to 0.01 Ds. Computed in integers, Ds/M × 100 × tokens over 10^6,
+ * so no float error can round a whole cost up by 0.01.
  */
-export function costInHundredths(model: string, inputTokens: number, outputTokens: number): number {
-  const price = priceOf(model);
+export function costInHundredths(model: string | Price, inputTokens: number, outputTokens: number): number {
+  const price = typeof model === 'string' ? priceOf(model) : model;
   const scaled = inputTokens * Math.round(price.input * 100) + outputTokens * Math.round(price.output * 100);
   return Math.ceil(scaled / 1_000_000);
 }
