@@ -105,6 +105,17 @@ describe('interrupt', () => {
     expect(interrupted.body.data.map((e: { type: string }) => e.type)).toEqual(['user.interrupt']);
     for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += decoder.decode(chunk.value);
     expect(text).toContain('"stop_reason":{"type":"interrupt"}');
+    // Every frame in order with no gap, and none of the model's words once the interrupt is logged.
+    const frames = text
+      .split('\n\n')
+      .filter((part) => part.startsWith('id: '))
+      .map((part) => {
+        const [id, data] = part.split('\n');
+        return { id: Number(id!.slice(4)), type: (JSON.parse(data!.slice(6)) as { type: string }).type };
+      });
+    expect(frames.map((f) => f.id)).toEqual(frames.map((_, i) => frames[0]!.id + i));
+    const types = frames.map((f) => f.type);
+    expect(types.slice(types.indexOf('user.interrupt'))).not.toContain('agent.message');
 
     const status = await waitForStatus(user, id, 'idle');
     expect(status.outputBlocks).toHaveLength(1);
