@@ -151,8 +151,13 @@ export class ExecutionSession extends DurableObject<Env> {
     if (!events.every((event) => event.type === 'agent.message')) return void this.append(events);
     this.held.push(...events);
     const wait = this.deltasSentAt + HOLD_DELTAS_MS - now();
-    if (wait <= 0 || this.held.length >= MAX_HELD_DELTAS) this.write(this.takeHeld());
-    else this.heldUntil ??= setTimeout(() => this.write(this.takeHeld()), wait);
+    if (wait <= 0 || this.held.length >= MAX_HELD_DELTAS) this.flushHeld();
+    else this.heldUntil ??= setTimeout(() => this.flushHeld(), wait);
+  }
+
+  /** Writes (and sends) the held deltas now. */
+  private flushHeld() {
+    this.write(this.takeHeld());
   }
 
   private takeHeld(): NewExecutionEvent[] {
@@ -375,7 +380,7 @@ export class ExecutionSession extends DurableObject<Env> {
           emit: (events) => this.emit(redactor.push(events)),
           checkpoint: ({ messages, usage: spent }) => {
             // Held deltas are written first, so the checkpoint's seq covers every event before it.
-            this.append([]);
+            this.flushHeld();
             kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage: total(spent) } satisfies Checkpoint);
           },
           shouldStop: (spent) =>
