@@ -292,8 +292,7 @@ async function compensate(db: Db, env: Env, holder: Holder, turnKey: string, cau
     if (outcome.state === 'live') return outcome.events;
   } catch (error) {
     logStartFailure(holder.id, cause);
-    console.error(JSON.stringify({ level: 'error', message: 'a failed run start could not be undone yet', executionId: holder.id, error: String(error) }));
-    return undefined;
+    return notUndoneYet(holder.id, error);
   }
   return giveBackFailedStart(db, holder, turnKey, cause);
 }
@@ -308,13 +307,18 @@ async function giveBackFailedStart(db: Db, holder: Holder, turnKey: string, caus
     await release(db, holder, turnKey, 'idle');
     return null;
   } catch (error) {
-    console.error(JSON.stringify({ level: 'error', message: 'a failed run start could not be undone yet', executionId: holder.id, error: String(error) }));
-    return undefined;
+    return notUndoneYet(holder.id, error);
   }
 }
 
 const logStartFailure = (executionId: number, cause: unknown) =>
   console.error(JSON.stringify({ level: 'error', message: 'a run could not start', executionId, error: String(cause) }));
+
+/** Logs why a failed start could not be undone yet (the reconciler finishes it) and answers undefined, as `giveBackFailedStart` does then. */
+const notUndoneYet = (executionId: number, error: unknown): undefined => {
+  console.error(JSON.stringify({ level: 'error', message: 'a failed run start could not be undone yet', executionId, error: String(error) }));
+  return undefined;
+};
 
 /** 503 for a start that failed: undone (`null`), or not yet (the reconciler settles it after the grace period). */
 const startUnavailable = (undone: null | undefined) =>
