@@ -2,6 +2,8 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from 'c
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
+import { openDb } from '../../workers/lib/db';
+import { settleExecution } from '../../workers/services/credits';
 import { BASE, call, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 import { SUMMARIZER as SKILL, signUpWithSummarizer as setup } from '../helpers/skills';
 
@@ -504,6 +506,32 @@ describe('surviving eviction', () => {
     } finally {
       resetClock();
     }
+  });
+  it('shows what a turn was charged when its settlement had landed before it was cut off', async () => {
+    const user = await setup();
+    const lost = await loseTurn(user, { messages: [], usage: { inputTokens: 10, outputTokens: 5 } });
+    await runInDurableObject(stubOf(lost.id), (_, state) => {
+      const checkpoint = state.storage.kv.get<Record<string, unknown>>('checkpoint')!;
+      state.storage.kv.put('checkpoint', { ...checkpoint, ended: { stopReason: 'end_turn', text: 'Done.', model: 'local-1', ownKey: false } });
+    });
+    // The settlement landed in D1; the object was cut off before it noted that.
+    const settled = await settleExecution(openDb(env.DB), {
+      userId: user.user.id,
+      turnKey: `${lost.id}:lost`,
+      executionId: lost.id,
+      cost: 37,
+      description: 'settled before the cut',
+    });
+    expect(settled).toEqual({ settled: true, charged: 37 });
+    const costOf = async () => (await env.DB.prepare('SELECT cost FROM executions WHERE id = ?').bind(idOf(lost.id)).first<{ cost: number }>())!.cost;
+    const before = await costOf();
+    expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
+    await waitForStatus(user, lost.id, 'completed');
+    const result = (await lost.newEvents()).find((e) => e.type === 'execution.result')!;
+    expect(result.payload).toMatchObject({ cost: 0.37 });
+    expect((await costOf()) - before).toBe(37);
+    const usage = await env.DB.prepare('SELECT amount FROM credit_transactions WHERE business_key = ?').bind(`usage:${lost.id}:lost`).all();
+    expect(usage.results).toEqual([{ amount: -37 }]);
   });
 });
 

@@ -122,13 +122,13 @@ describe('reserveCredits', () => {
 });
 
 describe('settleExecution', () => {
-  it('charges the cost, ends the hold, and charges once', async () => {
+  it('charges the cost, ends the hold, and charges once; a replay answers what was charged', async () => {
     const { userId, exec } = await newUser();
     await reserveCredits(db, { userId, executionId: exec(1), amount: 6000 });
     const settle = () => settleExecution(db, { userId, executionId: exec(1), cost: 1234, description: 'Notes: 10 input and 20 output tokens' });
     expect(await settle()).toEqual({ settled: true, charged: 1234 });
     expect(await accountOf(userId)).toEqual({ balance: 8766, reserved: 0, totalSpent: 1234 });
-    expect(await settle()).toEqual({ settled: false, charged: 0 });
+    expect(await settle()).toEqual({ settled: false, charged: 1234 });
     expect(await accountOf(userId)).toEqual({ balance: 8766, reserved: 0, totalSpent: 1234 });
     expect((await rowsOf(userId)).filter((t) => t.type === 'usage')).toEqual([
       { amount: -1234, type: 'usage', description: 'Notes: 10 input and 20 output tokens', executionId: exec(1), businessKey: `usage:${exec(1)}` },
@@ -140,6 +140,7 @@ describe('settleExecution', () => {
     await reserveCredits(db, { userId, executionId: exec(1), amount: 5000 });
     expect(await settleExecution(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: true, charged: 10_000 });
     expect(await accountOf(userId)).toEqual({ balance: 0, reserved: 0, totalSpent: 10_000 });
+    expect(await settleExecution(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: false, charged: 10_000 });
   });
 
   it('leaves other holds covered when it caps', async () => {

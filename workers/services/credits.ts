@@ -225,13 +225,15 @@ export async function releaseReservation(db: Db, ref: HoldRef): Promise<{ releas
  * Ends a hold and charges `cost` as a `usage` transaction of `-cost` on `executionId`, capped so
  * the balance never goes below 0 nor below the user's other holds. A cost of 0 is still recorded
  * (BYOK runs). Once per hold: the business key is `usage:<turnKey or executionId>`, and a replay
- * changes nothing and answers `{settled: false, charged: 0}`. `charged` is after the cap.
+ * changes nothing and answers `settled: false` with what the first settlement charged, so a run
+ * resumed after its settlement landed shows the cost it was charged. `charged` is after the cap.
  */
 export async function settleExecution(db: Db, settlement: HoldRef & { cost: number; description: string }): Promise<{ settled: boolean; charged: number }> {
   const { userId } = settlement;
   const held = sql`COALESCE((SELECT ${creditReservations.amount} FROM ${creditReservations} WHERE ${unsettledHold(settlement)}), 0)`;
   const spendable = sql`(SELECT ${creditAccounts.balance} - ${creditAccounts.reserved} FROM ${creditAccounts} WHERE ${creditAccounts.userId} = ${userId}) + ${held}`;
-  const [, [charge]] = await db.batch([
+  const businessKey = `usage:${holdKey(settlement)}`;
+  const [, inserted, [charge]] = await db.batch([
     ensureAccount(db, userId),
     db
       .insert(creditTransactions)
@@ -242,15 +244,16 @@ export async function settleExecution(db: Db, settlement: HoldRef & { cost: numb
         description: settlement.description,
         executionId: settlement.executionId,
         paymentSessionId: null,
-        businessKey: `usage:${holdKey(settlement)}`,
+        businessKey,
         createdAt: now(),
       })
       .onConflictDoNothing({ target: creditTransactions.businessKey })
       .returning({ amount: creditTransactions.amount }),
+    db.select({ amount: creditTransactions.amount }).from(creditTransactions).where(eq(creditTransactions.businessKey, businessKey)),
     db.update(creditReservations).set({ settledAt: now() }).where(unsettledHold(settlement)),
     recompute(db, userId),
   ]);
-  return charge ? { settled: true, charged: Math.abs(charge.amount) } : { settled: false, charged: 0 };
+  return { settled: inserted.length > 0, charged: Math.abs(charge!.amount) };
 }
 
 export const BalanceStatus = z.object({ balance: z.number(), totalSpent: z.number(), canExecute: z.boolean(), isAdmin: z.boolean() });
