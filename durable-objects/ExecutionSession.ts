@@ -24,9 +24,9 @@ import { connectorRunTools } from '../workers/runtime/connector-tools';
 import { runTools } from '../workers/runtime/tools';
 import { threadRunTools } from '../workers/runtime/workflow-tools';
 import { openByokKey } from '../workers/services/byok';
-import { settleExecution } from '../workers/services/credits';
 import { openRunSecrets, type RunSecret } from '../workers/services/skill-secrets';
-import { finishTurn, saveArtifact } from '../workers/services/execution-runs';
+import { closeTurn, storeArtifact, type StoredArtifact } from '../workers/services/execution-runs';
+import { settledCharge } from '../workers/services/credits';
 import { announceRunStarted, sealedTurnKeys } from '../workers/services/execution-lifecycle';
 
 /** A turn in progress, persisted so the heartbeat can resume it after an eviction. */
@@ -47,8 +47,11 @@ interface Checkpoint {
   messages: ModelMessage[];
   usage: { inputTokens: number; outputTokens: number };
   ended?: { stopReason: RunStopReason; text: string; model: string; ownKey: boolean };
+  /** Set by checkpoints written before the output's row joined the closing batch: that turn's row is in D1 already. */
   outputSaved?: boolean;
-  /** What settlement charged (hundredths of a Ds). */
+  /** Once the closing batch may have been sent: the output it carries (stored in R2 once), so a resume sends the same. */
+  closing?: { output: StoredArtifact | null };
+  /** What settlement charged (hundredths of a Ds), once the closing batch has landed. */
   charged?: number;
   recorded?: boolean;
 }
@@ -405,37 +408,44 @@ export class ExecutionSession extends DurableObject<Env> {
     await this.finishRun(db, input, startedAt, checkpoint);
   }
 
-  /** The bookkeeping of an ended turn, each step once: output.md, settlement, the D1 record, then the closing events. */
+  /**
+   * The bookkeeping of an ended turn, once: output.md to R2, then its row, the settlement and the
+   * D1 record in one D1 request (before the idle event: a client that acts on session.status_idle
+   * must find the execution idle and its output listed), then the closing events.
+   */
   private async finishRun(db: Db, input: TurnInput, startedAt: number, checkpoint: Checkpoint): Promise<void> {
     const kv = this.ctx.storage.kv;
     const { stopReason, text, model, ownKey } = checkpoint.ended!;
     const { usage } = checkpoint;
-    const mark = (step: Partial<Checkpoint>) => kv.put('checkpoint', Object.assign(checkpoint, step));
-    // The output and the settlement do not depend on each other; each is marked done on its own.
-    const saveOutput = async () => {
-      if (stopReason !== 'end_turn' || checkpoint.outputSaved) return;
-      await saveArtifact(db, this.env.BUCKET, input, 'output.md', text);
-      mark({ outputSaved: true });
-    };
-    const settle = async () => {
-      if (checkpoint.charged !== undefined) return;
+    if (!checkpoint.recorded) {
       // What the run is shown to cost is what was charged: the cost capped at the balance.
-      const { charged } = await settleExecution(db, {
+      const settlement = {
         userId: input.userId,
         turnKey: input.turnKey,
         executionId: `exec_${input.executionId}`,
         cost: ownKey ? 0 : costInHundredths(model, usage.inputTokens, usage.outputTokens),
         description: `${input.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${model}${ownKey ? ', on your own key' : ''})`,
-      });
-      mark({ charged });
-    };
-    await Promise.all([saveOutput(), settle()]);
-    const cost = checkpoint.charged!;
-    if (!checkpoint.recorded) {
-      // D1 before the idle event: a client that acts on session.status_idle must find the execution idle.
-      await finishTurn(db, input.executionId, stopReason, { cost, ...usage, elapsedMs: now() - startedAt });
-      mark({ recorded: true });
+      };
+      // A turn cut off while its closing batch was under way asks whether it landed (it lands whole or not at all).
+      let charged = checkpoint.closing ? await settledCharge(db, settlement) : undefined;
+      if (charged === undefined) {
+        const output = checkpoint.closing
+          ? checkpoint.closing.output
+          : stopReason === 'end_turn' && !checkpoint.outputSaved
+            ? await storeArtifact(this.env.BUCKET, input, 'output.md', text)
+            : null;
+        kv.put('checkpoint', Object.assign(checkpoint, { closing: { output } }));
+        charged = await closeTurn(db, {
+          executionId: input.executionId,
+          reason: stopReason,
+          settlement,
+          totals: { ...usage, elapsedMs: now() - startedAt },
+          output,
+        });
+      }
+      kv.put('checkpoint', Object.assign(checkpoint, { charged, recorded: true }));
     }
+    const cost = checkpoint.charged!;
     kv.delete('turn');
     kv.delete('checkpoint');
     this.append([

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { grantCredits, settleExecution } from '../../workers/services/credits';
-import { reserveCredits } from '../helpers/credits';
+import { grantCredits } from '../../workers/services/credits';
+import { reserveCredits, settleExecution } from '../helpers/credits';
 import { call, createKey, expectError, sessionPrincipal, signUp, type TestUser, waitForStatus } from '../helpers/api';
 import { openDb } from '../../workers/lib/db';
 

@@ -3,8 +3,10 @@ import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { openDb } from '../../workers/lib/db';
-import { settleExecution } from '../../workers/services/credits';
 import { BASE, call, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { settleExecution } from '../helpers/credits';
+import type { TurnInput } from '../../workers/services/execution-events';
+import { closeTurn, storeArtifact } from '../../workers/services/execution-runs';
 import { SUMMARIZER as SKILL, signUpWithSummarizer as setup } from '../helpers/skills';
 
 const create = (user: TestUser, input = 'We ship Friday. Ana writes the notes.') =>
@@ -507,6 +509,40 @@ describe('surviving eviction', () => {
       resetClock();
     }
   });
+  it('does not close a turn twice: one cut off after its closing batch landed only ends its stream', async () => {
+    const user = await setup();
+    const lost = await loseTurn(user, { messages: [], usage: { inputTokens: 10, outputTokens: 5 } });
+    const turnKey = `${lost.id}:lost`;
+    const totals = async () =>
+      (await env.DB.prepare('SELECT cost, input_tokens AS input, output_tokens AS output FROM executions WHERE id = ?')
+        .bind(idOf(lost.id))
+        .first<{ cost: number; input: number; output: number }>())!;
+    const before = await totals();
+    // The batch landed (output.md's row, the settlement, the record); the object was cut off before it noted that.
+    const turn = { executionId: idOf(lost.id), workspaceId: user.workspaceId } as TurnInput;
+    const output = await storeArtifact(env.BUCKET, turn, 'output.md', 'Done.');
+    const settlement = { userId: user.user.id, turnKey, executionId: lost.id, cost: 37, description: 'closed before the cut' };
+    const totalsOfTurn = { inputTokens: 10, outputTokens: 5, elapsedMs: 1 };
+    expect(await closeTurn(openDb(env.DB), { executionId: idOf(lost.id), reason: 'end_turn', settlement, totals: totalsOfTurn, output })).toBe(37);
+    await runInDurableObject(stubOf(lost.id), (_, state) => {
+      const checkpoint = state.storage.kv.get<Record<string, unknown>>('checkpoint')!;
+      state.storage.kv.put('checkpoint', {
+        ...checkpoint,
+        ended: { stopReason: 'end_turn', text: 'Done.', model: 'local-1', ownKey: false },
+        closing: { output },
+      });
+    });
+    expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
+    await waitForStatus(user, lost.id, 'completed');
+    const events = await lost.newEvents();
+    expect(events.map((e) => e.type)).toEqual(['agent.info', 'execution.result', 'session.status_idle']);
+    expect(events[1]!.payload).toMatchObject({ cost: 0.37 });
+    expect(await totals()).toEqual({ cost: before.cost + 37, input: before.input + 10, output: before.output + 5 });
+    expect((await lost.outputs()).results.map((r) => r.name)).toEqual(['notes.md', 'output.md', 'output.md']);
+    const usage = await env.DB.prepare('SELECT amount FROM credit_transactions WHERE business_key = ?').bind(`usage:${turnKey}`).all();
+    expect(usage.results).toEqual([{ amount: -37 }]);
+  });
+
   it('shows what a turn was charged when its settlement had landed before it was cut off', async () => {
     const user = await setup();
     const lost = await loseTurn(user, { messages: [], usage: { inputTokens: 10, outputTokens: 5 } });

@@ -8,11 +8,10 @@ import {
   listTransactions,
   MIN_RUN_BALANCE,
   releaseReservation,
-  settleExecution,
   welcomeGrantStatements,
 } from '../../workers/services/credits';
 import { sessionPrincipal, signUp } from '../helpers/api';
-import { reserveCredits } from '../helpers/credits';
+import { reserveCredits, settleExecution } from '../helpers/credits';
 import { openDb } from '../../workers/lib/db';
 
 const db = openDb(env.DB);

@@ -221,40 +221,68 @@ export async function releaseReservation(db: Db, ref: HoldRef): Promise<{ releas
   return { released: deleted.length > 0 };
 }
 
+/** A settlement: which hold it ends, what the run cost (hundredths of a Ds) and how the ledger describes it. */
+export type Settlement = HoldRef & { cost: number; description: string };
+
 /**
  * Ends a hold and charges `cost` as a `usage` transaction of `-cost` on `executionId`, capped so
  * the balance never goes below 0 nor below the user's other holds. A cost of 0 is still recorded
  * (BYOK runs). Once per hold: the business key is `usage:<turnKey or executionId>`, and a replay
  * changes nothing and answers `settled: false` with what the first settlement charged, so a run
  * resumed after its settlement landed shows the cost it was charged. `charged` is after the cap.
+ *
+ * These are the settlement's statements, for the caller's own D1 batch (a turn's close sends its
+ * record after them: one round trip); `settlementAnswered` reads their answer, and `charged` is
+ * the charge as SQL for the statements that follow them.
  */
-export async function settleExecution(db: Db, settlement: HoldRef & { cost: number; description: string }): Promise<{ settled: boolean; charged: number }> {
+export function settlementStatements(db: Db, settlement: Settlement) {
   const { userId } = settlement;
   const held = sql`COALESCE((SELECT ${creditReservations.amount} FROM ${creditReservations} WHERE ${unsettledHold(settlement)}), 0)`;
   const spendable = sql`(SELECT ${creditAccounts.balance} - ${creditAccounts.reserved} FROM ${creditAccounts} WHERE ${creditAccounts.userId} = ${userId}) + ${held}`;
   const businessKey = `usage:${holdKey(settlement)}`;
-  const [, inserted, [charge]] = await db.batch([
-    ensureAccount(db, userId),
-    db
-      .insert(creditTransactions)
-      .values({
-        userId,
-        amount: sql`-MIN(${hundredths(settlement.cost, 'cost')}, MAX(${spendable}, 0))`,
-        type: 'usage',
-        description: settlement.description,
-        executionId: settlement.executionId,
-        paymentSessionId: null,
-        businessKey,
-        createdAt: now(),
-      })
-      .onConflictDoNothing({ target: creditTransactions.businessKey })
-      .returning({ amount: creditTransactions.amount }),
-    db.select({ amount: creditTransactions.amount }).from(creditTransactions).where(eq(creditTransactions.businessKey, businessKey)),
-    db.update(creditReservations).set({ settledAt: now() }).where(unsettledHold(settlement)),
-    recompute(db, userId),
-  ]);
-  return { settled: inserted.length > 0, charged: Math.abs(charge!.amount) };
+  const recorded = eq(creditTransactions.businessKey, businessKey);
+  return {
+    statements: [
+      ensureAccount(db, userId),
+      db
+        .insert(creditTransactions)
+        .values({
+          userId,
+          amount: sql`-MIN(${hundredths(settlement.cost, 'cost')}, MAX(${spendable}, 0))`,
+          type: 'usage',
+          description: settlement.description,
+          executionId: settlement.executionId,
+          paymentSessionId: null,
+          businessKey,
+          createdAt: now(),
+        })
+        .onConflictDoNothing({ target: creditTransactions.businessKey })
+        .returning({ amount: creditTransactions.amount }),
+      db.update(creditReservations).set({ settledAt: now() }).where(unsettledHold(settlement)),
+      recompute(db, userId),
+      db.select({ amount: creditTransactions.amount }).from(creditTransactions).where(recorded),
+    ] as const,
+    charged: sql<number>`(SELECT -${creditTransactions.amount} FROM ${creditTransactions} WHERE ${recorded})`,
+  };
 }
+
+/** What the settlement of a hold charged, once it has landed; undefined before. */
+export async function settledCharge(db: Db, ref: HoldRef): Promise<number | undefined> {
+  const [row] = await db
+    .select({ amount: creditTransactions.amount })
+    .from(creditTransactions)
+    .where(eq(creditTransactions.businessKey, `usage:${holdKey(ref)}`));
+  return row && Math.abs(row.amount);
+}
+
+type SettlementResponse = BatchResponse<ReturnType<typeof settlementStatements>['statements']>;
+
+/** What the settlement's statements answered, from the start of the batch that sent them. */
+export const settlementAnswered = ([, inserted, , , [charge]]: readonly [...SettlementResponse, ...unknown[]]) => ({
+  settled: inserted.length > 0,
+  // The row is there whether this batch wrote it or an earlier one did.
+  charged: Math.abs(charge!.amount),
+});
 
 export const BalanceStatus = z.object({ balance: z.number(), totalSpent: z.number(), canExecute: z.boolean(), isAdmin: z.boolean() });
 

@@ -1,5 +1,6 @@
 import { eq, sql } from 'drizzle-orm';
 import { artifacts, executions } from '../../schema';
+import { settlementAnswered, settlementStatements, type Settlement } from './credits';
 import { statusAfterRun, type RunStopReason, type TurnInput } from './execution-events';
 import type { Db } from '../env';
 import { now } from '../lib/clock';
@@ -13,45 +14,63 @@ const MAX_ARTIFACT_BYTES = 1024 * 1024;
 const contentTypeOf = (name: string) =>
   name.endsWith('.md') ? 'text/markdown; charset=utf-8' : name.endsWith('.json') ? 'application/json' : 'text/plain; charset=utf-8';
 
-/** Stores a file the run produced in R2 under the workspace's prefix and indexes it in D1. */
-export async function saveArtifact(db: Db, bucket: R2Bucket, turn: TurnInput, name: string, content: string): Promise<string | null> {
+/** An artifact stored in R2, not yet indexed: the row `indexArtifact` writes. */
+export type StoredArtifact = typeof artifacts.$inferInsert;
+
+/** Stores a file the run produced in R2 under the workspace's prefix; null for a name or size a run may not use. */
+export async function storeArtifact(bucket: R2Bucket, turn: TurnInput, name: string, content: string): Promise<StoredArtifact | null> {
   const bytes = new TextEncoder().encode(content);
   if (!ARTIFACT_NAME.test(name) || bytes.length > MAX_ARTIFACT_BYTES) return null;
   const key = `${workspacePrefix(turn.workspaceId)}artifacts/exec_${turn.executionId}/${crypto.randomUUID()}/${name}`;
   const contentType = contentTypeOf(name);
   await bucket.put(key, bytes, { httpMetadata: { contentType } });
-  await db.insert(artifacts).values({
-    workspaceId: turn.workspaceId,
-    executionId: turn.executionId,
-    name,
-    contentType,
-    size: bytes.length,
-    r2Key: key,
-    createdAt: now(),
-  });
+  return { workspaceId: turn.workspaceId, executionId: turn.executionId, name, contentType, size: bytes.length, r2Key: key, createdAt: now() };
+}
+
+const indexArtifact = (db: Db, stored: StoredArtifact) => db.insert(artifacts).values(stored);
+
+/** Stores a file the run produced in R2 and indexes it in D1. */
+export async function saveArtifact(db: Db, bucket: R2Bucket, turn: TurnInput, name: string, content: string): Promise<string | null> {
+  const stored = await storeArtifact(bucket, turn, name, content);
+  if (!stored) return null;
+  await indexArtifact(db, stored);
   return name;
 }
 
-/** Writes a finished turn's outcome to the executions index and its lineage's trace, in one batch. */
-export async function finishTurn(
+/**
+ * A finished turn's bookkeeping in one D1 request: its settlement, its outcome on the executions
+ * index and its lineage's trace (the cost each records is what the settlement charged), and the
+ * row of its output, stored in R2 before. Answers what was charged; a replay charges nothing more
+ * and answers the same.
+ */
+export async function closeTurn(
   db: Db,
-  executionId: number,
-  reason: RunStopReason,
-  totals: { cost: number; inputTokens: number; outputTokens: number; elapsedMs: number },
-) {
+  turn: {
+    executionId: number;
+    reason: RunStopReason;
+    settlement: Settlement;
+    totals: { inputTokens: number; outputTokens: number; elapsedMs: number };
+    output: StoredArtifact | null;
+  },
+): Promise<number> {
+  const { executionId, reason, totals } = turn;
   const status = statusAfterRun(reason);
-  await db.batch([
+  const { statements, charged } = settlementStatements(db, turn.settlement);
+  const record = [
+    ...statements,
     db
       .update(executions)
       .set({
         status,
-        cost: sql`${executions.cost} + ${totals.cost}`,
+        cost: sql`${executions.cost} + ${charged}`,
         inputTokens: sql`${executions.inputTokens} + ${totals.inputTokens}`,
         outputTokens: sql`${executions.outputTokens} + ${totals.outputTokens}`,
         executionTimeMs: sql`${executions.executionTimeMs} + ${totals.elapsedMs}`,
         completedAt: status === 'idle' ? null : now(),
       })
       .where(eq(executions.id, executionId)),
-    traceRunFinished(db, executionId, reason, totals.cost),
-  ]);
+    traceRunFinished(db, executionId, reason, charged),
+  ] as const;
+  const answer = await (turn.output ? db.batch([...record, indexArtifact(db, turn.output)]) : db.batch(record));
+  return settlementAnswered(answer).charged;
 }

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, gte, lt, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, lt, sql, type SQL } from 'drizzle-orm';
 import type { BatchItem } from 'drizzle-orm/batch';
 import { z } from 'zod';
 import { executions, traceSegments, traceTurns, traces, TURN_TYPES, type TraceKind, type TraceRow, type TurnType } from '../../schema';
@@ -111,11 +111,11 @@ export const traceRunStarted = (db: Db, executionId: number) =>
  * A run ended (in the batch that records it on the execution): its cost is added to the
  * lineage's total whichever run it was; status follows only the latest run.
  */
-export function traceRunFinished(db: Db, executionId: number, reason: RunStopReason, cost: number): BatchItem<'sqlite'> {
+export function traceRunFinished(db: Db, executionId: number, reason: RunStopReason, cost: number | SQL<number>): BatchItem<'sqlite'> {
   return db
     .update(traces)
     .set({
-      totalCost: sql`${traces.totalCost} + ${Math.max(0, cost)}`,
+      totalCost: sql`${traces.totalCost} + MAX(0, ${cost})`,
       status: sql`CASE WHEN ${traces.targetExecutionId} = ${executionId} THEN ${statusAfterRun(reason)} ELSE ${traces.status} END`,
       lastActivityAt: sql`MAX(${traces.lastActivityAt}, ${now()})`,
     })
