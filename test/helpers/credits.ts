@@ -13,4 +13,5 @@ import {
 export const reserveCredits = async (db: Db, request: HoldRequest): Promise<Hold> => holdAnswered(db, request, await db.batch(holdStatements(db, request)));
 
 /** A settlement in a D1 batch of its own (a turn's close sends the same statements with its record). */
-export const settleExecution = async (db: Db, settlement: Settlement) => settlementAnswered(await db.batch(settlementStatements(db, settlement).statements));
+export const settleExecution = async (db: Db, settlement: Settlement) =>
+  settlementAnswered(db, settlement, await db.batch(settlementStatements(db, settlement).statements));

@@ -221,6 +221,10 @@ export async function releaseReservation(db: Db, ref: HoldRef): Promise<{ releas
   return { released: deleted.length > 0 };
 }
 
+/** The business key of the ledger row that settles a hold, and that row. */
+const usageKey = (ref: HoldRef) => `usage:${holdKey(ref)}`;
+const settlementRow = (ref: HoldRef) => eq(creditTransactions.businessKey, usageKey(ref));
+
 /** A settlement: which hold it ends, what the run cost (hundredths of a Ds) and how the ledger describes it. */
 export type Settlement = HoldRef & { cost: number; description: string };
 
@@ -239,8 +243,6 @@ export function settlementStatements(db: Db, settlement: Settlement) {
   const { userId } = settlement;
   const held = sql`COALESCE((SELECT ${creditReservations.amount} FROM ${creditReservations} WHERE ${unsettledHold(settlement)}), 0)`;
   const spendable = sql`(SELECT ${creditAccounts.balance} - ${creditAccounts.reserved} FROM ${creditAccounts} WHERE ${creditAccounts.userId} = ${userId}) + ${held}`;
-  const businessKey = `usage:${holdKey(settlement)}`;
-  const recorded = eq(creditTransactions.businessKey, businessKey);
   return {
     statements: [
       ensureAccount(db, userId),
@@ -253,36 +255,34 @@ export function settlementStatements(db: Db, settlement: Settlement) {
           description: settlement.description,
           executionId: settlement.executionId,
           paymentSessionId: null,
-          businessKey,
+          businessKey: usageKey(settlement),
           createdAt: now(),
         })
         .onConflictDoNothing({ target: creditTransactions.businessKey })
         .returning({ amount: creditTransactions.amount }),
       db.update(creditReservations).set({ settledAt: now() }).where(unsettledHold(settlement)),
       recompute(db, userId),
-      db.select({ amount: creditTransactions.amount }).from(creditTransactions).where(recorded),
     ] as const,
-    charged: sql<number>`(SELECT -${creditTransactions.amount} FROM ${creditTransactions} WHERE ${recorded})`,
+    charged: sql<number>`(SELECT -${creditTransactions.amount} FROM ${creditTransactions} WHERE ${settlementRow(settlement)})`,
   };
 }
 
 /** What the settlement of a hold charged, once it has landed; undefined before. */
 export async function settledCharge(db: Db, ref: HoldRef): Promise<number | undefined> {
-  const [row] = await db
-    .select({ amount: creditTransactions.amount })
-    .from(creditTransactions)
-    .where(eq(creditTransactions.businessKey, `usage:${holdKey(ref)}`));
+  const [row] = await db.select({ amount: creditTransactions.amount }).from(creditTransactions).where(settlementRow(ref));
   return row && Math.abs(row.amount);
 }
 
-type SettlementResponse = BatchResponse<ReturnType<typeof settlementStatements>['statements']>;
-
-/** What the settlement's statements answered, from the start of the batch that sent them. */
-export const settlementAnswered = ([, inserted, , , [charge]]: readonly [...SettlementResponse, ...unknown[]]) => ({
-  settled: inserted.length > 0,
-  // The row is there whether this batch wrote it or an earlier one did.
-  charged: Math.abs(charge!.amount),
-});
+/** What the settlement's statements answered, from the start of the batch that sent them; a replay reads what was charged. */
+export const settlementAnswered = async (
+  db: Db,
+  settlement: Settlement,
+  [, [inserted]]: readonly [...BatchResponse<ReturnType<typeof settlementStatements>['statements']>, ...unknown[]],
+) =>
+  inserted
+    ? { settled: true, charged: Math.abs(inserted.amount) }
+    : // The row is there: the conflict that skipped the insert was with it.
+      { settled: false, charged: (await settledCharge(db, settlement))! };
 
 export const BalanceStatus = z.object({ balance: z.number(), totalSpent: z.number(), canExecute: z.boolean(), isAdmin: z.boolean() });
 

@@ -72,5 +72,5 @@ export async function closeTurn(
     traceRunFinished(db, executionId, reason, charged),
   ] as const;
   const answer = await (turn.output ? db.batch([...record, indexArtifact(db, turn.output)]) : db.batch(record));
-  return settlementAnswered(answer).charged;
+  return (await settlementAnswered(db, turn.settlement, answer)).charged;
 }
