@@ -386,6 +386,13 @@ describe('surviving eviction', () => {
     };
   }
 
+  /** Records the loop's outcome in a lost turn's checkpoint, as a turn cut off after its model work ended has it (with `closing`, the state of its close). */
+  const endModelWork = (id: string, closing: Record<string, unknown> = {}) =>
+    runInDurableObject(stubOf(id), (_, state) => {
+      const checkpoint = state.storage.kv.get<Record<string, unknown>>('checkpoint')!;
+      state.storage.kv.put('checkpoint', { ...checkpoint, ended: { stopReason: 'end_turn', text: 'Done.', model: 'local-1', ownKey: false }, ...closing });
+    });
+
   it('resumes a turn cut off by an eviction when the heartbeat fires, and completes it', async () => {
     const user = await setup();
     const lost = await loseTurn(user);
@@ -493,10 +500,7 @@ describe('surviving eviction', () => {
     const user = await setup();
     const lost = await loseTurn(user, { messages: [], usage: { inputTokens: 10, outputTokens: 5 } });
     // The loop's outcome was recorded; only output.md, settlement and the D1 record were left.
-    await runInDurableObject(stubOf(lost.id), (_, state) => {
-      const checkpoint = state.storage.kv.get<Record<string, unknown>>('checkpoint')!;
-      state.storage.kv.put('checkpoint', { ...checkpoint, ended: { stopReason: 'end_turn', text: 'Done.', model: 'local-1', ownKey: false } });
-    });
+    await endModelWork(lost.id);
     advanceClock(66 * 60_000);
     try {
       await runDurableObjectAlarm(stubOf(lost.id));
@@ -524,14 +528,7 @@ describe('surviving eviction', () => {
     const settlement = { userId: user.user.id, turnKey, executionId: lost.id, cost: 37, description: 'closed before the cut' };
     const totalsOfTurn = { inputTokens: 10, outputTokens: 5, elapsedMs: 1 };
     expect(await closeTurn(openDb(env.DB), { executionId: idOf(lost.id), reason: 'end_turn', settlement, totals: totalsOfTurn, output })).toBe(37);
-    await runInDurableObject(stubOf(lost.id), (_, state) => {
-      const checkpoint = state.storage.kv.get<Record<string, unknown>>('checkpoint')!;
-      state.storage.kv.put('checkpoint', {
-        ...checkpoint,
-        ended: { stopReason: 'end_turn', text: 'Done.', model: 'local-1', ownKey: false },
-        closing: { output },
-      });
-    });
+    await endModelWork(lost.id, { closing: { output } });
     expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
     await waitForStatus(user, lost.id, 'completed');
     const events = await lost.newEvents();
@@ -546,10 +543,7 @@ describe('surviving eviction', () => {
   it('shows what a turn was charged when its settlement had landed before it was cut off', async () => {
     const user = await setup();
     const lost = await loseTurn(user, { messages: [], usage: { inputTokens: 10, outputTokens: 5 } });
-    await runInDurableObject(stubOf(lost.id), (_, state) => {
-      const checkpoint = state.storage.kv.get<Record<string, unknown>>('checkpoint')!;
-      state.storage.kv.put('checkpoint', { ...checkpoint, ended: { stopReason: 'end_turn', text: 'Done.', model: 'local-1', ownKey: false } });
-    });
+    await endModelWork(lost.id);
     // The settlement landed in D1; the object was cut off before it noted that.
     const settled = await settleExecution(openDb(env.DB), {
       userId: user.user.id,
