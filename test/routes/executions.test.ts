@@ -66,6 +66,22 @@ describe('the three-step flow on the local provider', () => {
     expect(stored.results.map((r) => r.name)).toEqual(['notes.md', 'output.md']);
   });
 
+  it("has the turn's bookkeeping in place when its stream ends: status, cost, output.md and the charge", async () => {
+    const user = await setup();
+    const id = (await create(user)).body.id;
+    await message(user, id, 'We ship Friday. Ana writes the notes.');
+    const { cost } = (await readStream(user, id)).find((f) => f.type === 'execution.result')!.payload;
+    // Read at once, not polled.
+    const status = await call(`/api/v1/executions/${id}/status`, { token: user.token });
+    expect(status.body).toMatchObject({ status: 'completed', cost });
+    const artifacts = await call(`/api/v1/artifacts?executionId=${id}`, { token: user.token });
+    expect(artifacts.body.data.map((a: { name: string }) => a.name)).toContain('output.md');
+    const ledger = await call('/api/v1/billing/transactions', { token: user.token });
+    expect(ledger.body.transactions.filter((t: { executionId: string | null }) => t.executionId === id)).toEqual([
+      expect.objectContaining({ type: 'usage', amount: -cost }),
+    ]);
+  });
+
   it('applies the state rules: a finished execution takes no new message', async () => {
     const user = await setup();
     const id = (await create(user)).body.id;
