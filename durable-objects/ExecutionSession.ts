@@ -434,6 +434,7 @@ export class ExecutionSession extends DurableObject<Env> {
           : stopReason === 'end_turn' && !checkpoint.outputSaved
             ? await storeArtifact(this.env.BUCKET, input, 'output.md', text)
             : null;
+        // Committed before the batch leaves: the output gate holds the D1 request until then.
         kv.put('checkpoint', Object.assign(checkpoint, { closing: { output } }));
         charged = await closeTurn(db, {
           executionId: input.executionId,

@@ -40,8 +40,9 @@ export async function saveArtifact(db: Db, bucket: R2Bucket, turn: TurnInput, na
 /**
  * A finished turn's bookkeeping in one D1 request: its settlement, its outcome on the executions
  * index and its lineage's trace (the cost each records is what the settlement charged), and the
- * row of its output, stored in R2 before. Answers what was charged; a replay charges nothing more
- * and answers the same.
+ * row of its output, stored in R2 before. Answers what was charged. To be sent once: a replay
+ * charges nothing more (the settlement is once per hold) but would record the turn's totals and
+ * its output's row again, so a caller that may have sent it asks `settledCharge` first.
  */
 export async function closeTurn(
   db: Db,
