@@ -5,7 +5,6 @@ import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { openDb } from '../../workers/lib/db';
 import { BASE, call, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 import { settleExecution } from '../helpers/credits';
-import type { TurnInput } from '../../workers/services/execution-events';
 import { closeTurn, storeArtifact } from '../../workers/services/execution-runs';
 import { SUMMARIZER as SKILL, signUpWithSummarizer as setup } from '../helpers/skills';
 
@@ -539,8 +538,7 @@ describe('surviving eviction', () => {
         .first<{ cost: number; input: number; output: number }>())!;
     const before = await totals();
     // The batch landed (output.md's row, the settlement, the record); the object was cut off before it noted that.
-    const turn = { executionId: idOf(lost.id), workspaceId: user.workspaceId } as TurnInput;
-    const output = await storeArtifact(env.BUCKET, turn, 'output.md', 'Done.');
+    const output = await storeArtifact(env.BUCKET, { executionId: idOf(lost.id), workspaceId: user.workspaceId }, 'output.md', 'Done.');
     const settlement = { userId: user.user.id, turnKey, executionId: lost.id, cost: 37, description: 'closed before the cut' };
     const totalsOfTurn = { inputTokens: 10, outputTokens: 5, elapsedMs: 1 };
     expect(await closeTurn(openDb(env.DB), { executionId: idOf(lost.id), reason: 'end_turn', settlement, totals: totalsOfTurn, output })).toBe(37);

@@ -18,7 +18,12 @@ const contentTypeOf = (name: string) =>
 export type StoredArtifact = typeof artifacts.$inferInsert;
 
 /** Stores a file the run produced in R2 under the workspace's prefix; null for a name or size a run may not use. */
-export async function storeArtifact(bucket: R2Bucket, turn: TurnInput, name: string, content: string): Promise<StoredArtifact | null> {
+export async function storeArtifact(
+  bucket: R2Bucket,
+  turn: Pick<TurnInput, 'workspaceId' | 'executionId'>,
+  name: string,
+  content: string,
+): Promise<StoredArtifact | null> {
   const bytes = new TextEncoder().encode(content);
   if (!ARTIFACT_NAME.test(name) || bytes.length > MAX_ARTIFACT_BYTES) return null;
   const key = `${workspacePrefix(turn.workspaceId)}artifacts/exec_${turn.executionId}/${crypto.randomUUID()}/${name}`;
