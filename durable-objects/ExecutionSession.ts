@@ -47,11 +47,14 @@ interface Checkpoint {
   messages: ModelMessage[];
   usage: { inputTokens: number; outputTokens: number };
   ended?: { stopReason: RunStopReason; text: string; model: string; ownKey: boolean };
-  /** Set by checkpoints written before the output's row joined the closing batch: that turn's row is in D1 already. */
-  outputSaved?: boolean;
   /** Once the closing batch may have been sent: the output it carries (stored in R2 once), so a resume sends the same. */
   closing?: { output: StoredArtifact | null };
-  /** What settlement charged (hundredths of a Ds), once the closing batch has landed. */
+  /**
+   * Written only by checkpoints from before the close was one batch, when it was steps marked
+   * one by one: output.md's row was in D1 (`outputSaved`), the settlement had charged `charged`
+   * (hundredths of a Ds), the D1 record was written (`recorded`).
+   */
+  outputSaved?: boolean;
   charged?: number;
   recorded?: boolean;
 }
@@ -408,45 +411,13 @@ export class ExecutionSession extends DurableObject<Env> {
     await this.finishRun(db, input, startedAt, checkpoint);
   }
 
-  /**
-   * The bookkeeping of an ended turn, once: output.md to R2, then its row, the settlement and the
-   * D1 record in one D1 request (before the idle event: a client that acts on session.status_idle
-   * must find the execution idle and its output listed), then the closing events.
-   */
+  /** The bookkeeping of an ended turn (`closeOnce`), then the closing events. */
   private async finishRun(db: Db, input: TurnInput, startedAt: number, checkpoint: Checkpoint): Promise<void> {
     const kv = this.ctx.storage.kv;
-    const { stopReason, text, model, ownKey } = checkpoint.ended!;
+    const { stopReason, text } = checkpoint.ended!;
     const { usage } = checkpoint;
-    if (!checkpoint.recorded) {
-      // What the run is shown to cost is what was charged: the cost capped at the balance.
-      const settlement = {
-        userId: input.userId,
-        turnKey: input.turnKey,
-        executionId: `exec_${input.executionId}`,
-        cost: ownKey ? 0 : costInHundredths(model, usage.inputTokens, usage.outputTokens),
-        description: `${input.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${model}${ownKey ? ', on your own key' : ''})`,
-      };
-      // A turn cut off while its closing batch was under way asks whether it landed (it lands whole or not at all).
-      let charged = checkpoint.closing ? await settledCharge(db, settlement) : undefined;
-      if (charged === undefined) {
-        const output = checkpoint.closing
-          ? checkpoint.closing.output
-          : stopReason === 'end_turn' && !checkpoint.outputSaved
-            ? await storeArtifact(this.env.BUCKET, input, 'output.md', text)
-            : null;
-        // Committed before the batch leaves: the output gate holds the D1 request until then.
-        kv.put('checkpoint', Object.assign(checkpoint, { closing: { output } }));
-        charged = await closeTurn(db, {
-          executionId: input.executionId,
-          reason: stopReason,
-          settlement,
-          totals: { ...usage, elapsedMs: now() - startedAt },
-          output,
-        });
-      }
-      kv.put('checkpoint', Object.assign(checkpoint, { charged, recorded: true }));
-    }
-    const cost = checkpoint.charged!;
+    // A checkpoint written while the close was steps may have it recorded already.
+    const cost = checkpoint.recorded ? checkpoint.charged! : await this.closeOnce(db, input, startedAt, checkpoint);
     kv.delete('turn');
     kv.delete('checkpoint');
     this.append([
@@ -461,6 +432,35 @@ export class ExecutionSession extends DurableObject<Env> {
       { type: 'session.status_idle', payload: { stop_reason: { type: stopReason } } },
     ]);
     if (input.workflowRunId) this.ctx.waitUntil(this.tellWorkflowRun(input.workflowRunId, input.executionId));
+  }
+
+  /**
+   * output.md to R2, then its row, the settlement and the D1 record in one D1 request (before the
+   * idle event: a client that acts on session.status_idle must find the execution idle and its
+   * output listed), sent once. Answers what was charged.
+   */
+  private async closeOnce(db: Db, input: TurnInput, startedAt: number, checkpoint: Checkpoint): Promise<number> {
+    const { stopReason, text, model, ownKey } = checkpoint.ended!;
+    const { usage } = checkpoint;
+    // What the run is shown to cost is what was charged: the cost capped at the balance.
+    const settlement = {
+      userId: input.userId,
+      turnKey: input.turnKey,
+      executionId: `exec_${input.executionId}`,
+      cost: ownKey ? 0 : costInHundredths(model, usage.inputTokens, usage.outputTokens),
+      description: `${input.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${model}${ownKey ? ', on your own key' : ''})`,
+    };
+    // A turn cut off while its closing batch was under way asks whether it landed (it lands whole or not at all).
+    const landed = checkpoint.closing ? await settledCharge(db, settlement) : undefined;
+    if (landed !== undefined) return landed;
+    const output = checkpoint.closing
+      ? checkpoint.closing.output
+      : stopReason === 'end_turn' && !checkpoint.outputSaved
+        ? await storeArtifact(this.env.BUCKET, input, 'output.md', text)
+        : null;
+    // Committed before the batch leaves: the output gate holds the D1 request until then.
+    this.ctx.storage.kv.put('checkpoint', { ...checkpoint, closing: { output } } satisfies Checkpoint);
+    return closeTurn(db, { executionId: input.executionId, reason: stopReason, settlement, totals: { ...usage, elapsedMs: now() - startedAt }, output });
   }
 
   /** The workflow step that started this run goes on now rather than at its next poll (which stays the fallback). */
