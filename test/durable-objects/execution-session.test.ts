@@ -3,6 +3,7 @@ import { env, exports } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
+import { jsonEvents, sseEvents, sseReader } from '../helpers/sse';
 
 afterEach(() => resetClock());
 
@@ -25,13 +26,6 @@ async function streamUrl(user: TestUser, executionId: string) {
 }
 
 const open = (url: URL, headers?: Record<string, string>) => exports.default.fetch(`${BASE}${url.pathname}${url.search}`, { headers });
-
-/** Parses SSE frames out of text: `id:` and the JSON `data:`. */
-const framesOf = (text: string) =>
-  text
-    .split('\n\n')
-    .filter((f) => f.includes('data:'))
-    .map((f) => ({ id: Number(/^id: (\d+)$/m.exec(f)![1]), ...JSON.parse(/^data: (.*)$/m.exec(f)![1]!) }));
 
 const running = { type: 'session.status_running' as const, payload: {} };
 const message = (text: string) => ({ type: 'agent.message' as const, payload: { content: [{ type: 'text', text }] } });
@@ -59,15 +53,11 @@ describe('the execution stream', () => {
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     expect(res.headers.get('content-encoding')).toBe('identity');
 
-    const reader = res.body!.getReader();
-    const decoder = new TextDecoder();
-    let text = '';
-    while (framesOf(text).length < 2) text += decoder.decode((await reader.read()).value);
-    expect(framesOf(text).map((f) => f.id)).toEqual([1, 2]);
+    const stream = sseReader(res.body!);
+    expect(jsonEvents(await stream.until((messages) => messages.length === 2)).map((f) => f.id)).toEqual([1, 2]);
 
     await session(id).append([message('live'), idle]);
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += decoder.decode(chunk.value);
-    expect(framesOf(text)).toEqual([
+    expect(jsonEvents(await stream.toEnd())).toEqual([
       { id: 1, type: 'session.status_running', payload: {} },
       { id: 2, type: 'agent.message', payload: { content: [{ type: 'text', text: 'first' }] } },
       { id: 3, type: 'agent.message', payload: { content: [{ type: 'text', text: 'live' }] } },
@@ -93,8 +83,8 @@ describe('the execution stream', () => {
       { id: 3, type: 'agent.message', payload: { content: [{ type: 'text', text: 'second' }] } },
       { id: 4, type: 'session.status_idle', payload: { stop_reason: { type: 'end_turn' } } },
     ];
-    expect(framesOf(texts[0]!)).toEqual([{ id: 1, type: 'session.status_running', payload: {} }, ...live]);
-    expect(framesOf(texts[1]!)).toEqual(live);
+    expect(sseEvents(texts[0]!)).toEqual([{ id: 1, type: 'session.status_running', payload: {} }, ...live]);
+    expect(sseEvents(texts[1]!)).toEqual(live);
     expect(texts[2]).toBe(texts[1]);
   });
 
@@ -105,9 +95,9 @@ describe('the execution stream', () => {
     const url = await streamUrl(user, id);
 
     url.searchParams.set('lastSeq', '1');
-    expect(framesOf(await (await open(url)).text()).map((f) => f.id)).toEqual([2, 3]);
+    expect(sseEvents(await (await open(url)).text()).map((f) => f.id)).toEqual([2, 3]);
     url.searchParams.delete('lastSeq');
-    expect(framesOf(await (await open(url, { 'last-event-id': '2' })).text()).map((f) => f.id)).toEqual([3]);
+    expect(sseEvents(await (await open(url, { 'last-event-id': '2' })).text()).map((f) => f.id)).toEqual([3]);
     url.searchParams.set('lastSeq', '3');
     expect((await open(url)).status).toBe(204);
   });

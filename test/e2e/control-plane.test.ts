@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sseMessages } from '../helpers/sse';
 import { type RunningService } from './helpers';
 import { startPrepared } from './prepared';
 
@@ -46,10 +47,9 @@ describe('the control plane against npm start', () => {
     };
     while (!text.includes('"change":"completed"')) text += decoder.decode((await reader.read()).value);
     await reader.cancel();
-    const states = text
-      .split('\n\n')
-      .filter((f) => f.startsWith('event: execution-state'))
-      .map((f) => JSON.parse(/^data: (.*)$/m.exec(f)![1]!));
+    const states = sseMessages(text)
+      .filter((m) => m.event === 'execution-state')
+      .map((m) => JSON.parse(m.data));
     expect(states[0]).toMatchObject({ change: 'started', executionId: started.executionId });
     expect(states.at(-1)).toMatchObject({ change: 'completed', status: 'completed', stopReason: 'end_turn' });
 

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sseEvents } from '../helpers/sse';
 import { startService, type RunningService } from './helpers';
 
 /**
@@ -19,11 +20,7 @@ function quickstartBlocks(): string[] {
 const json = (line: string | undefined) => JSON.parse(line ?? 'null');
 
 /** SSE frames as `{id, type}`. */
-const frames = (text: string) =>
-  text
-    .split('\n\n')
-    .filter((f) => f.includes('data: '))
-    .map((f) => ({ id: Number(/^id: (\d+)$/m.exec(f)?.[1]), type: (JSON.parse(/^data: (.*)$/m.exec(f)![1]!) as { type: string }).type }));
+const frames = (text: string) => sseEvents<{ type: string }>(text).map(({ id, type }) => ({ id, type }));
 
 /** What each block must print, in the README's order (the first, `npm start`, is the service itself). */
 const checks: ((out: string) => void)[] = [

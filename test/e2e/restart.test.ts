@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jsonEvents, sseEvents, sseReader } from '../helpers/sse';
 import { newAccount, startService, type RunningService } from './helpers';
 import { startPrepared } from './prepared';
 
@@ -57,23 +58,14 @@ describe('a crash of wrangler dev and a restart on the same state', () => {
   const eventLog = async (executionId: string) => {
     const res = await openStream(executionId);
     expect(res.status).toBe(200);
-    return (await res.text())
-      .split('\n\n')
-      .filter((f) => f.includes('data:'))
-      .map((f) => JSON.parse(/^data: (.*)$/m.exec(f)![1]!) as { type: string; payload: any });
+    return sseEvents<{ type: string; payload: any }>(await res.text());
   };
 
   /** Reads the live stream until the answer has streamed a few words: the run is mid-answer. */
   const untilAnswering = async (executionId: string) => {
-    const reader = (await openStream(executionId)).body!.getReader();
-    const decoder = new TextDecoder();
-    let seen = '';
-    while ((seen.match(/"agent\.message"/g) ?? []).length < 5) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`${executionId} ended before it could be cut off: ${seen}`);
-      seen += decoder.decode(value, { stream: true });
-    }
-    await reader.cancel();
+    const stream = sseReader((await openStream(executionId)).body!);
+    await stream.until((messages) => jsonEvents(messages).filter((e) => e.type === 'agent.message').length >= 5);
+    await stream.cancel();
   };
 
   /** Polls once a second (the key's rate limit is 100 requests a minute); on timeout, `state` says where things stood. */

@@ -1,5 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { sseEvents } from '../helpers/sse';
 import { type RunningService } from './helpers';
 import { startPrepared } from './prepared';
 
@@ -57,13 +58,7 @@ describe('npm start', () => {
     });
     expect(posted.status).toBe(200);
 
-    const decoder = new TextDecoder();
-    let text = '';
-    for await (const chunk of stream.body!) text += decoder.decode(chunk as Uint8Array, { stream: true });
-    const types = text
-      .split('\n\n')
-      .filter((f) => f.includes('data:'))
-      .map((f) => (JSON.parse(/^data: (.*)$/m.exec(f)![1]!) as { type: string }).type);
+    const types = sseEvents<{ type: string }>(await stream.text()).map((e) => e.type);
     expect(types[0]).toBe('user.message');
     expect(types).toContain('agent.message');
     expect(types.slice(-2)).toEqual(['execution.result', 'session.status_idle']);

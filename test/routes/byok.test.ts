@@ -1,6 +1,7 @@
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, inject, it } from 'vitest';
 import { call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { jsonEvents, sseReader } from '../helpers/sse';
 
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
 const ANTHROPIC_KEY = 'sk-ant-api03-abcdefghijklmnopqrstuvwxyz-WXYZ';
@@ -123,32 +124,20 @@ describe('runs on the user’s own key', () => {
     expect(run.status).toBe(200);
     const { sseUrl } = (await call(`/api/v1/executions/${run.body.executionId}/stream-token`, { token: user.token })).body;
     const stream = await exports.default.fetch(sseUrl);
-    const reader = stream.body!.getReader();
-    const decoder = new TextDecoder();
-    let buffer = '';
-    const frames: { id: number; type: string; payload: { content?: { text: string }[] } }[] = [];
-    const words = () =>
+    const sse = sseReader(stream.body!);
+    type Frame = { type: string; payload: { content?: { text: string }[] } };
+    const words = (frames: Frame[]) =>
       frames
         .filter((f) => f.type === 'agent.message')
         .map((f) => f.payload.content![0]!.text)
         .join('');
-    while (words() !== 'Done on your own key.') {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`the stream ended without the model's words: ${words()}`);
-      buffer += decoder.decode(value, { stream: true });
-      const parts = buffer.split('\n\n');
-      buffer = parts.pop()!;
-      for (const part of parts.filter((p) => p.startsWith('id: '))) {
-        const [id, data] = part.split('\n');
-        frames.push({ id: Number(id!.slice(4)), ...JSON.parse(data!.slice(6)) });
-      }
-    }
+    const frames = jsonEvents<Frame>(await sse.until((messages) => words(jsonEvents(messages)) === 'Done on your own key.'));
     expect(frames.filter((f) => f.type === 'agent.message')).toHaveLength(3);
-    expect(frames.map((f) => f.id)).toEqual(frames.map((_, i) => frames[0]!.id + i));
+    expect(frames.map((f) => f.id)).toEqual(frames.map((_, i) => frames[0]!.id! + i));
     expect(frames.map((f) => f.type)).not.toContain('session.status_idle');
     expect((await call(`/api/v1/executions/${run.body.executionId}/status`, { token: user.token })).body.status).toBe('working');
     await fetch(`${inject('fixtureOrigin')}/model/release`, { method: 'POST' });
-    await reader.cancel();
+    await sse.cancel();
     await waitForStatus(user, run.body.executionId, 'completed');
     const stored = await env.EXECUTION_SESSION.getByName(run.body.executionId).events(0);
     expect(stored.map((e) => e.seq)).toEqual(stored.map((_, i) => i + 1));

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { BASE, call, createKey, expectError, type TestUser, waitForStatus } from '../helpers/api';
 import { signUpWithSummarizer as setup } from '../helpers/skills';
+import { sseMessages } from '../helpers/sse';
 import { definition, install, launch, waitForRun } from '../helpers/workflows';
 
 const subscribeUrl = async (user: TestUser) => (await call('/api/v1/events/subscribe-url', { token: user.token })).body as { url: string; expiresInMs: number };
@@ -219,10 +220,9 @@ describe('GET /api/events', () => {
       state.done = true;
     })().catch(() => undefined);
     const frames = () =>
-      state.text
-        .split('\n\n')
-        .filter((f) => f.startsWith('event: execution-state'))
-        .map((f) => JSON.parse(/^data: (.*)$/m.exec(f)![1]!));
+      sseMessages(state.text)
+        .filter((m) => m.event === 'execution-state')
+        .map((m) => JSON.parse(m.data));
     return { state, frames, cancel: () => reader.cancel() };
   }
 

@@ -5,6 +5,7 @@ import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { openDb } from '../../workers/lib/db';
 import { BASE, call, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 import { settleExecution } from '../helpers/credits';
+import { jsonEvents, sseEvents, sseReader } from '../helpers/sse';
 import { closeTurn, storeArtifact } from '../../workers/services/execution-runs';
 import { SUMMARIZER as SKILL, signUpWithSummarizer as setup } from '../helpers/skills';
 
@@ -18,10 +19,7 @@ async function readStream(user: TestUser, id: string) {
   const token = await call(`/api/v1/executions/${id}/stream-token`, { token: user.token });
   const url = new URL(token.body.sseUrl);
   const res = await exports.default.fetch(`${BASE}${url.pathname}${url.search}`);
-  return (await res.text())
-    .split('\n\n')
-    .filter((f) => f.includes('data:'))
-    .map((f) => ({ seq: Number(/^id: (\d+)$/m.exec(f)![1]), ...JSON.parse(/^data: (.*)$/m.exec(f)![1]!) }));
+  return sseEvents(await res.text()).map(({ id, ...event }) => ({ seq: id, ...event }));
 }
 
 describe('the three-step flow on the local provider', () => {
@@ -114,25 +112,16 @@ describe('interrupt', () => {
 
     const token = await call(`/api/v1/executions/${id}/stream-token`, { token: user.token });
     const url = new URL(token.body.sseUrl);
-    const reader = (await exports.default.fetch(`${BASE}${url.pathname}${url.search}`)).body!.getReader();
-    const decoder = new TextDecoder();
-    let text = '';
-    while (!text.includes('"agent.message"')) text += decoder.decode((await reader.read()).value);
+    const stream = sseReader((await exports.default.fetch(`${BASE}${url.pathname}${url.search}`)).body!);
+    await stream.until((messages) => jsonEvents(messages).some((e) => e.type === 'agent.message'));
 
     const interrupted = await call(`/api/v1/executions/${id}/events`, { token: user.token, body: { events: [{ type: 'user.interrupt' }] } });
     expect(interrupted.status).toBe(200);
     expect(interrupted.body.data.map((e: { type: string }) => e.type)).toEqual(['user.interrupt']);
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += decoder.decode(chunk.value);
-    expect(text).toContain('"stop_reason":{"type":"interrupt"}');
+    const frames = jsonEvents(await stream.toEnd());
+    expect(frames.at(-1)).toMatchObject({ type: 'session.status_idle', payload: { stop_reason: { type: 'interrupt' } } });
     // Every frame in order with no gap, and none of the model's words once the interrupt is logged.
-    const frames = text
-      .split('\n\n')
-      .filter((part) => part.startsWith('id: '))
-      .map((part) => {
-        const [id, data] = part.split('\n');
-        return { id: Number(id!.slice(4)), type: (JSON.parse(data!.slice(6)) as { type: string }).type };
-      });
-    expect(frames.map((f) => f.id)).toEqual(frames.map((_, i) => frames[0]!.id + i));
+    expect(frames.map((f) => f.id)).toEqual(frames.map((_, i) => frames[0]!.id! + i));
     const types = frames.map((f) => f.type);
     expect(types.slice(types.indexOf('user.interrupt'))).not.toContain('agent.message');
 

@@ -5,6 +5,7 @@ import type { StepMessage, WorkflowRun } from '../../durable-objects/WorkflowRun
 import worker from '../../workers/index';
 import { advanceClock } from '../../workers/lib/clock';
 import { BASE, call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
+import { sseMessages } from '../helpers/sse';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 
 const SKILL = {
@@ -551,12 +552,7 @@ describe('retries, resume frames and the UI message stream', () => {
   it('launches and resumes through POST /workflows/:id/stream as an AI SDK UI message stream', async () => {
     const user = await signUp();
     await install(user, 'flow', definition('flow', [humanInput('approve'), mapping('after', { ok: { step: 'approve', path: 'ok' } })]));
-    const parts = async (res: Response) =>
-      (await res.text())
-        .split('\n\n')
-        .filter((f) => f.startsWith('data: '))
-        .map((f) => f.slice(6))
-        .map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
+    const parts = async (res: Response) => sseMessages(await res.text()).map(({ data }) => (data === '[DONE]' ? data : JSON.parse(data)));
     const launched = await exports.default.fetch(`${BASE}/api/v1/workflows/flow/stream`, {
       method: 'POST',
       headers: { 'x-auth-token': user.token, 'content-type': 'application/json' },

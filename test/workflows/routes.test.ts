@@ -4,6 +4,7 @@ import { AppError } from '../../workers/errors';
 import { launchWorkflow } from '../../workers/services/workflows';
 import { BASE, call, createKey, expectError, sessionPrincipal, signUp } from '../helpers/api';
 import { seedArtifact, zipOf } from '../helpers/skills';
+import { sseEvents } from '../helpers/sse';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 import { openDb } from '../../workers/lib/db';
 
@@ -245,10 +246,7 @@ describe('runs', () => {
     const res = await exports.default.fetch(`${BASE}/api/v1/workflows/runs/${runId}/events`, { headers: { 'x-auth-token': user.token } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
-    const frames = (await res.text())
-      .split('\n\n')
-      .filter((f) => f.startsWith('data: '))
-      .map((f) => JSON.parse(f.slice(6)));
+    const frames = sseEvents(await res.text());
     expect(frames[0]).toMatchObject({ type: 'workflow-snapshot', runId, workflowId: 'slow', status: 'running' });
     expect(frames.at(-1)).toMatchObject({
       type: 'workflow-snapshot',

@@ -1,6 +1,7 @@
 import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { BASE, call, signUp, type TestUser } from '../helpers/api';
+import { sseEvents } from '../helpers/sse';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 
 /** Following a workflow run: its skill runs are recorded as workflow runs, and its stream says what changed. */
@@ -32,10 +33,7 @@ type Frame = { id: number | null; type: string; [key: string]: any };
 async function readStream(user: TestUser, runId: string, headers: Record<string, string> = {}, query = ''): Promise<Frame[]> {
   const res = await exports.default.fetch(`${BASE}/api/v1/workflows/runs/${runId}/events${query}`, { headers: { 'x-auth-token': user.token, ...headers } });
   expect(res.status).toBe(200);
-  return (await res.text())
-    .split('\n\n')
-    .filter((f) => /^data: /m.test(f))
-    .map((f) => ({ id: /^id: (\d+)$/m.test(f) ? Number(/^id: (\d+)$/m.exec(f)![1]) : null, ...JSON.parse(/^data: (.*)$/m.exec(f)![1]!) }));
+  return sseEvents<Frame>(await res.text());
 }
 
 const changes = (frames: Frame[]) => frames.filter((f) => f.type !== 'workflow-snapshot');
