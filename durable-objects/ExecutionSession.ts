@@ -14,7 +14,7 @@ import type {
 } from '../workers/services/execution-events';
 import { now, sleep } from '../workers/lib/clock';
 import { sseStream, type SseWriter } from '../workers/lib/sse';
-import { runAgentLoop } from '../workers/runtime/agent-loop';
+import { runAgentLoop, type ToolRound } from '../workers/runtime/agent-loop';
 import { costInHundredths, priceOf } from '../workers/runtime/pricing';
 import type { ModelMessage, ModelProvider } from '../workers/runtime/provider';
 import { selectProvider } from '../workers/runtime/providers/index';
@@ -46,6 +46,8 @@ interface Checkpoint {
   seq?: number;
   messages: ModelMessage[];
   usage: { inputTokens: number; outputTokens: number };
+  /** A round of tool calls under way: a resumed turn makes the calls it has no result for, then asks the model. */
+  round?: ToolRound;
   ended?: { stopReason: RunStopReason; text: string; model: string; ownKey: boolean };
   /** Once the closing batch may have been sent: the output it carries (stored in R2 once), so a resume sends the same. */
   closing?: { output: StoredArtifact | null };
@@ -337,7 +339,7 @@ export class ExecutionSession extends DurableObject<Env> {
   private async runLoop(input: TurnInput, startedAt: number, runningSeq?: number, sealed?: SealedTurnKeys): Promise<void> {
     const kv = this.ctx.storage.kv;
     const db = openDb(this.env.DB);
-    // A turn cut off by an eviction goes on from its last checkpoint: tools already called are not called again.
+    // A turn cut off by an eviction goes on from its last checkpoint: tools already answered are not called again.
     const saved = kv.get<Checkpoint>('checkpoint');
     const resumed = saved?.turnKey === input.turnKey ? saved : null;
     // A resumed turn may have been interrupted in the instance it was cut off from.
@@ -384,10 +386,11 @@ export class ExecutionSession extends DurableObject<Env> {
           maxTokens: MAX_OUTPUT_TOKENS,
           maxTurns: MAX_MODEL_REQUESTS,
           emit: (events) => this.emit(redactor.push(events)),
-          checkpoint: ({ messages, usage: spent }) => {
+          round: resumed?.round,
+          checkpoint: ({ messages, usage: spent, round }) => {
             // Held deltas are written first, so the checkpoint's seq covers every event before it.
             this.flushHeld();
-            kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage: total(spent) } satisfies Checkpoint);
+            kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage: total(spent), round } satisfies Checkpoint);
           },
           shouldStop: (spent) =>
             this.interrupted ? 'interrupt' : now() - startedAt > MAX_RUN_MS ? 'error' : costOf(total(spent)) > input.budget ? 'limit_reached' : null,

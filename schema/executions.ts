@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 import { workspaceIdColumn } from './workspaces';
 
 export const EXECUTION_STATUSES = ['idle', 'working', 'completed', 'failed'] as const;
@@ -66,7 +66,8 @@ export const artifacts = sqliteTable(
     r2Key: text('r2_key').notNull(),
     createdAt: integer('created_at').notNull(),
   },
-  (t) => [index('artifacts_workspace_idx').on(t.workspaceId, t.id)],
+  // One row per R2 object: a tool call made again after a cut-off indexes its file once.
+  (t) => [index('artifacts_workspace_idx').on(t.workspaceId, t.id), uniqueIndex('artifacts_r2_key_unique').on(t.r2Key)],
 );
 
 export type ArtifactRow = typeof artifacts.$inferSelect;

@@ -6,7 +6,7 @@ import { openDb } from '../../workers/lib/db';
 import { BASE, call, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
 import { settleExecution } from '../helpers/credits';
 import { jsonEvents, sseEvents, sseReader } from '../helpers/sse';
-import { closeTurn, storeArtifact } from '../../workers/services/execution-runs';
+import { closeTurn, saveArtifact, storeArtifact } from '../../workers/services/execution-runs';
 import { SUMMARIZER as SKILL, signUpWithSummarizer as setup } from '../helpers/skills';
 
 const create = (user: TestUser, input = 'We ship Friday. Ana writes the notes.') =>
@@ -357,7 +357,10 @@ describe('surviving eviction', () => {
    * past its first model request, a checkpoint), the execution `working` in D1, and no run in
    * memory. Built on a finished execution so that no real run races the test.
    */
-  async function loseTurn(user: TestUser, checkpoint?: { messages: unknown[]; usage: { inputTokens: number; outputTokens: number } }) {
+  async function loseTurn(
+    user: TestUser,
+    checkpoint?: { messages: unknown[]; usage: { inputTokens: number; outputTokens: number }; round?: { results: unknown[] } },
+  ) {
     const id = (await create(user)).body.id;
     await message(user, id, 'Warm up.');
     await waitForStatus(user, id, 'completed');
@@ -385,6 +388,7 @@ describe('surviving eviction', () => {
     await evictDurableObject(stubOf(id));
     return {
       id,
+      turnKey,
       newEvents: async () => (await stubOf(id).events(0)).slice(before),
       outputs: () => env.DB.prepare('SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id').bind(idOf(id)).all(),
     };
@@ -471,7 +475,29 @@ describe('surviving eviction', () => {
     expect((await lost.outputs()).results.map((r) => r.name)).toEqual(['notes.md', 'output.md', 'output.md']);
   });
 
-  it('survives a real eviction at whatever moment it strikes: one end, one output.md, never stuck working', async () => {
+  it('makes again only the tool call that was under way when the turn was cut off, and indexes its file once', async () => {
+    const user = await setup();
+    const lost = await loseTurn(user, {
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'A plan with several steps. Step one. Step two.' }] },
+        { role: 'assistant', content: [NOTES_CALL] },
+      ],
+      usage: { inputTokens: 1000, outputTokens: 50 },
+      round: { results: [] },
+    });
+    // The call had written its file when the eviction struck, before the checkpoint that answers it.
+    const turn = { workspaceId: user.workspaceId, executionId: idOf(lost.id), turnKey: lost.turnKey };
+    expect(await saveArtifact(openDb(env.DB), env.BUCKET, turn, 'notes.md', '# Notes', NOTES_CALL.id)).toBe('notes.md');
+    expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
+    await waitForStatus(user, lost.id, 'completed');
+    const events = await lost.newEvents();
+    // The call is made again (with the same id) and the model asked once, for the answer.
+    expect(events.filter((e) => e.type === 'agent.tool_use').map((e) => e.payload.label)).toEqual(['notes.md']);
+    expect(events.filter((e) => e.type === 'span.model_request_end')).toHaveLength(1);
+    expect((await lost.outputs()).results.map((r) => r.name)).toEqual(['notes.md', 'output.md', 'notes.md', 'output.md']);
+  });
+
+  it('survives a real eviction at whatever moment it strikes: one end, one notes.md, one output.md, never stuck working', async () => {
     const user = await setup();
     const id = (await create(user)).body.id;
     await message(user, id, 'A plan with several steps. Step one. Step two. Step three.');
@@ -482,9 +508,8 @@ describe('surviving eviction', () => {
     expect(types.filter((t) => t === 'session.status_idle')).toHaveLength(1);
     expect(types.filter((t) => t === 'execution.result')).toHaveLength(1);
     expect(types.at(-1)).toBe('session.status_idle');
-    expect(
-      (await env.DB.prepare("SELECT COUNT(*) AS n FROM artifacts WHERE execution_id = ? AND name = 'output.md'").bind(idOf(id)).first<{ n: number }>())!.n,
-    ).toBe(1);
+    const files = await env.DB.prepare('SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id').bind(idOf(id)).all<{ name: string }>();
+    expect(files.results.map((f) => f.name)).toEqual(['notes.md', 'output.md']);
   });
 
   it('ends a lost turn with error once past the 65-minute cap', async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NewExecutionEvent } from '../../workers/services/execution-events';
-import { type AgentTool, runAgentLoop } from '../../workers/runtime/agent-loop';
-import { type ModelEvent, type ModelProvider, ProviderError } from '../../workers/runtime/provider';
+import { type AgentTool, runAgentLoop, type ToolRound } from '../../workers/runtime/agent-loop';
+import { type ModelEvent, type ModelMessage, type ModelProvider, ProviderError } from '../../workers/runtime/provider';
 import { LocalProvider } from '../../workers/runtime/providers/local';
 
 const SYSTEM = '# Meeting Summarizer\nYou turn notes into summaries.';
@@ -159,5 +159,118 @@ describe('the agent loop on the local provider', () => {
     const { provider, calls } = flaky(1, 'rate_limited');
     expect(await loop(provider, [], () => 'interrupt')).toMatchObject({ stopReason: 'interrupt' });
     expect(calls()).toBe(1);
+  });
+});
+
+describe('a round of tool calls and a cut-off', () => {
+  /** Asks for two tool calls, and answers once they are answered; records what each request was sent. */
+  const twoCalls = () => {
+    const requests: ModelMessage[][] = [];
+    const provider: ModelProvider = {
+      name: 'anthropic',
+      model: 'test',
+      async *stream({ messages }): AsyncIterable<ModelEvent> {
+        requests.push(structuredClone(messages));
+        if (messages.at(-1)!.content[0]!.type !== 'tool_result') {
+          yield { type: 'text_delta', text: 'Saving both.' };
+          yield { type: 'tool_use', id: 'toolu_a', name: 'write_artifact', input: { name: 'a.md' } };
+          yield { type: 'tool_use', id: 'toolu_b', name: 'write_artifact', input: { name: 'b.md' } };
+          yield { type: 'stop', reason: 'tool_use' };
+        } else {
+          yield { type: 'text_delta', text: 'Saved.' };
+          yield { type: 'stop', reason: 'end_turn' };
+        }
+      },
+    };
+    return { provider, requests };
+  };
+  const writer = (calls: { name: unknown; id: string | undefined }[]): AgentTool => ({
+    spec: { name: 'write_artifact', description: 'Save a file', inputSchema: { type: 'object' } },
+    displayName: 'Write artifact',
+    label: (input) => String(input.name),
+    run: async (input, call) => {
+      calls.push({ name: input.name, id: call?.id });
+      return { content: `saved ${String(input.name)}` };
+    },
+  });
+  const options = (provider: ModelProvider, tool: AgentTool, messages: ModelMessage[], events: NewExecutionEvent[] = []) => ({
+    provider,
+    system: SYSTEM,
+    messages,
+    tools: [tool],
+    maxTokens: 1024,
+    maxTurns: 4,
+    emit: (batch: NewExecutionEvent[]) => void events.push(...batch),
+    shouldStop: () => null,
+  });
+
+  it('checkpoints before each call, with the answers so far, and once the round is answered', async () => {
+    const { provider } = twoCalls();
+    const calls: { name: unknown; id: string | undefined }[] = [];
+    const checkpoints: { last: ModelMessage['role']; results?: number; callsMade: number }[] = [];
+    const result = await runAgentLoop({
+      ...options(provider, writer(calls), [{ role: 'user', content: [{ type: 'text', text: INPUT }] }]),
+      checkpoint: ({ messages, round }) => checkpoints.push({ last: messages.at(-1)!.role, results: round?.results.length, callsMade: calls.length }),
+    });
+    expect(result.stopReason).toBe('end_turn');
+    expect(calls).toEqual([
+      { name: 'a.md', id: 'toolu_a' },
+      { name: 'b.md', id: 'toolu_b' },
+    ]);
+    // Each call is made after the checkpoint that names it as not yet answered.
+    expect(checkpoints).toEqual([
+      { last: 'assistant', results: 0, callsMade: 0 },
+      { last: 'assistant', results: 1, callsMade: 1 },
+      { last: 'user', results: undefined, callsMade: 2 },
+    ]);
+  });
+
+  it('goes on from a round cut off in its checkpoint: makes only the calls without an answer, with their ids, then asks the model once', async () => {
+    const first = twoCalls();
+    let cut: { messages: ModelMessage[]; round?: ToolRound } | undefined;
+    const before: { name: unknown; id: string | undefined }[] = [];
+    await runAgentLoop({
+      ...options(first.provider, writer(before), [{ role: 'user', content: [{ type: 'text', text: INPUT }] }]),
+      // The turn is cut off while its second call is under way: the last checkpoint has the first answer.
+      checkpoint: (state) => {
+        if (state.round?.results.length === 1) cut = structuredClone(state);
+      },
+    });
+
+    const resumed = twoCalls();
+    const calls: { name: unknown; id: string | undefined }[] = [];
+    const events: NewExecutionEvent[] = [];
+    const result = await runAgentLoop({ ...options(resumed.provider, writer(calls), cut!.messages, events), round: cut!.round });
+    expect(result).toMatchObject({ stopReason: 'end_turn', text: 'Saved.' });
+    expect(calls).toEqual([{ name: 'b.md', id: 'toolu_b' }]);
+    expect(events.map((e) => e.type)).toEqual(['agent.tool_use', 'agent.message']);
+    // The model is asked once, with both calls answered, the first with what it answered before the cut-off.
+    expect(resumed.requests).toHaveLength(1);
+    expect(resumed.requests[0]!.at(-1)).toEqual({
+      role: 'user',
+      content: [
+        { type: 'tool_result', toolUseId: 'toolu_a', content: 'saved a.md' },
+        { type: 'tool_result', toolUseId: 'toolu_b', content: 'saved b.md' },
+      ],
+    });
+  });
+
+  it('stops before making a cut-off round’s calls when asked to', async () => {
+    const { provider, requests } = twoCalls();
+    const calls: { name: unknown; id: string | undefined }[] = [];
+    const messages: ModelMessage[] = [
+      { role: 'user', content: [{ type: 'text', text: INPUT }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Saving.' },
+          { type: 'tool_use', id: 'toolu_a', name: 'write_artifact', input: { name: 'a.md' } },
+        ],
+      },
+    ];
+    const result = await runAgentLoop({ ...options(provider, writer(calls), messages), round: { results: [] }, shouldStop: () => 'interrupt' });
+    expect(result).toMatchObject({ stopReason: 'interrupt', text: 'Saving.' });
+    expect(calls).toEqual([]);
+    expect(requests).toEqual([]);
   });
 });

@@ -8,7 +8,13 @@ export interface AgentTool {
   displayName: string;
   /** A short description of this call for `agent.tool_use.label`; never a secret. */
   label: (input: Record<string, unknown>) => string;
-  run: (input: Record<string, unknown>) => Promise<{ content: string; isError?: boolean }>;
+  /** `call.id` is the model's id of this call (the loop always gives it): the same when a turn cut off during the call makes it again. */
+  run: (input: Record<string, unknown>, call?: { id: string }) => Promise<{ content: string; isError?: boolean }>;
+}
+
+/** A round of tool calls under way: the calls are the `tool_use` blocks of the conversation's last message, `results` the answers so far, in order. */
+export interface ToolRound {
+  results: ContentBlock[];
 }
 
 export interface AgentLoopOptions {
@@ -25,10 +31,14 @@ export interface AgentLoopOptions {
   shouldStop: (usage: TokenUsage) => Exclude<RunStopReason, 'end_turn'> | null;
   signal?: AbortSignal;
   /**
-   * Called after each model request whose tool calls were answered: the conversation so far and
-   * what it cost, so a run cut off later can go on from here instead of starting the turn again.
+   * Called before each tool call (with the round's answers so far) and once a round is answered:
+   * the conversation so far and what it cost, so a run cut off later goes on from here. Each call
+   * is made after the checkpoint that names it, so a cut-off turn calls again only the call that
+   * was under way, never one already answered, and never asks the model for a round again.
    */
-  checkpoint?: (state: { messages: ModelMessage[]; usage: TokenUsage }) => void;
+  checkpoint?: (state: { messages: ModelMessage[]; usage: TokenUsage; round?: ToolRound }) => void;
+  /** A round cut off in a checkpoint: its calls without a result are made before anything else. */
+  round?: ToolRound;
   /** Waits before retrying a request the provider refused for a transient reason; one retry each. */
   retryDelaysMs?: readonly number[];
 }
@@ -62,6 +72,33 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   const tools = new Map(options.tools.map((t) => [t.spec.name, t]));
   let text = '';
   const finish = (stopReason: RunStopReason, error?: string): AgentLoopResult => ({ stopReason, messages, text, usage, error });
+
+  /** Answers the tool calls of the conversation's last message after the `answered` ones, then asks nothing of the model. */
+  const answerCalls = async (answered: readonly ContentBlock[]) => {
+    const calls = messages.at(-1)!.content.filter((block) => block.type === 'tool_use');
+    const results = [...answered];
+    for (const call of calls.slice(results.length)) {
+      options.checkpoint?.({ messages, usage, round: { results } });
+      const tool = tools.get(call.name);
+      await options.emit([
+        { type: 'agent.tool_use', payload: { name: tool?.displayName ?? call.name, tool: call.name, label: tool ? tool.label(call.input) : call.name } },
+      ]);
+      const result = tool
+        ? await tool.run(call.input, { id: call.id }).catch((e: unknown) => ({ content: String(e), isError: true }))
+        : { content: `Unknown tool ${call.name}`, isError: true };
+      results.push({ type: 'tool_result', toolUseId: call.id, content: result.content, isError: result.isError });
+    }
+    messages.push({ role: 'user', content: results });
+    options.checkpoint?.({ messages, usage });
+  };
+
+  if (options.round) {
+    const last = messages.at(-1)!.content;
+    text = last.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
+    const halt = options.shouldStop(usage);
+    if (halt) return finish(halt);
+    await answerCalls(options.round.results);
+  }
 
   const delays = options.retryDelaysMs ?? RETRY_DELAYS_MS;
   for (let turn = 0, attempt = 0; turn < options.maxTurns; turn++) {
@@ -121,20 +158,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
     const halt = options.shouldStop(usage);
     if (halt) return finish(halt);
     if (stop !== 'tool_use' || calls.length === 0) return finish('end_turn');
-
-    const results: ContentBlock[] = [];
-    for (const call of calls) {
-      const tool = tools.get(call.name);
-      await options.emit([
-        { type: 'agent.tool_use', payload: { name: tool?.displayName ?? call.name, tool: call.name, label: tool ? tool.label(call.input) : call.name } },
-      ]);
-      const result = tool
-        ? await tool.run(call.input).catch((e: unknown) => ({ content: String(e), isError: true }))
-        : { content: `Unknown tool ${call.name}`, isError: true };
-      results.push({ type: 'tool_result', toolUseId: call.id, content: result.content, isError: result.isError });
-    }
-    messages.push({ role: 'user', content: results });
-    options.checkpoint?.({ messages, usage });
+    await answerCalls([]);
   }
   return finish('error', `The run used its ${options.maxTurns} model requests without finishing`);
 }

@@ -21,13 +21,13 @@ const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
  */
 export const actingAs =
   (db: Db, actor: Actor, route: string, run: AgentTool['run']): AgentTool['run'] =>
-  async (args) => {
+  async (args, call) => {
     try {
       await authorizeRoute(db, actor, route);
     } catch (error) {
       return failed(error);
     }
-    return run(args);
+    return run(args, call);
   };
 
 const stringRecord = (value: unknown): Record<string, string> =>
@@ -80,8 +80,9 @@ export function runTools(db: Db, env: Env, turn: TurnInput, secrets: readonly Ru
       },
       displayName: 'Write artifact',
       label: (args) => String(args.name ?? 'file'),
-      run: async (args) => {
-        const saved = await saveArtifact(db, env.BUCKET, turn, String(args.name ?? ''), redactSecrets(String(args.content ?? ''), secrets));
+      run: async (args, call) => {
+        const content = redactSecrets(String(args.content ?? ''), secrets);
+        const saved = await saveArtifact(db, env.BUCKET, turn, String(args.name ?? ''), content, call?.id);
         return saved ? { content: `Saved ${saved}` } : { content: 'Invalid artifact name or content', isError: true };
       },
     },

@@ -4,6 +4,7 @@ import { settlementAnswered, settlementStatements, type Settlement } from './cre
 import { statusAfterRun, type RunStopReason, type TurnInput } from './execution-events';
 import type { Db } from '../env';
 import { now } from '../lib/clock';
+import { sha256Hex } from '../lib/crypto';
 import { workspacePrefix } from './archive-install';
 import { traceRunFinished } from './traces';
 
@@ -17,26 +18,40 @@ const contentTypeOf = (name: string) =>
 /** An artifact stored in R2, not yet indexed: the row `indexArtifact` writes. */
 export type StoredArtifact = typeof artifacts.$inferInsert;
 
-/** Stores a file the run produced in R2 under the workspace's prefix; null for a name or size a run may not use. */
+/**
+ * Stores a file the run produced in R2 under the workspace's prefix; null for a name or size a
+ * run may not use. With `writer` (what writes it, e.g. one tool call of one turn) its key is
+ * derived from it, so the same writer writing again puts the same object.
+ */
 export async function storeArtifact(
   bucket: R2Bucket,
   turn: Pick<TurnInput, 'workspaceId' | 'executionId'>,
   name: string,
   content: string,
+  writer?: string,
 ): Promise<StoredArtifact | null> {
   const bytes = new TextEncoder().encode(content);
   if (!ARTIFACT_NAME.test(name) || bytes.length > MAX_ARTIFACT_BYTES) return null;
-  const key = `${workspacePrefix(turn.workspaceId)}artifacts/exec_${turn.executionId}/${crypto.randomUUID()}/${name}`;
+  const folder = writer === undefined ? crypto.randomUUID() : (await sha256Hex(writer)).slice(0, 32);
+  const key = `${workspacePrefix(turn.workspaceId)}artifacts/exec_${turn.executionId}/${folder}/${name}`;
   const contentType = contentTypeOf(name);
   await bucket.put(key, bytes, { httpMetadata: { contentType } });
   return { workspaceId: turn.workspaceId, executionId: turn.executionId, name, contentType, size: bytes.length, r2Key: key, createdAt: now() };
 }
 
-const indexArtifact = (db: Db, stored: StoredArtifact) => db.insert(artifacts).values(stored);
+/** The artifact's row; a second index of the same R2 object (a tool call made again) adds none. */
+const indexArtifact = (db: Db, stored: StoredArtifact) => db.insert(artifacts).values(stored).onConflictDoNothing({ target: artifacts.r2Key });
 
-/** Stores a file the run produced in R2 and indexes it in D1. */
-export async function saveArtifact(db: Db, bucket: R2Bucket, turn: TurnInput, name: string, content: string): Promise<string | null> {
-  const stored = await storeArtifact(bucket, turn, name, content);
+/** Stores a file a tool call of the run wrote in R2 and indexes it in D1: once per call (`callId`), however often the call is made. */
+export async function saveArtifact(
+  db: Db,
+  bucket: R2Bucket,
+  turn: Pick<TurnInput, 'workspaceId' | 'executionId' | 'turnKey'>,
+  name: string,
+  content: string,
+  callId?: string,
+): Promise<string | null> {
+  const stored = await storeArtifact(bucket, turn, name, content, callId === undefined ? undefined : `${turn.turnKey}:${callId}`);
   if (!stored) return null;
   await indexArtifact(db, stored);
   return name;

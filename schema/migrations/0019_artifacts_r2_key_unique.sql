@@ -1,0 +1,1 @@
+CREATE UNIQUE INDEX `artifacts_r2_key_unique` ON `artifacts` (`r2_key`);
