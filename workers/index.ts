@@ -7,6 +7,7 @@ import { maintainSigningKeys } from './auth/oauth/signing-keys';
 import { consumeWorkflowSteps } from './queues/workflow-steps';
 import { deleteExpiredSessions } from './services/accounts';
 import { deleteExpiredActivations } from './services/device-activation';
+import { deleteExpiredToolCalls } from './services/run-tool-calls';
 import { deleteExpiredOAuthRecords } from './services/oauth';
 
 export { CredentialGate } from '../durable-objects/CredentialGate';
@@ -28,6 +29,7 @@ export default {
         deleteExpiredSessions(db),
         deleteExpiredIdempotencyRecords(db),
         deleteExpiredActivations(db),
+        deleteExpiredToolCalls(db),
         deleteExpiredOAuthRecords(db),
         maintainSigningKeys(db, env.ENCRYPTION_KEY),
         // Runs a crash left `working` without a live turn: released, so no workspace stays locked.

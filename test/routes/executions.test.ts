@@ -7,6 +7,7 @@ import { BASE, call, expectError, signUp, type TestUser, waitForStatus } from '.
 import { settleExecution } from '../helpers/credits';
 import { jsonEvents, sseEvents, sseReader } from '../helpers/sse';
 import { closeTurn, saveArtifact, storeArtifact } from '../../workers/services/execution-runs';
+import { toolCallKey } from '../../workers/services/run-tool-calls';
 import { SUMMARIZER as SKILL, signUpWithSummarizer as setup } from '../helpers/skills';
 
 const create = (user: TestUser, input = 'We ship Friday. Ana writes the notes.') =>
@@ -486,8 +487,9 @@ describe('surviving eviction', () => {
       round: { results: [] },
     });
     // The call had written its file when the eviction struck, before the checkpoint that answers it.
-    const turn = { workspaceId: user.workspaceId, executionId: idOf(lost.id), turnKey: lost.turnKey };
-    expect(await saveArtifact(openDb(env.DB), env.BUCKET, turn, 'notes.md', '# Notes', NOTES_CALL.id)).toBe('notes.md');
+    const turn = { workspaceId: user.workspaceId, executionId: idOf(lost.id) };
+    const callKey = await toolCallKey(lost.turnKey, NOTES_CALL.id);
+    expect(await saveArtifact(openDb(env.DB), env.BUCKET, turn, 'notes.md', '# Notes', callKey)).toBe('notes.md');
     expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
     await waitForStatus(user, lost.id, 'completed');
     const events = await lost.newEvents();

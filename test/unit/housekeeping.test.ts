@@ -4,6 +4,8 @@ import { afterEach, expect, it } from 'vitest';
 import worker from '../../workers/index';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { call, signUp } from '../helpers/api';
+import { openDb } from '../../workers/lib/db';
+import { onceForToolCall } from '../../workers/services/run-tool-calls';
 
 afterEach(() => resetClock());
 
@@ -30,4 +32,19 @@ it('the hourly job deletes expired sessions and idempotency records, and keeps l
   expect(await count('SELECT COUNT(*) AS n FROM sessions WHERE user_id = ?', fresh.user.id)).toBe(1);
   expect(await count("SELECT COUNT(*) AS n FROM idempotency_records WHERE key = 'old-key'")).toBe(0);
   expect((await call('/api/v1/profile', { token: fresh.token })).status).toBe(200);
+});
+
+it('the hourly job deletes the keys of run tool calls a day old, and keeps newer ones', async () => {
+  const db = openDb(env.DB);
+  const [old, recent] = [crypto.randomUUID(), crypto.randomUUID()];
+  await onceForToolCall(db, old);
+  advanceClock(24 * 3600_000 + 60_000);
+  await onceForToolCall(db, recent);
+
+  const ctx = createExecutionContext();
+  await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env, ctx);
+  await waitOnExecutionContext(ctx);
+
+  const keys = await env.DB.prepare('SELECT key FROM run_tool_calls WHERE key IN (?, ?)').bind(old, recent).all<{ key: string }>();
+  expect(keys.results.map((k) => k.key)).toEqual([recent]);
 });

@@ -47,4 +47,22 @@ describe('the run tools for working memory', () => {
     const [entry] = (await call('/api/v1/audit-logs?action=memory.appended', { token: user.token })).body.data;
     expect(entry).toMatchObject({ actor: { type: 'api_key', apiKeyId: 'key_7' }, requestId: 'req-run-1' });
   });
+
+  it('append once per tool call: the call made again by a cut-off turn changes and records nothing more', async () => {
+    const { runTools } = await import('../../workers/runtime/tools');
+    const user = await signUp();
+    const turn = turnOf(user, { skillSlug: 'notes', turnKey: `exec_1:${crypto.randomUUID()}` });
+    const append = (callId: string, content: string) =>
+      runTools(db, env, turn)
+        .find((t) => t.spec.name === 'append_memory')!
+        .run({ content }, { id: callId });
+    expect(await append('toolu_1', 'Once')).toEqual({ content: 'Appended' });
+    expect(await append('toolu_1', 'Once')).toEqual({ content: 'Appended' });
+    // Another call, and the same call id in another turn, append again.
+    expect(await append('toolu_2', 'Twice')).toEqual({ content: 'Appended' });
+    const other = runTools(db, env, { ...turn, turnKey: `${turn.turnKey}:next` }).find((t) => t.spec.name === 'append_memory')!;
+    expect(await other.run({ content: 'Thrice' }, { id: 'toolu_1' })).toEqual({ content: 'Appended' });
+    expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe(['Once', 'Twice', 'Thrice'].join(MEMORY_SEPARATOR));
+    expect((await call('/api/v1/audit-logs?action=memory.appended', { token: user.token })).body.data).toHaveLength(3);
+  });
 });

@@ -50,7 +50,8 @@ export const memoryArea: Area = {
         input: (args) => ({ content: String(args.content), mode: 'append' as const }),
         answer: () => 'Appended',
       },
-      run: (ctx, { content, mode }) => (mode === 'append' ? appendMemory(ctx.db, ctx.actor, content) : writeMemory(ctx.db, ctx.actor, { content })),
+      run: (ctx, { content, mode }) =>
+        mode === 'append' ? appendMemory(ctx.db, ctx.actor, content, ctx.toolCallKey) : writeMemory(ctx.db, ctx.actor, { content }),
     }),
   ],
 };

@@ -20,10 +20,11 @@ function argumentSchema(args: z.ZodObject): Record<string, unknown> {
   return schema;
 }
 
-/** What a capability runs with inside a run (an agent's turn or a workflow step): the run's actor, and no request. */
-export const runContext = (db: Db, env: Env, actor: Actor, requestId: string, source: string): CapabilityContext => ({
+/** What a capability runs with inside a run (an agent's turn or a workflow step): the run's actor, and no request; in a turn, the tool call's key. */
+export const runContext = (db: Db, env: Env, actor: Actor, requestId: string, source: string, toolCallKey?: string): CapabilityContext => ({
   db,
   env,
+  toolCallKey,
   // Read when a tool asks: a turn recorded before runs carried their actor has none.
   get actor() {
     return actor;
@@ -44,17 +45,18 @@ export const runContext = (db: Db, env: Env, actor: Actor, requestId: string, so
  * capability's access for the run's actor (a run does nothing its launcher could not), its
  * arguments validated, and a refusal or failure answered as the model's tool error.
  */
-export function capabilityAgentTool(capability: Capability, ctx: CapabilityContext): AgentTool {
+export function capabilityAgentTool(capability: Capability, contextOf: (call?: { id: string }) => Promise<CapabilityContext>): AgentTool {
   const view = capability.agentTool!;
   const args = view.args ?? capability.input;
   return {
     spec: { name: view.name, description: view.description, inputSchema: argumentSchema(args) },
     displayName: view.displayName,
     label: view.label,
-    run: async (raw) => {
+    run: async (raw, call) => {
       const parsed = args.safeParse(raw);
       if (!parsed.success) return { content: `Invalid input: ${z.prettifyError(parsed.error)}`, isError: true };
       try {
+        const ctx = await contextOf(call);
         await authorizeWithGrants(ctx.db, capability.access, ctx.actor, undefined);
         const input = view.input ? view.input(parsed.data) : parsed.data;
         return { content: view.answer(await capability.run(ctx, input)) };

@@ -5,6 +5,7 @@ import { CAPABILITIES } from '../capabilities';
 import type { Db, Env } from '../env';
 import { OUTBOUND_TIMEOUT_MS, outboundUrl, readTextPrefix } from '../lib/outbound';
 import { saveArtifact } from '../services/execution-runs';
+import { toolCallKey } from '../services/run-tool-calls';
 import type { RunSecret } from '../services/skill-secrets';
 import type { AgentTool } from './agent-loop';
 import { capabilityAgentTool, runContext } from './capability-tools';
@@ -66,7 +67,9 @@ async function httpRequest(args: Record<string, unknown>, secrets: readonly RunS
  * the artifact and the HTTP request are the run's own work, which starting it allowed.
  */
 export function runTools(db: Db, env: Env, turn: TurnInput, secrets: readonly RunSecret[] = []): AgentTool[] {
-  const ctx = runContext(db, env, turn.actor, turn.requestId, turn.source ?? 'api');
+  /** A call's key (see run-tool-calls.ts): what it writes, it writes once however often a cut-off turn makes it. */
+  const keyOf = async (call?: { id: string }) => call && (await toolCallKey(turn.turnKey, call.id));
+  const contextOf = async (call?: { id: string }) => runContext(db, env, turn.actor, turn.requestId, turn.source ?? 'api', await keyOf(call));
   return [
     {
       spec: {
@@ -82,11 +85,11 @@ export function runTools(db: Db, env: Env, turn: TurnInput, secrets: readonly Ru
       label: (args) => String(args.name ?? 'file'),
       run: async (args, call) => {
         const content = redactSecrets(String(args.content ?? ''), secrets);
-        const saved = await saveArtifact(db, env.BUCKET, turn, String(args.name ?? ''), content, call?.id);
+        const saved = await saveArtifact(db, env.BUCKET, turn, String(args.name ?? ''), content, await keyOf(call));
         return saved ? { content: `Saved ${saved}` } : { content: 'Invalid artifact name or content', isError: true };
       },
     },
-    ...CAPABILITIES.filter((capability) => capability.agentTool).map((capability) => capabilityAgentTool(capability, ctx)),
+    ...CAPABILITIES.filter((capability) => capability.agentTool).map((capability) => capabilityAgentTool(capability, contextOf)),
     {
       spec: {
         name: 'http_request',

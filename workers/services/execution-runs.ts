@@ -4,7 +4,6 @@ import { settlementAnswered, settlementStatements, type Settlement } from './cre
 import { statusAfterRun, type RunStopReason, type TurnInput } from './execution-events';
 import type { Db } from '../env';
 import { now } from '../lib/clock';
-import { sha256Hex } from '../lib/crypto';
 import { workspacePrefix } from './archive-install';
 import { traceRunFinished } from './traces';
 
@@ -20,20 +19,19 @@ export type StoredArtifact = typeof artifacts.$inferInsert;
 
 /**
  * Stores a file the run produced in R2 under the workspace's prefix; null for a name or size a
- * run may not use. With `writer` (what writes it, e.g. one tool call of one turn) its key is
- * derived from it, so the same writer writing again puts the same object.
+ * run may not use. Written by a tool call (`callKey`, see run-tool-calls.ts), its R2 key is that
+ * call's, so the call made again puts the same object.
  */
 export async function storeArtifact(
   bucket: R2Bucket,
   turn: Pick<TurnInput, 'workspaceId' | 'executionId'>,
   name: string,
   content: string,
-  writer?: string,
+  callKey?: string,
 ): Promise<StoredArtifact | null> {
   const bytes = new TextEncoder().encode(content);
   if (!ARTIFACT_NAME.test(name) || bytes.length > MAX_ARTIFACT_BYTES) return null;
-  const folder = writer === undefined ? crypto.randomUUID() : (await sha256Hex(writer)).slice(0, 32);
-  const key = `${workspacePrefix(turn.workspaceId)}artifacts/exec_${turn.executionId}/${folder}/${name}`;
+  const key = `${workspacePrefix(turn.workspaceId)}artifacts/exec_${turn.executionId}/${callKey ?? crypto.randomUUID()}/${name}`;
   const contentType = contentTypeOf(name);
   await bucket.put(key, bytes, { httpMetadata: { contentType } });
   return { workspaceId: turn.workspaceId, executionId: turn.executionId, name, contentType, size: bytes.length, r2Key: key, createdAt: now() };
@@ -42,16 +40,16 @@ export async function storeArtifact(
 /** The artifact's row; a second index of the same R2 object (a tool call made again) adds none. */
 const indexArtifact = (db: Db, stored: StoredArtifact) => db.insert(artifacts).values(stored).onConflictDoNothing({ target: artifacts.r2Key });
 
-/** Stores a file a tool call of the run wrote in R2 and indexes it in D1: once per call (`callId`), however often the call is made. */
+/** Stores a file a tool call of the run wrote in R2 and indexes it in D1: once per call (`callKey`), however often the call is made. */
 export async function saveArtifact(
   db: Db,
   bucket: R2Bucket,
-  turn: Pick<TurnInput, 'workspaceId' | 'executionId' | 'turnKey'>,
+  turn: Pick<TurnInput, 'workspaceId' | 'executionId'>,
   name: string,
   content: string,
-  callId?: string,
+  callKey?: string,
 ): Promise<string | null> {
-  const stored = await storeArtifact(bucket, turn, name, content, callId === undefined ? undefined : `${turn.turnKey}:${callId}`);
+  const stored = await storeArtifact(bucket, turn, name, content, callKey);
   if (!stored) return null;
   await indexArtifact(db, stored);
   return name;

@@ -7,6 +7,7 @@ import { invalidInput } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { isConstraintFailure } from '../lib/db-errors';
 import { recordChange } from './audit';
+import { madeBefore, onceForToolCall } from './run-tool-calls';
 
 /** Largest memory document, in characters: well inside a D1 row and the request body cap. */
 export const MAX_MEMORY_CHARS = 512 * 1024;
@@ -54,9 +55,11 @@ export const AppendMemoryBody = z.object({ content: z.string().min(1).max(MAX_ME
  * Appends an entry in one statement (an upsert that concatenates in SQL), so concurrent
  * appends never overwrite each other, unlike read-modify-write. An append that would grow the
  * document past MAX_MEMORY_CHARS yields NULL for the NOT NULL column: the statement fails and
- * with it the whole batch, so no audit entry records an append that did not happen.
+ * with it the whole batch, so no audit entry records an append that did not happen. A run's tool
+ * call (`toolCallKey`) appends once: made again, its batch fails on the call's key and the
+ * document is answered as it is.
  */
-export async function appendMemory(db: Db, principal: Principal, entry: string): Promise<MemoryDocument> {
+export async function appendMemory(db: Db, principal: Principal, entry: string, toolCallKey?: string): Promise<MemoryDocument> {
   const t = now();
   try {
     const [[row]] = await db.batch([
@@ -82,9 +85,11 @@ export async function appendMemory(db: Db, principal: Principal, entry: string):
         metadata: { length: entry.length },
         activity: 'Working memory was appended to',
       }),
+      ...(toolCallKey === undefined ? [] : [onceForToolCall(db, toolCallKey)]),
     ]);
     return { content: row!.content, updatedAt: toIso(row!.updatedAt) };
   } catch (error) {
+    if (toolCallKey !== undefined && madeBefore(error)) return readMemory(db, principal);
     if (isConstraintFailure(error, 'NOT NULL', 'memory.content')) {
       throw invalidInput('content', 'too_big', `Working memory would exceed ${MAX_MEMORY_CHARS} characters`);
     }
