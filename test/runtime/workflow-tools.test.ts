@@ -43,6 +43,21 @@ describe('start_workflow, the tool of a chat turn', () => {
     expect(row).toEqual({ thread_id: thread.id });
   });
 
+  it('starts one run per tool call: made again by a cut-off turn, the call answers the same run', async () => {
+    const { user, turn } = await chatTurn();
+    await install(user, 'digest', definition('digest', [mapping('echo', { topic: { initData: true, path: 'topic' } })]));
+    const tool = startWorkflow({ ...turn, turnKey: `exec_1:${crypto.randomUUID()}` });
+    const runIdIn = (result: { content: string }) => /as run ([\w-]+);/.exec(result.content)![1]!;
+    const first = await tool.run({ workflowId: 'digest', inputs: { topic: 'q3' } }, { id: 'toolu_1' });
+    expect(await tool.run({ workflowId: 'digest', inputs: { topic: 'q3' } }, { id: 'toolu_1' })).toEqual(first);
+    const other = await tool.run({ workflowId: 'digest', inputs: { topic: 'q4' } }, { id: 'toolu_2' });
+    expect(runIdIn(other)).not.toBe(runIdIn(first));
+    await waitForRun(user, runIdIn(first), ['success']);
+    await waitForRun(user, runIdIn(other), ['success']);
+    const runs = (await call('/api/v1/workflows/runs', { token: user.token })).body.runs;
+    expect(runs.map((r: { runId: string }) => r.runId).sort()).toEqual([runIdIn(first), runIdIn(other)].sort());
+  });
+
   it('hands the model the refusal: unknown workflow, inputs against the schema, inputs not an object', async () => {
     const { user, turn } = await chatTurn();
     await install(

@@ -1,9 +1,13 @@
 import type { TurnInput } from '../services/execution-events';
 import type { Db, Env } from '../env';
+import { toolCallKey } from '../services/run-tool-calls';
 import { launchWorkflow } from '../services/workflows';
 import type { AgentTool } from './agent-loop';
 import { failed } from './tool-errors';
 import { actingAs } from './tools';
+
+/** A tool call's workflow run id, shaped as the ids of other runs: its key (32 hex digits) as a UUID. */
+const runIdOf = (key: string) => `${key.slice(0, 8)}-${key.slice(8, 12)}-${key.slice(12, 16)}-${key.slice(16, 20)}-${key.slice(20)}`;
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -32,11 +36,12 @@ export function threadRunTools(db: Db, env: Env, turn: TurnInput): AgentTool[] {
       },
       displayName: 'Start workflow',
       label: (args) => String(args.workflowId ?? 'workflow').slice(0, 200),
-      run: actingAs(db, turn.actor, 'POST /api/v1/workflows/:id/launch', async (args) => {
+      run: actingAs(db, turn.actor, 'POST /api/v1/workflows/:id/launch', async (args, call) => {
         const inputs = args.inputs ?? {};
         if (!isRecord(inputs)) return { content: 'inputs must be an object', isError: true };
         try {
-          const launched = await launchWorkflow(db, env, turn.actor, String(args.workflowId ?? ''), inputs, threadId);
+          const runId = call && runIdOf(await toolCallKey(turn.turnKey, call.id));
+          const launched = await launchWorkflow(db, env, turn.actor, String(args.workflowId ?? ''), inputs, threadId, runId);
           return { content: `Started workflow ${launched.workflowId} as run ${launched.runId}; its outcome will be posted to this conversation.` };
         } catch (error) {
           return failed(error, 'The workflow could not be started');

@@ -272,7 +272,8 @@ export type Launched = z.infer<typeof Launched>;
 /**
  * Recompiles the installed definition, validates the inputs against its inputSchema and hands
  * the run to a fresh WorkflowRun object, which writes the run record and queues the first step.
- * Without the queue binding nothing is created (503).
+ * Without the queue binding nothing is created (503). A run's tool call gives its own `runId`,
+ * so the call made again by a cut-off turn starts the same run, which its object takes once.
  */
 export async function launchWorkflow(
   db: Db,
@@ -281,6 +282,7 @@ export async function launchWorkflow(
   id: string,
   inputs: Record<string, unknown> = {},
   threadId?: string,
+  runId: string = crypto.randomUUID(),
 ): Promise<Launched> {
   const row = await resolveLaunchId(db, principal, id);
   if (threadId !== undefined) {
@@ -311,7 +313,6 @@ export async function launchWorkflow(
       'The durable workflow backend is not configured (WORKFLOW_STEPS queue, WORKFLOW_RUN objects); no run was created',
     );
   }
-  const runId = crypto.randomUUID();
   try {
     await env.WORKFLOW_RUN.getByName(runId).start({
       runId,
