@@ -43,7 +43,7 @@ describe('start_workflow, the tool of a chat turn', () => {
     expect(row).toEqual({ thread_id: thread.id });
   });
 
-  it('starts one run per tool call: made again by a cut-off turn, the call answers the same run', async () => {
+  it('starts one run per tool call and records its launch once: made again by a cut-off turn, the call answers the same run', async () => {
     const { user, turn } = await chatTurn();
     await install(user, 'digest', definition('digest', [mapping('echo', { topic: { initData: true, path: 'topic' } })]));
     const tool = startWorkflow({ ...turn, turnKey: `exec_1:${crypto.randomUUID()}` });
@@ -56,6 +56,8 @@ describe('start_workflow, the tool of a chat turn', () => {
     await waitForRun(user, runIdIn(other), ['success']);
     const runs = (await call('/api/v1/workflows/runs', { token: user.token })).body.runs;
     expect(runs.map((r: { runId: string }) => r.runId).sort()).toEqual([runIdIn(first), runIdIn(other)].sort());
+    const launches = (await call('/api/v1/audit-logs?action=workflow.launched', { token: user.token })).body.data;
+    expect(launches.map((e: { resourceId: string }) => e.resourceId).sort()).toEqual([runIdIn(first), runIdIn(other)].sort());
   });
 
   it('hands the model the refusal: unknown workflow, inputs against the schema, inputs not an object', async () => {

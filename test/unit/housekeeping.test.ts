@@ -2,10 +2,8 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from 'cloudflare:workers';
 import { afterEach, expect, it } from 'vitest';
 import worker from '../../workers/index';
-import { advanceClock, resetClock } from '../../workers/lib/clock';
+import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { call, signUp } from '../helpers/api';
-import { openDb } from '../../workers/lib/db';
-import { onceForToolCall } from '../../workers/services/run-tool-calls';
 
 afterEach(() => resetClock());
 
@@ -35,11 +33,9 @@ it('the hourly job deletes expired sessions and idempotency records, and keeps l
 });
 
 it('the hourly job deletes the keys of run tool calls a day old, and keeps newer ones', async () => {
-  const db = openDb(env.DB);
   const [old, recent] = [crypto.randomUUID(), crypto.randomUUID()];
-  await onceForToolCall(db, old);
-  advanceClock(24 * 3600_000 + 60_000);
-  await onceForToolCall(db, recent);
+  const insert = env.DB.prepare('INSERT INTO run_tool_calls (key, created_at) VALUES (?, ?)');
+  await env.DB.batch([insert.bind(old, now() - 24 * 3600_000 - 60_000), insert.bind(recent, now() - 3600_000)]);
 
   const ctx = createExecutionContext();
   await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env, ctx);

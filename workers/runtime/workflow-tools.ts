@@ -6,9 +6,6 @@ import type { AgentTool } from './agent-loop';
 import { failed } from './tool-errors';
 import { actingAs } from './tools';
 
-/** A tool call's workflow run id, shaped as the ids of other runs: its key (32 hex digits) as a UUID. */
-const runIdOf = (key: string) => `${key.slice(0, 8)}-${key.slice(8, 12)}-${key.slice(12, 16)}-${key.slice(16, 20)}-${key.slice(20)}`;
-
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
@@ -40,8 +37,8 @@ export function threadRunTools(db: Db, env: Env, turn: TurnInput): AgentTool[] {
         const inputs = args.inputs ?? {};
         if (!isRecord(inputs)) return { content: 'inputs must be an object', isError: true };
         try {
-          const runId = call && runIdOf(await toolCallKey(turn.turnKey, call.id));
-          const launched = await launchWorkflow(db, env, turn.actor, String(args.workflowId ?? ''), inputs, threadId, runId);
+          const key = call && (await toolCallKey(turn.turnKey, call.id));
+          const launched = await launchWorkflow(db, env, turn.actor, String(args.workflowId ?? ''), inputs, threadId, key);
           return { content: `Started workflow ${launched.workflowId} as run ${launched.runId}; its outcome will be posted to this conversation.` };
         } catch (error) {
           return failed(error, 'The workflow could not be started');

@@ -5,6 +5,7 @@ import { activityLog, auditLog, type ActivityRow, type AuditRow } from '../../sc
 import { apiKeyIdOf, type Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { now, toIso } from '../lib/clock';
+import { batchOnce } from './run-tool-calls';
 import { formatId } from '../lib/ids';
 import { byIntegerId, CursorQuery, cursorPage, mapPage } from '../lib/pagination';
 
@@ -42,11 +43,12 @@ export function recordChange(db: Db, principal: Principal, change: Change): Batc
 
 /**
  * Records a change whose work was done where no D1 batch reaches (a Durable Object, Stripe,
- * GitHub): in a batch of its own, once that work succeeded.
+ * GitHub): in a batch of its own, once that work succeeded. For a run's tool call
+ * (`toolCallKey`), once however often the call is made.
  */
-export async function recordChangeAfter(db: Db, principal: Principal, change: Change): Promise<void> {
+export async function recordChangeAfter(db: Db, principal: Principal, change: Change, toolCallKey?: string): Promise<void> {
   const [audit, ...activity] = recordChange(db, principal, change);
-  await db.batch([audit!, ...activity]);
+  await batchOnce(db, [audit!, ...activity], toolCallKey);
 }
 
 const Actor = z.object({

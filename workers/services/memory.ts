@@ -7,7 +7,7 @@ import { invalidInput } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { isConstraintFailure } from '../lib/db-errors';
 import { recordChange } from './audit';
-import { madeBefore, onceForToolCall } from './run-tool-calls';
+import { batchOnce } from './run-tool-calls';
 
 /** Largest memory document, in characters: well inside a D1 row and the request body cap. */
 export const MAX_MEMORY_CHARS = 512 * 1024;
@@ -62,34 +62,38 @@ export const AppendMemoryBody = z.object({ content: z.string().min(1).max(MAX_ME
 export async function appendMemory(db: Db, principal: Principal, entry: string, toolCallKey?: string): Promise<MemoryDocument> {
   const t = now();
   try {
-    const [[row]] = await db.batch([
-      db
-        .insert(memory)
-        .values({ workspaceId: principal.workspaceId, content: entry, updatedBy: principal.userId, updatedAt: t })
-        .onConflictDoUpdate({
-          target: memory.workspaceId,
-          set: {
-            content: sql`CASE
+    const answer = await batchOnce(
+      db,
+      [
+        db
+          .insert(memory)
+          .values({ workspaceId: principal.workspaceId, content: entry, updatedBy: principal.userId, updatedAt: t })
+          .onConflictDoUpdate({
+            target: memory.workspaceId,
+            set: {
+              content: sql`CASE
               WHEN length(${memory.content}) + ${MEMORY_SEPARATOR.length} + length(excluded.content) > ${MAX_MEMORY_CHARS} THEN NULL
               WHEN ${memory.content} = '' THEN excluded.content
               ELSE ${memory.content} || ${MEMORY_SEPARATOR} || excluded.content END`,
-            updatedBy: principal.userId,
-            updatedAt: t,
-          },
-        })
-        .returning(),
-      ...recordChange(db, principal, {
-        action: 'memory.appended',
-        resourceType: 'memory',
-        resourceId: principal.workspaceId,
-        metadata: { length: entry.length },
-        activity: 'Working memory was appended to',
-      }),
-      ...(toolCallKey === undefined ? [] : [onceForToolCall(db, toolCallKey)]),
-    ]);
+              updatedBy: principal.userId,
+              updatedAt: t,
+            },
+          })
+          .returning(),
+        ...recordChange(db, principal, {
+          action: 'memory.appended',
+          resourceType: 'memory',
+          resourceId: principal.workspaceId,
+          metadata: { length: entry.length },
+          activity: 'Working memory was appended to',
+        }),
+      ],
+      toolCallKey,
+    );
+    if (!answer) return readMemory(db, principal);
+    const [[row]] = answer;
     return { content: row!.content, updatedAt: toIso(row!.updatedAt) };
   } catch (error) {
-    if (toolCallKey !== undefined && madeBefore(error)) return readMemory(db, principal);
     if (isConstraintFailure(error, 'NOT NULL', 'memory.content')) {
       throw invalidInput('content', 'too_big', `Working memory would exceed ${MAX_MEMORY_CHARS} characters`);
     }

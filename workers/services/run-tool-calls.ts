@@ -1,4 +1,5 @@
 import { lt } from 'drizzle-orm';
+import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import { runToolCalls } from '../../schema';
 import type { Db } from '../env';
 import { now } from '../lib/clock';
@@ -15,13 +16,24 @@ const KEPT_MS = 24 * 3600_000;
 export const toolCallKey = async (turnKey: string, callId: string) => (await sha256Hex(`${turnKey}:${callId}`)).slice(0, 32);
 
 /**
- * The statement that makes a D1 batch the one effect of tool call `key`: the batch that makes the
- * call again fails whole on it, which `madeBefore` recognises.
+ * Sends `statements` as one D1 batch; as the effect of tool call `key`, once: the call's key is
+ * written in the same batch, so the batch of the call made again fails whole on it, and answers
+ * undefined.
  */
-export const onceForToolCall = (db: Db, key: string) => db.insert(runToolCalls).values({ key, createdAt: now() });
-
-/** Whether a batch with `onceForToolCall` failed because that call had already made its effect. */
-export const madeBefore = (error: unknown) => isConstraintFailure(error, 'UNIQUE', 'run_tool_calls.key');
+export async function batchOnce<T extends [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]]>(
+  db: Db,
+  statements: T,
+  key?: string,
+): Promise<BatchResponse<T> | undefined> {
+  if (key === undefined) return db.batch(statements);
+  try {
+    // The key's own result comes last, past what the caller reads.
+    return (await db.batch([...statements, db.insert(runToolCalls).values({ key, createdAt: now() })])) as unknown as BatchResponse<T>;
+  } catch (error) {
+    if (isConstraintFailure(error, 'UNIQUE', 'run_tool_calls.key')) return undefined;
+    throw error;
+  }
+}
 
 /** Hourly housekeeping: keys of calls long past any resume. */
 export const deleteExpiredToolCalls = (db: Db) => db.delete(runToolCalls).where(lt(runToolCalls.createdAt, now() - KEPT_MS));

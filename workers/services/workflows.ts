@@ -269,11 +269,15 @@ export const Launched = z.object({
 });
 export type Launched = z.infer<typeof Launched>;
 
+/** A tool call's run id, shaped as the ids of other runs: its key (32 hex digits) as a UUID. */
+const runIdOf = (key: string) => `${key.slice(0, 8)}-${key.slice(8, 12)}-${key.slice(12, 16)}-${key.slice(16, 20)}-${key.slice(20)}`;
+
 /**
  * Recompiles the installed definition, validates the inputs against its inputSchema and hands
  * the run to a fresh WorkflowRun object, which writes the run record and queues the first step.
- * Without the queue binding nothing is created (503). A run's tool call gives its own `runId`,
- * so the call made again by a cut-off turn starts the same run, which its object takes once.
+ * Without the queue binding nothing is created (503). Launched by a run's tool call
+ * (`toolCallKey`), the run's id is the call's, so the call made again by a cut-off turn starts
+ * the same run (its object takes a start once) and records the launch once.
  */
 export async function launchWorkflow(
   db: Db,
@@ -282,7 +286,7 @@ export async function launchWorkflow(
   id: string,
   inputs: Record<string, unknown> = {},
   threadId?: string,
-  runId: string = crypto.randomUUID(),
+  toolCallKey?: string,
 ): Promise<Launched> {
   const row = await resolveLaunchId(db, principal, id);
   if (threadId !== undefined) {
@@ -313,6 +317,7 @@ export async function launchWorkflow(
       'The durable workflow backend is not configured (WORKFLOW_STEPS queue, WORKFLOW_RUN objects); no run was created',
     );
   }
+  const runId = toolCallKey === undefined ? crypto.randomUUID() : runIdOf(toolCallKey);
   try {
     await env.WORKFLOW_RUN.getByName(runId).start({
       runId,
@@ -327,13 +332,18 @@ export async function launchWorkflow(
     console.error(JSON.stringify({ level: 'error', requestId: principal.origin.requestId, runId, error: String(error) }));
     throw new AppError('INTERNAL_ERROR', 500, 'The run could not be started', { cause: error instanceof Error ? error.message : String(error) });
   }
-  await recordChangeAfter(db, principal, {
-    action: 'workflow.launched',
-    resourceType: 'workflow_run',
-    resourceId: runId,
-    metadata: { workflowId: row.slug },
-    activity: `Workflow ${row.name} was launched`,
-  });
+  await recordChangeAfter(
+    db,
+    principal,
+    {
+      action: 'workflow.launched',
+      resourceType: 'workflow_run',
+      resourceId: runId,
+      metadata: { workflowId: row.slug },
+      activity: `Workflow ${row.name} was launched`,
+    },
+    toolCallKey,
+  );
   return { runId, workflowId: row.slug, status: 'started', ...(threadId === undefined ? {} : { conversationId: threadId }) };
 }
 
