@@ -488,7 +488,7 @@ describe('surviving eviction', () => {
     });
     // The call had written its file when the eviction struck, before the checkpoint that answers it.
     const turn = { workspaceId: user.workspaceId, executionId: idOf(lost.id) };
-    const callKey = await toolCallKey(lost.turnKey, NOTES_CALL.id);
+    const callKey = await toolCallKey(lost.turnKey, NOTES_CALL);
     expect(await saveArtifact(openDb(env.DB), env.BUCKET, turn, 'notes.md', '# Notes', callKey)).toBe('notes.md');
     expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
     await waitForStatus(user, lost.id, 'completed');

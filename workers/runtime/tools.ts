@@ -67,9 +67,8 @@ async function httpRequest(args: Record<string, unknown>, secrets: readonly RunS
  * the artifact and the HTTP request are the run's own work, which starting it allowed.
  */
 export function runTools(db: Db, env: Env, turn: TurnInput, secrets: readonly RunSecret[] = []): AgentTool[] {
-  /** A call's key (see run-tool-calls.ts): what it writes, it writes once however often a cut-off turn makes it. */
-  const keyOf = async (call?: { id: string }) => call && (await toolCallKey(turn.turnKey, call.id));
-  const contextOf = async (call?: { id: string }) => runContext(db, env, turn.actor, turn.requestId, turn.source ?? 'api', await keyOf(call));
+  const contextOf = async (call?: { id: string }) =>
+    runContext(db, env, turn.actor, turn.requestId, turn.source ?? 'api', await toolCallKey(turn.turnKey, call));
   return [
     {
       spec: {
@@ -85,7 +84,7 @@ export function runTools(db: Db, env: Env, turn: TurnInput, secrets: readonly Ru
       label: (args) => String(args.name ?? 'file'),
       run: async (args, call) => {
         const content = redactSecrets(String(args.content ?? ''), secrets);
-        const saved = await saveArtifact(db, env.BUCKET, turn, String(args.name ?? ''), content, await keyOf(call));
+        const saved = await saveArtifact(db, env.BUCKET, turn, String(args.name ?? ''), content, await toolCallKey(turn.turnKey, call));
         return saved ? { content: `Saved ${saved}` } : { content: 'Invalid artifact name or content', isError: true };
       },
     },

@@ -37,7 +37,7 @@ export function threadRunTools(db: Db, env: Env, turn: TurnInput): AgentTool[] {
         const inputs = args.inputs ?? {};
         if (!isRecord(inputs)) return { content: 'inputs must be an object', isError: true };
         try {
-          const key = call && (await toolCallKey(turn.turnKey, call.id));
+          const key = await toolCallKey(turn.turnKey, call);
           const launched = await launchWorkflow(db, env, turn.actor, String(args.workflowId ?? ''), inputs, threadId, key);
           return { content: `Started workflow ${launched.workflowId} as run ${launched.runId}; its outcome will be posted to this conversation.` };
         } catch (error) {

@@ -12,8 +12,9 @@ const KEPT_MS = 24 * 3600_000;
 /**
  * One tool call of one turn, as a key: the model's call id is the same when a turn cut off
  * during the call makes it again (the checkpoint keeps the round), and unique within the turn.
+ * None for a tool run outside a turn's loop.
  */
-export const toolCallKey = async (turnKey: string, callId: string) => (await sha256Hex(`${turnKey}:${callId}`)).slice(0, 32);
+export const toolCallKey = async (turnKey: string, call?: { id: string }) => call && (await sha256Hex(`${turnKey}:${call.id}`)).slice(0, 32);
 
 /**
  * Sends `statements` as one D1 batch; as the effect of tool call `key`, once: the call's key is
