@@ -21,7 +21,7 @@ export const jsonEvents = <T = any>(messages: readonly SseMessage[]): ({ id: num
 /** `jsonEvents` of a whole SSE body. */
 export const sseEvents = <T = any>(text: string) => jsonEvents<T>(sseMessages(text));
 
-/** Reads an open SSE stream's messages as they arrive; `messages` holds all read so far. */
+/** Reads an open SSE stream's messages as they arrive; `until` and `toEnd` answer all read so far. */
 export function sseReader(body: ReadableStream<Uint8Array>) {
   const reader = body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
   const messages: SseMessage[] = [];
@@ -31,7 +31,6 @@ export function sseReader(body: ReadableStream<Uint8Array>) {
     return !read.done;
   };
   return {
-    messages,
     /** Reads until `enough` holds of the messages so far; throws if the stream ends first. */
     async until(enough: (messages: readonly SseMessage[]) => boolean) {
       while (!enough(messages)) {
