@@ -10,6 +10,15 @@ import { freePort, startService as startE2eService } from '../test/e2e/helpers';
 
 export { freePort };
 
+/**
+ * `wrangler dev` records every invocation's trace for its local explorer (on unless
+ * X_LOCAL_OBSERVABILITY is false): each one a SQLite commit, with its disk sync, on the thread that
+ * runs the Worker, about a third of a run's syncs. Deployed, traces leave after the invocation.
+ * The benches measure the Worker, not that dev tool, so it is off for every `wrangler dev` they
+ * start (they inherit this environment): the service's, the bare baseline's and the floors'.
+ */
+process.env.X_LOCAL_OBSERVABILITY = 'false';
+
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 export const ratio = (a: number, b: number) => (a / b).toFixed(2);
 
