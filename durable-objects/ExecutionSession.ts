@@ -89,10 +89,12 @@ const MAX_HELD_DELTAS = 64;
 type StoredEvent = Omit<ExecutionEvent, 'payload'> & { payload: string };
 
 /**
- * One SSE frame of a stored event, `data` being `{"type":…,"payload":…}`: built from the payload's
- * stored JSON rather than serialising it again, and encoded once for every subscriber.
+ * The SSE frames of stored events, `data` being `{"type":…,"payload":…}`: built from each payload's
+ * stored JSON rather than serialising it again, and encoded once, as one chunk, for every
+ * subscriber (a chunk per frame made each frame its own trip to the client).
  */
-const frame = (event: StoredEvent) => encoder.encode(`id: ${event.seq}\ndata: {"type":${JSON.stringify(event.type)},"payload":${event.payload}}\n\n`);
+const frames = (events: StoredEvent[]) =>
+  encoder.encode(events.map((event) => `id: ${event.seq}\ndata: {"type":${JSON.stringify(event.type)},"payload":${event.payload}}\n\n`).join(''));
 
 const isEnd = (event: { type: ExecutionEventType } | undefined) => event?.type === 'session.status_idle';
 
@@ -182,7 +184,7 @@ export class ExecutionSession extends DurableObject<Env> {
     const stored = written.map((e) => ({ ...e, payload: JSON.stringify(e.payload) }));
     for (const e of stored) this.ctx.storage.sql.exec(`INSERT INTO events (seq, type, payload, at) VALUES (?, ?, ?, ?)`, e.seq, e.type, e.payload, e.at);
     this.seq = last + written.length;
-    for (const e of stored) this.broadcast(e);
+    this.broadcast(stored);
     return written;
   }
 
@@ -514,7 +516,7 @@ export class ExecutionSession extends DurableObject<Env> {
     if (replay.length === 0 && isEnd(this.lastEvent())) return new Response(null, { status: 204 });
 
     const { writer, response } = sseStream();
-    for (const event of replay) void writer.write(frame(event));
+    if (replay.length > 0) void writer.write(frames(replay));
     if (isEnd(replay.at(-1))) void writer.close();
     else this.subscribe(writer);
     return response;
@@ -536,12 +538,14 @@ export class ExecutionSession extends DurableObject<Env> {
     }
   }
 
-  private broadcast(event: StoredEvent) {
-    if (this.subscribers.size === 0) return;
-    const bytes = frame(event);
+  /** Sends events to every subscriber in one write; a stream ends with its `session.status_idle`. */
+  private broadcast(events: StoredEvent[]) {
+    if (this.subscribers.size === 0 || events.length === 0) return;
+    const end = events.findIndex(isEnd);
+    const bytes = frames(end === -1 ? events : events.slice(0, end + 1));
     for (const writer of this.subscribers) {
       writer.write(bytes).catch(() => this.unsubscribe(writer));
-      if (isEnd(event)) {
+      if (end !== -1) {
         writer.close().catch(() => undefined);
         this.unsubscribe(writer);
       }
