@@ -96,6 +96,9 @@ type StoredEvent = Omit<ExecutionEvent, 'payload'> & { payload: string };
 const frames = (events: StoredEvent[]) =>
   encoder.encode(events.map((event) => `id: ${event.seq}\ndata: {"type":${JSON.stringify(event.type)},"payload":${event.payload}}\n\n`).join(''));
 
+/** A replay goes out in chunks of this many frames, so a long log is never one string in memory at once. */
+const REPLAY_CHUNK_EVENTS = 256;
+
 const isEnd = (event: { type: ExecutionEventType } | undefined) => event?.type === 'session.status_idle';
 
 /**
@@ -516,7 +519,7 @@ export class ExecutionSession extends DurableObject<Env> {
     if (replay.length === 0 && isEnd(this.lastEvent())) return new Response(null, { status: 204 });
 
     const { writer, response } = sseStream();
-    if (replay.length > 0) void writer.write(frames(replay));
+    for (let i = 0; i < replay.length; i += REPLAY_CHUNK_EVENTS) void writer.write(frames(replay.slice(i, i + REPLAY_CHUNK_EVENTS)));
     if (isEnd(replay.at(-1))) void writer.close();
     else this.subscribe(writer);
     return response;

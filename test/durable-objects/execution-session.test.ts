@@ -102,6 +102,17 @@ describe('the execution stream', () => {
     expect((await open(url)).status).toBe(204);
   });
 
+  it('replays a long log whole and in order, then ends', async () => {
+    const user = await signUp();
+    const id = await seedExecution(user);
+    await session(id).append([running, ...Array.from({ length: 599 }, (_, i) => message(`w${i}`))]);
+    await session(id).append([idle]);
+    const replayed = sseEvents(await (await open(await streamUrl(user, id))).text());
+    expect(replayed.map((f) => f.id)).toEqual(Array.from({ length: 601 }, (_, i) => i + 1));
+    expect(replayed[300]).toEqual({ id: 301, ...message('w299') });
+    expect(replayed.at(-1)).toEqual({ id: 601, ...idle });
+  });
+
   it('refuses a tampered, foreign or expired URL with 401 before any event', async () => {
     const user = await signUp();
     const id = await seedExecution(user);
