@@ -51,7 +51,7 @@ export class HitCounter {
   hit(prefix: string, limit: number, windowMs: number): RateDecision {
     const t = now();
     const currentWindow = t - (t % windowMs);
-    const stored = this.windows.get(prefix) ?? this.load(prefix);
+    const stored = this.stored(prefix);
     const count = stored.window === currentWindow ? stored.count : 0;
     const resetMs = currentWindow + windowMs - t;
     if (count >= limit) return { allowed: false, limit, remaining: 0, resetMs, window: currentWindow };
@@ -63,13 +63,14 @@ export class HitCounter {
 
   /** Takes back one hit counted in `window`; once that window has passed there is nothing to take back. */
   unhit(prefix: string, window: number): void {
-    const stored = this.windows.get(prefix) ?? this.load(prefix);
+    const stored = this.stored(prefix);
     if (stored.window !== window || stored.count === 0) return;
     this.kv.put(`${prefix}count`, stored.count - 1);
     this.windows.set(prefix, { window, count: stored.count - 1 });
   }
 
-  private load(prefix: string) {
-    return { window: this.kv.get<number>(`${prefix}window`) ?? Number.NaN, count: this.kv.get<number>(`${prefix}count`) ?? 0 };
+  /** The subject's window and count: as last written here, else as stored (a new instance after an eviction). */
+  private stored(prefix: string) {
+    return this.windows.get(prefix) ?? { window: this.kv.get<number>(`${prefix}window`) ?? Number.NaN, count: this.kv.get<number>(`${prefix}count`) ?? 0 };
   }
 }
