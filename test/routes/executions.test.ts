@@ -352,6 +352,11 @@ describe('surviving eviction', () => {
   const stubOf = (id: string) => env.EXECUTION_SESSION.getByName(id);
   const idOf = (id: string) => Number(id.slice(5));
   const NOTES_CALL = { type: 'tool_use', id: 'call-1', name: 'write_artifact', input: { name: 'notes.md', content: '# Notes' } };
+  /** A lost turn's conversation up to the model asking for `notes.md`: the user's message and that call. */
+  const NOTES_ROUND = [
+    { role: 'user', content: [{ type: 'text', text: 'A plan with several steps. Step one. Step two.' }] },
+    { role: 'assistant', content: [NOTES_CALL] },
+  ];
 
   /**
    * What an eviction leaves when it strikes a working turn: the turn recorded in storage (and,
@@ -454,11 +459,7 @@ describe('surviving eviction', () => {
   it('goes on from the last checkpoint: a tool the cut-off turn already called is not called again', async () => {
     const user = await setup();
     const lost = await loseTurn(user, {
-      messages: [
-        { role: 'user', content: [{ type: 'text', text: 'A plan with several steps. Step one. Step two.' }] },
-        { role: 'assistant', content: [NOTES_CALL] },
-        { role: 'user', content: [{ type: 'tool_result', toolUseId: 'call-1', content: 'Saved notes.md' }] },
-      ],
+      messages: [...NOTES_ROUND, { role: 'user', content: [{ type: 'tool_result', toolUseId: 'call-1', content: 'Saved notes.md' }] }],
       usage: { inputTokens: 1000, outputTokens: 50 },
     });
     expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
@@ -479,10 +480,7 @@ describe('surviving eviction', () => {
   it('makes again only the tool call that was under way when the turn was cut off, and indexes its file once', async () => {
     const user = await setup();
     const lost = await loseTurn(user, {
-      messages: [
-        { role: 'user', content: [{ type: 'text', text: 'A plan with several steps. Step one. Step two.' }] },
-        { role: 'assistant', content: [NOTES_CALL] },
-      ],
+      messages: NOTES_ROUND,
       usage: { inputTokens: 1000, outputTokens: 50 },
       round: { results: [] },
     });
