@@ -203,7 +203,7 @@ describe('launch', () => {
     await install(user, 'simple', simple());
     const db = openDb(env.DB);
     const noQueue = { ...env, WORKFLOW_STEPS: undefined } as unknown as typeof env;
-    const error = await launchWorkflow(db, noQueue, sessionPrincipal(user), 'simple', {}).catch((e: unknown) => e);
+    const error = await launchWorkflow(db, noQueue, sessionPrincipal(user), { workflowId: 'simple' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AppError);
     expect(error).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
     expect((await call('/api/v1/workflows/runs', { token: user.token })).body).toEqual({ runs: [] });

@@ -12,6 +12,7 @@ import {
   InstallBody,
   installWorkflow,
   Launched,
+  LaunchInput,
   launchWorkflow,
   listDefinitions,
   listQueue,
@@ -41,11 +42,6 @@ const REMOVES = { readOnlyHint: false, destructiveHint: true, idempotentHint: tr
 const RunId = z.object({ runId: z.string().min(1).max(100).describe('The workflow run id') });
 const Slug = z.object({ slug: WorkflowSlug });
 const Success = z.object({ success: z.literal(true) });
-const LaunchInput = z.object({
-  workflowId: z.string().min(1).max(200).describe('The workflow’s slug, runtime id or declared id'),
-  inputs: z.record(z.string(), z.unknown()).optional().describe('The run’s input data (initData), validated against the workflow’s inputSchema'),
-  threadId: z.string().min(1).max(100).optional().describe('The chat thread the run was started from; it gets the run’s outcome as a message'),
-});
 
 /** Uninstalling has two routes, `POST /:slug/uninstall` and `DELETE /:slug`. */
 const uninstallCapability = (name: string, method: 'POST' | 'DELETE', path: string) =>
@@ -243,7 +239,7 @@ export const workflowsArea: Area = {
         args: LaunchInput.omit({ threadId: true }),
         follow: (ctx, started, report) => followWorkflowRun(ctx, started.runId, report),
       },
-      run: (ctx, { workflowId, inputs, threadId }) => launchWorkflow(ctx.db, ctx.env, ctx.actor, workflowId, inputs, threadId),
+      run: (ctx, input) => launchWorkflow(ctx.db, ctx.env, ctx.actor, input),
     }),
   ],
 };

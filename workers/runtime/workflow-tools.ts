@@ -38,7 +38,7 @@ export function threadRunTools(db: Db, env: Env, turn: TurnInput): AgentTool[] {
         if (!isRecord(inputs)) return { content: 'inputs must be an object', isError: true };
         try {
           const key = await toolCallKey(turn.turnKey, call);
-          const launched = await launchWorkflow(db, env, turn.actor, String(args.workflowId ?? ''), inputs, threadId, key);
+          const launched = await launchWorkflow(db, env, turn.actor, { workflowId: String(args.workflowId ?? ''), inputs, threadId, toolCallKey: key });
           return { content: `Started workflow ${launched.workflowId} as run ${launched.runId}; its outcome will be posted to this conversation.` };
         } catch (error) {
           return failed(error, 'The workflow could not be started');

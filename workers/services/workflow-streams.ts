@@ -116,7 +116,7 @@ export type StreamBody = z.infer<typeof StreamBody>;
  */
 export async function streamWorkflow(db: Db, env: Env, principal: Principal, id: string, body: StreamBody, signal: AbortSignal): Promise<Response> {
   let runId: string;
-  if ('inputData' in body) runId = (await launchWorkflow(db, env, principal, id, body.inputData)).runId;
+  if ('inputData' in body) runId = (await launchWorkflow(db, env, principal, { workflowId: id, inputs: body.inputData })).runId;
   else {
     const answer = await resumeRun(db, env, principal, body.runId, { stepId: body.step, resumeData: body.resumeData });
     if (answer.status !== 200) return Response.json(answer.body, { status: answer.status });

@@ -260,6 +260,14 @@ async function resolveLaunchId(db: Db, principal: Principal, id: string): Promis
   return row;
 }
 
+export const LaunchInput = z.object({
+  workflowId: z.string().min(1).max(200).describe('The workflow’s slug, runtime id or declared id'),
+  inputs: z.record(z.string(), z.unknown()).optional().describe('The run’s input data (initData), validated against the workflow’s inputSchema'),
+  threadId: z.string().min(1).max(100).optional().describe('The chat thread the run was started from; it gets the run’s outcome as a message'),
+});
+/** A launch: what a caller asks for, and the tool call that makes it when a run's turn does. */
+export type LaunchRequest = z.infer<typeof LaunchInput> & { toolCallKey?: string };
+
 export const Launched = z.object({
   runId: z.string(),
   workflowId: z.string(),
@@ -279,16 +287,9 @@ const runIdOf = (key: string) => `${key.slice(0, 8)}-${key.slice(8, 12)}-${key.s
  * (`toolCallKey`), the run's id is the call's, so the call made again by a cut-off turn starts
  * the same run (its object takes a start once) and records the launch once.
  */
-export async function launchWorkflow(
-  db: Db,
-  env: Env,
-  principal: Principal,
-  id: string,
-  inputs: Record<string, unknown> = {},
-  threadId?: string,
-  toolCallKey?: string,
-): Promise<Launched> {
-  const row = await resolveLaunchId(db, principal, id);
+export async function launchWorkflow(db: Db, env: Env, principal: Principal, launch: LaunchRequest): Promise<Launched> {
+  const { inputs = {}, threadId, toolCallKey } = launch;
+  const row = await resolveLaunchId(db, principal, launch.workflowId);
   if (threadId !== undefined) {
     const [thread] = await db
       .select({ id: threads.id })
