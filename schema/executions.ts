@@ -75,8 +75,8 @@ export type ArtifactRow = typeof artifacts.$inferSelect;
 /**
  * A run's tool calls whose effect is a D1 batch (appending to memory, recording a workflow's
  * launch): the key (a digest of the turn and the model's call id) is written in that batch, so the
- * call made again by a turn cut off during it fails whole instead of acting twice. Kept a day (hourly housekeeping); a turn
- * ends within 65 minutes.
+ * call made again by a turn cut off during it fails whole instead of acting twice. Kept a day
+ * (hourly housekeeping); a turn ends within 65 minutes.
  */
 export const runToolCalls = sqliteTable('run_tool_calls', {
   key: text('key').primaryKey(),
