@@ -23,6 +23,18 @@ export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor
 export const ratio = (a: number, b: number) => (a / b).toFixed(2);
 
 /**
+ * A measure's line ending as every bench prints it: `ratio 0.36   (higher is better, target ≥ 0.6:
+ * not met; detail)`. The target, where the measure has one (bench/README.md, Targets), is
+ * judged on the printed (rounded) ratio.
+ */
+export function measured(service: number, baseline: number, better: 'higher' | 'lower', detail: string, target?: number): string {
+  const printed = ratio(service, baseline);
+  const within = better === 'higher' ? Number(printed) >= target! : Number(printed) <= target!;
+  const verdict = target === undefined ? '' : `, target ${better === 'higher' ? '≥' : '≤'} ${target}: ${within ? 'met' : 'not met'}`;
+  return `ratio ${printed}   (${better} is better${verdict}; ${detail})`;
+}
+
+/**
  * wrangler.toml with `main` replaced by a bench Worker (a path relative to bench/), written
  * beside it (its other paths made relative to bench/ too); the cron trigger is dropped so housekeeping never runs during a measurement.
  */
