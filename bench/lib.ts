@@ -22,16 +22,35 @@ process.env.X_LOCAL_OBSERVABILITY = 'false';
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 export const ratio = (a: number, b: number) => (a / b).toFixed(2);
 
+/** The targets, as bench/README.md's Targets section lists them: each judges one printed ratio. */
+export const TARGETS = {
+  firstMessage: { better: 'lower', bound: 4 },
+  streamRate: { better: 'higher', bound: 0.5 },
+  subscribers100: { better: 'lower', bound: 1.1 },
+  subscribers1000: { better: 'lower', bound: 1.2 },
+  apiKeyThroughput: { better: 'higher', bound: 0.6 },
+  sessionThroughput: { better: 'higher', bound: 0.5 },
+  oauthThroughput: { better: 'higher', bound: 0.5 },
+  closedLoopP99: { better: 'lower', bound: 1.5 },
+  openLoopP99: { better: 'lower', bound: 2 },
+  workflowStep: { better: 'lower', bound: 1 },
+  traceListing: { better: 'lower', bound: 1.3 },
+} as const satisfies Record<string, { better: Better; bound: number }>;
+
+type Better = 'higher' | 'lower';
+export type Target = (typeof TARGETS)[keyof typeof TARGETS];
+
 /**
  * A measure's line ending as every bench prints it: `ratio 0.36   (higher is better, target ≥ 0.6:
- * not met; detail)`. The target, where the measure has one (bench/README.md, Targets), is
- * judged on the printed (rounded) ratio.
+ * not met; detail)`, the verdict judged on the printed (rounded) ratio. A measure without a
+ * target names which way is better instead.
  */
-export function measured(service: number, baseline: number, better: 'higher' | 'lower', detail: string, target?: number): string {
+export function measured(service: number, baseline: number, judge: Target | Better, detail: string): string {
   const printed = ratio(service, baseline);
-  const within = better === 'higher' ? Number(printed) >= target! : Number(printed) <= target!;
-  const verdict = target === undefined ? '' : `, target ${better === 'higher' ? '≥' : '≤'} ${target}: ${within ? 'met' : 'not met'}`;
-  return `ratio ${printed}   (${better} is better${verdict}; ${detail})`;
+  if (typeof judge === 'string') return `ratio ${printed}   (${judge} is better; ${detail})`;
+  const met = judge.better === 'higher' ? Number(printed) >= judge.bound : Number(printed) <= judge.bound;
+  const sign = judge.better === 'higher' ? '≥' : '≤';
+  return `ratio ${printed}   (${judge.better} is better, target ${sign} ${judge.bound}: ${met ? 'met' : 'not met'}; ${detail})`;
 }
 
 /**

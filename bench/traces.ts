@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { measured, median, startService, writeBenchConfig, type BenchService } from './lib';
+import { measured, median, startService, TARGETS, writeBenchConfig, type BenchService } from './lib';
 
 const CONFIG = 'bench/.service.wrangler.toml';
 const LARGE = 100_000;
@@ -152,7 +152,7 @@ async function main() {
       }
       const [l, s] = [median(times.large), median(times.small)];
       console.log(
-        `  ${q.name.padEnd(38)} ${measured(l, s, 'lower', `${l.toFixed(1)} ms for ${items.large} items, ${s.toFixed(1)} ms for ${items.small}`, 1.3)}`,
+        `  ${q.name.padEnd(38)} ${measured(l, s, TARGETS.traceListing, `${l.toFixed(1)} ms for ${items.large} items, ${s.toFixed(1)} ms for ${items.small}`)}`,
       );
     }
   } finally {

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { measured, median, startService, writeBenchConfig } from './lib';
+import { measured, median, startService, TARGETS, writeBenchConfig } from './lib';
 
 const ROUNDS = 3;
 const STEPS = 50;
@@ -122,7 +122,7 @@ async function main() {
     const c = median(perStep.cloudflare);
     const k = median(skillSteps);
     console.log(`workflow engine vs Cloudflare Workflows, ${STEPS}-step mapping workflow (median of ${ROUNDS} rounds)`);
-    console.log(`  per-step overhead   ${measured(s, c, 'lower', `service ${s.toFixed(1)} ms, step.do ${c.toFixed(1)} ms`, 1)}`);
+    console.log(`  per-step overhead   ${measured(s, c, TARGETS.workflowStep, `service ${s.toFixed(1)} ms, step.do ${c.toFixed(1)} ms`)}`);
     console.log(`${SKILL_STEPS} skill steps (each after a mapping), overhead per step beyond the skill run itself (median of ${ROUNDS} rounds)`);
     console.log(`  per-step overhead   ${measured(k, c, 'lower', `service ${k.toFixed(1)} ms, step.do ${c.toFixed(1)} ms`)}`);
   } finally {
