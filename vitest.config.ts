@@ -31,8 +31,8 @@ export default defineConfig(async () => {
             GITHUB_API_BASE_URL: `http://127.0.0.1:${FIXTURE_PORT}/github`,
             // The tests' base URL is the service's public origin (browsers on it may call /mcp).
             PUBLIC_ORIGIN: 'https://service.test',
-            // Client metadata documents come from the fixture server, on http://127.0.0.1.
-            OAUTH_ALLOW_HTTP_LOOPBACK_CLIENT_METADATA: 'true',
+            // The fixture server is on http://127.0.0.1 (client metadata documents, http_request targets).
+            LOCAL_DEVELOPMENT: 'true',
           },
         },
       }),

@@ -23,8 +23,8 @@ export interface Env extends GeneratedEnv {
   MCP_ALLOWED_ORIGINS?: string;
   /** The service's public origin (`https://skills.example.com`): browsers on it may call /mcp (docs/mcp-clients.md). */
   PUBLIC_ORIGIN?: string;
-  /** `true` lets an OAuth client id be an http://localhost metadata document URL: tests and local development only, never deployed. */
-  OAUTH_ALLOW_HTTP_LOOPBACK_CLIENT_METADATA?: string;
+  /** `true` on a developer's machine and in tests only (workers/lib/local-development.ts); `npm run deploy` refuses it. */
+  LOCAL_DEVELOPMENT?: string;
   /** GitHub's REST API base (default https://api.github.com; GitHub Enterprise: https://HOST/api/v3). Set but unusable: the connector is not configured. */
   GITHUB_API_BASE_URL?: string;
 }

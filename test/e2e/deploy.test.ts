@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -21,10 +21,29 @@ describe('wrangler deploy --dry-run', () => {
       console.log(`Worker bundle: ${size![1]} KiB, ${gzipKiB} KiB gzipped (limit ${FREE_PLAN_LIMIT_KIB} KiB on the Free plan)`);
       expect(gzipKiB).toBeLessThan(FREE_PLAN_LIMIT_KIB);
       for (const binding of ['env.DB', 'env.BUCKET', 'env.EXECUTION_SESSION', 'env.RATE_LIMITER', 'env.WORKFLOW_STEPS']) expect(stdout).toContain(binding);
-      // Tests and local development only: a deployed service never fetches client metadata over http.
-      expect(stdout).not.toContain('OAUTH_ALLOW_HTTP_LOOPBACK_CLIENT_METADATA');
+      // Tests and local development only: a deployed service never reaches loopback or private addresses for its users.
+      expect(stdout).not.toContain('LOCAL_DEVELOPMENT');
     } finally {
       rmSync(outdir, { recursive: true, force: true });
+    }
+  });
+
+  it('npm run deploy refuses a configuration that turns on local development', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wss-deploy-check-'));
+    const check = join(process.cwd(), 'scripts/deploy-check.mjs');
+    try {
+      const config = readFileSync('wrangler.toml', 'utf8');
+      writeFileSync(join(dir, 'wrangler.toml'), config);
+      await promisify(execFile)(process.execPath, [check], { cwd: dir });
+      writeFileSync(join(dir, 'wrangler.toml'), config.replace('[vars]\n', '[vars]\nLOCAL_DEVELOPMENT = "true"\n'));
+      const refused = await promisify(execFile)(process.execPath, [check], { cwd: dir }).then(
+        () => null,
+        (error: { code: number; stderr: string }) => error,
+      );
+      expect(refused?.code).toBe(1);
+      expect(refused?.stderr).toContain('LOCAL_DEVELOPMENT');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

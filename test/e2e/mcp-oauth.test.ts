@@ -55,7 +55,7 @@ describe('stock MCP clients signing in with nothing but the URL', () => {
     }).listen(port, '127.0.0.1');
     [service, browser] = await Promise.all([
       // Only for this local run: the metadata document is served over http on a loopback address.
-      startPrepared(90_000, { args: ['--var', 'OAUTH_ALLOW_HTTP_LOOPBACK_CLIENT_METADATA:true'] }),
+      startPrepared(90_000, { args: ['--var', 'LOCAL_DEVELOPMENT:true'] }),
       launchChromium(),
     ]);
   });

@@ -7,6 +7,7 @@ import { jwks } from '../auth/oauth/signing-keys';
 import { ConsentPage, MessagePage } from '../auth/pages';
 import { csrfToken, csrfValid, pagePrincipal, renderPage } from '../auth/web';
 import type { AppEnv, Env } from '../env';
+import { isLocalDevelopment } from '../lib/local-development';
 import { hitRateLimit } from '../lib/rate-limit';
 import { userOf } from '../services/accounts';
 import { documentedProtocol } from './openapi';
@@ -36,7 +37,7 @@ const REGISTRATIONS_PER_IP = 20;
 const REGISTRATION_WINDOW_MS = 3600_000;
 
 /** Tests and local development may serve client metadata documents on http://localhost; never in production. */
-const metadataOptions = (env: Env): MetadataFetchOptions => ({ allowHttpLoopback: env.OAUTH_ALLOW_HTTP_LOOPBACK_CLIENT_METADATA === 'true' });
+const metadataOptions = (env: Env): MetadataFetchOptions => ({ allowHttpLoopback: isLocalDevelopment(env) });
 
 /** RFC 6749 5.1: token responses (and errors) must not be cached. */
 function noStore(c: Ctx) {
