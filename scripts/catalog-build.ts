@@ -4,15 +4,16 @@
  * Reads skill bundles (each a folder with SKILL.md; a folder argument may be one bundle or a
  * folder of bundles), validates them with the same rules the service applies to uploads,
  * and writes catalog/dist/catalog.json for `npm run catalog:load`. Defaults: catalog/skills.
- * `repository` is the public URL of the folder's git remote (`origin`), or `--repository <url>`,
- * or null when neither is public (never a local path); `commitHash` comes from git unless given.
+ * `repository` is `--repository <url>`, else the public URL of the folder's git remote (`origin`),
+ * else the `repository` of package.json (which a deployer sets), else the stable name `built-in`:
+ * always a string, never a local path. `commitHash` comes from git unless given.
  */
 import { execFileSync } from 'node:child_process';
 import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BundleError, type BundleFile, validateBundle } from '../workers/lib/bundle';
-import type { CatalogEntry } from '../workers/services/catalog';
+import { BUILT_IN_REPOSITORY, type CatalogEntry } from '../workers/services/catalog';
 import { publicRepositoryUrl } from './repository-url';
 
 const { values, positionals } = parseArgs({
@@ -56,11 +57,18 @@ if (flagRepository === null) {
   process.exit(1);
 }
 
-/** The public URL of the folder's git remote; null when it has none (a local catalog). */
-function repositoryOf(dir: string): string | null {
+/** package.json's `repository` (a string or `{url}`), when it names a public repository. */
+function packageRepository(): string | null {
+  const { repository } = JSON.parse(readFileSync('package.json', 'utf8')) as { repository?: string | { url?: string } };
+  const url = typeof repository === 'string' ? repository : repository?.url;
+  return url === undefined ? null : publicRepositoryUrl(url);
+}
+
+/** Where the folder's skills come from, as the catalog's `repository` says it. */
+function repositoryOf(dir: string): string {
   if (flagRepository) return flagRepository;
   const remote = git(dir, ['remote', 'get-url', 'origin']);
-  return remote === undefined ? null : publicRepositoryUrl(remote);
+  return (remote === undefined ? null : publicRepositoryUrl(remote)) ?? packageRepository() ?? BUILT_IN_REPOSITORY;
 }
 
 /** The last commit that touched the bundle, or `uncommitted`. */

@@ -98,4 +98,12 @@ describe('npm run catalog:load', () => {
     expect(generated.r2_buckets).toEqual([{ binding: 'BUCKET', bucket_name: 'workspace-skills', remote: true }]);
     expect(await rows()).toEqual(before);
   });
+
+  it('names a catalog with no public repository `built-in`, never null or a local path', async () => {
+    const out = join(dir, 'no-remote.json');
+    await tsx(['scripts/catalog-build.ts', skills(), '--out', out]);
+    const entries = JSON.parse(readFileSync(out, 'utf8')) as { repository: unknown }[];
+    expect(entries.length).toBeGreaterThan(0);
+    for (const entry of entries) expect(entry.repository).toBe('built-in');
+  });
 });

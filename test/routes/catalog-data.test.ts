@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { CATEGORIES } from '../../schema/skills';
-import { CatalogEntry } from '../../workers/services/catalog';
+import { BUILT_IN_REPOSITORY, CatalogEntry } from '../../workers/services/catalog';
 import { call, expectError, signUp } from '../helpers/api';
 import { catalogEntry, seedCatalog } from '../helpers/skills';
 
-/** Catalog categories are lower-case slugs with display names; `repository` is a public URL or null. */
+/** Catalog categories are lower-case slugs with display names; `repository` is a public URL or the built-in catalog's name. */
 
 describe('catalog categories', () => {
   it('are lower-case slugs with display names', async () => {
@@ -40,18 +40,19 @@ describe('catalog categories', () => {
 });
 
 describe('catalog repository', () => {
-  it('is null when the catalog has no public repository, and never a local path', async () => {
-    await seedCatalog([{ ...catalogEntry('no-remote-skill'), repository: null }]);
-    const item = ((await call('/api/v1/marketplace/skills')).body as { slug: string; repository: string | null }[]).find((s) => s.slug === 'no-remote-skill');
-    expect(item).toMatchObject({ repository: null });
-    expect((await call('/api/v1/marketplace/skills/no-remote-skill')).body.repository).toBeNull();
+  it('is the built-in name when the catalog has no public repository: a string on every item, never null or a local path', async () => {
+    await seedCatalog([{ ...catalogEntry('no-remote-skill'), repository: BUILT_IN_REPOSITORY }]);
+    const items = (await call('/api/v1/marketplace/skills')).body as { slug: string; repository: unknown }[];
+    expect(items.find((s) => s.slug === 'no-remote-skill')).toMatchObject({ repository: 'built-in' });
+    for (const item of items) expect(typeof item.repository, item.slug).toBe('string');
+    expect((await call('/api/v1/marketplace/skills/no-remote-skill')).body.repository).toBe('built-in');
     const user = await signUp();
     const installed = await call('/api/v1/skills/no-remote-skill/install', { token: user.token, method: 'POST' });
     expect(installed.status).toBe(200);
-    expect(installed.body).not.toHaveProperty('repository');
+    expect(installed.body.repository).toBe('built-in');
 
-    for (const repository of ['/home/dev/skills', 'catalog', 'file:///srv/skills.git']) {
-      expect(CatalogEntry.safeParse({ ...catalogEntry('x'), repository }).success, repository).toBe(false);
+    for (const repository of [null, '/home/dev/skills', 'catalog', 'file:///srv/skills.git']) {
+      expect(CatalogEntry.safeParse({ ...catalogEntry('x'), repository }).success, String(repository)).toBe(false);
     }
     expect(CatalogEntry.safeParse({ ...catalogEntry('x'), repository: 'https://github.com/acme/skills' }).success).toBe(true);
   });

@@ -10,14 +10,18 @@ import { loadBundle, storeBundle } from '../lib/bundle-store';
 import { now } from '../lib/clock';
 import { CursorQuery, cursorPage, DEFAULT_PAGE, mapPage, MAX_PAGE } from '../lib/pagination';
 
+/**
+ * The `repository` of a catalog built where no public repository is known (no public git remote
+ * and no `repository` in package.json): a stable name, since the spec's list item has a string
+ * there, and never a local path.
+ */
+export const BUILT_IN_REPOSITORY = 'built-in';
+
 /** One skill as the importer emits it (catalog/dist/catalog.json): metadata plus its files. */
 export const CatalogEntry = z.object({
   slug: z.string(),
-  /** The repository's public URL, or null (a catalog built outside a repository with a public remote). */
-  repository: z
-    .url({ protocol: /^https?$/ })
-    .max(500)
-    .nullable(),
+  /** The repository's public URL, or BUILT_IN_REPOSITORY. */
+  repository: z.union([z.url({ protocol: /^https?$/ }).max(500), z.literal(BUILT_IN_REPOSITORY)]),
   commitHash: z.string().min(1).max(64),
   files: z.array(z.object({ path: z.string(), base64: z.string() })),
 });
@@ -100,7 +104,7 @@ export const MarketplaceItem = z.object({
   name: z.string(),
   description: z.string(),
   category: z.string(),
-  repository: z.string().nullable(),
+  repository: z.string(),
 });
 export type MarketplaceItem = z.infer<typeof MarketplaceItem>;
 
@@ -122,7 +126,8 @@ const presentItem = (row: CatalogSkillRow): MarketplaceItem => ({
   name: row.name,
   description: row.description,
   category: row.category,
-  repository: row.repository,
+  // The column is nullable for skills' provenance; every catalog load writes a string.
+  repository: row.repository ?? BUILT_IN_REPOSITORY,
 });
 
 const presentDetail = (row: CatalogSkillRow): MarketplaceDetail => ({
