@@ -97,7 +97,7 @@ describe('secrets never leak', () => {
 
     const signIn = await call('/auth/sign-in/email', { body: { email, password } });
     expect(signIn.status).toBe(200);
-    canaries.set('second session token', signIn.body.token);
+    canaries.set('sign-in session token', signIn.body.token);
     saw('POST /auth/sign-in/email → 200', JSON.stringify(signIn.body).split(signIn.body.token).join('<issued>'));
     expect((await api('/auth/sign-in/email', { body: { email, password: `${password}-wrong` } })).status).toBe(401);
     expect((await api('/auth/sign-up/email', { body: { email, password, name: 'Again' }, headers: { 'cf-connecting-ip': '2001:db8::ee2' } })).status).toBe(409);
