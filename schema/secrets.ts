@@ -32,6 +32,8 @@ export const skillSecretBindings = sqliteTable(
       .notNull()
       .references(() => secrets.id, { onDelete: 'cascade' }),
     envVar: text('env_var').notNull(),
+    /** The origins (`https://host[:port]`) a run may send the value to, in a request header only; none: never sent. */
+    origins: text('origins', { mode: 'json' }).$type<string[]>().notNull().default([]),
     createdAt: integer('created_at').notNull(),
   },
   (t) => [uniqueIndex('bindings_skill_env_idx').on(t.skillId, t.envVar)],

@@ -111,7 +111,9 @@ describe('/approve (agent consents and permission requests)', () => {
     });
     expect(html).toContain('Helper Bot asks for access');
     expect(html).toContain('To read &lt;your&gt; notes');
-    expect(html).toMatch(/Run skills \(this spends your credits\)<span class="badge">sensitive<\/span>/);
+    expect(html).toMatch(
+      /Run skills, which can send this workspace’s bound secrets to the sites each secret is bound to \(this spends your credits\)<span class="badge">sensitive<\/span>/,
+    );
     expect(res.status).toBe(200);
     expect(text).toContain('Agent approved');
 

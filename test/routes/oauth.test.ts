@@ -240,7 +240,7 @@ describe('GET /auth/oauth2/authorize', () => {
     expect(html).toContain('It calls itself “Test client”.');
     expect(html).toContain('See your name, email and workspaces');
     expect(html).toMatch(
-      /<li class="sensitive"><input type="checkbox" id="scope-1" name="scopes" value="tool:execute" checked=""\/> <label for="scope-1" class="inline sensitive">Run skills \(this spends your credits\)<span class="badge">sensitive<\/span>/,
+      /<li class="sensitive"><input type="checkbox" id="scope-1" name="scopes" value="tool:execute" checked=""\/> <label for="scope-1" class="inline sensitive">Run skills, which can send this workspace’s bound secrets to the sites each secret is bound to \(this spends your credits\)<span class="badge">sensitive<\/span>/,
     );
     expect(html).not.toMatch(/<li class="sensitive"><input[^>]*value="profile:read"/);
     expect(html).toContain('<label for="workspace_id">');

@@ -36,6 +36,7 @@ describe('skill secret bindings', () => {
       secretId: secret.id,
       secretName: 'DEPLOY_TOKEN',
       envVar: 'TOKEN',
+      origins: [],
       createdAt: expect.any(String),
     });
     // The raw numeric id, as a string or a number, names the same secret.

@@ -5,17 +5,17 @@ import { turnOf } from '../helpers/turns';
 import { openDb } from '../../workers/lib/db';
 
 const db = openDb(env.DB);
-const SECRETS = [{ envVar: 'API_TOKEN', value: 'tok-live-0123456789' }];
+const SECRETS = [{ envVar: 'API_TOKEN', value: 'tok-live-0123456789', origins: [inject('fixtureOrigin')] }];
 const turn = turnOf(null);
 const httpTool = (secrets = SECRETS) => runTools(db, env, turn, secrets).find((t) => t.spec.name === 'http_request')!;
 
 describe('the http_request run tool', () => {
-  it('sends bound secrets filled in, and hands the model the answer with every value masked', async () => {
+  it('sends a bound secret filled in, in a header to its origin, and hands the model the answer with every value masked', async () => {
     const result = await httpTool().run({
       url: `${inject('fixtureOrigin')}/echo`,
       method: 'post',
       headers: { authorization: 'Bearer ${API_TOKEN}', 'x-plain': 'visible' },
-      body: 'token=${API_TOKEN}',
+      body: 'plain',
     });
     expect(result.isError).toBe(false);
     expect(result.content.startsWith('HTTP 200\n\n')).toBe(true);
@@ -24,7 +24,7 @@ describe('the http_request run tool', () => {
     expect(echoed).toMatchObject({
       method: 'POST',
       headers: { authorization: 'Bearer [secret API_TOKEN]', 'x-plain': 'visible' },
-      body: 'token=[secret API_TOKEN]',
+      body: 'plain',
     });
     expect(result.content).not.toContain('tok-live');
   });

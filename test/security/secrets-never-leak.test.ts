@@ -74,7 +74,7 @@ afterAll(() => vi.restoreAllMocks());
 
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
 const db = openDb(env.DB);
-const httpTool = (secrets: { envVar: string; value: string }[]) => {
+const httpTool = (secrets: { envVar: string; value: string; origins: string[] }[]) => {
   const turn = turnOf(null, { workspaceId: 'ws', userId: 'u', requestId: 'r', turnKey: 't' });
   return runTools(db, env, turn, secrets).find((t) => t.spec.name === 'http_request')!;
 };
@@ -193,7 +193,10 @@ describe('secrets never leak', () => {
     expect((await api(`/api/v1/secrets/${secret.body.id}`, { ...auth, method: 'PATCH', body: { name: 'API_TOKEN' } })).status).toBe(200);
     expect((await api(`/api/v1/secrets/${secret.body.id}`, { ...auth, method: 'PATCH', body: { name: 'bad name', value: rotatedValue } })).status).toBe(400);
     await api('/api/v1/secrets', auth);
-    expect((await api('/api/v1/skills/notes/secrets', { ...auth, body: { secretId: secret.body.id, envVar: 'API_TOKEN' } })).status).toBe(201);
+    expect(
+      (await api('/api/v1/skills/notes/secrets', { ...auth, body: { secretId: secret.body.id, envVar: 'API_TOKEN', origins: [inject('fixtureOrigin')] } }))
+        .status,
+    ).toBe(201);
     await api('/api/v1/skills/notes/secrets', auth);
 
     // The workspace's live execution feed, open for every run that follows.
@@ -232,9 +235,8 @@ describe('secrets never leak', () => {
     expect(byokRun.status).toBe(200);
     executions.push({ id: byokRun.body.executionId });
     const byokStatus = await waitForStatus(user, byokRun.body.executionId, 'completed');
-    // The echo fixture did receive the value; only the masking stands between it and the user.
+    // The echo fixture, the origin the secret is bound to, did receive the value; only the masking stands between it and the user.
     expect(byokStatus.outputBlocks[0].text).toContain('"authorization":"Bearer [secret API_TOKEN]"');
-    expect(byokStatus.outputBlocks[0].text).toContain('token=[secret API_TOKEN]');
 
     // Connectors: a canary GitHub token, REST and MCP, a refused token, a run with the connector.
     const githubToken = `ghp_fixture_canary${crypto.randomUUID().replace(/-/g, '').slice(0, 16)}`;
@@ -439,22 +441,31 @@ describe('secrets never leak', () => {
 
   it('keeps every character of a secret out of an http_request answer cut off in the middle of it', async () => {
     const value = canary('cut');
-    const http = httpTool([{ envVar: 'TOKEN', value }]);
-    const echo = (filler: number) => http.run({ url: `${inject('fixtureOrigin')}/echo`, method: 'POST', body: `${'x'.repeat(filler)}\${TOKEN}` });
-    // Where the echoed body puts the value (a body of the same order of size, so the echoed content-length has as many digits).
+    const http = httpTool([{ envVar: 'TOKEN', value, origins: [inject('fixtureOrigin')] }]);
+    // The echo answers the body before the headers, so the value comes after the filler.
+    const echo = (filler: number) =>
+      http.run({ url: `${inject('fixtureOrigin')}/echo`, method: 'POST', headers: { 'x-token': '${TOKEN}' }, body: 'x'.repeat(filler) });
+    // Where the echo puts the value (a body of the same order of size, so the echoed content-length has as many digits).
     const probe = 60_000;
     const head = 'HTTP 200\n\n'.length;
     const at = (await echo(probe)).content.indexOf('[secret TOKEN]') - head;
     // Now the answer is cut (at 64 KiB) five characters into the value.
     const cut = await echo(probe + 64 * 1024 - 5 - at);
-    expect(cut.content.endsWith('xxxxx\n[truncated]')).toBe(true);
+    expect(cut.content.endsWith('"x-token":"\n[truncated]')).toBe(true);
     expect(cut.content).not.toContain(value.slice(0, 5));
   });
 
   it('keeps a secret out of what http_request tells the model when the request cannot be sent', async () => {
     // Upper-case letters too: a URL's host is lower-cased, so masking the parsed URL would miss it.
     const value = `Canary-Host-${crypto.randomUUID().slice(0, 8)}`;
-    const http = httpTool([{ envVar: 'HOST_PART', value }]);
-    expect(await http.run({ url: `https://\${HOST_PART}.invalid/` })).toEqual({ content: 'https://${HOST_PART}.invalid/ could not be reached', isError: true });
+    const http = httpTool([{ envVar: 'HOST_PART', value, origins: ['https://host.invalid'] }]);
+    expect(await http.run({ url: 'https://host.invalid/', headers: { authorization: '${HOST_PART}' } })).toEqual({
+      content: 'https://host.invalid/ could not be reached',
+      isError: true,
+    });
+    expect(await http.run({ url: `https://\${HOST_PART}.invalid/` })).toEqual({
+      content: 'HOST_PART cannot go in the url: a secret is sent only in a header',
+      isError: true,
+    });
   });
 });

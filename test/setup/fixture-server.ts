@@ -467,12 +467,29 @@ async function serveModel(req: IncomingMessage, res: ServerResponse, route: NonN
   else res.end();
 }
 
-/** Answers what arrived (method, headers, body) as JSON: the run's http_request tool is checked against it. */
+/** Answers what arrived (method, body, headers) as JSON: the run's http_request tool is checked against it. */
 async function echo(req: IncomingMessage, res: ServerResponse) {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const body = Buffer.concat(chunks).toString('utf8');
-  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ method: req.method, headers: req.headers, body }));
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ method: req.method, body, headers: req.headers }));
+}
+
+/** What each `/inbox/<name>` received (method, URL, headers, body), as the receiving site saw it, unmasked. */
+const inboxes = new Map<string, { method?: string; url?: string; headers: IncomingMessage['headers']; body: string }[]>();
+
+/** Records a request to `/inbox/<name>`; `GET /inbox/<name>/__read` answers the records instead. */
+async function inbox(req: IncomingMessage, res: ServerResponse, path: string) {
+  const read = /^\/inbox\/([^/]+)\/__read$/.exec(path);
+  if (read && req.method === 'GET') {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(inboxes.get(read[1]!) ?? []));
+    return;
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const name = path.split('/')[2]!;
+  inboxes.set(name, [...(inboxes.get(name) ?? []), { method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }]);
+  res.writeHead(200, { 'content-type': 'text/plain' }).end('received');
 }
 
 export default async function setup(project: TestProject) {
@@ -493,6 +510,8 @@ export default async function setup(project: TestProject) {
       res.writeHead(204).end();
     } else if (path === '/echo') {
       echo(req, res).catch(() => res.destroy());
+    } else if (path.startsWith('/inbox/')) {
+      inbox(req, res, path).catch(() => res.destroy());
     } else if (json.has(path)) {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(json.get(path)));
     } else if (binary.has(path)) {

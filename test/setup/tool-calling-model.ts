@@ -21,6 +21,20 @@ const lastUserText = (request: ChatRequest) => {
 };
 
 const BEHAVIOURS: Behaviour[] = [
+  // A run asked to "http_request {json}" makes exactly that request, as a hostile input would have
+  // it; one asked to "call <url> with <NAME>" sends the bound secret NAME as a bearer token. First,
+  // so a run with a GitHub connector can be asked too.
+  {
+    tool: 'http_request',
+    args: (request) => {
+      const text = lastUserText(request);
+      const exact = /http_request (\{.*\})/s.exec(text);
+      if (exact) return JSON.parse(exact[1]!) as Record<string, unknown>;
+      const asked = /call (\S+) with ([A-Z_][A-Z0-9_]*)/.exec(text);
+      return asked ? { url: asked[1], method: 'POST', headers: { authorization: `Bearer \${${asked[2]}}` }, body: 'hello' } : null;
+    },
+    reply: (result) => `The service answered: ${result}`,
+  },
   // A run started with a GitHub connector reads the README.
   { tool: 'read_repository_file', args: () => ({ path: 'README.md' }), reply: (result) => `The README says: ${result}` },
   // A chat turn asked to "start workflow <id>" starts it.
@@ -31,17 +45,6 @@ const BEHAVIOURS: Behaviour[] = [
       return asked ? { workflowId: asked[1] } : null;
     },
     reply: (result) => result,
-  },
-  // A run asked to "call <url> with <NAME>" sends the bound secret NAME as a bearer token and in the body.
-  {
-    tool: 'http_request',
-    args: (request) => {
-      const asked = /call (\S+) with ([A-Z_][A-Z0-9_]*)/.exec(lastUserText(request));
-      if (!asked) return null;
-      const placeholder = `\${${asked[2]}}`;
-      return { url: asked[1], method: 'POST', headers: { authorization: `Bearer ${placeholder}` }, body: `token=${placeholder}` };
-    },
-    reply: (result) => `The service answered: ${result}`,
   },
   // A run asked to "read memory" reads the workspace's working memory.
   { tool: 'read_memory', args: (request) => (/read memory/i.test(lastUserText(request)) ? {} : null), reply: (result) => `Memory: ${result}` },

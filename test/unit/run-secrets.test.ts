@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { eventRedactor, redactDeep, redactSecrets, resolveSecrets, secretsNotice } from '../../workers/runtime/run-secrets';
+import { eventRedactor, redactDeep, redactSecrets, refuseSecretsIn, resolveSecrets, secretsNotice } from '../../workers/runtime/run-secrets';
 
+const API = 'https://api.example.test';
 const SECRETS = [
-  { envVar: 'API_TOKEN', value: 'tok-1234567890' },
-  { envVar: 'SHORT', value: 'tok-12' },
+  { envVar: 'API_TOKEN', value: 'tok-1234567890', origins: [API] },
+  { envVar: 'SHORT', value: 'tok-12', origins: [API, 'https://other.example.test'] },
+  { envVar: 'NOWHERE', value: 'tok-nowhere', origins: [] },
 ];
 const msg = (text: string) => ({ type: 'agent.message', payload: { content: [{ type: 'text', text }] } });
 const textOf = (events: { type: string; payload: object }[]) =>
@@ -13,10 +15,22 @@ const textOf = (events: { type: string; payload: object }[]) =>
     .join('');
 
 describe('resolving and masking a run’s secrets', () => {
-  it('fills ${NAME} with the bound value and refuses an unbound name', () => {
-    expect(resolveSecrets('Bearer ${API_TOKEN}; ${SHORT}', SECRETS)).toBe('Bearer tok-1234567890; tok-12');
-    expect(resolveSecrets('no placeholders, $API_TOKEN, ${lower}', SECRETS)).toBe('no placeholders, $API_TOKEN, ${lower}');
-    expect(() => resolveSecrets('${MISSING}', SECRETS)).toThrow('No secret MISSING is bound to this skill');
+  it('fills ${NAME} with the bound value for an origin it is bound to, and refuses an unbound name', () => {
+    expect(resolveSecrets('Bearer ${API_TOKEN}; ${SHORT}', API, SECRETS)).toBe('Bearer tok-1234567890; tok-12');
+    expect(resolveSecrets('no placeholders, $API_TOKEN, ${lower}', API, SECRETS)).toBe('no placeholders, $API_TOKEN, ${lower}');
+    expect(() => resolveSecrets('${MISSING}', API, SECRETS)).toThrow('No secret MISSING is bound to this skill');
+  });
+
+  it('refuses a secret for an origin it is not bound to, one bound to no origin, and any in a url or body, naming no value', () => {
+    expect(() => resolveSecrets('${API_TOKEN}', 'https://other.example.test', SECRETS)).toThrow(
+      'API_TOKEN may be sent only to https://api.example.test, not to https://other.example.test',
+    );
+    expect(() => resolveSecrets('${NOWHERE}', API, SECRETS)).toThrow('NOWHERE is bound to no site, so it is never sent');
+    expect(() => refuseSecretsIn('https://api.example.test/?k=${API_TOKEN}', 'url', SECRETS)).toThrow(
+      'API_TOKEN cannot go in the url: a secret is sent only in a header',
+    );
+    expect(() => refuseSecretsIn('x ${MISSING}', 'body', SECRETS)).toThrow('No secret MISSING is bound to this skill');
+    expect(() => refuseSecretsIn('no placeholders, $API_TOKEN', 'body', SECRETS)).not.toThrow();
   });
 
   it('masks every occurrence, the longest value first, in text and in any JSON value', () => {
@@ -35,10 +49,12 @@ describe('resolving and masking a run’s secrets', () => {
     });
   });
 
-  it('tells the model the names and how to use them, never the values', () => {
+  it('tells the model the names, where each may go and how to use them, never the values', () => {
     const notice = secretsNotice(SECRETS);
-    expect(notice).toContain('API_TOKEN, SHORT');
-    expect(notice).toContain('${NAME}');
+    expect(notice).toContain(
+      'API_TOKEN (sent only to https://api.example.test); SHORT (sent only to https://api.example.test, https://other.example.test); NOWHERE (never sent: bound to no site)',
+    );
+    expect(notice).toContain('${NAME} in a header value');
     expect(notice).not.toContain('tok-');
     expect(secretsNotice([])).toBe('');
   });

@@ -1,8 +1,8 @@
 import { AppError } from '../errors';
-import { UnknownSecretError } from './run-secrets';
+import { SecretUseError } from './run-secrets';
 
 /** A tool's refusal as the model sees it: the service's own message, never an internal one. */
 export const failed = (error: unknown, fallback = 'The tool failed') => ({
-  content: error instanceof AppError || error instanceof UnknownSecretError ? error.message : fallback,
+  content: error instanceof AppError || error instanceof SecretUseError ? error.message : fallback,
   isError: true,
 });

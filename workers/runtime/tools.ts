@@ -9,7 +9,7 @@ import { toolCallKey } from '../services/run-tool-calls';
 import type { RunSecret } from '../services/skill-secrets';
 import type { AgentTool } from './agent-loop';
 import { capabilityAgentTool, runContext } from './capability-tools';
-import { redactSecrets, resolveSecrets, withoutPartialValue } from './run-secrets';
+import { redactSecrets, refuseSecretsIn, resolveSecrets, withoutPartialValue } from './run-secrets';
 import { failed } from './tool-errors';
 
 /** What http_request hands back to the model: enough for an API answer, small for the context. */
@@ -35,23 +35,26 @@ const stringRecord = (value: unknown): Record<string, string> =>
   value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, String(v)])) : {};
 
 /**
- * One HTTP request on the run's behalf, with `${NAME}` secrets filled in at the last moment.
- * Redirects are not followed, so a credential in a header never travels to a host the model
- * did not name; the answer (status and at most MAX_RESPONSE_BYTES of body) comes back masked.
+ * One HTTP request on the run's behalf. A secret goes only in a header value, written `${NAME}`,
+ * and only to an origin its binding names: the origin of the URL as the model wrote it, which
+ * holds no secret. Anything else is refused before a byte is sent. Redirects are not followed,
+ * so a credential in a header never travels to a host the model did not name; the answer
+ * (status and at most MAX_RESPONSE_BYTES of body) comes back masked.
  */
 async function httpRequest(args: Record<string, unknown>, secrets: readonly RunSecret[]) {
   const method = String(args.method ?? 'GET').toUpperCase();
   if (!(HTTP_METHODS as readonly string[]).includes(method)) return { content: `method must be one of ${HTTP_METHODS.join(', ')}`, isError: true };
-  const url = outboundUrl(resolveSecrets(String(args.url ?? ''), secrets), 'url');
-  const headers = Object.fromEntries(Object.entries(stringRecord(args.headers)).map(([k, v]) => [k, resolveSecrets(v, secrets)]));
-  const body = args.body === undefined || method === 'GET' ? undefined : resolveSecrets(String(args.body), secrets);
+  const written = String(args.url ?? '');
+  refuseSecretsIn(written, 'url', secrets);
+  const url = outboundUrl(written, 'url');
+  const body = args.body === undefined || method === 'GET' ? undefined : String(args.body);
+  if (body !== undefined) refuseSecretsIn(body, 'body', secrets);
+  const headers = Object.fromEntries(Object.entries(stringRecord(args.headers)).map(([k, v]) => [k, resolveSecrets(v, url.origin, secrets)]));
   let response: Response;
   try {
     response = await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(OUTBOUND_TIMEOUT_MS) });
   } catch {
-    // Named as the model wrote it: the resolved URL may hold a secret, even in the host, where
-    // the URL parser lower-cases it beyond what masking recognises.
-    return { content: `${String(args.url)} could not be reached`, isError: true };
+    return { content: `${written} could not be reached`, isError: true };
   }
   const { text, truncated } = await readTextPrefix(response.body, MAX_RESPONSE_BYTES);
   const location = response.headers.get('location');
@@ -62,9 +65,10 @@ async function httpRequest(args: Record<string, unknown>, secrets: readonly RunS
 
 /**
  * The tools every run offers the model: write an artifact, the capabilities' agent-run views
- * (read and append working memory), and call an HTTP API with the skill's bound secrets. The
- * capabilities act on the workspace, so each passes its own access check for the run's actor;
- * the artifact and the HTTP request are the run's own work, which starting it allowed.
+ * (read and append working memory), and call an HTTP API with the skill's bound secrets (each in
+ * a header, to the sites it is bound to). The capabilities act on the workspace, so each passes
+ * its own access check for the run's actor; the artifact and the HTTP request are the run's own
+ * work, which starting it allowed.
  */
 export function runTools(db: Db, env: Env, turn: TurnInput, secrets: readonly RunSecret[] = []): AgentTool[] {
   const contextOf = async (call?: { id: string }) =>
@@ -93,7 +97,7 @@ export function runTools(db: Db, env: Env, turn: TurnInput, secrets: readonly Ru
       spec: {
         name: 'http_request',
         description:
-          'Send an HTTP request (https) and read the answer. Write a bound secret as ${NAME} in the url, a header value or the body; it is filled in when the request is sent.',
+          'Send an HTTP request (https) and read the answer. Write a bound secret as ${NAME} in a header value; it is filled in when the request is sent, only to a site the secret is bound to. A secret in the url or the body, or for another site, is refused.',
         inputSchema: {
           type: 'object',
           properties: {

@@ -1,4 +1,4 @@
-import type { byokKeys, Role, secrets } from '../../schema';
+import type { byokKeys, Role, secrets, SkillSecretBindingRow } from '../../schema';
 import type { Actor } from '../auth/actor';
 import type { RunConnector } from '../connectors/registry';
 
@@ -76,7 +76,7 @@ export interface TurnInput {
  */
 export interface SealedTurnKeys {
   byok: typeof byokKeys.$inferSelect | null;
-  secrets: { envVar: string; secret: typeof secrets.$inferSelect }[];
+  secrets: (Pick<SkillSecretBindingRow, 'envVar' | 'origins'> & { secret: typeof secrets.$inferSelect })[];
 }
 
 /** Spec 6.1: why a run stopped. */

@@ -301,7 +301,7 @@ const SCOPE_WORDS: Record<string, string> = {
   'thread:write': 'Write in your conversations',
   'workspace:files:read': 'See and download the files runs produced',
   'workspace:files:write': 'Delete files in the workspace',
-  'tool:execute': 'Run skills (this spends your credits)',
+  'tool:execute': 'Run skills, which can send this workspace’s bound secrets to the sites each secret is bound to (this spends your credits)',
   'library:read': 'See installed skills and their secrets’ names',
   'library:write': 'Install, write and remove skills and secrets',
   'workflow:run': 'Start and control workflows',

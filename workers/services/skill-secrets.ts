@@ -1,6 +1,7 @@
 import { and, asc, eq, sql, type SQLWrapper } from 'drizzle-orm';
 import { z } from 'zod';
 import { secrets, skillSecretBindings, skills } from '../../schema';
+import { isLoopbackHost } from '../auth/oauth/client-metadata';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { AppError, notFound } from '../errors';
@@ -11,10 +12,51 @@ import { recordChange } from './audit';
 import { EnvVarName, requireSecret, revealSecret } from './secrets';
 import { requireSkill } from './skills';
 
-/** `secretId` is `sec_<n>` or `<n>`, as a string or a number (spec 2.1). */
+/** A secret is for an API or a few, not for the web at large. */
+const MAX_SECRET_ORIGINS = 10;
+
+/** The origin `raw` names (`scheme://host[:port]`, nothing after but an optional `/`) as the URL parser spells it, or null. */
+function originOf(raw: string): string | null {
+  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/?#\s]+\/?$/i.test(raw)) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return null;
+  }
+  if (url.username || url.password) return null;
+  const allowed = url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
+  return allowed ? url.origin : null;
+}
+
+/**
+ * A site a run may send the secret to: an https origin (plain http only to a loopback host, for
+ * local development), without path, query or credentials. Stored as the URL parser spells it
+ * (lower-case host, default port dropped), which is how each request's origin is compared.
+ */
+const SecretOrigin = z
+  .string()
+  .max(300)
+  .transform((raw, ctx) => {
+    const origin = originOf(raw.trim());
+    if (origin === null) ctx.addIssue({ code: 'custom', message: 'an origin such as https://api.example.com: https (http only to a loopback host), no path' });
+    return origin ?? '';
+  })
+  .describe('An origin, e.g. https://api.example.com');
+
+/**
+ * `secretId` is `sec_<n>` or `<n>`, as a string or a number (spec 2.1). `origins` (our addition)
+ * are the sites a run may send the value to, in a request header; without them it is never sent.
+ */
 export const BindSecretBody = z.object({
   secretId: z.union([z.string().min(1).max(40), z.number().int().positive()]),
   envVar: EnvVarName,
+  origins: z
+    .array(SecretOrigin)
+    .max(MAX_SECRET_ORIGINS)
+    .optional()
+    .transform((origins) => [...new Set(origins)])
+    .describe('The origins a run may send the secret to, in a request header only; none: never sent'),
 });
 export type BindSecretBody = z.infer<typeof BindSecretBody>;
 
@@ -24,6 +66,7 @@ export const SecretBinding = z.object({
   secretId: z.string(),
   secretName: z.string(),
   envVar: z.string(),
+  origins: z.array(z.string()),
   createdAt: z.string(),
 });
 export type SecretBinding = z.infer<typeof SecretBinding>;
@@ -42,6 +85,7 @@ const present = (slug: string, row: { binding: typeof skillSecretBindings.$infer
   secretId: formatId('sec', row.binding.secretId),
   secretName: row.secretName,
   envVar: row.binding.envVar,
+  origins: row.binding.origins,
   createdAt: toIso(row.binding.createdAt),
 });
 
@@ -61,14 +105,21 @@ export async function bindSecret(db: Db, principal: Principal, slug: string, inp
     const [[row]] = await db.batch([
       db
         .insert(skillSecretBindings)
-        .values({ workspaceId: principal.workspaceId, skillId: skill.id, secretId: secret.id, envVar: input.envVar, createdAt: now() })
+        .values({
+          workspaceId: principal.workspaceId,
+          skillId: skill.id,
+          secretId: secret.id,
+          envVar: input.envVar,
+          origins: input.origins,
+          createdAt: now(),
+        })
         .returning(),
       ...recordChange(db, principal, {
         action: 'skill_secret.bound',
         resourceType: 'skill_secret',
         resourceId: sql`(SELECT CAST(${skillSecretBindings.id} AS TEXT) FROM ${skillSecretBindings} WHERE ${skillSecretBindings.skillId} = ${skill.id} AND ${skillSecretBindings.envVar} = ${input.envVar})`,
-        metadata: { skillSlug: slug, secretId: formatId('sec', secret.id), envVar: input.envVar },
-        activity: `Secret ${secret.name} was bound to "${slug}" as ${input.envVar}`,
+        metadata: { skillSlug: slug, secretId: formatId('sec', secret.id), envVar: input.envVar, origins: input.origins },
+        activity: `Secret ${secret.name} was bound to "${slug}" as ${input.envVar}${input.origins.length ? ` for ${input.origins.join(', ')}` : ''}`,
       }),
     ]);
     return present(slug, { binding: row!, secretName: secret.name });
@@ -105,10 +156,11 @@ export async function unbindSecret(db: Db, principal: Principal, slug: string, r
   return { success: true as const };
 }
 
-/** A secret as a run sees it: the variable name it is bound as, and its value. */
+/** A secret as a run sees it: the variable name it is bound as, its value, and the origins it may be sent to. */
 export interface RunSecret {
   envVar: string;
   value: string;
+  origins: readonly string[];
 }
 
 /**
@@ -119,7 +171,7 @@ export interface RunSecret {
  */
 export const sealedRunSecrets = (db: Db, workspaceId: string, slug: string | SQLWrapper) =>
   db
-    .select({ envVar: skillSecretBindings.envVar, secret: secrets })
+    .select({ envVar: skillSecretBindings.envVar, origins: skillSecretBindings.origins, secret: secrets })
     .from(skillSecretBindings)
     .innerJoin(skills, eq(skills.id, skillSecretBindings.skillId))
     .innerJoin(secrets, eq(secrets.id, skillSecretBindings.secretId))
@@ -128,4 +180,4 @@ export const sealedRunSecrets = (db: Db, workspaceId: string, slug: string | SQL
 
 /** Decrypts them for the run. */
 export const openRunSecrets = (encryptionKey: string | undefined, rows: Awaited<ReturnType<typeof sealedRunSecrets>>): Promise<RunSecret[]> =>
-  Promise.all(rows.map(async (row) => ({ envVar: row.envVar, value: await revealSecret(encryptionKey, row.secret) })));
+  Promise.all(rows.map(async (row) => ({ envVar: row.envVar, value: await revealSecret(encryptionKey, row.secret), origins: row.origins })));

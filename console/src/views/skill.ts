@@ -22,6 +22,7 @@ interface Binding {
   id: number;
   secretName: string;
   envVar: string;
+  origins: string[];
 }
 
 /** One installed skill: an editor (every save is a version), its versions with Restore, and its secret bindings. */
@@ -88,6 +89,7 @@ export async function skill(app: HTMLElement, slug: string) {
       secrets.data.map((s) => h('option', { value: s.id }, s.name)),
     );
     const envVar = h('input', { id: 'binding-env', required: true, pattern: '[A-Z_][A-Z0-9_]*' });
+    const origins = h('input', { id: 'binding-origins', placeholder: 'https://api.example.com' });
     const message = h('div', { role: 'status' });
     show(
       bindingsBox,
@@ -101,6 +103,7 @@ export async function skill(app: HTMLElement, slug: string) {
                 {},
                 h('code', {}, b.envVar),
                 ` ← ${b.secretName} `,
+                h('span', { class: 'muted' }, b.origins.length ? `sent to ${b.origins.join(', ')} ` : 'never sent '),
                 h(
                   'button',
                   {
@@ -125,7 +128,7 @@ export async function skill(app: HTMLElement, slug: string) {
               onsubmit: async (e: Event) => {
                 e.preventDefault();
                 try {
-                  await post(`${base}/secrets`, { secretId: secret.value, envVar: envVar.value });
+                  await post(`${base}/secrets`, { secretId: secret.value, envVar: envVar.value, origins: origins.value.split(/[\s,]+/).filter(Boolean) });
                   await drawBindings();
                 } catch (error) {
                   show(message, failure(error, 'The secret could not be bound.'));
@@ -134,6 +137,11 @@ export async function skill(app: HTMLElement, slug: string) {
             },
             field('Secret', secret),
             field('Environment variable', envVar),
+            field(
+              'Sites it may be sent to',
+              origins,
+              'Origins such as https://api.example.com, separated by spaces. A run sends the secret only in a request header to these; with none, never.',
+            ),
             h('button', { type: 'submit' }, 'Bind secret'),
             message,
           )

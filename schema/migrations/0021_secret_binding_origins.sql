@@ -1,0 +1,1 @@
+ALTER TABLE `skill_secret_bindings` ADD `origins` text DEFAULT '[]' NOT NULL;
