@@ -1,9 +1,12 @@
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
+import { gzipSync, zipSync } from 'fflate';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import worker from '../../workers/index';
 import { metadataUrlProblem } from '../../workers/auth/oauth/client-metadata';
 import { AppError } from '../../workers/errors';
+import { readArchive } from '../../workers/lib/archive';
+import { BundleError } from '../../workers/lib/bundle';
 import { openDb } from '../../workers/lib/db';
 import { fetchLimited, MAX_REDIRECTS, outboundUrl } from '../../workers/lib/outbound';
 import { runTools } from '../../workers/runtime/tools';
@@ -277,5 +280,24 @@ describe('archives that understate their size', () => {
     const res = await call('/api/v1/install', { token: user.token, body: { source: { type: 'url', url } } });
     expect(expectError(res, 400, 'INVALID_INPUT').details).toMatchObject({ field: 'bundle', rule: 'archive_too_large' });
     expect((await call('/api/v1/skills/lying-archive', { token: user.token })).status).toBe(404);
+  });
+});
+
+describe('archives that are corrupt', () => {
+  const ruleOf = (bytes: Uint8Array) => {
+    try {
+      readArchive(bytes);
+    } catch (error) {
+      return error instanceof BundleError ? error.rule : `not a BundleError: ${String(error)}`;
+    }
+    return null;
+  };
+
+  it('are refused as archives (a 400), never thrown as internal errors', () => {
+    const gz = gzipSync(new TextEncoder().encode('x'.repeat(4096)));
+    gz.fill(0xff, 10, gz.length - 8);
+    expect(ruleOf(gz)).toBe('archive');
+    const zip = zipSync({ 'SKILL.md': new TextEncoder().encode('y'.repeat(4096)) });
+    expect(ruleOf(zip.subarray(0, zip.length - 40))).toBe('archive');
   });
 });
