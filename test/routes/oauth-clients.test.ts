@@ -45,8 +45,8 @@ describe('Client ID Metadata Documents', () => {
     ['secret', 'not valid'],
     ['http-redirect', 'redirect URI this server refuses'],
     ['large', 'too large'],
-    ['moved', 'answered 302'],
-    ['missing', 'answered 404'],
+    ['moved', 'could not be fetched'],
+    ['missing', 'could not be fetched'],
   ])('refuses the document "%s" on a page, never redirecting', async (name, words) => {
     const { res, html } = await authorizePage(documentUrl(name));
     expect(res.status).toBe(400);
@@ -74,8 +74,8 @@ describe('Client ID Metadata Documents', () => {
     expect(await hits()).toBe(before + 2);
   });
 
-  it('fetch only https URLs with a path on public hosts (http loopback only when the setting allows)', () => {
-    const strict = { allowHttpLoopback: false };
+  it('fetch only https URLs with a path on public hosts (http to loopback only in local development)', () => {
+    const strict = { localDevelopment: false };
     expect(metadataUrlProblem('https://app.example/client.json', strict)).toBeNull();
     for (const url of [
       'http://app.example/client.json',
@@ -94,8 +94,8 @@ describe('Client ID Metadata Documents', () => {
     ]) {
       expect(metadataUrlProblem(url, strict), url).not.toBeNull();
     }
-    expect(metadataUrlProblem('http://127.0.0.1:8080/c', { allowHttpLoopback: true })).toBeNull();
-    expect(metadataUrlProblem('http://app.example/c', { allowHttpLoopback: true })).not.toBeNull();
+    expect(metadataUrlProblem('http://127.0.0.1:8080/c', { localDevelopment: true })).toBeNull();
+    expect(metadataUrlProblem('http://app.example/c', { localDevelopment: true })).not.toBeNull();
   });
 
   it('take their lifetime from Cache-Control, between a minute and a day', () => {

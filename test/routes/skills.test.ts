@@ -283,7 +283,8 @@ describe('POST /api/v1/install', () => {
       400,
       'INVALID_INPUT',
     );
-    expect(missing.details).toMatchObject({ field: 'source.url', rule: 'not_found' });
+    // A 404 reads like an unreachable host (test/security/outbound.test.ts).
+    expect(missing.details).toMatchObject({ field: 'source.url', rule: 'unreachable' });
     expectError(await call('/api/v1/install', { token: user.token, body: { source: { type: 'ftp' } } }), 400, 'INVALID_INPUT');
   });
 

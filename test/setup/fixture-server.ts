@@ -4,7 +4,8 @@
  * a git host serving archives of a commit (POST /api/v1/install), and the model providers'
  * streaming APIs (`/model/anthropic/<scenario>`, `/model/openai/<scenario>` as base URLs), and
  * GitHub's REST API under `/github` (./fake-github.ts), and OAuth client metadata documents
- * under `/oauth-client/` (./client-metadata.ts).
+ * under `/oauth-client/` (./client-metadata.ts), and hostile answers to outbound fetches under
+ * `/outbound/` (./outbound-fixtures.ts).
  * Anything not listed answers 404, so an unexpected request fails its test.
  */
 import { execFileSync } from 'node:child_process';
@@ -17,6 +18,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { TestProject } from 'vitest/node';
 import { serveClientMetadata } from './client-metadata';
 import { serveGithub } from './fake-github';
+import { serveOutbound } from './outbound-fixtures';
 import { toolCallingAnswer } from './tool-calling-model';
 import { FIXTURE_PORT } from './fixture-port';
 import { MODEL_KEYS } from './provided';
@@ -508,6 +510,8 @@ export default async function setup(project: TestProject) {
     } else if (path === '/model/release' && req.method === 'POST') {
       for (const release of held.splice(0)) release();
       res.writeHead(204).end();
+    } else if (path.startsWith('/outbound/')) {
+      serveOutbound(req, res);
     } else if (path === '/echo') {
       echo(req, res).catch(() => res.destroy());
     } else if (path.startsWith('/inbox/')) {

@@ -131,7 +131,7 @@ export const skillsArea: Area = {
       },
       // The tool installs from the catalog only.
       mcp: { args: z.object({ slug: BySlug.shape.slug.describe('The marketplace slug of the skill to install') }) },
-      run: async (ctx, { slug, ...body }) => (await installSkill(ctx.db, ctx.env.BUCKET, ctx.actor, slug, body)).record,
+      run: async (ctx, { slug, ...body }) => (await installSkill(ctx.db, ctx.env, ctx.actor, slug, body)).record,
     }),
     defineCapability({
       name: 'uninstall-skill',
@@ -235,7 +235,7 @@ export const installArea: Area = {
         summary: 'Install a skill bundle from a zip or tar(.gz) archive in this workspace’s R2 prefix or at an https URL',
       },
       mcp: false,
-      run: (ctx, body) => installFromSource(ctx.db, ctx.env.BUCKET, ctx.actor, body),
+      run: (ctx, body) => installFromSource(ctx.db, ctx.env, ctx.actor, body),
     }),
   ],
 };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Env } from '../env';
-import { outboundUrl } from '../lib/outbound';
+import { configuredUrl } from '../lib/outbound';
 import { type GithubApi, GithubRepo, REPO_PATTERN } from './github';
 
 /** A JSON Schema object (draft 2020-12 subset) describing an action's input. */
@@ -56,11 +56,7 @@ export const GITHUB_DEFAULT_API = 'https://api.github.com';
 export function githubBase(env: Env): URL | null {
   const raw = env.GITHUB_API_BASE_URL;
   if (raw === undefined) return new URL(GITHUB_DEFAULT_API);
-  try {
-    return outboundUrl(raw.trim(), 'GITHUB_API_BASE_URL');
-  } catch {
-    return null;
-  }
+  return configuredUrl(raw.trim());
 }
 
 const title = { type: 'string', minLength: 1, maxLength: 256 };

@@ -2,7 +2,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { Hono, type Context } from 'hono';
 import { cors } from 'hono/cors';
 import { GRANT_TOKEN_HEADER } from '../auth/grants';
-import { isLoopbackHost } from '../auth/oauth/client-metadata';
+import { isLoopbackHost } from '../lib/addresses';
 import { mcpWwwAuthenticate } from '../auth/oauth/metadata';
 import type { RouteAccess } from '../auth/access';
 import type { Principal } from '../auth/principal';

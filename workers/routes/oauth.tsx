@@ -36,8 +36,8 @@ const baseOf = (c: Ctx) => new URL(c.req.url).origin;
 const REGISTRATIONS_PER_IP = 20;
 const REGISTRATION_WINDOW_MS = 3600_000;
 
-/** Tests and local development may serve client metadata documents on http://localhost; never in production. */
-const metadataOptions = (env: Env): MetadataFetchOptions => ({ allowHttpLoopback: isLocalDevelopment(env) });
+/** Tests and local development may serve client metadata documents on loopback or private hosts; never in production. */
+const metadataOptions = (env: Env): MetadataFetchOptions => ({ localDevelopment: isLocalDevelopment(env) });
 
 /** RFC 6749 5.1: token responses (and errors) must not be cached. */
 function noStore(c: Ctx) {

@@ -41,12 +41,12 @@ const stringRecord = (value: unknown): Record<string, string> =>
  * so a credential in a header never travels to a host the model did not name; the answer
  * (status and at most MAX_RESPONSE_BYTES of body) comes back masked.
  */
-async function httpRequest(args: Record<string, unknown>, secrets: readonly RunSecret[]) {
+async function httpRequest(args: Record<string, unknown>, secrets: readonly RunSecret[], env: Env) {
   const method = String(args.method ?? 'GET').toUpperCase();
   if (!(HTTP_METHODS as readonly string[]).includes(method)) return { content: `method must be one of ${HTTP_METHODS.join(', ')}`, isError: true };
   const written = String(args.url ?? '');
   refuseSecretsIn(written, 'url', secrets);
-  const url = outboundUrl(written, 'url');
+  const url = outboundUrl(written, 'url', env);
   const body = args.body === undefined || method === 'GET' ? undefined : String(args.body);
   if (body !== undefined) refuseSecretsIn(body, 'body', secrets);
   const headers = Object.fromEntries(Object.entries(stringRecord(args.headers)).map(([k, v]) => [k, resolveSecrets(v, url.origin, secrets)]));
@@ -112,7 +112,7 @@ export function runTools(db: Db, env: Env, turn: TurnInput, secrets: readonly Ru
       displayName: 'HTTP request',
       // The label shows what the model wrote, placeholders and all: never a resolved value.
       label: (args) => `${String(args.method ?? 'GET').toUpperCase()} ${String(args.url ?? '')}`.slice(0, 200),
-      run: (args) => httpRequest(args, secrets).catch((error) => failed(error)),
+      run: (args) => httpRequest(args, secrets, env).catch((error) => failed(error)),
     },
   ];
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { Db, Env } from '../env';
 import { invalidInput, notFound } from '../errors';
 import { readArchive } from '../lib/archive';
 import { fetchLimited } from '../lib/outbound';
@@ -36,9 +36,11 @@ const commitInUrl = (url: string) => /\b([0-9a-f]{40})\b/.exec(url)?.[1] ?? null
  * this workspace in our R2 bucket or an https URL (for example a git host's archive of a
  * commit), validated like every other bundle.
  */
-export async function installFromSource(db: Db, bucket: R2Bucket, principal: Principal, body: InstallFromSourceBody) {
+export async function installFromSource(db: Db, env: Env, principal: Principal, body: InstallFromSourceBody) {
+  const bucket = env.BUCKET;
   let bytes: Uint8Array;
   let repository: string;
+  let fetchedFrom: string | undefined;
   if (body.source.type === 'r2') {
     const { key } = body.source;
     const object = key.startsWith(workspacePrefix(principal.workspaceId)) ? await bucket.get(key) : null;
@@ -47,10 +49,11 @@ export async function installFromSource(db: Db, bucket: R2Bucket, principal: Pri
     bytes = new Uint8Array(await object.arrayBuffer());
     repository = `r2:${key}`;
   } else {
-    bytes = await fetchLimited(body.source.url, 'source.url', MAX_ARCHIVE_BYTES);
+    bytes = await fetchLimited(body.source.url, 'source.url', MAX_ARCHIVE_BYTES, env);
     repository = body.source.url;
+    fetchedFrom = new URL(body.source.url).origin;
   }
-  const bundle = validated(() => readArchive(bytes, body.path), body.slug);
+  const bundle = validated(() => readArchive(bytes, body.path), body.slug, fetchedFrom);
   const commitHash = body.source.type === 'url' ? commitInUrl(body.source.url) : null;
   const { record } = await installBundle(db, bucket, principal, bundle, { source: 'archive', repository, commitHash });
   return record;

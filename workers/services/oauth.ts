@@ -3,19 +3,13 @@ import { z } from 'zod';
 import { members, oauthClients, oauthCodes, oauthGrants, oauthTokens, users, workspaces, type OAuthClientRow } from '../../schema';
 import { sha256Hex as credentialHash } from '../lib/crypto';
 import { ACCESS_TOKEN_TTL_S, CODE_TTL_S, issuerOf, mcpResourceOf, OIDC_SCOPES, REFRESH_TOKEN_TTL_S } from '../auth/oauth/metadata';
-import {
-  ClientFields,
-  ClientMetadataError,
-  fetchClientMetadata,
-  isLoopbackHost,
-  isMetadataClientId,
-  type MetadataFetchOptions,
-} from '../auth/oauth/client-metadata';
+import { ClientFields, ClientMetadataError, fetchClientMetadata, isMetadataClientId, type MetadataFetchOptions } from '../auth/oauth/client-metadata';
 import { signIdToken } from '../auth/oauth/signing-keys';
 import type { Principal } from '../auth/principal';
 import { DEFAULT_KEY_SCOPES, isKnownScope, isSensitiveScope } from '../auth/scopes';
 import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
 import type { Db } from '../env';
+import { isLoopbackHost } from '../lib/addresses';
 import { now } from '../lib/clock';
 import { base64url, randomToken, timingSafeEqual } from '../lib/crypto';
 import { uuidv7 } from '../lib/ids';
@@ -69,14 +63,14 @@ function redirectUriProblem(value: string, applicationType: ApplicationType): st
   try {
     url = new URL(value);
   } catch {
-    return `"${value}" is not an absolute URL`;
+    return 'is not an absolute URL';
   }
-  if (value.includes('#')) return `"${value}" has a fragment`;
-  if (url.username || url.password) return `"${value}" carries credentials`;
-  if (applicationType === 'web' && isLoopback(url)) return `"${value}" is a loopback address, which only a native application may use`;
+  if (value.includes('#')) return 'has a fragment';
+  if (url.username || url.password) return 'carries credentials';
+  if (applicationType === 'web' && isLoopback(url)) return 'is a loopback address, which only a native application may use';
   if (url.protocol === 'https:') return null;
   if (url.protocol === 'http:' && isLoopback(url)) return null;
-  return `"${value}" must use https (http only on a loopback address)`;
+  return 'must use https (http only on a loopback address)';
 }
 
 /**
@@ -89,9 +83,14 @@ function applicationTypeOf(declared: ApplicationType | undefined, redirectUris: 
   return allLoopback ? 'native' : 'web';
 }
 
-/** The first problem of a client's redirect URIs, or null. */
-const redirectUrisProblem = (uris: string[], applicationType: ApplicationType) =>
-  uris.map((uri) => redirectUriProblem(uri, applicationType)).find((p) => p !== null) ?? null;
+/** The first problem of a client's redirect URIs, the URI named by `label`, or null. */
+function redirectUrisProblem(uris: string[], applicationType: ApplicationType, label: (uri: string, index: number) => string): string | null {
+  for (const [index, uri] of uris.entries()) {
+    const problem = redirectUriProblem(uri, applicationType);
+    if (problem) return `${label(uri, index)} ${problem}`;
+  }
+  return null;
+}
 
 export const RegisterBody = ClientFields.extend({ token_endpoint_auth_method: z.string().optional() });
 export type RegisterBody = z.infer<typeof RegisterBody>;
@@ -111,7 +110,7 @@ export async function registerClient(db: Db, raw: unknown) {
   }
   const body = parsed.data;
   const applicationType = applicationTypeOf(body.application_type, body.redirect_uris);
-  const problem = redirectUrisProblem(body.redirect_uris, applicationType);
+  const problem = redirectUrisProblem(body.redirect_uris, applicationType, (uri) => `"${uri}"`);
   if (problem) throw new OAuthError('invalid_redirect_uri', problem);
   // Public clients only: PKCE stands in for a secret (OAuth 2.1 2.1; MCP authorization spec).
   if (body.token_endpoint_auth_method !== undefined && body.token_endpoint_auth_method !== 'none') {
@@ -151,7 +150,8 @@ async function metadataDocumentClient(db: Db, clientId: string, options: Metadat
   if (cached && (cached.metadataExpiresAt ?? 0) > now()) return cached;
   const { metadata, ttlSeconds } = await fetchClientMetadata(clientId, options);
   const applicationType = applicationTypeOf(metadata.application_type, metadata.redirect_uris);
-  const problem = redirectUrisProblem(metadata.redirect_uris, applicationType);
+  // Named by position: an error never quotes what a fetched document holds.
+  const problem = redirectUrisProblem(metadata.redirect_uris, applicationType, (_, index) => `redirect_uris[${index}]`);
   if (problem) throw new ClientMetadataError(`The client metadata document has a redirect URI this server refuses: ${problem}.`);
   const changes = {
     name: metadata.client_name ?? new URL(clientId).host,

@@ -1,7 +1,7 @@
 import { and, asc, eq, sql, type SQLWrapper } from 'drizzle-orm';
 import { z } from 'zod';
 import { secrets, skillSecretBindings, skills } from '../../schema';
-import { isLoopbackHost } from '../auth/oauth/client-metadata';
+import { isLoopbackHost } from '../lib/addresses';
 import type { Principal } from '../auth/principal';
 import type { Db } from '../env';
 import { AppError, notFound } from '../errors';

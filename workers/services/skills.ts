@@ -2,7 +2,7 @@ import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { artifacts, executions, skills, skillVersions, type SkillRow, type SkillVersionRow } from '../../schema';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { Db, Env } from '../env';
 import { AppError, invalidInput, notFound } from '../errors';
 import { BUNDLE_TYPE, BundleError, type BundleFile, type ParsedBundle, renderSkillMd, SKILL_SLUG, validateBundle } from '../lib/bundle';
 import { storeBundle, type StoredBundle } from '../lib/bundle-store';
@@ -236,13 +236,19 @@ export const InstallBody = z.object({
 });
 export type InstallBody = z.infer<typeof InstallBody>;
 
-/** Validates a bundle from a caller; its problems are the caller's input errors (400, field `bundle`). */
-export function validated(read: () => BundleFile[], slug?: string): ParsedBundle {
+/**
+ * Validates a bundle from a caller; its problems are the caller's input errors (400, field
+ * `bundle`). A bundle fetched from `fetchedFrom` (an origin) is refused by its rule alone: the
+ * detailed messages quote paths and text from the bundle, and the service never hands back
+ * what another host served.
+ */
+export function validated(read: () => BundleFile[], slug?: string, fetchedFrom?: string): ParsedBundle {
   try {
     return validateBundle(read(), slug);
   } catch (error) {
-    if (error instanceof BundleError) throw invalidInput('bundle', error.rule, error.message);
-    throw error;
+    if (!(error instanceof BundleError)) throw error;
+    const message = fetchedFrom ? `What ${fetchedFrom} served is not an acceptable skill bundle (${error.rule})` : error.message;
+    throw invalidInput('bundle', error.rule, message);
   }
 }
 
@@ -286,16 +292,17 @@ export async function installBundle(
  * POST /skills/:slug/install: from the catalog by default, from an artifact bundle with
  * `artifactId`, or from another instance of this API with `registry`.
  */
-export async function installSkill(db: Db, bucket: R2Bucket, principal: Principal, slug: string, body: InstallBody) {
+export async function installSkill(db: Db, env: Env, principal: Principal, slug: string, body: InstallBody) {
   await refuseWhileRunning(db, principal);
+  const bucket = env.BUCKET;
   const overrides = { name: body.name, description: body.description, category: body.category };
   if (body.artifactId !== undefined) {
     const bundle = await bundleFromArtifact(db, bucket, principal, body.artifactId, slug);
     return installBundle(db, bucket, principal, bundle, { source: 'artifact', repository: null, commitHash: null }, overrides);
   }
   if (body.registry !== undefined) {
-    const remote = await fetchRegistryBundle(body.registry, slug);
-    const bundle = validated(() => remote.files, slug);
+    const remote = await fetchRegistryBundle(body.registry, slug, env);
+    const bundle = validated(() => remote.files, slug, new URL(body.registry).origin);
     return installBundle(db, bucket, principal, bundle, { source: 'registry', repository: remote.repository, commitHash: remote.commitHash }, overrides);
   }
   const entry = await findCatalogSkill(db, slug);

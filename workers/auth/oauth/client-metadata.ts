@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { readCapped } from '../../lib/outbound';
+import { outboundProblem, readCapped } from '../../lib/outbound';
 
 /**
  * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document): a client whose
  * `client_id` is an https URL is described by the JSON document at that URL. Fetching a URL a
- * stranger chose is a server-side request forgery risk, so the fetch is narrow: https only, no
- * private or loopback address, no redirect, a small body and a short time.
+ * stranger chose is a server-side request forgery risk, so the fetch is narrow: the address
+ * rules of every outbound URL (lib/outbound.ts), no redirect, a small body and a short time.
  */
 
 /** The draft recommends documents stay under 5 KB. */
@@ -18,8 +18,8 @@ export const METADATA_MAX_TTL_S = 24 * 3600;
 export const METADATA_DEFAULT_TTL_S = 3600;
 
 export interface MetadataFetchOptions {
-  /** Tests and local development only: allow `http://` on a loopback host (off by default). */
-  allowHttpLoopback: boolean;
+  /** Tests and a developer's machine only: documents on loopback and private hosts, over http too (workers/lib/local-development.ts). */
+  localDevelopment: boolean;
 }
 
 /** A refused document: told to the person on the authorization page, never to a redirect URI. */
@@ -27,32 +27,6 @@ export class ClientMetadataError extends Error {}
 
 /** Whether `client_id` names a metadata document rather than a registered client. */
 export const isMetadataClientId = (clientId: string) => /^https?:\/\//i.test(clientId);
-
-const LOOPBACK_NAMES = /^(localhost|.*\.localhost)$/i;
-/** Names that resolve only inside a private network. */
-const PRIVATE_NAMES = /\.(local|internal|lan|home\.arpa)$/i;
-
-function ipv4Private(host: string): boolean | null {
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
-  if (!m) return null;
-  const [a, b] = [Number(m[1]), Number(m[2])];
-  return (
-    a === 0 ||
-    a === 10 ||
-    a === 127 ||
-    (a === 100 && b >= 64 && b <= 127) ||
-    (a === 169 && b === 254) ||
-    (a === 172 && b >= 16 && b <= 31) ||
-    (a === 192 && b === 168) ||
-    (a === 198 && (b === 18 || b === 19)) ||
-    a >= 224
-  );
-}
-
-/** IPv6 literals: only global unicast (2000::/3) counts as public. */
-const ipv6Private = (host: string) => (host.startsWith('[') ? !/^\[[23][0-9a-f]{0,3}:/i.test(host) : null);
-
-export const isLoopbackHost = (hostname: string) => LOOPBACK_NAMES.test(hostname) || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
 
 /** Why `clientId` may not be fetched, or null. */
 export function metadataUrlProblem(clientId: string, options: MetadataFetchOptions): string | null {
@@ -65,12 +39,9 @@ export function metadataUrlProblem(clientId: string, options: MetadataFetchOptio
   if (url.href !== clientId) return 'The client id URL is not in its normal form.';
   if (url.username || url.password || url.hash) return 'The client id URL may not carry credentials or a fragment.';
   if (url.pathname === '/') return 'The client id URL must have a path.';
-  const loopbackAllowed = options.allowHttpLoopback && isLoopbackHost(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopbackAllowed)) return 'The client id URL must use https.';
-  if (loopbackAllowed) return null;
-  if (isLoopbackHost(url.hostname) || PRIVATE_NAMES.test(url.hostname) || ipv4Private(url.hostname) || ipv6Private(url.hostname)) {
-    return 'The client id URL points at a private or loopback address.';
-  }
+  const problem = outboundProblem(url, options.localDevelopment);
+  if (problem === 'https') return 'The client id URL must use https.';
+  if (problem === 'private_address') return 'The client id URL points at a private or loopback address.';
   return null;
 }
 
@@ -108,9 +79,13 @@ export function metadataTtlSeconds(headers: Headers): number {
   return Math.min(METADATA_MAX_TTL_S, Math.max(METADATA_MIN_TTL_S, Number.isFinite(ttl) ? ttl : 0));
 }
 
+const unfetched = () => new ClientMetadataError('The client metadata document could not be fetched.');
+
 /** Reads at most `limit` bytes of a body; a longer one is refused. */
 async function boundedText(response: Response, limit: number): Promise<string> {
-  const bytes = await readCapped(response, limit);
+  const bytes = await readCapped(response, limit).catch(() => {
+    throw unfetched();
+  });
   if (bytes === null) throw new ClientMetadataError('The client metadata document is too large.');
   return new TextDecoder().decode(bytes);
 }
@@ -127,11 +102,12 @@ export async function fetchClientMetadata(clientId: string, options: MetadataFet
     // No redirect is followed: a redirect could lead to another host (or a private one).
     response = await fetch(clientId, { redirect: 'manual', headers: { accept: 'application/json' }, signal: AbortSignal.timeout(METADATA_TIMEOUT_MS) });
   } catch {
-    throw new ClientMetadataError('The client metadata document could not be fetched.');
+    throw unfetched();
   }
+  // Any other status reads as unreachable: a stranger learns nothing about what answers where.
   if (response.status !== 200) {
     await response.body?.cancel();
-    throw new ClientMetadataError(`The client metadata document answered ${response.status}, not 200.`);
+    throw unfetched();
   }
   const text = await boundedText(response, METADATA_MAX_BYTES);
   let json: unknown;
