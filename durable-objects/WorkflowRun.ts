@@ -4,6 +4,7 @@ import { openDb } from '../workers/lib/db';
 import { threadMessages } from '../schema/traces';
 import { workflowRuns, workflowStepResults, type WorkflowRunStatus } from '../schema/workflows';
 import type { Actor } from '../workers/auth/actor';
+import { launcherNow } from '../workers/auth/launcher';
 import type { Db, Env } from '../workers/env';
 import { now } from '../workers/lib/clock';
 import type { CompiledWorkflow, GraphNode, Json, LeafStep, MappingStep } from '../workers/workflows/compiler';
@@ -17,7 +18,10 @@ export interface StartInput {
   runId: string;
   workspaceId: string;
   workflowId: string;
-  /** Who the steps act as: the launching credential, its scopes and no more. */
+  /**
+   * Who the steps act for: the launching credential (its kind and id, read again before each
+   * step) and the scopes it held at launch, which no step exceeds.
+   */
   actor: Actor;
   workflow: string;
   initData: string;
@@ -298,7 +302,10 @@ export class WorkflowRun extends DurableObject<Env> {
     this.setTask(key, { status: 'running' });
     this.record('workflow-step-started', { stepId: task.step_id, unit: key, attempt: task.attempt });
     try {
-      await this.execute(meta, task);
+      // The launcher as it is now: a credential revoked since launch (or since the last step) stops the run here.
+      const launcher = await launcherNow(this.db, meta.actor);
+      if (launcher.ok) await this.execute(meta, task, launcher.actor);
+      else this.failTask(key, launcher.reason, false);
     } catch (error) {
       // An unexpected fault (not a StepError) fails the step like any other.
       this.failTask(key, error instanceof Error ? error.message : String(error));
@@ -434,7 +441,8 @@ export class WorkflowRun extends DurableObject<Env> {
     }
   }
 
-  private async execute(meta: RunMeta, task: TaskRow) {
+  /** Runs a unit for `actor`: the launcher as it stands now. */
+  private async execute(meta: RunMeta, task: TaskRow, actor: Actor) {
     const step = this.step(meta, task);
     const input = parse(task.input);
     switch (step.type) {
@@ -453,13 +461,13 @@ export class WorkflowRun extends DurableObject<Env> {
           return this.refreshStatus(this.meta()!);
         }
         if (step.toolId !== 'execute-skill') {
-          const output = await this.attempt(task.key, () => runInstantTool(this.db, this.env, meta.actor, step.toolId, meta.runId));
+          const output = await this.attempt(task.key, () => runInstantTool(this.db, this.env, actor, step.toolId, meta.runId));
           if (output !== undefined && this.task(task.key)?.status === 'running') this.finishTask(task.key, output);
           return;
         }
-        return this.startExecution(meta, task, () => startSkill(this.db, this.env, meta.actor, input));
+        return this.startExecution(meta, task, () => startSkill(this.db, this.env, actor, input));
       case 'agent':
-        return this.startExecution(meta, task, () => startAgent(this.db, this.env, meta.actor, step, input));
+        return this.startExecution(meta, task, () => startAgent(this.db, this.env, actor, step, input));
     }
   }
 
@@ -517,13 +525,13 @@ export class WorkflowRun extends DurableObject<Env> {
     this.setTask(task.key, { status: 'queued', attempt: task.attempt + 1, sent: 0, wait: null, due_at: null, execution_id: null });
   }
 
-  /** A failed step: retried with backoff while `options.retries` allows, else the run fails. */
-  private failTask(key: string, message: string) {
+  /** A failed step: retried with backoff while `options.retries` allows (and `retry`), else the run fails. */
+  private failTask(key: string, message: string, retry = true) {
     const meta = this.meta()!;
     const task = this.task(key);
     if (!task || !['running', 'waiting'].includes(task.status) || FINAL.includes(meta.status)) return;
     const step = this.step(meta, task);
-    const retries = step.type === 'tool' ? step.retries : 0;
+    const retries = retry && step.type === 'tool' ? step.retries : 0;
     if (task.failures < retries) {
       this.setTask(key, {
         status: 'waiting',
