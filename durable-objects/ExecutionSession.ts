@@ -21,6 +21,7 @@ import { selectProvider } from '../workers/runtime/providers/index';
 import { LOCAL_PROVIDER_NOTICE } from '../workers/runtime/providers/local';
 import { eventRedactor, redactSecrets, secretsNotice } from '../workers/runtime/run-secrets';
 import { connectorRunTools } from '../workers/runtime/connector-tools';
+import { actingForLauncher } from '../workers/runtime/launcher-tools';
 import { runTools } from '../workers/runtime/tools';
 import { threadRunTools } from '../workers/runtime/workflow-tools';
 import { openByokKey } from '../workers/services/byok';
@@ -382,12 +383,18 @@ export class ExecutionSession extends DurableObject<Env> {
     let usage = before;
     let messages = resumed?.messages ?? [];
     const redactor = eventRedactor<NewExecutionEvent>(secrets);
+    // Each tool call acts for the launcher as it is then; one revoked since the turn began ends the turn.
+    const acting = actingForLauncher(db, input, (turn) => [
+      ...runTools(db, this.env, turn, secrets),
+      ...connectorRunTools(db, this.env, turn),
+      ...threadRunTools(db, this.env, turn),
+    ]);
     const loop = provider
       ? runAgentLoop({
           provider,
           system: input.system + secretsNotice(secrets),
           messages: resumed?.messages ?? [...history, { role: 'user', content: [{ type: 'text', text: input.text }] }],
-          tools: [...runTools(db, this.env, input, secrets), ...connectorRunTools(db, this.env, input), ...threadRunTools(db, this.env, input)],
+          tools: acting.tools,
           maxTokens: MAX_OUTPUT_TOKENS,
           maxTurns: MAX_MODEL_REQUESTS,
           emit: (events) => this.emit(redactor.push(events)),
@@ -398,7 +405,13 @@ export class ExecutionSession extends DurableObject<Env> {
             kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage: total(spent), round } satisfies Checkpoint);
           },
           shouldStop: (spent) =>
-            this.interrupted ? 'interrupt' : now() - startedAt > MAX_RUN_MS ? 'error' : costOf(total(spent)) > input.budget ? 'limit_reached' : null,
+            this.interrupted
+              ? 'interrupt'
+              : acting.refusal() !== undefined || now() - startedAt > MAX_RUN_MS
+                ? 'error'
+                : costOf(total(spent)) > input.budget
+                  ? 'limit_reached'
+                  : null,
         })
       : Promise.reject(new Error('no model provider'));
     // The first model request is under way (the loop runs to its first await at once): the start's bookkeeping follows it.
@@ -414,6 +427,8 @@ export class ExecutionSession extends DurableObject<Env> {
       console.error(JSON.stringify({ level: 'error', executionId: input.executionId, error: String(error) }));
     }
     this.append(redactor.flush());
+    const refused = acting.refusal();
+    if (refused !== undefined) this.append([{ type: 'agent.info', payload: { message: refused } }]);
     const checkpoint: Checkpoint = { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage, ended: { stopReason, text, model, ownKey } };
     kv.put('checkpoint', checkpoint);
     await this.finishRun(db, input, startedAt, checkpoint);

@@ -4,12 +4,15 @@ import { openDb } from '../workers/lib/db';
 import { threadMessages } from '../schema/traces';
 import { workflowRuns, workflowStepResults, type WorkflowRunStatus } from '../schema/workflows';
 import type { Actor } from '../workers/auth/actor';
+import { launcherNow } from '../workers/auth/launcher';
+import { hasScope } from '../workers/auth/scopes';
 import type { Db, Env } from '../workers/env';
-import { now } from '../workers/lib/clock';
+import type { Resumer } from '../workers/services/workflows';
+import { isoNow, now } from '../workers/lib/clock';
 import type { CompiledWorkflow, GraphNode, Json, LeafStep, MappingStep } from '../workers/workflows/compiler';
 import { valueProblem } from '../workers/workflows/json-schema';
 import { evaluate, fillTemplate, isMissing, segmentsOf, walk, type Scope } from '../workers/workflows/predicates';
-import { checkExecution, runInstantTool, startAgent, startSkill, stopExecution } from '../workers/runtime/step-tools';
+import { checkExecution, runInstantTool, startAgent, startSkill, stepScope, stopExecution } from '../workers/runtime/step-tools';
 import { executionOutput, StepError } from '../workers/workflows/steps';
 
 /** What launch hands a new run. The graph and inputs travel as JSON text (RPC types cannot carry recursive JSON). */
@@ -17,12 +20,18 @@ export interface StartInput {
   runId: string;
   workspaceId: string;
   workflowId: string;
-  /** Who the steps act as: the launching credential, its scopes and no more. */
+  /**
+   * Who the steps act for: the launching credential (its kind and id, read again before each
+   * step) and the scopes it held at launch, which no step exceeds.
+   */
   actor: Actor;
   workflow: string;
   initData: string;
   threadId?: string | null;
 }
+
+/** A resume as the run records it (`snapshot.resumes`). */
+type ResumeRecord = { stepId: string; at: string; by: Resumer['by'] };
 
 /** The queue message: "advance run R at step S" (`key` names the unit of work, `attempt` its dispatch). */
 export interface StepMessage {
@@ -38,6 +47,8 @@ export type ResumeOutcome =
   | { kind: 'in_progress' }
   | { kind: 'no_frame' }
   | { kind: 'step_mismatch'; suspended: string[] }
+  /** The resumer's credential lacks scopes the steps still to run need. */
+  | { kind: 'forbidden'; stepId: string; missing: string[] }
   /** The resume data does not satisfy the step's `resumeSchema`; `pointer` is where (JSON pointer). */
   | { kind: 'invalid'; stepId: string; pointer: string; message: string; missing?: string };
 
@@ -298,7 +309,10 @@ export class WorkflowRun extends DurableObject<Env> {
     this.setTask(key, { status: 'running' });
     this.record('workflow-step-started', { stepId: task.step_id, unit: key, attempt: task.attempt });
     try {
-      await this.execute(meta, task);
+      // The launcher as it is now: a credential revoked since launch (or since the last step) stops the run here.
+      const launcher = await launcherNow(this.db, meta.actor);
+      if (launcher.ok) await this.execute(meta, task, launcher.actor);
+      else this.failTask(key, launcher.reason, false);
     } catch (error) {
       // An unexpected fault (not a StepError) fails the step like any other.
       this.failTask(key, error instanceof Error ? error.message : String(error));
@@ -311,7 +325,12 @@ export class WorkflowRun extends DurableObject<Env> {
     return 'ran';
   }
 
-  async resume(stepId: string | null, resumeData: string): Promise<ResumeOutcome> {
+  /**
+   * Takes the resume data as the suspended step's output, if `resumer` holds every scope the
+   * steps still to run may need (a resume sets the run acting again, so it takes no less than
+   * launching it would); records who resumed.
+   */
+  async resume(stepId: string | null, resumeData: string, resumer: Resumer): Promise<ResumeOutcome> {
     const meta = this.meta();
     if (!meta) return { kind: 'no_frame' };
     if (FINAL.includes(meta.status)) return { kind: 'finished', status: meta.status };
@@ -321,6 +340,8 @@ export class WorkflowRun extends DurableObject<Env> {
     if (suspended.length === 0) return { kind: 'no_frame' };
     const target = stepId === null ? (suspended.length === 1 ? suspended[0] : undefined) : suspended.find((t) => t.step_id === stepId);
     if (!target) return { kind: 'step_mismatch', suspended: suspended.map((t) => t.step_id) };
+    const missing = this.neededScopes(meta).filter((scope) => !hasScope(resumer.scopes, scope));
+    if (missing.length > 0) return { kind: 'forbidden', stepId: target.step_id, missing };
     const step = this.step(meta, target);
     const resumeSchema = step.type === 'tool' ? step.metadata.resumeSchema : undefined;
     const problem = resumeSchema === undefined ? null : valueProblem(resumeSchema, JSON.parse(resumeData));
@@ -328,8 +349,10 @@ export class WorkflowRun extends DurableObject<Env> {
     // Racing resumes: this flag and the status change are one synchronous step, so the next caller sees them.
     meta.resuming = true;
     meta.status = 'running';
+    const kv = this.ctx.storage.kv;
+    kv.put('resumes', [...(kv.get<ResumeRecord[]>('resumes') ?? []), { stepId: target.step_id, at: isoNow(), by: resumer.by }]);
     this.saveMeta(meta);
-    this.record('workflow-resumed', { stepId: target.step_id });
+    this.record('workflow-resumed', { stepId: target.step_id, resumedBy: resumer.by });
     try {
       this.finishTask(target.key, JSON.parse(resumeData) as Json);
       await this.afterChange();
@@ -434,7 +457,22 @@ export class WorkflowRun extends DurableObject<Env> {
     }
   }
 
-  private async execute(meta: RunMeta, task: TaskRow) {
+  /**
+   * The scopes the steps still to run may need: those of the current entry's open units (of its
+   * one step, for a loop or foreach) and of every entry after it, each branch counted.
+   */
+  private neededScopes(meta: RunMeta): string[] {
+    const [current, ...later] = meta.workflow.nodes.slice(meta.cursor);
+    const open = new Set(this.tasks(`status NOT IN ('done', 'failed', 'canceled')`).map((t) => t.step_id));
+    const steps = [
+      ...(current ? leavesOf(current).filter((s) => current.type === 'loop' || current.type === 'foreach' || open.has(s.id)) : []),
+      ...later.flatMap(leavesOf),
+    ];
+    return [...new Set(steps.map(stepScope).filter((scope) => scope !== null))];
+  }
+
+  /** Runs a unit for `actor`: the launcher as it stands now. */
+  private async execute(meta: RunMeta, task: TaskRow, actor: Actor) {
     const step = this.step(meta, task);
     const input = parse(task.input);
     switch (step.type) {
@@ -453,13 +491,13 @@ export class WorkflowRun extends DurableObject<Env> {
           return this.refreshStatus(this.meta()!);
         }
         if (step.toolId !== 'execute-skill') {
-          const output = await this.attempt(task.key, () => runInstantTool(this.db, this.env, meta.actor, step.toolId, meta.runId));
+          const output = await this.attempt(task.key, () => runInstantTool(this.db, this.env, actor, step.toolId, meta.runId));
           if (output !== undefined && this.task(task.key)?.status === 'running') this.finishTask(task.key, output);
           return;
         }
-        return this.startExecution(meta, task, () => startSkill(this.db, this.env, meta.actor, input));
+        return this.startExecution(meta, task, () => startSkill(this.db, this.env, actor, input));
       case 'agent':
-        return this.startExecution(meta, task, () => startAgent(this.db, this.env, meta.actor, step, input));
+        return this.startExecution(meta, task, () => startAgent(this.db, this.env, actor, step, input));
     }
   }
 
@@ -517,13 +555,13 @@ export class WorkflowRun extends DurableObject<Env> {
     this.setTask(task.key, { status: 'queued', attempt: task.attempt + 1, sent: 0, wait: null, due_at: null, execution_id: null });
   }
 
-  /** A failed step: retried with backoff while `options.retries` allows, else the run fails. */
-  private failTask(key: string, message: string) {
+  /** A failed step: retried with backoff while `options.retries` allows (and `retry`), else the run fails. */
+  private failTask(key: string, message: string, retry = true) {
     const meta = this.meta()!;
     const task = this.task(key);
     if (!task || !['running', 'waiting'].includes(task.status) || FINAL.includes(meta.status)) return;
     const step = this.step(meta, task);
-    const retries = step.type === 'tool' ? step.retries : 0;
+    const retries = retry && step.type === 'tool' ? step.retries : 0;
     if (task.failures < retries) {
       this.setTask(key, {
         status: 'waiting',
@@ -779,6 +817,7 @@ export class WorkflowRun extends DurableObject<Env> {
       .exec<{ step_id: string; status: string; output: string | null; rev: number }>(`SELECT * FROM results ORDER BY rev`)
       .toArray();
     const open = this.tasks(`status IN ('queued', 'running', 'waiting', 'suspended')`);
+    const resumes = kv.get<ResumeRecord[]>('resumes') ?? [];
     const snapshot = {
       status: meta.status,
       context: { input: meta.initData, ...Object.fromEntries(results.map((r) => [r.step_id, { status: r.status, output: parse(r.output) }])) },
@@ -786,6 +825,7 @@ export class WorkflowRun extends DurableObject<Env> {
       ...(meta.status === 'suspended' || open.some((t) => t.status === 'suspended') ? { suspended: this.suspendedFrames(meta, open) } : {}),
       ...(meta.result === undefined ? {} : { result: meta.result }),
       ...(meta.error === undefined ? {} : { error: meta.error }),
+      ...(resumes.length === 0 ? {} : { resumes }),
     };
     const db = this.db;
     const t = now();
@@ -846,3 +886,13 @@ function initialState(workflow: CompiledWorkflow): Json {
   for (const [key, property] of Object.entries(schema?.properties ?? {})) if (property.default !== undefined) state[key] = property.default;
   return state;
 }
+
+/** The steps an entry runs. */
+const leavesOf = (node: GraphNode): (LeafStep | MappingStep)[] =>
+  node.type === 'parallel'
+    ? node.steps
+    : node.type === 'conditional'
+      ? node.branches.map((b) => b.step)
+      : node.type === 'loop' || node.type === 'foreach'
+        ? [node.step]
+        : [node];

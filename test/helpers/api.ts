@@ -1,4 +1,5 @@
 import { exports } from 'cloudflare:workers';
+import { createHash } from 'node:crypto';
 
 export const BASE = 'https://service.test';
 
@@ -90,12 +91,18 @@ export function expectError(res: ApiResponse, status: number, code: string) {
   return res.body.error as { code: string; message: string; details?: Record<string, any> };
 }
 
-/** A session principal of `user`, for calling service functions directly. */
+/** The id `user`'s session is stored under: its token's SHA-256, as the service hashes it. */
+export const sessionIdOf = (user: TestUser) => createHash('sha256').update(user.token).digest('hex');
+
+/**
+ * The principal of `user`'s session, for calling service functions directly. It names the real
+ * session: a run started with it acts for that session, which is read again as the run acts.
+ */
 export const sessionPrincipal = (user: TestUser): import('../../workers/auth/principal').Principal => ({
   userId: user.user.id,
   workspaceId: user.workspaceId,
   role: 'owner',
-  credential: { type: 'session', sessionId: 'test' },
+  credential: { type: 'session', sessionId: sessionIdOf(user) },
   scopes: ['*'],
   origin: { requestId: 'test', ip: null, userAgent: null },
 });

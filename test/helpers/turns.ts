@@ -3,7 +3,7 @@ import type { TurnInput } from '../../workers/services/execution-events';
 import { runActor } from '../../workers/auth/actor';
 import { resolvePrincipal } from '../../workers/auth/credentials';
 import { apiKeyIdOf } from '../../workers/auth/principal';
-import { createKey, type TestUser } from './api';
+import { createKey, sessionIdOf, type TestUser } from './api';
 import { openDb } from '../../workers/lib/db';
 
 const RUN = { kind: 'execution', id: 'exec_1' } as const;
@@ -11,7 +11,7 @@ const RUN = { kind: 'execution', id: 'exec_1' } as const;
 /**
  * A turn as the ExecutionSession hands it to the run tools: the user's, owner, no key, unless
  * overridden. Its actor is the launching credential the other fields name, holding every scope
- * (a session, or a `*` key when `apiKeyId` is set), unless an actor is given.
+ * (the user's session, or a `*` key when `apiKeyId` is set), unless an actor is given.
  */
 export const turnOf = (user: TestUser | null, extra: Partial<TurnInput> = {}): TurnInput => {
   const base = {
@@ -33,7 +33,10 @@ export const turnOf = (user: TestUser | null, extra: Partial<TurnInput> = {}): T
     userId: base.userId,
     workspaceId: base.workspaceId,
     role: base.role,
-    credential: base.apiKeyId === null ? { type: 'session' as const, sessionId: 'test' } : { type: 'api_key' as const, apiKeyId: base.apiKeyId },
+    credential:
+      base.apiKeyId !== null
+        ? { type: 'api_key' as const, apiKeyId: base.apiKeyId }
+        : { type: 'session' as const, sessionId: user ? sessionIdOf(user) : 'test' },
     scopes: ['*'],
     origin: { requestId: base.requestId, ip: null, userAgent: null },
   };

@@ -46,3 +46,7 @@ export const isSensitiveScope = (scope: string): boolean => (SENSITIVE_SCOPES as
 
 /** Whether a credential's scope set covers `needed`. */
 export const hasScope = (granted: readonly string[], needed: string): boolean => granted.includes(WILDCARD) || granted.includes(needed);
+
+/** The scopes both sets cover: what a run may use of what its launcher held at launch (`ceiling`) and holds now (`current`). */
+export const narrowScopes = (ceiling: readonly string[], current: readonly string[]): string[] =>
+  ceiling.includes(WILDCARD) ? [...current] : current.includes(WILDCARD) ? [...ceiling] : ceiling.filter((s) => current.includes(s));

@@ -73,7 +73,10 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
   let text = '';
   const finish = (stopReason: RunStopReason, error?: string): AgentLoopResult => ({ stopReason, messages, text, usage, error });
 
-  /** Answers the tool calls of the conversation's last message after the `answered` ones, then asks nothing of the model. */
+  /**
+   * Answers the tool calls of the conversation's last message after the `answered` ones, then
+   * asks nothing of the model; answers a reason to stop that arose during the calls.
+   */
   const answerCalls = async (answered: readonly ContentBlock[]) => {
     const calls = messages.at(-1)!.content.filter((block) => block.type === 'tool_use');
     const results = [...answered];
@@ -90,6 +93,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
     }
     messages.push({ role: 'user', content: results });
     options.checkpoint?.({ messages, usage });
+    return options.shouldStop(usage);
   };
 
   if (options.round) {
@@ -97,7 +101,8 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
     text = last.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('');
     const halt = options.shouldStop(usage);
     if (halt) return finish(halt);
-    await answerCalls(options.round.results);
+    const halted = await answerCalls(options.round.results);
+    if (halted) return finish(halted);
   }
 
   const delays = options.retryDelaysMs ?? RETRY_DELAYS_MS;
@@ -158,7 +163,8 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentLoop
     const halt = options.shouldStop(usage);
     if (halt) return finish(halt);
     if (stop !== 'tool_use' || calls.length === 0) return finish('end_turn');
-    await answerCalls([]);
+    const halted = await answerCalls([]);
+    if (halted) return finish(halted);
   }
   return finish('error', `The run used its ${options.maxTurns} model requests without finishing`);
 }

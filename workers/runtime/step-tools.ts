@@ -11,7 +11,7 @@ import { parseId } from '../lib/ids';
 import { findAgent } from '../services/agents';
 import { interruptTurn } from '../services/execution-lifecycle';
 import { runAgent, runSkill } from '../services/executions';
-import type { Json, LeafStep } from '../workflows/compiler';
+import type { Json, LeafStep, MappingStep } from '../workflows/compiler';
 import { StepError } from '../workflows/steps';
 
 /** What starting a step that runs an execution answers. */
@@ -31,6 +31,25 @@ function capabilityNamed(name: string) {
   const capability = CAPABILITIES.find((c) => c.name === name);
   if (!capability) throw new Error(`No capability named ${name}`);
   return capability;
+}
+
+/** The capability a workflow step's own tool runs: one with a workflow-step view. */
+const stepCapability = (toolId: string) => CAPABILITIES.find((c) => c.name === toolId && c.workflowStep);
+
+/**
+ * The scope the check of a step needs (that of the capability it mirrors), or null for a step
+ * that acts on nothing outside its run (a mapping, a sleep, human input).
+ */
+export function stepScope(step: LeafStep | MappingStep): string | null {
+  const capability =
+    step.type === 'agent'
+      ? capabilityNamed('create-execution')
+      : step.type !== 'tool' || step.toolId === 'human-input'
+        ? undefined
+        : step.toolId === 'execute-skill'
+          ? capabilityNamed('execute-skill')
+          : stepCapability(step.toolId);
+  return capability && 'scope' in capability.access ? capability.access.scope : null;
 }
 
 /**
@@ -112,7 +131,7 @@ export async function checkExecution(db: Db, env: Env, workspaceId: string, exec
  * the run's actor (a refusal fails the step, naming the scope).
  */
 export async function runInstantTool(db: Db, env: Env, actor: Actor, toolId: string, runId: string): Promise<Json> {
-  const capability = CAPABILITIES.find((c) => c.name === toolId && c.workflowStep);
+  const capability = stepCapability(toolId);
   if (!capability?.workflowStep) throw new StepError(`Tool ${toolId} is not available in this deployment`);
   await authorizeStep(db, actor, toolId, capability);
   const output = await capability.run(runContext(db, env, actor, runId, 'workflow'), {});

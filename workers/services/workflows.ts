@@ -3,11 +3,12 @@ import { z } from 'zod';
 import { artifacts, threads } from '../../schema';
 import { workflowRuns, workflowStepResults, workflows, type WorkflowRow, type WorkflowRunRow } from '../../schema/workflows';
 import { runActor } from '../auth/actor';
+import type { CredentialKind } from '../auth/credentials';
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
-import { AppError, invalidInput, notFound } from '../errors';
+import { AppError, forbidden, invalidInput, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
-import { parseId } from '../lib/ids';
+import { formatId, parseId } from '../lib/ids';
 import { readArchive } from '../lib/archive';
 import { compileWorkflow, MAX_SLUG_LENGTH, TOOL_IDS, WORKFLOW_SLUG, type CompiledWorkflow, type Json } from '../workflows/compiler';
 import { valueProblem } from '../workflows/json-schema';
@@ -422,18 +423,33 @@ export const Resumed = z.object({ runId: z.string(), status: z.literal('running'
 /** Spec 7.3's resume answers: its own codes, and `{cancelled: true, error}` for a finished run. */
 export const ResumeAnswer = z.discriminatedUnion('status', [
   z.object({ status: z.literal(200), body: Resumed }),
-  z.object({ status: z.literal([400, 404, 409, 500]), body: z.record(z.string(), z.unknown()) }),
+  z.object({ status: z.literal([400, 403, 404, 409, 500]), body: z.record(z.string(), z.unknown()) }),
 ]);
 export type ResumeAnswer = z.infer<typeof ResumeAnswer>;
 
 const resumeError = (status: 404 | 409 | 500, code: string, message: string): ResumeAnswer => ({ status, body: { error: { code, message } } });
+
+/** Who resumes a run: their own credential's scopes, and how the run records them. */
+export interface Resumer {
+  scopes: string[];
+  by: { userId: string; credential: { type: CredentialKind; apiKeyId: string | null } };
+}
+
+/** The resumer as the run checks and records them: their own credential's scopes, and who they are. */
+const resumerOf = (principal: Principal): Resumer => ({
+  scopes: principal.scopes,
+  by: {
+    userId: principal.userId,
+    credential: { type: principal.credential.type, apiKeyId: principal.credential.type === 'api_key' ? formatId('key', principal.credential.apiKeyId) : null },
+  },
+});
 
 export async function resumeRun(db: Db, env: Env, principal: Principal, runId: string, body: ResumeBody): Promise<ResumeAnswer> {
   const row = await findRun(db, principal, runId);
   if (!row) return resumeError(404, 'NOT_FOUND', 'Workflow run not found');
   let outcome;
   try {
-    outcome = await env.WORKFLOW_RUN.getByName(row.runId).resume(body.stepId ?? null, JSON.stringify(body.resumeData ?? null));
+    outcome = await env.WORKFLOW_RUN.getByName(row.runId).resume(body.stepId ?? null, JSON.stringify(body.resumeData ?? null), resumerOf(principal));
   } catch (error) {
     console.error(JSON.stringify({ level: 'error', requestId: principal.origin.requestId, runId, error: String(error) }));
     return resumeError(500, 'RESUME_FAILED', 'The resume could not be dispatched');
@@ -465,6 +481,14 @@ export async function resumeRun(db: Db, env: Env, principal: Principal, runId: s
     }
     case 'step_mismatch':
       return resumeError(409, 'STEP_MISMATCH', `The run is suspended at ${outcome.suspended.join(', ')}, not at ${body.stepId ?? '(no stepId)'}`);
+    case 'forbidden': {
+      const named = outcome.missing.map((scope) => `"${scope}"`).join(', ');
+      const error = forbidden(`Resuming this run needs ${named} for the steps it has left, which this credential lacks`, {
+        scopes: outcome.missing,
+        stepId: outcome.stepId,
+      });
+      return { status: 403, body: error.toEnvelope() };
+    }
   }
 }
 
