@@ -48,17 +48,21 @@ export class HitCounter {
 
   constructor(private readonly kv: SyncKvStorage) {}
 
-  hit(prefix: string, limit: number, windowMs: number): RateDecision {
+  /**
+   * Counts `weight` hits at once (the calls of an MCP batch), all or none: what does not fit is
+   * refused whole and counts nothing, and `remaining` says what would have fit.
+   */
+  hit(prefix: string, limit: number, windowMs: number, weight = 1): RateDecision {
     const t = now();
     const currentWindow = t - (t % windowMs);
     const stored = this.stored(prefix);
     const count = stored.window === currentWindow ? stored.count : 0;
     const resetMs = currentWindow + windowMs - t;
-    if (count >= limit) return { allowed: false, limit, remaining: 0, resetMs, window: currentWindow };
+    if (count + weight > limit) return { allowed: false, limit, remaining: Math.max(0, limit - count), resetMs, window: currentWindow };
     if (stored.window !== currentWindow) this.kv.put(`${prefix}window`, currentWindow);
-    this.kv.put(`${prefix}count`, count + 1);
-    this.windows.set(prefix, { window: currentWindow, count: count + 1 });
-    return { allowed: true, limit, remaining: limit - count - 1, resetMs, window: currentWindow };
+    this.kv.put(`${prefix}count`, count + weight);
+    this.windows.set(prefix, { window: currentWindow, count: count + weight });
+    return { allowed: true, limit, remaining: limit - count - weight, resetMs, window: currentWindow };
   }
 
   /** Takes back one hit counted in `window`; once that window has passed there is nothing to take back. */

@@ -1,10 +1,10 @@
 import { Hono } from 'hono';
 import { eventsArea } from '../capabilities/events';
 import { capabilityRoutes } from '../capabilities/rest';
-import { bearerTokenOf, resolvePrincipal } from '../auth/credentials';
 import { hasScope } from '../auth/scopes';
 import type { AppEnv } from '../env';
 import { AppError, forbidden, unauthorized } from '../errors';
+import { identify } from '../middleware/authenticate';
 import { verifyStreamToken } from '../lib/signing';
 import { documentedProtocol } from './openapi';
 
@@ -40,7 +40,8 @@ export const controlRoutes = new Hono<AppEnv>().get(
  * GET /api/events (spec 4.11, 6.3): Server-Sent Events of the workspace's executions,
  * `event: execution-state`. The API key comes in the `apiKey` query (EventSource cannot set
  * headers) or `x-api-key`; a session token or access token works too. `sources` filters by the
- * executions' source (comma-separated, e.g. `api,mcp`).
+ * executions' source (comma-separated, e.g. `api,mcp`). The credential is checked and counted
+ * as on `/api/v1` (rate limit, an access token only for the REST API's audience).
  */
 export const apiEventsRoutes = new Hono<AppEnv>().get(
   '/',
@@ -52,20 +53,15 @@ export const apiEventsRoutes = new Hono<AppEnv>().get(
     'text/event-stream',
   ),
   async (c) => {
-    const principal = await resolvePrincipal(
-      c.var.db,
-      {
-        apiKey: c.req.query('apiKey') ?? c.req.header('x-api-key'),
-        sessionToken: c.req.header('x-auth-token'),
-        bearerToken: bearerTokenOf(c.req.header('authorization')),
-        workspaceSelector: c.req.header('x-workspace-id'),
-      },
-      c.var.origin,
-    );
+    const principal = await identify(c, { apiKey: c.req.query('apiKey') });
     if (!principal) throw unauthorized();
     if (!hasScope(principal.scopes, CHANNEL_SCOPE)) throw forbidden(`This credential lacks the scope "${CHANNEL_SCOPE}"`, { scope: CHANNEL_SCOPE });
     const sources = c.req.query('sources');
     const url = `https://channel/events${sources ? `?sources=${encodeURIComponent(sources)}` : ''}`;
-    return c.env.WORKSPACE_CHANNEL.getByName(principal.workspaceId).fetch(url, { signal: c.req.raw.signal });
+    const channel = await c.env.WORKSPACE_CHANNEL.getByName(principal.workspaceId).fetch(url, { signal: c.req.raw.signal });
+    // Headers set on the context (x-ratelimit-*) are not on a Response returned as is.
+    const response = new Response(channel.body, channel);
+    for (const [name, value] of c.res.headers) if (name.startsWith('x-ratelimit-')) response.headers.set(name, value);
+    return response;
   },
 );
