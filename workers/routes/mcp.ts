@@ -11,6 +11,7 @@ import { hasScope, type Scope } from '../auth/scopes';
 import type { AppEnv, Env } from '../env';
 import { AppError, forbidden, unauthorized } from '../errors';
 import { identify, WrongAudience } from '../middleware/authenticate';
+import { heldStream, streamHolderOf } from '../lib/stream-slots';
 import { logLevelOf } from '../mcp/logging';
 import { PROMPT_ROUTE, resourceRoute } from '../mcp/resources';
 import { createMcpServer, MCP_TOOLS } from '../mcp/server';
@@ -171,7 +172,9 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
     logLevel: live ? await logLevelOf(c.var.db, principal) : undefined,
   });
   await server.connect(transport);
-  const response = await transport.handleRequest(c.req.raw, body === undefined ? undefined : { parsedBody: body });
+  const answer = () => transport.handleRequest(c.req.raw, body === undefined ? undefined : { parsedBody: body });
+  // A followed call answers as an event stream: it holds one of the credential's stream slots.
+  const response = live ? await heldStream(c, streamHolderOf(principal), answer) : await answer();
   // Headers set on the context (x-ratelimit-*, CORS) are not on a Response returned as is.
   for (const [name, value] of c.res.headers) if (name.startsWith('x-ratelimit-') || name.startsWith('access-control-')) response.headers.set(name, value);
   return response;
