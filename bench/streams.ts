@@ -89,8 +89,11 @@ async function runner(service: { base: string; apiKey: string }) {
 
 async function main() {
   const model = await startModelServer(MODEL_WORDS);
-  const service = await startService();
-  const hostedService = await startService(150_000, { args: model.vars });
+  // One signed URL opens every subscriber here, all counted toward one key's open streams: the
+  // cap is raised far above them (a round's slots are given back just after its streams end).
+  const streamCap = ['--var', 'MAX_OPEN_STREAMS:1000000'];
+  const service = await startService(90_000, { args: streamCap });
+  const hostedService = await startService(150_000, { args: [...model.vars, ...streamCap] });
   const baseline = await startBaseline();
   try {
     const serviceRun = await runner(service);

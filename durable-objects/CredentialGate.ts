@@ -19,6 +19,8 @@ export interface GateRequest {
   audiences: string[];
   limit: number;
   windowMs: number;
+  /** Requests this one counts for: the calls of an MCP batch (default 1). */
+  weight?: number;
 }
 
 /**
@@ -62,7 +64,7 @@ export class CredentialGate extends DurableObject<Env> {
       }
     }
     const subject = principal.credential.type === 'api_key' ? `key:${principal.credential.apiKeyId}:` : 'user:';
-    return { ok: true, principal, decision: this.counter.hit(subject, request.limit, request.windowMs) };
+    return { ok: true, principal, decision: this.counter.hit(subject, request.limit, request.windowMs, request.weight) };
   }
 
   /**

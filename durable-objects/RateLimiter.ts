@@ -14,17 +14,20 @@ export interface RateDecision {
 
 /**
  * One instance per rate-limited subject (an API key, a session user, an IP, an account),
- * addressed by name, e.g. `api:key:12`.
+ * addressed by name, e.g. `api:key:12`; or per holder of stream slots, e.g. `streams:sse:key:12`.
  *
- * Storage: synchronous KV on the object's SQLite, two entries: `window` (start of the current
- * fixed window, ms) and `count` (hits in it). `hit` reads and writes without awaiting in
- * between, and a Durable Object runs one call at a time, so the count is exact: two isolates
- * can never both take the last slot. State survives eviction and restarts.
+ * Storage: synchronous KV on the object's SQLite: `window` (start of the current fixed window,
+ * ms) and `count` (hits in it), or one `slot:<lease>` entry per slot taken (its expiry, ms). Each
+ * call reads and writes without awaiting in between, and a Durable Object runs one call at a
+ * time, so counts are exact: two isolates can never both take the last hit or slot. State
+ * survives eviction and restarts.
  *
- * Lifecycle: created on first hit; a stale window is simply replaced on the next hit.
+ * Lifecycle: created on first use; a stale window is simply replaced on the next hit, an expired
+ * slot when a slot is wanted and none is free.
  */
 export class RateLimiter extends DurableObject<Env> {
   private readonly counter = new HitCounter(this.ctx.storage.kv);
+  private readonly slots = new SlotLeases(this.ctx.storage.kv);
 
   hit(limit: number, windowMs: number): RateDecision {
     return this.counter.hit('', limit, windowMs);
@@ -33,6 +36,67 @@ export class RateLimiter extends DurableObject<Env> {
   /** Takes back a hit whose action did not happen (a run start whose claim was refused). */
   giveBack(window: number): void {
     this.counter.unhit('', window);
+  }
+
+  /** One of `cap` slots, leased for `leaseMs`: its lease id, or null when every slot is held. */
+  takeSlot(cap: number, leaseMs: number): string | null {
+    return this.slots.take(cap, leaseMs);
+  }
+
+  /** Extends a lease by `leaseMs`; false once it has expired (its slot may be someone else's now). */
+  renewSlot(lease: string, leaseMs: number): boolean {
+    return this.slots.renew(lease, leaseMs);
+  }
+
+  releaseSlot(lease: string): void {
+    this.slots.release(lease);
+  }
+}
+
+/**
+ * Slots held by leases that expire unless renewed, so a holder that vanishes without releasing
+ * (a crashed isolate) frees its slot after one lease. Kept in synchronous KV under
+ * `slot:<lease>` (the expiry, ms) and mirrored in memory once read.
+ */
+export class SlotLeases {
+  private leases: Map<string, number> | undefined;
+
+  constructor(private readonly kv: SyncKvStorage) {}
+
+  take(cap: number, leaseMs: number): string | null {
+    const leases = this.held();
+    if (leases.size >= cap) {
+      const t = now();
+      for (const [lease, expiry] of leases) if (expiry <= t) this.release(lease);
+      if (leases.size >= cap) return null;
+    }
+    const lease = crypto.randomUUID();
+    this.set(lease, now() + leaseMs);
+    return lease;
+  }
+
+  renew(lease: string, leaseMs: number): boolean {
+    const expiry = this.held().get(lease);
+    if (expiry === undefined || expiry <= now()) {
+      this.release(lease);
+      return false;
+    }
+    this.set(lease, now() + leaseMs);
+    return true;
+  }
+
+  release(lease: string): void {
+    if (this.held().delete(lease)) this.kv.delete(`slot:${lease}`);
+  }
+
+  private set(lease: string, expiry: number) {
+    this.held().set(lease, expiry);
+    this.kv.put(`slot:${lease}`, expiry);
+  }
+
+  private held(): Map<string, number> {
+    this.leases ??= new Map([...this.kv.list<number>({ prefix: 'slot:' })].map(([key, expiry]) => [key.slice('slot:'.length), expiry]));
+    return this.leases;
   }
 }
 
@@ -48,17 +112,21 @@ export class HitCounter {
 
   constructor(private readonly kv: SyncKvStorage) {}
 
-  hit(prefix: string, limit: number, windowMs: number): RateDecision {
+  /**
+   * Counts `weight` hits at once (the calls of an MCP batch), all or none: what does not fit is
+   * refused whole and counts nothing, and `remaining` says what would have fit.
+   */
+  hit(prefix: string, limit: number, windowMs: number, weight = 1): RateDecision {
     const t = now();
     const currentWindow = t - (t % windowMs);
     const stored = this.stored(prefix);
     const count = stored.window === currentWindow ? stored.count : 0;
     const resetMs = currentWindow + windowMs - t;
-    if (count >= limit) return { allowed: false, limit, remaining: 0, resetMs, window: currentWindow };
+    if (count + weight > limit) return { allowed: false, limit, remaining: Math.max(0, limit - count), resetMs, window: currentWindow };
     if (stored.window !== currentWindow) this.kv.put(`${prefix}window`, currentWindow);
-    this.kv.put(`${prefix}count`, count + 1);
-    this.windows.set(prefix, { window: currentWindow, count: count + 1 });
-    return { allowed: true, limit, remaining: limit - count - 1, resetMs, window: currentWindow };
+    this.kv.put(`${prefix}count`, count + weight);
+    this.windows.set(prefix, { window: currentWindow, count: count + weight });
+    return { allowed: true, limit, remaining: limit - count - weight, resetMs, window: currentWindow };
   }
 
   /** Takes back one hit counted in `window`; once that window has passed there is nothing to take back. */

@@ -3,7 +3,8 @@ import type { Env } from '../workers/env';
 import { sseStream, type SseWriter } from '../workers/lib/sse';
 import type { ExecutionEvent } from '../workers/services/execution-events';
 import { type ControlMessage, controlMessagesFor, executionState, type RelayState, type RelayTarget } from '../workers/services/control-plane';
-import { sleep } from '../workers/lib/clock';
+import { now, sleep } from '../workers/lib/clock';
+import { releaseStreamSlot, renewStreamSlot, SLOT_RENEW_MS, STREAM_SLOT_HEADER, type StreamSlot } from '../workers/lib/stream-slots';
 
 /** Comment frames keep idle SSE connections (and proxies) from timing out. */
 const KEEP_ALIVE_MS = 15_000;
@@ -24,7 +25,10 @@ interface SseSubscriber {
  * WebSockets use the hibernation API: sockets are accepted with `ctx.acceptWebSocket`, so the
  * object may be evicted between messages while clients stay connected, and `publish` finds
  * them again with `ctx.getWebSockets()`. The text `ping` is answered `pong` by the runtime
- * (`setWebSocketAutoResponse`) without waking the object. No state is kept besides the sockets.
+ * (`setWebSocketAutoResponse`) without waking the object. No state is kept besides the sockets,
+ * each with its stream slot attached (the WebSocket slot of the credential that asked for the
+ * URL, taken by the Worker): released when the socket closes, renewed by an alarm while any
+ * socket is open, so a slot outlives a lost socket by one lease at most.
  *
  * `/api/events` subscribers (SSE) are held in memory while their stream is open; they keep the
  * object awake, and an eviction drops them (clients reconnect).
@@ -51,6 +55,8 @@ export class WorkspaceChannel extends DurableObject<Env> {
     if (request.headers.get('upgrade')?.toLowerCase() === 'websocket') {
       const [client, server] = Object.values(new WebSocketPair()) as [WebSocket, WebSocket];
       this.ctx.acceptWebSocket(server);
+      server.serializeAttachment(JSON.parse(request.headers.get(STREAM_SLOT_HEADER)!) as StreamSlot);
+      if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(now() + SLOT_RENEW_MS);
       return new Response(null, { status: 101, webSocket: client });
     }
     const sources = new URL(request.url).searchParams.get('sources');
@@ -138,12 +144,34 @@ export class WorkspaceChannel extends DurableObject<Env> {
     // Clients only ping (answered by the runtime); anything else is ignored.
   }
 
-  override webSocketClose(ws: WebSocket, code: number, reason: string): void {
+  override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
     try {
       ws.close(code, reason);
     } catch {
       // already closed
     }
+    await this.releaseSlotOf(ws);
+  }
+
+  override async webSocketError(ws: WebSocket): Promise<void> {
+    await this.releaseSlotOf(ws);
+  }
+
+  /** Renews the slots of the open sockets; a socket whose slot was lost is closed (its client reconnects, taking a slot again). */
+  override async alarm(): Promise<void> {
+    const sockets = this.ctx.getWebSockets();
+    await Promise.all(
+      sockets.map(async (ws) => {
+        const slot = ws.deserializeAttachment() as StreamSlot | null;
+        if (slot && !(await renewStreamSlot(this.env, slot))) ws.close(1013, 'This socket’s slot expired: connect again');
+      }),
+    );
+    if (sockets.length > 0) await this.ctx.storage.setAlarm(now() + SLOT_RENEW_MS);
+  }
+
+  private async releaseSlotOf(ws: WebSocket) {
+    const slot = ws.deserializeAttachment() as StreamSlot | null;
+    if (slot) await releaseStreamSlot(this.env, slot);
   }
 
   private subscribe(subscriber: SseSubscriber) {

@@ -27,6 +27,8 @@ export interface Env extends GeneratedEnv {
   LOCAL_DEVELOPMENT?: string;
   /** GitHub's REST API base (default https://api.github.com; GitHub Enterprise: https://HOST/api/v3). Set but unusable: the connector is not configured. */
   GITHUB_API_BASE_URL?: string;
+  /** Event streams (SSE) and WebSockets each credential may hold open at once, each (default 20; workers/lib/stream-slots.ts). */
+  MAX_OPEN_STREAMS?: string;
 }
 
 export type Db = DrizzleD1Database;

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { appendMemory, MAX_MEMORY_CHARS, MEMORY_SEPARATOR } from '../../workers/services/memory';
+import { appendMemory, MAX_MEMORY_BYTES, MEMORY_SEPARATOR } from '../../workers/services/memory';
 import { call, sessionPrincipal, signUp } from '../helpers/api';
 import { turnOf } from '../helpers/turns';
 import { openDb } from '../../workers/lib/db';
@@ -25,11 +25,11 @@ describe('appendMemory', () => {
 
   it('refuses to grow past the cap, and records nothing for the refused append', async () => {
     const user = await signUp();
-    await appendMemory(db, sessionPrincipal(user), 'x'.repeat(MAX_MEMORY_CHARS - 10));
+    await appendMemory(db, sessionPrincipal(user), 'x'.repeat(MAX_MEMORY_BYTES - 10));
     await expect(appendMemory(db, sessionPrincipal(user), 'y'.repeat(20))).rejects.toMatchObject({ code: 'INVALID_INPUT', status: 400 });
     const audit = await call('/api/v1/audit-logs?action=memory.appended', { token: user.token });
     expect(audit.body.data).toHaveLength(1);
-    expect((await call('/api/v1/memory', { token: user.token })).body.content).toHaveLength(MAX_MEMORY_CHARS - 10);
+    expect((await call('/api/v1/memory', { token: user.token })).body.content).toHaveLength(MAX_MEMORY_BYTES - 10);
   });
 });
 

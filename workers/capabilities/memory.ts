@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { appendMemory, MAX_MEMORY_CHARS, MemoryDocument, readMemory, writeMemory } from '../services/memory';
+import { appendMemory, MAX_MEMORY_BYTES, MemoryDocument, readMemory, writeMemory } from '../services/memory';
 import { defineCapability, READ_ONLY, type Area } from './capability';
 
 const WriteMemoryInput = z.object({
-  content: z.string().max(MAX_MEMORY_CHARS).describe('The text to write'),
+  // The cap is on the resulting document, checked by the service for both modes alike.
+  content: z.string().describe(`The text to write; the whole document holds at most ${MAX_MEMORY_BYTES} bytes of UTF-8`),
   mode: z.enum(['overwrite', 'append']).default('overwrite').describe('overwrite (the default): replace everything; append: add after the separator'),
 });
 

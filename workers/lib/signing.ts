@@ -11,13 +11,15 @@ export interface StreamClaims {
   /** What the token opens, e.g. an execution id. */
   subject: string;
   workspaceId: string;
+  /** Whose open streams this URL's count toward: the credential that asked for it (`key:12`, `user:<id>`). */
+  holder: string;
 }
 
 const key = (secret: string) => new TextEncoder().encode(secret);
 
 export async function signStreamToken(secret: string, audience: StreamAudience, claims: StreamClaims, ttlMs: number): Promise<string> {
   const issuedAt = Math.floor(now() / 1000);
-  return new SignJWT({ wid: claims.workspaceId })
+  return new SignJWT({ wid: claims.workspaceId, hld: claims.holder })
     .setProtectedHeader({ alg: 'HS256' })
     .setSubject(claims.subject)
     .setAudience(audience)
@@ -36,8 +38,8 @@ export async function verifyStreamToken(secret: string, audience: StreamAudience
       requiredClaims: ['exp', 'sub'],
       currentDate: new Date(now()),
     });
-    if (typeof payload.sub !== 'string' || typeof payload.wid !== 'string') return null;
-    return { subject: payload.sub, workspaceId: payload.wid };
+    if (typeof payload.sub !== 'string' || typeof payload.wid !== 'string' || typeof payload.hld !== 'string') return null;
+    return { subject: payload.sub, workspaceId: payload.wid, holder: payload.hld };
   } catch (error) {
     if (error instanceof errors.JOSEError) return null;
     throw error;

@@ -8,6 +8,12 @@ const SSE_HEADERS = {
 
 export type SseWriter = WritableStreamDefaultWriter<ArrayBuffer | ArrayBufferView>;
 
+/** An SSE answer written by this Worker itself, and when its writing has ended (the writer closed). */
+export interface OwnStream {
+  response: Response;
+  ended: Promise<unknown>;
+}
+
 /**
  * An SSE answer and the writer that feeds it. The body is workerd's own byte stream
  * (IdentityTransformStream), not a JavaScript TransformStream: what is written goes out to the

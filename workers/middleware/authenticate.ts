@@ -26,20 +26,29 @@ function handlerRouteKey(c: Context): string | undefined {
   return route && routeKey(method, route.path);
 }
 
+export interface IdentifyOptions {
+  allowUnactivated?: boolean;
+  mcp?: boolean;
+  /** An API key presented outside `x-api-key` (the `apiKey` query of `/api/events`, for EventSource). */
+  apiKey?: string;
+  /** Requests this one counts for: each call of an MCP batch counts (default 1). */
+  weight?: number;
+}
+
 /**
  * Resolves the request's credential and counts the request against its rate limit, both in one
  * call to the owner's CredentialGate (the caller's IP is counted when there is no valid
  * credential), setting the `x-ratelimit-*` headers. One
- * path for REST and MCP, so both share a credential's limit. Answers the principal, or
+ * path for REST, MCP and `/api/events`, so all share a credential's limit. Answers the principal, or
  * undefined without a credential; a refused credential throws after it was counted.
  */
-export async function identify(c: Context, options: { allowUnactivated?: boolean; mcp?: boolean } = {}): Promise<Principal | undefined> {
+export async function identify(c: Context, options: IdentifyOptions = {}): Promise<Principal | undefined> {
   let principal: Principal | undefined;
   let decision: RateDecision | undefined;
   let failure: unknown;
   try {
     const credential = await hashPresented({
-      apiKey: c.req.header('x-api-key'),
+      apiKey: options.apiKey ?? c.req.header('x-api-key'),
       sessionToken: c.req.header('x-auth-token'),
       bearerToken: bearerTokenOf(c.req.header('authorization')),
       workspaceSelector: c.req.header('x-workspace-id'),
@@ -55,6 +64,7 @@ export async function identify(c: Context, options: { allowUnactivated?: boolean
         audiences: options.mcp ? [base, mcpResourceOf(base)] : [base],
         limit: API_RATE_LIMIT,
         windowMs: API_RATE_WINDOW_MS,
+        weight: options.weight,
       });
       if (answer.ok) [principal, decision] = [{ ...answer.principal, origin: c.var.origin }, answer.decision];
       else failure = refusalError(answer.refusal);
@@ -69,9 +79,12 @@ export async function identify(c: Context, options: { allowUnactivated?: boolean
   c.header('x-ratelimit-remaining', String(decision.remaining));
   c.header('x-ratelimit-reset', String(resetSeconds));
   if (!decision.allowed) {
-    throw new AppError('RATE_LIMITED', 429, `Rate limit of ${decision.limit} requests per minute exceeded`, {
-      retryAfterSeconds: resetSeconds,
-    });
+    const weight = principal ? (options.weight ?? 1) : 1;
+    const message =
+      weight > 1
+        ? `This batch of ${weight} calls does not fit in the rate limit: ${decision.remaining} of ${decision.limit} requests left this minute`
+        : `Rate limit of ${decision.limit} requests per minute exceeded`;
+    throw new AppError('RATE_LIMITED', 429, message, { retryAfterSeconds: resetSeconds });
   }
   if (failure) {
     // RFC 6750 3.1: a refused bearer token is named in the challenge.

@@ -11,6 +11,7 @@ import { hasScope, type Scope } from '../auth/scopes';
 import type { AppEnv, Env } from '../env';
 import { AppError, forbidden, unauthorized } from '../errors';
 import { identify, WrongAudience } from '../middleware/authenticate';
+import { heldStream, streamHolderOf } from '../lib/stream-slots';
 import { logLevelOf } from '../mcp/logging';
 import { PROMPT_ROUTE, resourceRoute } from '../mcp/resources';
 import { createMcpServer, MCP_TOOLS } from '../mcp/server';
@@ -81,10 +82,20 @@ async function bodyOf(c: Context<AppEnv>): Promise<unknown> {
 
 /** JSON-RPC batches exist only in the 2025-03-26 revision; later ones removed them. */
 const BATCHES_REMOVED_IN = '2025-06-18';
+/** The most messages one batch may carry; each counts one request against the rate limit. */
+export const MAX_BATCH_MESSAGES = 20;
 
 function protocolVersionOf(c: Context<AppEnv>, messages: JsonRpcMessage[]): string {
   const init = messages.find((m) => m.method === 'initialize')?.params as { protocolVersion?: unknown } | undefined;
   return typeof init?.protocolVersion === 'string' ? init.protocolVersion : (c.req.header('mcp-protocol-version') ?? '2025-03-26');
+}
+
+/** Why a batch is refused, if it is: batches left MCP after 2025-03-26, and one carries so many messages at most. */
+function batchRefusal(c: Context<AppEnv>, size: number, messages: JsonRpcMessage[]): string | undefined {
+  const version = protocolVersionOf(c, messages);
+  if (version >= BATCHES_REMOVED_IN) return `JSON-RPC batches are not part of MCP ${version}: send one message per request`;
+  if (size > MAX_BATCH_MESSAGES) return `A batch may carry at most ${MAX_BATCH_MESSAGES} messages; this one has ${size}`;
+  return undefined;
 }
 
 const jsonRpcError = (id: JsonRpcMessage['id'], code: number, message: string, status: 200 | 400 = 200) =>
@@ -118,8 +129,14 @@ const followsProgress = (message: JsonRpcMessage) =>
 
 async function handle(c: Context<AppEnv>): Promise<Response> {
   checkOrigin(c);
+  const body = await bodyOf(c);
+  const messages = (Array.isArray(body) ? body : [body]).filter((m): m is JsonRpcMessage => typeof m === 'object' && m !== null);
+  const batchRefused = Array.isArray(body) ? batchRefusal(c, body.length, messages) : undefined;
+  // Each message of a batch is a request of its own for the rate limit, counted all or none; a
+  // refused batch counts once.
+  const weight = Array.isArray(body) && !batchRefused ? Math.max(1, body.length) : 1;
   let refusal: AppError | undefined;
-  const principal = await identify(c, { mcp: true }).catch((error: unknown) => {
+  const principal = await identify(c, { mcp: true, weight }).catch((error: unknown) => {
     if (error instanceof AppError && error.status === 401) return void (refusal = error);
     throw error;
   });
@@ -130,11 +147,7 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
     const problem = refused ? { error: 'invalid_token' as const, description: refusal instanceof WrongAudience ? refusal.message : undefined } : undefined;
     return c.json(unauthorized().toEnvelope(), 401, { 'www-authenticate': mcpWwwAuthenticate(base, problem) });
   }
-  const body = await bodyOf(c);
-  const messages = (Array.isArray(body) ? body : [body]).filter((m): m is JsonRpcMessage => typeof m === 'object' && m !== null);
-  if (Array.isArray(body) && protocolVersionOf(c, messages) >= BATCHES_REMOVED_IN) {
-    return jsonRpcError(null, -32600, `JSON-RPC batches are not part of MCP ${protocolVersionOf(c, messages)}: send one message per request`, 400);
-  }
+  if (batchRefused) return jsonRpcError(null, -32600, batchRefused, 400);
   // The SDK would answer an unknown tool as a tool result; the MCP spec makes it a protocol error.
   const unknownTool = messages.find((m) => m.method === 'tools/call' && !toolNamed(m.params?.name));
   if (unknownTool && !Array.isArray(body)) return jsonRpcError(unknownTool.id, -32602, `Unknown tool: ${String(unknownTool.params?.name)}`);
@@ -159,7 +172,9 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
     logLevel: live ? await logLevelOf(c.var.db, principal) : undefined,
   });
   await server.connect(transport);
-  const response = await transport.handleRequest(c.req.raw, body === undefined ? undefined : { parsedBody: body });
+  const answer = () => transport.handleRequest(c.req.raw, body === undefined ? undefined : { parsedBody: body });
+  // A followed call answers as an event stream: it holds one of the credential's stream slots.
+  const response = live ? await heldStream(c, streamHolderOf(principal), answer) : await answer();
   // Headers set on the context (x-ratelimit-*, CORS) are not on a Response returned as is.
   for (const [name, value] of c.res.headers) if (name.startsWith('x-ratelimit-') || name.startsWith('access-control-')) response.headers.set(name, value);
   return response;

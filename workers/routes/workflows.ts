@@ -5,6 +5,7 @@ import { workflowsArea } from '../capabilities/workflows';
 import type { AppEnv } from '../env';
 import { principalOf } from '../auth/principal';
 import { optionalJsonBody, validate } from '../middleware/validate';
+import { heldStream, streamHolderOf } from '../lib/stream-slots';
 import { runEvents, RunEventsQuery, streamWorkflow, StreamBody } from '../services/workflow-streams';
 import { documented } from './openapi';
 
@@ -15,7 +16,8 @@ const IdParam = z.object({ id: z.string().min(1).max(200) });
  * Workflows (spec 4.8): the capabilities' routes, then the two Server-Sent Events routes. Those
  * stay written by hand: their answer is a stream that follows the run until the client goes away
  * (the request's abort signal) and resumes after a Last-Event-ID header, which only the HTTP
- * request carries; neither is an MCP or agent-run tool.
+ * request carries; neither is an MCP or agent-run tool. Each stream holds one of the
+ * credential's event-stream slots while open.
  */
 export const workflowsRoutes = new Hono<AppEnv>()
   .route('/', capabilityRoutes(workflowsArea))
@@ -27,7 +29,8 @@ export const workflowsRoutes = new Hono<AppEnv>()
     async (c) => {
       // EventSource sends the last change's seq back as Last-Event-ID when it reconnects.
       const resumeAfter = c.req.valid('query').lastSeq ?? RunEventsQuery.shape.lastSeq.safeParse(c.req.header('last-event-id')).data ?? 0;
-      return runEvents(c.var.db, c.env, principalOf(c), c.req.valid('param').runId, resumeAfter, c.req.raw.signal);
+      const principal = principalOf(c);
+      return heldStream(c, streamHolderOf(principal), (signal) => runEvents(c.var.db, c.env, principal, c.req.valid('param').runId, resumeAfter, signal));
     },
   )
   .post(
@@ -36,5 +39,10 @@ export const workflowsRoutes = new Hono<AppEnv>()
     validate('param', IdParam),
     optionalJsonBody,
     validate('json', StreamBody),
-    async (c) => streamWorkflow(c.var.db, c.env, principalOf(c), c.req.valid('param').id, c.req.valid('json'), c.req.raw.signal),
+    async (c) => {
+      const principal = principalOf(c);
+      return heldStream(c, streamHolderOf(principal), (signal) =>
+        streamWorkflow(c.var.db, c.env, principal, c.req.valid('param').id, c.req.valid('json'), signal),
+      );
+    },
   );

@@ -2,6 +2,7 @@ import type { ExecutionEvent } from './execution-events';
 import type { Principal } from '../auth/principal';
 import type { Env } from '../env';
 import { signStreamToken } from '../lib/signing';
+import { streamHolderOf } from '../lib/stream-slots';
 
 /** Spec 8: the control-plane URL is valid 5 minutes. */
 export const CONTROL_URL_TTL_MS = 300_000;
@@ -81,7 +82,12 @@ export function executionState(message: Exclude<ControlMessage, { type: 'cache-i
 
 /** GET /events/subscribe-url: a signed WebSocket URL for the caller's workspace channel, relative to the service's origin. */
 export async function createSubscribeUrl(principal: Principal, secret: string) {
-  const token = await signStreamToken(secret, 'control-channel', { subject: principal.workspaceId, workspaceId: principal.workspaceId }, CONTROL_URL_TTL_MS);
+  const token = await signStreamToken(
+    secret,
+    'control-channel',
+    { subject: principal.workspaceId, workspaceId: principal.workspaceId, holder: streamHolderOf(principal) },
+    CONTROL_URL_TTL_MS,
+  );
   return { url: `${CONTROL_PATH}?token=${encodeURIComponent(token)}`, expiresInMs: CONTROL_URL_TTL_MS };
 }
 

@@ -3,6 +3,7 @@ import type { Db, Env } from '../env';
 import { currentExecution } from './execution-lifecycle';
 import { formatId } from '../lib/ids';
 import { signStreamToken } from '../lib/signing';
+import { streamHolderOf } from '../lib/stream-slots';
 
 /** Stream URLs are short-lived: fetch a fresh one to reconnect. */
 export const STREAM_TOKEN_TTL_MS = 5 * 60_000;
@@ -17,7 +18,7 @@ export async function createStreamUrl(db: Db, env: Env, principal: Principal, ra
   const token = await signStreamToken(
     env.SIGNING_SECRET,
     'execution-stream',
-    { subject: formatId('exec', row.id), workspaceId: principal.workspaceId },
+    { subject: formatId('exec', row.id), workspaceId: principal.workspaceId, holder: streamHolderOf(principal) },
     STREAM_TOKEN_TTL_MS,
   );
   return { sseUrl: `${streamPath(row.id)}?token=${encodeURIComponent(token)}` };

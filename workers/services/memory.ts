@@ -9,11 +9,17 @@ import { isConstraintFailure } from '../lib/db-errors';
 import { recordChange } from './audit';
 import { batchOnce } from './run-tool-calls';
 
-/** Largest memory document, in characters: well inside a D1 row and the request body cap. */
-export const MAX_MEMORY_CHARS = 512 * 1024;
+/**
+ * Largest memory document, in UTF-8 bytes (what D1 stores), separators included: well inside a
+ * D1 row and the request body cap. A write and an append measure it the same way.
+ */
+export const MAX_MEMORY_BYTES = 512 * 1024;
 
-export const PutMemoryBody = z.object({ content: z.string().max(MAX_MEMORY_CHARS) });
-export type PutMemoryBody = z.infer<typeof PutMemoryBody>;
+const encoder = new TextEncoder();
+const utf8Bytes = (text: string) => encoder.encode(text).byteLength;
+
+/** What a write or an append past MAX_MEMORY_BYTES answers. */
+const tooBig = () => invalidInput('content', 'too_big', `Working memory would exceed ${MAX_MEMORY_BYTES} bytes (UTF-8)`, { limit: MAX_MEMORY_BYTES });
 
 export const MemoryDocument = z.object({ content: z.string(), updatedAt: z.string().nullable() });
 export type MemoryDocument = z.infer<typeof MemoryDocument>;
@@ -24,7 +30,8 @@ export async function readMemory(db: Db, principal: Principal): Promise<MemoryDo
 }
 
 /** Full replace (spec 4.6). */
-export async function writeMemory(db: Db, principal: Principal, input: PutMemoryBody): Promise<MemoryDocument> {
+export async function writeMemory(db: Db, principal: Principal, input: Pick<MemoryDocument, 'content'>): Promise<MemoryDocument> {
+  if (utf8Bytes(input.content) > MAX_MEMORY_BYTES) throw tooBig();
   const t = now();
   const values = { workspaceId: principal.workspaceId, content: input.content, updatedBy: principal.userId, updatedAt: t };
   await db.batch([
@@ -49,17 +56,20 @@ export async function writeMemory(db: Db, principal: Principal, input: PutMemory
 /** Spec 2.4: appended entries are separated by a blank line, three hyphens, a blank line. */
 export const MEMORY_SEPARATOR = '\n\n---\n\n';
 
-export const AppendMemoryBody = z.object({ content: z.string().min(1).max(MAX_MEMORY_CHARS) });
+const SEPARATOR_BYTES = utf8Bytes(MEMORY_SEPARATOR);
 
 /**
  * Appends an entry in one statement (an upsert that concatenates in SQL), so concurrent
  * appends never overwrite each other, unlike read-modify-write. An append that would grow the
- * document past MAX_MEMORY_CHARS yields NULL for the NOT NULL column: the statement fails and
+ * document past MAX_MEMORY_BYTES (measured in SQL as the UTF-8 bytes of the stored text, as a
+ * write measures its content) yields NULL for the NOT NULL column: the statement fails and
  * with it the whole batch, so no audit entry records an append that did not happen. A run's tool
  * call (`toolCallKey`) appends once: made again, its batch fails on the call's key and the
  * document is answered as it is.
  */
 export async function appendMemory(db: Db, principal: Principal, entry: string, toolCallKey?: string): Promise<MemoryDocument> {
+  // The first entry of an empty workspace is inserted as it is, unmeasured by the statement.
+  if (utf8Bytes(entry) > MAX_MEMORY_BYTES) throw tooBig();
   const t = now();
   try {
     const answer = await batchOnce(
@@ -72,7 +82,7 @@ export async function appendMemory(db: Db, principal: Principal, entry: string, 
             target: memory.workspaceId,
             set: {
               content: sql`CASE
-              WHEN length(${memory.content}) + ${MEMORY_SEPARATOR.length} + length(excluded.content) > ${MAX_MEMORY_CHARS} THEN NULL
+              WHEN length(CAST(${memory.content} AS BLOB)) + ${SEPARATOR_BYTES} + length(CAST(excluded.content AS BLOB)) > ${MAX_MEMORY_BYTES} THEN NULL
               WHEN ${memory.content} = '' THEN excluded.content
               ELSE ${memory.content} || ${MEMORY_SEPARATOR} || excluded.content END`,
               updatedBy: principal.userId,
@@ -95,7 +105,7 @@ export async function appendMemory(db: Db, principal: Principal, entry: string, 
     return { content: row!.content, updatedAt: toIso(row!.updatedAt) };
   } catch (error) {
     if (isConstraintFailure(error, 'NOT NULL', 'memory.content')) {
-      throw invalidInput('content', 'too_big', `Working memory would exceed ${MAX_MEMORY_CHARS} characters`);
+      throw tooBig();
     }
     throw error;
   }

@@ -4,7 +4,7 @@ import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { notFound } from '../errors';
 import { now, sleep, toIso } from '../lib/clock';
-import { sseStream } from '../lib/sse';
+import { type OwnStream, sseStream } from '../lib/sse';
 import type { RunEvent } from '../../durable-objects/WorkflowRun';
 import { findRun, launchWorkflow, resumeRun } from './workflows';
 
@@ -68,7 +68,7 @@ export const RunEventsQuery = z.object({ lastSeq: z.coerce.number().int().min(0)
  * suspended, resumed, finished), then live changes, each followed by a snapshot when what it
  * shows changed; `:` heartbeats while the run is not visible yet.
  */
-export async function runEvents(db: Db, env: Env, principal: Principal, runId: string, lastSeq: number, signal: AbortSignal): Promise<Response> {
+export async function runEvents(db: Db, env: Env, principal: Principal, runId: string, lastSeq: number, signal: AbortSignal): Promise<OwnStream> {
   if (!(await findRun(db, principal, runId))) throw notFound('Workflow run');
   const { writer, response } = sseStream();
   const abort = new AbortController();
@@ -95,10 +95,10 @@ export async function runEvents(db: Db, env: Env, principal: Principal, runId: s
     await changes();
     await snapshot(row);
   };
-  void follow(db, principal, runId, abort.signal, onRow, () => write(': heartbeat\n\n'))
+  const ended = follow(db, principal, runId, abort.signal, onRow, () => write(': heartbeat\n\n'))
     .catch((error) => console.error(JSON.stringify({ level: 'error', runId, error: String(error) })))
     .finally(() => writer.close().catch(() => undefined));
-  return response;
+  return { response, ended };
 }
 
 export const StreamBody = z.union([
@@ -114,7 +114,7 @@ export type StreamBody = z.infer<typeof StreamBody>;
  * part saying how the run ended, `finish`, then `[DONE]`. Launch and resume errors answer
  * before the stream starts, in their usual shapes.
  */
-export async function streamWorkflow(db: Db, env: Env, principal: Principal, id: string, body: StreamBody, signal: AbortSignal): Promise<Response> {
+export async function streamWorkflow(db: Db, env: Env, principal: Principal, id: string, body: StreamBody, signal: AbortSignal): Promise<Response | OwnStream> {
   let runId: string;
   if ('inputData' in body) runId = (await launchWorkflow(db, env, principal, { workflowId: id, inputs: body.inputData })).runId;
   else {
@@ -128,7 +128,7 @@ export async function streamWorkflow(db: Db, env: Env, principal: Principal, id:
   const part = (value: unknown) => writer.write(encoder.encode(`data: ${JSON.stringify(value)}\n\n`)).catch(() => abort.abort());
   const messageId = `wf-${runId}`;
   let last: WorkflowRunRow | null = null;
-  void (async () => {
+  const ended = (async () => {
     await part({ type: 'start', messageId });
     await follow(
       db,
@@ -154,5 +154,5 @@ export async function streamWorkflow(db: Db, env: Env, principal: Principal, id:
   })()
     .catch((error) => console.error(JSON.stringify({ level: 'error', runId, error: String(error) })))
     .finally(() => writer.close().catch(() => undefined));
-  return response;
+  return { response, ended };
 }
