@@ -31,7 +31,7 @@ const str = (v: unknown) => (typeof v === 'string' ? v : '');
  */
 export const authPagesRoutes = new Hono<AppEnv>()
   .get('/sign-in', async (c) => {
-    const next = safeNext(c.req.query('next'));
+    const next = safeNext(c, c.req.query('next'));
     const principal = await pagePrincipal(c);
     if (principal && c.req.query('next')) return c.redirect(next, 302);
     if (principal) {
@@ -45,7 +45,7 @@ export const authPagesRoutes = new Hono<AppEnv>()
   .post('/sign-in', async (c) => {
     const form = await c.req.parseBody();
     if (!csrfValid(c, form.csrf)) return refused(c);
-    const next = safeNext(form.next);
+    const next = safeNext(c, form.next);
     const csrf = csrfToken(c);
     const again = (status: Status, error: string) =>
       renderPage(c, status, (nonce) => <SignInPage nonce={nonce} csrf={csrf} next={next} email={str(form.email)} error={error} />);
@@ -62,14 +62,14 @@ export const authPagesRoutes = new Hono<AppEnv>()
     }
   })
   .get('/sign-up', async (c) => {
-    const next = safeNext(c.req.query('next'));
+    const next = safeNext(c, c.req.query('next'));
     const csrf = csrfToken(c);
     return renderPage(c, 200, (nonce) => <SignUpPage nonce={nonce} csrf={csrf} next={next} />);
   })
   .post('/sign-up', async (c) => {
     const form = await c.req.parseBody();
     if (!csrfValid(c, form.csrf)) return refused(c);
-    const next = safeNext(form.next);
+    const next = safeNext(c, form.next);
     const csrf = csrfToken(c);
     const again = (status: Status, error: string) =>
       renderPage(c, status, (nonce) => <SignUpPage nonce={nonce} csrf={csrf} next={next} email={str(form.email)} name={str(form.name)} error={error} />);

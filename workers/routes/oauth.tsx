@@ -5,7 +5,7 @@ import type { MetadataFetchOptions } from '../auth/oauth/client-metadata';
 import { authorizationServerMetadata, mcpResourceOf, protectedResourceMetadata } from '../auth/oauth/metadata';
 import { jwks } from '../auth/oauth/signing-keys';
 import { ConsentPage, MessagePage } from '../auth/pages';
-import { csrfToken, csrfValid, pagePrincipal, renderPage } from '../auth/web';
+import { csrfToken, csrfValid, pagePrincipal, renderPage, signInThenReturn } from '../auth/web';
 import type { AppEnv, Env } from '../env';
 import { isLocalDevelopment } from '../lib/local-development';
 import { hitRateLimit } from '../lib/rate-limit';
@@ -72,8 +72,6 @@ async function formOf(c: Ctx): Promise<Record<string, string>> {
 
 const messagePage = (c: Ctx, status: 400 | 403, title: string, message: string) =>
   renderPage(c, status, (nonce) => <MessagePage nonce={nonce} title={title} message={message} />);
-
-const signInRedirect = (c: Ctx, next: string) => c.redirect(`/auth/sign-in?next=${encodeURIComponent(next)}`, 302);
 
 function authorizeParamsOf(source: Record<string, unknown>): AuthorizeParams {
   const params: AuthorizeParams = {};
@@ -155,7 +153,7 @@ export const oauthRoutes = new Hono<AppEnv>()
       const { request } = checked;
       const principal = await pagePrincipal(c);
       // The sign-in page brings the browser back here, the request intact.
-      if (!principal) return signInRedirect(c, `${c.req.path}?${new URL(c.req.url).searchParams}`);
+      if (!principal) return signInThenReturn(c, `${c.req.path}?${new URL(c.req.url).searchParams}`);
       const csrf = csrfToken(c);
       const workspaces = await workspacesOf(c.var.db, principal.userId);
       const userName = (await userOf(c.var.db, principal.userId))?.name ?? '';
@@ -192,7 +190,7 @@ export const oauthRoutes = new Hono<AppEnv>()
       const principal = await pagePrincipal(c);
       if (!principal) {
         const query = new URLSearchParams(params as Record<string, string>);
-        return signInRedirect(c, `/auth/oauth2/authorize?${query}`);
+        return signInThenReturn(c, `/auth/oauth2/authorize?${query}`);
       }
       const checked = await validated(c, params);
       if (checked.response) return checked.response;
