@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { resetClock } from '../../workers/lib/clock';
 import { BASE, signUp } from '../helpers/api';
-import { cookieHeader, hidden, raw, setCookieValue } from '../helpers/oauth';
+import { authorizeQuery, cookieHeader, hidden, pkce, raw, REDIRECT, register, setCookieValue } from '../helpers/oauth';
 
 /**
  * Sign-in and redirects: a return address is a path here or nothing, the authorization endpoint
@@ -63,5 +63,64 @@ describe('the return address after signing in', () => {
     expect(posted.headers.get('location')).toBe(next);
     const dotted = await raw(`/auth/sign-in?next=${encodeURIComponent('/a/../activate')}`, { headers: { cookie: cookieHeader(user) } });
     expect(dotted.headers.get('location')).toBe('/activate');
+  });
+});
+
+describe('authorization errors before consent (RFC 9700 4.11.2)', () => {
+  // A client anyone can register, with an https redirect URI: its errors must not bounce a browser there.
+  it.each([
+    ['response_type=token', { response_type: 'token' }],
+    ['an unknown scope', { scope: 'profile:read made:up' }],
+    ['no PKCE challenge', { code_challenge: '' }],
+    ['plain PKCE', { code_challenge_method: 'plain' }],
+    ['a short PKCE challenge', { code_challenge: 'short' }],
+    ['a foreign resource', { resource: 'https://evil.example' }],
+  ])('shows %s on a page, signed in or not, and never redirects to the client', async (_label, override) => {
+    const user = await signUp();
+    const clientId = (await register({ redirect_uris: ['https://attacker.example/landing'] })).body.client_id;
+    const query = authorizeQuery(clientId, (await pkce()).challenge, 'profile:read', { redirect_uri: 'https://attacker.example/landing', ...override });
+    for (const [k, v] of Object.entries(override)) if (v === '') query.delete(k);
+    const signedOutAndIn: Record<string, string>[] = [{}, { cookie: cookieHeader(user) }];
+    for (const headers of signedOutAndIn) {
+      const res = await raw(`/auth/oauth2/authorize?${query}`, { headers });
+      expect(res.status).toBe(400);
+      expect(res.headers.get('location')).toBeNull();
+      expect(res.headers.get('content-type')).toContain('text/html');
+      const html = await res.text();
+      expect(html).toContain('This sign-in link does not work');
+      expect(html).not.toContain('attacker.example');
+    }
+  });
+
+  it('answers a tampered consent form on a page too; only a decision goes back to the client', async () => {
+    const user = await signUp();
+    const clientId = (await register()).body.client_id;
+    const opened = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, (await pkce()).challenge, 'profile:read')}`, {
+      headers: { cookie: cookieHeader(user) },
+    });
+    const html = await opened.text();
+    const csrf = setCookieValue(opened, '__Host-csrf')!;
+    const fields = new URLSearchParams({ csrf });
+    for (const name of ['client_id', 'redirect_uri', 'response_type', 'scope', 'state', 'code_challenge', 'code_challenge_method'])
+      fields.set(name, hidden(html, name)!);
+    const post = (decision: string, changes: Record<string, string> = {}) => {
+      const body = new URLSearchParams(fields);
+      body.set('decision', decision);
+      for (const [k, v] of Object.entries(changes)) body.set(k, v);
+      return raw('/auth/oauth2/authorize', {
+        method: 'POST',
+        headers: { cookie: cookieHeader(user, csrf), 'content-type': 'application/x-www-form-urlencoded', origin: BASE },
+        body,
+      });
+    };
+    const tampered = await post('allow', { response_type: 'token' });
+    expect(tampered.status).toBe(400);
+    expect(tampered.headers.get('location')).toBeNull();
+
+    const denied = await post('deny');
+    expect(denied.status).toBe(303);
+    const back = new URL(denied.headers.get('location')!);
+    expect(`${back.origin}${back.pathname}`).toBe(REDIRECT);
+    expect(back.searchParams.get('error')).toBe('access_denied');
   });
 });

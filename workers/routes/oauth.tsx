@@ -82,17 +82,16 @@ function authorizeParamsOf(source: Record<string, unknown>): AuthorizeParams {
   return params;
 }
 
-/** Handles the two outcomes of a request that cannot proceed (RFC 6749 4.1.2.1). */
+/**
+ * A request that cannot proceed is explained to the person on a page, whatever was wrong with
+ * it: the client hears about it only after the person signed in and answered (RFC 9700 4.11.2).
+ */
 async function validated(c: Ctx, params: AuthorizeParams) {
   const outcome = await validateAuthorize(c.var.db, baseOf(c), params, metadataOptions(c.env));
   if (outcome.ok) return { request: outcome.request };
-  if (!outcome.redirect) return { response: messagePage(c, 400, 'This sign-in link does not work', outcome.message) };
-  const url = authorizationResponseUrl(baseOf(c), outcome.redirectUri, {
-    error: outcome.error,
-    error_description: outcome.description,
-    state: outcome.state,
-  });
-  return { response: c.redirect(url, 302) };
+  return {
+    response: messagePage(c, 400, 'This sign-in link does not work', `${outcome.message} Tell the application's developer (error: ${outcome.error}).`),
+  };
 }
 
 const open = cors({ origin: '*', allowHeaders: ['authorization', 'content-type', 'x-auth-token'], maxAge: 600 });
@@ -141,7 +140,7 @@ export const oauthRoutes = new Hono<AppEnv>()
     '/oauth2/authorize',
     documentedProtocol(
       'OAuth',
-      'Authorization request: the consent page, or a redirect with the code or error',
+      'Authorization request: the consent page, or a page saying why the request cannot proceed',
       'OAuth 2.1 authorization endpoint, PKCE S256 (RFC 7636), RFC 9207 iss',
       200,
       'text/html',
