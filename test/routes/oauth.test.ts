@@ -234,7 +234,7 @@ describe('GET /auth/oauth2/authorize', () => {
     expect(html).toContain('<html lang="en">');
     // The redirect host, which a client cannot fake, is the heading; the name is its claim.
     expect(html).toContain('Allow an app at <span class="host">client.example</span> to use your account?');
-    expect(html).toContain('It calls itself “Test client”.');
+    expect(html).toContain('It calls itself “<bdi>Test client</bdi>”.');
     expect(html).toContain('See your name, email and workspaces');
     expect(html).toMatch(
       /<li class="sensitive"><input type="checkbox" id="scope-1" name="scopes" value="tool:execute" checked=""\/> <label for="scope-1" class="inline sensitive">Run skills \(this spends your credits\)<span class="badge">sensitive<\/span>/,

@@ -1,6 +1,9 @@
+import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resetClock } from '../../workers/lib/clock';
-import { BASE, signUp } from '../helpers/api';
+import { oauthClients } from '../../schema';
+import { now, resetClock } from '../../workers/lib/clock';
+import { openDb } from '../../workers/lib/db';
+import { BASE, call, createKey, signUp } from '../helpers/api';
 import { authorizeQuery, cookieHeader, hidden, pkce, raw, REDIRECT, register, setCookieValue } from '../helpers/oauth';
 
 /**
@@ -122,5 +125,63 @@ describe('authorization errors before consent (RFC 9700 4.11.2)', () => {
     const back = new URL(denied.headers.get('location')!);
     expect(`${back.origin}${back.pathname}`).toBe(REDIRECT);
     expect(back.searchParams.get('error')).toBe('access_denied');
+  });
+});
+
+describe('client-chosen text on the decision pages', () => {
+  const SPOOF = 'Helpful App\u202E\u2066 moc.elpmaxe-live\u2069\u200b\u200f\u061c\ufeff';
+
+  const consentPage = async (clientId: string) => {
+    const user = await signUp();
+    const res = await raw(`/auth/oauth2/authorize?${authorizeQuery(clientId, (await pkce()).challenge, 'profile:read')}`, {
+      headers: { cookie: cookieHeader(user) },
+    });
+    expect(res.status).toBe(200);
+    return res.text();
+  };
+
+  const HIDDEN = /[\u202a-\u202e\u2066-\u2069\u200b-\u200f\u061c\u2060\ufeff]/;
+
+  it('shows a client name without its bidirectional and invisible characters, isolated, and the redirect sentence intact', async () => {
+    const registered = await register({ client_name: SPOOF });
+    expect(registered.status).toBe(201);
+    expect(registered.body.client_name).not.toMatch(HIDDEN);
+    const html = await consentPage(registered.body.client_id);
+    expect(html).not.toMatch(HIDDEN);
+    // Registration trims the trailing byte order mark (it is white space); the rest show as U+FFFD.
+    expect(html).toContain('It calls itself “<bdi>Helpful App\ufffd\ufffd moc.elpmaxe-live\ufffd\ufffd\ufffd\ufffd</bdi>”.');
+    expect(html).toContain('After you answer you go back to <strong>client.example</strong>.');
+  });
+
+  it('neutralises a name stored before names were cleaned', async () => {
+    const id = `legacy-${crypto.randomUUID()}`;
+    await openDb(env.DB)
+      .insert(oauthClients)
+      .values({ id, name: SPOOF, redirectUris: [REDIRECT], grantTypes: ['authorization_code'], applicationType: 'web', createdBy: null, createdAt: now() });
+    const html = await consentPage(id);
+    expect(html).not.toMatch(HIDDEN);
+    expect(html).toContain('<bdi>Helpful App\ufffd');
+    expect(html).toContain('After you answer you go back to <strong>client.example</strong>.');
+  });
+
+  it('neutralises a device label on /activate and an agent’s name and reason on /approve', async () => {
+    const user = await signUp();
+    const started = await call('/api/v1/activate', { body: { client_label: 'CLI\u202Eevil' } });
+    const activate = await raw(`/activate?user_code=${started.body.user_code}`, { headers: { cookie: cookieHeader(user) } });
+    const activateHtml = await activate.text();
+    expect(activateHtml).not.toMatch(HIDDEN);
+    expect(activateHtml).toContain('Connect “<bdi>CLI\ufffdevil</bdi>”?');
+
+    const key = await createKey(user, ['profile:read']);
+    const connect = await call('/api/v1/agents/connect', {
+      apiKey: key.key,
+      body: { requestedScopes: ['memory:read'], agentDisplayName: 'Bot\u202E', reason: 'Line one\nline two\u2067' },
+    });
+    expect(connect.status).toBe(202);
+    const approve = await raw(`/approve?code=${connect.body.link_code}`, { headers: { cookie: cookieHeader(user) } });
+    const approveHtml = await approve.text();
+    expect(approveHtml).not.toMatch(HIDDEN);
+    expect(approveHtml).toContain('<bdi>Bot\ufffd</bdi> asks for access');
+    expect(approveHtml).toContain('<bdi>Line one\nline two\ufffd</bdi>');
   });
 });
