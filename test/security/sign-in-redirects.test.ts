@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { oauthClients } from '../../schema';
+import { addressKey } from '../../workers/lib/client-address';
 import { now, resetClock } from '../../workers/lib/clock';
 import { openDb } from '../../workers/lib/db';
 import { BASE, call, createKey, signUp } from '../helpers/api';
@@ -183,5 +184,31 @@ describe('client-chosen text on the decision pages', () => {
     expect(approveHtml).not.toMatch(HIDDEN);
     expect(approveHtml).toContain('<bdi>Bot\ufffd</bdi> asks for access');
     expect(approveHtml).toContain('<bdi>Line one\nline two\ufffd</bdi>');
+  });
+});
+
+describe('per-address limits count an IPv6 /64 as one address', () => {
+  it('keys IPv4 by the address and IPv6 by its /64', () => {
+    expect(addressKey('198.51.100.7')).toBe('198.51.100.7');
+    expect(addressKey('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:2::/64');
+    expect(addressKey('2001:DB8:1:2::9')).toBe('2001:db8:1:2::/64');
+    expect(addressKey('2001:0db8:0001:0002:ffff::')).toBe('2001:db8:1:2::/64');
+    expect(addressKey('::1')).toBe('0:0:0:0::/64');
+    expect(addressKey('::ffff:198.51.100.7')).toBe('198.51.100.7');
+    expect(addressKey(null)).toBe('unknown');
+  });
+
+  it('limits client registrations per /64, whichever address of it registers', async () => {
+    const statuses: number[] = [];
+    for (let i = 1; i <= 21; i++) {
+      const res = await raw('/auth/oauth2/register', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'cf-connecting-ip': `2001:db8:6:1::${i.toString(16)}` },
+        body: JSON.stringify({ redirect_uris: [REDIRECT] }),
+      });
+      statuses.push(res.status);
+    }
+    expect(statuses.slice(0, 20).every((s) => s === 201)).toBe(true);
+    expect(statuses[20]).toBe(429);
   });
 });

@@ -7,6 +7,7 @@ import { jwks } from '../auth/oauth/signing-keys';
 import { ConsentPage, MessagePage } from '../auth/pages';
 import { csrfToken, csrfValid, pagePrincipal, renderPage, signInThenReturn } from '../auth/web';
 import type { AppEnv, Env } from '../env';
+import { addressKey } from '../lib/client-address';
 import { isLocalDevelopment } from '../lib/local-development';
 import { hitRateLimit } from '../lib/rate-limit';
 import { userOf } from '../services/accounts';
@@ -32,8 +33,8 @@ type Ctx = Context<AppEnv>;
 
 const baseOf = (c: Ctx) => new URL(c.req.url).origin;
 
-/** Open registration is throttled per address: each one writes a row (deleted after a day if unused). */
-const REGISTRATIONS_PER_IP = 20;
+/** Open registration is throttled per address (an IPv6 /64): each one writes a row (deleted after a day if unused). */
+const REGISTRATIONS_PER_ADDRESS = 20;
 const REGISTRATION_WINDOW_MS = 3600_000;
 
 /** Tests and local development may serve client metadata documents on http://localhost; never in production. */
@@ -121,7 +122,7 @@ export const oauthRoutes = new Hono<AppEnv>()
     documentedProtocol('OAuth', 'Register a public client (open, rate-limited per address)', 'RFC 7591', 201, 'application/json'),
     (c) =>
       oauthEndpoint(c, async () => {
-        const decision = await hitRateLimit(c.env, `oauth-register:ip:${c.var.origin.ip ?? 'unknown'}`, REGISTRATIONS_PER_IP, REGISTRATION_WINDOW_MS);
+        const decision = await hitRateLimit(c.env, `oauth-register:address:${addressKey(c.var.origin.ip)}`, REGISTRATIONS_PER_ADDRESS, REGISTRATION_WINDOW_MS);
         if (!decision.allowed) {
           throw new OAuthError('temporarily_unavailable', 'Too many registrations from this address; try again later', 429, Math.ceil(decision.resetMs / 1000));
         }
