@@ -2,9 +2,9 @@ import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { oauthClients } from '../../schema';
 import { addressKey } from '../../workers/lib/client-address';
-import { now, resetClock } from '../../workers/lib/clock';
+import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { openDb } from '../../workers/lib/db';
-import { BASE, call, createKey, signUp } from '../helpers/api';
+import { BASE, call, createKey, expectError, signUp } from '../helpers/api';
 import { authorizeQuery, cookieHeader, hidden, pkce, raw, REDIRECT, register, setCookieValue } from '../helpers/oauth';
 
 /**
@@ -26,6 +26,9 @@ async function signInPage(values: { email: string; password: string; next?: stri
     body: new URLSearchParams({ csrf, ...values }),
   });
 }
+
+const signInApi = (email: string, password: string, ip: string) =>
+  call('/auth/sign-in/email', { body: { email, password }, headers: { 'cf-connecting-ip': ip } });
 
 describe('the return address after signing in', () => {
   // Each decodes (once, as a query or form value) to something a browser reads as another host, or that cannot be a Location.
@@ -184,6 +187,93 @@ describe('client-chosen text on the decision pages', () => {
     expect(approveHtml).not.toMatch(HIDDEN);
     expect(approveHtml).toContain('<bdi>Bot\ufffd</bdi> asks for access');
     expect(approveHtml).toContain('<bdi>Line one\nline two\ufffd</bdi>');
+  });
+});
+
+describe('password guessing', () => {
+  let n = 0;
+  /** A fresh IPv4 address of TEST-NET-2 and a fresh /64 of the documentation range, per call. */
+  const ipv4 = () => `198.51.100.${++n}`;
+  const net64 = () => `2001:db8:5:${(++n).toString(16)}`;
+
+  it('never locks the owner out: after 12 failures from one address, the right password from another works', async () => {
+    const user = await signUp();
+    const stranger = ipv4();
+    for (let failures = 0; failures < 12;) {
+      const res = await signInApi(user.email, `guess-${failures}`, stranger);
+      if (res.status === 401) failures++;
+      else {
+        // Waits, never a lockout: the stranger waits out each one and guesses on.
+        expect(expectError(res, 429, 'RATE_LIMITED').details!.retryAfterSeconds).toBeLessThanOrEqual(60);
+        advanceClock(res.body.error.details.retryAfterSeconds * 1000);
+      }
+    }
+    expect((await signInApi(user.email, user.password, ipv4())).status).toBe(200);
+    // Through the sign-in page too.
+    const page = await signInPage({ email: user.email, password: user.password, next: '/' }, ipv4());
+    expect(page.status).toBe(303);
+  });
+
+  it('slows the guessing address with waits that double: 429 RATE_LIMITED with a growing Retry-After', async () => {
+    const user = await signUp();
+    const stranger = ipv4();
+    for (let i = 0; i < 6; i++) expectError(await signInApi(user.email, `guess-${i}`, stranger), 401, 'UNAUTHORIZED');
+    const waits: number[] = [];
+    for (let round = 0; round < 4; round++) {
+      const res = await call('/auth/sign-in/email', { body: { email: user.email, password: user.password }, headers: { 'cf-connecting-ip': stranger } });
+      const error = expectError(res, 429, 'RATE_LIMITED');
+      expect(res.headers.get('retry-after')).toBe(String(error.details!.retryAfterSeconds));
+      waits.push(error.details!.retryAfterSeconds);
+      advanceClock(error.details!.retryAfterSeconds * 1000);
+      expectError(await signInApi(user.email, `late-guess-${round}`, stranger), 401, 'UNAUTHORIZED');
+    }
+    expect(waits).toEqual([1, 2, 4, 8]);
+    // The page says how long, with the same status and header.
+    const page = await signInPage({ email: user.email, password: 'another guess' }, stranger);
+    expect(page.status).toBe(429);
+    expect(Number(page.headers.get('retry-after'))).toBe(16);
+    expect(await page.text()).toContain('Wait 16 seconds and try again.');
+  });
+
+  it('counts the addresses of one IPv6 /64 together, and another /64 apart', async () => {
+    const user = await signUp();
+    const shared = net64();
+    for (let i = 0; i < 6; i++) expectError(await signInApi(user.email, `guess-${i}`, `${shared}::${i + 1}`), 401, 'UNAUTHORIZED');
+    expectError(await signInApi(user.email, user.password, `${shared}:ffff:ffff:ffff:ffff`), 429, 'RATE_LIMITED');
+    expect((await signInApi(user.email, user.password, `${net64()}::1`)).status).toBe(200);
+  });
+
+  it('starts an address’s count on an account again after a successful sign-in from it', async () => {
+    const user = await signUp();
+    const home = ipv4();
+    for (let i = 0; i < 5; i++) expectError(await signInApi(user.email, `typo-${i}`, home), 401, 'UNAUTHORIZED');
+    expect((await signInApi(user.email, user.password, home)).status).toBe(200);
+    for (let i = 0; i < 5; i++) expectError(await signInApi(user.email, `typo-again-${i}`, home), 401, 'UNAUTHORIZED');
+    expect((await signInApi(user.email, user.password, home)).status).toBe(200);
+  });
+
+  it('slows guesses spread over many addresses, but not the account’s own familiar address', async () => {
+    // The account's object, with small numbers: 3 free failures from unfamiliar addresses.
+    const account = env.RATE_LIMITER.getByName(`signin:account:campaign-${crypto.randomUUID()}@example.test`);
+    const fromAddress = { free: 5, firstDelayMs: 1000, maxDelayMs: 900_000 };
+    const fromUnfamiliar = { free: 3, firstDelayMs: 1000, maxDelayMs: 900_000 };
+    const home = await account.signInToAccount('192.0.2.1', fromAddress, fromUnfamiliar);
+    if (!home.allowed) throw new Error('the first attempt was refused');
+    await account.settleSignIn(home.ticket, true);
+    // Four strangers fail once each: the fourth failure starts a wait for every unfamiliar address.
+    for (let i = 0; i < 4; i++) expect((await account.signInToAccount(`198.51.100.${200 + i}`, fromAddress, fromUnfamiliar)).allowed).toBe(true);
+    const elsewhere = await account.signInToAccount('203.0.113.9', fromAddress, fromUnfamiliar);
+    expect(elsewhere.allowed).toBe(false);
+    expect(elsewhere.allowed === false && elsewhere.retryAfterMs).toBeGreaterThan(0);
+    expect((await account.signInToAccount('192.0.2.1', fromAddress, fromUnfamiliar)).allowed).toBe(true);
+  });
+
+  // 32 password checks: slow on a busy machine.
+  it('slows one address guessing across many accounts', { timeout: 90_000 }, async () => {
+    const stranger = ipv4();
+    for (let i = 0; i < 30; i++) expectError(await signInApi(`nobody-${i}-${crypto.randomUUID()}@example.test`, 'guess', stranger), 401, 'UNAUTHORIZED');
+    expectError(await signInApi(`nobody-${crypto.randomUUID()}@example.test`, 'guess', stranger), 401, 'UNAUTHORIZED');
+    expectError(await signInApi(`nobody-${crypto.randomUUID()}@example.test`, 'guess', stranger), 429, 'RATE_LIMITED');
   });
 });
 
