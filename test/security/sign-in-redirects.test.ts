@@ -1,10 +1,12 @@
-import { env } from 'cloudflare:workers';
+import { env, exports } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { oauthClients } from '../../schema';
+import { createApp } from '../../workers/app';
+import type { Env } from '../../workers/env';
 import { addressKey } from '../../workers/lib/client-address';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { openDb } from '../../workers/lib/db';
-import { BASE, call, createKey, expectError, signUp } from '../helpers/api';
+import { BASE, call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 import { authorizeQuery, cookieHeader, hidden, pkce, raw, REDIRECT, register, setCookieValue } from '../helpers/oauth';
 
 /**
@@ -300,5 +302,49 @@ describe('per-address limits count an IPv6 /64 as one address', () => {
     }
     expect(statuses.slice(0, 20).every((s) => s === 201)).toBe(true);
     expect(statuses[20]).toBe(429);
+  });
+});
+
+describe('/mcp from a browser on a loopback origin', () => {
+  const initialize = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+  };
+  const post = (overrides: Partial<Env>, origin: string, user: TestUser) =>
+    createApp().fetch(
+      new Request(`${BASE}/mcp`, {
+        method: 'POST',
+        headers: { origin, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-auth-token': user.token },
+        body: JSON.stringify(initialize),
+      }),
+      { ...env, ...overrides },
+    );
+  const preflight = (overrides: Partial<Env>, origin: string) =>
+    createApp().fetch(new Request(`${BASE}/mcp`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST' } }), {
+      ...env,
+      ...overrides,
+    });
+
+  it('is refused in a deployment (local development off); the public origin still works', async () => {
+    const user = await signUp();
+    const deployed = { LOCAL_DEVELOPMENT: undefined };
+    for (const origin of ['http://localhost:6274', 'http://127.0.0.1:5173', 'http://[::1]:8080']) {
+      expect((await post(deployed, origin, user)).status, origin).toBe(403);
+      expect((await preflight(deployed, origin)).headers.get('access-control-allow-origin'), origin).toBeNull();
+    }
+    expect((await post(deployed, BASE, user)).status).toBe(200);
+  });
+
+  it('is accepted in local development', async () => {
+    const user = await signUp();
+    const res = await post({ LOCAL_DEVELOPMENT: 'true' }, 'http://localhost:6274', user);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('access-control-allow-origin')).toBe('http://localhost:6274');
+    expect(
+      (await exports.default.fetch(`${BASE}/mcp`, { method: 'OPTIONS', headers: { origin: 'http://127.0.0.1:5173', 'access-control-request-method': 'POST' } }))
+        .status,
+    ).toBe(204);
   });
 });
