@@ -1,6 +1,6 @@
 /**
  * For the bench Workers only: the per-credential API limit (100 requests a minute, counted in
- * the credential owner's CredentialGate, or in `api:ip:*` RateLimiter objects without a valid
+ * the credential owner's CredentialGate, or in `api:address:*` RateLimiter objects without a valid
  * credential) would turn a throughput bench into a 429 bench. Every request still makes the
  * same call, with the same storage work; only the threshold it is given is raised. Other limits
  * (sign-in attempts, runs per minute) are unchanged.

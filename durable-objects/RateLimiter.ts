@@ -1,6 +1,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../workers/env';
 import { now } from '../workers/lib/clock';
+import { SignInBackoff, type BackoffPolicy, type SignInDecision, type SignInTicket } from './sign-in-backoff';
 
 export interface RateDecision {
   allowed: boolean;
@@ -31,6 +32,21 @@ export class RateLimiter extends DurableObject<Env> {
 
   hit(limit: number, windowMs: number): RateDecision {
     return this.counter.hit('', limit, windowMs);
+  }
+
+  /** Sign-in failures from this object's address (`signin:address:<address>`; durable-objects/sign-in-backoff.ts). */
+  signInFromAddress(policy: BackoffPolicy): SignInDecision {
+    return new SignInBackoff(this.ctx.storage.kv).fromAddress(policy);
+  }
+
+  /** Sign-in failures on this object's account (`signin:account:<email>`) from `address`, and from unfamiliar addresses. */
+  signInToAccount(address: string, fromAddress: BackoffPolicy, fromUnfamiliar: BackoffPolicy): SignInDecision {
+    return new SignInBackoff(this.ctx.storage.kv).toAccount(address, fromAddress, fromUnfamiliar);
+  }
+
+  /** Takes back what an allowed sign-in attempt counted here: it succeeded, or never reached the password. */
+  settleSignIn(ticket: SignInTicket, succeeded: boolean): void {
+    new SignInBackoff(this.ctx.storage.kv).settle(ticket, succeeded);
   }
 
   /** Takes back a hit whose action did not happen (a run start whose claim was refused). */

@@ -54,7 +54,8 @@ describe('the official MCP conformance suite', () => {
   const outDir = mkdtempSync(join(tmpdir(), 'mcp-conformance-'));
 
   beforeAll(async () => {
-    service = await startPrepared();
+    // The suite's DNS-rebinding scenario calls from a loopback Origin (the proxy's), which only local development accepts.
+    service = await startPrepared(undefined, { args: ['--var', 'LOCAL_DEVELOPMENT:true'] });
     const port = await freePort();
     proxyUrl = `http://127.0.0.1:${port}/mcp`;
     proxy = createServer(async (req, res) => {

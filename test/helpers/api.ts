@@ -60,13 +60,13 @@ let signUps = 0;
 
 /**
  * A fresh account with its personal workspace and a session. Each sign-up comes from its own
- * documentation-range address (2001:db8::/32), so files with many accounts stay under the
- * per-IP sign-up limit.
+ * documentation-range /64 (2001:db8:0:<n>::/64; limits count an IPv6 address by its /64), so
+ * files with many accounts stay under the per-address sign-up limit.
  */
 export async function signUp(name = 'Test User'): Promise<TestUser> {
   const email = `user-${unique()}@example.test`;
   const password = `pw-${unique()}-long`;
-  const ip = `2001:db8::${(++signUps).toString(16)}`;
+  const ip = `2001:db8:0:${(++signUps).toString(16)}::1`;
   const res = await call('/auth/sign-up/email', { body: { email, password, name }, headers: { 'cf-connecting-ip': ip } });
   if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${JSON.stringify(res.body)}`);
   const current = await call('/api/v1/workspaces/current', { token: res.body.token });

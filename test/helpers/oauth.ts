@@ -24,11 +24,11 @@ let registrations = 0;
 
 /**
  * Registers a client as a stock MCP client does: no session. Each comes from its own
- * documentation-range address, so files with many clients stay under the per-IP limit.
+ * documentation-range /64, so files with many clients stay under the per-address limit.
  */
 export async function register(body: Record<string, unknown> = {}) {
   return call('/auth/oauth2/register', {
-    headers: { 'cf-connecting-ip': `2001:db8:1::${(++registrations).toString(16)}` },
+    headers: { 'cf-connecting-ip': `2001:db8:1:${(++registrations).toString(16)}::1` },
     body: {
       client_name: 'Test client',
       redirect_uris: [REDIRECT],

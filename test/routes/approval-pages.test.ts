@@ -56,7 +56,7 @@ describe('/activate (device flow)', () => {
       workspace_id: user.workspaceId,
       decision: 'approve',
     });
-    expect(html).toContain('Connect “CLI on laptop”?');
+    expect(html).toContain('Connect “<bdi>CLI on laptop</bdi>”?');
     expect(html).toContain(started.body.user_code);
     expect(html).toContain('See your name, email and workspaces');
     expect(res.status).toBe(200);
@@ -109,7 +109,7 @@ describe('/approve (agent consents and permission requests)', () => {
       decision: 'approve',
       scopes: ['profile:read', 'memory:read'],
     });
-    expect(html).toContain('Helper Bot asks for access');
+    expect(html).toContain('<bdi>Helper Bot</bdi> asks for access');
     expect(html).toContain('To read &lt;your&gt; notes');
     expect(html).toMatch(
       /Run skills, which can send this workspace’s bound secrets to the sites each secret is bound to \(this spends your credits\)<span class="badge">sensitive<\/span>/,

@@ -26,7 +26,7 @@ describe('Client ID Metadata Documents', () => {
     const clientId = documentUrl('good');
     const { html } = await authorizePage(clientId);
     expect(html).toContain('Allow an app at <span class="host">client.example</span>');
-    expect(html).toContain('It calls itself “Metadata Client”.');
+    expect(html).toContain('It calls itself “<bdi>Metadata Client</bdi>”.');
     const flow = await authorizeCode('profile:read offline_access', { clientId });
     const res = await exchange(flow);
     expect(res.status).toBe(200);

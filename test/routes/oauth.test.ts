@@ -200,18 +200,15 @@ describe('GET /auth/oauth2/authorize', () => {
     [{ scope: 'profile:read made:up' }, 'invalid_scope'],
     [{ scope: '*' }, 'invalid_scope'],
     [{ response_type: 'token' }, 'unsupported_response_type'],
-  ])('redirects %j back with %s, state and iss', async (override, error) => {
+  ])('shows %j on a page naming %s, never redirecting before consent (RFC 9700 4.11.2)', async (override, error) => {
     const user = await signUp();
     const clientId = (await register()).body.client_id;
     const query = authorizeQuery(clientId, (await pkce()).challenge, 'profile:read', override);
     for (const [k, v] of Object.entries(override)) if (v === '') query.delete(k);
     const res = await raw(`/auth/oauth2/authorize?${query}`, { headers: { cookie: cookieHeader(user) } });
-    expect(res.status).toBe(302);
-    const location = new URL(res.headers.get('location')!);
-    expect(`${location.origin}${location.pathname}`).toBe(REDIRECT);
-    expect(location.searchParams.get('error')).toBe(error);
-    expect(location.searchParams.get('state')).toBe('st-123');
-    expect(location.searchParams.get('iss')).toBe(`${BASE}/auth`);
+    expect(res.status).toBe(400);
+    expect(res.headers.get('location')).toBeNull();
+    expect(await res.text()).toContain(`(error: ${error})`);
   });
 
   it('shows the consent page: scopes in plain words, sensitive ones marked, framing refused', async () => {
@@ -237,7 +234,7 @@ describe('GET /auth/oauth2/authorize', () => {
     expect(html).toContain('<html lang="en">');
     // The redirect host, which a client cannot fake, is the heading; the name is its claim.
     expect(html).toContain('Allow an app at <span class="host">client.example</span> to use your account?');
-    expect(html).toContain('It calls itself “Test client”.');
+    expect(html).toContain('It calls itself “<bdi>Test client</bdi>”.');
     expect(html).toContain('See your name, email and workspaces');
     expect(html).toMatch(
       /<li class="sensitive"><input type="checkbox" id="scope-1" name="scopes" value="tool:execute" checked=""\/> <label for="scope-1" class="inline sensitive">Run skills, which can send this workspace’s bound secrets to the sites each secret is bound to \(this spends your credits\)<span class="badge">sensitive<\/span>/,

@@ -1,3 +1,4 @@
+import { displayText } from '../lib/display-text';
 import { HtmlDocument } from '../lib/html-document';
 import type { Child, FC } from 'hono/jsx';
 
@@ -36,6 +37,13 @@ export const Layout: FC<{ title: string; nonce: string; children?: Child }> = ({
     </body>
   </HtmlDocument>
 );
+
+/**
+ * Text an application or agent chose about itself, shown to the person deciding: hidden and
+ * reordering characters made visible, and isolated (`bdi`) so right-to-left text in it cannot
+ * move the words of the sentence around it.
+ */
+const Claimed: FC<{ text: string; lines?: boolean }> = ({ text, lines }) => <bdi>{displayText(text, { lines: lines ?? false })}</bdi>;
 
 const ErrorNote: FC<{ message?: string | undefined }> = ({ message }) =>
   message ? (
@@ -140,7 +148,8 @@ export const ConsentPage: FC<ConsentProps> = (p) => (
       Allow an app at <span class="host">{p.redirectHost}</span> to use your account?
     </h1>
     <p>
-      It calls itself “{p.clientName}”. Signed in as {p.userName}. After you answer you go back to <strong>{p.redirectHost}</strong>.
+      It calls itself “<Claimed text={p.clientName} />
+      ”. Signed in as {p.userName}. After you answer you go back to <strong>{p.redirectHost}</strong>.
     </p>
     <DecisionForm action="/auth/oauth2/authorize" csrf={p.csrf} fields={p.params} approve={{ value: 'allow', label: 'Allow' }} deny="deny">
       <ScopeChoices legend="It will be able to (untick what you do not want to allow):" scopes={p.scopes} />
@@ -279,7 +288,10 @@ export interface ActivateProps {
 /** RFC 8628 3.3: the person checks the code shown on the device, then approves or denies. */
 export const ActivatePage: FC<ActivateProps> = (p) => (
   <Layout title="Connect a device" nonce={p.nonce}>
-    <h1>Connect “{p.clientLabel}”?</h1>
+    <h1>
+      Connect “<Claimed text={p.clientLabel} />
+      ”?
+    </h1>
     <p>
       Check that the device shows the code <strong>{p.userCode}</strong>. If you did not start this, deny it.
     </p>
@@ -304,11 +316,15 @@ export interface ApproveConsentProps {
 /** An agent's connect request (spec 3.3): every scope pre-ticked; unticking narrows the grant. */
 export const ApproveConsentPage: FC<ApproveConsentProps> = (p) => (
   <Layout title="Approve an agent" nonce={p.nonce}>
-    <h1>{p.agentName} asks for access</h1>
+    <h1>
+      <Claimed text={p.agentName} /> asks for access
+    </h1>
     <p>
-      Key “{p.keyName}” in {p.workspaceName}. The agent says:
+      Key “<Claimed text={p.keyName} />” in {p.workspaceName}. The agent says:
     </p>
-    <blockquote>{p.reason}</blockquote>
+    <blockquote>
+      <Claimed text={p.reason} lines />
+    </blockquote>
     <DecisionForm action="/approve" csrf={p.csrf} fields={{ code: p.code }} approve={{ value: 'approve', label: 'Approve selected' }} deny="deny">
       <ScopeChoices legend="Allow it to:" scopes={p.scopes} />
     </DecisionForm>
@@ -335,9 +351,13 @@ const MODE_WORDS: Record<string, string> = {
 /** A permission request (spec 3.4, 5.5): one scope, the agent's reason, and how long. */
 export const ApproveRequestPage: FC<ApproveRequestProps> = (p) => (
   <Layout title="Approve a permission" nonce={p.nonce}>
-    <h1>Key “{p.keyName}” asks for one more permission</h1>
+    <h1>
+      Key “<Claimed text={p.keyName} />” asks for one more permission
+    </h1>
     <p>In {p.workspaceName}. The agent says:</p>
-    <blockquote>{p.reason}</blockquote>
+    <blockquote>
+      <Claimed text={p.reason} lines />
+    </blockquote>
     <p class={p.scope.sensitive ? 'sensitive' : undefined}>
       <ScopeItem s={p.scope} />
     </p>

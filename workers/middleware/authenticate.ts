@@ -9,6 +9,7 @@ import { ROUTE_ACCESS, routeKey } from '../auth/route-scopes';
 import { GRANT_TOKEN_HEADER } from '../auth/grants';
 import type { AppEnv } from '../env';
 import { AppError } from '../errors';
+import { addressKey } from '../lib/client-address';
 import { hitRateLimit, type RateDecision } from '../lib/rate-limit';
 
 export { WrongAudience };
@@ -73,7 +74,7 @@ export async function identify(c: Context, options: IdentifyOptions = {}): Promi
     failure = error;
   }
   // A valid credential was counted by its gate; anything else counts against the caller's IP.
-  decision ??= await hitRateLimit(c.env, `api:ip:${c.var.origin.ip ?? 'unknown'}`, API_RATE_LIMIT, API_RATE_WINDOW_MS);
+  decision ??= await hitRateLimit(c.env, `api:address:${addressKey(c.var.origin.ip)}`, API_RATE_LIMIT, API_RATE_WINDOW_MS);
   const resetSeconds = Math.ceil(decision.resetMs / 1000);
   c.header('x-ratelimit-limit', String(decision.limit));
   c.header('x-ratelimit-remaining', String(decision.remaining));

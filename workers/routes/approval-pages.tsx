@@ -1,7 +1,7 @@
 import { Hono, type Context } from 'hono';
 import type { Principal } from '../auth/principal';
 import { ActivatePage, ApproveConsentPage, ApproveRequestPage, CodeEntryPage, MessagePage } from '../auth/pages';
-import { asMemberOf, csrfToken, csrfValid, pagePrincipal, renderPage } from '../auth/web';
+import { asMemberOf, csrfToken, csrfValid, pagePrincipal, renderPage, signInThenReturn } from '../auth/web';
 import type { AppEnv } from '../env';
 import { AppError } from '../errors';
 import { approveConsent, approvePermissionRequest, denyConsent, denyPermissionRequest, findByLinkCode } from '../services/agent-permissions';
@@ -16,7 +16,7 @@ const message = (c: Ctx, status: 200 | 400 | 403 | 404 | 409, title: string, tex
 const refused = (c: Ctx) => message(c, 403, 'Request refused', 'The form expired or came from another site. Go back, reload the page and try again.');
 
 /** A page that needs a session sends the browser to sign in and back. */
-const signIn = (c: Ctx) => c.redirect(`/auth/sign-in?next=${encodeURIComponent(c.req.path + new URL(c.req.url).search)}`, 302);
+const signIn = (c: Ctx) => signInThenReturn(c, c.req.path + new URL(c.req.url).search);
 
 /** What the person reads when a code cannot be decided (the services' AppErrors). */
 function problem(error: unknown): { status: 400 | 404 | 409; text: string } {

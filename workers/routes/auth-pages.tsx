@@ -4,7 +4,7 @@ import { csrfToken, csrfValid, pagePrincipal, renderPage, safeNext, setSessionCo
 import type { AppEnv } from '../env';
 import { AppError } from '../errors';
 import { signIn, SignInBody, signUp, SignUpBody, userOf } from '../services/accounts';
-import { throttleSignIn, throttleSignUp } from '../auth/sign-in-throttle';
+import { throttledSignIn, throttleSignUp } from '../auth/sign-in-throttle';
 
 type Ctx = Context<AppEnv>;
 type Status = 200 | 400 | 401 | 403 | 409 | 429;
@@ -14,10 +14,18 @@ const refused = (c: Ctx) =>
     <MessagePage nonce={nonce} title="Request refused" message="The form expired or came from another site. Go back, reload the page and try again." />
   ));
 
+/** "12 seconds", "3 minutes": how long to wait, as a person reads it. */
+const waitWords = (seconds: number) =>
+  seconds < 60 ? `${seconds} second${seconds === 1 ? '' : 's'}` : `${Math.ceil(seconds / 60)} minute${seconds > 60 ? 's' : ''}`;
+
 /** The message a person sees for a failed sign-in or sign-up, and its status. */
-function failure(error: unknown, fallback: string): { status: Status; message: string } {
+function failure(c: Ctx, error: unknown, fallback: string): { status: Status; message: string } {
   if (!(error instanceof AppError)) throw error;
-  if (error.code === 'RATE_LIMITED') return { status: 429, message: 'Too many attempts. Wait a few minutes and try again.' };
+  if (error.code === 'RATE_LIMITED') {
+    const seconds = Number(error.details?.retryAfterSeconds) || 60;
+    c.header('retry-after', String(seconds));
+    return { status: 429, message: `Too many attempts. Wait ${waitWords(seconds)} and try again.` };
+  }
   if (error.code === 'ALREADY_EXISTS') return { status: 409, message: 'An account with this email already exists. Sign in instead.' };
   if (error.code === 'UNAUTHORIZED') return { status: 401, message: 'Email or password is incorrect.' };
   return { status: 400, message: fallback };
@@ -31,7 +39,7 @@ const str = (v: unknown) => (typeof v === 'string' ? v : '');
  */
 export const authPagesRoutes = new Hono<AppEnv>()
   .get('/sign-in', async (c) => {
-    const next = safeNext(c.req.query('next'));
+    const next = safeNext(c, c.req.query('next'));
     const principal = await pagePrincipal(c);
     if (principal && c.req.query('next')) return c.redirect(next, 302);
     if (principal) {
@@ -45,31 +53,30 @@ export const authPagesRoutes = new Hono<AppEnv>()
   .post('/sign-in', async (c) => {
     const form = await c.req.parseBody();
     if (!csrfValid(c, form.csrf)) return refused(c);
-    const next = safeNext(form.next);
+    const next = safeNext(c, form.next);
     const csrf = csrfToken(c);
     const again = (status: Status, error: string) =>
       renderPage(c, status, (nonce) => <SignInPage nonce={nonce} csrf={csrf} next={next} email={str(form.email)} error={error} />);
     const input = SignInBody.safeParse({ email: form.email, password: form.password });
     if (!input.success) return again(400, 'Enter your email address and password.');
     try {
-      await throttleSignIn(c.env, c.var.origin.ip, input.data.email);
-      const session = await signIn(c.var.db, input.data, c.var.origin);
+      const session = await throttledSignIn(c.env, c.var.origin.ip, input.data.email, () => signIn(c.var.db, input.data, c.var.origin));
       setSessionCookie(c, session.token);
       return c.redirect(next, 303);
     } catch (error) {
-      const { status, message } = failure(error, 'Sign-in failed.');
+      const { status, message } = failure(c, error, 'Sign-in failed.');
       return again(status, message);
     }
   })
   .get('/sign-up', async (c) => {
-    const next = safeNext(c.req.query('next'));
+    const next = safeNext(c, c.req.query('next'));
     const csrf = csrfToken(c);
     return renderPage(c, 200, (nonce) => <SignUpPage nonce={nonce} csrf={csrf} next={next} />);
   })
   .post('/sign-up', async (c) => {
     const form = await c.req.parseBody();
     if (!csrfValid(c, form.csrf)) return refused(c);
-    const next = safeNext(form.next);
+    const next = safeNext(c, form.next);
     const csrf = csrfToken(c);
     const again = (status: Status, error: string) =>
       renderPage(c, status, (nonce) => <SignUpPage nonce={nonce} csrf={csrf} next={next} email={str(form.email)} name={str(form.name)} error={error} />);
@@ -87,7 +94,7 @@ export const authPagesRoutes = new Hono<AppEnv>()
       setSessionCookie(c, session.token);
       return c.redirect(next, 303);
     } catch (error) {
-      const { status, message } = failure(error, 'The account could not be created.');
+      const { status, message } = failure(c, error, 'The account could not be created.');
       return again(status, message);
     }
   });

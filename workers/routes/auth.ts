@@ -5,7 +5,7 @@ import { clearSessionCookie, csrfValid, sessionCookie } from '../auth/web';
 import { forbidden, unauthorized } from '../errors';
 import { validate } from '../middleware/validate';
 import { SessionResponse, signIn, SignInBody, signOut, signUp, SignUpBody } from '../services/accounts';
-import { throttleSignIn, throttleSignUp } from '../auth/sign-in-throttle';
+import { throttledSignIn, throttleSignUp } from '../auth/sign-in-throttle';
 import { authPagesRoutes } from './auth-pages';
 import { oauthRoutes } from './oauth';
 import { documented } from './openapi';
@@ -28,9 +28,8 @@ export const authRoutes = new Hono<AppEnv>()
     },
   )
   .post('/sign-in/email', documented('Auth', 'Start a session', 200, SessionResponse), validate('json', SignInBody), async (c) => {
-    const { email } = c.req.valid('json');
-    await throttleSignIn(c.env, c.var.origin.ip, email);
-    return c.json(await signIn(c.var.db, c.req.valid('json'), c.var.origin));
+    const input = c.req.valid('json');
+    return c.json(await throttledSignIn(c.env, c.var.origin.ip, input.email, () => signIn(c.var.db, input, c.var.origin)));
   })
   .post('/sign-out', documented('Auth', 'End the session of x-auth-token', 200, SignedOut), async (c) => {
     const token = c.req.header('x-auth-token');

@@ -1,5 +1,5 @@
 import { Hono, type Context, type Next } from 'hono';
-import { csrfToken, newNonce, pagePrincipal, pageSecurityHeaders } from '../auth/web';
+import { csrfToken, newNonce, pagePrincipal, pageSecurityHeaders, signInThenReturn } from '../auth/web';
 import { CONSOLE_ASSETS } from '../console/assets.generated';
 import { CONSOLE_ASSET_PATH, ConsoleShell, type ShellProps } from '../console/shell';
 import type { AppEnv } from '../env';
@@ -16,7 +16,7 @@ const consoleCsp = (nonce: string) =>
 
 /** A console page for the signed-in person; anyone else is sent to sign in and brought back. */
 async function consolePage(c: Ctx, page: Omit<ShellProps, 'nonce' | 'csrf'>) {
-  if (!(await pagePrincipal(c))) return c.redirect(`/auth/sign-in?next=${encodeURIComponent(c.req.path)}`, 302);
+  if (!(await pagePrincipal(c))) return signInThenReturn(c, c.req.path);
   const nonce = newNonce();
   const csrf = csrfToken(c);
   pageSecurityHeaders(c, consoleCsp(nonce));

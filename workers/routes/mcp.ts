@@ -11,6 +11,7 @@ import { hasScope, type Scope } from '../auth/scopes';
 import type { AppEnv, Env } from '../env';
 import { AppError, forbidden, unauthorized } from '../errors';
 import { identify, WrongAudience } from '../middleware/authenticate';
+import { isLocalDevelopment } from '../lib/local-development';
 import { heldStream, streamHolderOf } from '../lib/stream-slots';
 import { logLevelOf } from '../mcp/logging';
 import { PROMPT_ROUTE, resourceRoute } from '../mcp/resources';
@@ -32,11 +33,12 @@ const allowedOrigins = (env: Env) =>
 
 /**
  * Browsers send Origin: a page of another site must not drive a user's MCP session (the MCP
- * transport spec's DNS-rebinding rule). The check is against configured origins and loopback
- * development hosts, never the request's own Host, which a rebinding attacker controls.
+ * transport spec's DNS-rebinding rule). The check is against configured origins, and loopback
+ * hosts only in local development (in a deployment, any program on the person's machine could
+ * serve such a page); never the request's own Host, which a rebinding attacker controls.
  * Clients that are not browsers send none.
  */
-const originAllowed = (env: Env, origin: string) => allowedOrigins(env).includes(origin) || isLoopbackOrigin(origin);
+const originAllowed = (env: Env, origin: string) => allowedOrigins(env).includes(origin) || (isLocalDevelopment(env) && isLoopbackOrigin(origin));
 
 function checkOrigin(c: Context<AppEnv>): void {
   const origin = c.req.header('origin');

@@ -5,8 +5,9 @@ import type { MetadataFetchOptions } from '../auth/oauth/client-metadata';
 import { authorizationServerMetadata, mcpResourceOf, protectedResourceMetadata } from '../auth/oauth/metadata';
 import { jwks } from '../auth/oauth/signing-keys';
 import { ConsentPage, MessagePage } from '../auth/pages';
-import { csrfToken, csrfValid, pagePrincipal, renderPage } from '../auth/web';
+import { csrfToken, csrfValid, pagePrincipal, renderPage, signInThenReturn } from '../auth/web';
 import type { AppEnv, Env } from '../env';
+import { addressKey } from '../lib/client-address';
 import { isLocalDevelopment } from '../lib/local-development';
 import { hitRateLimit } from '../lib/rate-limit';
 import { userOf } from '../services/accounts';
@@ -32,8 +33,8 @@ type Ctx = Context<AppEnv>;
 
 const baseOf = (c: Ctx) => new URL(c.req.url).origin;
 
-/** Open registration is throttled per address: each one writes a row (deleted after a day if unused). */
-const REGISTRATIONS_PER_IP = 20;
+/** Open registration is throttled per address (an IPv6 /64): each one writes a row (deleted after a day if unused). */
+const REGISTRATIONS_PER_ADDRESS = 20;
 const REGISTRATION_WINDOW_MS = 3600_000;
 
 /** Tests and local development may serve client metadata documents on loopback or private hosts; never in production. */
@@ -73,8 +74,6 @@ async function formOf(c: Ctx): Promise<Record<string, string>> {
 const messagePage = (c: Ctx, status: 400 | 403, title: string, message: string) =>
   renderPage(c, status, (nonce) => <MessagePage nonce={nonce} title={title} message={message} />);
 
-const signInRedirect = (c: Ctx, next: string) => c.redirect(`/auth/sign-in?next=${encodeURIComponent(next)}`, 302);
-
 function authorizeParamsOf(source: Record<string, unknown>): AuthorizeParams {
   const params: AuthorizeParams = {};
   for (const name of AUTHORIZE_PARAM_NAMES) {
@@ -84,17 +83,16 @@ function authorizeParamsOf(source: Record<string, unknown>): AuthorizeParams {
   return params;
 }
 
-/** Handles the two outcomes of a request that cannot proceed (RFC 6749 4.1.2.1). */
+/**
+ * A request that cannot proceed is explained to the person on a page, whatever was wrong with
+ * it: the client hears about it only after the person signed in and answered (RFC 9700 4.11.2).
+ */
 async function validated(c: Ctx, params: AuthorizeParams) {
   const outcome = await validateAuthorize(c.var.db, baseOf(c), params, metadataOptions(c.env));
   if (outcome.ok) return { request: outcome.request };
-  if (!outcome.redirect) return { response: messagePage(c, 400, 'This sign-in link does not work', outcome.message) };
-  const url = authorizationResponseUrl(baseOf(c), outcome.redirectUri, {
-    error: outcome.error,
-    error_description: outcome.description,
-    state: outcome.state,
-  });
-  return { response: c.redirect(url, 302) };
+  return {
+    response: messagePage(c, 400, 'This sign-in link does not work', `${outcome.message} Tell the application's developer (error: ${outcome.error}).`),
+  };
 }
 
 const open = cors({ origin: '*', allowHeaders: ['authorization', 'content-type', 'x-auth-token'], maxAge: 600 });
@@ -124,7 +122,7 @@ export const oauthRoutes = new Hono<AppEnv>()
     documentedProtocol('OAuth', 'Register a public client (open, rate-limited per address)', 'RFC 7591', 201, 'application/json'),
     (c) =>
       oauthEndpoint(c, async () => {
-        const decision = await hitRateLimit(c.env, `oauth-register:ip:${c.var.origin.ip ?? 'unknown'}`, REGISTRATIONS_PER_IP, REGISTRATION_WINDOW_MS);
+        const decision = await hitRateLimit(c.env, `oauth-register:address:${addressKey(c.var.origin.ip)}`, REGISTRATIONS_PER_ADDRESS, REGISTRATION_WINDOW_MS);
         if (!decision.allowed) {
           throw new OAuthError('temporarily_unavailable', 'Too many registrations from this address; try again later', 429, Math.ceil(decision.resetMs / 1000));
         }
@@ -143,7 +141,7 @@ export const oauthRoutes = new Hono<AppEnv>()
     '/oauth2/authorize',
     documentedProtocol(
       'OAuth',
-      'Authorization request: the consent page, or a redirect with the code or error',
+      'Authorization request: the consent page, or a page saying why the request cannot proceed',
       'OAuth 2.1 authorization endpoint, PKCE S256 (RFC 7636), RFC 9207 iss',
       200,
       'text/html',
@@ -155,7 +153,7 @@ export const oauthRoutes = new Hono<AppEnv>()
       const { request } = checked;
       const principal = await pagePrincipal(c);
       // The sign-in page brings the browser back here, the request intact.
-      if (!principal) return signInRedirect(c, `${c.req.path}?${new URL(c.req.url).searchParams}`);
+      if (!principal) return signInThenReturn(c, `${c.req.path}?${new URL(c.req.url).searchParams}`);
       const csrf = csrfToken(c);
       const workspaces = await workspacesOf(c.var.db, principal.userId);
       const userName = (await userOf(c.var.db, principal.userId))?.name ?? '';
@@ -192,7 +190,7 @@ export const oauthRoutes = new Hono<AppEnv>()
       const principal = await pagePrincipal(c);
       if (!principal) {
         const query = new URLSearchParams(params as Record<string, string>);
-        return signInRedirect(c, `/auth/oauth2/authorize?${query}`);
+        return signInThenReturn(c, `/auth/oauth2/authorize?${query}`);
       }
       const checked = await validated(c, params);
       if (checked.response) return checked.response;

@@ -195,11 +195,13 @@ export const AUTHORIZE_PARAM_NAMES = [
   'resource',
 ] as const;
 
-/** A request the client may hear about (at its redirect URI) or only the user (on a page). */
-export type AuthorizeOutcome =
-  | { ok: true; request: ValidAuthorizeRequest }
-  | { ok: false; redirect: false; message: string }
-  | { ok: false; redirect: true; redirectUri: string; state: string | undefined; error: string; description: string };
+/**
+ * A request that can go on to sign-in and consent, or why not: a refused request is told to the
+ * person on a page, never redirected to the client (RFC 9700 4.11.2: registration is open, so a
+ * redirect URI is no proof of a trustworthy client, and an error redirect would make this
+ * endpoint an open redirector). `error` is the RFC 6749 4.1.2.1 (or RFC 8707) code, shown on the page.
+ */
+export type AuthorizeOutcome = { ok: true; request: ValidAuthorizeRequest } | { ok: false; error: string; message: string };
 
 export interface ValidAuthorizeRequest {
   client: OAuthClientRow;
@@ -232,49 +234,40 @@ function redirectMatches(registered: string, presented: string): boolean {
 const PKCE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
 export async function validateAuthorize(db: Db, base: string, params: AuthorizeParams, metadataOptions: MetadataFetchOptions): Promise<AuthorizeOutcome> {
-  // RFC 6749 4.1.2.1 / RFC 9700 4.11.1 (open redirector): an unknown client or a redirect URI
-  // that is not registered is told to the user, never redirected to.
-  if (!params.client_id) return { ok: false, redirect: false, message: 'The request names no client (client_id is missing).' };
+  const fail = (error: string, message: string): AuthorizeOutcome => ({ ok: false, error, message });
+  if (!params.client_id) return fail('invalid_request', 'The request names no client (client_id is missing).');
   let client: OAuthClientRow | undefined;
   try {
     client = isMetadataClientId(params.client_id)
       ? await metadataDocumentClient(db, params.client_id, metadataOptions)
       : (await db.select().from(oauthClients).where(eq(oauthClients.id, params.client_id)).limit(1))[0];
   } catch (error) {
-    if (error instanceof ClientMetadataError) return { ok: false, redirect: false, message: error.message };
+    if (error instanceof ClientMetadataError) return fail('invalid_request', error.message);
     throw error;
   }
-  if (!client) return { ok: false, redirect: false, message: 'The application asking for access is not registered here.' };
+  if (!client) return fail('invalid_request', 'The application asking for access is not registered here.');
   // OAuth 2.1 3.1.2.2: redirect_uri is required (clients may register several).
   const redirectUri = params.redirect_uri;
   if (!redirectUri || !client.redirectUris.some((r) => redirectMatches(r, redirectUri))) {
-    return { ok: false, redirect: false, message: 'The address the application wants to return to is not one it registered.' };
+    return fail('invalid_request', 'The address the application wants to return to is not one it registered.');
   }
-  const fail = (error: string, description: string): AuthorizeOutcome => ({
-    ok: false,
-    redirect: true,
-    redirectUri,
-    state: params.state,
-    error,
-    description,
-  });
-  if (params.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be "code"');
+  if (params.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be "code".');
   // RFC 9700 2.1.1: PKCE is required, and only S256 (plain would leak the verifier).
-  if (!params.code_challenge) return fail('invalid_request', 'code_challenge is required (PKCE, S256)');
-  if (params.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
-  if (!PKCE_CHALLENGE.test(params.code_challenge)) return fail('invalid_request', 'code_challenge must be 43 base64url characters');
+  if (!params.code_challenge) return fail('invalid_request', 'code_challenge is required (PKCE, S256).');
+  if (params.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256.');
+  if (!PKCE_CHALLENGE.test(params.code_challenge)) return fail('invalid_request', 'code_challenge must be 43 base64url characters.');
   // RFC 6749 3.3: no scope means the default set (the same as a new key's).
   const asked = params.scope?.trim() ? [...new Set(params.scope.trim().split(/\s+/))] : [...DEFAULT_KEY_SCOPES];
   const unknown = asked.find((s) => !isKnownScope(s) && !isOidcScope(s));
-  if (unknown) return fail('invalid_scope', `Unknown scope "${unknown}"`);
+  if (unknown) return fail('invalid_scope', `Unknown scope "${unknown}".`);
   // RFC 6749 3.3: the server may grant less than asked. A client not registered for refresh
   // gets no offline_access (the /mcp challenge suggests it to every client).
   const scopes = client.grantTypes.includes('refresh_token') ? asked : asked.filter((s) => s !== 'offline_access');
-  if (scopes.length === 0) return fail('invalid_scope', 'offline_access needs a client registered for the refresh_token grant');
+  if (scopes.length === 0) return fail('invalid_scope', 'offline_access needs a client registered for the refresh_token grant.');
   // RFC 8707 2 / MCP authorization spec: a named resource must be this service or its MCP endpoint.
   const resource = params.resource ?? null;
   if (resource !== null && resource !== base && resource !== mcpResourceOf(base)) {
-    return fail('invalid_target', `The resource must be ${base} or ${mcpResourceOf(base)}`);
+    return fail('invalid_target', `The resource must be ${base} or ${mcpResourceOf(base)}.`);
   }
   return {
     ok: true,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { displayText } from '../../lib/display-text';
 import { outboundProblem, readCapped } from '../../lib/outbound';
 
 /**
@@ -45,9 +46,19 @@ export function metadataUrlProblem(clientId: string, options: MetadataFetchOptio
   return null;
 }
 
-/** A public client's metadata, as registration (RFC 7591) and a metadata document both state it. */
+/**
+ * A public client's metadata, as registration (RFC 7591) and a metadata document both state it.
+ * The name is stored with its hidden and reordering characters made visible: it is shown on
+ * consent pages.
+ */
 export const ClientFields = z.object({
-  client_name: z.string().trim().min(1).max(100).optional(),
+  client_name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(100)
+    .transform((name) => displayText(name))
+    .optional(),
   redirect_uris: z.array(z.string().max(2000)).min(1).max(10),
   grant_types: z
     .array(z.enum(['authorization_code', 'refresh_token']))
