@@ -2,8 +2,9 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { createApp } from '../../workers/app';
 import { MAX_BODY_DEPTH } from '../../workers/middleware/body';
+import { SCHEMA_LIMITS } from '../../workers/workflows/json-schema';
 import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
-import { definition, install, mapping } from '../helpers/workflows';
+import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 
 /**
  * Hostile input cannot stall the isolate: one request that makes the Worker compute for seconds
@@ -93,5 +94,156 @@ describe('request bodies arrive whole and in time', () => {
     });
     const error = expectError(await send(user, oversized, {}, { 'content-length': '16' }), 413, 'INVALID_INPUT');
     expect(error.details).toMatchObject({ field: 'body', rule: 'max_size' });
+  });
+});
+
+const withInputSchema = (inputSchema: unknown) => definition('guarded', [step], { inputSchema });
+const installAnswer = (user: TestUser, def: unknown) => call('/api/v1/workflows/guarded/install', { token: user.token, body: def });
+const launchAnswer = (user: TestUser, inputs: unknown) => call('/api/v1/workflows/guarded/launch', { token: user.token, body: { inputs } });
+
+/** `^(a+)+$` backtracks through every way to split the a's before it can fail on the b. */
+const CATASTROPHIC = '^(a+)+$';
+const HOSTILE_TEXT = `${'a'.repeat(5_000)}b`;
+
+/** Elapsed wall time of `work`; the clock moves across the awaited I/O, so this measures the request. */
+async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
+  const started = Date.now();
+  const result = await work();
+  return [result, Date.now() - started];
+}
+
+describe('JSON Schema patterns run in linear time (RE2)', () => {
+  it('checks a catastrophic pattern in an input schema at once, with the right answer', async () => {
+    const user = await signUp();
+    await install(user, 'guarded', withInputSchema({ type: 'object', properties: { name: { type: 'string', pattern: CATASTROPHIC } } }));
+
+    // Backtracking took 7 s at 29 characters (in workerd) and doubles with each one more.
+    const [refused, ms] = await timed(() => launchAnswer(user, { name: HOSTILE_TEXT }));
+    expect(ms).toBeLessThan(5_000);
+    const error = expectError(refused, 400, 'INVALID_INPUT');
+    expect(error.details).toMatchObject({ field: 'inputs.name', rule: 'input_schema' });
+    expect((await launchAnswer(user, { name: 'a'.repeat(5_000) })).status).toBe(201);
+  });
+
+  it('runs patternProperties on RE2 too', async () => {
+    const user = await signUp();
+    const schema = { type: 'object', patternProperties: { [CATASTROPHIC]: { type: 'integer' } } };
+    await install(user, 'guarded', withInputSchema(schema));
+    const [answer, ms] = await timed(() => launchAnswer(user, { [HOSTILE_TEXT]: 'not checked: the key does not match', aaa: 1 }));
+    expect(ms).toBeLessThan(5_000);
+    expect(answer.status).toBe(201);
+    expect(expectError(await launchAnswer(user, { aaa: 'x' }), 400, 'INVALID_INPUT').details?.field).toBe('inputs.aaa');
+  });
+
+  it('checks a resume schema pattern at once', async () => {
+    const user = await signUp();
+    const resumeSchema = { type: 'object', properties: { code: { type: 'string', pattern: CATASTROPHIC } } };
+    const approve = { type: 'tool', id: 'approve', toolId: 'human-input', options: { metadata: { prompt: 'Code?', resumeSchema } } };
+    await install(user, 'guarded', definition('guarded', [approve, step]));
+    const runId = await launch(user, 'guarded');
+    await waitForRun(user, runId, ['suspended']);
+    const resume = (code: string) => call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body: { resumeData: { code } } });
+
+    const [refused, ms] = await timed(() => resume(HOSTILE_TEXT));
+    expect(ms).toBeLessThan(5_000);
+    expect(expectError(refused, 400, 'INVALID_INPUT').details).toMatchObject({ field: 'resumeData.code', rule: 'resume_schema' });
+    expect((await resume('aaaa')).status).toBe(200);
+  });
+
+  it('counts pattern work against the check budget: a large pattern over a long text is refused at once', async () => {
+    const user = await signUp();
+    await install(user, 'guarded', withInputSchema({ type: 'object', properties: { text: { type: 'string', pattern: 'a[ab]{999}d' } } }));
+    const [refused, ms] = await timed(() => launchAnswer(user, { text: 'ab'.repeat(50_000) }));
+    expect(ms).toBeLessThan(5_000);
+    expect(expectError(refused, 400, 'INVALID_INPUT').message).toBe(`inputs: takes more than ${SCHEMA_LIMITS.steps} steps to check`);
+    expect((await launchAnswer(user, { text: `a${'b'.repeat(999)}d` })).status).toBe(201);
+  });
+
+  it('refuses at install what RE2 cannot run in linear time: lookaround and backreferences', async () => {
+    const user = await signUp();
+    for (const pattern of ['^(?=a)a+$', '^(?!b)', '(?<=a)b', '^(a)\\1$', '^(?<x>a)\\k<x>$']) {
+      const error = expectError(await installAnswer(user, withInputSchema({ type: 'string', pattern })), 400, 'INVALID_INPUT');
+      expect({ pattern, field: error.details?.field, message: error.message }).toEqual({
+        pattern,
+        field: 'inputSchema.pattern',
+        message: expect.stringContaining('no lookaround, no backreferences'),
+      });
+    }
+    const keyed = { type: 'object', patternProperties: { '^(?!x)': true } };
+    expect(expectError(await installAnswer(user, withInputSchema(keyed)), 400, 'INVALID_INPUT').details?.field).toMatch(/^inputSchema\.patternProperties/);
+    // What both engines read alike is kept: classes, anchors, \uXXXX escapes, named groups.
+    const kept = { type: 'object', properties: { email: { type: 'string', pattern: '^(?<word>[\\w-]+)\\u0040[a-z]{2,}\\.example$' } } };
+    expect((await installAnswer(user, withInputSchema(kept))).status).toBe(201);
+    expect((await launchAnswer(user, { email: 'ana-1@docs.example' })).status).toBe(201);
+    expect(expectError(await launchAnswer(user, { email: 'ana@docs.example.org' }), 400, 'INVALID_INPUT').details?.field).toBe('inputs.email');
+  });
+});
+
+describe('JSON Schema checks have a step budget and a depth cap', () => {
+  /** Each definition applies the next one twice: 2^n subschemas for any value. */
+  const doubling = (n: number) => ({
+    $ref: '#/definitions/d0',
+    definitions: Object.fromEntries([
+      ...Array.from({ length: n }, (_, i) => [`d${i}`, { allOf: [{ $ref: `#/definitions/d${i + 1}` }, { $ref: `#/definitions/d${i + 1}` }] }]),
+      [`d${n}`, {}],
+    ]),
+  });
+
+  it('refuses a schema whose references multiply the work past the budget', async () => {
+    const user = await signUp();
+    const [answer, ms] = await timed(() => installAnswer(user, withInputSchema(doubling(20))));
+    expect(ms).toBeLessThan(5_000);
+    const error = expectError(answer, 400, 'INVALID_INPUT');
+    expect(error.details?.field).toBe('inputSchema');
+    expect(error.message).toContain(`more than ${SCHEMA_LIMITS.steps} steps`);
+    expect((await installAnswer(user, withInputSchema(doubling(8)))).status).toBe(201);
+  });
+
+  it(`refuses schemas nested more than ${SCHEMA_LIMITS.depth} levels deep, whatever keyword nests them`, async () => {
+    const user = await signUp();
+    const chains: Record<string, (inner: unknown) => unknown> = {
+      properties: (inner) => ({ type: 'object', properties: { a: inner } }),
+      items: (inner) => ({ type: 'array', items: inner }),
+      allOf: (inner) => ({ allOf: [inner] }),
+      anyOf: (inner) => ({ anyOf: [{ type: 'null' }, inner] }),
+    };
+    const nested = (wrap: (inner: unknown) => unknown, times: number) => {
+      let schema: unknown = { type: 'string' };
+      for (let i = 0; i < times; i++) schema = wrap(schema);
+      return schema;
+    };
+    for (const [keyword, wrap] of Object.entries(chains)) {
+      const error = expectError(await installAnswer(user, withInputSchema(nested(wrap, 100))), 400, 'INVALID_INPUT');
+      expect({ keyword, field: error.details?.field, message: error.message }).toEqual({
+        keyword,
+        field: 'inputSchema',
+        message: `inputSchema: is not a valid JSON Schema: nests more than ${SCHEMA_LIMITS.depth} levels deep`,
+      });
+      // Deeper still, the body is refused before the compiler sees it.
+      const body = expectError(await installAnswer(user, withInputSchema(nested(wrap, 200))), 400, 'INVALID_INPUT');
+      expect(body.details).toMatchObject({ field: keyword === 'items' ? 'inputSchema' : 'body' });
+    }
+    expect((await installAnswer(user, withInputSchema(nested(chains.properties!, 30)))).status).toBe(201);
+  });
+
+  it('refuses a $ref that names no schema at install, not at launch', async () => {
+    const user = await signUp();
+    const schema = { type: 'object', properties: { a: { $ref: '#/definitions/missing' } } };
+    const error = expectError(await installAnswer(user, withInputSchema(schema)), 400, 'INVALID_INPUT');
+    expect(error.message).toContain('names no schema');
+  });
+
+  it('refuses deeply nested inputs with 400, also under a recursive schema', async () => {
+    const user = await signUp();
+    const tree = { $ref: '#/definitions/node', definitions: { node: { type: 'object', additionalProperties: { $ref: '#/definitions/node' } } } };
+    await install(user, 'guarded', withInputSchema(tree));
+    const nested = (depth: number) => {
+      let value: unknown = {};
+      for (let i = 0; i < depth; i++) value = { a: value };
+      return value;
+    };
+    expect((await launchAnswer(user, nested(SCHEMA_LIMITS.valueDepth - 2))).status).toBe(201);
+    const error = expectError(await launchAnswer(user, nested(SCHEMA_LIMITS.valueDepth + 1)), 400, 'INVALID_INPUT');
+    expect(error.details).toMatchObject({ field: 'inputs', rule: 'input_schema' });
   });
 });

@@ -26,3 +26,15 @@ export function jsonTextDeeperThan(bytes: Uint8Array, max: number): boolean {
   }
   return false;
 }
+
+/** Whether `value` holds objects and arrays more than `max` levels inside one another. */
+export function valueDeeperThan(value: unknown, max: number): boolean {
+  const pending: [unknown, number][] = [[value, 0]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [item, depth] = next;
+    if (typeof item !== 'object' || item === null) continue;
+    if (depth + 1 > max) return true;
+    for (const child of Object.values(item)) pending.push([child, depth + 1]);
+  }
+  return false;
+}
