@@ -247,3 +247,14 @@ describe('JSON Schema checks have a step budget and a depth cap', () => {
     expect(error.details).toMatchObject({ field: 'inputs', rule: 'input_schema' });
   });
 });
+
+describe('console and reference assets are looked up among their own files only', () => {
+  it('answers 404 for names every object inherits', async () => {
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']) {
+      for (const path of [`/console/assets/${name}`, `/docs/assets/${name}`]) {
+        const res = await call(path);
+        expect({ path, status: res.status, code: res.body?.error?.code }).toEqual({ path, status: 404, code: 'NOT_FOUND' });
+      }
+    }
+  });
+});
