@@ -1,5 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { inlines, parseMarkdown } from '../../console/src/markdown';
 import { createApp } from '../../workers/app';
 import { MAX_BODY_DEPTH } from '../../workers/middleware/body';
 import { SCHEMA_LIMITS } from '../../workers/workflows/json-schema';
@@ -256,5 +257,41 @@ describe('console and reference assets are looked up among their own files only'
         expect({ path, status: res.status, code: res.body?.error?.code }).toEqual({ path, status: 404, code: 'NOT_FOUND' });
       }
     }
+  });
+});
+
+describe('the console Markdown preview reads hostile documents in linear time', () => {
+  // Sizes where the old cubic heading and quadratic links took hours: the test timeout is the judge.
+  const RUN = 20_000;
+  const LONG_RUN = 1_000_000;
+
+  it('reads a heading with a long run of spaces, hashes or both', () => {
+    expect(parseMarkdown(`# a${' '.repeat(RUN)}x`)).toEqual([{ kind: 'heading', level: 1, inlines: [{ kind: 'text', text: `a${' '.repeat(RUN)}x` }] }]);
+    expect(parseMarkdown(`## Title${' #'.repeat(RUN / 2)}`)).toEqual([
+      { kind: 'heading', level: 2, inlines: [{ kind: 'text', text: `Title${' #'.repeat(RUN / 2 - 1)}` }] },
+    ]);
+    expect(parseMarkdown(`# a${'#'.repeat(RUN)}`)).toEqual([{ kind: 'heading', level: 1, inlines: [{ kind: 'text', text: 'a' }] }]);
+    expect(parseMarkdown('#'.repeat(RUN))).toEqual([{ kind: 'paragraph', inlines: [{ kind: 'text', text: '#'.repeat(RUN) }] }]);
+    expect(parseMarkdown('## Notes #1 ##')).toEqual([{ kind: 'heading', level: 2, inlines: [{ kind: 'text', text: 'Notes #1' }] }]);
+  });
+
+  it('reads long runs of brackets, link openings, stars, underscores and backticks', () => {
+    for (const run of ['[', '[](', '![a', '[a](', '*', '_', '`']) {
+      const text = run.repeat(LONG_RUN / run.length);
+      expect(inlines(text)).toEqual([{ kind: 'text', text }]);
+    }
+    for (const [run, kind] of [
+      ['**a', 'strong'],
+      ['*a', 'em'],
+      ['`a', 'code'],
+    ] as const) {
+      expect(inlines(run.repeat(LONG_RUN / run.length)).filter((inline) => inline.kind === kind).length).toBeGreaterThan(LONG_RUN / 10);
+    }
+    expect(inlines(`[a](${'['.repeat(LONG_RUN)}`)).toEqual([{ kind: 'text', text: `[a](${'['.repeat(LONG_RUN)}` }]);
+    expect(inlines('[a [b](https://example.com/b) c](x)')).toEqual([
+      { kind: 'text', text: '[a ' },
+      { kind: 'link', text: 'b', href: 'https://example.com/b' },
+      { kind: 'text', text: ' c](x)' },
+    ]);
   });
 });
