@@ -1,11 +1,11 @@
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { AppEnv } from './env';
 import { AppError, invalidInput, retryAfterHeader } from './errors';
 import { announceChanges } from './middleware/announce-changes';
 import { authenticate } from './middleware/authenticate';
 import { cookieSession } from './middleware/cookie-session';
+import { readBody } from './middleware/body';
 import { apiCors, urlCredentialCors } from './middleware/cors';
 import { requestContext } from './middleware/request-context';
 import { activateRoutes } from './routes/activate';
@@ -37,8 +37,6 @@ import { workflowsRoutes } from './routes/workflows';
 import { workspacesRoutes } from './routes/workspaces';
 import { openApiDocument } from './routes/openapi';
 
-const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
-
 /** Maps anything thrown to an AppError; internals are logged, never sent. */
 function toAppError(error: Error, requestId: string): AppError {
   if (error instanceof AppError) return error;
@@ -58,15 +56,7 @@ export function createApp() {
   app.use('/api/events', urlCredentialCors);
   app.use('/streams/*', urlCredentialCors);
   app.use(requestContext);
-  app.use(async (c, next) => {
-    const max = Number(c.env.MAX_BODY_BYTES) || DEFAULT_MAX_BODY_BYTES;
-    return bodyLimit({
-      maxSize: max,
-      onError: () => {
-        throw new AppError('INVALID_INPUT', 413, `The request body exceeds ${max} bytes`, { field: 'body', rule: 'max_size', limit: max });
-      },
-    })(c, next);
-  });
+  app.use(readBody);
   app.use('/api/v1/*', cookieSession);
   app.use('/api/v1/*', authenticate);
   app.use('/api/v1/*', announceChanges);

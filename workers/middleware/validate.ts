@@ -5,7 +5,7 @@ import { resolver, uniqueSymbol } from 'hono-openapi';
 import type { z } from 'zod';
 import { invalidInput } from '../errors';
 
-const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
+export const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
 
 /** Requests whose empty body optionalJsonBody reads as `{}`: they sent no body to mistype. */
 const emptyBodies = new WeakSet<Request>();

@@ -50,8 +50,10 @@ export const consoleRoutes = new Hono<AppEnv>()
   .get('/memory', (c) => consolePage(c, { section: 'Memory', title: 'Memory', view: 'memory' }))
   .get('/settings', (c) => consolePage(c, { section: 'Settings', title: 'Settings', view: 'settings' }))
   .get(`${CONSOLE_ASSET_PATH}/:file`, (c) => {
-    const asset = CONSOLE_ASSETS[c.req.param('file')];
-    if (!asset) throw notFound('Asset');
+    const file = c.req.param('file');
+    // Own entries only: `constructor` or `__proto__` must not find Object.prototype's.
+    if (!Object.hasOwn(CONSOLE_ASSETS, file)) throw notFound('Asset');
+    const asset = CONSOLE_ASSETS[file]!;
     return c.body(asset.body, 200, {
       'content-type': asset.type,
       'cache-control': 'public, max-age=31536000, immutable',

@@ -99,8 +99,8 @@ export const referenceRoutes = new Hono<AppEnv>()
   .get('/docs/assets/:file', async (c) => {
     const file = c.req.param('file');
     if (file === 'init.js') return c.body(UI_INIT, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' });
-    const type = UI_FILES[file];
-    if (!type) throw notFound('Asset');
+    if (!Object.hasOwn(UI_FILES, file)) throw notFound('Asset');
+    const type = UI_FILES[file]!;
     const asset = await c.env.ASSETS.fetch(new URL(`/${file}`, c.req.url));
     if (!asset.ok) throw notFound('Asset');
     return new Response(asset.body, { headers: { 'content-type': type, 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' } });

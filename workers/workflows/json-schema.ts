@@ -1,4 +1,6 @@
-import { Validator, type Schema } from '@cfworker/json-schema';
+import { dereference, validate, type OutputUnit, type Schema, type SchemaDraft } from '@cfworker/json-schema';
+import { valueDeeperThan } from '../lib/json-depth';
+import { withLinearRegExp } from '../lib/linear-regexp';
 
 /**
  * The JSON Schema draft-07 meta-schema (json-schema.org/draft-07/schema). Definitions written
@@ -69,7 +71,19 @@ const DRAFT_07: Schema = {
   default: true,
 };
 
-const metaValidator = new Validator(DRAFT_07, '7', true);
+/** Limits of ours on the JSON Schemas people write and the values checked against them (docs/workflows.md, Limits). */
+export const SCHEMA_LIMITS = {
+  /** Objects and arrays inside one another in a schema. */
+  depth: 64,
+  /** The same in a value checked against a schema (inputs, resume data, an agent's answer). */
+  valueDepth: 128,
+  /**
+   * Subschemas applied in one check, the schema's own walk included, and pattern tests by their
+   * work. `$ref`s that each apply the next definition twice double the work per definition: 22
+   * of them took 45 s on one string.
+   */
+  steps: 100_000,
+} as const;
 
 export interface SchemaProblem {
   /** JSON pointer into the checked value ("" for the root). */
@@ -80,36 +94,122 @@ export interface SchemaProblem {
 }
 
 /** Draft named by `$schema`, draft-07 otherwise. */
-const draftOf = (schema: Schema | boolean) => {
+const draftOf = (schema: Schema | boolean): SchemaDraft => {
   const declared = typeof schema === 'object' ? schema.$schema : undefined;
-  if (declared?.includes('2020-12')) return '2020-12' as const;
-  if (declared?.includes('2019-09')) return '2019-09' as const;
-  if (declared?.includes('draft-04')) return '4' as const;
-  return '7' as const;
+  if (declared?.includes('2020-12')) return '2020-12';
+  if (declared?.includes('2019-09')) return '2019-09';
+  if (declared?.includes('draft-04')) return '4';
+  return '7';
 };
+
+class OverBudget extends Error {}
+
+/**
+ * A pattern test counts one step per this many units of its work (text length × pattern size):
+ * RE2 in JavaScript spends up to about 0.2 µs a unit, a subschema up to about 7 µs.
+ */
+const PATTERN_UNITS_PER_STEP = 32;
+
+/** The work one check may still do, in steps (SCHEMA_LIMITS.steps); past it the check stops. */
+class Budget {
+  #left: number = SCHEMA_LIMITS.steps;
+  spend(steps: number) {
+    this.#left -= steps;
+    if (this.#left < 0) throw new OverBudget();
+  }
+}
+
+/**
+ * `schema` seen through proxies that count the validator's visits: it reads `$ref` once each
+ * time it applies a subschema (and once per subschema as it first walks the schema), so the
+ * count is the work done.
+ */
+function metered(schema: Schema | boolean, budget: Budget): Schema | boolean {
+  const proxies = new WeakMap<object, object>();
+  const wrap = (value: unknown): unknown => {
+    if (typeof value !== 'object' || value === null) return value;
+    let proxy = proxies.get(value);
+    if (!proxy) {
+      proxy = new Proxy(value, {
+        get(target, key, receiver) {
+          if (key === '$ref') budget.spend(1);
+          return wrap(Reflect.get(target, key, receiver));
+        },
+      });
+      proxies.set(value, proxy);
+    }
+    return proxy;
+  };
+  return wrap(schema) as Schema | boolean;
+}
 
 /** The deepest error is the useful one: the library reports the failing keyword chain outermost first. */
-const firstProblem = (errors: { instanceLocation: string; keyword: string; error: string }[]): SchemaProblem => {
+const firstProblem = (errors: OutputUnit[]): SchemaProblem => {
   const last = errors[errors.length - 1]!;
   const missing = last.keyword === 'required' ? /"(.*)"/.exec(last.error)?.[1] : undefined;
-  return { pointer: last.instanceLocation.replace(/^#/, ''), message: last.error, ...(missing === undefined ? {} : { missing }) };
+  const message =
+    last.keyword === 'format' && last.error.includes('"regex"')
+      ? 'is not a regular expression this service runs (ECMAScript syntax within RE2: no lookaround, no backreferences)'
+      : last.error;
+  return { pointer: last.instanceLocation.replace(/^#/, ''), message, ...(missing === undefined ? {} : { missing }) };
 };
 
-/** Whether `schema` is a JSON Schema (checked against the draft-07 meta-schema); null when it is. */
-export function schemaProblem(schema: unknown): SchemaProblem | null {
-  const result = metaValidator.validate(schema);
-  if (!result.valid) return firstProblem(result.errors);
-  try {
-    // Compiles references and patterns, which the meta-schema cannot check.
-    new Validator(schema as Schema, draftOf(schema as Schema)).validate(null);
-  } catch (error) {
-    return { pointer: '', message: error instanceof Error ? error.message : String(error) };
+type Lookup = Record<string, Schema | boolean>;
+
+/** A `$ref` naming no schema: the validator would throw when it first reached it. */
+function unresolvedRef(lookup: Lookup): SchemaProblem | null {
+  for (const schema of Object.values(lookup)) {
+    if (typeof schema !== 'object') continue;
+    for (const target of [schema.__absolute_ref__, schema.__absolute_recursive_ref__]) {
+      if (target !== undefined && !(target in lookup)) return { pointer: '', message: `$ref "${target}" names no schema` };
+    }
   }
   return null;
 }
 
+/**
+ * Validates `value` against `schema` within the limits: patterns run in linear time (RE2), the
+ * work is budgeted, and running out of either is a problem to report, not a crash. Answers the
+ * validator's errors (none when `value` conforms) or the limit it reached.
+ */
+function check(schema: Schema | boolean, draft: SchemaDraft, value: unknown): OutputUnit[] | SchemaProblem {
+  try {
+    const budget = new Budget();
+    return withLinearRegExp(
+      () => {
+        const root = metered(schema, budget);
+        const lookup = dereference(root);
+        return unresolvedRef(lookup) ?? validate(value, root, draft, lookup, true).errors;
+      },
+      (units) => budget.spend(Math.ceil(units / PATTERN_UNITS_PER_STEP)),
+    );
+  } catch (error) {
+    if (error instanceof OverBudget) return { pointer: '', message: `takes more than ${SCHEMA_LIMITS.steps} steps to check` };
+    // A stack overflow, which recursive `$ref`s can cause within the budget.
+    if (error instanceof RangeError) return { pointer: '', message: `cannot be checked: ${error.message}` };
+    throw error;
+  }
+}
+
+const problemOf = (outcome: OutputUnit[] | SchemaProblem): SchemaProblem | null =>
+  !Array.isArray(outcome) ? outcome : outcome.length ? firstProblem(outcome) : null;
+
+/** Whether `schema` is a JSON Schema (checked against the draft-07 meta-schema); null when it is. */
+export function schemaProblem(schema: unknown): SchemaProblem | null {
+  if (valueDeeperThan(schema, SCHEMA_LIMITS.depth)) return { pointer: '', message: `nests more than ${SCHEMA_LIMITS.depth} levels deep` };
+  const problem = problemOf(check(DRAFT_07, '7', schema));
+  if (problem) return problem;
+  try {
+    // Checking null walks the schema itself (its ids and references, within the budget); whether null conforms is no matter.
+    const outcome = check(schema as Schema, draftOf(schema as Schema), null);
+    return Array.isArray(outcome) ? null : outcome;
+  } catch (error) {
+    return { pointer: '', message: error instanceof Error ? error.message : String(error) };
+  }
+}
+
 /** Validates `value` against `schema`; null when it conforms. */
 export function valueProblem(schema: unknown, value: unknown): SchemaProblem | null {
-  const result = new Validator(schema as Schema, draftOf(schema as Schema), true).validate(value);
-  return result.valid ? null : firstProblem(result.errors);
+  if (valueDeeperThan(value, SCHEMA_LIMITS.valueDepth)) return { pointer: '', message: `nests more than ${SCHEMA_LIMITS.valueDepth} levels deep` };
+  return problemOf(check(schema as Schema, draftOf(schema as Schema), value));
 }
