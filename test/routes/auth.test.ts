@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
-import { advanceClock, resetClock } from '../../workers/lib/clock';
+import { advanceClock, freezeClock, resetClock } from '../../workers/lib/clock';
 import { call, expectError, signUp } from '../helpers/api';
 
 afterEach(() => resetClock());
@@ -66,6 +66,7 @@ describe('POST /auth/sign-in/email', () => {
 
   it('slows repeated failures with a wait (429 RATE_LIMITED, Retry-After), never a lockout of the right password from elsewhere', async () => {
     const user = await signUp();
+    freezeClock();
     const from = { 'cf-connecting-ip': '192.0.2.77' };
     for (let i = 0; i < 6; i++) {
       expectError(await call('/auth/sign-in/email', { body: { email: user.email, password: `guess-${i}` }, headers: from }), 401, 'UNAUTHORIZED');

@@ -1,10 +1,10 @@
 import { env, exports } from 'cloudflare:workers';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { oauthClients } from '../../schema';
 import { createApp } from '../../workers/app';
 import type { Env } from '../../workers/env';
 import { addressKey } from '../../workers/lib/client-address';
-import { advanceClock, now, resetClock } from '../../workers/lib/clock';
+import { advanceClock, freezeClock, now, resetClock } from '../../workers/lib/clock';
 import { openDb } from '../../workers/lib/db';
 import { BASE, call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 import { authorizeQuery, cookieHeader, hidden, pkce, raw, REDIRECT, register, setCookieValue } from '../helpers/oauth';
@@ -193,6 +193,8 @@ describe('client-chosen text on the decision pages', () => {
 });
 
 describe('password guessing', () => {
+  // Waits are counted in seconds: the clock stands still unless a test moves it.
+  beforeEach(() => freezeClock());
   let n = 0;
   /** A fresh IPv4 address of TEST-NET-2 and a fresh /64 of the documentation range, per call. */
   const ipv4 = () => `198.51.100.${++n}`;

@@ -3,8 +3,9 @@
  * can move time forward (expiry, rate-limit windows) without sleeping.
  */
 let offsetMs = 0;
+let frozenAtMs: number | undefined;
 
-export const now = (): number => Date.now() + offsetMs;
+export const now = (): number => (frozenAtMs ?? Date.now()) + offsetMs;
 
 /** Waits `ms` of real time (a test's shift of the clock does not shorten it), or until `signal` aborts. */
 export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
@@ -28,6 +29,15 @@ export const advanceClock = (ms: number): void => {
   offsetMs += ms;
 };
 
+/**
+ * Test hook: stops this isolate's clock where it is (advanceClock still moves it), so a test of
+ * waits counted in seconds reads the same however slowly the machine runs it.
+ */
+export const freezeClock = (): void => {
+  frozenAtMs = Date.now();
+};
+
 export const resetClock = (): void => {
   offsetMs = 0;
+  frozenAtMs = undefined;
 };
