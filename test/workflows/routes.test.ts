@@ -1,7 +1,7 @@
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../workers/errors';
-import { launchWorkflow } from '../../workers/services/workflows';
+import { launchWorkflow } from '../../workers/services/workflow-runs';
 import { BASE, call, createKey, expectError, sessionPrincipal, signUp } from '../helpers/api';
 import { seedArtifact, zipOf } from '../helpers/skills';
 import { sseEvents } from '../helpers/sse';

@@ -6,7 +6,7 @@ import { notFound } from '../errors';
 import { now, sleep, toIso } from '../lib/clock';
 import { type OwnStream, sseStream } from '../lib/sse';
 import type { RunEvent } from '../../durable-objects/WorkflowRun';
-import { findRun, launchWorkflow, resumeRun } from './workflows';
+import { findRun, launchWorkflow, resumeRun } from './workflow-runs';
 
 /** Spec 4.8: the run stream polls about once a second. */
 const POLL_MS = 1_000;
