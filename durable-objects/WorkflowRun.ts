@@ -7,7 +7,7 @@ import type { Actor } from '../workers/auth/actor';
 import { launcherNow } from '../workers/auth/launcher';
 import { hasScope } from '../workers/auth/scopes';
 import type { Db, Env } from '../workers/env';
-import type { Resumer } from '../workers/services/workflows';
+import type { Resumer } from '../workers/services/workflow-runs';
 import { isoNow, now } from '../workers/lib/clock';
 import type { CompiledWorkflow, GraphNode, Json, LeafStep, MappingStep } from '../workers/workflows/compiler';
 import { valueProblem } from '../workers/workflows/json-schema';

@@ -1,7 +1,7 @@
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../workers/errors';
-import { launchWorkflow } from '../../workers/services/workflows';
+import { launchWorkflow } from '../../workers/services/workflow-runs';
 import { BASE, call, createKey, expectError, sessionPrincipal, signUp } from '../helpers/api';
 import { seedArtifact, zipOf } from '../helpers/skills';
 import { sseEvents } from '../helpers/sse';
@@ -247,6 +247,7 @@ describe('runs', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const frames = sseEvents(await res.text());
+    expect(frames.map((f) => f.type)).toEqual(frames.map(() => 'workflow-snapshot'));
     expect(frames[0]).toMatchObject({ type: 'workflow-snapshot', runId, workflowId: 'slow', status: 'running' });
     expect(frames.at(-1)).toMatchObject({
       type: 'workflow-snapshot',

@@ -1,6 +1,6 @@
 import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { BASE, call, signUp, type TestUser } from '../helpers/api';
+import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
 import { sseEvents } from '../helpers/sse';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 
@@ -29,8 +29,8 @@ async function setup() {
 
 type Frame = { id: number | null; type: string; [key: string]: any };
 
-/** Reads the run stream until the server closes it. */
-async function readStream(user: TestUser, runId: string, headers: Record<string, string> = {}, query = ''): Promise<Frame[]> {
+/** Reads the run stream until the server closes it; `query` as the client sends it (`?changes=true` for the change log). */
+async function readStream(user: TestUser, runId: string, query = '', headers: Record<string, string> = {}): Promise<Frame[]> {
   const res = await exports.default.fetch(`${BASE}/api/v1/workflows/runs/${runId}/events${query}`, { headers: { 'x-auth-token': user.token, ...headers } });
   expect(res.status).toBe(200);
   return sseEvents<Frame>(await res.text());
@@ -53,10 +53,40 @@ describe('a skill step', () => {
 });
 
 describe('the run stream', () => {
-  it('says what changed, names the execution a skill step started, and never repeats a snapshot', async () => {
+  it('sends only workflow-snapshot frames, each with its snapshot, unless the client asks for changes', async () => {
     const user = await setup();
     const runId = await launch(user, 'digest', { notes: 'We ship Friday.' });
+    const onlySnapshots = (frames: Frame[]) => {
+      expect(frames.length).toBeGreaterThan(0);
+      for (const frame of frames) {
+        expect(frame).toMatchObject({
+          type: 'workflow-snapshot',
+          runId,
+          workflowId: expect.any(String),
+          status: expect.any(String),
+          updatedAt: expect.any(String),
+          id: null,
+        });
+        expect(frame.snapshot).toEqual(expect.any(Object));
+      }
+    };
     const first = await readStream(user, runId);
+    onlySnapshots(first);
+    expect(first.at(-1)).toMatchObject({ status: 'suspended' });
+    // A position is about the change log: without changes=true it changes nothing.
+    onlySnapshots(await readStream(user, runId, '?lastSeq=0', { 'last-event-id': '1' }));
+    onlySnapshots(await readStream(user, runId, '?changes=false'));
+    expect((await call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body: { resumeData: { ok: true } } })).status).toBe(200);
+    const second = await readStream(user, runId);
+    onlySnapshots(second);
+    expect(second.at(-1)).toMatchObject({ status: 'success', snapshot: { result: { shipped: true } } });
+    expectError(await call(`/api/v1/workflows/runs/${runId}/events?changes=yes`, { token: user.token }), 400, 'INVALID_INPUT');
+  });
+
+  it('with changes=true says what changed, names the execution a skill step started, and never repeats a snapshot', async () => {
+    const user = await setup();
+    const runId = await launch(user, 'digest', { notes: 'We ship Friday.' });
+    const first = await readStream(user, runId, '?changes=true');
     expect(first[0]).toMatchObject({ type: 'workflow-snapshot', runId, id: null });
     expect(first.at(-1)).toMatchObject({ type: 'workflow-snapshot', status: 'suspended' });
     expect(changes(first).map(brief)).toEqual([
@@ -90,7 +120,7 @@ describe('the run stream', () => {
 
     // After the resume, the stream picks up after the last change the client saw (Last-Event-ID).
     expect((await call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body: { resumeData: { ok: true } } })).status).toBe(200);
-    const second = await readStream(user, runId, { 'last-event-id': String(seqs.at(-1)) });
+    const second = await readStream(user, runId, '?changes=true', { 'last-event-id': String(seqs.at(-1)) });
     expect(changes(second).map(brief)).toEqual([
       ['workflow-resumed', 'approve'],
       ['workflow-step-finished', 'approve'],
@@ -102,8 +132,8 @@ describe('the run stream', () => {
     expect(second.at(-1)).toMatchObject({ type: 'workflow-snapshot', status: 'success', snapshot: { result: { shipped: true } } });
 
     // Without a position the whole log replays, and lastSeq in the query works like the header.
-    expect(changes(await readStream(user, runId))).toEqual([...changes(first), ...changes(second)]);
-    expect(changes(await readStream(user, runId, {}, `?lastSeq=${seqs.at(-1)}`))).toEqual(changes(second));
+    expect(changes(await readStream(user, runId, '?changes=true'))).toEqual([...changes(first), ...changes(second)]);
+    expect(changes(await readStream(user, runId, `?changes=true&lastSeq=${seqs.at(-1)}`))).toEqual(changes(second));
   });
 
   it('reports a failed step and the failed run', async () => {
@@ -117,7 +147,7 @@ describe('the run stream', () => {
       ]),
     );
     const runId = await launch(user, 'broken');
-    const frames = await readStream(user, runId);
+    const frames = await readStream(user, runId, '?changes=true');
     const failed = changes(frames).filter((f) => f.status === 'failed');
     expect(failed.map(brief)).toEqual([
       ['workflow-step-finished', 'summarize'],

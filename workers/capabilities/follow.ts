@@ -1,5 +1,5 @@
 import { getExecutionStatus } from '../services/executions';
-import { getRun } from '../services/workflows';
+import { getRun } from '../services/workflow-runs';
 import type { CapabilityContext, ProgressReport } from './capability';
 import { sleep } from '../lib/clock';
 

@@ -3,22 +3,27 @@ import { followWorkflowRun } from './follow';
 import { optionalJsonBody } from '../middleware/validate';
 import { workflowDefinitionBody } from '../routes/openapi';
 import {
-  cancelRun,
   DefinitionItem,
-  dequeueRun,
-  getRun,
   getWorkflow,
   installFromArtifact,
   InstallBody,
   installWorkflow,
+  listDefinitions,
+  listWorkflows,
+  uninstallWorkflow,
+  WorkflowRecord,
+  WorkflowSlug,
+} from '../services/workflow-definitions';
+import {
+  cancelRun,
+  dequeueRun,
+  getRun,
   Launched,
   LaunchInput,
   launchWorkflow,
-  listDefinitions,
   listQueue,
   listRuns,
   ListRunsInput,
-  listWorkflows,
   ResumeAnswer,
   ResumeBody,
   Resumed,
@@ -26,10 +31,7 @@ import {
   RunDetails,
   RunRecord,
   RunsQuery,
-  uninstallWorkflow,
-  WorkflowRecord,
-  WorkflowSlug,
-} from '../services/workflows';
+} from '../services/workflow-runs';
 import { defineCapability, READ_ONLY, ToolFailure, type Area } from './capability';
 
 // Reading workflows and their runs needs library:read, installing library:write, running workflow:run.

@@ -18,7 +18,7 @@ import { authorize, authorizeWithGrants } from '../auth/actor';
 import { artifactContent, downloadArtifact, listArtifacts } from '../services/artifacts';
 import { readMemory } from '../services/memory';
 import { getInstalledSkill, type InstalledSkill, listSkills } from '../services/skills';
-import { getWorkflow, listWorkflows } from '../services/workflows';
+import { getWorkflow, listWorkflows } from '../services/workflow-definitions';
 import type { ToolContext } from './tool';
 
 type Route = keyof typeof ROUTE_ACCESS & string;

@@ -23,14 +23,21 @@ export const workflowsRoutes = new Hono<AppEnv>()
   .route('/', capabilityRoutes(workflowsArea))
   .get(
     '/runs/:runId/events',
-    documented('Workflows', 'Server-Sent Events: workflow-snapshot frames and the run’s changes (after lastSeq or Last-Event-ID)', 200, z.string()),
+    documented(
+      'Workflows',
+      'Server-Sent Events: workflow-snapshot frames; with changes=true also the run’s change log (after lastSeq or Last-Event-ID)',
+      200,
+      z.string(),
+    ),
     validate('param', RunParam),
     validate('query', RunEventsQuery),
     async (c) => {
+      const query = c.req.valid('query');
       // EventSource sends the last change's seq back as Last-Event-ID when it reconnects.
-      const resumeAfter = c.req.valid('query').lastSeq ?? RunEventsQuery.shape.lastSeq.safeParse(c.req.header('last-event-id')).data ?? 0;
+      const lastSeq = query.lastSeq ?? RunEventsQuery.shape.lastSeq.safeParse(c.req.header('last-event-id')).data ?? 0;
+      const changes = query.changes === 'true' ? { lastSeq } : null;
       const principal = principalOf(c);
-      return heldStream(c, streamHolderOf(principal), (signal) => runEvents(c.var.db, c.env, principal, c.req.valid('param').runId, resumeAfter, signal));
+      return heldStream(c, streamHolderOf(principal), (signal) => runEvents(c.var.db, c.env, principal, c.req.valid('param').runId, changes, signal));
     },
   )
   .post(

@@ -1,7 +1,7 @@
 import type { TurnInput } from '../services/execution-events';
 import type { Db, Env } from '../env';
 import { toolCallKey } from '../services/run-tool-calls';
-import { launchWorkflow } from '../services/workflows';
+import { launchWorkflow } from '../services/workflow-runs';
 import type { AgentTool } from './agent-loop';
 import { failed } from './tool-errors';
 import { actingAs } from './tools';

@@ -6,7 +6,7 @@ import { notFound } from '../errors';
 import { now, sleep, toIso } from '../lib/clock';
 import { type OwnStream, sseStream } from '../lib/sse';
 import type { RunEvent } from '../../durable-objects/WorkflowRun';
-import { findRun, launchWorkflow, resumeRun } from './workflows';
+import { findRun, launchWorkflow, resumeRun } from './workflow-runs';
 
 /** Spec 4.8: the run stream polls about once a second. */
 const POLL_MS = 1_000;
@@ -60,24 +60,45 @@ const visible = (row: WorkflowRunRow) => `${row.status}\n${row.snapshot}`;
 const changeFrame = (runId: string, event: RunEvent) =>
   `id: ${event.seq}\ndata: ${JSON.stringify({ type: event.type, runId, seq: event.seq, at: toIso(event.at), ...(JSON.parse(event.payload) as Record<string, unknown>) })}\n\n`;
 
-export const RunEventsQuery = z.object({ lastSeq: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() });
+export const RunEventsQuery = z.object({
+  changes: z
+    .enum(['true', 'false'])
+    .optional()
+    .describe('true adds the run’s change log (step started and finished, suspended, resumed, finished) between the workflow-snapshot frames; default false'),
+  lastSeq: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
+    .optional()
+    .describe('With changes=true: replay the change log after this seq (as Last-Event-ID does)'),
+});
 
 /**
- * GET /workflows/runs/:runId/events: the current `workflow-snapshot` on connect, the run's change
- * log after `lastSeq` (step started, the execution a step started, step finished with a summary,
- * suspended, resumed, finished), then live changes, each followed by a snapshot when what it
- * shows changed; `:` heartbeats while the run is not visible yet.
+ * GET /workflows/runs/:runId/events: the current `workflow-snapshot` on connect, then one
+ * `workflow-snapshot` per change to what it shows (spec 4.8: every frame is a snapshot); `:`
+ * heartbeats while the run is not visible yet. `changes` is null for that stream; given, the
+ * run's change log after `changes.lastSeq` (step started, the execution a step started, step
+ * finished with a summary, suspended, resumed, finished) comes too, each change followed by a
+ * snapshot when what it shows changed.
  */
-export async function runEvents(db: Db, env: Env, principal: Principal, runId: string, lastSeq: number, signal: AbortSignal): Promise<OwnStream> {
+export async function runEvents(
+  db: Db,
+  env: Env,
+  principal: Principal,
+  runId: string,
+  changes: { lastSeq: number } | null,
+  signal: AbortSignal,
+): Promise<OwnStream> {
   if (!(await findRun(db, principal, runId))) throw notFound('Workflow run');
   const { writer, response } = sseStream();
   const abort = new AbortController();
   signal.addEventListener('abort', () => abort.abort(), { once: true });
   const write = (text: string) => writer.write(encoder.encode(text)).catch(() => abort.abort());
   const run = env.WORKFLOW_RUN.getByName(runId);
-  let seq = lastSeq;
+  let seq = changes?.lastSeq ?? 0;
   let shown: string | null = null;
-  const changes = async () => {
+  const changeLog = async () => {
     // The log is read after the record, so it holds every change the record shows.
     for (let page = await run.events(seq); page.length; page = await run.events(seq)) {
       for (const event of page) await write(changeFrame(runId, event));
@@ -91,8 +112,10 @@ export async function runEvents(db: Db, env: Env, principal: Principal, runId: s
   };
   const onRow = async (row: WorkflowRunRow) => {
     // The current snapshot comes first; the last frame before the server closes is a snapshot too.
-    if (shown === null && !CLOSING.has(row.status)) await snapshot(row);
-    await changes();
+    if (changes) {
+      if (shown === null && !CLOSING.has(row.status)) await snapshot(row);
+      await changeLog();
+    }
     await snapshot(row);
   };
   const ended = follow(db, principal, runId, abort.signal, onRow, () => write(': heartbeat\n\n'))

@@ -345,7 +345,7 @@ export async function workflowRun(app: HTMLElement, runId: string) {
     const mine = new AbortController();
     stream = mine;
     await readApiStream(
-      `/workflows/runs/${encodeURIComponent(runId)}/events?lastSeq=${seq}`,
+      `/workflows/runs/${encodeURIComponent(runId)}/events?changes=true&lastSeq=${seq}`,
       (frame) => {
         const event = JSON.parse(frame.data) as { type: string; status?: string; snapshot?: Snapshot; stepId?: string; executionId?: string };
         if (frame.id) seq = Math.max(seq, Number(frame.id));
