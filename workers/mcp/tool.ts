@@ -8,8 +8,6 @@ import { authorizeWithGrants } from '../auth/actor';
 
 /** What every tool call runs with: what a REST call's operation gets, plus the MCP request's own settings. */
 export interface ToolContext extends CapabilityContext {
-  /** `x-permission-grant`: which one-time grant a call spends (spec 5.5). */
-  grantToken?: string;
   /** The level this credential's client set with `logging/setLevel`, if any: live run text is sent as log messages only then. */
   logLevel?: LoggingLevel;
 }
