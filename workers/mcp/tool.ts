@@ -96,6 +96,12 @@ function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
   };
 }
 
+/** Whether a capability is an MCP tool: every one is, unless its `mcp` view is `false` (REST only). */
+export const offersTool = (capability: Capability) => capability.mcp !== false;
+
+/** The arguments of a capability's tool: its MCP view's, or the capability's input. */
+export const toolArguments = (capability: Capability): z.ZodObject => (capability.mcp || undefined)?.args ?? capability.input;
+
 /** The MCP view of a capability: its input, output (or the view's), access and annotations. */
 export function capabilityTool(capability: Capability) {
   const view = capability.mcp || undefined;
@@ -104,7 +110,7 @@ export function capabilityTool(capability: Capability) {
     title: capability.title,
     description: capability.description,
     access: capability.access,
-    input: (view?.args ?? capability.input).shape,
+    input: toolArguments(capability).shape,
     // An answer that is not an object of known shape (the provider's own objects) declares none.
     output: view?.output ?? (capability.output instanceof z.ZodObject ? capability.output : undefined),
     annotations: capability.annotations,
