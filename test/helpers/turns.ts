@@ -44,12 +44,14 @@ export const turnOf = (user: TestUser | null, extra: Partial<TurnInput> = {}): T
 };
 
 /** A turn started by a new key of `user` holding `scopes`: its actor is that key, as a request resolves it. */
-export async function keyTurn(user: TestUser, scopes: string[]): Promise<TurnInput> {
-  const key = await createKey(user, scopes);
+export const keyTurn = async (user: TestUser, scopes: string[]): Promise<TurnInput> => turnOfKey(user, (await createKey(user, scopes)).key);
+
+/** A turn started by the key `apiKey` of `user`: its actor is that key, as a request resolves it. */
+export async function turnOfKey(user: TestUser, apiKey: string): Promise<TurnInput> {
   const db = openDb(env.DB);
   const principal = (await resolvePrincipal(
     db,
-    { apiKey: key.key, sessionToken: undefined, workspaceSelector: undefined },
+    { apiKey, sessionToken: undefined, workspaceSelector: undefined },
     { requestId: 'req-key-turn', ip: null, userAgent: null },
   ))!;
   return turnOf(user, { apiKeyId: apiKeyIdOf(principal), requestId: 'req-key-turn', actor: runActor(principal, RUN) });

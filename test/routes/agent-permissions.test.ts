@@ -4,6 +4,7 @@ import { env, exports } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { BASE, call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
+import { connectMcp, failure, ok } from '../helpers/mcp';
 
 /** RFC 8628's consonant alphabet, as `XXXX-XXXX`. */
 const LINK_CODE = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/;
@@ -482,6 +483,59 @@ describe('POST /api/v1/agents/request-permission', () => {
     expectError(await approveRequest(other, asked.body.request_id), 404, 'NOT_FOUND');
     expectError(await denyRequest(other, asked.body.request_id), 404, 'NOT_FOUND');
     expect((await call('/api/v1/agents/permission-requests', { token: other.token })).body.data).toEqual([]);
+  });
+});
+
+describe('grants of a connector scope (connector:<app>:read|exec)', () => {
+  const githubToken = () => `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  const connectGithub = (apiKey: string) => call('/api/v1/connectors/github/connect', { apiKey, body: { token: githubToken() } });
+  const createIssue = { connector: 'github', action: 'create_issue', input: { repo: 'octo-org/widgets', title: 'Granted once' } };
+
+  it('a one-time grant of connector:github:exec serves one connect over REST, then the key is refused again', async () => {
+    const user = await signUp();
+    const key = await createKey(user, ['connector:list']);
+    expect(expectError(await connectGithub(key.key), 403, 'FORBIDDEN').details).toEqual({ scope: 'connector:github:exec' });
+    const id = await granted(user, key.key, 'connector:github:exec', 'one_time');
+    const token = (await pollRequest(key.key, id)).body.grant_token;
+    expect(
+      (await call('/api/v1/connectors/github/connect', { apiKey: key.key, body: { token: githubToken() }, headers: { 'x-permission-grant': token } })).body
+        .status,
+    ).toBe('connected');
+    const consumed = await env.DB.prepare('SELECT consumed_at FROM permission_requests WHERE id = ?').bind(id).first<{ consumed_at: number | null }>();
+    expect(consumed!.consumed_at).not.toBeNull();
+    expect(expectError(await connectGithub(key.key), 403, 'FORBIDDEN').details).toEqual({ scope: 'connector:github:exec' });
+  });
+
+  it('a one-time grant of connector:github:exec serves one MCP connector action; a session grant serves every call of its hour', async () => {
+    const user = await signUp();
+    expect((await call('/api/v1/connectors/github/connect', { token: user.token, body: { token: githubToken() } })).status).toBe(200);
+    const key = await createKey(user, ['connector:list']);
+    const client = await connectMcp({ 'x-api-key': key.key });
+    const act = () => client.callTool({ name: 'run-connector-action', arguments: createIssue });
+    expect(failure(await act(), 'FORBIDDEN').details).toEqual({ scope: 'connector:github:exec' });
+
+    await granted(user, key.key, 'connector:github:exec', 'one_time');
+    expect(ok(await act()).result).toMatchObject({ title: 'Granted once' });
+    expect(failure(await act(), 'FORBIDDEN').details).toEqual({ scope: 'connector:github:exec' });
+
+    await granted(user, key.key, 'connector:github:exec', 'session');
+    expect(ok(await act()).action).toBe('create_issue');
+    expect(ok(await act()).action).toBe('create_issue');
+    expect(ok(await client.callTool({ name: 'disconnect-connector', arguments: { connector: 'github' } })).status).toBe('not_connected');
+    advanceClock(3600_000 + 1000);
+    expect(failure(await act(), 'FORBIDDEN').details).toEqual({ scope: 'connector:github:exec' });
+  });
+
+  it('a session grant of connector:github:read serves the source reads for its hour', async () => {
+    const user = await signUp();
+    expect((await call('/api/v1/connectors/github/connect', { token: user.token, body: { token: githubToken() } })).status).toBe(200);
+    const key = await createKey(user, ['connector:list']);
+    const client = await connectMcp({ 'x-api-key': key.key });
+    const branches = () => client.callTool({ name: 'list-branches', arguments: { repo: 'octo-org/widgets' } });
+    expect(failure(await branches(), 'FORBIDDEN').details).toEqual({ scope: 'connector:github:read' });
+    await granted(user, key.key, 'connector:github:read', 'session');
+    expect(ok(await branches()).branches).toHaveLength(3);
+    expect(ok(await client.callTool({ name: 'get-source-content', arguments: { repo: 'octo-org/widgets', path: 'README.md' } })).encoding).toBe('utf-8');
   });
 });
 

@@ -2,8 +2,8 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, inject, it } from 'vitest';
 import type { TurnInput } from '../../workers/services/execution-events';
 import { connectorRunTools } from '../../workers/runtime/connector-tools';
-import { call, signUp } from '../helpers/api';
-import { turnOf } from '../helpers/turns';
+import { call, createKey, signUp, type TestUser } from '../helpers/api';
+import { turnOf, turnOfKey } from '../helpers/turns';
 import { openDb } from '../../workers/lib/db';
 
 const db = openDb(env.DB);
@@ -14,6 +14,13 @@ async function turnWith(connector: TurnInput['connector'], connect = true) {
   if (connect) expect((await call('/api/v1/connectors/github/connect', { token: user.token, body: { token } })).status).toBe(200);
   const turn = turnOf(user, { requestId: 'req-connector-tools', connector });
   return { user, token, turn };
+}
+
+/** A grant of connector:github:read to `apiKey`, asked by the key and approved by its owner in `mode`. */
+async function grant(user: TestUser, apiKey: string, mode: 'one_time' | 'session') {
+  const asked = await call('/api/v1/agents/request-permission', { apiKey, body: { scope: 'connector:github:read', reason: 'to read the code', mode } });
+  expect(asked.status).toBe(202);
+  expect((await call(`/api/v1/agents/permission-requests/${asked.body.request_id}/approve`, { token: user.token, body: {} })).status).toBe(200);
 }
 
 const tool = (turn: TurnInput, name: string) => connectorRunTools(db, env, turn).find((t) => t.spec.name === name)!;
@@ -59,6 +66,21 @@ describe('the tools of a run started with a GitHub connector', () => {
       'src/index.ts (39 bytes)',
       'src/lib/widget.ts (58 bytes)',
     ]);
+  });
+
+  it('act on a one-time or session grant of connector:github:read held by the launching key, spending a one-time grant once', async () => {
+    const { user } = await turnWith(undefined);
+    const key = await createKey(user, ['tool:execute']);
+    const turn = { ...(await turnOfKey(user, key.key)), connector: { type: 'github' as const, repo: 'octo-org/widgets' } };
+    const read = () => tool(turn, 'read_repository_file').run({ path: 'README.md' });
+    const refused = { isError: true, content: expect.stringContaining('connector:github:read') };
+    expect(await read()).toMatchObject(refused);
+    await grant(user, key.key, 'one_time');
+    expect(await read()).toEqual({ content: '# Widgets\n\nThe widget factory.\n' });
+    expect(await read()).toMatchObject(refused);
+    await grant(user, key.key, 'session');
+    expect(await read()).toEqual({ content: '# Widgets\n\nThe widget factory.\n' });
+    expect((await tool(turn, 'list_repository_files').run({})).isError).toBeUndefined();
   });
 
   it('answer the model with CONNECTOR_NOT_CONNECTED’s message once the workspace disconnects or GitHub refuses the token', async () => {

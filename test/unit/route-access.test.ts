@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import connectorsDoc from '../../docs/connectors.md?raw';
+import mcpDoc from '../../docs/mcp.md?raw';
 import scopesDoc from '../../docs/scopes.md?raw';
 import { scopesPage } from '../../scripts/lib/scopes-page';
+import { TOOL_TABLES, toolTable, withToolTable } from '../../scripts/lib/tool-tables';
 import { createApp } from '../../workers/app';
 import { ROUTE_ACCESS, routeKey } from '../../workers/auth/route-scopes';
+import { MCP_TOOLS } from '../../workers/mcp/server';
 import { BASE, call } from '../helpers/api';
 
 const mountedRoutes = () =>
@@ -69,6 +73,21 @@ describe('the route-to-scope table', () => {
   it('is printed in docs/scopes.md as it is in the code (npm run docs:scopes writes it)', () => {
     expect(scopesDoc).toBe(scopesPage());
     expect(scopesDoc).toContain('| POST | `/api/v1/skills/:slug/run` | `tool:execute` |');
+  });
+});
+
+describe('the MCP tool tables', () => {
+  const pages: Record<string, string> = { 'docs/mcp.md': mcpDoc, 'docs/connectors.md': connectorsDoc };
+
+  it('are printed in docs/mcp.md and docs/connectors.md as the capabilities declare them (npm run docs:tools writes them)', () => {
+    for (const { page, areas } of TOOL_TABLES) expect(pages[page], page).toBe(withToolTable(pages[page]!, toolTable(areas)));
+    expect(mcpDoc).toContain('| `execute-skill` | `slug`, `input`, `interface?`, `connector?` | `POST /api/v1/skills/:slug/run` |');
+    expect(connectorsDoc).toContain('| `run-connector-action` | `connector`, `action`, `input?` | — |');
+  });
+
+  it('list every MCP tool once between them', () => {
+    const listed = [...(mcpDoc + connectorsDoc).matchAll(/^\| `([a-z-]+)` \|/gm)].map((match) => match[1]).sort();
+    expect(listed).toEqual(MCP_TOOLS.map((tool) => tool.name).sort());
   });
 });
 

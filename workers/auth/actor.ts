@@ -42,26 +42,38 @@ export function authorize(access: RouteAccess, actor: Actor | undefined): void {
     throw forbidden('This route is for signed-in people (session token), not API keys');
   }
   if ((access.auth === 'key' || access.auth === 'agent') && credential.type !== 'api_key') throw forbidden('This route needs an API key');
-  if ((access.auth === 'credential' || access.auth === 'key') && !hasScope(actor.scopes, access.scope)) {
-    const holder = actor.run ? 'The credential this run acts for' : 'This credential';
-    throw forbidden(`${holder} lacks the scope "${access.scope}"`, { scope: access.scope });
-  }
+  if ((access.auth === 'credential' || access.auth === 'key') && !hasScope(actor.scopes, access.scope)) throw lacksScope(actor, access.scope);
+}
+
+/** 403 naming the scope the actor's credential lacks (spec 5.5: the message names it, `details.scope` too). */
+function lacksScope(actor: Actor, scope: string) {
+  const holder = actor.run ? 'The credential this run acts for' : 'This credential';
+  return forbidden(`${holder} lacks the scope "${scope}"`, { scope });
 }
 
 /**
- * `authorize`, after giving a key that lacks the scope its second chance (spec 5.5): a session
- * grant of the scope, or a one-time grant, which this call then spends (`grantToken`, the
- * `x-permission-grant` header, picks which). REST routes, MCP tools, run tools and workflow
- * steps all check through here.
+ * The second chance of a key whose own scopes lack `scope` (spec 5.5): a session grant of the
+ * scope, or a one-time grant, which this call then spends (`grantToken`, the
+ * `x-permission-grant` header, picks which).
+ */
+const grantCovers = async (db: Db, actor: Actor, scope: string, grantToken: string | undefined): Promise<boolean> =>
+  actor.credential.type === 'api_key' && !hasScope(actor.scopes, scope) && (await coveredByGrant(db, actor.credential.apiKeyId, scope, grantToken));
+
+/**
+ * `authorize`, after giving a key that lacks the scope its second chance (`grantCovers`).
+ * REST routes, MCP tools, run tools and workflow steps all check through here.
  */
 export async function authorizeWithGrants(db: Db, access: RouteAccess, actor: Actor | undefined, grantToken: string | undefined): Promise<void> {
-  if (
-    (access.auth === 'credential' || access.auth === 'key') &&
-    actor?.credential.type === 'api_key' &&
-    !hasScope(actor.scopes, access.scope) &&
-    (await coveredByGrant(db, actor.credential.apiKeyId, access.scope, grantToken))
-  ) {
-    return;
-  }
+  if ((access.auth === 'credential' || access.auth === 'key') && actor && (await grantCovers(db, actor, access.scope, grantToken))) return;
   authorize(access, actor);
+}
+
+/**
+ * A scope an operation needs beyond its route's, known only from its input (a connector's
+ * `connector:<app>:read|exec`): held by the credential or covered by a grant, like a route's
+ * scope; 403 naming it otherwise.
+ */
+export async function requireScope(db: Db, actor: Actor, scope: string, grantToken: string | undefined): Promise<void> {
+  if (hasScope(actor.scopes, scope) || (await grantCovers(db, actor, scope, grantToken))) return;
+  throw lacksScope(actor, scope);
 }

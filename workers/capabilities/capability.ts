@@ -23,6 +23,8 @@ export interface CapabilityContext {
   source?: 'api' | 'mcp';
   /** The REST caller's Idempotency-Key, for an operation that hands it on to a provider (Stripe). */
   idempotencyKey?: string;
+  /** `x-permission-grant`: which one-time grant a scope check spends (spec 5.5); runs send none. */
+  grantToken?: string;
   /** In a run, the tool call this is (workers/services/run-tool-calls.ts): an effect in D1 is made once for it, however often a cut-off turn makes the call. */
   toolCallKey?: string;
 }

@@ -66,7 +66,7 @@ export const connectorsArea: Area = {
         params: byType,
         summary: 'Connect with a token the provider accepts (stored encrypted, never shown again); needs connector:<app>:exec too',
       },
-      run: (ctx, { connector, token }) => connectConnector(ctx.db, ctx.env, ctx.actor, connector, { token }),
+      run: (ctx, { connector, token }) => connectConnector(ctx.db, ctx.env, ctx.actor, connector, { token }, ctx.grantToken),
     }),
     defineCapability({
       name: 'disconnect-connector',
@@ -82,7 +82,7 @@ export const connectorsArea: Area = {
         params: byType,
         summary: 'Forget the workspace’s token (a no-op when not connected); needs connector:<app>:exec too',
       },
-      run: (ctx, { connector }) => disconnectConnector(ctx.db, ctx.env, ctx.actor, connector),
+      run: (ctx, { connector }) => disconnectConnector(ctx.db, ctx.env, ctx.actor, connector, ctx.grantToken),
     }),
     defineCapability({
       name: 'get-connector-status',
@@ -105,7 +105,7 @@ export const connectorsArea: Area = {
       input: z.object({}),
       output: ProviderAnswer,
       annotations: OPEN_READ,
-      run: (ctx) => listGithubRepos(ctx.db, ctx.env, ctx.actor),
+      run: (ctx) => listGithubRepos(ctx.db, ctx.env, ctx.actor, ctx.grantToken),
     }),
     defineCapability({
       name: 'list-branches',
@@ -115,7 +115,7 @@ export const connectorsArea: Area = {
       input: z.object({ connector: sourceConnector, repo }),
       output: ProviderAnswer,
       annotations: OPEN_READ,
-      run: (ctx, args) => listBranches(ctx.db, ctx.env, ctx.actor, args),
+      run: (ctx, args) => listBranches(ctx.db, ctx.env, ctx.actor, args, ctx.grantToken),
     }),
     defineCapability({
       name: 'list-sources',
@@ -126,7 +126,7 @@ export const connectorsArea: Area = {
       input: z.object({ connector: sourceConnector, repo, ref, path: RepoPath.optional().describe('Only what is under this folder, e.g. src') }),
       output: ProviderAnswer,
       annotations: OPEN_READ,
-      run: (ctx, args) => listSources(ctx.db, ctx.env, ctx.actor, args),
+      run: (ctx, args) => listSources(ctx.db, ctx.env, ctx.actor, args, ctx.grantToken),
     }),
     defineCapability({
       name: 'get-source-content',
@@ -137,7 +137,7 @@ export const connectorsArea: Area = {
       input: z.object({ connector: sourceConnector, repo, path: RepoPath.min(1).describe('The file, e.g. src/index.ts'), ref }),
       output: ProviderAnswer,
       annotations: OPEN_READ,
-      run: (ctx, args) => getSourceContent(ctx.db, ctx.env, ctx.actor, args),
+      run: (ctx, args) => getSourceContent(ctx.db, ctx.env, ctx.actor, args, ctx.grantToken),
     }),
     defineCapability({
       name: 'search-connector-actions',
@@ -166,7 +166,7 @@ export const connectorsArea: Area = {
       }),
       output: ProviderAnswer,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-      run: (ctx, args) => runConnectorAction(ctx.db, ctx.env, ctx.actor, args),
+      run: (ctx, args) => runConnectorAction(ctx.db, ctx.env, ctx.actor, args, ctx.grantToken),
     }),
     defineCapability({
       name: 'list-connector-triggers',

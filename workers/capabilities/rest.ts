@@ -1,6 +1,7 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import type { AppEnv } from '../env';
+import { GRANT_TOKEN_HEADER } from '../auth/grants';
 import { principalOf } from '../auth/principal';
 import { validate } from '../middleware/validate';
 import { documented } from '../routes/openapi';
@@ -22,6 +23,7 @@ export const restContext = (c: Context<AppEnv>): CapabilityContext => ({
   requestOrigin: c.var.origin,
   source: 'api',
   idempotencyKey: c.req.header('idempotency-key'),
+  grantToken: c.req.header(GRANT_TOKEN_HEADER),
 });
 
 const pick = (schema: z.ZodObject, keys: string[]) => schema.pick(Object.fromEntries(keys.map((key) => [key, true])) as never) as z.ZodObject;

@@ -112,7 +112,8 @@ export const skillsArea: Area = {
         }),
         follow: (ctx, started, report) => followExecution(ctx, started.executionId, report),
       },
-      run: (ctx, { slug, ...body }) => runSkill(ctx.db, ctx.env, ctx.actor, slug, { ...body, interface: body.interface ?? ctx.clientInterface }, ctx.source),
+      run: (ctx, { slug, ...body }) =>
+        runSkill(ctx.db, ctx.env, ctx.actor, slug, { ...body, interface: body.interface ?? ctx.clientInterface }, ctx.source, ctx.grantToken),
     }),
     defineCapability({
       name: 'install-skill',

@@ -3,10 +3,10 @@ import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/sdk/validatio
 import { CAPABILITIES } from '../capabilities';
 import { handleSetLevel } from './logging';
 import { registerResourcesAndPrompts } from './resources';
-import { capabilityTool, type ToolContext } from './tool';
+import { capabilityTool, offersTool, type ToolContext } from './tool';
 
 /** Every tool the endpoint offers: the MCP view of each capability that has one. */
-export const MCP_TOOLS = CAPABILITIES.filter((capability) => capability.mcp !== false).map(capabilityTool);
+export const MCP_TOOLS = CAPABILITIES.filter(offersTool).map(capabilityTool);
 
 /**
  * A fresh server per request (stateless Streamable HTTP). The SDK's default

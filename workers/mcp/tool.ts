@@ -8,8 +8,6 @@ import { authorizeWithGrants } from '../auth/actor';
 
 /** What every tool call runs with: what a REST call's operation gets, plus the MCP request's own settings. */
 export interface ToolContext extends CapabilityContext {
-  /** `x-permission-grant`: which one-time grant a call spends (spec 5.5). */
-  grantToken?: string;
   /** The level this credential's client set with `logging/setLevel`, if any: live run text is sent as log messages only then. */
   logLevel?: LoggingLevel;
 }
@@ -98,6 +96,12 @@ function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
   };
 }
 
+/** Whether a capability is an MCP tool: every one is, unless its `mcp` view is `false` (REST only). */
+export const offersTool = (capability: Capability) => capability.mcp !== false;
+
+/** The arguments of a capability's tool: its MCP view's, or the capability's input. */
+export const toolArguments = (capability: Capability): z.ZodObject => (capability.mcp || undefined)?.args ?? capability.input;
+
 /** The MCP view of a capability: its input, output (or the view's), access and annotations. */
 export function capabilityTool(capability: Capability) {
   const view = capability.mcp || undefined;
@@ -106,7 +110,7 @@ export function capabilityTool(capability: Capability) {
     title: capability.title,
     description: capability.description,
     access: capability.access,
-    input: (view?.args ?? capability.input).shape,
+    input: toolArguments(capability).shape,
     // An answer that is not an object of known shape (the provider's own objects) declares none.
     output: view?.output ?? (capability.output instanceof z.ZodObject ? capability.output : undefined),
     annotations: capability.annotations,

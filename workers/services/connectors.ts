@@ -1,12 +1,12 @@
 import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { connectorConnections, executionConnectors, type ConnectorConnectionRow } from '../../schema';
+import { requireScope } from '../auth/actor';
 import type { Principal } from '../auth/principal';
-import { hasScope } from '../auth/scopes';
 import { GithubApi, GithubRepo, GitRef, RepoPath } from '../connectors/github';
 import { CONNECTORS, githubBase, runGithubAction, type ConnectorDefinition, type RunConnector } from '../connectors/registry';
 import type { Db, Env } from '../env';
-import { AppError, forbidden, invalidInput } from '../errors';
+import { AppError, invalidInput } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { decryptSecret, encryptSecret } from '../lib/encryption';
 import { headerToken } from '../lib/outbound';
@@ -22,7 +22,9 @@ import { recordChange, recordChangeAfter } from './audit';
  * workspace, or whose token the provider refuses or that no longer decrypts, is 409
  * CONNECTOR_NOT_CONNECTED. Scopes that depend on the connector (`connector:<app>:read` for
  * sources, `connector:<app>:exec` for connecting, disconnecting and actions) are checked here,
- * so REST routes and MCP tools share them.
+ * so REST routes, MCP tools and run tools share them, each honouring session and one-time grants
+ * of the scope (spec 5.5) as a route's own scope does; `grantToken` is the caller's
+ * `x-permission-grant`.
  */
 
 export const ConnectBody = z.object({ token: headerToken(1, 1024) });
@@ -86,11 +88,9 @@ function requireConfigured(env: Env, definition: ConnectorDefinition): void {
   }
 }
 
-/** `connector:<app>:read|exec` on the caller's credential (sessions and `*` keys hold every scope). */
-export function requireConnectorScope(principal: Principal, definition: ConnectorDefinition, level: 'read' | 'exec'): void {
-  const scope = `connector:${definition.app}:${level}`;
-  if (!hasScope(principal.scopes, scope)) throw forbidden(`This credential lacks the scope "${scope}"`, { scope });
-}
+/** `connector:<app>:read|exec` on the caller's credential or a grant of it (sessions and `*` keys hold every scope). */
+const requireConnectorScope = (db: Db, principal: Principal, definition: ConnectorDefinition, level: 'read' | 'exec', grantToken: string | undefined) =>
+  requireScope(db, principal, `connector:${definition.app}:${level}`, grantToken);
 
 /** The GCM additional data: a token copied to another workspace's or type's row does not decrypt. */
 const tokenContext = (workspaceId: string, type: string) => `connector:${workspaceId}:${type}`;
@@ -167,9 +167,9 @@ export async function connectorStatus(db: Db, env: Env, principal: Principal, ty
  * Stores the workspace's token for `type` (replacing any), after the provider accepted it:
  * a refused token is 400 INVALID_INPUT on `token` and nothing is stored.
  */
-export async function connectConnector(db: Db, env: Env, principal: Principal, type: string, body: ConnectBody): Promise<ConnectorStatus> {
+export async function connectConnector(db: Db, env: Env, principal: Principal, type: string, body: ConnectBody, grantToken?: string): Promise<ConnectorStatus> {
   const definition = connectorDefinition(type);
-  requireConnectorScope(principal, definition, 'exec');
+  await requireConnectorScope(db, principal, definition, 'exec', grantToken);
   requireConfigured(env, definition);
   const api = githubApi(env, body.token);
   let account: string;
@@ -217,9 +217,9 @@ export async function connectConnector(db: Db, env: Env, principal: Principal, t
 }
 
 /** Forgets the workspace's token for `type`; without a connection it changes (and records) nothing. */
-export async function disconnectConnector(db: Db, env: Env, principal: Principal, type: string): Promise<ConnectorStatus> {
+export async function disconnectConnector(db: Db, env: Env, principal: Principal, type: string, grantToken?: string): Promise<ConnectorStatus> {
   const definition = connectorDefinition(type);
-  requireConnectorScope(principal, definition, 'exec');
+  await requireConnectorScope(db, principal, definition, 'exec', grantToken);
   const row = await findConnection(db, principal.workspaceId, definition.type);
   if (row) {
     await db.batch([
@@ -258,9 +258,9 @@ export async function workspaceGithub(db: Db, env: Env, workspaceId: string): Pr
 }
 
 /** A source connector's API for a read (sources) by the caller: scope `connector:<app>:read`. */
-export async function sourceApi(db: Db, env: Env, principal: Principal, type: string): Promise<GithubApi> {
+export async function sourceApi(db: Db, env: Env, principal: Principal, type: string, grantToken?: string): Promise<GithubApi> {
   const definition = connectorDefinition(type);
-  requireConnectorScope(principal, definition, 'read');
+  await requireConnectorScope(db, principal, definition, 'read', grantToken);
   return workspaceGithub(db, env, principal.workspaceId);
 }
 
@@ -268,16 +268,17 @@ export const SourceArgs = z.object({ connector: ConnectorType.default('github'),
 export const TreeArgs = SourceArgs.extend({ ref: GitRef.optional(), path: RepoPath.optional() });
 export const ContentArgs = SourceArgs.extend({ path: RepoPath.min(1), ref: GitRef.optional() });
 
-export const listGithubRepos = async (db: Db, env: Env, principal: Principal) => (await sourceApi(db, env, principal, 'github')).repositories();
+export const listGithubRepos = async (db: Db, env: Env, principal: Principal, grantToken?: string) =>
+  (await sourceApi(db, env, principal, 'github', grantToken)).repositories();
 
-export const listBranches = async (db: Db, env: Env, principal: Principal, args: z.infer<typeof SourceArgs>) =>
-  (await sourceApi(db, env, principal, args.connector)).branches(args.repo);
+export const listBranches = async (db: Db, env: Env, principal: Principal, args: z.infer<typeof SourceArgs>, grantToken?: string) =>
+  (await sourceApi(db, env, principal, args.connector, grantToken)).branches(args.repo);
 
-export const listSources = async (db: Db, env: Env, principal: Principal, args: z.infer<typeof TreeArgs>) =>
-  (await sourceApi(db, env, principal, args.connector)).tree(args.repo, args.ref, args.path);
+export const listSources = async (db: Db, env: Env, principal: Principal, args: z.infer<typeof TreeArgs>, grantToken?: string) =>
+  (await sourceApi(db, env, principal, args.connector, grantToken)).tree(args.repo, args.ref, args.path);
 
-export const getSourceContent = async (db: Db, env: Env, principal: Principal, args: z.infer<typeof ContentArgs>) =>
-  (await sourceApi(db, env, principal, args.connector)).content(args.repo, args.path, args.ref);
+export const getSourceContent = async (db: Db, env: Env, principal: Principal, args: z.infer<typeof ContentArgs>, grantToken?: string) =>
+  (await sourceApi(db, env, principal, args.connector, grantToken)).content(args.repo, args.path, args.ref);
 
 /** Text search over every connector's actions: each word must appear in the connector's or the action's name, title or description. */
 export function searchConnectorActions(query = '', connector?: string) {
@@ -301,9 +302,9 @@ export const RunActionArgs = z.object({
 });
 
 /** Runs one action with the workspace's connection; needs `connector:<app>:exec`. Recorded in the audit log. */
-export async function runConnectorAction(db: Db, env: Env, principal: Principal, args: z.infer<typeof RunActionArgs>) {
+export async function runConnectorAction(db: Db, env: Env, principal: Principal, args: z.infer<typeof RunActionArgs>, grantToken?: string) {
   const definition = connectorDefinition(args.connector);
-  requireConnectorScope(principal, definition, 'exec');
+  await requireConnectorScope(db, principal, definition, 'exec', grantToken);
   const action = definition.actions.find((a) => a.name === args.action);
   if (!action) {
     throw invalidInput('action', 'unknown', `${definition.name} has no action "${args.action}"`, { known: definition.actions.map((a) => a.name) });
@@ -339,6 +340,7 @@ export async function checkRunConnector(
   env: Env,
   principal: Principal,
   connector: { type: string; fields: Record<string, unknown> },
+  grantToken?: string,
 ): Promise<RunConnector> {
   if (connector.type === 'remote') {
     const extra = Object.keys(connector.fields);
@@ -348,7 +350,7 @@ export async function checkRunConnector(
   const definition = connectorDefinition(connector.type);
   const repo = GithubRepo.safeParse(connector.fields.repo);
   if (!repo.success) throw invalidInput('connector.fields.repo', 'owner/repo', 'connector.fields.repo must be a repository shaped owner/repo');
-  requireConnectorScope(principal, definition, 'read');
+  await requireConnectorScope(db, principal, definition, 'read', grantToken);
   await (await workspaceGithub(db, env, principal.workspaceId)).defaultBranch(repo.data);
   return { type: 'github', repo: repo.data };
 }

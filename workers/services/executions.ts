@@ -201,15 +201,26 @@ async function createAndStart(db: Db, env: Env, principal: Principal, input: Cre
 }
 
 /** POST /skills/:slug/run: create and start in one call (spec 4.3). */
-/** `source` is the channel the run came through: `api` for REST, `mcp` for the MCP endpoint, `workflow` for a workflow step. */
-export const runSkill = async (db: Db, env: Env, principal: Principal, slug: string, body: RunSkillBody, source: 'api' | 'mcp' | 'workflow' = 'api') =>
+/**
+ * `source` is the channel the run came through: `api` for REST, `mcp` for the MCP endpoint,
+ * `workflow` for a workflow step; `grantToken`, the caller's `x-permission-grant`, for the connector's scope.
+ */
+export const runSkill = async (
+  db: Db,
+  env: Env,
+  principal: Principal,
+  slug: string,
+  body: RunSkillBody,
+  source: 'api' | 'mcp' | 'workflow' = 'api',
+  grantToken?: string,
+) =>
   createAndStart(
     db,
     env,
     principal,
     { skill_slug: slug, input: body.input, source, interface: body.interface ?? source },
     undefined,
-    body.connector && (await checkRunConnector(db, env, principal, body.connector)),
+    body.connector && (await checkRunConnector(db, env, principal, body.connector, grantToken)),
   );
 
 export const FollowUpBody = z.object({ input: z.string().trim().min(1).max(100_000) });
