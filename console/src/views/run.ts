@@ -2,7 +2,7 @@ import { api, ApiError, post } from '../api';
 import { alertBox, field, h, show, statusBadge } from '../dom';
 import { onThisOrigin } from '../live';
 import { artifactsSection } from './artifacts';
-import { markdownNodes } from '../rich-text';
+import { growingMarkdown } from '../rich-text';
 
 interface Status {
   executionId: string;
@@ -58,19 +58,31 @@ export async function run(app: HTMLElement, id: string) {
   // The files are listed when the page opens and again when a turn it watched working ends; a run
   // that had ended before the page opened (its replay ends with an idle too) is listed once.
   let watching = status.status === 'working';
-  let lastText: HTMLElement | undefined;
   let drawnWorking: boolean | undefined;
 
-  // An answer streams in as plain text and is drawn as Markdown once it is whole (the next part
-  // or the end of the turn), so a screen reader hears it as it comes and once more at most.
+  // The answer is drawn as Markdown while it streams, at most once a frame (the parser is linear
+  // and blocks already drawn keep their nodes). Output is busy meanwhile, so a screen reader reads
+  // the answer when it is whole instead of each paragraph again as it grows.
+  let answer: { text: string; draw: (text: string) => void } | undefined;
+  let frame = 0;
+  const drawAnswer = () => {
+    frame = 0;
+    answer?.draw(answer.text);
+  };
   const finishAnswer = () => {
-    if (lastText) show(lastText, markdownNodes(lastText.textContent ?? ''));
-    lastText = undefined;
+    cancelAnimationFrame(frame);
+    drawAnswer();
+    answer = undefined;
+    output.removeAttribute('aria-busy');
   };
   const drawPart = (part: Part) => {
     if (part.kind === 'text') {
-      lastText ??= output.appendChild(h('div', { class: 'answer' }));
-      lastText.append(part.text);
+      if (!answer) {
+        answer = { text: '', draw: growingMarkdown(output.appendChild(h('div', { class: 'answer' }))) };
+        output.setAttribute('aria-busy', 'true');
+      }
+      answer.text += part.text;
+      frame ||= requestAnimationFrame(drawAnswer);
       return;
     }
     finishAnswer();
