@@ -4,14 +4,6 @@ import { onThisOrigin } from '../live';
 import { artifactsSection } from './artifacts';
 import { growingMarkdown } from '../rich-text';
 
-interface Status {
-  executionId: string;
-  status: string;
-  skillSlug: string;
-  skillName: string;
-  cost: number;
-}
-
 type Part = { kind: 'text' | 'you' | 'info'; text: string } | { kind: 'tool'; text: string; detail: string };
 
 /** What the view has seen of a run, kept per tab so a reload goes on from the last sequence. */
@@ -41,7 +33,7 @@ const textOf = (payload: Record<string, unknown>) =>
  */
 export async function run(app: HTMLElement, id: string) {
   const key = `run:${id}`;
-  const status = await api<Status>(`/executions/${encodeURIComponent(id)}/status`);
+  const status = await api('/executions/{id}/status', { path: { id } });
   document.querySelector('h1')!.textContent = status.skillName;
   const seen: Seen = JSON.parse(sessionStorage.getItem(key) ?? 'null') ?? { seq: 0, parts: [], timeline: [], working: status.status === 'working' };
   const save = () => sessionStorage.setItem(key, JSON.stringify(seen));
@@ -128,7 +120,7 @@ export async function run(app: HTMLElement, id: string) {
   let source: EventSource | undefined;
   const stream = async () => {
     source?.close();
-    const { sseUrl } = await api<{ sseUrl: string }>(`/executions/${encodeURIComponent(id)}/stream-token`);
+    const { sseUrl } = await api('/executions/{id}/stream-token', { path: { id } });
     const url = new URL(onThisOrigin(sseUrl));
     url.searchParams.set('lastSeq', String(seen.seq));
     const es = new EventSource(url);
@@ -152,7 +144,7 @@ export async function run(app: HTMLElement, id: string) {
 
   async function interrupt() {
     try {
-      await post(`/executions/${encodeURIComponent(id)}/events`, { events: [{ type: 'user.interrupt' }] });
+      await post('/executions/{id}/events', { path: { id }, body: { events: [{ type: 'user.interrupt' }] } });
     } catch (error) {
       show(notice, alertBox(error instanceof ApiError ? error.message : 'The run could not be interrupted.'));
     }
@@ -169,7 +161,7 @@ export async function run(app: HTMLElement, id: string) {
           e.preventDefault();
           const kind = ((e as SubmitEvent).submitter as HTMLButtonElement | null)?.value === 'remix' ? 'remix' : 'rerun';
           try {
-            const started = await post<{ executionId: string }>(`/executions/${encodeURIComponent(id)}/${kind}`, { input: box.value });
+            const started = await post(`/executions/{id}/${kind}`, { path: { id }, body: { input: box.value } });
             location.assign(`/runs/${encodeURIComponent(started.executionId)}`);
           } catch (error) {
             show(notice, alertBox(error instanceof ApiError ? error.message : 'The run could not start.'));
@@ -193,7 +185,7 @@ export async function run(app: HTMLElement, id: string) {
           e.preventDefault();
           show(notice);
           try {
-            await post(`/executions/${encodeURIComponent(id)}/events`, { events: [{ type: 'user.message', content: [{ type: 'text', text: box.value }] }] });
+            await post('/executions/{id}/events', { path: { id }, body: { events: [{ type: 'user.message', content: [{ type: 'text', text: box.value }] }] } });
             seen.working = watching = true;
             drawState();
             await stream();
