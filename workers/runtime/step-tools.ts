@@ -36,14 +36,15 @@ const stepCapability = (toolId: string) => CAPABILITIES.find((c) => c.name === t
  * that acts on nothing outside its run (a mapping, a sleep, human input).
  */
 export function stepScope(step: LeafStep | MappingStep): string | null {
+  // A tool step is the capability of its id (execute-skill, or one with a workflow-step view); human input is none.
   const capability =
     step.type === 'agent'
       ? createExecutionCapability
-      : step.type !== 'tool' || step.toolId === 'human-input'
-        ? undefined
-        : step.toolId === 'execute-skill'
+      : step.type === 'tool'
+        ? step.toolId === executeSkillCapability.name
           ? executeSkillCapability
-          : stepCapability(step.toolId);
+          : stepCapability(step.toolId)
+        : undefined;
   return capability && 'scope' in capability.access ? capability.access.scope : null;
 }
 
