@@ -2,6 +2,12 @@ import { ErrorCode, LoggingMessageNotificationSchema, McpError, type LoggingMess
 import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { BASE, call, createKey, signUp } from '../helpers/api';
+import { downloadArtifactCapability } from '../../workers/capabilities/artifacts';
+import type { Capability } from '../../workers/capabilities/capability';
+import { readMemoryCapability } from '../../workers/capabilities/memory';
+import { listInstalledSkillsCapability } from '../../workers/capabilities/skills';
+import { getWorkflowCapability } from '../../workers/capabilities/workflows';
+import { PROMPT_CAPABILITY, resourceCapability } from '../../workers/mcp/resources';
 import { connectMcp, ok } from '../helpers/mcp';
 import { tokensFor } from '../helpers/oauth';
 import { catalogEntry, seedCatalog } from '../helpers/skills';
@@ -88,6 +94,30 @@ describe('resources', () => {
     );
     expect(refused.status).toBe(403);
     expect(refused.headers.get('www-authenticate')).toContain('error="insufficient_scope", scope="memory:read"');
+  });
+});
+
+describe('resources and prompts are guarded by the operation they read through', () => {
+  const kinds = [
+    ['memory://workspace', readMemoryCapability],
+    ['artifact://art_1', downloadArtifactCapability],
+    ['skill://notes/SKILL.md', listInstalledSkillsCapability],
+    ['workflow://wait', getWorkflowCapability],
+  ] as const;
+  const scopeOf = (capability: Capability) => ('scope' in capability.access ? capability.access.scope : 'none');
+
+  it('a key without the operation’s scope is refused with the operation’s message; one holding just that scope passes the check', async () => {
+    const { user, client } = await setup(['profile:read']);
+    for (const [uri, capability] of kinds) {
+      expect(resourceCapability(uri), uri).toBe(capability);
+      await expect(client.readResource({ uri }), uri).rejects.toThrow(`This credential lacks the scope "${scopeOf(capability)}"`);
+      const holder = await connectMcp({ 'x-api-key': (await createKey(user, [scopeOf(capability)])).key });
+      // Past the check, a resource that does not exist is the resources spec's not found.
+      await holder.readResource({ uri }).catch((error: McpError) => expect(error.code, uri).toBe(-32002));
+    }
+    await expect(client.getPrompt({ name: 'notes', arguments: { input: 'x' } })).rejects.toThrow(
+      `This credential lacks the scope "${scopeOf(PROMPT_CAPABILITY)}"`,
+    );
   });
 });
 

@@ -1,8 +1,6 @@
 import { AREAS } from '../capabilities';
 import { capabilityRouteKey } from '../capabilities/capability';
-import type { Db } from '../env';
 import type { RouteAccess } from './access';
-import { authorizeWithGrants, type Actor } from './actor';
 
 /** Access to the few routes written by hand: protocol endpoints rather than operations (every operation is a capability, workers/capabilities/). */
 const ROUTE_TABLE: Record<string, RouteAccess> = {
@@ -29,15 +27,5 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   ...ROUTE_TABLE,
   ...Object.fromEntries(AREAS.flatMap((area) => area.capabilities.flatMap((c) => (c.http ? [[capabilityRouteKey(area, c.http), c.access]] : [])))),
 };
-
-/**
- * What a run's tool or step must pass before it acts: the check of the REST route it mirrors
- * (`route`, a key of the route-to-scope table), made for the run's actor.
- */
-export async function authorizeRoute(db: Db, actor: Actor, route: string): Promise<void> {
-  const access = ROUTE_ACCESS[route];
-  if (!access) throw new Error(`Route ${route} is missing from ROUTE_ACCESS`);
-  await authorizeWithGrants(db, access, actor, undefined);
-}
 
 export const routeKey = (method: string, path: string) => `${method.toUpperCase()} ${path}`;

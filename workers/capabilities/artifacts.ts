@@ -6,6 +6,37 @@ import { defineCapability, READ_ONLY, type Area } from './capability';
 const ArtifactId = z.object({ artifactId: z.string().min(1).max(40).describe('The artifact id, art_<n> or <n>') });
 const byId = { id: 'artifactId' };
 
+/** Downloading an artifact: the MCP resource artifact://{artifactId} reads through it too. */
+export const downloadArtifactCapability = defineCapability({
+  name: 'download-artifact',
+  title: 'Download an artifact',
+  description: 'Returns an artifact’s content: as text for text, Markdown and JSON files, otherwise base64 (encoding says which).',
+  access: { auth: 'credential', scope: 'workspace:files:read' },
+  input: ArtifactId,
+  output: z.object({ artifact: ArtifactRecord, body: z.instanceof(ReadableStream) }),
+  annotations: READ_ONLY,
+  http: {
+    method: 'GET',
+    path: '/:id/download',
+    params: byId,
+    summary: 'The bytes, with the artifact’s content type',
+    respond: {
+      schema: z.string(),
+      send: (c, { artifact, body }) => {
+        c.header('content-type', artifact.contentType);
+        c.header('content-length', String(artifact.size));
+        c.header('content-disposition', `attachment; filename="${artifact.name}"`);
+        return c.body(body);
+      },
+    },
+  },
+  mcp: {
+    output: z.object({ artifact: ArtifactRecord, encoding: z.enum(['utf-8', 'base64']), content: z.string() }),
+    present: (_ctx, download) => artifactContent(download),
+  },
+  run: (ctx, { artifactId }) => downloadArtifact(ctx.db, ctx.env.BUCKET, ctx.actor, artifactId),
+});
+
 /** Files runs produced, kept in R2 with their record in D1. */
 export const artifactsArea: Area = {
   mount: '/api/v1/artifacts',
@@ -34,35 +65,7 @@ export const artifactsArea: Area = {
       http: { method: 'GET', path: '/:id', params: byId, summary: 'One artifact' },
       run: (ctx, { artifactId }) => getArtifact(ctx.db, ctx.actor, artifactId),
     }),
-    defineCapability({
-      name: 'download-artifact',
-      title: 'Download an artifact',
-      description: 'Returns an artifact’s content: as text for text, Markdown and JSON files, otherwise base64 (encoding says which).',
-      access: { auth: 'credential', scope: 'workspace:files:read' },
-      input: ArtifactId,
-      output: z.object({ artifact: ArtifactRecord, body: z.instanceof(ReadableStream) }),
-      annotations: READ_ONLY,
-      http: {
-        method: 'GET',
-        path: '/:id/download',
-        params: byId,
-        summary: 'The bytes, with the artifact’s content type',
-        respond: {
-          schema: z.string(),
-          send: (c, { artifact, body }) => {
-            c.header('content-type', artifact.contentType);
-            c.header('content-length', String(artifact.size));
-            c.header('content-disposition', `attachment; filename="${artifact.name}"`);
-            return c.body(body);
-          },
-        },
-      },
-      mcp: {
-        output: z.object({ artifact: ArtifactRecord, encoding: z.enum(['utf-8', 'base64']), content: z.string() }),
-        present: (_ctx, download) => artifactContent(download),
-      },
-      run: (ctx, { artifactId }) => downloadArtifact(ctx.db, ctx.env.BUCKET, ctx.actor, artifactId),
-    }),
+    downloadArtifactCapability,
     defineCapability({
       name: 'delete-artifact',
       title: 'Delete an artifact',

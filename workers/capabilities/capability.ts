@@ -65,14 +65,6 @@ export interface HttpView<Output> {
   respond?: { schema: z.ZodType; send: (c: Context<AppEnv>, output: Output) => Response };
 }
 
-/** How a tool reports the work it started to a client that sent a `progressToken`. */
-export interface ProgressReport {
-  /** `notifications/progress`; `done` must grow from one call to the next. */
-  progress(done: number, message: string): Promise<void>;
-  /** The run's text as it streams, as a `notifications/message` at level info (if the client's level lets it through). */
-  log(text: string): Promise<void>;
-}
-
 /** A failure an operation answers in its own shape (workflow resume): the MCP tool error carries that body as is. */
 export class ToolFailure extends Error {
   constructor(readonly body: object) {
@@ -98,19 +90,41 @@ export interface McpView<Output> {
 }
 
 /**
- * The operation as a tool a model calls during a run, acting for the run's launcher: its name as
- * models see it, the part of the input it asks for (`input` maps it to the operation's input) and
- * the short text the model gets back.
+ * What a run tool takes from its run besides the actor, by the runs it is offered to: every run,
+ * a chat turn answering a thread (whose caller may launch workflows), a run started with a
+ * GitHub repository.
  */
-export interface AgentToolView<Input, Output> {
+export interface RunBindings {
+  all: Record<string, never>;
+  thread: { threadId: string };
+  repository: { repo: string };
+}
+export type RunOffer = keyof RunBindings;
+
+export interface AgentToolViewFor<Input, Output, Offer extends RunOffer, Args extends z.ZodObject = z.ZodObject> {
+  offeredTo: Offer;
   name: string;
-  description: string;
+  /** What the model reads; for a tool bound to its run's thread or repository, it may name it. */
+  description: string | ((run: RunBindings[Offer]) => string);
   displayName: string;
-  label: (args: Record<string, unknown>) => string;
-  args?: z.ZodObject;
-  input?: (args: Record<string, unknown>) => Input;
+  label: (args: Record<string, unknown>, run: RunBindings[Offer]) => string;
+  /** The part of the operation's input the model gives (all of it when omitted). */
+  args?: Args;
+  /** The model's error for an argument that does not parse, by argument name; zod's account of the others. */
+  invalid?: Record<string, string>;
+  input?: (args: z.output<Args>, run: RunBindings[Offer]) => Input;
+  /** The text the model gets back; an AppError it throws is the model's tool error, with its message. */
   answer: (output: Output) => string;
 }
+
+/**
+ * The operation as a tool a model calls during a run, acting for the run's launcher: the runs it
+ * is offered to, its name as models see it, the part of the input it asks for (`input` maps it,
+ * with what the run binds, to the operation's input) and the short text the model gets back.
+ */
+export type AgentToolView<Input, Output, Args extends z.ZodObject = z.ZodObject> = {
+  [Offer in RunOffer]: AgentToolViewFor<Input, Output, Offer, Args>;
+}[RunOffer];
 
 export type Annotations = Required<Pick<ToolAnnotations, 'readOnlyHint' | 'destructiveHint' | 'idempotentHint' | 'openWorldHint'>>;
 
@@ -120,7 +134,7 @@ export type Annotations = Required<Pick<ToolAnnotations, 'readOnlyHint' | 'destr
  * MCP tool and the agent-run tool are views of this declaration (workers/capabilities/index.ts
  * lists them all).
  */
-export interface Capability<Input extends z.ZodObject = z.ZodObject, Output extends z.ZodType = z.ZodType> {
+export interface Capability<Input extends z.ZodObject = z.ZodObject, Output extends z.ZodType = z.ZodType, ToolArgs extends z.ZodObject = Input> {
   /** The MCP tool name (kebab-case). */
   name: string;
   title: string;
@@ -134,13 +148,14 @@ export interface Capability<Input extends z.ZodObject = z.ZodObject, Output exte
   http?: HttpView<z.output<Output>>;
   /** false: not an MCP tool; an object: a tool whose answer is presented differently. */
   mcp?: false | McpView<z.output<Output>>;
-  agentTool?: AgentToolView<z.output<Input>, z.output<Output>>;
+  agentTool?: AgentToolView<z.output<Input>, z.output<Output>, ToolArgs>;
   /** The operation as a workflow `tool` step that answers at once (its toolId is the capability's name): the step's output. */
   workflowStep?: { output: (output: z.output<Output>) => Record<string, unknown> };
 }
 
-export const defineCapability = <Input extends z.ZodObject, Output extends z.ZodType>(capability: Capability<Input, Output>): Capability =>
-  capability as unknown as Capability;
+export const defineCapability = <Input extends z.ZodObject, Output extends z.ZodType, ToolArgs extends z.ZodObject = Input>(
+  capability: Capability<Input, Output, ToolArgs>,
+): Capability => capability as unknown as Capability;
 
 /** The operations of one resource: the REST mount path they share and their OpenAPI tag. */
 export interface Area {

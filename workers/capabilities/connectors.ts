@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { invalidInput } from '../errors';
 import { GithubRepo, GitRef, RepoPath } from '../connectors/github';
 import {
   ConnectBody,
@@ -33,6 +34,29 @@ const OPEN_READ = { ...READ_ONLY, openWorldHint: true } as const;
 const byType = { type: 'connector' };
 /** What the provider answered, passed on as it is (so the MCP tool declares no output schema). */
 const ProviderAnswer = z.record(z.string(), z.unknown());
+/** ProviderAnswer, typed as the service returns it for the run tools' answers. */
+const providerAnswer = <T>() => ProviderAnswer as unknown as z.ZodType<T>;
+
+/** What a run's repository tools hand the model at most: a source file, a list, small for the context. */
+const MAX_FILE_CHARS = 64 * 1024;
+const MAX_LISTED_FILES = 2_000;
+const PATH_OR_REF = 'path or ref is not valid';
+// Models send an empty ref for the default branch.
+const runRef = z.preprocess((value) => (value === '' ? undefined : value), GitRef.optional());
+const RepositoryFolder = z.object({ path: RepoPath.optional().describe('A folder inside the repository, e.g. src'), ref: runRef });
+const RepositoryFile = z.object({ path: RepoPath.min(1).describe('The file, e.g. src/index.ts'), ref: runRef });
+
+function fileList(tree: Awaited<ReturnType<typeof listSources>>): string {
+  const files = tree.entries.filter((e) => e.type === 'file');
+  const listed = files.slice(0, MAX_LISTED_FILES).map((e) => `${e.path} (${e.size ?? 0} bytes)`);
+  const cut = tree.truncated || files.length > MAX_LISTED_FILES ? '\n[list truncated]' : '';
+  return `${tree.repo}@${tree.ref}: ${files.length} files\n${listed.join('\n')}${cut}`;
+}
+
+function fileText(file: Awaited<ReturnType<typeof getSourceContent>>): string {
+  if (file.encoding === 'base64') throw invalidInput('path', 'text_file', `${file.path} is a binary file of ${file.size} bytes`);
+  return file.content.slice(0, MAX_FILE_CHARS) + (file.content.length > MAX_FILE_CHARS ? '\n[truncated]' : '');
+}
 
 /** Connections of a workspace to outside services (GitHub), their sources and actions. */
 export const connectorsArea: Area = {
@@ -124,8 +148,20 @@ export const connectorsArea: Area = {
         'Lists the files and folders (recursively) of a repository at a branch, tag or commit, optionally under a folder: path, type (file or dir) and size. Needs connector:<app>:read.',
       access: CONNECTOR_ACCESS,
       input: z.object({ connector: sourceConnector, repo, ref, path: RepoPath.optional().describe('Only what is under this folder, e.g. src') }),
-      output: ProviderAnswer,
+      output: providerAnswer<Awaited<ReturnType<typeof listSources>>>(),
       annotations: OPEN_READ,
+      agentTool: {
+        offeredTo: 'repository',
+        name: 'list_repository_files',
+        description: ({ repo }) =>
+          `List the files of the GitHub repository ${repo} (the default branch unless ref names a branch, tag or commit), optionally under a folder.`,
+        displayName: 'List repository files',
+        label: (args, { repo }) => `${repo}/${String(args.path ?? '')}`.slice(0, 200),
+        args: RepositoryFolder,
+        invalid: { path: PATH_OR_REF, ref: PATH_OR_REF },
+        input: (args, { repo }) => ({ connector: 'github', repo, ...args }),
+        answer: fileList,
+      },
       run: (ctx, args) => listSources(ctx.db, ctx.env, ctx.actor, args, ctx.grantToken),
     }),
     defineCapability({
@@ -135,8 +171,19 @@ export const connectorsArea: Area = {
         'Reads one file of a repository at a branch, tag or commit: UTF-8 text as it is (encoding utf-8), anything else as base64 (encoding base64). Files over 1 MB are refused. Needs connector:<app>:read.',
       access: CONNECTOR_ACCESS,
       input: z.object({ connector: sourceConnector, repo, path: RepoPath.min(1).describe('The file, e.g. src/index.ts'), ref }),
-      output: ProviderAnswer,
+      output: providerAnswer<Awaited<ReturnType<typeof getSourceContent>>>(),
       annotations: OPEN_READ,
+      agentTool: {
+        offeredTo: 'repository',
+        name: 'read_repository_file',
+        description: ({ repo }) => `Read one file of the GitHub repository ${repo} (the default branch unless ref names a branch, tag or commit).`,
+        displayName: 'Read repository file',
+        label: (args, { repo }) => `${repo}/${String(args.path ?? '')}`.slice(0, 200),
+        args: RepositoryFile,
+        invalid: { path: PATH_OR_REF, ref: PATH_OR_REF },
+        input: (args, { repo }) => ({ connector: 'github', repo, ...args }),
+        answer: fileText,
+      },
       run: (ctx, args) => getSourceContent(ctx.db, ctx.env, ctx.actor, args, ctx.grantToken),
     }),
     defineCapability({

@@ -48,6 +48,20 @@ const followUpCapability = (kind: 'rerun' | 'remix', summary: string) =>
     run: (ctx, { executionId, input }) => followUp(ctx.db, ctx.env, ctx.actor, executionId, { input }, kind),
   });
 
+/** Creating an execution: a workflow's agent step does it too. */
+export const createExecutionCapability = defineCapability({
+  name: 'create-execution',
+  title: 'Create an execution',
+  description: 'Creates an idle execution of an installed skill; nothing runs until a user.message is sent to it.',
+  access: { auth: 'credential', scope: 'tool:execute' },
+  input: CreateExecutionBody,
+  output: IdleExecution,
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  http: { method: 'POST', path: '/', status: 201, summary: 'Create an idle execution of an installed skill; nothing runs yet' },
+  mcp: false,
+  run: (ctx, body) => createExecution(ctx.db, ctx.actor, body),
+});
+
 /** Runs of skills: their history, status, events, follow-ups and streams. */
 export const executionsArea: Area = {
   mount: '/api/v1/executions',
@@ -74,18 +88,7 @@ export const executionsArea: Area = {
     }),
     followUpCapability('rerun', 'Run the same skill again with new instructions, in the same lineage'),
     followUpCapability('remix', 'Run the same skill with new instructions as a new lineage'),
-    defineCapability({
-      name: 'create-execution',
-      title: 'Create an execution',
-      description: 'Creates an idle execution of an installed skill; nothing runs until a user.message is sent to it.',
-      access: { auth: 'credential', scope: 'tool:execute' },
-      input: CreateExecutionBody,
-      output: IdleExecution,
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-      http: { method: 'POST', path: '/', status: 201, summary: 'Create an idle execution of an installed skill; nothing runs yet' },
-      mcp: false,
-      run: (ctx, body) => createExecution(ctx.db, ctx.actor, body),
-    }),
+    createExecutionCapability,
     defineCapability({
       name: 'post-execution-events',
       title: 'Send events to an execution',

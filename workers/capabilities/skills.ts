@@ -45,28 +45,58 @@ const RunInput = z.object({ slug: SkillSlug.describe('The installed skill to run
   ),
 });
 
+/** Listing installed skills: the MCP prompts and skill-file resources read through it too. */
+export const listInstalledSkillsCapability = defineCapability({
+  name: 'list-installed-skills',
+  title: 'List installed skills',
+  description: 'Lists the skills installed in this workspace (name, slug, description, category, prompt, source, version), alphabetical by slug.',
+  access: LIBRARY_READ,
+  input: ListSkillsInput,
+  output: SkillList,
+  annotations: READ_ONLY,
+  http: { method: 'GET', path: '/', query: ListSkillsQuery, summary: 'Installed skills: a bare array, or a page with `limit`' },
+  // The tool takes no page size, so its answer is always the whole list.
+  mcp: {
+    args: z.object({}),
+    output: z.object({ skills: z.array(InstalledSkill) }),
+    present: async (_ctx, skills) => ({ skills }),
+  },
+  run: (ctx, query) => listSkills(ctx.db, ctx.actor, query),
+});
+
+/** Running a skill: a workflow's execute-skill step does it too. */
+export const executeSkillCapability = defineCapability({
+  name: 'execute-skill',
+  title: 'Run a skill',
+  description:
+    'Starts a run of an installed skill with the given input and answers at once with its executionId (status "started"); poll get-execution-status for progress and output. With a progressToken the answer waits for the run to end, sending progress (and, once logging/setLevel is info or lower, the run’s text) meanwhile. Costs credits (at least 50 Ds must be available, INSUFFICIENT_CREDITS otherwise); one run at a time per workspace (EXECUTION_RUNNING).',
+  access: { auth: 'credential', scope: 'tool:execute' },
+  input: RunInput,
+  output: StartedRun,
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  http: {
+    method: 'POST',
+    path: '/:slug/run',
+    summary: 'Run the skill now: creates the execution and starts it (errors in the flat legacy shape)',
+    // Inside idempotent, so a stored and replayed failure has the same flat shape.
+    before: [idempotent, legacyFlatErrors],
+  },
+  mcp: {
+    args: RunInput.omit({ attachments: true }).extend({
+      interface: RunSkillBody.shape.interface.describe('A label for the client, recorded on the execution; defaults to the detected MCP client'),
+    }),
+    follow: (ctx, started, report) => followExecution(ctx, started.executionId, report),
+  },
+  run: (ctx, { slug, ...body }) =>
+    runSkill(ctx.db, ctx.env, ctx.actor, slug, { ...body, interface: body.interface ?? ctx.clientInterface }, ctx.source, ctx.grantToken),
+});
+
 /** Installed and authored skills of the workspace, with their versions, and runs of them. */
 export const skillsArea: Area = {
   mount: '/api/v1/skills',
   tag: 'Skills',
   capabilities: [
-    defineCapability({
-      name: 'list-installed-skills',
-      title: 'List installed skills',
-      description: 'Lists the skills installed in this workspace (name, slug, description, category, prompt, source, version), alphabetical by slug.',
-      access: LIBRARY_READ,
-      input: ListSkillsInput,
-      output: SkillList,
-      annotations: READ_ONLY,
-      http: { method: 'GET', path: '/', query: ListSkillsQuery, summary: 'Installed skills: a bare array, or a page with `limit`' },
-      // The tool takes no page size, so its answer is always the whole list.
-      mcp: {
-        args: z.object({}),
-        output: z.object({ skills: z.array(InstalledSkill) }),
-        present: async (_ctx, skills) => ({ skills }),
-      },
-      run: (ctx, query) => listSkills(ctx.db, ctx.actor, query),
-    }),
+    listInstalledSkillsCapability,
     defineCapability({
       name: 'get-skill-details',
       title: 'Get skill details',
@@ -90,31 +120,7 @@ export const skillsArea: Area = {
       mcp: false,
       run: (ctx, { slug, ...body }) => authorSkill(ctx.db, ctx.env.BUCKET, ctx.actor, slug, body),
     }),
-    defineCapability({
-      name: 'execute-skill',
-      title: 'Run a skill',
-      description:
-        'Starts a run of an installed skill with the given input and answers at once with its executionId (status "started"); poll get-execution-status for progress and output. With a progressToken the answer waits for the run to end, sending progress (and, once logging/setLevel is info or lower, the run’s text) meanwhile. Costs credits (at least 50 Ds must be available, INSUFFICIENT_CREDITS otherwise); one run at a time per workspace (EXECUTION_RUNNING).',
-      access: { auth: 'credential', scope: 'tool:execute' },
-      input: RunInput,
-      output: StartedRun,
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-      http: {
-        method: 'POST',
-        path: '/:slug/run',
-        summary: 'Run the skill now: creates the execution and starts it (errors in the flat legacy shape)',
-        // Inside idempotent, so a stored and replayed failure has the same flat shape.
-        before: [idempotent, legacyFlatErrors],
-      },
-      mcp: {
-        args: RunInput.omit({ attachments: true }).extend({
-          interface: RunSkillBody.shape.interface.describe('A label for the client, recorded on the execution; defaults to the detected MCP client'),
-        }),
-        follow: (ctx, started, report) => followExecution(ctx, started.executionId, report),
-      },
-      run: (ctx, { slug, ...body }) =>
-        runSkill(ctx.db, ctx.env, ctx.actor, slug, { ...body, interface: body.interface ?? ctx.clientInterface }, ctx.source, ctx.grantToken),
-    }),
+    executeSkillCapability,
     defineCapability({
       name: 'install-skill',
       title: 'Install a skill',

@@ -44,6 +44,8 @@ const REMOVES = { readOnlyHint: false, destructiveHint: true, idempotentHint: tr
 const RunId = z.object({ runId: z.string().min(1).max(100).describe('The workflow run id') });
 const Slug = z.object({ slug: WorkflowSlug });
 const Success = z.object({ success: z.literal(true) });
+/** What a caller names when it launches: a thread is the chat turn's own, never an argument. */
+const LaunchArgs = LaunchInput.omit({ threadId: true });
 
 /** Uninstalling has two routes, `POST /:slug/uninstall` and `DELETE /:slug`. */
 const uninstallCapability = (name: string, method: 'POST' | 'DELETE', path: string) =>
@@ -59,6 +61,20 @@ const uninstallCapability = (name: string, method: 'POST' | 'DELETE', path: stri
     mcp: false,
     run: (ctx, { slug }) => uninstallWorkflow(ctx.db, ctx.env.BUCKET, ctx.actor, slug),
   });
+
+/** One installed workflow: the MCP resource workflow://{workflowId} reads through it too. */
+export const getWorkflowCapability = defineCapability({
+  name: 'get-workflow',
+  title: 'Get a workflow',
+  description: 'One installed workflow and its definition.',
+  access: READ,
+  input: Slug,
+  output: WorkflowRecord,
+  annotations: READ_ONLY,
+  http: { method: 'GET', path: '/:slug', summary: 'One installed workflow' },
+  mcp: false,
+  run: (ctx, { slug }) => getWorkflow(ctx.db, ctx.actor, slug),
+});
 
 /**
  * Workflows (spec 4.8): installed definitions and their runs. Static paths come before `/:slug`
@@ -192,18 +208,7 @@ export const workflowsArea: Area = {
       mcp: false,
       run: (ctx, { runId }) => dequeueRun(ctx.db, ctx.env, ctx.actor, runId),
     }),
-    defineCapability({
-      name: 'get-workflow',
-      title: 'Get a workflow',
-      description: 'One installed workflow and its definition.',
-      access: READ,
-      input: Slug,
-      output: WorkflowRecord,
-      annotations: READ_ONLY,
-      http: { method: 'GET', path: '/:slug', summary: 'One installed workflow' },
-      mcp: false,
-      run: (ctx, { slug }) => getWorkflow(ctx.db, ctx.actor, slug),
-    }),
+    getWorkflowCapability,
     defineCapability({
       name: 'install-workflow',
       title: 'Install a workflow',
@@ -236,12 +241,26 @@ export const workflowsArea: Area = {
       output: Launched,
       annotations: { ...WRITES, openWorldHint: true },
       http: { method: 'POST', path: '/:id/launch', status: 201, params: { id: 'workflowId' }, before: [optionalJsonBody], summary: 'Start a run' },
-      // Runs reach threads from a chat turn (workers/runtime/workflow-tools.ts), not from a tool call.
+      // Runs reach threads from a chat turn (the agent-run view, bound to the turn's thread), not from an MCP tool call.
       mcp: {
-        args: LaunchInput.omit({ threadId: true }),
+        args: LaunchArgs,
         follow: (ctx, started, report) => followWorkflowRun(ctx, started.runId, report),
       },
-      run: (ctx, input) => launchWorkflow(ctx.db, ctx.env, ctx.actor, input),
+      // Spec 4.8: a chat turn whose caller may launch workflows starts one from its thread, which gets the run's outcome.
+      agentTool: {
+        offeredTo: 'thread',
+        name: 'start_workflow',
+        description:
+          "Start one of this workspace's installed workflows. Its outcome (finished, failed, or waiting for input) is posted to this conversation when it happens.",
+        displayName: 'Start workflow',
+        label: (args) => String(args.workflowId ?? 'workflow').slice(0, 200),
+        args: LaunchArgs,
+        invalid: { inputs: 'inputs must be an object' },
+        input: (args, { threadId }) => ({ ...args, threadId }),
+        answer: (launched) => `Started workflow ${launched.workflowId} as run ${launched.runId}; its outcome will be posted to this conversation.`,
+      },
+      // In a run, the tool call launches once however often a cut-off turn makes it.
+      run: (ctx, input) => launchWorkflow(ctx.db, ctx.env, ctx.actor, { ...input, toolCallKey: ctx.toolCallKey }),
     }),
   ],
 };

@@ -11,7 +11,6 @@ import {
   type Resource,
   type ResourceTemplate,
 } from '@modelcontextprotocol/sdk/types.js';
-import { ROUTE_ACCESS } from '../auth/route-scopes';
 import { AppError } from '../errors';
 import { loadBundle } from '../lib/bundle-store';
 import { authorize, authorizeWithGrants } from '../auth/actor';
@@ -19,25 +18,29 @@ import { artifactContent, downloadArtifact, listArtifacts } from '../services/ar
 import { readMemory } from '../services/memory';
 import { getInstalledSkill, type InstalledSkill, listSkills } from '../services/skills';
 import { getWorkflow, listWorkflows } from '../services/workflow-definitions';
+import { downloadArtifactCapability } from '../capabilities/artifacts';
+import type { Capability } from '../capabilities/capability';
+import { readMemoryCapability } from '../capabilities/memory';
+import { listInstalledSkillsCapability } from '../capabilities/skills';
+import { getWorkflowCapability } from '../capabilities/workflows';
 import type { ToolContext } from './tool';
 
-type Route = keyof typeof ROUTE_ACCESS & string;
 type Contents = { uri: string; mimeType: string; text: string } | { uri: string; mimeType: string; blob: string };
 
 /** The MCP `-32002` "resource not found" error of the resources spec. */
 const RESOURCE_NOT_FOUND = -32002;
-/** Prompts are the installed skills: reading them needs what listing skills needs. */
-export const PROMPT_ROUTE: Route = 'GET /api/v1/skills';
+/** Prompts are the installed skills: reading them is listing skills. */
+export const PROMPT_CAPABILITY: Capability = listInstalledSkillsCapability;
 /** How many artifacts resources/list names (newest first); older ones are read through the template. */
 const LISTED_ARTIFACTS = 50;
 
 /**
- * One kind of resource: its URI template, the REST route whose scope guards it (as a tool's),
- * how its URIs are listed and read.
+ * One kind of resource: its URI template, the operation whose access guards it (as it guards
+ * that operation's route and tool), how its URIs are listed and read.
  */
 interface ResourceKind {
   template: ResourceTemplate;
-  route: Route;
+  capability: Capability;
   /** The template's variables from a URI of this kind, or null. */
   match: (uri: URL) => Record<string, string> | null;
   list: (ctx: ToolContext) => Promise<Resource[]>;
@@ -63,14 +66,14 @@ const KINDS: ResourceKind[] = [
       description: "The workspace's shared memory document (Markdown)",
       mimeType: 'text/markdown',
     },
-    route: 'GET /api/v1/memory',
+    capability: readMemoryCapability,
     match: (uri) => (uri.href === 'memory://workspace' ? {} : null),
     list: async () => [{ uri: 'memory://workspace', name: 'working-memory', title: 'Working memory', mimeType: 'text/markdown' }],
     read: async (ctx, uri) => [{ uri, mimeType: 'text/markdown', text: (await readMemory(ctx.db, ctx.actor)).content }],
   },
   {
     template: { uriTemplate: 'artifact://{artifactId}', name: 'artifact', title: 'Artifact', description: 'A file a run produced, by id (art_<n>)' },
-    route: 'GET /api/v1/artifacts/:id/download',
+    capability: downloadArtifactCapability,
     match: (uri) => {
       const artifactId = hostOf(uri, 'artifact');
       return artifactId && uri.pathname.replace(/^\/$/, '') === '' ? { artifactId } : null;
@@ -99,7 +102,7 @@ const KINDS: ResourceKind[] = [
       title: 'Installed skill file',
       description: "A file of an installed skill's bundle, e.g. skill://notes/SKILL.md",
     },
-    route: 'GET /api/v1/skills',
+    capability: listInstalledSkillsCapability,
     match: (uri) => {
       const slug = hostOf(uri, 'skill');
       const path = decodeURIComponent(uri.pathname.replace(/^\//, ''));
@@ -130,7 +133,7 @@ const KINDS: ResourceKind[] = [
       description: "An installed workflow's definition, by slug",
       mimeType: 'application/json',
     },
-    route: 'GET /api/v1/workflows/:slug',
+    capability: getWorkflowCapability,
     match: (uri) => {
       const workflowId = hostOf(uri, 'workflow');
       return workflowId ? { workflowId } : null;
@@ -148,20 +151,20 @@ const KINDS: ResourceKind[] = [
   },
 ];
 
-/** Whether the credential may read a kind (its route's scope), without spending a one-time grant. */
-function mayRead(ctx: ToolContext, route: Route): boolean {
+/** Whether the credential may read a kind (its operation's access), without spending a one-time grant. */
+function mayRead(ctx: ToolContext, capability: Capability): boolean {
   try {
-    authorize(ROUTE_ACCESS[route]!, ctx.actor);
+    authorize(capability.access, ctx.actor);
     return true;
   } catch {
     return false;
   }
 }
 
-/** The REST route whose scope a `resources/read` of `uri` needs (the route's step-up check uses it too). */
-export function resourceRoute(uri: string): Route | undefined {
+/** The operation whose access a `resources/read` of `uri` needs (the /mcp route's step-up check uses it too). */
+export function resourceCapability(uri: string): Capability | undefined {
   const parsed = URL.canParse(uri) ? new URL(uri) : null;
-  return parsed ? KINDS.find((k) => k.match(parsed))?.route : undefined;
+  return parsed ? KINDS.find((k) => k.match(parsed))?.capability : undefined;
 }
 
 /** A service failure as a JSON-RPC error: not found as the resources spec says, the rest with its envelope. */
@@ -185,7 +188,7 @@ export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext)
   low.registerCapabilities({ resources: {}, prompts: {}, completions: {} });
 
   low.setRequestHandler(ListResourcesRequestSchema, async () => ({
-    resources: (await Promise.all(KINDS.filter((k) => mayRead(ctx, k.route)).map((k) => k.list(ctx)))).flat(),
+    resources: (await Promise.all(KINDS.filter((k) => mayRead(ctx, k.capability)).map((k) => k.list(ctx)))).flat(),
   }));
   low.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
     resourceTemplates: KINDS.filter((k) => k.template.uriTemplate.includes('{')).map((k) => k.template),
@@ -195,13 +198,13 @@ export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext)
     const kind = parsed && KINDS.find((k) => k.match(parsed));
     if (!kind || !parsed) throw new McpError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
     return asJsonRpc(uri, async () => {
-      await authorizeWithGrants(ctx.db, ROUTE_ACCESS[kind.route]!, ctx.actor, ctx.grantToken);
+      await authorizeWithGrants(ctx.db, kind.capability.access, ctx.actor, ctx.grantToken);
       return { contents: await kind.read(ctx, uri, kind.match(parsed)!) };
     });
   });
 
   low.setRequestHandler(ListPromptsRequestSchema, async () => ({
-    prompts: mayRead(ctx, PROMPT_ROUTE)
+    prompts: mayRead(ctx, PROMPT_CAPABILITY)
       ? (await installedSkills(ctx)).map((s) => ({
           name: s.slug,
           title: s.name,
@@ -212,7 +215,7 @@ export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext)
   }));
   low.setRequestHandler(GetPromptRequestSchema, async ({ params }) =>
     asJsonRpc(undefined, async () => {
-      await authorizeWithGrants(ctx.db, ROUTE_ACCESS[PROMPT_ROUTE]!, ctx.actor, ctx.grantToken);
+      await authorizeWithGrants(ctx.db, PROMPT_CAPABILITY.access, ctx.actor, ctx.grantToken);
       const skill = await getInstalledSkill(ctx.db, ctx.actor, params.name).catch((error: unknown) => {
         if (error instanceof AppError && error.status === 404) throw new McpError(ErrorCode.InvalidParams, `No installed skill "${params.name}"`);
         throw error;
@@ -228,7 +231,7 @@ export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext)
   low.setRequestHandler(CompleteRequestSchema, async ({ params: { ref, argument } }) => {
     let values: string[] = [];
     const kind = ref.type === 'ref/resource' ? KINDS.find((k) => k.template.uriTemplate === ref.uri) : undefined;
-    if (kind?.complete && mayRead(ctx, kind.route)) values = await kind.complete(ctx, argument.name, argument.value);
+    if (kind?.complete && mayRead(ctx, kind.capability)) values = await kind.complete(ctx, argument.name, argument.value);
     return { completion: { values, total: values.length, hasMore: false } };
   });
 }

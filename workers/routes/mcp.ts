@@ -6,7 +6,6 @@ import { isLoopbackHost } from '../lib/addresses';
 import { mcpWwwAuthenticate } from '../auth/oauth/metadata';
 import type { RouteAccess } from '../auth/access';
 import type { Principal } from '../auth/principal';
-import { ROUTE_ACCESS } from '../auth/route-scopes';
 import { hasScope, type Scope } from '../auth/scopes';
 import type { AppEnv, Env } from '../env';
 import { AppError, forbidden, unauthorized } from '../errors';
@@ -14,7 +13,7 @@ import { identify, WrongAudience } from '../middleware/authenticate';
 import { isLocalDevelopment } from '../lib/local-development';
 import { heldStream, streamHolderOf } from '../lib/stream-slots';
 import { logLevelOf } from '../mcp/logging';
-import { PROMPT_ROUTE, resourceRoute } from '../mcp/resources';
+import { PROMPT_CAPABILITY, resourceCapability } from '../mcp/resources';
 import { createMcpServer, MCP_TOOLS } from '../mcp/server';
 import { documentedProtocol } from './openapi';
 
@@ -105,11 +104,11 @@ const jsonRpcError = (id: JsonRpcMessage['id'], code: number, message: string, s
 
 const toolNamed = (name: unknown) => MCP_TOOLS.find((tool) => tool.name === name);
 
-/** The access a message needs: a tool's own, or the REST route's of a resource or the prompts. */
+/** The access a message needs: a tool's own, or that of the operation a resource or the prompts read through. */
 function accessOf(message: JsonRpcMessage): RouteAccess | undefined {
   if (message.method === 'tools/call') return toolNamed(message.params?.name)?.access;
-  if (message.method === 'resources/read' && typeof message.params?.uri === 'string') return ROUTE_ACCESS[resourceRoute(message.params.uri) ?? ''];
-  if (message.method === 'prompts/get') return ROUTE_ACCESS[PROMPT_ROUTE];
+  if (message.method === 'resources/read' && typeof message.params?.uri === 'string') return resourceCapability(message.params.uri)?.access;
+  if (message.method === 'prompts/get') return PROMPT_CAPABILITY.access;
   return undefined;
 }
 

@@ -1,24 +1,14 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { authorizeWithGrants } from '../auth/actor';
 import type { Actor } from '../auth/actor';
-import type { Capability, CapabilityContext } from '../capabilities/capability';
+import { CAPABILITIES } from '../capabilities';
+import type { AgentToolViewFor, Capability, CapabilityContext, RunBindings, RunOffer } from '../capabilities/capability';
 import type { Db, Env } from '../env';
+import type { TurnInput } from '../services/execution-events';
+import { toolCallKey } from '../services/run-tool-calls';
 import type { AgentTool } from './agent-loop';
+import { argumentSchema, checkArguments } from './tool-arguments';
 import { failed } from './tool-errors';
-
-/** Argument schemas already converted, by zod schema: every run offers the same few tools. */
-const argumentSchemas = new WeakMap<z.ZodObject, Record<string, unknown>>();
-
-/** JSON Schema of a tool's arguments, for the model (without `$schema`, which some providers refuse); built once per isolate. */
-function argumentSchema(args: z.ZodObject): Record<string, unknown> {
-  let schema = argumentSchemas.get(args);
-  if (!schema) {
-    const { $schema: _dialect, ...rest } = z.toJSONSchema(args, { io: 'input' });
-    schema = rest;
-    argumentSchemas.set(args, schema);
-  }
-  return schema;
-}
 
 /** What a capability runs with inside a run (an agent's turn or a workflow step): the run's actor, and no request; in a turn, the tool call's key. */
 export const runContext = (db: Db, env: Env, actor: Actor, requestId: string, source: string, toolCallKey?: string): CapabilityContext => ({
@@ -40,29 +30,53 @@ export const runContext = (db: Db, env: Env, actor: Actor, requestId: string, so
   },
 });
 
+/** What a turn binds for the tools offered to each kind of run, or undefined when the turn is not of that kind. */
+const BINDINGS: { [Offer in RunOffer]: (turn: TurnInput) => RunBindings[Offer] | undefined } = {
+  all: () => ({}),
+  thread: (turn) => (turn.threadId === undefined ? undefined : { threadId: turn.threadId }),
+  repository: (turn) => (turn.connector?.type === 'github' ? { repo: turn.connector.repo } : undefined),
+};
+
 /**
  * The agent-run view of a capability: the tool a model calls during a run, checked against the
  * capability's access for the run's actor (a run does nothing its launcher could not), its
  * arguments validated, and a refusal or failure answered as the model's tool error.
  */
-export function capabilityAgentTool(capability: Capability, contextOf: (call?: { id: string }) => Promise<CapabilityContext>): AgentTool {
-  const view = capability.agentTool!;
+function capabilityAgentTool(capability: Capability, run: RunBindings[RunOffer], contextOf: (call?: { id: string }) => Promise<CapabilityContext>): AgentTool {
+  // The binding was made for the view's own kind of run (BINDINGS[view.offeredTo]).
+  const view = capability.agentTool as AgentToolViewFor<z.output<z.ZodObject>, unknown, RunOffer>;
   const args = view.args ?? capability.input;
   return {
-    spec: { name: view.name, description: view.description, inputSchema: argumentSchema(args) },
+    spec: {
+      name: view.name,
+      description: typeof view.description === 'string' ? view.description : view.description(run),
+      inputSchema: argumentSchema(args),
+    },
     displayName: view.displayName,
-    label: view.label,
+    label: (raw) => view.label(raw, run),
     run: async (raw, call) => {
-      const parsed = args.safeParse(raw);
-      if (!parsed.success) return { content: `Invalid input: ${z.prettifyError(parsed.error)}`, isError: true };
+      const checked = checkArguments(args, raw, view.invalid);
+      if (!checked.ok) return checked.refusal;
       try {
         const ctx = await contextOf(call);
         await authorizeWithGrants(ctx.db, capability.access, ctx.actor, undefined);
-        const input = view.input ? view.input(parsed.data) : parsed.data;
+        const input = view.input ? view.input(checked.args, run) : checked.args;
         return { content: view.answer(await capability.run(ctx, input)) };
       } catch (error) {
         return failed(error);
       }
     },
   };
+}
+
+/**
+ * The capabilities' agent-run views offered to a kind of run (`offer`), for this turn: none when
+ * the turn is not of that kind. Each acts as the turn's actor, in a context keyed by the tool call.
+ */
+export function capabilityRunTools(db: Db, env: Env, turn: TurnInput, offer: RunOffer): AgentTool[] {
+  const run = BINDINGS[offer](turn);
+  if (!run) return [];
+  const contextOf = async (call?: { id: string }) =>
+    runContext(db, env, turn.actor, turn.requestId, turn.source ?? 'api', await toolCallKey(turn.turnKey, call));
+  return CAPABILITIES.filter((capability) => capability.agentTool?.offeredTo === offer).map((capability) => capabilityAgentTool(capability, run, contextOf));
 }

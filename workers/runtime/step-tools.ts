@@ -3,6 +3,8 @@ import { withoutSupersededText } from '../services/execution-events';
 import { executions } from '../../schema';
 import { authorizeWithGrants, type Actor } from '../auth/actor';
 import { CAPABILITIES } from '../capabilities';
+import { createExecutionCapability } from '../capabilities/executions';
+import { executeSkillCapability } from '../capabilities/skills';
 import type { Capability } from '../capabilities/capability';
 import { runContext } from './capability-tools';
 import type { Db, Env } from '../env';
@@ -26,13 +28,6 @@ function startFailure(error: unknown): never {
   throw error;
 }
 
-/** The capability named `name`: a step does what it does only if the run's actor may. */
-function capabilityNamed(name: string) {
-  const capability = CAPABILITIES.find((c) => c.name === name);
-  if (!capability) throw new Error(`No capability named ${name}`);
-  return capability;
-}
-
 /** The capability a workflow step's own tool runs: one with a workflow-step view. */
 const stepCapability = (toolId: string) => CAPABILITIES.find((c) => c.name === toolId && c.workflowStep);
 
@@ -41,14 +36,15 @@ const stepCapability = (toolId: string) => CAPABILITIES.find((c) => c.name === t
  * that acts on nothing outside its run (a mapping, a sleep, human input).
  */
 export function stepScope(step: LeafStep | MappingStep): string | null {
+  // A tool step is the capability of its id (execute-skill, or one with a workflow-step view); human input is none.
   const capability =
     step.type === 'agent'
-      ? capabilityNamed('create-execution')
-      : step.type !== 'tool' || step.toolId === 'human-input'
-        ? undefined
-        : step.toolId === 'execute-skill'
-          ? capabilityNamed('execute-skill')
-          : stepCapability(step.toolId);
+      ? createExecutionCapability
+      : step.type === 'tool'
+        ? step.toolId === executeSkillCapability.name
+          ? executeSkillCapability
+          : stepCapability(step.toolId)
+        : undefined;
   return capability && 'scope' in capability.access ? capability.access.scope : null;
 }
 
@@ -69,7 +65,7 @@ const asText = (value: unknown) => (typeof value === 'string' ? value : JSON.str
 
 /** Rule 10: `{slug, input}`; a non-string input is JSON-stringified before it reaches the skill. */
 export async function startSkill(db: Db, env: Env, actor: Actor, input: unknown): Promise<Started> {
-  await authorizeStep(db, actor, 'execute-skill', capabilityNamed('execute-skill'));
+  await authorizeStep(db, actor, executeSkillCapability.name, executeSkillCapability);
   const record = (input ?? {}) as Record<string, unknown>;
   if (typeof record.slug !== 'string' || record.input === undefined || record.input === null) {
     throw new StepError('execute-skill needs {slug, input} from the entry before it (a mapping that yields slug and input)');
@@ -84,7 +80,7 @@ export async function startSkill(db: Db, env: Env, actor: Actor, input: unknown)
 
 /** An agent step's prompt: its input as text, plus the output contract when it declares one. */
 export async function startAgent(db: Db, env: Env, actor: Actor, step: Extract<LeafStep, { type: 'agent' }>, input: unknown): Promise<Started> {
-  await authorizeStep(db, actor, `agent step ${step.id}`, capabilityNamed('create-execution'));
+  await authorizeStep(db, actor, `agent step ${step.id}`, createExecutionCapability);
   const agent = await findAgent(db, actor.workspaceId, step.agentSlug);
   if (!agent) throw new StepError(`The agent ${step.agentSlug} no longer exists in this workspace`);
   const contract =
