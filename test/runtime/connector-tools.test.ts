@@ -70,7 +70,8 @@ describe('the tools of a run started with a GitHub connector', () => {
 
   it('act on a one-time or session grant of connector:github:read held by the launching key, spending a one-time grant once', async () => {
     const { user } = await turnWith(undefined);
-    const key = await createKey(user, ['tool:execute']);
+    // connector:list: the repository tools are views of list-sources and get-source-content.
+    const key = await createKey(user, ['tool:execute', 'connector:list']);
     const turn = { ...(await turnOfKey(user, key.key)), connector: { type: 'github' as const, repo: 'octo-org/widgets' } };
     const read = () => tool(turn, 'read_repository_file').run({ path: 'README.md' });
     const refused = { isError: true, content: expect.stringContaining('connector:github:read') };
