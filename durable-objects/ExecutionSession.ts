@@ -38,8 +38,8 @@ interface RunningTurn {
 
 /**
  * The turn's conversation after its last completed model request (and tool calls), and their
- * usage. Once the agent loop has ended, `ended` holds its outcome and each bookkeeping step is
- * marked as it completes, so a turn cut off while finishing is finished, not run again.
+ * usage. Once the agent loop has ended, `ended` holds its outcome and `closing` marks that its
+ * closing batch may have been sent, so a turn cut off while finishing is finished, not run again.
  */
 interface Checkpoint {
   turnKey: string;
@@ -52,14 +52,6 @@ interface Checkpoint {
   ended?: { stopReason: RunStopReason; text: string; model: string; ownKey: boolean };
   /** Once the closing batch may have been sent: the output it carries (stored in R2 once), so a resume sends the same. */
   closing?: { output: StoredArtifact | null };
-  /**
-   * Written only by checkpoints from before the close was one batch, when it was steps marked
-   * one by one: output.md's row was in D1 (`outputSaved`), the settlement had charged `charged`
-   * (hundredths of a Ds), the D1 record was written (`recorded`).
-   */
-  outputSaved?: boolean;
-  charged?: number;
-  recorded?: boolean;
 }
 
 /** How often the alarm checks that a turn is still running. */
@@ -117,8 +109,8 @@ const isEnd = (event: { type: ExecutionEventType } | undefined) => event?.type =
  * (`interrupt` key), which the loop checks between model events. The conversation is kept
  * under the `messages` key for later turns; the turn in progress under `turn`, which an alarm
  * heartbeat uses to resume a run that an eviction or restart cut off, from `checkpoint` (the
- * turn's conversation after each model request and its tool calls, then which of its closing
- * steps are done), so a resumed turn neither calls a tool twice nor charges twice. When a run ends the object writes its outcome to
+ * turn's conversation after each model request and its tool calls, then its outcome and whether
+ * its closing batch may have been sent), so a resumed turn neither calls a tool twice nor charges twice. When a run ends the object writes its outcome to
  * D1 (status, cost, tokens, time) and, for a completed run, the `output.md` artifact.
  *
  * Streaming: `fetch` answers Server-Sent Events: every event after `lastSeq` (query) or
@@ -439,8 +431,7 @@ export class ExecutionSession extends DurableObject<Env> {
     const kv = this.ctx.storage.kv;
     const { stopReason, text } = checkpoint.ended!;
     const { usage } = checkpoint;
-    // A checkpoint written while the close was steps may have it recorded already.
-    const cost = checkpoint.recorded ? checkpoint.charged! : await this.closeOnce(db, input, startedAt, checkpoint);
+    const cost = await this.closeOnce(db, input, startedAt, checkpoint);
     kv.delete('turn');
     kv.delete('checkpoint');
     this.append([
@@ -478,7 +469,7 @@ export class ExecutionSession extends DurableObject<Env> {
     if (landed !== undefined) return landed;
     const output = checkpoint.closing
       ? checkpoint.closing.output
-      : stopReason === 'end_turn' && !checkpoint.outputSaved
+      : stopReason === 'end_turn'
         ? await storeArtifact(this.env.BUCKET, input, 'output.md', text)
         : null;
     // Committed before the batch leaves: the output gate holds the D1 request until then.

@@ -336,6 +336,30 @@ describe('the process dies between the claim and the object', () => {
     await runToCompletion(user);
   });
 
+  it('a list of the executions settles a lost run past the grace period, though nobody reads the run itself', async () => {
+    const user = await setup();
+    const listed = async (query = '') => {
+      const { body } = await call(`/api/v1/executions${query}`, { token: user.token });
+      return ((body.items ?? body.data) as { executionId: string; status: string }[]).map((e) => [e.executionId, e.status]);
+    };
+    const lost = await crashMidStart(user, false);
+    // Within the grace period the claim may yet be a run starting: it is listed as such.
+    expect(await listed()).toEqual([[lost, 'working']]);
+    advanceClock(CLAIM_GRACE_MS + 1000);
+    expect(await listed()).toEqual([[lost, 'failed']]);
+    expect((await log(lost)).map((e) => e.type)).toEqual(['agent.info', 'session.status_idle']);
+    await expectSettledLedger(user);
+
+    // The cursor form (the console's paging) settles one too.
+    const second = await crashMidStart(user, false);
+    advanceClock(CLAIM_GRACE_MS + 1000);
+    expect(await listed(`?after_id=exec_${Number(second.slice(5)) + 1}`)).toEqual([
+      [second, 'failed'],
+      [lost, 'failed'],
+    ]);
+    await expectSettledLedger(user);
+  });
+
   it('the hourly sweep settles lost runs of every workspace', async () => {
     const first = await setup();
     const second = await setup();

@@ -84,7 +84,7 @@ export const executionsArea: Area = {
       },
       // The tool keeps to the offset form, so its answer has one shape.
       mcp: { args: ListExecutionsInput.omit({ after_id: true, before_id: true }), output: HistoryPage },
-      run: (ctx, query) => listExecutions(ctx.db, ctx.actor, query),
+      run: (ctx, query) => listExecutions(ctx.db, ctx.env, ctx.actor, query),
     }),
     followUpCapability('rerun', 'Run the same skill again with new instructions, in the same lineage'),
     followUpCapability('remix', 'Run the same skill with new instructions as a new lineage'),

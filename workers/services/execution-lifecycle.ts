@@ -35,7 +35,8 @@ import type { ExecutionEvent, SealedTurnKeys, StartTurnAnswer, TurnInput, TurnOu
  * compensated at once (the object is asked to withdraw the turn, the hold released, the
  * execution `idle` again); a claim left behind by a crash is settled by the reconciler once it
  * is older than CLAIM_GRACE_MS: on the hourly sweep, on any read of the execution (status,
- * stream URL, cancel) and when a run finds the workspace's slots taken. A lost turn ends
+ * stream URL, cancel), on any list of the workspace's executions and when a run finds the
+ * workspace's slots taken. A lost turn ends
  * `failed`, its hold released, with `session.status_idle` (error) in its log so streams end.
  */
 
@@ -469,6 +470,33 @@ export async function currentExecution(db: Db, env: Env, principal: Principal, r
   return requireOwned(db, executions, principal, 'exec', rawId, 'Execution');
 }
 
+/** Claims `working` for longer than the grace period (or with no claim time), oldest first: of one workspace, or of all. */
+const staleClaims = (db: Db, workspaceId?: string) =>
+  db
+    .select()
+    .from(executions)
+    .where(
+      and(
+        eq(executions.status, 'working'),
+        or(isNull(executions.claimedAt), lt(executions.claimedAt, now() - CLAIM_GRACE_MS)),
+        workspaceId === undefined ? undefined : eq(executions.workspaceId, workspaceId),
+      ),
+    )
+    .orderBy(asc(executions.claimedAt));
+
+/** Reconciles each stale claim (a failure is logged, and the claim counts as still working); answers how many it freed. */
+async function settle(db: Db, env: Env, stale: ExecutionRow[]): Promise<number> {
+  let freed = 0;
+  for (const execution of stale) {
+    const status = await reconcileExecution(db, env, execution).catch((error) => {
+      console.error(JSON.stringify({ level: 'error', message: 'could not reconcile an execution', executionId: execution.id, error: String(error) }));
+      return 'working' as const;
+    });
+    if (status !== 'working') freed++;
+  }
+  return freed;
+}
+
 /**
  * Settles stale claims (older than the grace period), oldest first: of one workspace (when a
  * run finds its slots taken) or of all (the hourly sweep). Answers how many it freed.
@@ -476,27 +504,23 @@ export async function currentExecution(db: Db, env: Env, principal: Principal, r
 export async function reconcileStale(db: Db, env: Env, workspaceId?: string): Promise<number> {
   let freed = 0;
   for (let seen = 0; seen < SWEEP_MAX; seen += SWEEP_BATCH) {
-    const stale = await db
-      .select()
-      .from(executions)
-      .where(
-        and(
-          eq(executions.status, 'working'),
-          or(isNull(executions.claimedAt), lt(executions.claimedAt, now() - CLAIM_GRACE_MS)),
-          workspaceId === undefined ? undefined : eq(executions.workspaceId, workspaceId),
-        ),
-      )
-      .orderBy(asc(executions.claimedAt))
+    const stale = await staleClaims(db, workspaceId)
       .limit(SWEEP_BATCH)
       .offset(seen - freed);
-    for (const execution of stale) {
-      const status = await reconcileExecution(db, env, execution).catch((error) => {
-        console.error(JSON.stringify({ level: 'error', message: 'could not reconcile an execution', executionId: execution.id, error: String(error) }));
-        return 'working' as const;
-      });
-      if (status !== 'working') freed++;
-    }
+    freed += await settle(db, env, stale);
     if (stale.length < SWEEP_BATCH) break;
   }
   return freed;
+}
+
+/**
+ * A list of the workspace's executions (`read`), with its stale claims settled first: the owner
+ * of a start that was never answered knows its run only from the list, which must not show it
+ * `working` once the grace period has passed. The list is read alongside the stale claims, and
+ * again only if one was freed. Bounded: a workspace has at most MAX_ACTIVE_EXECUTIONS claims.
+ */
+export async function withStaleSettled<T>(db: Db, env: Env, workspaceId: string, read: () => Promise<T>): Promise<T> {
+  const [stale, list] = await Promise.all([staleClaims(db, workspaceId).limit(SWEEP_BATCH), read()]);
+  if (stale.length === 0 || (await settle(db, env, stale)) === 0) return list;
+  return read();
 }

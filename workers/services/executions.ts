@@ -5,7 +5,7 @@ import { withoutSupersededText, type ExecutionEvent } from './execution-events';
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
 import { conflict } from '../errors';
-import { CANCEL_WAIT_MS, currentExecution, interruptTurn, startTurn, startTurnById } from './execution-lifecycle';
+import { CANCEL_WAIT_MS, currentExecution, interruptTurn, startTurn, startTurnById, withStaleSettled } from './execution-lifecycle';
 import { now, toIso } from '../lib/clock';
 import { formatId } from '../lib/ids';
 import { byIntegerId, cursorPage, DEFAULT_PAGE, mapPage } from '../lib/pagination';
@@ -330,30 +330,36 @@ export const presentHistory = (row: typeof executions.$inferSelect) => ({
   completedAt: row.completedAt === null ? null : toIso(row.completedAt),
 });
 
-/** The cursor form when after_id or before_id is present, the offset form otherwise. */
-export async function listExecutions(db: Db, principal: Principal, query: ListExecutionsInput) {
+/**
+ * The cursor form when after_id or before_id is present, the offset form otherwise; a run lost
+ * before its start was answered is settled first (`withStaleSettled`), so it is never listed
+ * `working` past the grace period.
+ */
+export async function listExecutions(db: Db, env: Env, principal: Principal, query: ListExecutionsInput) {
   const where = and(
     eq(executions.workspaceId, principal.workspaceId),
     query.channels?.length ? inArray(executions.source, query.channels) : undefined,
     query.interfaces?.length ? inArray(executions.interface, query.interfaces) : undefined,
   );
-  if (query.after_id !== undefined || query.before_id !== undefined) {
-    const page = await cursorPage(
-      { limit: query.limit ?? DEFAULT_PAGE, after_id: query.after_id, before_id: query.before_id },
-      byIntegerId(executions.id, (w, orderBy, limit) => db.select().from(executions).where(w).orderBy(orderBy).limit(limit), 'exec'),
-      where,
-    );
-    return mapPage(page, presentHistory);
-  }
-  const limit = query.limit ?? HISTORY_PAGE;
-  const rows = await db
-    .select()
-    .from(executions)
-    .where(where)
-    .orderBy(desc(executions.id))
-    .limit(limit + 1)
-    .offset(query.offset);
-  return { items: rows.slice(0, limit).map(presentHistory), hasMore: rows.length > limit, offset: query.offset, limit };
+  return withStaleSettled(db, env, principal.workspaceId, async () => {
+    if (query.after_id !== undefined || query.before_id !== undefined) {
+      const page = await cursorPage(
+        { limit: query.limit ?? DEFAULT_PAGE, after_id: query.after_id, before_id: query.before_id },
+        byIntegerId(executions.id, (w, orderBy, limit) => db.select().from(executions).where(w).orderBy(orderBy).limit(limit), 'exec'),
+        where,
+      );
+      return mapPage(page, presentHistory);
+    }
+    const limit = query.limit ?? HISTORY_PAGE;
+    const rows = await db
+      .select()
+      .from(executions)
+      .where(where)
+      .orderBy(desc(executions.id))
+      .limit(limit + 1)
+      .offset(query.offset);
+    return { items: rows.slice(0, limit).map(presentHistory), hasMore: rows.length > limit, offset: query.offset, limit };
+  });
 }
 
 /** The offset form of the history (spec 4.3). */
