@@ -1,7 +1,10 @@
-import { api, ApiError, put, type Answer } from '../api';
+import { api, ApiError } from '../api';
 import { alertBox, field, h, show } from '../dom';
 
-type Category = Answer<'/marketplace/skills/categories'>[number];
+interface Category {
+  id: string;
+  name: string;
+}
 
 /**
  * "New skill": authoring from nothing (`PUT /skills/:slug` with a slug no installed skill has;
@@ -43,8 +46,8 @@ export function newSkillForm(installed: Set<string>, categories: Category[]) {
         if (installed.has(slug)) return refuse('slug', `A skill "${slug}" is installed already: edit it on its page.`);
         button.disabled = true;
         try {
-          await put('/skills/{slug}', {
-            path: { slug },
+          await api(`/skills/${encodeURIComponent(slug)}`, {
+            method: 'PUT',
             body: {
               name: controls.name.value,
               description: controls.description.value,
@@ -75,4 +78,4 @@ export function newSkillForm(installed: Set<string>, categories: Category[]) {
   );
 }
 
-export const skillCategories = () => api('/marketplace/skills/categories');
+export const skillCategories = () => api<Category[]>('/marketplace/skills/categories');

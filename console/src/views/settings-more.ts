@@ -1,4 +1,4 @@
-import { api, ApiError, del, post, put, type Answer } from '../api';
+import { api, ApiError, post } from '../api';
 import { alertBox, field, h, show, when } from '../dom';
 
 /** A settings section: its heading, then what it holds. */
@@ -31,16 +31,28 @@ function actionForm(label: string, button: string, fields: HTMLElement[], send: 
   );
 }
 
-const ROLES = ['member', 'admin'] as const;
+interface Member {
+  email: string;
+  name: string;
+  role: string;
+  joinedAt: string;
+}
+interface Invitation {
+  email: string;
+  role: string;
+  status: string;
+  expiresAt: string;
+}
 
 /** Members and invitations of the current workspace; inviting shows the acceptance token once. */
 export async function members(box: HTMLElement) {
-  const { id } = await api('/workspaces/current');
+  const { id } = await api<{ id: string }>('/workspaces/current');
+  const base = `/workspaces/${encodeURIComponent(id)}`;
   const list = h('div');
   const draw = async () => {
     const [people, invitations] = await Promise.all([
-      api('/workspaces/{id}/members', { path: { id }, query: { limit: 100 } }),
-      api('/workspaces/{id}/invitations', { path: { id }, query: { limit: 100 } }).catch(() => ({ data: [] })),
+      api<{ data: Member[] }>(`${base}/members?limit=100`),
+      api<{ data: Invitation[] }>(`${base}/invitations?limit=100`).catch(() => ({ data: [] })),
     ]);
     show(
       list,
@@ -64,7 +76,7 @@ export async function members(box: HTMLElement) {
   const role = h(
     'select',
     { id: 'invite-role' },
-    ROLES.map((r) => h('option', { value: r }, r)),
+    ['member', 'admin'].map((r) => h('option', { value: r }, r)),
   );
   await draw();
   show(
@@ -78,10 +90,7 @@ export async function members(box: HTMLElement) {
         'Invite',
         [field('Email to invite', email), field('Role', role)],
         async () => {
-          const created = await post('/workspaces/{id}/invitations', {
-            path: { id },
-            body: { email: email.value, role: ROLES.find((r) => r === role.value) ?? 'member' },
-          });
+          const created = await post<{ token: string }>(`${base}/invitations`, { email: email.value, role: role.value });
           email.value = '';
           return `Invited. Send them this acceptance token (shown once): ${created.token}`;
         },
@@ -91,11 +100,17 @@ export async function members(box: HTMLElement) {
   );
 }
 
+interface Secret {
+  id: string;
+  name: string;
+  updatedAt: string;
+}
+
 /** Secrets: names only (values are write-only), add, delete. */
 export async function secrets(box: HTMLElement) {
   const list = h('ul', { class: 'plain', 'aria-label': 'Secrets' });
   const draw = async () => {
-    const page = await api('/secrets', { query: { limit: 100 } });
+    const page = await api<{ data: Secret[] }>('/secrets?limit=100');
     show(
       list,
       page.data.length
@@ -111,7 +126,7 @@ export async function secrets(box: HTMLElement) {
                   type: 'button',
                   'aria-label': `Delete ${s.name}`,
                   onclick: async () => {
-                    await del('/secrets/{id}', { path: { id: s.id } });
+                    await api(`/secrets/${encodeURIComponent(s.id)}`, { method: 'DELETE' });
                     await draw();
                   },
                 },
@@ -136,7 +151,7 @@ export async function secrets(box: HTMLElement) {
         'Add secret',
         [field('Secret name', name, 'An environment variable name, e.g. GITHUB_TOKEN.'), field('Secret value', value, 'Write-only: it is never shown again.')],
         async () => {
-          await post('/secrets', { body: { name: name.value, value: value.value } });
+          await post('/secrets', { name: name.value, value: value.value });
           const added = name.value;
           name.value = value.value = '';
           return `Saved ${added}.`;
@@ -152,7 +167,7 @@ export async function byok(box: HTMLElement) {
   const state = h('p');
   const remove = h('button', { type: 'button' }, 'Remove model key');
   const draw = async () => {
-    const s = await api('/byok');
+    const s = await api<{ hasKey: boolean; keyPreview: string | null; provider: string | null }>('/byok');
     remove.hidden = !s.hasKey;
     show(
       state,
@@ -162,7 +177,7 @@ export async function byok(box: HTMLElement) {
     );
   };
   remove.addEventListener('click', async () => {
-    await del('/byok');
+    await api('/byok', { method: 'DELETE' });
     await draw();
   });
   const key = h('input', { id: 'byok-key', type: 'password', required: true, autocomplete: 'off' });
@@ -178,7 +193,7 @@ export async function byok(box: HTMLElement) {
         'Save model key',
         [field('Model API key', key, 'sk-ant-… (Anthropic) or sk-… (OpenAI-compatible); stored encrypted.')],
         async () => {
-          await put('/byok', { body: { key: key.value } });
+          await api('/byok', { method: 'PUT', body: { key: key.value } });
           key.value = '';
           return 'Saved.';
         },
@@ -189,11 +204,20 @@ export async function byok(box: HTMLElement) {
   );
 }
 
+interface Connector {
+  type: string;
+  name: string;
+  description: string;
+  status: string;
+  configured: boolean;
+  connect: { help: string };
+}
+
 /** Connectors: each with its state; connect with a token, disconnect. */
 export async function connectors(box: HTMLElement) {
   const list = h('div');
   const draw = async () => {
-    const { connectors: items } = await api('/connectors');
+    const { connectors: items } = await api<{ connectors: Connector[] }>('/connectors');
     show(
       list,
       items.map((c) => {
@@ -209,7 +233,7 @@ export async function connectors(box: HTMLElement) {
                 {
                   type: 'button',
                   onclick: async () => {
-                    await post('/connectors/{type}/disconnect', { path: { type: c.type } });
+                    await post(`/connectors/${encodeURIComponent(c.type)}/disconnect`);
                     await draw();
                   },
                 },
@@ -221,7 +245,7 @@ export async function connectors(box: HTMLElement) {
                   `Connect ${c.name}`,
                   [field(`${c.name} token`, token, c.connect.help)],
                   async () => {
-                    await post('/connectors/{type}/connect', { path: { type: c.type }, body: { token: token.value } });
+                    await post(`/connectors/${encodeURIComponent(c.type)}/connect`, { token: token.value });
                     return `Connected ${c.name}.`;
                   },
                   draw,
@@ -235,20 +259,36 @@ export async function connectors(box: HTMLElement) {
   show(box, section('connectors', 'Connectors', list));
 }
 
+interface Pack {
+  id: string;
+  name: string;
+  dollarinos: number;
+  priceCents: number;
+}
+interface Transaction {
+  amount: number;
+  type: string;
+  description: string;
+  createdAt: string;
+}
+
 /** Billing: the tier, packs bought through Stripe Checkout, the recent transactions. */
 export async function billing(box: HTMLElement) {
   const [tier, packs, transactions, profile] = await Promise.all([
-    api('/billing/subscription/tier'),
-    api('/billing/packs'),
-    api('/billing/transactions'),
-    api('/profile'),
+    api<{ tier: string; subscriptionExpiresAt: string | null; isTestMode: boolean }>('/billing/subscription/tier'),
+    api<{ packs: Pack[] }>('/billing/packs'),
+    api<{ transactions: Transaction[] }>('/billing/transactions'),
+    api<{ email: string }>('/profile'),
   ]);
   const message = h('div', { role: 'status' });
-  const buy = async (pack: Answer<'/billing/packs'>['packs'][number]) => {
+  const buy = async (pack: Pack) => {
     try {
       const back = `${location.origin}/settings#billing-h`;
-      const { checkoutUrl } = await post('/billing/purchase', {
-        body: { packId: pack.id, email: profile.email, successUrl: back, cancelUrl: back },
+      const { checkoutUrl } = await post<{ checkoutUrl: string }>('/billing/purchase', {
+        packId: pack.id,
+        email: profile.email,
+        successUrl: back,
+        cancelUrl: back,
       });
       location.assign(checkoutUrl);
     } catch (error) {
