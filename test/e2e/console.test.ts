@@ -107,7 +107,7 @@ describe('the console in a browser', () => {
     expect(await page.getByRole('button', { name: 'Install' }).count()).toBe(0);
     await check('marketplace-skill');
 
-    // Run it: the answer appears in Output while the run is still working.
+    // Run it: the answer appears in Output while the run is still working, drawn as Markdown as it streams.
     await page.getByRole('link', { name: 'Run', exact: true }).click();
     // The last sentence carries markup and a script link into the run's notes file, which the preview must show as text.
     await page
@@ -117,10 +117,14 @@ describe('the console in a browser', () => {
       );
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     await page.waitForURL(/\/runs\/exec_/);
-    await output().getByText('Key points').waitFor();
+    await output().getByRole('heading', { name: 'Key points' }).waitFor();
     expect(await page.getByRole('button', { name: 'Interrupt' }).isVisible()).toBe(true);
+    expect(await output().getAttribute('aria-busy')).toBe('true');
     const before = (await output().textContent())!;
     expect(before).not.toContain('Covered');
+    expect(before).not.toContain('## ');
+    // A screenshot only (axe checks the finished page below), so the reload still comes mid-run.
+    await page.screenshot({ path: join(screenshots, 'run-streaming.png'), fullPage: true });
 
     // Reload mid-run: what was seen is back at once and the stream goes on from there to the end.
     await page.reload();
@@ -134,6 +138,7 @@ describe('the console in a browser', () => {
     expect(text.match(/Key points/g)).toHaveLength(1);
     // The whole answer is drawn as Markdown: its headings, emphasis and list, not their marks.
     await output().getByRole('heading', { name: 'Key points' }).waitFor();
+    expect(await output().getAttribute('aria-busy')).toBeNull();
     expect(await output().getByRole('listitem').filter({ hasText: 'Ben writes the notes.' }).count()).toBe(1);
     expect(await output().locator('strong', { hasText: 'Request:' }).count()).toBe(1);
     expect(text).not.toContain('### ');
