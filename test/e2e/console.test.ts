@@ -138,7 +138,7 @@ describe('the console in a browser', () => {
     expect(text.match(/Key points/g)).toHaveLength(1);
     // The whole answer is drawn as Markdown: its headings, emphasis and list, not their marks.
     await output().getByRole('heading', { name: 'Key points' }).waitFor();
-    expect(await output().getAttribute('aria-busy')).toBeNull();
+    expect(await output().getAttribute('aria-busy')).toBe('false');
     expect(await output().getByRole('listitem').filter({ hasText: 'Ben writes the notes.' }).count()).toBe(1);
     expect(await output().locator('strong', { hasText: 'Request:' }).count()).toBe(1);
     expect(text).not.toContain('### ');

@@ -41,7 +41,14 @@ export async function run(app: HTMLElement, id: string) {
   const statusText = h('span', { role: 'status' });
   const tokens = h('span');
   const cost = h('span');
-  const output = h('div', { class: 'output', 'aria-live': 'polite' });
+  const output = h('div', { class: 'output' });
+  // The Output region is the live region, busy while an answer grows (see drawAnswer).
+  const region = h(
+    'section',
+    { 'aria-labelledby': 'output-h', class: 'output-section', 'aria-live': 'polite', 'aria-busy': 'false' },
+    h('h2', { id: 'output-h' }, 'Output'),
+    output,
+  );
   const controls = h('div', { class: 'controls' });
   const notice = h('div');
   const timeline = h('ol', { class: 'timeline', 'aria-label': 'Event timeline' });
@@ -65,13 +72,13 @@ export async function run(app: HTMLElement, id: string) {
     cancelAnimationFrame(frame);
     drawAnswer();
     answer = undefined;
-    output.removeAttribute('aria-busy');
+    region.setAttribute('aria-busy', 'false');
   };
   const drawPart = (part: Part) => {
     if (part.kind === 'text') {
       if (!answer) {
         answer = { text: '', draw: growingMarkdown(output.appendChild(h('div', { class: 'answer' }))) };
-        output.setAttribute('aria-busy', 'true');
+        region.setAttribute('aria-busy', 'true');
       }
       answer.text += part.text;
       frame ||= requestAnimationFrame(drawAnswer);
@@ -211,7 +218,7 @@ export async function run(app: HTMLElement, id: string) {
       h('dt', {}, 'Cost'),
       h('dd', {}, cost),
     ),
-    h('section', { 'aria-labelledby': 'output-h', class: 'output-section' }, h('h2', { id: 'output-h' }, 'Output'), output),
+    region,
     files.element,
     notice,
     controls,
