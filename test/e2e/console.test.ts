@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
 import { type RunningService } from './helpers';
@@ -142,6 +142,11 @@ describe('the console in a browser', () => {
     expect(await output().getByRole('listitem').filter({ hasText: 'Ben writes the notes.' }).count()).toBe(1);
     expect(await output().locator('strong', { hasText: 'Request:' }).count()).toBe(1);
     expect(text).not.toContain('### ');
+    // Its headings stand out from its text: none is drawn smaller.
+    const fontSize = (element: Locator) => element.evaluate((e) => parseFloat(getComputedStyle(e).fontSize));
+    expect(await fontSize(output().getByRole('heading', { name: 'Key points' }))).toBeGreaterThanOrEqual(
+      await fontSize(output().getByRole('listitem').first()),
+    );
     await page.getByLabel('Follow-up').waitFor();
 
     // The run's files: a safe preview of its Markdown notes, and a download of the same bytes.

@@ -56,7 +56,7 @@ export function artifactsSection(executionId: string) {
                     preview,
                     h(
                       'section',
-                      { class: 'preview', 'aria-label': `Preview of ${artifact.name}` },
+                      { class: isMarkdown(artifact) ? 'preview markdown' : 'preview', 'aria-label': `Preview of ${artifact.name}` },
                       isMarkdown(artifact) ? markdownNodes(text) : h('pre', {}, text),
                     ),
                   );

@@ -77,7 +77,7 @@ export async function run(app: HTMLElement, id: string) {
   const drawPart = (part: Part) => {
     if (part.kind === 'text') {
       if (!answer) {
-        answer = { text: '', draw: growingMarkdown(output.appendChild(h('div', { class: 'answer' }))) };
+        answer = { text: '', draw: growingMarkdown(output.appendChild(h('div', { class: 'markdown' }))) };
         region.setAttribute('aria-busy', 'true');
       }
       answer.text += part.text;
