@@ -143,7 +143,7 @@ describe('the console in a browser', () => {
     expect(await output().locator('strong', { hasText: 'Request:' }).count()).toBe(1);
     expect(text).not.toContain('### ');
     // Its headings stand out from its text: none is drawn smaller.
-    const fontSize = (element: Locator) => element.evaluate((e) => parseFloat(getComputedStyle(e).fontSize));
+    const fontSize = (element: Locator) => element.evaluate((e) => parseFloat(e.ownerDocument.defaultView!.getComputedStyle(e).fontSize));
     expect(await fontSize(output().getByRole('heading', { name: 'Key points' }))).toBeGreaterThanOrEqual(
       await fontSize(output().getByRole('listitem').first()),
     );
