@@ -14,7 +14,7 @@ import { findAgent } from '../services/agents';
 import { interruptTurn } from '../services/execution-lifecycle';
 import { runAgent, runSkill } from '../services/executions';
 import type { Json, LeafStep, MappingStep } from '../workflows/compiler';
-import { StepError } from '../workflows/steps';
+import { StepError, type ExecutionCheck } from '../workflows/steps';
 
 /** What starting a step that runs an execution answers. */
 export type Started = { executionId: string };
@@ -94,9 +94,6 @@ export async function startAgent(db: Db, env: Env, actor: Actor, step: Extract<L
     return startFailure(error);
   }
 }
-
-/** Where a started execution is: still working, or its outcome. */
-export type ExecutionCheck = { state: 'working' } | { state: 'completed'; text: string; executionId: string } | { state: 'stopped'; reason: string };
 
 export async function checkExecution(db: Db, env: Env, workspaceId: string, executionId: string): Promise<ExecutionCheck> {
   const id = parseId('exec', executionId);
