@@ -14,6 +14,7 @@ import { findAgent } from '../services/agents';
 import { interruptTurn } from '../services/execution-lifecycle';
 import { runAgent, runSkill } from '../services/executions';
 import type { Json, LeafStep, MappingStep } from '../workflows/compiler';
+import type { StepKind } from '../workflows/interpreter';
 import { StepError, type ExecutionCheck } from '../workflows/steps';
 
 /** What starting a step that runs an execution answers. */
@@ -30,6 +31,13 @@ function startFailure(error: unknown): never {
 
 /** The capability a workflow step's own tool runs: one with a workflow-step view. */
 const stepCapability = (toolId: string) => CAPABILITIES.find((c) => c.name === toolId && c.workflowStep);
+
+/** How a tool step of this id runs; undefined for one this deployment does not offer. */
+export function stepKind(toolId: string): StepKind | undefined {
+  if (toolId === 'human-input') return 'input';
+  if (toolId === executeSkillCapability.name) return 'execution';
+  return stepCapability(toolId) ? 'read' : undefined;
+}
 
 /**
  * The scope the check of a step needs (that of the capability it mirrors), or null for a step
@@ -94,6 +102,10 @@ export async function startAgent(db: Db, env: Env, actor: Actor, step: Extract<L
     return startFailure(error);
   }
 }
+
+/** Starts the execution of an agent step, or of a tool step of kind execution. */
+export const startStep = (db: Db, env: Env, actor: Actor, step: LeafStep, input: unknown): Promise<Started> =>
+  step.type === 'agent' ? startAgent(db, env, actor, step, input) : startSkill(db, env, actor, input);
 
 export async function checkExecution(db: Db, env: Env, workspaceId: string, executionId: string): Promise<ExecutionCheck> {
   const id = parseId('exec', executionId);
