@@ -438,7 +438,7 @@ export class WorkflowRun extends DurableObject<Env> {
           break;
         }
         case 'start-execution': {
-          const started = await this.attempt(effect.key, () => startStep(this.db, this.env, actor!, effect.step, effect.input));
+          const started = await this.attempt(effect.key, () => startStep(this.db, this.env, actor!, effect.step, effect.input, this.run!.meta.runId));
           // Canceled (or failed) while the execution was starting, it is stopped before going on.
           if (started) await this.stopAll(stopsIn(this.apply({ type: 'execution-started', key: effect.key, executionId: started.executionId })));
           break;
