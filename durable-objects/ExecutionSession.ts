@@ -348,7 +348,7 @@ export class ExecutionSession extends DurableObject<Env> {
     let ownKey = false;
     let secrets: RunSecret[] = [];
     try {
-      const keys = sealed ?? (await sealedTurnKeys(db, input));
+      const keys = sealed ?? (await sealedTurnKeys(db, input.actor, input.skillSlug));
       const [byok, bound] = await Promise.all([openByokKey(this.env.ENCRYPTION_KEY, keys.byok), openRunSecrets(this.env.ENCRYPTION_KEY, keys.secrets)]);
       provider = selectProvider(this.env, byok);
       ownKey = byok !== null;
@@ -458,7 +458,7 @@ export class ExecutionSession extends DurableObject<Env> {
     const { usage } = checkpoint;
     // What the run is shown to cost is what was charged: the cost capped at the balance.
     const settlement = {
-      userId: input.userId,
+      userId: input.actor.userId,
       turnKey: input.turnKey,
       executionId: `exec_${input.executionId}`,
       cost: ownKey ? 0 : costInHundredths(model, usage.inputTokens, usage.outputTokens),

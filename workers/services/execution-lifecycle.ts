@@ -3,7 +3,7 @@ import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { BatchResponse } from 'drizzle-orm/batch';
 import { executions, skillVersions, threads } from '../../schema';
 import { runActor, type Actor } from '../auth/actor';
-import { apiKeyIdOf, type Principal } from '../auth/principal';
+import type { Principal } from '../auth/principal';
 import { hasScope } from '../auth/scopes';
 import type { Db, Env } from '../env';
 import { AppError, conflict } from '../errors';
@@ -213,7 +213,7 @@ async function claimHoldAndRead(db: Db, env: Env, principal: Principal, executio
           : sql`0`,
       )
       .limit(1),
-    ...sealedTurnKeyReads(db, { userId: principal.userId, workspaceId: principal.workspaceId, skillSlug: claimed(executions.skillSlug) }),
+    ...sealedTurnKeyReads(db, principal, claimed(executions.skillSlug)),
   ]);
   if (!execution) return null;
   return {
@@ -349,14 +349,13 @@ async function release(db: Db, holder: Holder, turnKey: string | null, to: 'idle
   return released.length > 0;
 }
 
-/** The turn's model key and bound secrets, encrypted as stored: read at its start (and again by a resumed turn). */
-const sealedTurnKeyReads = (db: Db, turn: Pick<TurnInput, 'userId' | 'workspaceId'> & { skillSlug: string | SQLWrapper }) =>
-  [sealedByokKey(db, turn.userId), sealedRunSecrets(db, turn.workspaceId, turn.skillSlug)] as const;
+/** The turn's model key (the actor's own) and the skill's bound secrets, encrypted as stored: read at its start (and again by a resumed turn). */
+const sealedTurnKeyReads = (db: Db, actor: Actor, skillSlug: string | SQLWrapper) =>
+  [sealedByokKey(db, actor.userId), sealedRunSecrets(db, actor.workspaceId, skillSlug)] as const;
 
 const sealedTurnKeysFrom = ([[byok], secrets]: BatchResponse<ReturnType<typeof sealedTurnKeyReads>>): SealedTurnKeys => ({ byok: byok ?? null, secrets });
 
-export const sealedTurnKeys = async (db: Db, turn: Pick<TurnInput, 'userId' | 'workspaceId' | 'skillSlug'>) =>
-  sealedTurnKeysFrom(await db.batch(sealedTurnKeyReads(db, turn)));
+export const sealedTurnKeys = async (db: Db, actor: Actor, skillSlug: string) => sealedTurnKeysFrom(await db.batch(sealedTurnKeyReads(db, actor, skillSlug)));
 
 function turnInput(
   principal: Actor,
@@ -366,11 +365,6 @@ function turnInput(
 ): TurnInput {
   return {
     executionId: execution.id,
-    workspaceId: principal.workspaceId,
-    userId: principal.userId,
-    role: principal.role,
-    apiKeyId: apiKeyIdOf(principal),
-    requestId: principal.origin.requestId,
     actor: runActor(principal, { kind: 'execution', id: formatId('exec', execution.id) }),
     turnKey: turn.turnKey,
     budget: turn.budget,
@@ -416,7 +410,7 @@ const announceStart = (db: Db, principal: Principal, execution: ExecutionRow) =>
 export async function announceRunStarted(db: Db, env: Env, turn: TurnInput, seq: number) {
   await Promise.all([
     traceRunStarted(db, turn.executionId).catch(logBookkeeping(turn.executionId)),
-    publish(env, turn.workspaceId, [{ type: 'execution-started', executionId: formatId('exec', turn.executionId), source: turn.source ?? 'api', seq }]),
+    publish(env, turn.actor.workspaceId, [{ type: 'execution-started', executionId: formatId('exec', turn.executionId), source: turn.source ?? 'api', seq }]),
   ]);
 }
 
