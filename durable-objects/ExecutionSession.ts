@@ -9,6 +9,7 @@ import type {
   RunStopReason,
   SealedTurnKeys,
   StartTurnAnswer,
+  TurnEnding,
   TurnInput,
   TurnOutcome,
 } from '../workers/services/execution-events';
@@ -26,9 +27,8 @@ import { runTools } from '../workers/runtime/tools';
 import { threadRunTools } from '../workers/runtime/workflow-tools';
 import { openByokKey } from '../workers/services/byok';
 import { openRunSecrets, type RunSecret } from '../workers/services/skill-secrets';
-import { closeTurn, storeArtifact, type StoredArtifact } from '../workers/services/execution-runs';
-import { settledCharge } from '../workers/services/credits';
-import { announceRunStarted, sealedTurnKeys } from '../workers/services/execution-lifecycle';
+import type { StoredArtifact } from '../workers/services/execution-runs';
+import { announceRunStarted, sealedTurnKeys, settleTurn } from '../workers/services/execution-lifecycle';
 
 /** A turn in progress, persisted so the heartbeat can resume it after an eviction. */
 interface RunningTurn {
@@ -49,7 +49,7 @@ interface Checkpoint {
   usage: { inputTokens: number; outputTokens: number };
   /** A round of tool calls under way: a resumed turn makes the calls it has no result for, then asks the model. */
   round?: ToolRound;
-  ended?: { stopReason: RunStopReason; text: string; model: string; ownKey: boolean };
+  ended?: TurnEnding;
   /** Once the closing batch may have been sent: the output it carries (stored in R2 once), so a resume sends the same. */
   closing?: { output: StoredArtifact | null };
 }
@@ -248,7 +248,7 @@ export class ExecutionSession extends DurableObject<Env> {
    * With no turn here, `turnKey` (the one the executions index claimed) never started: it is
    * abandoned with `user.interrupt` and `session.status_idle` (interrupt), so streams end.
    */
-  async interrupt(turnKey: string | null, waitMs = 0): Promise<TurnOutcome> {
+  async interrupt(turnKey: string, waitMs = 0): Promise<TurnOutcome> {
     const turn = this.ctx.storage.kv.get<RunningTurn>('turn');
     if (!turn) {
       return this.abandon(turnKey, [
@@ -269,7 +269,7 @@ export class ExecutionSession extends DurableObject<Env> {
    * never started and is abandoned with `notice` and `session.status_idle` (error), which ends
    * every open stream of it.
    */
-  reconcile(turnKey: string | null, notice: string): TurnOutcome {
+  reconcile(turnKey: string, notice: string): TurnOutcome {
     const turn = this.ctx.storage.kv.get<RunningTurn>('turn');
     if (turn) {
       this.resumeIfLost(turn);
@@ -302,25 +302,19 @@ export class ExecutionSession extends DurableObject<Env> {
   /**
    * Fences off a turn that is not held here: a started key (whose turn has ended) is finished;
    * any other is recorded as abandoned, so it can never start, and `closing` is appended once
-   * per key (a turn withdrawn silently still gets its closing events when it is settled). A
-   * legacy claim without a key cannot be fenced; its closing events are appended.
+   * per key (a turn withdrawn silently still gets its closing events when it is settled).
    */
-  private abandon(turnKey: string | null, closing: NewExecutionEvent[]): TurnOutcome {
-    const known = turnKey === null ? undefined : this.turn(turnKey);
+  private abandon(turnKey: string, closing: NewExecutionEvent[]): TurnOutcome {
+    const known = this.turn(turnKey);
     if (known?.state === 'started') return { state: 'finished' };
-    // A legacy claim cannot name its turn. A log that already ended has nothing left to close: the
-    // claim is released (if its run had not settled it meanwhile) without a second ending.
-    if (turnKey === null && isEnd(this.lastEvent())) return { state: 'abandoned', events: [] };
     const closed = known !== undefined && known.seq !== null;
     const events = closing.length > 0 && !closed ? this.append(closing) : [];
-    if (turnKey !== null) {
-      this.ctx.storage.sql.exec(
-        `INSERT OR REPLACE INTO turns (turn_key, state, seq, at) VALUES (?, 'abandoned', ?, ?)`,
-        turnKey,
-        events.at(-1)?.seq ?? known?.seq ?? null,
-        now(),
-      );
-    }
+    this.ctx.storage.sql.exec(
+      `INSERT OR REPLACE INTO turns (turn_key, state, seq, at) VALUES (?, 'abandoned', ?, ?)`,
+      turnKey,
+      events.at(-1)?.seq ?? known?.seq ?? null,
+      now(),
+    );
     return { state: 'abandoned', events };
   }
 
@@ -342,7 +336,7 @@ export class ExecutionSession extends DurableObject<Env> {
     const resumed = saved?.turnKey === input.turnKey ? saved : null;
     // A resumed turn may have been interrupted in the instance it was cut off from.
     this.interrupted = kv.get<boolean>('interrupt') ?? false;
-    if (resumed?.ended) return this.finishRun(db, input, startedAt, resumed);
+    if (resumed?.ended) return this.settle(db, input, startedAt, { ...resumed, ended: resumed.ended });
     let provider: ModelProvider | null = null;
     // The user's own key (BYOK) pays for the run instead of credits.
     let ownKey = false;
@@ -421,69 +415,30 @@ export class ExecutionSession extends DurableObject<Env> {
     this.append(redactor.flush());
     const refused = acting.refusal();
     if (refused !== undefined) this.append([{ type: 'agent.info', payload: { message: refused } }]);
-    const checkpoint: Checkpoint = { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage, ended: { stopReason, text, model, ownKey } };
-    kv.put('checkpoint', checkpoint);
-    await this.finishRun(db, input, startedAt, checkpoint);
+    const checkpoint = { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage, ended: { stopReason, text, model, ownKey } };
+    kv.put('checkpoint', checkpoint satisfies Checkpoint);
+    await this.settle(db, input, startedAt, checkpoint);
   }
 
-  /** The bookkeeping of an ended turn (`closeOnce`), then the closing events. */
-  private async finishRun(db: Db, input: TurnInput, startedAt: number, checkpoint: Checkpoint): Promise<void> {
+  /** Asks the run lifecycle to settle an ended turn; once it has, the turn is over here and its log closed. */
+  private settle(db: Db, input: TurnInput, startedAt: number, checkpoint: Checkpoint & { ended: TurnEnding }): Promise<void> {
     const kv = this.ctx.storage.kv;
-    const { stopReason, text } = checkpoint.ended!;
-    const { usage } = checkpoint;
-    const cost = await this.closeOnce(db, input, startedAt, checkpoint);
-    kv.delete('turn');
-    kv.delete('checkpoint');
-    this.append([
+    const { ended, usage, closing } = checkpoint;
+    return settleTurn(
+      db,
+      this.env,
+      input,
+      { ended, usage, startedAt, closing },
       {
-        type: 'execution.result',
-        payload: {
-          summary: text.slice(0, 500),
-          cost: cost / 100,
-          tokenUsage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+        closing: (output) => kv.put('checkpoint', { ...checkpoint, closing: { output } } satisfies Checkpoint),
+        close: (events) => {
+          kv.delete('turn');
+          kv.delete('checkpoint');
+          this.append(events);
         },
+        waitUntil: (work) => this.ctx.waitUntil(work),
       },
-      { type: 'session.status_idle', payload: { stop_reason: { type: stopReason } } },
-    ]);
-    if (input.workflowRunId) this.ctx.waitUntil(this.tellWorkflowRun(input.workflowRunId, input.executionId));
-  }
-
-  /**
-   * output.md to R2, then its row, the settlement and the D1 record in one D1 request (before the
-   * idle event: a client that acts on session.status_idle must find the execution idle and its
-   * output listed), sent once. Answers what was charged.
-   */
-  private async closeOnce(db: Db, input: TurnInput, startedAt: number, checkpoint: Checkpoint): Promise<number> {
-    const { stopReason, text, model, ownKey } = checkpoint.ended!;
-    const { usage } = checkpoint;
-    // What the run is shown to cost is what was charged: the cost capped at the balance.
-    const settlement = {
-      userId: input.actor.userId,
-      turnKey: input.turnKey,
-      executionId: `exec_${input.executionId}`,
-      cost: ownKey ? 0 : costInHundredths(model, usage.inputTokens, usage.outputTokens),
-      description: `${input.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${model}${ownKey ? ', on your own key' : ''})`,
-    };
-    // A turn cut off while its closing batch was under way asks whether it landed (it lands whole or not at all).
-    const landed = checkpoint.closing ? await settledCharge(db, settlement) : undefined;
-    if (landed !== undefined) return landed;
-    const output = checkpoint.closing
-      ? checkpoint.closing.output
-      : stopReason === 'end_turn'
-        ? await storeArtifact(this.env.BUCKET, input, 'output.md', text)
-        : null;
-    // Committed before the batch leaves: the output gate holds the D1 request until then.
-    this.ctx.storage.kv.put('checkpoint', { ...checkpoint, closing: { output } } satisfies Checkpoint);
-    return closeTurn(db, { executionId: input.executionId, reason: stopReason, settlement, totals: { ...usage, elapsedMs: now() - startedAt }, output });
-  }
-
-  /** The workflow step that started this run goes on now rather than at its next poll (which stays the fallback). */
-  private async tellWorkflowRun(runId: string, executionId: number) {
-    try {
-      await this.env.WORKFLOW_RUN.getByName(runId).executionEnded(`exec_${executionId}`);
-    } catch (error) {
-      console.error(JSON.stringify({ level: 'warn', message: 'the workflow run was not told its step ended', runId, executionId, error: String(error) }));
-    }
+    );
   }
 
   /** The log as a reader (a status read, a workflow's poll) sees it: a turn cut off by a restart resumes now, not at the next heartbeat. */

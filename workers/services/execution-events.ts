@@ -79,6 +79,16 @@ export interface SealedTurnKeys {
 /** Spec 6.1: why a run stopped. */
 export type RunStopReason = 'end_turn' | 'interrupt' | 'limit_reached' | 'error';
 
+/** How a turn's agent loop ended: what its object records and the lifecycle settles. */
+export interface TurnEnding {
+  stopReason: RunStopReason;
+  /** The run's final answer, its secrets masked. */
+  text: string;
+  model: string;
+  /** Whether the user's own key (BYOK) paid for the run instead of credits. */
+  ownKey: boolean;
+}
+
 /** An execution's status, and its trace's, after a run: end_turn → completed, error → failed, interrupt and limit_reached → idle again (spec 3.8). */
 export const statusAfterRun = (reason: RunStopReason) => (reason === 'end_turn' ? 'completed' : reason === 'error' ? 'failed' : 'idle');
 
