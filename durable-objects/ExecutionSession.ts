@@ -6,7 +6,6 @@ import type {
   ExecutionEventType,
   JsonObject,
   NewExecutionEvent,
-  RunStopReason,
   SealedTurnKeys,
   StartTurnAnswer,
   TurnEnding,
@@ -15,20 +14,10 @@ import type {
 } from '../workers/services/execution-events';
 import { now, sleep } from '../workers/lib/clock';
 import { sseStream, type SseWriter } from '../workers/lib/sse';
-import { runAgentLoop, type ToolRound } from '../workers/runtime/agent-loop';
-import { costInHundredths, priceOf } from '../workers/runtime/pricing';
-import type { ModelMessage, ModelProvider } from '../workers/runtime/provider';
-import { selectProvider } from '../workers/runtime/providers/index';
-import { LOCAL_PROVIDER_NOTICE } from '../workers/runtime/providers/local';
-import { eventRedactor, redactSecrets, secretsNotice } from '../workers/runtime/run-secrets';
-import { connectorRunTools } from '../workers/runtime/connector-tools';
-import { actingForLauncher } from '../workers/runtime/launcher-tools';
-import { runTools } from '../workers/runtime/tools';
-import { threadRunTools } from '../workers/runtime/workflow-tools';
-import { openByokKey } from '../workers/services/byok';
-import { openRunSecrets, type RunSecret } from '../workers/services/skill-secrets';
+import { runAgentTurn, type TurnProgress } from '../workers/runtime/agent-turn';
+import type { ModelMessage } from '../workers/runtime/provider';
 import type { StoredArtifact } from '../workers/services/execution-runs';
-import { announceRunStarted, sealedTurnKeys, settleTurn } from '../workers/services/execution-lifecycle';
+import { announceRunStarted, settleTurn } from '../workers/services/execution-lifecycle';
 
 /** A turn in progress, persisted so the heartbeat can resume it after an eviction. */
 interface RunningTurn {
@@ -37,18 +26,14 @@ interface RunningTurn {
 }
 
 /**
- * The turn's conversation after its last completed model request (and tool calls), and their
- * usage. Once the agent loop has ended, `ended` holds its outcome and `closing` marks that its
- * closing batch may have been sent, so a turn cut off while finishing is finished, not run again.
+ * The turn's progress after its last completed model request (and tool calls). Once the agent
+ * loop has ended, `ended` holds its outcome and `closing` marks that its closing batch may have
+ * been sent, so a turn cut off while finishing is settled, not run again.
  */
-interface Checkpoint {
+interface Checkpoint extends TurnProgress {
   turnKey: string;
   /** The last event seq at this checkpoint: events after it belong to work a resume does again. */
   seq?: number;
-  messages: ModelMessage[];
-  usage: { inputTokens: number; outputTokens: number };
-  /** A round of tool calls under way: a resumed turn makes the calls it has no result for, then asks the model. */
-  round?: ToolRound;
   ended?: TurnEnding;
   /** Once the closing batch may have been sent: the output it carries (stored in R2 once), so a resume sends the same. */
   closing?: { output: StoredArtifact | null };
@@ -56,11 +41,6 @@ interface Checkpoint {
 
 /** How often the alarm checks that a turn is still running. */
 const HEARTBEAT_MS = 30_000;
-
-/** Spec 3.1: executions run up to 65 minutes; past that the run ends with stop reason `error`. */
-export const MAX_RUN_MS = 65 * 60_000;
-const MAX_MODEL_REQUESTS = 8;
-const MAX_OUTPUT_TOKENS = 4096;
 
 /** Comment frames keep idle connections (and proxies) from timing out. */
 const KEEP_ALIVE_MS = 15_000;
@@ -105,13 +85,14 @@ const isEnd = (event: { type: ExecutionEventType } | undefined) => event?.type =
  * lifecycle (workers/services/execution-lifecycle.ts) asks it whether a claimed turn ever started.
  *
  * Runs: `startTurn` records the user's message and `session.status_running`, then runs the
- * agent loop in the background (`ctx.waitUntil`); `interrupt` records the intent in storage
- * (`interrupt` key), which the loop checks between model events. The conversation is kept
- * under the `messages` key for later turns; the turn in progress under `turn`, which an alarm
- * heartbeat uses to resume a run that an eviction or restart cut off, from `checkpoint` (the
- * turn's conversation after each model request and its tool calls, then its outcome and whether
- * its closing batch may have been sent), so a resumed turn neither calls a tool twice nor charges twice. When a run ends the object writes its outcome to
- * D1 (status, cost, tokens, time) and, for a completed run, the `output.md` artifact.
+ * agent turn (workers/runtime/agent-turn.ts) in the background (`ctx.waitUntil`); `interrupt`
+ * records the intent in storage (`interrupt` key), which the turn asks between model events. The
+ * conversation is kept under the `messages` key for later turns; the turn in progress under
+ * `turn`, which an alarm heartbeat uses to resume a run that an eviction or restart cut off,
+ * from `checkpoint` (the turn's progress after each model request and its tool calls, then its
+ * outcome and whether its closing batch may have been sent), so a resumed turn neither calls a
+ * tool twice nor charges twice. An ended turn is settled by the run lifecycle (`settleTurn`:
+ * output, charge, the execution's record and trace), which then closes the log here.
  *
  * Streaming: `fetch` answers Server-Sent Events: every event after `lastSeq` (query) or
  * `Last-Event-ID` (header), then live ones, ending after `session.status_idle`. If the log
@@ -328,94 +309,38 @@ export class ExecutionSession extends DurableObject<Env> {
     return this.current;
   }
 
+  /** Runs the agent on the turn (or resumes it from its checkpoint), then settles it; a turn cut off after its loop ended is only settled. */
   private async runLoop(input: TurnInput, startedAt: number, runningSeq?: number, sealed?: SealedTurnKeys): Promise<void> {
     const kv = this.ctx.storage.kv;
     const db = openDb(this.env.DB);
     // A turn cut off by an eviction goes on from its last checkpoint: tools already answered are not called again.
     const saved = kv.get<Checkpoint>('checkpoint');
-    const resumed = saved?.turnKey === input.turnKey ? saved : null;
+    const resumed = saved?.turnKey === input.turnKey ? saved : undefined;
     // A resumed turn may have been interrupted in the instance it was cut off from.
     this.interrupted = kv.get<boolean>('interrupt') ?? false;
     if (resumed?.ended) return this.settle(db, input, startedAt, { ...resumed, ended: resumed.ended });
-    let provider: ModelProvider | null = null;
-    // The user's own key (BYOK) pays for the run instead of credits.
-    let ownKey = false;
-    let secrets: RunSecret[] = [];
-    try {
-      const keys = sealed ?? (await sealedTurnKeys(db, input.actor, input.skillSlug));
-      const [byok, bound] = await Promise.all([openByokKey(this.env.ENCRYPTION_KEY, keys.byok), openRunSecrets(this.env.ENCRYPTION_KEY, keys.secrets)]);
-      provider = selectProvider(this.env, byok);
-      ownKey = byok !== null;
-      secrets = bound;
-      const about = { provider: provider.name, model: provider.model, ...(ownKey ? { byok: true } : {}) };
-      this.append([{ type: 'agent.info', payload: provider.name === 'local' ? { ...about, message: LOCAL_PROVIDER_NOTICE } : about }]);
-    } catch (error) {
-      // A configuration error ends the turn visibly (stop reason error) instead of leaving it working.
-      provider = null;
-      this.append([{ type: 'agent.info', payload: { message: error instanceof Error ? error.message : 'No model provider is configured' } }]);
-    }
-    const model = provider?.model ?? 'none';
-    // Priced once: the budget check asks at every model event.
-    const price = priceOf(model);
-    const costOf = (spent: { inputTokens: number; outputTokens: number }) => (ownKey ? 0 : costInHundredths(price, spent.inputTokens, spent.outputTokens));
     const history = kv.get<ModelMessage[]>('messages') ?? [];
-    const before = resumed?.usage ?? { inputTokens: 0, outputTokens: 0 };
-    const total = (spent: { inputTokens: number; outputTokens: number }) => ({
-      inputTokens: before.inputTokens + spent.inputTokens,
-      outputTokens: before.outputTokens + spent.outputTokens,
-    });
-    let stopReason: RunStopReason = 'error';
-    let text = '';
-    let usage = before;
-    let messages = resumed?.messages ?? [];
-    const redactor = eventRedactor<NewExecutionEvent>(secrets);
-    // Each tool call acts for the launcher as it is then; one revoked since the turn began ends the turn.
-    const acting = actingForLauncher(db, input, (turn) => [
-      ...runTools(db, this.env, turn, secrets),
-      ...connectorRunTools(db, this.env, turn),
-      ...threadRunTools(db, this.env, turn),
-    ]);
-    const loop = provider
-      ? runAgentLoop({
-          provider,
-          system: input.system + secretsNotice(secrets),
-          messages: resumed?.messages ?? [...history, { role: 'user', content: [{ type: 'text', text: input.text }] }],
-          tools: acting.tools,
-          maxTokens: MAX_OUTPUT_TOKENS,
-          maxTurns: MAX_MODEL_REQUESTS,
-          emit: (events) => this.emit(redactor.push(events)),
-          round: resumed?.round,
-          checkpoint: ({ messages, usage: spent, round }) => {
-            // Held deltas are written first, so the checkpoint's seq covers every event before it.
-            this.flushHeld();
-            kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage: total(spent), round } satisfies Checkpoint);
-          },
-          shouldStop: (spent) =>
-            this.interrupted
-              ? 'interrupt'
-              : acting.refusal() !== undefined || now() - startedAt > MAX_RUN_MS
-                ? 'error'
-                : costOf(total(spent)) > input.budget
-                  ? 'limit_reached'
-                  : null,
-        })
-      : Promise.reject(new Error('no model provider'));
-    // The first model request is under way (the loop runs to its first await at once): the start's bookkeeping follows it.
-    if (runningSeq !== undefined) this.ctx.waitUntil(announceRunStarted(db, this.env, input, runningSeq));
-    try {
-      const result = await loop;
-      kv.put('messages', result.messages);
-      messages = result.messages;
-      stopReason = result.stopReason;
-      usage = total(result.usage);
-      text = redactSecrets(result.text, secrets);
-    } catch (error) {
-      console.error(JSON.stringify({ level: 'error', executionId: input.executionId, error: String(error) }));
-    }
-    this.append(redactor.flush());
-    const refused = acting.refusal();
-    if (refused !== undefined) this.append([{ type: 'agent.info', payload: { message: refused } }]);
-    const checkpoint = { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage, ended: { stopReason, text, model, ownKey } };
+    const result = await runAgentTurn(
+      db,
+      this.env,
+      { input, startedAt, history, sealed, resumed },
+      {
+        append: (events) => void this.append(events),
+        emit: (events) => this.emit(events),
+        checkpoint: (progress) => {
+          // Held deltas are written first, so the checkpoint's seq covers every event before it.
+          this.flushHeld();
+          kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), ...progress } satisfies Checkpoint);
+        },
+        interrupted: () => this.interrupted,
+        // The start's bookkeeping follows the first model request of a new turn (`runningSeq`: its `session.status_running`).
+        underway: () => {
+          if (runningSeq !== undefined) this.ctx.waitUntil(announceRunStarted(db, this.env, input, runningSeq));
+        },
+      },
+    );
+    if (result.completed) kv.put('messages', result.messages);
+    const checkpoint = { turnKey: input.turnKey, seq: this.lastSeq(), messages: result.messages, usage: result.usage, ended: result.ended };
     kv.put('checkpoint', checkpoint satisfies Checkpoint);
     await this.settle(db, input, startedAt, checkpoint);
   }
