@@ -3,7 +3,6 @@ import { openDb } from '../workers/lib/db';
 import type { Db, Env } from '../workers/env';
 import type {
   ExecutionEvent,
-  ExecutionEventType,
   JsonObject,
   NewExecutionEvent,
   SealedTurnKeys,
@@ -13,11 +12,12 @@ import type {
   TurnOutcome,
 } from '../workers/services/execution-events';
 import { now, sleep } from '../workers/lib/clock';
-import { sseStream, type SseWriter } from '../workers/lib/sse';
-import { runAgentTurn, type TurnProgress } from '../workers/runtime/agent-turn';
+import { runAgentTurn, type TurnHooks, type TurnProgress } from '../workers/runtime/agent-turn';
 import type { ModelMessage } from '../workers/runtime/provider';
 import type { StoredArtifact } from '../workers/services/execution-runs';
-import { announceRunStarted, settleTurn } from '../workers/services/execution-lifecycle';
+import { announceRunStarted, settleTurn, type SettleHooks } from '../workers/services/execution-lifecycle';
+import { HeldDeltas } from './held-deltas';
+import { isEnd, LogStreams, type StoredEvent } from './log-streams';
 
 /** A turn in progress, persisted so the heartbeat can resume it after an eviction. */
 interface RunningTurn {
@@ -41,38 +41,7 @@ interface Checkpoint extends TurnProgress {
 
 /** How often the alarm checks that a turn is still running. */
 const HEARTBEAT_MS = 30_000;
-
-/** Comment frames keep idle connections (and proxies) from timing out. */
-const KEEP_ALIVE_MS = 15_000;
 const SCHEMA_VERSION = 2;
-const encoder = new TextEncoder();
-
-/**
- * A fast model's words share storage commits: a text delta that comes within this long of the
- * last one sent waits (at most this long after it) to be written and sent with those that follow.
- * Every event is stored before its frame leaves, so each write is a commit the frame waits for;
- * one per delta bounds a stream at the storage's commit rate. Words that come slower than this
- * go out one by one as they come, and so does the first of a run's words.
- */
-const HOLD_DELTAS_MS = 10;
-/** Held deltas are written once this many wait, whatever the time. */
-const MAX_HELD_DELTAS = 64;
-
-/** An event as stored: its payload is the JSON text written to the log. */
-type StoredEvent = Omit<ExecutionEvent, 'payload'> & { payload: string };
-
-/**
- * The SSE frames of stored events, `data` being `{"type":…,"payload":…}`: built from each payload's
- * stored JSON rather than serialising it again, and encoded once, as one chunk, for every
- * subscriber (a chunk per frame made each frame its own trip to the client).
- */
-const frames = (events: StoredEvent[]) =>
-  encoder.encode(events.map((event) => `id: ${event.seq}\ndata: {"type":${JSON.stringify(event.type)},"payload":${event.payload}}\n\n`).join(''));
-
-/** A replay goes out in chunks of this many frames, so a long log is never one string in memory at once. */
-const REPLAY_CHUNK_EVENTS = 256;
-
-const isEnd = (event: { type: ExecutionEventType } | undefined) => event?.type === 'session.status_idle';
 
 /**
  * One per execution, addressed by its id (`exec_<n>`). It owns the execution's event log.
@@ -94,26 +63,19 @@ const isEnd = (event: { type: ExecutionEventType } | undefined) => event?.type =
  * tool twice nor charges twice. An ended turn is settled by the run lifecycle (`settleTurn`:
  * output, charge, the execution's record and trace), which then closes the log here.
  *
- * Streaming: `fetch` answers Server-Sent Events: every event after `lastSeq` (query) or
- * `Last-Event-ID` (header), then live ones, ending after `session.status_idle`. If the log
- * already ends with `session.status_idle` the replay ends there, and with nothing newer the
- * answer is 204. Subscribers live in memory: an evicted object drops its connections and
- * clients resume with the last `id` they saw.
+ * Streaming: `fetch` answers Server-Sent Events (log-streams.ts): every event after `lastSeq`
+ * (query) or `Last-Event-ID` (header), then live ones, ending after `session.status_idle`; with
+ * nothing newer than a log that already ended, the answer is 204.
  */
 export class ExecutionSession extends DurableObject<Env> {
   /** Whether a turn is running in this instance (memory: false again after an eviction). */
   private running = false;
   /** The turn running in this instance, settled when it ends (so an interrupt can wait for it). */
   private current: Promise<void> | undefined;
-  private readonly subscribers = new Set<SseWriter>();
-  private keepAlive: ReturnType<typeof setInterval> | undefined;
+  private readonly streams = new LogStreams();
   /** The last event's seq, read from storage once per instance: every event is appended here. */
   private seq: number | undefined;
-  /** Text deltas not yet written (HOLD_DELTAS_MS): they have no seq yet and nobody has seen them. */
-  private held: NewExecutionEvent[] = [];
-  private heldUntil: ReturnType<typeof setTimeout> | undefined;
-  /** When text deltas were last written. */
-  private deltasSentAt = Number.NEGATIVE_INFINITY;
+  private readonly deltas = new HeldDeltas((events) => this.write(events));
   /** The `interrupt` key as this instance last wrote or read it: the loop asks between model events, and a storage read each time was a third of an event's cost. */
   private interrupted = false;
 
@@ -129,29 +91,14 @@ export class ExecutionSession extends DurableObject<Env> {
 
   /** Appends events in order (after any held text deltas), returns them with their sequence numbers, and sends them to subscribers. */
   append(events: NewExecutionEvent[]): ExecutionEvent[] {
-    const held = this.takeHeld();
+    const held = this.deltas.take();
     return this.write([...held, ...events]).slice(held.length);
   }
 
-  /** The agent loop's events: text deltas that come fast are held to share a commit (HOLD_DELTAS_MS), anything else is appended at once. */
+  /** The agent turn's events: text deltas that come fast are held to share a commit, anything else is appended at once. */
   private emit(events: NewExecutionEvent[]) {
-    if (!events.every((event) => event.type === 'agent.message')) return void this.append(events);
-    this.held.push(...events);
-    const wait = this.deltasSentAt + HOLD_DELTAS_MS - now();
-    if (wait <= 0 || this.held.length >= MAX_HELD_DELTAS) this.flushHeld();
-    else this.heldUntil ??= setTimeout(() => this.flushHeld(), wait);
-  }
-
-  /** Writes (and sends) the held deltas now. */
-  private flushHeld() {
-    this.write(this.takeHeld());
-  }
-
-  private takeHeld(): NewExecutionEvent[] {
-    clearTimeout(this.heldUntil);
-    this.heldUntil = undefined;
-    if (this.held.length > 0) this.deltasSentAt = now();
-    return this.held.splice(0);
+    if (events.every((event) => event.type === 'agent.message')) this.deltas.hold(events);
+    else this.append(events);
   }
 
   private write(events: NewExecutionEvent[]): ExecutionEvent[] {
@@ -161,7 +108,7 @@ export class ExecutionSession extends DurableObject<Env> {
     const stored = written.map((e) => ({ ...e, payload: JSON.stringify(e.payload) }));
     for (const e of stored) this.ctx.storage.sql.exec(`INSERT INTO events (seq, type, payload, at) VALUES (?, ?, ?, ?)`, e.seq, e.type, e.payload, e.at);
     this.seq = last + written.length;
-    this.broadcast(stored);
+    this.streams.send(stored);
     return written;
   }
 
@@ -319,26 +266,19 @@ export class ExecutionSession extends DurableObject<Env> {
     // A resumed turn may have been interrupted in the instance it was cut off from.
     this.interrupted = kv.get<boolean>('interrupt') ?? false;
     if (resumed?.ended) return this.settle(db, input, startedAt, { ...resumed, ended: resumed.ended });
-    const history = kv.get<ModelMessage[]>('messages') ?? [];
-    const result = await runAgentTurn(
-      db,
-      this.env,
-      { input, startedAt, history, sealed, resumed },
-      {
-        append: (events) => void this.append(events),
-        emit: (events) => this.emit(events),
-        checkpoint: (progress) => {
-          // Held deltas are written first, so the checkpoint's seq covers every event before it.
-          this.flushHeld();
-          kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), ...progress } satisfies Checkpoint);
-        },
-        interrupted: () => this.interrupted,
-        // The start's bookkeeping follows the first model request of a new turn (`runningSeq`: its `session.status_running`).
-        underway: () => {
-          if (runningSeq !== undefined) this.ctx.waitUntil(announceRunStarted(db, this.env, input, runningSeq));
-        },
+    const hooks: TurnHooks = {
+      append: (events) => void this.append(events),
+      emit: (events) => this.emit(events),
+      checkpoint: (progress) => {
+        // Held deltas are written first, so the checkpoint's seq covers every event before it.
+        this.deltas.flush();
+        kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), ...progress } satisfies Checkpoint);
       },
-    );
+      interrupted: () => this.interrupted,
+      // The start's bookkeeping follows the first model request of a new turn (`runningSeq`: its `session.status_running`).
+      underway: () => runningSeq !== undefined && this.ctx.waitUntil(announceRunStarted(db, this.env, input, runningSeq)),
+    };
+    const result = await runAgentTurn(db, this.env, { input, startedAt, history: kv.get<ModelMessage[]>('messages') ?? [], sealed, resumed }, hooks);
     if (result.completed) kv.put('messages', result.messages);
     const checkpoint = { turnKey: input.turnKey, seq: this.lastSeq(), messages: result.messages, usage: result.usage, ended: result.ended };
     kv.put('checkpoint', checkpoint satisfies Checkpoint);
@@ -348,22 +288,16 @@ export class ExecutionSession extends DurableObject<Env> {
   /** Asks the run lifecycle to settle an ended turn; once it has, the turn is over here and its log closed. */
   private settle(db: Db, input: TurnInput, startedAt: number, checkpoint: Checkpoint & { ended: TurnEnding }): Promise<void> {
     const kv = this.ctx.storage.kv;
-    const { ended, usage, closing } = checkpoint;
-    return settleTurn(
-      db,
-      this.env,
-      input,
-      { ended, usage, startedAt, closing },
-      {
-        closing: (output) => kv.put('checkpoint', { ...checkpoint, closing: { output } } satisfies Checkpoint),
-        close: (events) => {
-          kv.delete('turn');
-          kv.delete('checkpoint');
-          this.append(events);
-        },
-        waitUntil: (work) => this.ctx.waitUntil(work),
+    const hooks: SettleHooks = {
+      closing: (output) => kv.put('checkpoint', { ...checkpoint, closing: { output } } satisfies Checkpoint),
+      close: (events) => {
+        kv.delete('turn');
+        kv.delete('checkpoint');
+        this.append(events);
       },
-    );
+      waitUntil: (work) => this.ctx.waitUntil(work),
+    };
+    return settleTurn(db, this.env, input, { ...checkpoint, startedAt }, hooks);
   }
 
   /** The log as a reader (a status read, a workflow's poll) sees it: a turn cut off by a restart resumes now, not at the next heartbeat. */
@@ -403,41 +337,6 @@ export class ExecutionSession extends DurableObject<Env> {
     const after = Number(url.searchParams.get('lastSeq') ?? request.headers.get('last-event-id') ?? 0);
     const replay = this.stored(Number.isSafeInteger(after) && after > 0 ? after : 0);
     if (replay.length === 0 && isEnd(this.lastEvent())) return new Response(null, { status: 204 });
-
-    const { writer, response } = sseStream();
-    for (let i = 0; i < replay.length; i += REPLAY_CHUNK_EVENTS) void writer.write(frames(replay.slice(i, i + REPLAY_CHUNK_EVENTS)));
-    if (isEnd(replay.at(-1))) void writer.close();
-    else this.subscribe(writer);
-    return response;
-  }
-
-  private subscribe(writer: SseWriter) {
-    this.subscribers.add(writer);
-    writer.closed.catch(() => undefined).finally(() => this.unsubscribe(writer));
-    this.keepAlive ??= setInterval(() => {
-      for (const w of this.subscribers) w.write(encoder.encode(': keep-alive\n\n')).catch(() => this.unsubscribe(w));
-    }, KEEP_ALIVE_MS);
-  }
-
-  private unsubscribe(writer: SseWriter) {
-    this.subscribers.delete(writer);
-    if (this.subscribers.size === 0 && this.keepAlive !== undefined) {
-      clearInterval(this.keepAlive);
-      this.keepAlive = undefined;
-    }
-  }
-
-  /** Sends events to every subscriber in one write; a stream ends with its `session.status_idle`. */
-  private broadcast(events: StoredEvent[]) {
-    if (this.subscribers.size === 0 || events.length === 0) return;
-    const end = events.findIndex(isEnd);
-    const bytes = frames(end === -1 ? events : events.slice(0, end + 1));
-    for (const writer of this.subscribers) {
-      writer.write(bytes).catch(() => this.unsubscribe(writer));
-      if (end !== -1) {
-        writer.close().catch(() => undefined);
-        this.unsubscribe(writer);
-      }
-    }
+    return this.streams.open(replay);
   }
 }
