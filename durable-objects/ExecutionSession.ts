@@ -3,32 +3,21 @@ import { openDb } from '../workers/lib/db';
 import type { Db, Env } from '../workers/env';
 import type {
   ExecutionEvent,
-  ExecutionEventType,
   JsonObject,
   NewExecutionEvent,
-  RunStopReason,
   SealedTurnKeys,
   StartTurnAnswer,
+  TurnEnding,
   TurnInput,
   TurnOutcome,
 } from '../workers/services/execution-events';
 import { now, sleep } from '../workers/lib/clock';
-import { sseStream, type SseWriter } from '../workers/lib/sse';
-import { runAgentLoop, type ToolRound } from '../workers/runtime/agent-loop';
-import { costInHundredths, priceOf } from '../workers/runtime/pricing';
-import type { ModelMessage, ModelProvider } from '../workers/runtime/provider';
-import { selectProvider } from '../workers/runtime/providers/index';
-import { LOCAL_PROVIDER_NOTICE } from '../workers/runtime/providers/local';
-import { eventRedactor, redactSecrets, secretsNotice } from '../workers/runtime/run-secrets';
-import { connectorRunTools } from '../workers/runtime/connector-tools';
-import { actingForLauncher } from '../workers/runtime/launcher-tools';
-import { runTools } from '../workers/runtime/tools';
-import { threadRunTools } from '../workers/runtime/workflow-tools';
-import { openByokKey } from '../workers/services/byok';
-import { openRunSecrets, type RunSecret } from '../workers/services/skill-secrets';
-import { closeTurn, storeArtifact, type StoredArtifact } from '../workers/services/execution-runs';
-import { settledCharge } from '../workers/services/credits';
-import { announceRunStarted, sealedTurnKeys } from '../workers/services/execution-lifecycle';
+import { runAgentTurn, type TurnHooks, type TurnProgress } from '../workers/runtime/agent-turn';
+import type { ModelMessage } from '../workers/runtime/provider';
+import type { StoredArtifact } from '../workers/services/execution-runs';
+import { announceRunStarted, settleTurn, type SettleHooks } from '../workers/services/execution-lifecycle';
+import { HeldDeltas } from './held-deltas';
+import { isEnd, LogStreams, type StoredEvent } from './log-streams';
 
 /** A turn in progress, persisted so the heartbeat can resume it after an eviction. */
 interface RunningTurn {
@@ -37,62 +26,22 @@ interface RunningTurn {
 }
 
 /**
- * The turn's conversation after its last completed model request (and tool calls), and their
- * usage. Once the agent loop has ended, `ended` holds its outcome and `closing` marks that its
- * closing batch may have been sent, so a turn cut off while finishing is finished, not run again.
+ * The turn's progress after its last completed model request (and tool calls). Once the agent
+ * loop has ended, `ended` holds its outcome and `closing` marks that its closing batch may have
+ * been sent, so a turn cut off while finishing is settled, not run again.
  */
-interface Checkpoint {
+interface Checkpoint extends TurnProgress {
   turnKey: string;
   /** The last event seq at this checkpoint: events after it belong to work a resume does again. */
   seq?: number;
-  messages: ModelMessage[];
-  usage: { inputTokens: number; outputTokens: number };
-  /** A round of tool calls under way: a resumed turn makes the calls it has no result for, then asks the model. */
-  round?: ToolRound;
-  ended?: { stopReason: RunStopReason; text: string; model: string; ownKey: boolean };
+  ended?: TurnEnding;
   /** Once the closing batch may have been sent: the output it carries (stored in R2 once), so a resume sends the same. */
   closing?: { output: StoredArtifact | null };
 }
 
 /** How often the alarm checks that a turn is still running. */
 const HEARTBEAT_MS = 30_000;
-
-/** Spec 3.1: executions run up to 65 minutes; past that the run ends with stop reason `error`. */
-export const MAX_RUN_MS = 65 * 60_000;
-const MAX_MODEL_REQUESTS = 8;
-const MAX_OUTPUT_TOKENS = 4096;
-
-/** Comment frames keep idle connections (and proxies) from timing out. */
-const KEEP_ALIVE_MS = 15_000;
 const SCHEMA_VERSION = 2;
-const encoder = new TextEncoder();
-
-/**
- * A fast model's words share storage commits: a text delta that comes within this long of the
- * last one sent waits (at most this long after it) to be written and sent with those that follow.
- * Every event is stored before its frame leaves, so each write is a commit the frame waits for;
- * one per delta bounds a stream at the storage's commit rate. Words that come slower than this
- * go out one by one as they come, and so does the first of a run's words.
- */
-const HOLD_DELTAS_MS = 10;
-/** Held deltas are written once this many wait, whatever the time. */
-const MAX_HELD_DELTAS = 64;
-
-/** An event as stored: its payload is the JSON text written to the log. */
-type StoredEvent = Omit<ExecutionEvent, 'payload'> & { payload: string };
-
-/**
- * The SSE frames of stored events, `data` being `{"type":…,"payload":…}`: built from each payload's
- * stored JSON rather than serialising it again, and encoded once, as one chunk, for every
- * subscriber (a chunk per frame made each frame its own trip to the client).
- */
-const frames = (events: StoredEvent[]) =>
-  encoder.encode(events.map((event) => `id: ${event.seq}\ndata: {"type":${JSON.stringify(event.type)},"payload":${event.payload}}\n\n`).join(''));
-
-/** A replay goes out in chunks of this many frames, so a long log is never one string in memory at once. */
-const REPLAY_CHUNK_EVENTS = 256;
-
-const isEnd = (event: { type: ExecutionEventType } | undefined) => event?.type === 'session.status_idle';
 
 /**
  * One per execution, addressed by its id (`exec_<n>`). It owns the execution's event log.
@@ -105,34 +54,28 @@ const isEnd = (event: { type: ExecutionEventType } | undefined) => event?.type =
  * lifecycle (workers/services/execution-lifecycle.ts) asks it whether a claimed turn ever started.
  *
  * Runs: `startTurn` records the user's message and `session.status_running`, then runs the
- * agent loop in the background (`ctx.waitUntil`); `interrupt` records the intent in storage
- * (`interrupt` key), which the loop checks between model events. The conversation is kept
- * under the `messages` key for later turns; the turn in progress under `turn`, which an alarm
- * heartbeat uses to resume a run that an eviction or restart cut off, from `checkpoint` (the
- * turn's conversation after each model request and its tool calls, then its outcome and whether
- * its closing batch may have been sent), so a resumed turn neither calls a tool twice nor charges twice. When a run ends the object writes its outcome to
- * D1 (status, cost, tokens, time) and, for a completed run, the `output.md` artifact.
+ * agent turn (workers/runtime/agent-turn.ts) in the background (`ctx.waitUntil`); `interrupt`
+ * records the intent in storage (`interrupt` key), which the turn asks between model events. The
+ * conversation is kept under the `messages` key for later turns; the turn in progress under
+ * `turn`, which an alarm heartbeat uses to resume a run that an eviction or restart cut off,
+ * from `checkpoint` (the turn's progress after each model request and its tool calls, then its
+ * outcome and whether its closing batch may have been sent), so a resumed turn neither calls a
+ * tool twice nor charges twice. An ended turn is settled by the run lifecycle (`settleTurn`:
+ * output, charge, the execution's record and trace), which then closes the log here.
  *
- * Streaming: `fetch` answers Server-Sent Events: every event after `lastSeq` (query) or
- * `Last-Event-ID` (header), then live ones, ending after `session.status_idle`. If the log
- * already ends with `session.status_idle` the replay ends there, and with nothing newer the
- * answer is 204. Subscribers live in memory: an evicted object drops its connections and
- * clients resume with the last `id` they saw.
+ * Streaming: `fetch` answers Server-Sent Events (log-streams.ts): every event after `lastSeq`
+ * (query) or `Last-Event-ID` (header), then live ones, ending after `session.status_idle`; with
+ * nothing newer than a log that already ended, the answer is 204.
  */
 export class ExecutionSession extends DurableObject<Env> {
   /** Whether a turn is running in this instance (memory: false again after an eviction). */
   private running = false;
   /** The turn running in this instance, settled when it ends (so an interrupt can wait for it). */
   private current: Promise<void> | undefined;
-  private readonly subscribers = new Set<SseWriter>();
-  private keepAlive: ReturnType<typeof setInterval> | undefined;
+  private readonly streams = new LogStreams();
   /** The last event's seq, read from storage once per instance: every event is appended here. */
   private seq: number | undefined;
-  /** Text deltas not yet written (HOLD_DELTAS_MS): they have no seq yet and nobody has seen them. */
-  private held: NewExecutionEvent[] = [];
-  private heldUntil: ReturnType<typeof setTimeout> | undefined;
-  /** When text deltas were last written. */
-  private deltasSentAt = Number.NEGATIVE_INFINITY;
+  private readonly deltas = new HeldDeltas((events) => this.write(events));
   /** The `interrupt` key as this instance last wrote or read it: the loop asks between model events, and a storage read each time was a third of an event's cost. */
   private interrupted = false;
 
@@ -148,29 +91,14 @@ export class ExecutionSession extends DurableObject<Env> {
 
   /** Appends events in order (after any held text deltas), returns them with their sequence numbers, and sends them to subscribers. */
   append(events: NewExecutionEvent[]): ExecutionEvent[] {
-    const held = this.takeHeld();
+    const held = this.deltas.take();
     return this.write([...held, ...events]).slice(held.length);
   }
 
-  /** The agent loop's events: text deltas that come fast are held to share a commit (HOLD_DELTAS_MS), anything else is appended at once. */
+  /** The agent turn's events: text deltas that come fast are held to share a commit, anything else is appended at once. */
   private emit(events: NewExecutionEvent[]) {
-    if (!events.every((event) => event.type === 'agent.message')) return void this.append(events);
-    this.held.push(...events);
-    const wait = this.deltasSentAt + HOLD_DELTAS_MS - now();
-    if (wait <= 0 || this.held.length >= MAX_HELD_DELTAS) this.flushHeld();
-    else this.heldUntil ??= setTimeout(() => this.flushHeld(), wait);
-  }
-
-  /** Writes (and sends) the held deltas now. */
-  private flushHeld() {
-    this.write(this.takeHeld());
-  }
-
-  private takeHeld(): NewExecutionEvent[] {
-    clearTimeout(this.heldUntil);
-    this.heldUntil = undefined;
-    if (this.held.length > 0) this.deltasSentAt = now();
-    return this.held.splice(0);
+    if (events.every((event) => event.type === 'agent.message')) this.deltas.hold(events);
+    else this.append(events);
   }
 
   private write(events: NewExecutionEvent[]): ExecutionEvent[] {
@@ -180,7 +108,7 @@ export class ExecutionSession extends DurableObject<Env> {
     const stored = written.map((e) => ({ ...e, payload: JSON.stringify(e.payload) }));
     for (const e of stored) this.ctx.storage.sql.exec(`INSERT INTO events (seq, type, payload, at) VALUES (?, ?, ?, ?)`, e.seq, e.type, e.payload, e.at);
     this.seq = last + written.length;
-    this.broadcast(stored);
+    this.streams.send(stored);
     return written;
   }
 
@@ -248,7 +176,7 @@ export class ExecutionSession extends DurableObject<Env> {
    * With no turn here, `turnKey` (the one the executions index claimed) never started: it is
    * abandoned with `user.interrupt` and `session.status_idle` (interrupt), so streams end.
    */
-  async interrupt(turnKey: string | null, waitMs = 0): Promise<TurnOutcome> {
+  async interrupt(turnKey: string, waitMs = 0): Promise<TurnOutcome> {
     const turn = this.ctx.storage.kv.get<RunningTurn>('turn');
     if (!turn) {
       return this.abandon(turnKey, [
@@ -269,7 +197,7 @@ export class ExecutionSession extends DurableObject<Env> {
    * never started and is abandoned with `notice` and `session.status_idle` (error), which ends
    * every open stream of it.
    */
-  reconcile(turnKey: string | null, notice: string): TurnOutcome {
+  reconcile(turnKey: string, notice: string): TurnOutcome {
     const turn = this.ctx.storage.kv.get<RunningTurn>('turn');
     if (turn) {
       this.resumeIfLost(turn);
@@ -302,25 +230,19 @@ export class ExecutionSession extends DurableObject<Env> {
   /**
    * Fences off a turn that is not held here: a started key (whose turn has ended) is finished;
    * any other is recorded as abandoned, so it can never start, and `closing` is appended once
-   * per key (a turn withdrawn silently still gets its closing events when it is settled). A
-   * legacy claim without a key cannot be fenced; its closing events are appended.
+   * per key (a turn withdrawn silently still gets its closing events when it is settled).
    */
-  private abandon(turnKey: string | null, closing: NewExecutionEvent[]): TurnOutcome {
-    const known = turnKey === null ? undefined : this.turn(turnKey);
+  private abandon(turnKey: string, closing: NewExecutionEvent[]): TurnOutcome {
+    const known = this.turn(turnKey);
     if (known?.state === 'started') return { state: 'finished' };
-    // A legacy claim cannot name its turn. A log that already ended has nothing left to close: the
-    // claim is released (if its run had not settled it meanwhile) without a second ending.
-    if (turnKey === null && isEnd(this.lastEvent())) return { state: 'abandoned', events: [] };
     const closed = known !== undefined && known.seq !== null;
     const events = closing.length > 0 && !closed ? this.append(closing) : [];
-    if (turnKey !== null) {
-      this.ctx.storage.sql.exec(
-        `INSERT OR REPLACE INTO turns (turn_key, state, seq, at) VALUES (?, 'abandoned', ?, ?)`,
-        turnKey,
-        events.at(-1)?.seq ?? known?.seq ?? null,
-        now(),
-      );
-    }
+    this.ctx.storage.sql.exec(
+      `INSERT OR REPLACE INTO turns (turn_key, state, seq, at) VALUES (?, 'abandoned', ?, ?)`,
+      turnKey,
+      events.at(-1)?.seq ?? known?.seq ?? null,
+      now(),
+    );
     return { state: 'abandoned', events };
   }
 
@@ -334,156 +256,48 @@ export class ExecutionSession extends DurableObject<Env> {
     return this.current;
   }
 
+  /** Runs the agent on the turn (or resumes it from its checkpoint), then settles it; a turn cut off after its loop ended is only settled. */
   private async runLoop(input: TurnInput, startedAt: number, runningSeq?: number, sealed?: SealedTurnKeys): Promise<void> {
     const kv = this.ctx.storage.kv;
     const db = openDb(this.env.DB);
     // A turn cut off by an eviction goes on from its last checkpoint: tools already answered are not called again.
     const saved = kv.get<Checkpoint>('checkpoint');
-    const resumed = saved?.turnKey === input.turnKey ? saved : null;
+    const resumed = saved?.turnKey === input.turnKey ? saved : undefined;
     // A resumed turn may have been interrupted in the instance it was cut off from.
     this.interrupted = kv.get<boolean>('interrupt') ?? false;
-    if (resumed?.ended) return this.finishRun(db, input, startedAt, resumed);
-    let provider: ModelProvider | null = null;
-    // The user's own key (BYOK) pays for the run instead of credits.
-    let ownKey = false;
-    let secrets: RunSecret[] = [];
-    try {
-      const keys = sealed ?? (await sealedTurnKeys(db, input));
-      const [byok, bound] = await Promise.all([openByokKey(this.env.ENCRYPTION_KEY, keys.byok), openRunSecrets(this.env.ENCRYPTION_KEY, keys.secrets)]);
-      provider = selectProvider(this.env, byok);
-      ownKey = byok !== null;
-      secrets = bound;
-      const about = { provider: provider.name, model: provider.model, ...(ownKey ? { byok: true } : {}) };
-      this.append([{ type: 'agent.info', payload: provider.name === 'local' ? { ...about, message: LOCAL_PROVIDER_NOTICE } : about }]);
-    } catch (error) {
-      // A configuration error ends the turn visibly (stop reason error) instead of leaving it working.
-      provider = null;
-      this.append([{ type: 'agent.info', payload: { message: error instanceof Error ? error.message : 'No model provider is configured' } }]);
-    }
-    const model = provider?.model ?? 'none';
-    // Priced once: the budget check asks at every model event.
-    const price = priceOf(model);
-    const costOf = (spent: { inputTokens: number; outputTokens: number }) => (ownKey ? 0 : costInHundredths(price, spent.inputTokens, spent.outputTokens));
-    const history = kv.get<ModelMessage[]>('messages') ?? [];
-    const before = resumed?.usage ?? { inputTokens: 0, outputTokens: 0 };
-    const total = (spent: { inputTokens: number; outputTokens: number }) => ({
-      inputTokens: before.inputTokens + spent.inputTokens,
-      outputTokens: before.outputTokens + spent.outputTokens,
-    });
-    let stopReason: RunStopReason = 'error';
-    let text = '';
-    let usage = before;
-    let messages = resumed?.messages ?? [];
-    const redactor = eventRedactor<NewExecutionEvent>(secrets);
-    // Each tool call acts for the launcher as it is then; one revoked since the turn began ends the turn.
-    const acting = actingForLauncher(db, input, (turn) => [
-      ...runTools(db, this.env, turn, secrets),
-      ...connectorRunTools(db, this.env, turn),
-      ...threadRunTools(db, this.env, turn),
-    ]);
-    const loop = provider
-      ? runAgentLoop({
-          provider,
-          system: input.system + secretsNotice(secrets),
-          messages: resumed?.messages ?? [...history, { role: 'user', content: [{ type: 'text', text: input.text }] }],
-          tools: acting.tools,
-          maxTokens: MAX_OUTPUT_TOKENS,
-          maxTurns: MAX_MODEL_REQUESTS,
-          emit: (events) => this.emit(redactor.push(events)),
-          round: resumed?.round,
-          checkpoint: ({ messages, usage: spent, round }) => {
-            // Held deltas are written first, so the checkpoint's seq covers every event before it.
-            this.flushHeld();
-            kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage: total(spent), round } satisfies Checkpoint);
-          },
-          shouldStop: (spent) =>
-            this.interrupted
-              ? 'interrupt'
-              : acting.refusal() !== undefined || now() - startedAt > MAX_RUN_MS
-                ? 'error'
-                : costOf(total(spent)) > input.budget
-                  ? 'limit_reached'
-                  : null,
-        })
-      : Promise.reject(new Error('no model provider'));
-    // The first model request is under way (the loop runs to its first await at once): the start's bookkeeping follows it.
-    if (runningSeq !== undefined) this.ctx.waitUntil(announceRunStarted(db, this.env, input, runningSeq));
-    try {
-      const result = await loop;
-      kv.put('messages', result.messages);
-      messages = result.messages;
-      stopReason = result.stopReason;
-      usage = total(result.usage);
-      text = redactSecrets(result.text, secrets);
-    } catch (error) {
-      console.error(JSON.stringify({ level: 'error', executionId: input.executionId, error: String(error) }));
-    }
-    this.append(redactor.flush());
-    const refused = acting.refusal();
-    if (refused !== undefined) this.append([{ type: 'agent.info', payload: { message: refused } }]);
-    const checkpoint: Checkpoint = { turnKey: input.turnKey, seq: this.lastSeq(), messages, usage, ended: { stopReason, text, model, ownKey } };
-    kv.put('checkpoint', checkpoint);
-    await this.finishRun(db, input, startedAt, checkpoint);
-  }
-
-  /** The bookkeeping of an ended turn (`closeOnce`), then the closing events. */
-  private async finishRun(db: Db, input: TurnInput, startedAt: number, checkpoint: Checkpoint): Promise<void> {
-    const kv = this.ctx.storage.kv;
-    const { stopReason, text } = checkpoint.ended!;
-    const { usage } = checkpoint;
-    const cost = await this.closeOnce(db, input, startedAt, checkpoint);
-    kv.delete('turn');
-    kv.delete('checkpoint');
-    this.append([
-      {
-        type: 'execution.result',
-        payload: {
-          summary: text.slice(0, 500),
-          cost: cost / 100,
-          tokenUsage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
-        },
+    if (resumed?.ended) return this.settle(db, input, startedAt, { ...resumed, ended: resumed.ended });
+    const hooks: TurnHooks = {
+      append: (events) => void this.append(events),
+      emit: (events) => this.emit(events),
+      checkpoint: (progress) => {
+        // Held deltas are written first, so the checkpoint's seq covers every event before it.
+        this.deltas.flush();
+        kv.put('checkpoint', { turnKey: input.turnKey, seq: this.lastSeq(), ...progress } satisfies Checkpoint);
       },
-      { type: 'session.status_idle', payload: { stop_reason: { type: stopReason } } },
-    ]);
-    if (input.workflowRunId) this.ctx.waitUntil(this.tellWorkflowRun(input.workflowRunId, input.executionId));
-  }
-
-  /**
-   * output.md to R2, then its row, the settlement and the D1 record in one D1 request (before the
-   * idle event: a client that acts on session.status_idle must find the execution idle and its
-   * output listed), sent once. Answers what was charged.
-   */
-  private async closeOnce(db: Db, input: TurnInput, startedAt: number, checkpoint: Checkpoint): Promise<number> {
-    const { stopReason, text, model, ownKey } = checkpoint.ended!;
-    const { usage } = checkpoint;
-    // What the run is shown to cost is what was charged: the cost capped at the balance.
-    const settlement = {
-      userId: input.userId,
-      turnKey: input.turnKey,
-      executionId: `exec_${input.executionId}`,
-      cost: ownKey ? 0 : costInHundredths(model, usage.inputTokens, usage.outputTokens),
-      description: `${input.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${model}${ownKey ? ', on your own key' : ''})`,
+      interrupted: () => this.interrupted,
+      // The start's bookkeeping follows the first model request of a new turn (`runningSeq`: its `session.status_running`).
+      underway: () => runningSeq !== undefined && this.ctx.waitUntil(announceRunStarted(db, this.env, input, runningSeq)),
     };
-    // A turn cut off while its closing batch was under way asks whether it landed (it lands whole or not at all).
-    const landed = checkpoint.closing ? await settledCharge(db, settlement) : undefined;
-    if (landed !== undefined) return landed;
-    const output = checkpoint.closing
-      ? checkpoint.closing.output
-      : stopReason === 'end_turn'
-        ? await storeArtifact(this.env.BUCKET, input, 'output.md', text)
-        : null;
-    // Committed before the batch leaves: the output gate holds the D1 request until then.
-    this.ctx.storage.kv.put('checkpoint', { ...checkpoint, closing: { output } } satisfies Checkpoint);
-    return closeTurn(db, { executionId: input.executionId, reason: stopReason, settlement, totals: { ...usage, elapsedMs: now() - startedAt }, output });
+    const result = await runAgentTurn(db, this.env, { input, startedAt, history: kv.get<ModelMessage[]>('messages') ?? [], sealed, resumed }, hooks);
+    if (result.completed) kv.put('messages', result.messages);
+    const checkpoint = { turnKey: input.turnKey, seq: this.lastSeq(), messages: result.messages, usage: result.usage, ended: result.ended };
+    kv.put('checkpoint', checkpoint satisfies Checkpoint);
+    await this.settle(db, input, startedAt, checkpoint);
   }
 
-  /** The workflow step that started this run goes on now rather than at its next poll (which stays the fallback). */
-  private async tellWorkflowRun(runId: string, executionId: number) {
-    try {
-      await this.env.WORKFLOW_RUN.getByName(runId).executionEnded(`exec_${executionId}`);
-    } catch (error) {
-      console.error(JSON.stringify({ level: 'warn', message: 'the workflow run was not told its step ended', runId, executionId, error: String(error) }));
-    }
+  /** Asks the run lifecycle to settle an ended turn; once it has, the turn is over here and its log closed. */
+  private settle(db: Db, input: TurnInput, startedAt: number, checkpoint: Checkpoint & { ended: TurnEnding }): Promise<void> {
+    const kv = this.ctx.storage.kv;
+    const hooks: SettleHooks = {
+      closing: (output) => kv.put('checkpoint', { ...checkpoint, closing: { output } } satisfies Checkpoint),
+      close: (events) => {
+        kv.delete('turn');
+        kv.delete('checkpoint');
+        this.append(events);
+      },
+      waitUntil: (work) => this.ctx.waitUntil(work),
+    };
+    return settleTurn(db, this.env, input, { ...checkpoint, startedAt }, hooks);
   }
 
   /** The log as a reader (a status read, a workflow's poll) sees it: a turn cut off by a restart resumes now, not at the next heartbeat. */
@@ -523,41 +337,6 @@ export class ExecutionSession extends DurableObject<Env> {
     const after = Number(url.searchParams.get('lastSeq') ?? request.headers.get('last-event-id') ?? 0);
     const replay = this.stored(Number.isSafeInteger(after) && after > 0 ? after : 0);
     if (replay.length === 0 && isEnd(this.lastEvent())) return new Response(null, { status: 204 });
-
-    const { writer, response } = sseStream();
-    for (let i = 0; i < replay.length; i += REPLAY_CHUNK_EVENTS) void writer.write(frames(replay.slice(i, i + REPLAY_CHUNK_EVENTS)));
-    if (isEnd(replay.at(-1))) void writer.close();
-    else this.subscribe(writer);
-    return response;
-  }
-
-  private subscribe(writer: SseWriter) {
-    this.subscribers.add(writer);
-    writer.closed.catch(() => undefined).finally(() => this.unsubscribe(writer));
-    this.keepAlive ??= setInterval(() => {
-      for (const w of this.subscribers) w.write(encoder.encode(': keep-alive\n\n')).catch(() => this.unsubscribe(w));
-    }, KEEP_ALIVE_MS);
-  }
-
-  private unsubscribe(writer: SseWriter) {
-    this.subscribers.delete(writer);
-    if (this.subscribers.size === 0 && this.keepAlive !== undefined) {
-      clearInterval(this.keepAlive);
-      this.keepAlive = undefined;
-    }
-  }
-
-  /** Sends events to every subscriber in one write; a stream ends with its `session.status_idle`. */
-  private broadcast(events: StoredEvent[]) {
-    if (this.subscribers.size === 0 || events.length === 0) return;
-    const end = events.findIndex(isEnd);
-    const bytes = frames(end === -1 ? events : events.slice(0, end + 1));
-    for (const writer of this.subscribers) {
-      writer.write(bytes).catch(() => this.unsubscribe(writer));
-      if (end !== -1) {
-        writer.close().catch(() => undefined);
-        this.unsubscribe(writer);
-      }
-    }
+    return this.streams.open(replay);
   }
 }

@@ -1,6 +1,6 @@
 import { openDb } from './lib/db';
 import { createApp } from './app';
-import { reconcileStale } from './services/execution-lifecycle';
+import { reconcileStale } from './services/execution-reconciler';
 import type { Env } from './env';
 import { deleteExpiredIdempotencyRecords } from './middleware/idempotency';
 import { maintainSigningKeys } from './auth/oauth/signing-keys';

@@ -1,46 +1,48 @@
 import { env } from 'cloudflare:workers';
 import type { TurnInput } from '../../workers/services/execution-events';
+import type { Role } from '../../schema';
 import { runActor } from '../../workers/auth/actor';
 import { resolvePrincipal } from '../../workers/auth/credentials';
-import { apiKeyIdOf } from '../../workers/auth/principal';
 import { createKey, sessionIdOf, type TestUser } from './api';
 import { openDb } from '../../workers/lib/db';
 
 const RUN = { kind: 'execution', id: 'exec_1' } as const;
 
+/** Who launched a test turn, when not the user's own session in their workspace (the key `apiKeyId`, another workspace or request). */
+interface Launcher {
+  workspaceId?: string;
+  userId?: string;
+  role?: Role;
+  apiKeyId?: number | null;
+  requestId?: string;
+}
+
 /**
  * A turn as the ExecutionSession hands it to the run tools: the user's, owner, no key, unless
- * overridden. Its actor is the launching credential the other fields name, holding every scope
- * (the user's session, or a `*` key when `apiKeyId` is set), unless an actor is given.
+ * overridden. Its actor is the launching credential the launcher fields name, holding every
+ * scope (the user's session, or a `*` key when `apiKeyId` is set), unless an actor is given.
  */
-export const turnOf = (user: TestUser | null, extra: Partial<TurnInput> = {}): TurnInput => {
-  const base = {
+export const turnOf = (user: TestUser | null, extra: Partial<TurnInput> & Launcher = {}): TurnInput => {
+  const { workspaceId, userId, role, apiKeyId, requestId, ...turn } = extra;
+  const launcher = {
+    userId: userId ?? user?.user.id ?? 'user-tools',
+    workspaceId: workspaceId ?? user?.workspaceId ?? 'ws-tools',
+    role: role ?? ('owner' as const),
+    credential: apiKeyId != null ? { type: 'api_key' as const, apiKeyId } : { type: 'session' as const, sessionId: user ? sessionIdOf(user) : 'test' },
+    scopes: ['*'],
+    origin: { requestId: requestId ?? 'req-tools', ip: null, userAgent: null },
+  };
+  return {
     executionId: 1,
-    workspaceId: user?.workspaceId ?? 'ws-tools',
-    userId: user?.user.id ?? 'user-tools',
-    role: 'owner' as const,
-    apiKeyId: null,
-    requestId: 'req-tools',
+    actor: runActor(launcher, RUN),
     turnKey: 'exec_1:t',
     budget: 0,
     skillName: 'x',
     skillSlug: 'x',
     system: '',
     text: '',
-    ...extra,
+    ...turn,
   };
-  const launcher = {
-    userId: base.userId,
-    workspaceId: base.workspaceId,
-    role: base.role,
-    credential:
-      base.apiKeyId !== null
-        ? { type: 'api_key' as const, apiKeyId: base.apiKeyId }
-        : { type: 'session' as const, sessionId: user ? sessionIdOf(user) : 'test' },
-    scopes: ['*'],
-    origin: { requestId: base.requestId, ip: null, userAgent: null },
-  };
-  return { actor: runActor(launcher, RUN), ...base };
 };
 
 /** A turn started by a new key of `user` holding `scopes`: its actor is that key, as a request resolves it. */
@@ -54,5 +56,5 @@ export async function turnOfKey(user: TestUser, apiKey: string): Promise<TurnInp
     { apiKey, sessionToken: undefined, workspaceSelector: undefined },
     { requestId: 'req-key-turn', ip: null, userAgent: null },
   ))!;
-  return turnOf(user, { apiKeyId: apiKeyIdOf(principal), requestId: 'req-key-turn', actor: runActor(principal, RUN) });
+  return turnOf(user, { actor: runActor(principal, RUN) });
 }

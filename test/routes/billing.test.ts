@@ -176,11 +176,6 @@ describe('the run gate and limits', () => {
     expect(hold).toEqual({ reserved: true, amount: 0 });
     await env.EXECUTION_SESSION.getByName(created.body.id).startTurn({
       executionId,
-      workspaceId: user.workspaceId,
-      userId: user.user.id,
-      role: 'owner',
-      apiKeyId: null,
-      requestId: 'test',
       actor: sessionPrincipal(user),
       turnKey: `${created.body.id}:tiny`,
       budget: 0,

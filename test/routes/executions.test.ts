@@ -3,7 +3,9 @@ import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { openDb } from '../../workers/lib/db';
-import { BASE, call, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { BASE, call, expectError, sessionPrincipal, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { turnOf } from '../helpers/turns';
+import { runActor } from '../../workers/auth/actor';
 import { settleExecution } from '../helpers/credits';
 import { jsonEvents, sseEvents, sseReader } from '../helpers/sse';
 import { closeTurn, saveArtifact, storeArtifact } from '../../workers/services/execution-runs';
@@ -372,20 +374,16 @@ describe('surviving eviction', () => {
     await waitForStatus(user, id, 'completed');
     const before = (await stubOf(id).events(0)).length;
     const turnKey = `${id}:lost`;
-    const input = {
+    const input = turnOf(user, {
       executionId: idOf(id),
-      workspaceId: user.workspaceId,
-      userId: user.user.id,
-      role: 'owner' as const,
-      apiKeyId: null,
-      requestId: 'test',
+      actor: runActor(sessionPrincipal(user), { kind: 'execution', id }),
       turnKey,
       budget: 20_000,
       skillName: SKILL.name,
       skillSlug: 'meeting-summarizer',
       system: SKILL.prompt,
       text: 'A plan with several steps. Step one. Step two.',
-    };
+    });
     await runInDurableObject(stubOf(id), (_, state) => {
       state.storage.kv.put('turn', { input, startedAt: now() });
       if (checkpoint) state.storage.kv.put('checkpoint', { turnKey, ...checkpoint });
@@ -485,7 +483,7 @@ describe('surviving eviction', () => {
       round: { results: [] },
     });
     // The call had written its file when the eviction struck, before the checkpoint that answers it.
-    const turn = { workspaceId: user.workspaceId, executionId: idOf(lost.id) };
+    const turn = { actor: sessionPrincipal(user), executionId: idOf(lost.id) };
     const callKey = await toolCallKey(lost.turnKey, NOTES_CALL);
     expect(await saveArtifact(openDb(env.DB), env.BUCKET, turn, 'notes.md', '# Notes', callKey)).toBe('notes.md');
     expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
@@ -552,7 +550,7 @@ describe('surviving eviction', () => {
         .first<{ cost: number; input: number; output: number }>())!;
     const before = await totals();
     // The batch landed (output.md's row, the settlement, the record); the object was cut off before it noted that.
-    const output = await storeArtifact(env.BUCKET, { executionId: idOf(lost.id), workspaceId: user.workspaceId }, 'output.md', 'Done.');
+    const output = await storeArtifact(env.BUCKET, { executionId: idOf(lost.id), actor: sessionPrincipal(user) }, 'output.md', 'Done.');
     const settlement = { userId: user.user.id, turnKey, executionId: lost.id, cost: 37, description: 'closed before the cut' };
     const totalsOfTurn = { inputTokens: 10, outputTokens: 5, elapsedMs: 1 };
     expect(await closeTurn(openDb(env.DB), { executionId: idOf(lost.id), reason: 'end_turn', settlement, totals: totalsOfTurn, output })).toBe(37);

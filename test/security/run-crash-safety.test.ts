@@ -13,7 +13,7 @@ import worker from '../../workers/index';
 import type { Env } from '../../workers/env';
 import type { TurnInput } from '../../workers/services/execution-events';
 import { AppError } from '../../workers/errors';
-import { CLAIM_GRACE_MS } from '../../workers/services/execution-lifecycle';
+import { CLAIM_GRACE_MS } from '../../workers/services/execution-reconciler';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { postEvents, runSkill } from '../../workers/services/executions';
 import { BASE, call, sessionPrincipal, signUp, type TestUser, waitForStatus } from '../helpers/api';
@@ -371,16 +371,6 @@ describe('the process dies between the claim and the object', () => {
     for (const id of lost) expect(await executionRow(id)).toMatchObject({ status: 'failed' });
     await expectSettledLedger(first);
     await expectSettledLedger(second);
-  });
-
-  it('a run left working before claims were recorded (no turn key) is settled too', async () => {
-    const user = await setup();
-    const created = await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'notes', input: 'Plan it.' } });
-    await env.DB.prepare("UPDATE executions SET status = 'working', turn_key = NULL, claimed_at = NULL WHERE id = ?")
-      .bind(Number(created.body.id.slice(5)))
-      .run();
-    await runToCompletion(user);
-    expect(await executionRow(created.body.id)).toMatchObject({ status: 'failed' });
   });
 });
 

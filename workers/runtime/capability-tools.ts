@@ -15,15 +15,10 @@ export const runContext = (db: Db, env: Env, actor: Actor, requestId: string, so
   db,
   env,
   toolCallKey,
-  // Read when a tool asks: a turn recorded before runs carried their actor has none.
-  get actor() {
-    return actor;
-  },
+  actor,
   requestId,
   clientInterface: source,
-  get requestOrigin() {
-    return actor.origin;
-  },
+  requestOrigin: actor.origin,
   // A run answers no request: none of its tools hands out a link to the service.
   get baseUrl(): string {
     throw new Error('A run has no request origin to link to');
@@ -77,6 +72,6 @@ export function capabilityRunTools(db: Db, env: Env, turn: TurnInput, offer: Run
   const run = BINDINGS[offer](turn);
   if (!run) return [];
   const contextOf = async (call?: { id: string }) =>
-    runContext(db, env, turn.actor, turn.requestId, turn.source ?? 'api', await toolCallKey(turn.turnKey, call));
+    runContext(db, env, turn.actor, turn.actor.origin.requestId, turn.source ?? 'api', await toolCallKey(turn.turnKey, call));
   return CAPABILITIES.filter((capability) => capability.agentTool?.offeredTo === offer).map((capability) => capabilityAgentTool(capability, run, contextOf));
 }

@@ -1,4 +1,4 @@
-import type { byokKeys, Role, secrets, SkillSecretBindingRow } from '../../schema';
+import type { byokKeys, secrets, SkillSecretBindingRow } from '../../schema';
 import type { Actor } from '../auth/actor';
 import type { RunConnector } from '../connectors/registry';
 
@@ -41,14 +41,11 @@ export interface ExecutionEvent extends NewExecutionEvent {
 /** What a turn needs from D1, resolved by the route before the run starts. */
 export interface TurnInput {
   executionId: number;
-  workspaceId: string;
-  userId: string;
-  role: Role;
-  /** The key that started the run, or null for a session. */
-  apiKeyId: number | null;
-  /** The request that started the run, for the audit trail of what the run changes. */
-  requestId: string;
-  /** Who the run's tools act as: the launching credential, its scopes and no more. */
+  /**
+   * Who started the run, acting in it: the launching credential (its user, workspace, role and
+   * scopes, and the request that started the run, for the audit trail of what the run changes).
+   * The run's tools act as it, with its scopes and no more.
+   */
   actor: Actor;
   /** The credit hold of this turn: its key and amount (hundredths of a Ds). */
   turnKey: string;
@@ -81,6 +78,16 @@ export interface SealedTurnKeys {
 
 /** Spec 6.1: why a run stopped. */
 export type RunStopReason = 'end_turn' | 'interrupt' | 'limit_reached' | 'error';
+
+/** How a turn's agent loop ended: what its object records and the lifecycle settles. */
+export interface TurnEnding {
+  stopReason: RunStopReason;
+  /** The run's final answer, its secrets masked. */
+  text: string;
+  model: string;
+  /** Whether the user's own key (BYOK) paid for the run instead of credits. */
+  ownKey: boolean;
+}
 
 /** An execution's status, and its trace's, after a run: end_turn → completed, error → failed, interrupt and limit_reached → idle again (spec 3.8). */
 export const statusAfterRun = (reason: RunStopReason) => (reason === 'end_turn' ? 'completed' : reason === 'error' ? 'failed' : 'idle');

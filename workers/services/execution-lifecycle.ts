@@ -1,73 +1,62 @@
-import { and, asc, eq, exists, inArray, isNull, lt, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
+import { and, asc, eq, exists, inArray, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
 import type { BatchResponse } from 'drizzle-orm/batch';
 import { executions, skillVersions, threads } from '../../schema';
 import { runActor, type Actor } from '../auth/actor';
-import { apiKeyIdOf, type Principal } from '../auth/principal';
+import type { Principal } from '../auth/principal';
 import { hasScope } from '../auth/scopes';
 import type { Db, Env } from '../env';
 import { AppError, conflict } from '../errors';
 import { now } from '../lib/clock';
 import { formatId, parseId } from '../lib/ids';
 import { giveBackRateLimit, hitRateLimit, type RateDecision } from '../lib/rate-limit';
+import { costInHundredths } from '../runtime/pricing';
 import { recordChangeAfter } from './audit';
 import { byokKeyExists, sealedByokKey } from './byok';
 import { runConnectorFrom, runConnectorRow } from './connectors';
 import { publish } from './control-plane';
-import { holdAnswered, holdOwner, holdStatements, insufficientCredits, MIN_RUN_BALANCE, releaseReservation, RUN_BUDGET } from './credits';
+import { holdAnswered, holdStatements, insufficientCredits, MIN_RUN_BALANCE, RUN_BUDGET, settledCharge } from './credits';
+import { closeTurn, storeArtifact, type StoredArtifact } from './execution-runs';
+import {
+  CLAIM_GRACE_MS,
+  claimOf,
+  currentExecution,
+  reconcileStale,
+  release,
+  sessionOf,
+  statusOf,
+  type ExecutionStatus,
+  type Holder,
+} from './execution-reconciler';
 import { sealedRunSecrets } from './skill-secrets';
-import { requireOwned } from './tenant';
-import { traceRunFinished, traceRunStarted } from './traces';
-import type { ExecutionEvent, SealedTurnKeys, StartTurnAnswer, TurnInput, TurnOutcome } from './execution-events';
+import { traceRunStarted } from './traces';
+import type { ExecutionEvent, NewExecutionEvent, SealedTurnKeys, StartTurnAnswer, TurnEnding, TurnInput, TurnOutcome } from './execution-events';
 
 /**
  * The run lifecycle, in one place: claim → hold → start, then the execution's object runs the
- * turn and settles it (output, charge, D1 record), or the claim is released.
+ * turn and asks this module to settle it, or the claim is released (execution-reconciler.ts).
  *
  * 1. **Claim**: one conditional UPDATE moves the execution to `working` under the workspace's
  *    MAX_ACTIVE_EXECUTIONS and writes the turn's key and the claim time.
  * 2. **Hold**: credits reserved under that key, in the claim's own D1 request (atomic with it,
  *    and made only if the claim took), with the turn's context and keys read.
  * 3. **Start**: the object takes the turn under that key (and refuses a key it has seen).
+ * 4. **Settle**: once the turn's agent loop has ended, its output stored once, the charge
+ *    settled against the hold, the execution's record and the trace finished in one D1 request,
+ *    sent once however often the object is cut off; then the log's closing events, and the
+ *    workflow run whose step started the execution is told.
  *
  * After a crash at any point the stored state tells what happened: the object either holds the
- * turn (it runs, resumes or finishes there) or has never seen its key. A step that fails is
+ * turn (it runs, resumes or settles there) or has never seen its key. A step that fails is
  * compensated at once (the object is asked to withdraw the turn, the hold released, the
  * execution `idle` again); a claim left behind by a crash is settled by the reconciler once it
- * is older than CLAIM_GRACE_MS: on the hourly sweep, on any read of the execution (status,
- * stream URL, cancel), on any list of the workspace's executions and when a run finds the
- * workspace's slots taken. A lost turn ends
- * `failed`, its hold released, with `session.status_idle` (error) in its log so streams end.
+ * is older than CLAIM_GRACE_MS.
  */
 
 type ExecutionRow = typeof executions.$inferSelect;
-/**
- * Whose claim and hold a release gives back: the execution, and the user whose credits the hold
- * took when the caller knows it (the one who started the turn, not always the execution's
- * creator); else it is read by the hold's key.
- */
-type Holder = { id: number; userId?: string };
-type ExecutionStatus = ExecutionRow['status'];
 
 /** Run starts per minute per user (the number is ours; the spec asks for a limit). */
 export const RUNS_PER_MINUTE = 20;
-/**
- * How long a claim may wait for its turn to reach the object before the reconciler may decide
- * it never will: far longer than claim → hold → start takes, short enough that a workspace a
- * crash left locked runs again soon.
- */
-export const CLAIM_GRACE_MS = 15_000;
-/** How long cancel waits for a live turn to stop, so its answer can say how the run ended. */
-export const CANCEL_WAIT_MS = 5_000;
-/** Executions one sweep settles at most, per batch and in all. */
-const SWEEP_BATCH = 50;
-const SWEEP_MAX = 500;
-
-const LOST_NOTICE =
-  'The run was lost before it started (the service restarted, or the run could not reach its session). Nothing was charged and its credits were released; start it again.';
-
-const sessionOf = (env: Env, executionId: number) => env.EXECUTION_SESSION.getByName(formatId('exec', executionId));
-
 /**
  * Starts a turn of an idle execution with the user's `text` (and `system`, else the prompt of
  * the skill version it was created with); answers the turn's opening events. When the
@@ -213,7 +202,7 @@ async function claimHoldAndRead(db: Db, env: Env, principal: Principal, executio
           : sql`0`,
       )
       .limit(1),
-    ...sealedTurnKeyReads(db, { userId: principal.userId, workspaceId: principal.workspaceId, skillSlug: claimed(executions.skillSlug) }),
+    ...sealedTurnKeyReads(db, principal, claimed(executions.skillSlug)),
   ]);
   if (!execution) return null;
   return {
@@ -331,32 +320,13 @@ const startUnavailable = (undone: null | undefined) =>
       : `The run could not be confirmed; if it did not start, its slot and credits are released within ${CLAIM_GRACE_MS / 1000} seconds.`,
   );
 
-/**
- * Gives back a claim whose turn never ran: its hold first (a crash after that leaves only the
- * claim, which the reconciler settles), then the execution, only while it is still this claim's.
- */
-async function release(db: Db, holder: Holder, turnKey: string | null, to: 'idle' | 'failed'): Promise<boolean> {
-  if (turnKey !== null) {
-    const userId = holder.userId ?? (await holdOwner(db, turnKey));
-    if (userId !== undefined) await releaseReservation(db, { userId, executionId: formatId('exec', holder.id), turnKey });
-  }
-  const released = await db
-    .update(executions)
-    .set({ status: to, completedAt: to === 'failed' ? now() : null })
-    .where(and(eq(executions.id, holder.id), eq(executions.status, 'working'), turnKey === null ? isNull(executions.turnKey) : eq(executions.turnKey, turnKey)))
-    .returning({ id: executions.id });
-  if (released.length > 0 && to === 'failed') await traceRunFinished(db, holder.id, 'error', 0);
-  return released.length > 0;
-}
-
-/** The turn's model key and bound secrets, encrypted as stored: read at its start (and again by a resumed turn). */
-const sealedTurnKeyReads = (db: Db, turn: Pick<TurnInput, 'userId' | 'workspaceId'> & { skillSlug: string | SQLWrapper }) =>
-  [sealedByokKey(db, turn.userId), sealedRunSecrets(db, turn.workspaceId, turn.skillSlug)] as const;
+/** The turn's model key (the actor's own) and the skill's bound secrets, encrypted as stored: read at its start (and again by a resumed turn). */
+const sealedTurnKeyReads = (db: Db, actor: Actor, skillSlug: string | SQLWrapper) =>
+  [sealedByokKey(db, actor.userId), sealedRunSecrets(db, actor.workspaceId, skillSlug)] as const;
 
 const sealedTurnKeysFrom = ([[byok], secrets]: BatchResponse<ReturnType<typeof sealedTurnKeyReads>>): SealedTurnKeys => ({ byok: byok ?? null, secrets });
 
-export const sealedTurnKeys = async (db: Db, turn: Pick<TurnInput, 'userId' | 'workspaceId' | 'skillSlug'>) =>
-  sealedTurnKeysFrom(await db.batch(sealedTurnKeyReads(db, turn)));
+export const sealedTurnKeys = async (db: Db, actor: Actor, skillSlug: string) => sealedTurnKeysFrom(await db.batch(sealedTurnKeyReads(db, actor, skillSlug)));
 
 function turnInput(
   principal: Actor,
@@ -366,11 +336,6 @@ function turnInput(
 ): TurnInput {
   return {
     executionId: execution.id,
-    workspaceId: principal.workspaceId,
-    userId: principal.userId,
-    role: principal.role,
-    apiKeyId: apiKeyIdOf(principal),
-    requestId: principal.origin.requestId,
     actor: runActor(principal, { kind: 'execution', id: formatId('exec', execution.id) }),
     turnKey: turn.turnKey,
     budget: turn.budget,
@@ -416,9 +381,12 @@ const announceStart = (db: Db, principal: Principal, execution: ExecutionRow) =>
 export async function announceRunStarted(db: Db, env: Env, turn: TurnInput, seq: number) {
   await Promise.all([
     traceRunStarted(db, turn.executionId).catch(logBookkeeping(turn.executionId)),
-    publish(env, turn.workspaceId, [{ type: 'execution-started', executionId: formatId('exec', turn.executionId), source: turn.source ?? 'api', seq }]),
+    publish(env, turn.actor.workspaceId, [{ type: 'execution-started', executionId: formatId('exec', turn.executionId), source: turn.source ?? 'api', seq }]),
   ]);
 }
+
+/** How long cancel waits for a live turn to stop, so its answer can say how the run ended. */
+export const CANCEL_WAIT_MS = 5_000;
 
 /**
  * The user's interrupt of a working execution. A live turn is told to stop (and, with
@@ -432,95 +400,85 @@ export async function interruptTurn(
   execution: ExecutionRow,
   waitMs = 0,
 ): Promise<{ outcome: TurnOutcome; status: ExecutionStatus }> {
-  const outcome = await sessionOf(env, execution.id).interrupt(execution.turnKey, waitMs);
-  if (outcome.state === 'abandoned') await release(db, { id: execution.id }, execution.turnKey, 'idle');
+  const { turnKey } = claimOf(execution);
+  const outcome = await sessionOf(env, execution.id).interrupt(turnKey, waitMs);
+  if (outcome.state === 'abandoned') await release(db, { id: execution.id }, turnKey, 'idle');
   if (principal && outcome.state !== 'finished') await recordRun(db, principal, execution, 'execution.interrupted');
   return { outcome, status: await statusOf(db, execution.id) };
 }
 
-const statusOf = async (db: Db, executionId: number): Promise<ExecutionStatus> =>
-  (await db.select({ status: executions.status }).from(executions).where(eq(executions.id, executionId)).limit(1))[0]?.status ?? 'failed';
-
 /**
- * The reconciler for one execution: a claim `working` for longer than the grace period whose
- * turn the object never took is settled (the object ends its log with `session.status_idle`
- * (error), the hold is released, the execution `failed`); a turn the object holds is left
- * running (and resumes now if a restart cut it off). Answers the status after.
+ * A turn whose agent loop has ended, as its object recorded it: how it ended, the tokens it
+ * used, when it started and, once its closing batch may have been sent, the output that batch
+ * carries.
  */
-export async function reconcileExecution(db: Db, env: Env, execution: ExecutionRow): Promise<ExecutionStatus> {
-  if (execution.status !== 'working' || now() - (execution.claimedAt ?? 0) < CLAIM_GRACE_MS) return execution.status;
-  const outcome = await sessionOf(env, execution.id).reconcile(execution.turnKey, LOST_NOTICE);
-  if (outcome.state === 'live') return 'working';
-  if (outcome.state === 'finished') return statusOf(db, execution.id);
-  if (await release(db, { id: execution.id }, execution.turnKey, 'failed')) {
-    const seq = outcome.events.at(-1)?.seq ?? 0;
-    await publish(env, execution.workspaceId, [
-      { type: 'execution-failed', executionId: formatId('exec', execution.id), source: execution.source, seq, stopReason: 'error', cost: 0 },
-    ]).catch((error) =>
-      console.error(JSON.stringify({ level: 'error', message: 'could not announce a lost run', executionId: execution.id, error: String(error) })),
-    );
-  }
-  return statusOf(db, execution.id);
+export interface EndedTurn {
+  ended: TurnEnding;
+  usage: { inputTokens: number; outputTokens: number };
+  startedAt: number;
+  closing?: { output: StoredArtifact | null };
 }
 
-/** The caller's execution as it stands: a `working` one whose run was lost is settled first. */
-export async function currentExecution(db: Db, env: Env, principal: Principal, rawId: string): Promise<ExecutionRow> {
-  const execution = await requireOwned(db, executions, principal, 'exec', rawId, 'Execution');
-  if (execution.status !== 'working' || (await reconcileExecution(db, env, execution)) === 'working') return execution;
-  return requireOwned(db, executions, principal, 'exec', rawId, 'Execution');
-}
-
-/** Claims `working` for longer than the grace period (or with no claim time), oldest first: of one workspace, or of all. */
-const staleClaims = (db: Db, workspaceId?: string) =>
-  db
-    .select()
-    .from(executions)
-    .where(
-      and(
-        eq(executions.status, 'working'),
-        or(isNull(executions.claimedAt), lt(executions.claimedAt, now() - CLAIM_GRACE_MS)),
-        workspaceId === undefined ? undefined : eq(executions.workspaceId, workspaceId),
-      ),
-    )
-    .orderBy(asc(executions.claimedAt));
-
-/** Reconciles each stale claim (a failure is logged, and the claim counts as still working); answers how many it freed. */
-async function settle(db: Db, env: Env, stale: ExecutionRow[]): Promise<number> {
-  let freed = 0;
-  for (const execution of stale) {
-    const status = await reconcileExecution(db, env, execution).catch((error) => {
-      console.error(JSON.stringify({ level: 'error', message: 'could not reconcile an execution', executionId: execution.id, error: String(error) }));
-      return 'working' as const;
-    });
-    if (status !== 'working') freed++;
-  }
-  return freed;
+/** What settling asks of the turn's object. */
+export interface SettleHooks {
+  /** Records, durably before the closing batch leaves, that it may land and the output it carries. */
+  closing(output: StoredArtifact | null): void;
+  /** Ends the turn's log with its closing events (`execution.result`, then `session.status_idle`). */
+  close(events: NewExecutionEvent[]): void;
+  /** Keeps work that follows the turn's end going after settling answers. */
+  waitUntil(work: Promise<unknown>): void;
 }
 
 /**
- * Settles stale claims (older than the grace period), oldest first: of one workspace (when a
- * run finds its slots taken) or of all (the hourly sweep). Answers how many it freed.
+ * Step 4: settles an ended turn. The closing batch (`closeOnce`) lands before the idle event: a
+ * client that acts on `session.status_idle` must find the execution idle and its output listed.
+ * The result shows what was charged; a workflow step that started the execution goes on now
+ * rather than at its next poll (which stays the fallback).
  */
-export async function reconcileStale(db: Db, env: Env, workspaceId?: string): Promise<number> {
-  let freed = 0;
-  for (let seen = 0; seen < SWEEP_MAX; seen += SWEEP_BATCH) {
-    const stale = await staleClaims(db, workspaceId)
-      .limit(SWEEP_BATCH)
-      .offset(seen - freed);
-    freed += await settle(db, env, stale);
-    if (stale.length < SWEEP_BATCH) break;
-  }
-  return freed;
+export async function settleTurn(db: Db, env: Env, turn: TurnInput, end: EndedTurn, hooks: SettleHooks): Promise<void> {
+  const charged = await closeOnce(db, env, turn, end, hooks);
+  const { ended, usage } = end;
+  hooks.close([
+    {
+      type: 'execution.result',
+      payload: {
+        summary: ended.text.slice(0, 500),
+        cost: charged / 100,
+        tokenUsage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+      },
+    },
+    { type: 'session.status_idle', payload: { stop_reason: { type: ended.stopReason } } },
+  ]);
+  if (turn.workflowRunId) hooks.waitUntil(tellWorkflowRun(env, turn.workflowRunId, turn.executionId));
 }
 
 /**
- * A list of the workspace's executions (`read`), with its stale claims settled first: the owner
- * of a start that was never answered knows its run only from the list, which must not show it
- * `working` once the grace period has passed. The list is read alongside the stale claims, and
- * again only if one was freed. Bounded: a workspace has at most MAX_ACTIVE_EXECUTIONS claims.
+ * output.md to R2, then its row, the settlement, the execution's record and the trace in one D1
+ * request, sent once. A turn cut off while its batch was under way asks whether it landed (it
+ * lands whole or not at all), and if not sends it again with the same output. Answers what was
+ * charged: the cost capped at the balance.
  */
-export async function withStaleSettled<T>(db: Db, env: Env, workspaceId: string, read: () => Promise<T>): Promise<T> {
-  const [stale, list] = await Promise.all([staleClaims(db, workspaceId).limit(SWEEP_BATCH), read()]);
-  if (stale.length === 0 || (await settle(db, env, stale)) === 0) return list;
-  return read();
+async function closeOnce(db: Db, env: Env, turn: TurnInput, { ended, usage, startedAt, closing }: EndedTurn, hooks: SettleHooks): Promise<number> {
+  const { stopReason, text, model, ownKey } = ended;
+  const settlement = {
+    userId: turn.actor.userId,
+    turnKey: turn.turnKey,
+    executionId: formatId('exec', turn.executionId),
+    cost: ownKey ? 0 : costInHundredths(model, usage.inputTokens, usage.outputTokens),
+    description: `${turn.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${model}${ownKey ? ', on your own key' : ''})`,
+  };
+  const landed = closing ? await settledCharge(db, settlement) : undefined;
+  if (landed !== undefined) return landed;
+  const output = closing ? closing.output : stopReason === 'end_turn' ? await storeArtifact(env.BUCKET, turn, 'output.md', text) : null;
+  // Recorded before the batch leaves: the object's output gate holds the D1 request until then.
+  hooks.closing(output);
+  return closeTurn(db, { executionId: turn.executionId, reason: stopReason, settlement, totals: { ...usage, elapsedMs: now() - startedAt }, output });
+}
+
+async function tellWorkflowRun(env: Env, runId: string, executionId: number) {
+  try {
+    await env.WORKFLOW_RUN.getByName(runId).executionEnded(formatId('exec', executionId));
+  } catch (error) {
+    console.error(JSON.stringify({ level: 'warn', message: 'the workflow run was not told its step ended', runId, executionId, error: String(error) }));
+  }
 }

@@ -24,17 +24,18 @@ export type StoredArtifact = typeof artifacts.$inferInsert;
  */
 export async function storeArtifact(
   bucket: R2Bucket,
-  turn: Pick<TurnInput, 'workspaceId' | 'executionId'>,
+  turn: Pick<TurnInput, 'actor' | 'executionId'>,
   name: string,
   content: string,
   callKey?: string,
 ): Promise<StoredArtifact | null> {
   const bytes = new TextEncoder().encode(content);
   if (!ARTIFACT_NAME.test(name) || bytes.length > MAX_ARTIFACT_BYTES) return null;
-  const key = `${workspacePrefix(turn.workspaceId)}artifacts/exec_${turn.executionId}/${callKey ?? crypto.randomUUID()}/${name}`;
+  const { workspaceId } = turn.actor;
+  const key = `${workspacePrefix(workspaceId)}artifacts/exec_${turn.executionId}/${callKey ?? crypto.randomUUID()}/${name}`;
   const contentType = contentTypeOf(name);
   await bucket.put(key, bytes, { httpMetadata: { contentType } });
-  return { workspaceId: turn.workspaceId, executionId: turn.executionId, name, contentType, size: bytes.length, r2Key: key, createdAt: now() };
+  return { workspaceId, executionId: turn.executionId, name, contentType, size: bytes.length, r2Key: key, createdAt: now() };
 }
 
 /** The artifact's row; a second index of the same R2 object (a tool call made again) adds none. */
@@ -44,7 +45,7 @@ const indexArtifact = (db: Db, stored: StoredArtifact) => db.insert(artifacts).v
 export async function saveArtifact(
   db: Db,
   bucket: R2Bucket,
-  turn: Pick<TurnInput, 'workspaceId' | 'executionId'>,
+  turn: Pick<TurnInput, 'actor' | 'executionId'>,
   name: string,
   content: string,
   callKey?: string,

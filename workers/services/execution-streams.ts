@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/principal';
 import type { Db, Env } from '../env';
-import { currentExecution } from './execution-lifecycle';
+import { currentExecution } from './execution-reconciler';
 import { formatId } from '../lib/ids';
 import { signStreamToken } from '../lib/signing';
 import { streamHolderOf } from '../lib/stream-slots';
