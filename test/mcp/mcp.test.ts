@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { BASE, call, createKey, expectError, signUp, waitForStatus } from '../helpers/api';
 import { connectMcp, failure, ok, toolJson } from '../helpers/mcp';
 import { catalogEntry, seedCatalog } from '../helpers/skills';
-import { tokensFor } from '../helpers/oauth';
+import { raw, tokensFor } from '../helpers/oauth';
+import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { MCP_STARTING_SCOPES } from '../../workers/auth/oauth/metadata';
 import { definition, install, mapping, waitForRun } from '../helpers/workflows';
 
@@ -230,7 +231,7 @@ describe('the MCP endpoint over HTTP', () => {
   it('answers no key 401 in the envelope with WWW-Authenticate, and a bad key 401 too', async () => {
     for (const [headers, problem] of [
       [{}, ''],
-      [{ 'x-api-key': 'sk_live_not-a-real-key' }, ', error="invalid_token"'],
+      [{ 'x-api-key': 'sk_live_not-a-real-key' }, ', error="invalid_token", error_description="The API key is not valid"'],
     ] as [Record<string, string>, string][]) {
       const res = await post(headers);
       expect(res.status).toBe(401);
@@ -238,6 +239,52 @@ describe('the MCP endpoint over HTTP', () => {
         `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"${problem}, scope="${MCP_STARTING_SCOPES.join(' ')}"`,
       );
       expect((await res.json()) as object).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
+    }
+  });
+
+  /** The challenge's parameters (RFC 9110 11.6.1 auth-params, all quoted here). */
+  const challengeOf = (res: Response) => {
+    const header = res.headers.get('www-authenticate') ?? '';
+    expect(header).toMatch(/^Bearer /);
+    return Object.fromEntries([...header.matchAll(/([a-z_]+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
+  };
+
+  it('answers every 401 and 403 with the whole challenge: where to sign in, what to ask for, what was wrong', async () => {
+    const user = await signUp();
+    const revokedKey = await createKey(user, ['memory:read']);
+    expect((await call(`/api/v1/api-keys/${revokedKey.id}/revoke`, { method: 'POST', token: user.token })).status).toBe(200);
+    const unactivated = await createKey(user, ['memory:read'], { pendingActivation: true });
+    const expiring = (await tokensFor('memory:read')).tokens.access_token as string;
+    const revoking = await tokensFor('memory:read');
+    const revoked = await raw('/auth/oauth2/revoke', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: revoking.tokens.access_token, client_id: revoking.clientId }),
+    });
+    expect(revoked.status).toBe(200);
+    const cases: [string, Record<string, string>, number, string | undefined][] = [
+      ['no credential', {}, 401, undefined],
+      ['an unknown API key', { 'x-api-key': 'sk_live_not-a-real-key' }, 401, 'invalid_token'],
+      ['an unknown bearer token', { authorization: 'Bearer oat_not-a-real-token' }, 401, 'invalid_token'],
+      ['an API key sent as a bearer token', { authorization: 'Bearer sk_live_not-a-real-key' }, 401, 'invalid_token'],
+      ['a revoked bearer token', { authorization: `Bearer ${revoking.tokens.access_token}` }, 401, 'invalid_token'],
+      ['a revoked API key', { 'x-api-key': revokedKey.key }, 403, 'invalid_token'],
+      ['an unactivated API key', { 'x-api-key': unactivated.key }, 403, 'invalid_token'],
+      ['a foreign Origin', { 'x-api-key': revokedKey.key, origin: 'https://evil.example' }, 403, undefined],
+    ];
+    advanceClock(3601_000);
+    cases.push(['an expired bearer token', { authorization: `Bearer ${expiring}` }, 401, 'invalid_token']);
+    try {
+      for (const [what, headers, status, error] of cases) {
+        const res = await post(headers);
+        expect(res.status, what).toBe(status);
+        const challenge = challengeOf(res);
+        expect(challenge, what).toMatchObject({ resource_metadata: `${BASE}/.well-known/oauth-protected-resource/mcp`, scope: MCP_STARTING_SCOPES.join(' ') });
+        expect(challenge.error, what).toBe(error);
+        if (error) expect(challenge.error_description, what).toEqual(expect.any(String));
+      }
+    } finally {
+      resetClock();
     }
   });
 

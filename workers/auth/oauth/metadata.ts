@@ -82,7 +82,8 @@ export const MCP_STARTING_SCOPES = ['profile:read', 'library:read', 'tool:execut
 export function mcpWwwAuthenticate(base: string, problem?: { error: 'invalid_token' | 'insufficient_scope'; scope?: string; description?: string }): string {
   const parts = [`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`];
   if (problem) parts.push(`error="${problem.error}"`);
-  if (problem?.description) parts.push(`error_description="${problem.description.replace(/["\\]/g, '')}"`);
+  // RFC 6750 3: the description's characters are %x20-21 / %x23-5B / %x5D-7E.
+  if (problem?.description) parts.push(`error_description="${problem.description.replace(/[^\x20\x21\x23-\x5B\x5D-\x7E]/g, '')}"`);
   parts.push(`scope="${problem?.scope ?? MCP_STARTING_SCOPES.join(' ')}"`);
   return `Bearer ${parts.join(', ')}`;
 }
