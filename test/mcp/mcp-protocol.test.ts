@@ -93,7 +93,7 @@ describe('resources', () => {
       { authorization: `Bearer ${tokens.access_token}` },
     );
     expect(refused.status).toBe(403);
-    expect(refused.headers.get('www-authenticate')).toContain('error="insufficient_scope", scope="memory:read"');
+    expect(refused.headers.get('www-authenticate')).toContain('error="insufficient_scope", scope="profile:read memory:read offline_access"');
   });
 });
 

@@ -3,9 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { BASE, call, createKey, expectError, signUp, waitForStatus } from '../helpers/api';
 import { connectMcp, failure, ok, toolJson } from '../helpers/mcp';
 import { catalogEntry, seedCatalog } from '../helpers/skills';
-import { raw, tokensFor } from '../helpers/oauth';
+import { authorizeCode, exchange, raw, tokensFor } from '../helpers/oauth';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
-import { MCP_STARTING_SCOPES } from '../../workers/auth/oauth/metadata';
+import { MCP_STARTING_SCOPES } from '../../workers/mcp/challenge';
 import { definition, install, mapping, waitForRun } from '../helpers/workflows';
 
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
@@ -221,11 +221,11 @@ describe('the workflow tools', () => {
 });
 
 describe('the MCP endpoint over HTTP', () => {
-  const post = (headers: Record<string, string>, method = 'POST') =>
+  const post = (headers: Record<string, string>, method = 'POST', message: object = { method: 'tools/list' }) =>
     exports.default.fetch(`${BASE}/mcp/`, {
       method,
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-      body: method === 'POST' ? JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) : undefined,
+      body: method === 'POST' ? JSON.stringify({ jsonrpc: '2.0', id: 1, ...message }) : undefined,
     });
 
   it('answers no key 401 in the envelope with WWW-Authenticate, and a bad key 401 too', async () => {
@@ -302,8 +302,9 @@ describe('the MCP endpoint over HTTP', () => {
       });
     const refused = await callTool('write-memory', { content: 'x', mode: 'append' });
     expect(refused.status).toBe(403);
+    // What the token holds plus what it lacks: the client's new grant replaces the old one.
     expect(refused.headers.get('www-authenticate')).toBe(
-      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:write"`,
+      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:read billing:read memory:write offline_access"`,
     );
     expect(await refused.json()).toMatchObject({ error: { code: 'FORBIDDEN', details: { scope: 'memory:write' } } });
     expect((await callTool('read-memory', {})).status).toBe(200);
@@ -315,6 +316,42 @@ describe('the MCP endpoint over HTTP', () => {
     });
     expect(revoked.status).toBe(401);
     expect(revoked.headers.get('www-authenticate')).toContain('error="invalid_token"');
+  });
+
+  it('steps up to a grant that keeps what the token held and adds what it lacked', async () => {
+    const mcp = { resource: `${BASE}/mcp` };
+    const first = await tokensFor('memory:read billing:read', { query: mcp });
+    const refused = await post({ authorization: `Bearer ${first.tokens.access_token}` }, 'POST', {
+      method: 'tools/call',
+      params: { name: 'write-memory', arguments: { content: 'x' } },
+    });
+    expect(refused.status).toBe(403);
+    const asked = challengeOf(refused).scope!;
+    // The client asks the same person again, as the SDKs do, for exactly what the challenge said.
+    const again = await exchange(await authorizeCode(asked, { user: first.user, clientId: first.clientId }, { query: mcp }));
+    const stepped = await connectMcp({ authorization: `Bearer ${((await again.json()) as { access_token: string }).access_token}` });
+    expect(ok(await stepped.callTool({ name: 'write-memory', arguments: { content: 'kept' } }))).toBeTruthy();
+    expect(ok(await stepped.callTool({ name: 'read-memory', arguments: {} }))).toMatchObject({ content: 'kept' });
+    expect(ok(await stepped.callTool({ name: 'get-credit-balance', arguments: {} }))).toMatchObject({ balance: 100 });
+  });
+
+  it('starts a client that signs in with its challenge’s scopes with every tool it lists', async () => {
+    const challenge = challengeOf(await post({}));
+    const { tokens } = await tokensFor(challenge.scope!, { query: { resource: `${BASE}/mcp` } });
+    expect(tokens.refresh_token).toEqual(expect.any(String));
+    const auth = { authorization: `Bearer ${tokens.access_token}` };
+    const { tools } = await (await connectMcp(auth)).listTools();
+    expect(tools.length).toBe(TOOL_NAMES.length);
+    // The scope check of each listed tool comes before its arguments are read: none is a step-up 403.
+    for (const tool of tools) {
+      const res = await post(auth, 'POST', { method: 'tools/call', params: { name: tool.name, arguments: {} } });
+      expect(res.status, tool.name).toBe(200);
+    }
+    // Connector tools also check their app's own scopes, read and exec.
+    const client = await connectMcp(auth);
+    const token = `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
+    expect(ok(await client.callTool({ name: 'connect-connector', arguments: { connector: 'github', token } })).status).toBe('connected');
+    expect(ok(await client.callTool({ name: 'list-github-repos', arguments: { connector: 'github' } }))).toBeTruthy();
   });
 
   it('answers GET and DELETE 405 before the transport, and a foreign Origin 403', async () => {

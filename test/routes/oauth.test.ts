@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { inArray } from 'drizzle-orm';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { mcpWwwAuthenticate } from '../../workers/auth/oauth/metadata';
+import { MCP_STARTING_SCOPES, mcpWwwAuthenticate } from '../../workers/mcp/challenge';
 import { maintainSigningKeys, rotateSigningKey } from '../../workers/auth/oauth/signing-keys';
 import { deleteExpiredOAuthRecords } from '../../workers/services/oauth';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
@@ -21,6 +21,7 @@ import {
   REDIRECT,
   register,
   setCookieValue,
+  tickedScopes,
   token,
   tokensFor,
 } from '../helpers/oauth';
@@ -57,6 +58,8 @@ describe('discovery', () => {
     const mcp = await call('/.well-known/oauth-protected-resource/mcp');
     expect(mcp.status).toBe(200);
     expect(mcp.body).toMatchObject({ resource: `${BASE}/mcp`, authorization_servers: [`${BASE}/auth`], bearer_methods_supported: ['header'] });
+    // A client that reads its scopes here rather than in the challenge asks for the same.
+    expect(mcp.body.scopes_supported).toEqual(MCP_STARTING_SCOPES);
     const root = await call('/.well-known/oauth-protected-resource');
     expect(root.body.resource).toBe(BASE);
     expect(root.body.scopes_supported).toContain('memory:read');
@@ -263,6 +266,22 @@ describe('GET /auth/oauth2/authorize', () => {
       body: form,
     });
     expect(forged.status).toBe(403);
+  });
+
+  it('asks, when no scope is named, for what the MCP tools need with resource {base}/mcp, else for a new key’s defaults', async () => {
+    const user = await signUp();
+    const clientId = (await register()).body.client_id;
+    const ticked = async (extra: Record<string, string>) => {
+      const query = authorizeQuery(clientId, (await pkce()).challenge, '', extra);
+      const page = await raw(`/auth/oauth2/authorize?${query}`, { headers: { cookie: cookieHeader(user) } });
+      expect(page.status).toBe(200);
+      return tickedScopes(await page.text());
+    };
+    expect(await ticked({ resource: `${BASE}/mcp` })).toEqual(MCP_STARTING_SCOPES);
+    expect(await ticked({})).toEqual(['profile:read', 'agent:list']);
+    // Every one can still be unticked: the grant is what the person leaves ticked.
+    const { tokens } = await tokensFor('', { query: { resource: `${BASE}/mcp` }, untick: ['memory:write', 'tool:execute'] });
+    expect(tokens.scope.split(' ')).toEqual(MCP_STARTING_SCOPES.filter((s) => s !== 'memory:write' && s !== 'tool:execute'));
   });
 
   it('echoes state and iss with the code; a denial returns access_denied', async () => {
@@ -638,15 +657,15 @@ describe('housekeeping and helpers', () => {
   });
 
   it('builds the MCP WWW-Authenticate challenge (RFC 9728 5.1, RFC 6750 3)', () => {
-    // Without a problem it names what the MCP surface needs to start, not every scope there is.
+    // Without a problem it names what the MCP tools need (reads first), not every scope there is.
     expect(mcpWwwAuthenticate(BASE)).toBe(
-      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", scope="profile:read library:read tool:execute workflow:run workspace:files:read memory:read offline_access"`,
+      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", scope="memory:read workspace:files:read connector:list library:read billing:read memory:write workspace:files:write tool:execute library:write workflow:run connector:github:read connector:github:exec offline_access"`,
     );
-    expect(mcpWwwAuthenticate(BASE, { error: 'invalid_token', description: 'Issued for "x"' })).toContain(
-      'error="invalid_token", error_description="Issued for x"',
+    expect(mcpWwwAuthenticate(BASE, { error: 'invalid_token', description: 'Issued for "x" – now' })).toContain(
+      'error="invalid_token", error_description="Issued for x  now"',
     );
-    expect(mcpWwwAuthenticate(BASE, { error: 'insufficient_scope', scope: 'memory:write' })).toBe(
-      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:write"`,
+    expect(mcpWwwAuthenticate(BASE, { error: 'insufficient_scope', scope: ['memory:read', 'memory:write'] })).toBe(
+      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:read memory:write"`,
     );
   });
 });

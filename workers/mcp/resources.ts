@@ -151,6 +151,9 @@ const KINDS: ResourceKind[] = [
   },
 ];
 
+/** The operations the resources read through: their scopes are among what an MCP client asks for. */
+export const RESOURCE_CAPABILITIES: readonly Capability[] = KINDS.map((k) => k.capability);
+
 /** Whether the credential may read a kind (its operation's access), without spending a one-time grant. */
 function mayRead(ctx: ToolContext, capability: Capability): boolean {
   try {

@@ -3,7 +3,6 @@ import { Hono, type Context } from 'hono';
 import { cors } from 'hono/cors';
 import { GRANT_TOKEN_HEADER } from '../auth/grants';
 import { isLoopbackHost } from '../lib/addresses';
-import { mcpWwwAuthenticate } from '../auth/oauth/metadata';
 import type { RouteAccess } from '../auth/access';
 import type { Principal } from '../auth/principal';
 import { hasScope, type Scope } from '../auth/scopes';
@@ -12,6 +11,7 @@ import { AppError, forbidden, unauthorized } from '../errors';
 import { identify } from '../middleware/authenticate';
 import { isLocalDevelopment } from '../lib/local-development';
 import { heldStream, streamHolderOf } from '../lib/stream-slots';
+import { mcpWwwAuthenticate, stepUpScopes } from '../mcp/challenge';
 import { logLevelOf } from '../mcp/logging';
 import { PROMPT_CAPABILITY, resourceCapability } from '../mcp/resources';
 import { createMcpServer, MCP_TOOLS } from '../mcp/server';
@@ -168,8 +168,10 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
   if (unknownTool && !Array.isArray(body)) return jsonRpcError(unknownTool.id, -32602, `Unknown tool: ${String(unknownTool.params?.name)}`);
   const missing = principal.credential.type === 'oauth' ? scopeMissing(principal, messages) : null;
   if (missing) {
-    // MCP authorization, scope challenge: an OAuth client can ask the user for more scope and retry.
-    return refuse(c, forbidden(`This token lacks the scope "${missing}"`, { scope: missing }), { error: 'insufficient_scope', scope: missing });
+    // MCP authorization, scope challenge: the client asks the person again for what the token
+    // holds plus what it lacks (its new grant replaces the old one), then retries.
+    const refusal = forbidden(`This token lacks the scope "${missing}"`, { scope: missing });
+    return refuse(c, refusal, { error: 'insufficient_scope', scope: stepUpScopes(principal.scopes, missing) });
   }
   const live = messages.some(followsProgress);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !live });
