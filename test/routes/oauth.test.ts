@@ -144,10 +144,19 @@ describe('POST /auth/oauth2/register', () => {
     }
   });
 
-  it('refuses confidential clients and empty redirect lists', async () => {
-    const secret = await register({ token_endpoint_auth_method: 'client_secret_basic' });
-    expect(secret.status).toBe(400);
-    expect(secret.body.error).toBe('invalid_client_metadata');
+  it('registers a client asking for a secret as the public client it assigns (RFC 7591 3.2.1), which then signs in with PKCE alone', async () => {
+    for (const method of ['client_secret_basic', 'client_secret_post', 'private_key_jwt']) {
+      const asked = await register({ token_endpoint_auth_method: method });
+      expect(asked.status, method).toBe(201);
+      expect(asked.body.token_endpoint_auth_method, method).toBe('none');
+      expect(asked.body, method).not.toHaveProperty('client_secret');
+    }
+    const clientId = (await register({ token_endpoint_auth_method: 'client_secret_basic' })).body.client_id;
+    const flow = await authorizeCode('profile:read', { clientId });
+    expect((await exchange(flow)).status).toBe(200);
+  });
+
+  it('refuses empty redirect lists', async () => {
     const none = await register({ redirect_uris: [] });
     expect(none.body.error).toBe('invalid_redirect_uri');
   });

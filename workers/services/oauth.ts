@@ -92,6 +92,7 @@ function redirectUrisProblem(uris: string[], applicationType: ApplicationType, l
   return null;
 }
 
+/** `token_endpoint_auth_method` is read and replaced: every client is registered as public. */
 export const RegisterBody = ClientFields.extend({ token_endpoint_auth_method: z.string().optional() });
 export type RegisterBody = z.infer<typeof RegisterBody>;
 
@@ -112,10 +113,6 @@ export async function registerClient(db: Db, raw: unknown) {
   const applicationType = applicationTypeOf(body.application_type, body.redirect_uris);
   const problem = redirectUrisProblem(body.redirect_uris, applicationType, (uri) => `"${uri}"`);
   if (problem) throw new OAuthError('invalid_redirect_uri', problem);
-  // Public clients only: PKCE stands in for a secret (OAuth 2.1 2.1; MCP authorization spec).
-  if (body.token_endpoint_auth_method !== undefined && body.token_endpoint_auth_method !== 'none') {
-    throw new OAuthError('invalid_client_metadata', 'token_endpoint_auth_method must be "none": clients are public and use PKCE');
-  }
   const client = {
     id: randomToken(18),
     name: body.client_name ?? 'Unnamed client',
@@ -133,6 +130,10 @@ export async function registerClient(db: Db, raw: unknown) {
     redirect_uris: client.redirectUris,
     grant_types: client.grantTypes,
     response_types: ['code'],
+    // Public clients only: PKCE stands in for a secret (OAuth 2.1 2.1; MCP authorization spec).
+    // A client that asked for another method is answered with the one assigned, as RFC 7591
+    // 3.2.1 allows, rather than refused: the SDKs' examples ask for client_secret_basic and
+    // use what the answer says.
     token_endpoint_auth_method: 'none',
     application_type: client.applicationType,
   };
