@@ -67,6 +67,27 @@ describe('discovery', () => {
   });
 });
 
+describe('browser clients on other origins', () => {
+  it('may send the MCP protocol version header to the metadata documents and the endpoints the SDKs call (no failed first try)', async () => {
+    for (const path of [
+      '/.well-known/oauth-protected-resource/mcp',
+      '/.well-known/oauth-protected-resource',
+      '/.well-known/oauth-authorization-server/auth',
+      '/auth/.well-known/openid-configuration',
+      '/auth/oauth2/register',
+      '/auth/oauth2/token',
+    ]) {
+      const preflight = await raw(path, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://inspector.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'mcp-protocol-version' },
+      });
+      expect(preflight.status, path).toBe(204);
+      expect(preflight.headers.get('access-control-allow-origin'), path).toBe('*');
+      expect(preflight.headers.get('access-control-allow-headers')?.split(','), path).toContain('mcp-protocol-version');
+    }
+  });
+});
+
 describe('POST /auth/oauth2/register', () => {
   it('registers a public client without a session, as stock MCP clients do (RFC 7591)', async () => {
     const res = await register();

@@ -96,7 +96,8 @@ async function validated(c: Ctx, params: AuthorizeParams) {
   };
 }
 
-const open = cors({ origin: '*', allowHeaders: ['authorization', 'content-type', 'x-auth-token'], maxAge: 600 });
+/** Any origin: browser MCP clients send `mcp-protocol-version` with their discovery requests (the MCP authorization spec). */
+const open = cors({ origin: '*', allowHeaders: ['authorization', 'content-type', 'x-auth-token', 'mcp-protocol-version'], maxAge: 600 });
 
 /** The authorization server under /auth (spec 4.10, 5.3). */
 export const oauthRoutes = new Hono<AppEnv>()
