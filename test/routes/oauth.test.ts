@@ -339,6 +339,8 @@ describe('GET /auth/oauth2/authorize', () => {
     expect(back.searchParams.get('error')).toBe('access_denied');
     expect(back.searchParams.get('code')).toBeNull();
     expect(back.searchParams.get('state')).toBe('st-123');
+    // RFC 9207: an error response names its issuer too.
+    expect(back.searchParams.get('iss')).toBe(`${BASE}/auth`);
   });
 });
 
