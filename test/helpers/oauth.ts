@@ -91,8 +91,10 @@ export async function authorizeCode(
   const html = await page.text();
   const csrf = setCookieValue(page, '__Host-csrf')!;
   const form = new URLSearchParams({ csrf, decision: 'allow', workspace_id: user.workspaceId });
+  // The page carries the request's parameters as they came (no `scope` field when none was named).
   for (const name of ['client_id', 'redirect_uri', 'response_type', 'scope', 'state', 'code_challenge', 'code_challenge_method']) {
-    form.set(name, hidden(html, name)!.replace(/&amp;/g, '&'));
+    const value = hidden(html, name);
+    if (value !== undefined) form.set(name, value.replace(/&amp;/g, '&'));
   }
   // Every scope checkbox is ticked when the page opens, as a browser would post them.
   for (const ticked of tickedScopes(html)) if (!options.untick?.includes(ticked)) form.append('scopes', ticked);

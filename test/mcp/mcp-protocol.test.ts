@@ -81,6 +81,19 @@ describe('resources', () => {
     }
   });
 
+  it('say each error once: the client adds its "MCP error <code>:" prefix to the plain message', async () => {
+    const { client } = await setup(['profile:read']);
+    const full = await connectMcp({ 'x-api-key': (await setup()).key });
+    await expect(full.readResource({ uri: 'nothing://here' })).rejects.toThrow(/^MCP error -32002: Resource not found$/);
+    await expect(full.getPrompt({ name: 'not-installed', arguments: { input: 'x' } })).rejects.toThrow(
+      /^MCP error -32602: No installed skill "not-installed"$/,
+    );
+    await expect(client.readResource({ uri: 'memory://workspace' })).rejects.toThrow(/^MCP error -32600: This credential lacks the scope "memory:read"$/);
+    // On the wire too: the message carries no code.
+    const wire = await post({ jsonrpc: '2.0', id: 1, method: 'resources/read', params: { uri: 'nothing://here' } }, { 'x-api-key': (await setup()).key });
+    expect(((await wire.json()) as { error: object }).error).toEqual({ code: -32002, message: 'Resource not found', data: { uri: 'nothing://here' } });
+  });
+
   it('apply the scope of the REST route they mirror: a key without it sees none, an OAuth token gets a step-up challenge', async () => {
     const { client } = await setup(['profile:read']);
     expect((await client.listResources()).resources).toEqual([]);
@@ -93,7 +106,7 @@ describe('resources', () => {
       { authorization: `Bearer ${tokens.access_token}` },
     );
     expect(refused.status).toBe(403);
-    expect(refused.headers.get('www-authenticate')).toContain('error="insufficient_scope", scope="memory:read"');
+    expect(refused.headers.get('www-authenticate')).toContain('error="insufficient_scope", scope="profile:read memory:read offline_access"');
   });
 });
 

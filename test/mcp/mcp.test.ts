@@ -3,8 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { BASE, call, createKey, expectError, signUp, waitForStatus } from '../helpers/api';
 import { connectMcp, failure, ok, toolJson } from '../helpers/mcp';
 import { catalogEntry, seedCatalog } from '../helpers/skills';
-import { tokensFor } from '../helpers/oauth';
-import { MCP_STARTING_SCOPES } from '../../workers/auth/oauth/metadata';
+import { authorizeCode, exchange, raw, tokensFor } from '../helpers/oauth';
+import { advanceClock, resetClock } from '../../workers/lib/clock';
+import { MCP_STARTING_SCOPES } from '../../workers/mcp/challenge';
 import { definition, install, mapping, waitForRun } from '../helpers/workflows';
 
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
@@ -220,17 +221,17 @@ describe('the workflow tools', () => {
 });
 
 describe('the MCP endpoint over HTTP', () => {
-  const post = (headers: Record<string, string>, method = 'POST') =>
+  const post = (headers: Record<string, string>, method = 'POST', message: object = { method: 'tools/list' }) =>
     exports.default.fetch(`${BASE}/mcp/`, {
       method,
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-      body: method === 'POST' ? JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) : undefined,
+      body: method === 'POST' ? JSON.stringify({ jsonrpc: '2.0', id: 1, ...message }) : undefined,
     });
 
   it('answers no key 401 in the envelope with WWW-Authenticate, and a bad key 401 too', async () => {
     for (const [headers, problem] of [
       [{}, ''],
-      [{ 'x-api-key': 'sk_live_not-a-real-key' }, ', error="invalid_token"'],
+      [{ 'x-api-key': 'sk_live_not-a-real-key' }, ', error="invalid_token", error_description="The API key is not valid"'],
     ] as [Record<string, string>, string][]) {
       const res = await post(headers);
       expect(res.status).toBe(401);
@@ -238,6 +239,52 @@ describe('the MCP endpoint over HTTP', () => {
         `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp"${problem}, scope="${MCP_STARTING_SCOPES.join(' ')}"`,
       );
       expect((await res.json()) as object).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
+    }
+  });
+
+  /** The challenge's parameters (RFC 9110 11.6.1 auth-params, all quoted here). */
+  const challengeOf = (res: Response) => {
+    const header = res.headers.get('www-authenticate') ?? '';
+    expect(header).toMatch(/^Bearer /);
+    return Object.fromEntries([...header.matchAll(/([a-z_]+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
+  };
+
+  it('answers every 401 and 403 with the whole challenge: where to sign in, what to ask for, what was wrong', async () => {
+    const user = await signUp();
+    const revokedKey = await createKey(user, ['memory:read']);
+    expect((await call(`/api/v1/api-keys/${revokedKey.id}/revoke`, { method: 'POST', token: user.token })).status).toBe(200);
+    const unactivated = await createKey(user, ['memory:read'], { pendingActivation: true });
+    const expiring = (await tokensFor('memory:read')).tokens.access_token as string;
+    const revoking = await tokensFor('memory:read');
+    const revoked = await raw('/auth/oauth2/revoke', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: revoking.tokens.access_token, client_id: revoking.clientId }),
+    });
+    expect(revoked.status).toBe(200);
+    const cases: [string, Record<string, string>, number, string | undefined][] = [
+      ['no credential', {}, 401, undefined],
+      ['an unknown API key', { 'x-api-key': 'sk_live_not-a-real-key' }, 401, 'invalid_token'],
+      ['an unknown bearer token', { authorization: 'Bearer oat_not-a-real-token' }, 401, 'invalid_token'],
+      ['an API key sent as a bearer token', { authorization: 'Bearer sk_live_not-a-real-key' }, 401, 'invalid_token'],
+      ['a revoked bearer token', { authorization: `Bearer ${revoking.tokens.access_token}` }, 401, 'invalid_token'],
+      ['a revoked API key', { 'x-api-key': revokedKey.key }, 403, 'invalid_token'],
+      ['an unactivated API key', { 'x-api-key': unactivated.key }, 403, 'invalid_token'],
+      ['a foreign Origin', { 'x-api-key': revokedKey.key, origin: 'https://evil.example' }, 403, undefined],
+    ];
+    advanceClock(3601_000);
+    cases.push(['an expired bearer token', { authorization: `Bearer ${expiring}` }, 401, 'invalid_token']);
+    try {
+      for (const [what, headers, status, error] of cases) {
+        const res = await post(headers);
+        expect(res.status, what).toBe(status);
+        const challenge = challengeOf(res);
+        expect(challenge, what).toMatchObject({ resource_metadata: `${BASE}/.well-known/oauth-protected-resource/mcp`, scope: MCP_STARTING_SCOPES.join(' ') });
+        expect(challenge.error, what).toBe(error);
+        if (error) expect(challenge.error_description, what).toEqual(expect.any(String));
+      }
+    } finally {
+      resetClock();
     }
   });
 
@@ -255,8 +302,9 @@ describe('the MCP endpoint over HTTP', () => {
       });
     const refused = await callTool('write-memory', { content: 'x', mode: 'append' });
     expect(refused.status).toBe(403);
+    // What the token holds plus what it lacks: the client's new grant replaces the old one.
     expect(refused.headers.get('www-authenticate')).toBe(
-      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:write"`,
+      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:read billing:read memory:write offline_access"`,
     );
     expect(await refused.json()).toMatchObject({ error: { code: 'FORBIDDEN', details: { scope: 'memory:write' } } });
     expect((await callTool('read-memory', {})).status).toBe(200);
@@ -268,6 +316,42 @@ describe('the MCP endpoint over HTTP', () => {
     });
     expect(revoked.status).toBe(401);
     expect(revoked.headers.get('www-authenticate')).toContain('error="invalid_token"');
+  });
+
+  it('steps up to a grant that keeps what the token held and adds what it lacked', async () => {
+    const mcp = { resource: `${BASE}/mcp` };
+    const first = await tokensFor('memory:read billing:read', { query: mcp });
+    const refused = await post({ authorization: `Bearer ${first.tokens.access_token}` }, 'POST', {
+      method: 'tools/call',
+      params: { name: 'write-memory', arguments: { content: 'x' } },
+    });
+    expect(refused.status).toBe(403);
+    const asked = challengeOf(refused).scope!;
+    // The client asks the same person again, as the SDKs do, for exactly what the challenge said.
+    const again = await exchange(await authorizeCode(asked, { user: first.user, clientId: first.clientId }, { query: mcp }));
+    const stepped = await connectMcp({ authorization: `Bearer ${((await again.json()) as { access_token: string }).access_token}` });
+    expect(ok(await stepped.callTool({ name: 'write-memory', arguments: { content: 'kept' } }))).toBeTruthy();
+    expect(ok(await stepped.callTool({ name: 'read-memory', arguments: {} }))).toMatchObject({ content: 'kept' });
+    expect(ok(await stepped.callTool({ name: 'get-credit-balance', arguments: {} }))).toMatchObject({ balance: 100 });
+  });
+
+  it('starts a client that signs in with its challenge’s scopes with every tool it lists', async () => {
+    const challenge = challengeOf(await post({}));
+    const { tokens } = await tokensFor(challenge.scope!, { query: { resource: `${BASE}/mcp` } });
+    expect(tokens.refresh_token).toEqual(expect.any(String));
+    const auth = { authorization: `Bearer ${tokens.access_token}` };
+    const { tools } = await (await connectMcp(auth)).listTools();
+    expect(tools.length).toBe(TOOL_NAMES.length);
+    // The scope check of each listed tool comes before its arguments are read: none is a step-up 403.
+    for (const tool of tools) {
+      const res = await post(auth, 'POST', { method: 'tools/call', params: { name: tool.name, arguments: {} } });
+      expect(res.status, tool.name).toBe(200);
+    }
+    // Connector tools also check their app's own scopes, read and exec.
+    const client = await connectMcp(auth);
+    const token = `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
+    expect(ok(await client.callTool({ name: 'connect-connector', arguments: { connector: 'github', token } })).status).toBe('connected');
+    expect(ok(await client.callTool({ name: 'list-github-repos', arguments: { connector: 'github' } }))).toBeTruthy();
   });
 
   it('answers GET and DELETE 405 before the transport, and a foreign Origin 403', async () => {

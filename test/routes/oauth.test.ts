@@ -2,7 +2,7 @@ import { env } from 'cloudflare:workers';
 import { inArray } from 'drizzle-orm';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { mcpWwwAuthenticate } from '../../workers/auth/oauth/metadata';
+import { MCP_STARTING_SCOPES, mcpWwwAuthenticate } from '../../workers/mcp/challenge';
 import { maintainSigningKeys, rotateSigningKey } from '../../workers/auth/oauth/signing-keys';
 import { deleteExpiredOAuthRecords } from '../../workers/services/oauth';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
@@ -21,6 +21,7 @@ import {
   REDIRECT,
   register,
   setCookieValue,
+  tickedScopes,
   token,
   tokensFor,
 } from '../helpers/oauth';
@@ -57,10 +58,33 @@ describe('discovery', () => {
     const mcp = await call('/.well-known/oauth-protected-resource/mcp');
     expect(mcp.status).toBe(200);
     expect(mcp.body).toMatchObject({ resource: `${BASE}/mcp`, authorization_servers: [`${BASE}/auth`], bearer_methods_supported: ['header'] });
+    // A client that reads its scopes here rather than in the challenge asks for the same.
+    expect(mcp.body.scopes_supported).toEqual(MCP_STARTING_SCOPES);
     const root = await call('/.well-known/oauth-protected-resource');
     expect(root.body.resource).toBe(BASE);
     expect(root.body.scopes_supported).toContain('memory:read');
     expect(root.body.scopes_supported).not.toContain('openid');
+  });
+});
+
+describe('browser clients on other origins', () => {
+  it('may send the MCP protocol version header to the metadata documents and the endpoints the SDKs call (no failed first try)', async () => {
+    for (const path of [
+      '/.well-known/oauth-protected-resource/mcp',
+      '/.well-known/oauth-protected-resource',
+      '/.well-known/oauth-authorization-server/auth',
+      '/auth/.well-known/openid-configuration',
+      '/auth/oauth2/register',
+      '/auth/oauth2/token',
+    ]) {
+      const preflight = await raw(path, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://inspector.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'mcp-protocol-version' },
+      });
+      expect(preflight.status, path).toBe(204);
+      expect(preflight.headers.get('access-control-allow-origin'), path).toBe('*');
+      expect(preflight.headers.get('access-control-allow-headers')?.split(','), path).toContain('mcp-protocol-version');
+    }
   });
 });
 
@@ -141,10 +165,19 @@ describe('POST /auth/oauth2/register', () => {
     }
   });
 
-  it('refuses confidential clients and empty redirect lists', async () => {
-    const secret = await register({ token_endpoint_auth_method: 'client_secret_basic' });
-    expect(secret.status).toBe(400);
-    expect(secret.body.error).toBe('invalid_client_metadata');
+  it('registers a client asking for a secret as the public client it assigns (RFC 7591 3.2.1), which then signs in with PKCE alone', async () => {
+    for (const method of ['client_secret_basic', 'client_secret_post', 'private_key_jwt']) {
+      const asked = await register({ token_endpoint_auth_method: method });
+      expect(asked.status, method).toBe(201);
+      expect(asked.body.token_endpoint_auth_method, method).toBe('none');
+      expect(asked.body, method).not.toHaveProperty('client_secret');
+    }
+    const clientId = (await register({ token_endpoint_auth_method: 'client_secret_basic' })).body.client_id;
+    const flow = await authorizeCode('profile:read', { clientId });
+    expect((await exchange(flow)).status).toBe(200);
+  });
+
+  it('refuses empty redirect lists', async () => {
     const none = await register({ redirect_uris: [] });
     expect(none.body.error).toBe('invalid_redirect_uri');
   });
@@ -265,6 +298,22 @@ describe('GET /auth/oauth2/authorize', () => {
     expect(forged.status).toBe(403);
   });
 
+  it('asks, when no scope is named, for what the MCP tools need with resource {base}/mcp, else for a new key’s defaults', async () => {
+    const user = await signUp();
+    const clientId = (await register()).body.client_id;
+    const ticked = async (extra: Record<string, string>) => {
+      const query = authorizeQuery(clientId, (await pkce()).challenge, '', extra);
+      const page = await raw(`/auth/oauth2/authorize?${query}`, { headers: { cookie: cookieHeader(user) } });
+      expect(page.status).toBe(200);
+      return tickedScopes(await page.text());
+    };
+    expect(await ticked({ resource: `${BASE}/mcp` })).toEqual(MCP_STARTING_SCOPES);
+    expect(await ticked({})).toEqual(['profile:read', 'agent:list']);
+    // Every one can still be unticked: the grant is what the person leaves ticked.
+    const { tokens } = await tokensFor('', { query: { resource: `${BASE}/mcp` }, untick: ['memory:write', 'tool:execute'] });
+    expect(tokens.scope.split(' ')).toEqual(MCP_STARTING_SCOPES.filter((s) => s !== 'memory:write' && s !== 'tool:execute'));
+  });
+
   it('echoes state and iss with the code; a denial returns access_denied', async () => {
     const { code, location } = await authorizeCode('profile:read');
     expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -290,6 +339,8 @@ describe('GET /auth/oauth2/authorize', () => {
     expect(back.searchParams.get('error')).toBe('access_denied');
     expect(back.searchParams.get('code')).toBeNull();
     expect(back.searchParams.get('state')).toBe('st-123');
+    // RFC 9207: an error response names its issuer too.
+    expect(back.searchParams.get('iss')).toBe(`${BASE}/auth`);
   });
 });
 
@@ -638,15 +689,15 @@ describe('housekeeping and helpers', () => {
   });
 
   it('builds the MCP WWW-Authenticate challenge (RFC 9728 5.1, RFC 6750 3)', () => {
-    // Without a problem it names what the MCP surface needs to start, not every scope there is.
+    // Without a problem it names what the MCP tools need (reads first), not every scope there is.
     expect(mcpWwwAuthenticate(BASE)).toBe(
-      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", scope="profile:read library:read tool:execute workflow:run workspace:files:read memory:read offline_access"`,
+      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", scope="memory:read workspace:files:read connector:list library:read billing:read memory:write workspace:files:write tool:execute library:write workflow:run connector:github:read connector:github:exec offline_access"`,
     );
-    expect(mcpWwwAuthenticate(BASE, { error: 'invalid_token', description: 'Issued for "x"' })).toContain(
-      'error="invalid_token", error_description="Issued for x"',
+    expect(mcpWwwAuthenticate(BASE, { error: 'invalid_token', description: 'Issued for "x" – now' })).toContain(
+      'error="invalid_token", error_description="Issued for x  now"',
     );
-    expect(mcpWwwAuthenticate(BASE, { error: 'insufficient_scope', scope: 'memory:write' })).toBe(
-      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:write"`,
+    expect(mcpWwwAuthenticate(BASE, { error: 'insufficient_scope', scope: ['memory:read', 'memory:write'] })).toBe(
+      `Bearer resource_metadata="${BASE}/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="memory:read memory:write"`,
     );
   });
 });

@@ -6,7 +6,6 @@ import {
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
-  McpError,
   ReadResourceRequestSchema,
   type Resource,
   type ResourceTemplate,
@@ -23,6 +22,7 @@ import type { Capability } from '../capabilities/capability';
 import { readMemoryCapability } from '../capabilities/memory';
 import { listInstalledSkillsCapability } from '../capabilities/skills';
 import { getWorkflowCapability } from '../capabilities/workflows';
+import { JsonRpcError } from './json-rpc-error';
 import type { ToolContext } from './tool';
 
 type Contents = { uri: string; mimeType: string; text: string } | { uri: string; mimeType: string; blob: string };
@@ -120,7 +120,7 @@ const KINDS: ResourceKind[] = [
     read: async (ctx, uri, { slug, path }) => {
       const skill = await getInstalledSkill(ctx.db, ctx.actor, slug!);
       const file = (await loadBundle(ctx.env.BUCKET, skill.storagePath))?.find((f) => f.path === path);
-      if (!file) throw new McpError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
+      if (!file) throw new JsonRpcError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
       return [{ uri, mimeType: path!.endsWith('.md') ? 'text/markdown' : 'text/plain', text: new TextDecoder().decode(file.bytes) }];
     },
     complete: async (ctx, variable, prefix) => (variable === 'slug' ? startingWith(await skillSlugs(ctx), prefix) : []),
@@ -151,6 +151,9 @@ const KINDS: ResourceKind[] = [
   },
 ];
 
+/** The operations the resources read through: their scopes are among what an MCP client asks for. */
+export const RESOURCE_CAPABILITIES: readonly Capability[] = KINDS.map((k) => k.capability);
+
 /** Whether the credential may read a kind (its operation's access), without spending a one-time grant. */
 function mayRead(ctx: ToolContext, capability: Capability): boolean {
   try {
@@ -173,8 +176,8 @@ async function asJsonRpc<T>(uri: string | undefined, work: () => Promise<T>): Pr
     return await work();
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
-    if (error.status === 404) throw new McpError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
-    throw new McpError(ErrorCode.InvalidRequest, error.message, error.toEnvelope());
+    if (error.status === 404) throw new JsonRpcError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
+    throw new JsonRpcError(ErrorCode.InvalidRequest, error.message, error.toEnvelope());
   }
 }
 
@@ -196,7 +199,7 @@ export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext)
   low.setRequestHandler(ReadResourceRequestSchema, async ({ params: { uri } }) => {
     const parsed = URL.canParse(uri) ? new URL(uri) : null;
     const kind = parsed && KINDS.find((k) => k.match(parsed));
-    if (!kind || !parsed) throw new McpError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
+    if (!kind || !parsed) throw new JsonRpcError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
     return asJsonRpc(uri, async () => {
       await authorizeWithGrants(ctx.db, kind.capability.access, ctx.actor, ctx.grantToken);
       return { contents: await kind.read(ctx, uri, kind.match(parsed)!) };
@@ -217,7 +220,7 @@ export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext)
     asJsonRpc(undefined, async () => {
       await authorizeWithGrants(ctx.db, PROMPT_CAPABILITY.access, ctx.actor, ctx.grantToken);
       const skill = await getInstalledSkill(ctx.db, ctx.actor, params.name).catch((error: unknown) => {
-        if (error instanceof AppError && error.status === 404) throw new McpError(ErrorCode.InvalidParams, `No installed skill "${params.name}"`);
+        if (error instanceof AppError && error.status === 404) throw new JsonRpcError(ErrorCode.InvalidParams, `No installed skill "${params.name}"`);
         throw error;
       });
       const input = params.arguments?.input ?? '';

@@ -12,8 +12,6 @@ import { AppError } from '../errors';
 import { addressKey } from '../lib/client-address';
 import { hitRateLimit, type RateDecision } from '../lib/rate-limit';
 
-export { WrongAudience };
-
 /** Spec 8: 100 requests per minute per API key or session user, on every `/api/v1/` route. */
 export const API_RATE_LIMIT = 100;
 export const API_RATE_WINDOW_MS = 60_000;

@@ -3,15 +3,15 @@ import { Hono, type Context } from 'hono';
 import { cors } from 'hono/cors';
 import { GRANT_TOKEN_HEADER } from '../auth/grants';
 import { isLoopbackHost } from '../lib/addresses';
-import { mcpWwwAuthenticate } from '../auth/oauth/metadata';
 import type { RouteAccess } from '../auth/access';
 import type { Principal } from '../auth/principal';
 import { hasScope, type Scope } from '../auth/scopes';
 import type { AppEnv, Env } from '../env';
 import { AppError, forbidden, unauthorized } from '../errors';
-import { identify, WrongAudience } from '../middleware/authenticate';
+import { identify } from '../middleware/authenticate';
 import { isLocalDevelopment } from '../lib/local-development';
 import { heldStream, streamHolderOf } from '../lib/stream-slots';
+import { mcpWwwAuthenticate, stepUpScopes } from '../mcp/challenge';
 import { logLevelOf } from '../mcp/logging';
 import { PROMPT_CAPABILITY, resourceCapability } from '../mcp/resources';
 import { createMcpServer, MCP_TOOLS } from '../mcp/server';
@@ -39,9 +39,22 @@ const allowedOrigins = (env: Env) =>
  */
 const originAllowed = (env: Env, origin: string) => allowedOrigins(env).includes(origin) || (isLocalDevelopment(env) && isLoopbackOrigin(origin));
 
-function checkOrigin(c: Context<AppEnv>): void {
+/** Why the request's Origin may not call, or null (clients that are not browsers send none). */
+function originRefusal(c: Context<AppEnv>): AppError | null {
   const origin = c.req.header('origin');
-  if (origin !== undefined && !originAllowed(c.env, origin)) throw forbidden(`Origin ${origin} may not call this MCP endpoint`);
+  return origin !== undefined && !originAllowed(c.env, origin) ? forbidden(`Origin ${origin} may not call this MCP endpoint`) : null;
+}
+
+type ChallengeProblem = Parameters<typeof mcpWwwAuthenticate>[1];
+
+/**
+ * Every 401 and 403 of /mcp carries the whole challenge (RFC 9728 5.1, RFC 6750 3): where the
+ * authorization server is, which scopes to ask for, and what was wrong. `c.header` replaces the
+ * short challenge `identify` set for the REST routes; a header handed to `c.json` would not.
+ */
+function refuse(c: Context<AppEnv>, error: AppError, problem?: ChallengeProblem): Response {
+  c.header('www-authenticate', mcpWwwAuthenticate(new URL(c.req.url).origin, problem));
+  return c.json(error.toEnvelope(), error.status as 401 | 403);
 }
 
 /** Browser clients need the preflight answered and the challenge header readable. */
@@ -129,34 +142,36 @@ const followsProgress = (message: JsonRpcMessage) =>
   message.method === 'tools/call' && message.params?._meta?.progressToken !== undefined && toolNamed(message.params.name)?.follows === true;
 
 async function handle(c: Context<AppEnv>): Promise<Response> {
-  checkOrigin(c);
+  const foreignOrigin = originRefusal(c);
+  if (foreignOrigin) return refuse(c, foreignOrigin);
   const body = await bodyOf(c);
   const messages = (Array.isArray(body) ? body : [body]).filter((m): m is JsonRpcMessage => typeof m === 'object' && m !== null);
   const batchRefused = Array.isArray(body) ? batchRefusal(c, body.length, messages) : undefined;
   // Each message of a batch is a request of its own for the rate limit, counted all or none; a
   // refused batch counts once.
   const weight = Array.isArray(body) && !batchRefused ? Math.max(1, body.length) : 1;
-  let refusal: AppError | undefined;
-  const principal = await identify(c, { mcp: true, weight }).catch((error: unknown) => {
-    if (error instanceof AppError && error.status === 401) return void (refusal = error);
+  let principal: Principal | undefined;
+  try {
+    principal = await identify(c, { mcp: true, weight });
+  } catch (error) {
+    // A refused credential (unknown, expired, revoked, unactivated, its owner gone) is an invalid token, said why.
+    if (error instanceof AppError && (error.status === 401 || error.status === 403))
+      return refuse(c, error, { error: 'invalid_token', description: error.message });
     throw error;
-  });
-  const base = new URL(c.req.url).origin;
-  if (!principal) {
-    // RFC 9728 §5.1: point the client at the protected resource metadata to find the authorization server.
-    const refused = c.req.header('x-api-key') !== undefined || c.req.header('authorization') !== undefined;
-    const problem = refused ? { error: 'invalid_token' as const, description: refusal instanceof WrongAudience ? refusal.message : undefined } : undefined;
-    return c.json(unauthorized().toEnvelope(), 401, { 'www-authenticate': mcpWwwAuthenticate(base, problem) });
   }
+  const base = new URL(c.req.url).origin;
+  // RFC 9728 §5.1: point the client at the protected resource metadata to find the authorization server.
+  if (!principal) return refuse(c, unauthorized());
   if (batchRefused) return jsonRpcError(null, -32600, batchRefused, 400);
   // The SDK would answer an unknown tool as a tool result; the MCP spec makes it a protocol error.
   const unknownTool = messages.find((m) => m.method === 'tools/call' && !toolNamed(m.params?.name));
   if (unknownTool && !Array.isArray(body)) return jsonRpcError(unknownTool.id, -32602, `Unknown tool: ${String(unknownTool.params?.name)}`);
   const missing = principal.credential.type === 'oauth' ? scopeMissing(principal, messages) : null;
   if (missing) {
-    // MCP authorization, scope challenge: an OAuth client can ask the user for more scope and retry.
-    const error = forbidden(`This token lacks the scope "${missing}"`, { scope: missing });
-    return c.json(error.toEnvelope(), 403, { 'www-authenticate': mcpWwwAuthenticate(base, { error: 'insufficient_scope', scope: missing }) });
+    // MCP authorization, scope challenge: the client asks the person again for what the token
+    // holds plus what it lacks (its new grant replaces the old one), then retries.
+    const refusal = forbidden(`This token lacks the scope "${missing}"`, { scope: missing });
+    return refuse(c, refusal, { error: 'insufficient_scope', scope: stepUpScopes(principal.scopes, missing) });
   }
   const live = messages.some(followsProgress);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !live });

@@ -2,12 +2,13 @@ import { Hono, type Context } from 'hono';
 import { cors } from 'hono/cors';
 import { bearerTokenOf } from '../auth/credentials';
 import type { MetadataFetchOptions } from '../auth/oauth/client-metadata';
-import { authorizationServerMetadata, mcpResourceOf, protectedResourceMetadata } from '../auth/oauth/metadata';
+import { API_SCOPES_SUPPORTED, authorizationServerMetadata, mcpResourceOf, protectedResourceMetadata } from '../auth/oauth/metadata';
 import { jwks } from '../auth/oauth/signing-keys';
 import { ConsentPage, MessagePage } from '../auth/pages';
 import { csrfToken, csrfValid, pagePrincipal, renderPage, signInThenReturn } from '../auth/web';
 import type { AppEnv, Env } from '../env';
 import { addressKey } from '../lib/client-address';
+import { MCP_STARTING_SCOPES } from '../mcp/challenge';
 import { isLocalDevelopment } from '../lib/local-development';
 import { hitRateLimit } from '../lib/rate-limit';
 import { userOf } from '../services/accounts';
@@ -88,14 +89,15 @@ function authorizeParamsOf(source: Record<string, unknown>): AuthorizeParams {
  * it: the client hears about it only after the person signed in and answered (RFC 9700 4.11.2).
  */
 async function validated(c: Ctx, params: AuthorizeParams) {
-  const outcome = await validateAuthorize(c.var.db, baseOf(c), params, metadataOptions(c.env));
+  const outcome = await validateAuthorize(c.var.db, baseOf(c), params, metadataOptions(c.env), MCP_STARTING_SCOPES);
   if (outcome.ok) return { request: outcome.request };
   return {
     response: messagePage(c, 400, 'This sign-in link does not work', `${outcome.message} Tell the application's developer (error: ${outcome.error}).`),
   };
 }
 
-const open = cors({ origin: '*', allowHeaders: ['authorization', 'content-type', 'x-auth-token'], maxAge: 600 });
+/** Any origin: browser MCP clients send `mcp-protocol-version` with their discovery requests (the MCP authorization spec). */
+const open = cors({ origin: '*', allowHeaders: ['authorization', 'content-type', 'x-auth-token', 'mcp-protocol-version'], maxAge: 600 });
 
 /** The authorization server under /auth (spec 4.10, 5.3). */
 export const oauthRoutes = new Hono<AppEnv>()
@@ -263,8 +265,8 @@ export const wellKnownRoutes = new Hono<AppEnv>()
     c.json(authorizationServerMetadata(baseOf(c))),
   )
   .get('/oauth-protected-resource/mcp', documentedProtocol('OAuth', 'Protected resource metadata of /mcp', 'RFC 9728', 200, 'application/json'), (c) =>
-    c.json(protectedResourceMetadata(baseOf(c), mcpResourceOf(baseOf(c)))),
+    c.json(protectedResourceMetadata(baseOf(c), mcpResourceOf(baseOf(c)), MCP_STARTING_SCOPES)),
   )
   .get('/oauth-protected-resource', documentedProtocol('OAuth', 'Protected resource metadata of the API', 'RFC 9728', 200, 'application/json'), (c) =>
-    c.json(protectedResourceMetadata(baseOf(c), baseOf(c))),
+    c.json(protectedResourceMetadata(baseOf(c), baseOf(c), API_SCOPES_SUPPORTED)),
   );

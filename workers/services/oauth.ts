@@ -92,6 +92,7 @@ function redirectUrisProblem(uris: string[], applicationType: ApplicationType, l
   return null;
 }
 
+/** `token_endpoint_auth_method` is read and replaced: every client is registered as public. */
 export const RegisterBody = ClientFields.extend({ token_endpoint_auth_method: z.string().optional() });
 export type RegisterBody = z.infer<typeof RegisterBody>;
 
@@ -112,10 +113,6 @@ export async function registerClient(db: Db, raw: unknown) {
   const applicationType = applicationTypeOf(body.application_type, body.redirect_uris);
   const problem = redirectUrisProblem(body.redirect_uris, applicationType, (uri) => `"${uri}"`);
   if (problem) throw new OAuthError('invalid_redirect_uri', problem);
-  // Public clients only: PKCE stands in for a secret (OAuth 2.1 2.1; MCP authorization spec).
-  if (body.token_endpoint_auth_method !== undefined && body.token_endpoint_auth_method !== 'none') {
-    throw new OAuthError('invalid_client_metadata', 'token_endpoint_auth_method must be "none": clients are public and use PKCE');
-  }
   const client = {
     id: randomToken(18),
     name: body.client_name ?? 'Unnamed client',
@@ -133,6 +130,10 @@ export async function registerClient(db: Db, raw: unknown) {
     redirect_uris: client.redirectUris,
     grant_types: client.grantTypes,
     response_types: ['code'],
+    // Public clients only: PKCE stands in for a secret (OAuth 2.1 2.1; MCP authorization spec).
+    // A client that asked for another method is answered with the one assigned, as RFC 7591
+    // 3.2.1 allows, rather than refused: the SDKs' examples ask for client_secret_basic and
+    // use what the answer says.
     token_endpoint_auth_method: 'none',
     application_type: client.applicationType,
   };
@@ -233,7 +234,14 @@ function redirectMatches(registered: string, presented: string): boolean {
 
 const PKCE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
-export async function validateAuthorize(db: Db, base: string, params: AuthorizeParams, metadataOptions: MetadataFetchOptions): Promise<AuthorizeOutcome> {
+/** `mcpStartingScopes`: what a request for the MCP endpoint that names no scope asks for (workers/mcp/challenge.ts). */
+export async function validateAuthorize(
+  db: Db,
+  base: string,
+  params: AuthorizeParams,
+  metadataOptions: MetadataFetchOptions,
+  mcpStartingScopes: readonly string[],
+): Promise<AuthorizeOutcome> {
   const fail = (error: string, message: string): AuthorizeOutcome => ({ ok: false, error, message });
   if (!params.client_id) return fail('invalid_request', 'The request names no client (client_id is missing).');
   let client: OAuthClientRow | undefined;
@@ -256,8 +264,11 @@ export async function validateAuthorize(db: Db, base: string, params: AuthorizeP
   if (!params.code_challenge) return fail('invalid_request', 'code_challenge is required (PKCE, S256).');
   if (params.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256.');
   if (!PKCE_CHALLENGE.test(params.code_challenge)) return fail('invalid_request', 'code_challenge must be 43 base64url characters.');
-  // RFC 6749 3.3: no scope means the default set (the same as a new key's).
-  const asked = params.scope?.trim() ? [...new Set(params.scope.trim().split(/\s+/))] : [...DEFAULT_KEY_SCOPES];
+  // RFC 6749 3.3: no scope means the default set: for the MCP endpoint what its tools need (as
+  // its challenge asks), otherwise the same as a new key's. A named scope is asked as named.
+  const resource = params.resource ?? null;
+  const defaults = resource === mcpResourceOf(base) ? mcpStartingScopes : DEFAULT_KEY_SCOPES;
+  const asked = params.scope?.trim() ? [...new Set(params.scope.trim().split(/\s+/))] : [...defaults];
   const unknown = asked.find((s) => !isKnownScope(s) && !isOidcScope(s));
   if (unknown) return fail('invalid_scope', `Unknown scope "${unknown}".`);
   // RFC 6749 3.3: the server may grant less than asked. A client not registered for refresh
@@ -265,7 +276,6 @@ export async function validateAuthorize(db: Db, base: string, params: AuthorizeP
   const scopes = client.grantTypes.includes('refresh_token') ? asked : asked.filter((s) => s !== 'offline_access');
   if (scopes.length === 0) return fail('invalid_scope', 'offline_access needs a client registered for the refresh_token grant.');
   // RFC 8707 2 / MCP authorization spec: a named resource must be this service or its MCP endpoint.
-  const resource = params.resource ?? null;
   if (resource !== null && resource !== base && resource !== mcpResourceOf(base)) {
     return fail('invalid_target', `The resource must be ${base} or ${mcpResourceOf(base)}.`);
   }

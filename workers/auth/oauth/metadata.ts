@@ -55,34 +55,17 @@ export function authorizationServerMetadata(base: string) {
   };
 }
 
-/** RFC 9728 protected resource metadata for `resource` (no trailing slash). */
-export function protectedResourceMetadata(base: string, resource: string) {
+/** The scopes of the API: every one but the OIDC ones, which grant nothing there. */
+export const API_SCOPES_SUPPORTED = SCOPES_SUPPORTED.filter((s) => !(OIDC_SCOPES as readonly string[]).includes(s));
+
+/** RFC 9728 protected resource metadata for `resource` (no trailing slash), requested with `scopes`. */
+export function protectedResourceMetadata(base: string, resource: string, scopes: readonly string[]) {
   return {
     resource,
     authorization_servers: [issuerOf(base)],
-    scopes_supported: SCOPES_SUPPORTED.filter((s) => !(OIDC_SCOPES as readonly string[]).includes(s)),
+    scopes_supported: scopes,
     bearer_methods_supported: ['header'],
     resource_name: 'Workspace AI Skills Service',
     resource_documentation: `${base}/docs`,
   };
-}
-
-/**
- * What an MCP client asks for when it first signs in (the 401 challenge's `scope`): reading the
- * workspace and running skills and workflows, and staying signed in. Anything else is asked for
- * by step-up when a tool needs it.
- */
-export const MCP_STARTING_SCOPES = ['profile:read', 'library:read', 'tool:execute', 'workflow:run', 'workspace:files:read', 'memory:read', 'offline_access'];
-
-/**
- * The `WWW-Authenticate` value for a 401 or 403 at the MCP endpoint (RFC 9728 5.1, MCP
- * authorization spec "Authorization Server Location" and "Scope Selection Strategy"; RFC 6750
- * 3.1 for `error`, `error_description` and `scope`).
- */
-export function mcpWwwAuthenticate(base: string, problem?: { error: 'invalid_token' | 'insufficient_scope'; scope?: string; description?: string }): string {
-  const parts = [`resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`];
-  if (problem) parts.push(`error="${problem.error}"`);
-  if (problem?.description) parts.push(`error_description="${problem.description.replace(/["\\]/g, '')}"`);
-  parts.push(`scope="${problem?.scope ?? MCP_STARTING_SCOPES.join(' ')}"`);
-  return `Bearer ${parts.join(', ')}`;
 }
