@@ -19,7 +19,7 @@ import { wellKnownRoutes } from './routes/oauth';
 import { rootRoutes } from './routes/root';
 import { streamsRoutes } from './routes/streams';
 import { workflowStreamsRoutes } from './routes/workflows';
-import { openApiDocument } from './routes/openapi';
+import { openApiRoutes } from './routes/openapi';
 
 /** Maps anything thrown to an AppError; internals are logged, never sent. */
 function toAppError(error: Error, requestId: string): AppError {
@@ -59,7 +59,7 @@ export function createApp() {
   app.route('/control', controlRoutes);
   app.route('/streams', streamsRoutes);
 
-  app.get('/api/v1/openapi.json', openApiDocument(app));
+  app.route('/api/v1', openApiRoutes(app));
 
   app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route for ${c.req.method} ${c.req.path}` } }, 404));
   app.onError((error, c) => {

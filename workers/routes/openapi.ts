@@ -1,4 +1,4 @@
-import type { Context, Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { describeRoute, generateSpecs, resolver, type DescribeRouteOptions } from 'hono-openapi';
 import { z } from 'zod';
 import { CURRENT_API_VERSION } from '../middleware/request-context';
@@ -107,7 +107,7 @@ export const documentedProtocol = (tag: string, summary: string, standard: strin
  * request's own origin as its server (clients generated from it call where it came from) and the
  * workflow definition's schemas as components.
  */
-export const openApiDocument = (app: Hono<AppEnv>) => async (c: Context<AppEnv>) => {
+const openApiDocument = (app: Hono<AppEnv>) => async (c: Context<AppEnv>) => {
   const document = await generateSpecs(
     app,
     {
@@ -141,3 +141,6 @@ export const openApiDocument = (app: Hono<AppEnv>) => async (c: Context<AppEnv>)
   }
   return c.json(document);
 };
+
+/** The document's route, mounted at `/api/v1`. */
+export const openApiRoutes = (app: Hono<AppEnv>) => new Hono<AppEnv>().get('/openapi.json', openApiDocument(app));
