@@ -187,7 +187,7 @@ async function main() {
       firstToLast,
       [whole, words],
       {
-        first: `the floor here: the bare Worker relaying the model's answer (one fetch to it, nothing else): first words in ${of(relayed, firstMessage).toFixed(1)} ms, ratio ${ratio(of(relayed, firstMessage), of(hosted.baseline, firstMessage))}`,
+        first: `the floor here: the bare Worker relaying the model's answer (one fetch to it, nothing else): first words in ${of(relayed, firstMessage).toFixed(1)} ms, ratio ${ratio(of(relayed, firstMessage), of(hosted.baseline, firstMessage))}; the service to this floor: ratio ${ratio(of(hosted.service, firstMessage), of(relayed, firstMessage))}`,
         rate: [
           "the floors here, the bare Worker relaying the model's answer:",
           ...(
@@ -197,7 +197,8 @@ async function main() {
               ['in an object, each event stored as a row before its frame', relayedStored],
             ] as const
           ).map(
-            ([how, streams]) => `  ${how}: ${of(streams, streamRate).toFixed(0)}/s, ratio ${ratio(of(streams, streamRate), of(hosted.baseline, streamRate))}`,
+            ([how, streams]) =>
+              `  ${how}: ${of(streams, streamRate).toFixed(0)}/s, ratio ${ratio(of(streams, streamRate), of(hosted.baseline, streamRate))}; the service to this floor: ratio ${ratio(of(hosted.service, streamRate), of(streams, streamRate))}`,
           ),
         ],
       },

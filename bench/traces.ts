@@ -152,7 +152,7 @@ async function main() {
       }
       const [l, s] = [median(times.large), median(times.small)];
       console.log(
-        `  ${q.name.padEnd(38)} ${measured(l, s, TARGETS.traceListing, `${l.toFixed(1)} ms for ${items.large} items, ${s.toFixed(1)} ms for ${items.small}`)}`,
+        `  ${q.name.padEnd(38)} ${measured(l, s, TARGETS.traceListing, `${l.toFixed(1)} ms for ${items.large} items, ${s.toFixed(1)} ms for ${items.small}`, q.name)}`,
       );
     }
   } finally {

@@ -8,6 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensureDevVars } from './dev-vars.mjs';
 
 const verbose = process.argv.includes('--verbose');
 const args = process.argv.slice(2).filter((a) => a !== '--verbose');
@@ -31,17 +32,6 @@ const log = openSync(LOG_FILE, 'w');
 function printLogTail() {
   const lines = readFileSync(LOG_FILE, 'utf8').trimEnd().split('\n');
   console.error(`${lines.slice(-40).join('\n')}\n\n(the whole output is in ${LOG_FILE})`);
-}
-
-function ensureDevVars() {
-  if (existsSync('.dev.vars')) return;
-  const values = {
-    SIGNING_SECRET: randomBytes(32).toString('base64url'),
-    ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-  };
-  const text = readFileSync('.dev.vars.example', 'utf8').replace(/^([A-Z_]+)=.*$/gm, (line, name) => (name in values ? `${name}=${values[name]}` : line));
-  writeFileSync('.dev.vars', text, { mode: 0o600 });
-  console.log('Wrote .dev.vars with fresh local secrets.');
 }
 
 function run(command, commandArgs) {
@@ -117,7 +107,7 @@ async function seed(base) {
   return saved;
 }
 
-ensureDevVars();
+if (ensureDevVars()) console.log('Wrote .dev.vars with fresh local secrets.');
 console.log('Preparing local state: D1 migrations and the built-in skill catalog…');
 prepareLocalState();
 const base = `http://localhost:${argValue('--port') ?? 8787}`;

@@ -1,6 +1,9 @@
+import type { paths } from './api-types.generated';
+
 /**
  * Calls to the public /api/v1 with the browser's session cookie: the API accepts the cookie only
- * with the page's CSRF token in `x-csrf-token` (see docs/console.md).
+ * with the page's CSRF token in `x-csrf-token` (see docs/console.md). Paths, parameters, bodies and
+ * answers are typed from the service's OpenAPI document (api-types.generated.ts).
  */
 const csrfToken = () => document.querySelector<HTMLMetaElement>('meta[name="csrf-token"]')?.content ?? '';
 
@@ -59,14 +62,53 @@ export async function fetchPolitely(url: string, init: RequestInit): Promise<Res
   }
 }
 
-export async function api<T = unknown>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+type Prefixed = keyof paths & `/api/v1/${string}`;
+/** An operation of the document, by its path under /api/v1 and its method. */
+type Operation<P, M extends Method> = P extends string ? NonNullable<paths[`/api/v1${P}` & Prefixed][M]> : never;
+/** The paths under /api/v1 (as the document writes them, `{id}` and all) that take `M`. */
+export type ApiPath<M extends Method = 'get'> = {
+  [K in Prefixed]: [NonNullable<paths[K][M]>] extends [never] ? never : K extends `/api/v1${infer P}` ? P : never;
+}[Prefixed];
+
+type Json<R> = R extends { content: { 'application/json': infer T } } ? T : undefined;
+/** What a successful call answers. */
+export type Answer<P extends ApiPath<M>, M extends Method = 'get'> =
+  Operation<P, M> extends { responses: infer R } ? Json<R[(200 | 201 | 202 | 204) & keyof R]> : never;
+
+type Defined<T> = [NonNullable<T>] extends [never] ? never : NonNullable<T>;
+/** A call's path parameters, query and JSON body, each only where the operation has it. */
+export type Call<P extends ApiPath<M>, M extends Method = 'get'> =
+  Operation<P, M> extends infer O
+    ? O extends { parameters: { path?: infer A; query?: infer Q } }
+      ? ([Defined<A>] extends [never] ? { path?: never } : { path: Defined<A> }) &
+          ([Defined<Q>] extends [never] ? { query?: never } : { query?: Defined<Q> }) &
+          (O extends { requestBody: { content: { 'application/json': infer B } } }
+            ? { body: B }
+            : O extends { requestBody?: { content: { 'application/json': infer B } } }
+              ? { body?: B }
+              : { body?: never })
+      : never
+    : never;
+
+/** `/executions/{id}/status` with `{id}` filled in, and the query's defined values after it. */
+function url(path: string, call: { path?: object; query?: object }): string {
+  const params = (call.path ?? {}) as Record<string, string | number>;
+  const filled = path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(params[name])));
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(call.query ?? {})) if (value !== undefined && value !== '') query.set(name, String(value));
+  const search = query.toString();
+  return `/api/v1${filled}${search ? `?${search}` : ''}`;
+}
+
+async function request(method: Method, path: string, call: { path?: object; query?: object; body?: unknown }): Promise<unknown> {
   const headers: Record<string, string> = { ...apiHeaders(), accept: 'application/json' };
-  if (init.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetchPolitely(`/api/v1${path}`, {
-    method: init.method ?? 'GET',
+  if (call.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetchPolitely(url(path, call), {
+    method: method.toUpperCase(),
     headers,
     credentials: 'same-origin',
-    body: init.body === undefined ? null : JSON.stringify(init.body),
+    body: call.body === undefined ? null : JSON.stringify(call.body),
   });
   if (res.status === 401) {
     location.assign(`/auth/sign-in?next=${encodeURIComponent(location.pathname)}`);
@@ -78,7 +120,23 @@ export async function api<T = unknown>(path: string, init: { method?: string; bo
     const error = body?.error ?? {};
     throw new ApiError(res.status, error.code ?? 'ERROR', error.message ?? `Request failed (${res.status})`, error.details);
   }
-  return body as T;
+  return body;
 }
 
-export const post = <T = unknown>(path: string, body?: unknown) => api<T>(path, { method: 'POST', body });
+/** The items of an answer given as a bare array or an offset page (the console's forms), not the cursor form it does not ask for. */
+export const itemsOf = <T>(answer: T[] | { items: T[] } | { data: unknown }): T[] => (Array.isArray(answer) ? answer : 'items' in answer ? answer.items : []);
+
+/** Parameters are required where the operation has path parameters or a required body. */
+type Args<P extends ApiPath<M>, M extends Method> = Call<P, M> extends { path: object } | { body: unknown } ? [Call<P, M>] : [Call<P, M>?];
+
+const caller =
+  <M extends Method>(method: M) =>
+  <P extends ApiPath<M>>(path: P, ...[call]: Args<P, M>) =>
+    request(method, path, call ?? {}) as Promise<Answer<P, M>>;
+
+/** Calls to /api/v1 by method, e.g. `api('/executions/{id}/status', { path: { id } })`. */
+export const api = caller('get');
+export const post = caller('post');
+export const put = caller('put');
+export const patch = caller('patch');
+export const del = caller('delete');

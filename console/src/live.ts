@@ -21,7 +21,7 @@ export function openControlChannel(onEvent: (event: ControlEvent) => void) {
   let retry = 1000;
   const connect = async () => {
     try {
-      const { url } = await api<{ url: string }>('/events/subscribe-url');
+      const { url } = await api('/events/subscribe-url');
       const socket = new WebSocket(onThisOrigin(url, 'ws'));
       socket.onopen = () => (retry = 1000);
       socket.onmessage = (message) => onEvent(JSON.parse(String(message.data)) as ControlEvent);

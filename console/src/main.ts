@@ -1,3 +1,4 @@
+import type { View } from '../../workers/console/pages';
 import { ApiError } from './api';
 import { alertBox, show } from './dom';
 import { home } from './views/home';
@@ -10,8 +11,8 @@ import { trace, traces } from './views/traces';
 import { settings } from './views/settings';
 import { workflow, workflowRun, workflows } from './views/workflows';
 
-/** The view each console page names in `data-view`, drawn into #app from the public API. */
-const VIEWS: Record<string, (app: HTMLElement, item: string) => Promise<void>> = {
+/** The view each console page names in `data-view` (one for each page of workers/console/pages.ts), drawn into #app from the public API. */
+const VIEWS: Record<View, (app: HTMLElement, item: string) => Promise<void>> = {
   home,
   marketplace,
   'marketplace-skill': marketplaceSkill,
@@ -31,7 +32,7 @@ const VIEWS: Record<string, (app: HTMLElement, item: string) => Promise<void>> =
 
 async function start() {
   const app = document.getElementById('app')!;
-  const view = VIEWS[document.body.dataset.view ?? ''];
+  const view = VIEWS[document.body.dataset.view as View] as (typeof VIEWS)[View] | undefined;
   try {
     if (!view) return;
     await view(app, document.body.dataset.item ?? '');

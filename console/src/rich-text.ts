@@ -7,7 +7,7 @@ function inline(run: Inline): Node {
   return h(run.kind, {}, run.text);
 }
 
-const block = (b: Block): Kid => {
+const block = (b: Block): HTMLElement => {
   if (b.kind === 'heading') return h(`h${Math.min(b.level + 2, 6) as 3}`, {}, b.inlines.map(inline));
   if (b.kind === 'paragraph') return h('p', {}, b.inlines.map(inline));
   if (b.kind === 'code') return h('pre', {}, h('code', {}, b.text));
@@ -23,3 +23,21 @@ const block = (b: Block): Kid => {
  * mail (console/src/markdown.ts decides), and headings start below the page's own.
  */
 export const markdownNodes = (text: string): Kid[] => parseMarkdown(text).map(block);
+
+/**
+ * Markdown drawn into `element` again each time its text grows (an answer as it streams): the
+ * blocks unchanged since the last drawing keep their nodes, so each drawing builds only the block
+ * being written and any after it.
+ */
+export function growingMarkdown(element: HTMLElement): (text: string) => void {
+  let drawn: string[] = [];
+  return (text) => {
+    const blocks = parseMarkdown(text);
+    const keys = blocks.map((b) => JSON.stringify(b));
+    let kept = 0;
+    while (kept < drawn.length && kept < keys.length && drawn[kept] === keys[kept]) kept++;
+    while (element.childElementCount > kept) element.lastElementChild!.remove();
+    element.append(...blocks.slice(kept).map(block));
+    drawn = keys;
+  };
+}

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
 import { type RunningService } from './helpers';
@@ -107,7 +107,7 @@ describe('the console in a browser', () => {
     expect(await page.getByRole('button', { name: 'Install' }).count()).toBe(0);
     await check('marketplace-skill');
 
-    // Run it: the answer appears in Output while the run is still working.
+    // Run it: the answer appears in Output while the run is still working, drawn as Markdown as it streams.
     await page.getByRole('link', { name: 'Run', exact: true }).click();
     // The last sentence carries markup and a script link into the run's notes file, which the preview must show as text.
     await page
@@ -117,10 +117,14 @@ describe('the console in a browser', () => {
       );
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     await page.waitForURL(/\/runs\/exec_/);
-    await output().getByText('Key points').waitFor();
+    await output().getByRole('heading', { name: 'Key points' }).waitFor();
     expect(await page.getByRole('button', { name: 'Interrupt' }).isVisible()).toBe(true);
+    expect(await output().getAttribute('aria-busy')).toBe('true');
     const before = (await output().textContent())!;
     expect(before).not.toContain('Covered');
+    expect(before).not.toContain('## ');
+    // A screenshot only (axe checks the finished page below), so the reload still comes mid-run.
+    await page.screenshot({ path: join(screenshots, 'run-streaming.png'), fullPage: true });
 
     // Reload mid-run: what was seen is back at once and the stream goes on from there to the end.
     await page.reload();
@@ -134,9 +138,15 @@ describe('the console in a browser', () => {
     expect(text.match(/Key points/g)).toHaveLength(1);
     // The whole answer is drawn as Markdown: its headings, emphasis and list, not their marks.
     await output().getByRole('heading', { name: 'Key points' }).waitFor();
+    expect(await output().getAttribute('aria-busy')).toBe('false');
     expect(await output().getByRole('listitem').filter({ hasText: 'Ben writes the notes.' }).count()).toBe(1);
     expect(await output().locator('strong', { hasText: 'Request:' }).count()).toBe(1);
     expect(text).not.toContain('### ');
+    // Its headings stand out from its text: none is drawn smaller.
+    const fontSize = (element: Locator) => element.evaluate((e) => parseFloat(e.ownerDocument.defaultView!.getComputedStyle(e).fontSize));
+    expect(await fontSize(output().getByRole('heading', { name: 'Key points' }))).toBeGreaterThanOrEqual(
+      await fontSize(output().getByRole('listitem').first()),
+    );
     await page.getByLabel('Follow-up').waitFor();
 
     // The run's files: a safe preview of its Markdown notes, and a download of the same bytes.

@@ -1,5 +1,6 @@
 import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
+import { CONSOLE_PAGES } from '../../workers/console/pages';
 import { BASE, call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 
 /** The console page a signed-in browser gets, and the CSRF token it carries (meta and cookie). */
@@ -42,6 +43,20 @@ describe('the console pages', () => {
     expect(csrf).toMatch(/^[A-Za-z0-9_-]{32,64}$/);
     expect(res.headers.get('set-cookie')).toContain(`__Host-csrf=${csrf}`);
     expect(res.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it('serves every page of the one list with its heading, its view, the item its path names and its section current in the navigation', async () => {
+    const user = await signUp();
+    for (const page of CONSOLE_PAGES) {
+      const path = page.path.replace(/:\w+/, 'item-1');
+      const { res, html } = await consolePage(user, path);
+      expect(res.status, path).toBe(200);
+      expect(html, path).toContain(`<h1>${page.title}</h1>`);
+      expect(html, path).toContain(`data-view="${page.view}"`);
+      if (path !== page.path) expect(html, path).toContain('data-item="item-1"');
+      expect(html, path).toMatch(new RegExp(`<a href="[^"]*" aria-current="page">${page.section}</a>`));
+      expect(html.match(/aria-current="page"/g), path).toHaveLength(1);
+    }
   });
 
   it('sends someone signed out from a console page to sign in and back', async () => {

@@ -7,6 +7,7 @@ import { TOOL_TABLES, toolTable, withToolTable } from '../../scripts/lib/tool-ta
 import { createApp } from '../../workers/app';
 import { ROUTE_ACCESS, routeKey } from '../../workers/auth/route-scopes';
 import { MCP_TOOLS } from '../../workers/mcp/server';
+import { CONSOLE_PAGES } from '../../workers/console/pages';
 import { BASE, call } from '../helpers/api';
 
 const mountedRoutes = () =>
@@ -29,22 +30,7 @@ const NOT_IN_OPENAPI: Record<string, string> = {
   'POST /mcp/': 'the same endpoint as POST /mcp, documented there',
   'GET /console/assets/:file': "the console's script and stylesheet",
   ...Object.fromEntries(
-    [
-      'GET /marketplace',
-      'GET /marketplace/:slug',
-      'GET /skills',
-      'GET /skills/:slug',
-      'GET /skills/:slug/run',
-      'GET /runs',
-      'GET /runs/:id',
-      'GET /workflows',
-      'GET /workflows/runs/:runId',
-      'GET /workflows/:slug',
-      'GET /traces',
-      'GET /traces/:id',
-      'GET /memory',
-      'GET /settings',
-    ].map((key) => [key, 'a console page, for browsers (it calls the documented API)']),
+    CONSOLE_PAGES.filter((page) => page.path !== '/').map((page) => [`GET ${page.path}`, 'a console page, for browsers (it calls the documented API)']),
   ),
   ...Object.fromEntries(
     [

@@ -6,6 +6,7 @@ import type { RouteAccess } from '../auth/access';
 import type { RequestOrigin } from '../auth/principal';
 import type { AppEnv, Db, Env } from '../env';
 import type { RequestBody } from '../routes/openapi';
+import type { StepKind } from '../workflows/interpreter';
 
 /** What an operation runs with, whichever surface called it: the database, the bindings and who acts. */
 export interface CapabilityContext {
@@ -149,9 +150,20 @@ export interface Capability<Input extends z.ZodObject = z.ZodObject, Output exte
   /** false: not an MCP tool; an object: a tool whose answer is presented differently. */
   mcp?: false | McpView<z.output<Output>>;
   agentTool?: AgentToolView<z.output<Input>, z.output<Output>, ToolArgs>;
-  /** The operation as a workflow `tool` step that answers at once (its toolId is the capability's name): the step's output. */
-  workflowStep?: { output: (output: z.output<Output>) => Record<string, unknown> };
+  workflowStep?: WorkflowStepView<z.output<Output>>;
 }
+
+/**
+ * The operation as a workflow `tool` step, whose `toolId` is the capability's name unless the
+ * view names another; `kind` says how a run carries the step out (workers/workflows/interpreter.ts).
+ */
+export type WorkflowStepView<Output> =
+  /** Runs at once for the run's launcher, with no input; `output` makes the step's output of the operation's. */
+  | { kind: Extract<StepKind, 'read'>; output: (output: Output) => Record<string, unknown> }
+  /** Starts an execution from the step's input, which the step waits for. */
+  | { kind: Extract<StepKind, 'execution'>; start: (ctx: CapabilityContext, input: unknown) => Promise<{ executionId: string }> }
+  /** Suspends the run until this operation supplies the step's output. */
+  | { kind: Extract<StepKind, 'input'>; toolId: string };
 
 export const defineCapability = <Input extends z.ZodObject, Output extends z.ZodType, ToolArgs extends z.ZodObject = Input>(
   capability: Capability<Input, Output, ToolArgs>,

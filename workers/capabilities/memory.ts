@@ -26,7 +26,7 @@ export const readMemoryCapability = defineCapability({
     label: () => 'working memory',
     answer: (memory) => memory.content || '(empty)',
   },
-  workflowStep: { output: (memory) => ({ content: memory.content }) },
+  workflowStep: { kind: 'read', output: (memory) => ({ content: memory.content }) },
   run: (ctx) => readMemory(ctx.db, ctx.actor),
 });
 

@@ -5,6 +5,7 @@ import { legacyFlatErrors } from '../middleware/legacy-errors';
 import { optionalJsonBody } from '../middleware/validate';
 import { InstallFromSourceBody, installFromSource } from '../services/archive-install';
 import { runSkill, RunSkillBody, StartedRun } from '../services/executions';
+import { StepError } from '../workflows/steps';
 import { BindSecretBody, bindSecret, listBindings, SecretBinding, unbindSecret } from '../services/skill-secrets';
 import {
   AuthorSkillBody,
@@ -86,6 +87,19 @@ export const executeSkillCapability = defineCapability({
       interface: RunSkillBody.shape.interface.describe('A label for the client, recorded on the execution; defaults to the detected MCP client'),
     }),
     follow: (ctx, started, report) => followExecution(ctx, started.executionId, report),
+  },
+  workflowStep: {
+    kind: 'execution',
+    // Rule 10: `{slug, input}` from the entry before; a non-string input is JSON-stringified before it reaches the skill.
+    start: async (ctx, input) => {
+      const record = (input ?? {}) as Record<string, unknown>;
+      if (typeof record.slug !== 'string' || record.input === undefined || record.input === null) {
+        throw new StepError('execute-skill needs {slug, input} from the entry before it (a mapping that yields slug and input)');
+      }
+      const text = typeof record.input === 'string' ? record.input : JSON.stringify(record.input);
+      const started = await runSkill(ctx.db, ctx.env, ctx.actor, record.slug, { input: text }, 'workflow');
+      return { executionId: started.executionId };
+    },
   },
   run: (ctx, { slug, ...body }) =>
     runSkill(ctx.db, ctx.env, ctx.actor, slug, { ...body, interface: body.interface ?? ctx.clientInterface }, ctx.source, ctx.grantToken),

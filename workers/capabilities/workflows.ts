@@ -143,6 +143,8 @@ export const workflowsArea: Area = {
           return answer.body;
         },
       },
+      // A `human-input` step waits for this operation: the resume data becomes its output.
+      workflowStep: { kind: 'input', toolId: 'human-input' },
       run: (ctx, { runId, resumeData, stepId }) => resumeRun(ctx.db, ctx.env, ctx.actor, runId, { resumeData, stepId }),
     }),
     defineCapability({

@@ -1,22 +1,10 @@
 import { HtmlDocument } from '../lib/html-document';
 import type { FC } from 'hono/jsx';
 import { CONSOLE_SCRIPT, CONSOLE_STYLE } from './assets.generated';
+import { SECTIONS, type Section, type View } from './pages';
 
 /** Where the console's fingerprinted files are served. */
 export const CONSOLE_ASSET_PATH = '/console/assets';
-
-/** The console's sections, in navigation order. */
-export const SECTIONS = [
-  { path: '/', name: 'Home' },
-  { path: '/marketplace', name: 'Marketplace' },
-  { path: '/skills', name: 'Skills' },
-  { path: '/runs', name: 'Runs' },
-  { path: '/workflows', name: 'Workflows' },
-  { path: '/traces', name: 'Traces' },
-  { path: '/memory', name: 'Memory' },
-  { path: '/settings', name: 'Settings' },
-] as const;
-export type Section = (typeof SECTIONS)[number]['name'];
 
 export interface ShellProps {
   nonce: string;
@@ -25,7 +13,7 @@ export interface ShellProps {
   /** The page's own heading (the section's name unless the page is one item of it). */
   title: string;
   /** Which view the script draws, and the item it is about (a slug or an id). */
-  view: string;
+  view: View;
   item?: string;
 }
 

@@ -103,34 +103,30 @@ export const documentedProtocol = (tag: string, summary: string, standard: strin
   });
 
 /**
- * GET /api/v1/openapi.json: the document generated from the routes' descriptions, with the
- * request's own origin as its server (clients generated from it call where it came from) and the
- * workflow definition's schemas as components.
+ * The OpenAPI document generated from the routes' descriptions, with `origin` as its server and the
+ * workflow definition's schemas as components. Also built outside a request: the console's API
+ * types are generated from it (scripts/console-api-types.ts).
  */
-const openApiDocument = (app: Hono<AppEnv>) => async (c: Context<AppEnv>) => {
-  const document = await generateSpecs(
-    app,
-    {
-      documentation: {
-        openapi: '3.1.0',
-        info: {
-          title: 'Workspace AI Skills Service',
-          version: CURRENT_API_VERSION,
-          description: 'Skills, workflows, agents and their outputs in one multi-tenant workspace.',
-        },
-        servers: [{ url: new URL(c.req.url).origin, description: 'This service' }],
-        components: {
-          securitySchemes: {
-            apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
-            session: { type: 'apiKey', in: 'header', name: 'x-auth-token' },
-            bearer: { type: 'http', scheme: 'bearer' },
-          },
-        },
-        security: [{ apiKey: [] }, { session: [] }, { bearer: [] }],
+export async function buildOpenApiDocument(app: Hono<AppEnv>, origin: string) {
+  const document = await generateSpecs(app, {
+    documentation: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Workspace AI Skills Service',
+        version: CURRENT_API_VERSION,
+        description: 'Skills, workflows, agents and their outputs in one multi-tenant workspace.',
       },
+      servers: [{ url: origin, description: 'This service' }],
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+          session: { type: 'apiKey', in: 'header', name: 'x-auth-token' },
+          bearer: { type: 'http', scheme: 'bearer' },
+        },
+      },
+      security: [{ apiKey: [] }, { session: [] }, { bearer: [] }],
     },
-    c,
-  );
+  });
   document.components = { ...document.components, schemas: { ...document.components?.schemas, ...workflowSchemas(componentRef) } };
   // The generator marks every validated body required; routes behind optionalJsonBody also take
   // none, unless `documented` described their body itself (those bodies carry a description).
@@ -139,8 +135,11 @@ const openApiDocument = (app: Hono<AppEnv>) => async (c: Context<AppEnv>) => {
     const body = document.paths[route.path.replace(/:(\w+)/g, '{$1}')]?.[route.method.toLowerCase() as 'post']?.requestBody;
     if (body && !('$ref' in body) && !body.description) body.required = false;
   }
-  return c.json(document);
-};
+  return document;
+}
+
+/** GET /api/v1/openapi.json: the document with the request's own origin as its server (clients generated from it call where it came from). */
+const openApiDocument = (app: Hono<AppEnv>) => async (c: Context<AppEnv>) => c.json(await buildOpenApiDocument(app, new URL(c.req.url).origin));
 
 /** The document's route, mounted at `/api/v1`. */
 export const openApiRoutes = (app: Hono<AppEnv>) => new Hono<AppEnv>().get('/openapi.json', openApiDocument(app));

@@ -4,7 +4,6 @@ import { executions } from '../../schema';
 import { authorizeWithGrants, type Actor } from '../auth/actor';
 import { CAPABILITIES } from '../capabilities';
 import { createExecutionCapability } from '../capabilities/executions';
-import { executeSkillCapability } from '../capabilities/skills';
 import type { Capability } from '../capabilities/capability';
 import { runContext } from './capability-tools';
 import type { Db, Env } from '../env';
@@ -12,9 +11,10 @@ import { AppError } from '../errors';
 import { parseId } from '../lib/ids';
 import { findAgent } from '../services/agents';
 import { interruptTurn } from '../services/execution-lifecycle';
-import { runAgent, runSkill } from '../services/executions';
+import { runAgent } from '../services/executions';
 import type { Json, LeafStep, MappingStep } from '../workflows/compiler';
-import { StepError } from '../workflows/steps';
+import type { StepKind } from '../workflows/interpreter';
+import { StepError, type ExecutionCheck } from '../workflows/steps';
 
 /** What starting a step that runs an execution answers. */
 export type Started = { executionId: string };
@@ -28,24 +28,26 @@ function startFailure(error: unknown): never {
   throw error;
 }
 
-/** The capability a workflow step's own tool runs: one with a workflow-step view. */
-const stepCapability = (toolId: string) => CAPABILITIES.find((c) => c.name === toolId && c.workflowStep);
+/** The tool id a capability's workflow-step view names: its own name, or the one an input step waits under. */
+const stepToolId = (capability: Capability) => (capability.workflowStep?.kind === 'input' ? capability.workflowStep.toolId : capability.name);
+
+/** The capability a workflow `tool` step of this id runs: the one whose workflow-step view names it. */
+const stepCapability = (toolId: string) => CAPABILITIES.find((c) => c.workflowStep && stepToolId(c) === toolId);
+
+/** The tool ids a workflow `tool` step may name in this deployment: those the capabilities declare. */
+export const STEP_TOOL_IDS: readonly string[] = CAPABILITIES.flatMap((c) => (c.workflowStep ? [stepToolId(c)] : []));
+
+/** How a tool step of this id runs, as its capability declares; undefined for one this deployment does not offer. */
+export const stepKind = (toolId: string): StepKind | undefined => stepCapability(toolId)?.workflowStep?.kind;
 
 /**
  * The scope the check of a step needs (that of the capability it mirrors), or null for a step
- * that acts on nothing outside its run (a mapping, a sleep, human input).
+ * that acts on nothing outside its run (a mapping, a sleep, a step waiting for input).
  */
 export function stepScope(step: LeafStep | MappingStep): string | null {
-  // A tool step is the capability of its id (execute-skill, or one with a workflow-step view); human input is none.
-  const capability =
-    step.type === 'agent'
-      ? createExecutionCapability
-      : step.type === 'tool'
-        ? step.toolId === executeSkillCapability.name
-          ? executeSkillCapability
-          : stepCapability(step.toolId)
-        : undefined;
-  return capability && 'scope' in capability.access ? capability.access.scope : null;
+  const capability = step.type === 'agent' ? createExecutionCapability : step.type === 'tool' ? stepCapability(step.toolId) : undefined;
+  if (!capability || capability.workflowStep?.kind === 'input') return null;
+  return 'scope' in capability.access ? capability.access.scope : null;
 }
 
 /**
@@ -62,21 +64,6 @@ async function authorizeStep(db: Db, actor: Actor, step: string, capability: Cap
 }
 
 const asText = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
-
-/** Rule 10: `{slug, input}`; a non-string input is JSON-stringified before it reaches the skill. */
-export async function startSkill(db: Db, env: Env, actor: Actor, input: unknown): Promise<Started> {
-  await authorizeStep(db, actor, executeSkillCapability.name, executeSkillCapability);
-  const record = (input ?? {}) as Record<string, unknown>;
-  if (typeof record.slug !== 'string' || record.input === undefined || record.input === null) {
-    throw new StepError('execute-skill needs {slug, input} from the entry before it (a mapping that yields slug and input)');
-  }
-  try {
-    const started = await runSkill(db, env, actor, record.slug, { input: asText(record.input) }, 'workflow');
-    return { executionId: started.executionId };
-  } catch (error) {
-    return startFailure(error);
-  }
-}
 
 /** An agent step's prompt: its input as text, plus the output contract when it declares one. */
 export async function startAgent(db: Db, env: Env, actor: Actor, step: Extract<LeafStep, { type: 'agent' }>, input: unknown): Promise<Started> {
@@ -95,8 +82,20 @@ export async function startAgent(db: Db, env: Env, actor: Actor, step: Extract<L
   }
 }
 
-/** Where a started execution is: still working, or its outcome. */
-export type ExecutionCheck = { state: 'working' } | { state: 'completed'; text: string; executionId: string } | { state: 'stopped'; reason: string };
+/** Starts the execution of an agent step, or of a tool step whose capability declares the kind execution, for the run's actor. */
+export async function startStep(db: Db, env: Env, actor: Actor, step: LeafStep, input: unknown, runId: string): Promise<Started> {
+  if (step.type === 'agent') return startAgent(db, env, actor, step, input);
+  const capability = step.type === 'tool' ? stepCapability(step.toolId) : undefined;
+  const view = capability?.workflowStep;
+  if (!capability || view?.kind !== 'execution')
+    throw new StepError(`Tool ${step.type === 'tool' ? step.toolId : step.id} is not available in this deployment`);
+  await authorizeStep(db, actor, capability.name, capability);
+  try {
+    return await view.start(runContext(db, env, actor, runId, 'workflow'), input);
+  } catch (error) {
+    return startFailure(error);
+  }
+}
 
 export async function checkExecution(db: Db, env: Env, workspaceId: string, executionId: string): Promise<ExecutionCheck> {
   const id = parseId('exec', executionId);
@@ -128,10 +127,11 @@ export async function checkExecution(db: Db, env: Env, workspaceId: string, exec
  */
 export async function runInstantTool(db: Db, env: Env, actor: Actor, toolId: string, runId: string): Promise<Json> {
   const capability = stepCapability(toolId);
-  if (!capability?.workflowStep) throw new StepError(`Tool ${toolId} is not available in this deployment`);
+  const view = capability?.workflowStep;
+  if (!capability || view?.kind !== 'read') throw new StepError(`Tool ${toolId} is not available in this deployment`);
   await authorizeStep(db, actor, toolId, capability);
   const output = await capability.run(runContext(db, env, actor, runId, 'workflow'), {});
-  return capability.workflowStep.output(output) as Json;
+  return view.output(output) as Json;
 }
 
 /** Interrupts an execution a canceled run no longer needs; one that already ended is left alone. */

@@ -65,11 +65,10 @@ export interface CompiledWorkflow {
 }
 
 /**
- * The tool registry: the tool ids a `tool` entry may name in this deployment (spec 4.8 step 4),
- * run by workers/runtime/step-tools.ts.
- * - `execute-skill`: runs an installed skill; input `{slug, input}` (rule 10).
- * - `human-input`: suspends the run until a resume; the resume data is the output.
- * - `read-memory`: the workspace's working-memory document, `{content}`.
+ * The tool ids a `tool` entry may name in this deployment (spec 4.8 step 4): those the
+ * capabilities declare as workflow steps (`workflowStep`, workers/runtime/step-tools.ts
+ * STEP_TOOL_IDS), which also say how each runs. Install and launch compile below the
+ * capabilities, so they read this copy; test/unit/workflow-step-tools.test.ts keeps the two equal.
  */
 export const TOOL_IDS = ['execute-skill', 'human-input', 'read-memory'] as const;
 

@@ -11,6 +11,9 @@ export class StepError extends Error {
   }
 }
 
+/** Where a started execution is: still working, or its outcome. */
+export type ExecutionCheck = { state: 'working' } | { state: 'completed'; text: string; executionId: string } | { state: 'stopped'; reason: string };
+
 /** The output of a finished execution step; an agent with an outputSchema must answer conforming JSON. */
 export function executionOutput(step: LeafStep, done: { text: string; executionId: string }): Json {
   if (step.type === 'agent' && step.outputSchema !== undefined) {

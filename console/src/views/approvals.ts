@@ -2,24 +2,6 @@ import { api, post } from '../api';
 import { h, show } from '../dom';
 import { failure, section } from './settings-more';
 
-interface Decided {
-  status: string;
-  key: { name: string };
-}
-interface PermissionRequest extends Decided {
-  request_id: string;
-  scope: string;
-  sensitive: boolean;
-  reason: string;
-}
-interface Consent extends Decided {
-  consent_id: string;
-  agent_display_name: string;
-  reason: string;
-  requested_scopes: { scope: string; sensitive: boolean }[];
-  granted_scopes: string[] | null;
-}
-
 const sensitiveBadge = (sensitive: boolean) => (sensitive ? h('span', { class: 'badge' }, 'sensitive') : null);
 
 /**
@@ -50,7 +32,7 @@ function decisions<T>(label: string, empty: string, items: T[], draw: (item: T, 
 
 /** Agents asking to connect (their key's scope activation): the person may untick scopes to narrow what is granted. */
 export async function consents(box: HTMLElement) {
-  const page = await api<{ data: Consent[] }>('/agents/consents?status=pending&limit=100');
+  const page = await api('/agents/consents', { query: { status: 'pending', limit: 100 } });
   show(
     box,
     section(
@@ -61,7 +43,6 @@ export async function consents(box: HTMLElement) {
           h('input', { type: 'checkbox', id: `consent-${c.consent_id}-${i}`, value: scope, checked: true }),
         );
         const who = `${c.agent_display_name} (key ${c.key.name})`;
-        const path = `/agents/consents/${encodeURIComponent(c.consent_id)}`;
         return [
           h('p', {}, h('strong', {}, c.agent_display_name), ` asks to connect with the key ${c.key.name}.`),
           h('blockquote', {}, c.reason),
@@ -85,7 +66,7 @@ export async function consents(box: HTMLElement) {
               onclick: () =>
                 decide(async () => {
                   const scopes = boxes.filter((b) => b.checked).map((b) => b.value);
-                  const done = await post<Consent & { scopes: string[] }>(`${path}/approve`, { scopes });
+                  const done = await post('/agents/consents/{consentId}/approve', { path: { consentId: c.consent_id }, body: { scopes } });
                   return `Connected ${c.agent_display_name}: its key now holds ${done.scopes.join(', ')}.`;
                 }),
             },
@@ -98,7 +79,7 @@ export async function consents(box: HTMLElement) {
               'aria-label': `Deny ${who}`,
               onclick: () =>
                 decide(async () => {
-                  await post(`${path}/deny`);
+                  await post('/agents/consents/{consentId}/deny', { path: { consentId: c.consent_id } });
                   return `Denied ${c.agent_display_name}.`;
                 }),
             },
@@ -112,7 +93,7 @@ export async function consents(box: HTMLElement) {
 
 /** Connected agents asking for one more scope. */
 export async function permissionRequests(box: HTMLElement) {
-  const page = await api<{ data: PermissionRequest[] }>('/agents/permission-requests?status=pending&limit=100');
+  const page = await api('/agents/permission-requests', { query: { status: 'pending', limit: 100 } });
   show(
     box,
     section(
@@ -121,7 +102,7 @@ export async function permissionRequests(box: HTMLElement) {
       ...decisions('Pending permission requests', 'No pending requests.', page.data, (r, decide) => {
         const answer = (decision: 'approve' | 'deny') =>
           decide(async () => {
-            const done = await post<PermissionRequest>(`/agents/permission-requests/${encodeURIComponent(r.request_id)}/${decision}`);
+            const done = await post(`/agents/permission-requests/{requestId}/${decision}`, { path: { requestId: r.request_id } });
             return `${done.status === 'granted' ? 'Granted' : 'Denied'} "${r.scope}" to ${r.key.name}.`;
           });
         return [

@@ -1,13 +1,8 @@
-import { ApiError, api, apiHeaders, fetchPolitely } from '../api';
+import { ApiError, api, apiHeaders, fetchPolitely, type Answer } from '../api';
 import { alertBox, h, show } from '../dom';
 import { markdownNodes } from '../rich-text';
 
-interface Artifact {
-  id: string;
-  name: string;
-  contentType: string;
-  size: number;
-}
+type Artifact = Answer<'/artifacts'>['data'][number];
 
 const isMarkdown = (a: Artifact) => a.contentType.startsWith('text/markdown') || /\.(md|markdown)$/i.test(a.name);
 const isText = (a: Artifact) => a.contentType.startsWith('text/') || a.contentType.startsWith('application/json');
@@ -30,9 +25,9 @@ export function artifactsSection(executionId: string) {
   const list = h('div');
   const message = h('div', { role: 'status' });
   const refresh = async () => {
-    let page: { data: Artifact[] };
+    let page: Answer<'/artifacts'>;
     try {
-      page = await api<{ data: Artifact[] }>(`/artifacts?executionId=${encodeURIComponent(executionId)}&limit=100`);
+      page = await api('/artifacts', { query: { executionId, limit: 100 } });
     } catch (error) {
       return show(list, alertBox(error instanceof ApiError ? error.message : 'The files could not be listed.'));
     }
@@ -61,7 +56,7 @@ export function artifactsSection(executionId: string) {
                     preview,
                     h(
                       'section',
-                      { class: 'preview', 'aria-label': `Preview of ${artifact.name}` },
+                      { class: isMarkdown(artifact) ? 'preview markdown' : 'preview', 'aria-label': `Preview of ${artifact.name}` },
                       isMarkdown(artifact) ? markdownNodes(text) : h('pre', {}, text),
                     ),
                   );

@@ -1,29 +1,18 @@
-import { api } from '../api';
+import { api, itemsOf } from '../api';
 import { h, show, statusBadge, when } from '../dom';
 import { openControlChannel } from '../live';
-import { type HistoryItem, runLink } from './runs';
-
-interface Balance {
-  balance: number;
-  canExecute: boolean;
-}
-interface Tier {
-  tier: string;
-}
-interface Workspace {
-  id: string;
-  name: string;
-}
+import { runLink } from './runs';
 
 /** Home: the workspace, balance and tier, the runs happening now (live, over the control plane) and the recent ones. */
 export async function home(app: HTMLElement) {
-  const [balance, tier, current, workspaces, recent] = await Promise.all([
-    api<Balance>('/billing/balance'),
-    api<Tier>('/billing/subscription/tier'),
-    api<Workspace>('/workspaces/current'),
-    api<{ data: Workspace[] }>('/workspaces?limit=100'),
-    api<{ items: HistoryItem[] }>('/executions?limit=10'),
+  const [balance, tier, current, workspaces, recentPage] = await Promise.all([
+    api('/billing/balance'),
+    api('/billing/subscription/tier'),
+    api('/workspaces/current'),
+    api('/workspaces', { query: { limit: 100 } }),
+    api('/executions', { query: { limit: 10 } }),
   ]);
+  const recent = itemsOf(recentPage);
   const live = h('ul', { class: 'plain', 'aria-label': 'Runs happening now' });
   const liveEmpty = h('p', { class: 'muted' }, 'Nothing is running.');
   const recentList = h('ul', { class: 'plain' });
@@ -32,7 +21,7 @@ export async function home(app: HTMLElement) {
     live.append(h('li', { 'data-id': id }, runLink(id, label), ' ', statusBadge('working')));
     liveEmpty.hidden = true;
   };
-  for (const run of recent.items) {
+  for (const run of recent) {
     if (run.status === 'working') addLive(run.executionId, run.skillName);
     recentList.append(
       h('li', {}, runLink(run.executionId, run.skillName), ' ', statusBadge(run.status), ' ', h('span', { class: 'muted' }, when(run.startedAt))),
@@ -77,7 +66,7 @@ export async function home(app: HTMLElement) {
       'section',
       { 'aria-labelledby': 'recent-h' },
       h('h2', { id: 'recent-h' }, 'Recent runs'),
-      recent.items.length ? recentList : h('p', { class: 'muted' }, 'No runs yet.'),
+      recent.length ? recentList : h('p', { class: 'muted' }, 'No runs yet.'),
     ),
   );
 

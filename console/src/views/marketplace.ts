@@ -1,29 +1,14 @@
-import { api, ApiError, post } from '../api';
+import { api, ApiError, itemsOf, post, type Answer } from '../api';
 import { alertBox, field, h, show } from '../dom';
 
-interface Item {
-  slug: string;
-  name: string;
-  description: string;
-  category: string;
-}
-interface Detail extends Item {
-  author: string;
-  version: string;
-  license: string | null;
-  contentChecksum: string;
-  prompt: string;
-}
-interface Installed {
-  slug: string;
-  contentChecksum: string;
-}
+/** What the page reads of an installed skill, in the install answer and the installed list alike. */
+type Installed = Pick<Answer<'/skills/{slug}/install', 'post'>, 'slug' | 'contentChecksum'>;
 
-const installedSkills = () => api<Installed[]>('/skills');
+const installedSkills = async () => itemsOf(await api('/skills'));
 
 /** The catalog: a search box, a category filter, and each skill marked when it is installed. */
 export async function marketplace(app: HTMLElement) {
-  const [categories, installed] = await Promise.all([api<{ id: string; name: string; count: number }[]>('/marketplace/skills/categories'), installedSkills()]);
+  const [categories, installed] = await Promise.all([api('/marketplace/skills/categories'), installedSkills()]);
   const installedSlugs = new Set(installed.map((s) => s.slug));
   const search = h('input', { type: 'search', id: 'search', autocomplete: 'off' });
   const category = h(
@@ -37,10 +22,7 @@ export async function marketplace(app: HTMLElement) {
   let pending = 0;
   const refresh = async () => {
     const mine = ++pending;
-    const query = new URLSearchParams({ limit: '50' });
-    if (search.value.trim()) query.set('q', search.value.trim());
-    if (category.value) query.set('category', category.value);
-    const items = await api<Item[]>(`/marketplace/skills?${query}`);
+    const items = itemsOf(await api('/marketplace/skills', { query: { limit: 50, q: search.value.trim(), category: category.value } }));
     if (mine !== pending) return;
     count.textContent = `${items.length} skill${items.length === 1 ? '' : 's'}`;
     show(
@@ -69,8 +51,8 @@ export async function marketplace(app: HTMLElement) {
 /** One catalog skill: what it is, its files, and Install (or Update when the catalog has a newer version). */
 export async function marketplaceSkill(app: HTMLElement, slug: string) {
   const [skill, bundle, installed] = await Promise.all([
-    api<Detail>(`/marketplace/skills/${encodeURIComponent(slug)}`),
-    api<{ files: { path: string; base64: string }[] }>(`/marketplace/skills/${encodeURIComponent(slug)}/bundle`),
+    api('/marketplace/skills/{slug}', { path: { slug } }),
+    api('/marketplace/skills/{slug}/bundle', { path: { slug } }),
     installedSkills(),
   ]);
   document.title = `${skill.name} · Workspace AI Skills`;
@@ -87,7 +69,7 @@ export async function marketplaceSkill(app: HTMLElement, slug: string) {
   const install = async (done: string) => {
     show(message);
     try {
-      drawAction(await post<Installed>(`/skills/${encodeURIComponent(slug)}/install`));
+      drawAction(await post('/skills/{slug}/install', { path: { slug } }));
       show(message, `${done} ${skill.name}.`);
     } catch (error) {
       show(message, alertBox(error instanceof ApiError ? error.message : 'The skill could not be installed.'));

@@ -1,10 +1,7 @@
-import { api, ApiError } from '../api';
+import { api, ApiError, put, type Answer } from '../api';
 import { alertBox, field, h, show } from '../dom';
 
-interface Category {
-  id: string;
-  name: string;
-}
+type Category = Answer<'/marketplace/skills/categories'>[number];
 
 /**
  * "New skill": authoring from nothing (`PUT /skills/:slug` with a slug no installed skill has;
@@ -46,8 +43,8 @@ export function newSkillForm(installed: Set<string>, categories: Category[]) {
         if (installed.has(slug)) return refuse('slug', `A skill "${slug}" is installed already: edit it on its page.`);
         button.disabled = true;
         try {
-          await api(`/skills/${encodeURIComponent(slug)}`, {
-            method: 'PUT',
+          await put('/skills/{slug}', {
+            path: { slug },
             body: {
               name: controls.name.value,
               description: controls.description.value,
@@ -78,4 +75,4 @@ export function newSkillForm(installed: Set<string>, categories: Category[]) {
   );
 }
 
-export const skillCategories = () => api<Category[]>('/marketplace/skills/categories');
+export const skillCategories = () => api('/marketplace/skills/categories');

@@ -2,15 +2,7 @@ import { api, ApiError, post } from '../api';
 import { alertBox, field, h, show, statusBadge } from '../dom';
 import { onThisOrigin } from '../live';
 import { artifactsSection } from './artifacts';
-import { markdownNodes } from '../rich-text';
-
-interface Status {
-  executionId: string;
-  status: string;
-  skillSlug: string;
-  skillName: string;
-  cost: number;
-}
+import { growingMarkdown } from '../rich-text';
 
 type Part = { kind: 'text' | 'you' | 'info'; text: string } | { kind: 'tool'; text: string; detail: string };
 
@@ -41,7 +33,7 @@ const textOf = (payload: Record<string, unknown>) =>
  */
 export async function run(app: HTMLElement, id: string) {
   const key = `run:${id}`;
-  const status = await api<Status>(`/executions/${encodeURIComponent(id)}/status`);
+  const status = await api('/executions/{id}/status', { path: { id } });
   document.querySelector('h1')!.textContent = status.skillName;
   const seen: Seen = JSON.parse(sessionStorage.getItem(key) ?? 'null') ?? { seq: 0, parts: [], timeline: [], working: status.status === 'working' };
   const save = () => sessionStorage.setItem(key, JSON.stringify(seen));
@@ -49,7 +41,14 @@ export async function run(app: HTMLElement, id: string) {
   const statusText = h('span', { role: 'status' });
   const tokens = h('span');
   const cost = h('span');
-  const output = h('div', { class: 'output', 'aria-live': 'polite' });
+  const output = h('div', { class: 'output' });
+  // The Output region is the live region, busy while an answer grows (see drawAnswer).
+  const region = h(
+    'section',
+    { 'aria-labelledby': 'output-h', class: 'output-section', 'aria-live': 'polite', 'aria-busy': 'false' },
+    h('h2', { id: 'output-h' }, 'Output'),
+    output,
+  );
   const controls = h('div', { class: 'controls' });
   const notice = h('div');
   const timeline = h('ol', { class: 'timeline', 'aria-label': 'Event timeline' });
@@ -58,19 +57,31 @@ export async function run(app: HTMLElement, id: string) {
   // The files are listed when the page opens and again when a turn it watched working ends; a run
   // that had ended before the page opened (its replay ends with an idle too) is listed once.
   let watching = status.status === 'working';
-  let lastText: HTMLElement | undefined;
   let drawnWorking: boolean | undefined;
 
-  // An answer streams in as plain text and is drawn as Markdown once it is whole (the next part
-  // or the end of the turn), so a screen reader hears it as it comes and once more at most.
+  // The answer is drawn as Markdown while it streams, at most once a frame (the parser is linear
+  // and blocks already drawn keep their nodes). Output is busy meanwhile, so a screen reader reads
+  // the answer when it is whole instead of each paragraph again as it grows.
+  let answer: { text: string; draw: (text: string) => void } | undefined;
+  let frame = 0;
+  const drawAnswer = () => {
+    frame = 0;
+    answer?.draw(answer.text);
+  };
   const finishAnswer = () => {
-    if (lastText) show(lastText, markdownNodes(lastText.textContent ?? ''));
-    lastText = undefined;
+    cancelAnimationFrame(frame);
+    drawAnswer();
+    answer = undefined;
+    region.setAttribute('aria-busy', 'false');
   };
   const drawPart = (part: Part) => {
     if (part.kind === 'text') {
-      lastText ??= output.appendChild(h('div', { class: 'answer' }));
-      lastText.append(part.text);
+      if (!answer) {
+        answer = { text: '', draw: growingMarkdown(output.appendChild(h('div', { class: 'markdown' }))) };
+        region.setAttribute('aria-busy', 'true');
+      }
+      answer.text += part.text;
+      frame ||= requestAnimationFrame(drawAnswer);
       return;
     }
     finishAnswer();
@@ -116,7 +127,7 @@ export async function run(app: HTMLElement, id: string) {
   let source: EventSource | undefined;
   const stream = async () => {
     source?.close();
-    const { sseUrl } = await api<{ sseUrl: string }>(`/executions/${encodeURIComponent(id)}/stream-token`);
+    const { sseUrl } = await api('/executions/{id}/stream-token', { path: { id } });
     const url = new URL(onThisOrigin(sseUrl));
     url.searchParams.set('lastSeq', String(seen.seq));
     const es = new EventSource(url);
@@ -140,7 +151,7 @@ export async function run(app: HTMLElement, id: string) {
 
   async function interrupt() {
     try {
-      await post(`/executions/${encodeURIComponent(id)}/events`, { events: [{ type: 'user.interrupt' }] });
+      await post('/executions/{id}/events', { path: { id }, body: { events: [{ type: 'user.interrupt' }] } });
     } catch (error) {
       show(notice, alertBox(error instanceof ApiError ? error.message : 'The run could not be interrupted.'));
     }
@@ -157,7 +168,7 @@ export async function run(app: HTMLElement, id: string) {
           e.preventDefault();
           const kind = ((e as SubmitEvent).submitter as HTMLButtonElement | null)?.value === 'remix' ? 'remix' : 'rerun';
           try {
-            const started = await post<{ executionId: string }>(`/executions/${encodeURIComponent(id)}/${kind}`, { input: box.value });
+            const started = await post(`/executions/{id}/${kind}`, { path: { id }, body: { input: box.value } });
             location.assign(`/runs/${encodeURIComponent(started.executionId)}`);
           } catch (error) {
             show(notice, alertBox(error instanceof ApiError ? error.message : 'The run could not start.'));
@@ -181,7 +192,7 @@ export async function run(app: HTMLElement, id: string) {
           e.preventDefault();
           show(notice);
           try {
-            await post(`/executions/${encodeURIComponent(id)}/events`, { events: [{ type: 'user.message', content: [{ type: 'text', text: box.value }] }] });
+            await post('/executions/{id}/events', { path: { id }, body: { events: [{ type: 'user.message', content: [{ type: 'text', text: box.value }] }] } });
             seen.working = watching = true;
             drawState();
             await stream();
@@ -207,7 +218,7 @@ export async function run(app: HTMLElement, id: string) {
       h('dt', {}, 'Cost'),
       h('dd', {}, cost),
     ),
-    h('section', { 'aria-labelledby': 'output-h', class: 'output-section' }, h('h2', { id: 'output-h' }, 'Output'), output),
+    region,
     files.element,
     notice,
     controls,

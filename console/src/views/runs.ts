@@ -1,17 +1,5 @@
-import { api, ApiError, post } from '../api';
+import { api, ApiError, itemsOf, post } from '../api';
 import { alertBox, field, h, show, statusBadge, when } from '../dom';
-
-export interface HistoryItem {
-  executionId: string;
-  skillSlug: string;
-  skillName: string;
-  status: string;
-  cost: number;
-  source: string;
-  interface: string;
-  inputText: string;
-  startedAt: string;
-}
 
 export const runLink = (id: string, label: string) => h('a', { href: `/runs/${encodeURIComponent(id)}` }, label);
 
@@ -26,11 +14,8 @@ export async function runs(app: HTMLElement) {
   );
   const table = h('div', { class: 'table-wrap' });
   const refresh = async () => {
-    const query = new URLSearchParams({ limit: '50' });
-    if (source.value.trim()) query.set('channels', source.value.trim());
-    if (iface.value.trim()) query.set('interfaces', iface.value.trim());
-    const page = await api<{ items: HistoryItem[] }>(`/executions?${query}`);
-    const items = page.items.filter((r) => !status.value || r.status === status.value);
+    const page = await api('/executions', { query: { limit: 50, channels: source.value.trim(), interfaces: iface.value.trim() } });
+    const items = itemsOf(page).filter((r) => !status.value || r.status === status.value);
     show(
       table,
       items.length
@@ -88,8 +73,7 @@ export async function runs(app: HTMLElement) {
 
 /** Run a skill: an Input box and a Run button; the run opens in its own view. */
 export async function runSkill(app: HTMLElement, slug: string) {
-  const skills = await api<{ slug: string; name: string; description: string }[]>('/skills');
-  const skill = skills.find((s) => s.slug === slug);
+  const skill = itemsOf(await api('/skills')).find((s) => s.slug === slug);
   if (!skill) {
     show(app, alertBox('This skill is not installed.'), h('a', { href: `/marketplace/${encodeURIComponent(slug)}` }, 'Find it in the marketplace'));
     return;
@@ -107,7 +91,7 @@ export async function runSkill(app: HTMLElement, slug: string) {
           e.preventDefault();
           button.disabled = true;
           try {
-            const started = await post<{ executionId: string }>(`/skills/${encodeURIComponent(slug)}/run`, { input: input.value, interface: 'console' });
+            const started = await post('/skills/{slug}/run', { path: { slug }, body: { input: input.value, interface: 'console' } });
             location.assign(`/runs/${encodeURIComponent(started.executionId)}`);
           } catch (error) {
             button.disabled = false;

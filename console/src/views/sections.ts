@@ -1,13 +1,10 @@
-import { api, ApiError } from '../api';
+import { api, ApiError, itemsOf, put } from '../api';
 import { alertBox, field, h, show } from '../dom';
 import { newSkillForm, skillCategories } from './new-skill';
 
 /** Skills: what is installed, each with Run and its page; and "New skill" to write one. */
 export async function skills(app: HTMLElement) {
-  const [installed, categories] = await Promise.all([
-    api<{ slug: string; name: string; description: string; versionNumber: number }[]>('/skills'),
-    skillCategories(),
-  ]);
+  const [installed, categories] = await Promise.all([api('/skills').then(itemsOf), skillCategories()]);
   show(
     app,
     installed.length
@@ -32,7 +29,7 @@ export async function skills(app: HTMLElement) {
 
 /** Memory: the workspace's working-memory document, edited whole. */
 export async function memory(app: HTMLElement) {
-  const doc = await api<{ content: string }>('/memory');
+  const doc = await api('/memory');
   const box = h('textarea', { id: 'memory', rows: 16 });
   box.value = doc.content;
   const message = h('div', { role: 'status' });
@@ -44,7 +41,7 @@ export async function memory(app: HTMLElement) {
         onsubmit: async (e: Event) => {
           e.preventDefault();
           try {
-            await api('/memory', { method: 'PUT', body: { content: box.value } });
+            await put('/memory', { body: { content: box.value } });
             show(message, 'Saved.');
           } catch (error) {
             show(message, alertBox(error instanceof ApiError ? error.message : 'Memory could not be saved.'));

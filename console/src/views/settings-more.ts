@@ -1,4 +1,4 @@
-import { api, ApiError, post } from '../api';
+import { api, ApiError, del, post, put, type Answer } from '../api';
 import { alertBox, field, h, show, when } from '../dom';
 
 /** A settings section: its heading, then what it holds. */
@@ -31,28 +31,16 @@ function actionForm(label: string, button: string, fields: HTMLElement[], send: 
   );
 }
 
-interface Member {
-  email: string;
-  name: string;
-  role: string;
-  joinedAt: string;
-}
-interface Invitation {
-  email: string;
-  role: string;
-  status: string;
-  expiresAt: string;
-}
+const ROLES = ['member', 'admin'] as const;
 
 /** Members and invitations of the current workspace; inviting shows the acceptance token once. */
 export async function members(box: HTMLElement) {
-  const { id } = await api<{ id: string }>('/workspaces/current');
-  const base = `/workspaces/${encodeURIComponent(id)}`;
+  const { id } = await api('/workspaces/current');
   const list = h('div');
   const draw = async () => {
     const [people, invitations] = await Promise.all([
-      api<{ data: Member[] }>(`${base}/members?limit=100`),
-      api<{ data: Invitation[] }>(`${base}/invitations?limit=100`).catch(() => ({ data: [] })),
+      api('/workspaces/{id}/members', { path: { id }, query: { limit: 100 } }),
+      api('/workspaces/{id}/invitations', { path: { id }, query: { limit: 100 } }).catch(() => ({ data: [] })),
     ]);
     show(
       list,
@@ -76,7 +64,7 @@ export async function members(box: HTMLElement) {
   const role = h(
     'select',
     { id: 'invite-role' },
-    ['member', 'admin'].map((r) => h('option', { value: r }, r)),
+    ROLES.map((r) => h('option', { value: r }, r)),
   );
   await draw();
   show(
@@ -90,7 +78,10 @@ export async function members(box: HTMLElement) {
         'Invite',
         [field('Email to invite', email), field('Role', role)],
         async () => {
-          const created = await post<{ token: string }>(`${base}/invitations`, { email: email.value, role: role.value });
+          const created = await post('/workspaces/{id}/invitations', {
+            path: { id },
+            body: { email: email.value, role: ROLES.find((r) => r === role.value) ?? 'member' },
+          });
           email.value = '';
           return `Invited. Send them this acceptance token (shown once): ${created.token}`;
         },
@@ -100,17 +91,11 @@ export async function members(box: HTMLElement) {
   );
 }
 
-interface Secret {
-  id: string;
-  name: string;
-  updatedAt: string;
-}
-
 /** Secrets: names only (values are write-only), add, delete. */
 export async function secrets(box: HTMLElement) {
   const list = h('ul', { class: 'plain', 'aria-label': 'Secrets' });
   const draw = async () => {
-    const page = await api<{ data: Secret[] }>('/secrets?limit=100');
+    const page = await api('/secrets', { query: { limit: 100 } });
     show(
       list,
       page.data.length
@@ -126,7 +111,7 @@ export async function secrets(box: HTMLElement) {
                   type: 'button',
                   'aria-label': `Delete ${s.name}`,
                   onclick: async () => {
-                    await api(`/secrets/${encodeURIComponent(s.id)}`, { method: 'DELETE' });
+                    await del('/secrets/{id}', { path: { id: s.id } });
                     await draw();
                   },
                 },
@@ -151,7 +136,7 @@ export async function secrets(box: HTMLElement) {
         'Add secret',
         [field('Secret name', name, 'An environment variable name, e.g. GITHUB_TOKEN.'), field('Secret value', value, 'Write-only: it is never shown again.')],
         async () => {
-          await post('/secrets', { name: name.value, value: value.value });
+          await post('/secrets', { body: { name: name.value, value: value.value } });
           const added = name.value;
           name.value = value.value = '';
           return `Saved ${added}.`;
@@ -167,7 +152,7 @@ export async function byok(box: HTMLElement) {
   const state = h('p');
   const remove = h('button', { type: 'button' }, 'Remove model key');
   const draw = async () => {
-    const s = await api<{ hasKey: boolean; keyPreview: string | null; provider: string | null }>('/byok');
+    const s = await api('/byok');
     remove.hidden = !s.hasKey;
     show(
       state,
@@ -177,7 +162,7 @@ export async function byok(box: HTMLElement) {
     );
   };
   remove.addEventListener('click', async () => {
-    await api('/byok', { method: 'DELETE' });
+    await del('/byok');
     await draw();
   });
   const key = h('input', { id: 'byok-key', type: 'password', required: true, autocomplete: 'off' });
@@ -193,7 +178,7 @@ export async function byok(box: HTMLElement) {
         'Save model key',
         [field('Model API key', key, 'sk-ant-… (Anthropic) or sk-… (OpenAI-compatible); stored encrypted.')],
         async () => {
-          await api('/byok', { method: 'PUT', body: { key: key.value } });
+          await put('/byok', { body: { key: key.value } });
           key.value = '';
           return 'Saved.';
         },
@@ -204,20 +189,11 @@ export async function byok(box: HTMLElement) {
   );
 }
 
-interface Connector {
-  type: string;
-  name: string;
-  description: string;
-  status: string;
-  configured: boolean;
-  connect: { help: string };
-}
-
 /** Connectors: each with its state; connect with a token, disconnect. */
 export async function connectors(box: HTMLElement) {
   const list = h('div');
   const draw = async () => {
-    const { connectors: items } = await api<{ connectors: Connector[] }>('/connectors');
+    const { connectors: items } = await api('/connectors');
     show(
       list,
       items.map((c) => {
@@ -233,7 +209,7 @@ export async function connectors(box: HTMLElement) {
                 {
                   type: 'button',
                   onclick: async () => {
-                    await post(`/connectors/${encodeURIComponent(c.type)}/disconnect`);
+                    await post('/connectors/{type}/disconnect', { path: { type: c.type } });
                     await draw();
                   },
                 },
@@ -245,7 +221,7 @@ export async function connectors(box: HTMLElement) {
                   `Connect ${c.name}`,
                   [field(`${c.name} token`, token, c.connect.help)],
                   async () => {
-                    await post(`/connectors/${encodeURIComponent(c.type)}/connect`, { token: token.value });
+                    await post('/connectors/{type}/connect', { path: { type: c.type }, body: { token: token.value } });
                     return `Connected ${c.name}.`;
                   },
                   draw,
@@ -259,36 +235,20 @@ export async function connectors(box: HTMLElement) {
   show(box, section('connectors', 'Connectors', list));
 }
 
-interface Pack {
-  id: string;
-  name: string;
-  dollarinos: number;
-  priceCents: number;
-}
-interface Transaction {
-  amount: number;
-  type: string;
-  description: string;
-  createdAt: string;
-}
-
 /** Billing: the tier, packs bought through Stripe Checkout, the recent transactions. */
 export async function billing(box: HTMLElement) {
   const [tier, packs, transactions, profile] = await Promise.all([
-    api<{ tier: string; subscriptionExpiresAt: string | null; isTestMode: boolean }>('/billing/subscription/tier'),
-    api<{ packs: Pack[] }>('/billing/packs'),
-    api<{ transactions: Transaction[] }>('/billing/transactions'),
-    api<{ email: string }>('/profile'),
+    api('/billing/subscription/tier'),
+    api('/billing/packs'),
+    api('/billing/transactions'),
+    api('/profile'),
   ]);
   const message = h('div', { role: 'status' });
-  const buy = async (pack: Pack) => {
+  const buy = async (pack: Answer<'/billing/packs'>['packs'][number]) => {
     try {
       const back = `${location.origin}/settings#billing-h`;
-      const { checkoutUrl } = await post<{ checkoutUrl: string }>('/billing/purchase', {
-        packId: pack.id,
-        email: profile.email,
-        successUrl: back,
-        cancelUrl: back,
+      const { checkoutUrl } = await post('/billing/purchase', {
+        body: { packId: pack.id, email: profile.email, successUrl: back, cancelUrl: back },
       });
       location.assign(checkoutUrl);
     } catch (error) {

@@ -1,16 +1,9 @@
-import { api, post } from '../api';
+import { api, post, type Answer } from '../api';
 import { field, h, show, when } from '../dom';
 import { consents, permissionRequests } from './approvals';
 import { billing, byok, connectors, failure, members, secrets, section } from './settings-more';
 
-interface Key {
-  id: string;
-  name: string;
-  keyPreview: string;
-  scopes: string[];
-  status: string;
-  createdAt: string;
-}
+type Key = Answer<'/api-keys'>['data'][number];
 /** Scopes ticked for a new key unless the person changes them: what a key gets by default. */
 const DEFAULT_SCOPES = ['profile:read', 'agent:list'];
 
@@ -50,7 +43,7 @@ export async function settings(app: HTMLElement) {
 async function apiKeys(box: HTMLElement) {
   const [{ scopes_supported: scopes }, page] = await Promise.all([
     fetch('/.well-known/oauth-protected-resource').then((r) => r.json() as Promise<{ scopes_supported: string[] }>),
-    api<{ data: Key[] }>('/api-keys?limit=100'),
+    api('/api-keys', { query: { limit: 100 } }),
   ]);
   const name = h('input', { id: 'key-name', required: true, maxlength: 100 });
   const boxes = scopes.map((scope, i) =>
@@ -83,7 +76,7 @@ async function apiKeys(box: HTMLElement) {
               'aria-label': `Revoke ${key.name}`,
               onclick: async (e: Event) => {
                 try {
-                  const revoked = await post<Key>(`/api-keys/${encodeURIComponent(key.id)}/revoke`);
+                  const revoked = await post('/api-keys/{id}/revoke', { path: { id: key.id } });
                   (e.target as HTMLElement).closest('li')!.replaceWith(drawKey(revoked));
                 } catch (error) {
                   show(created, failure(error, 'The key could not be revoked.'));
@@ -106,7 +99,7 @@ async function apiKeys(box: HTMLElement) {
           .filter((b) => b.checked)
           .map((b) => b.value);
         try {
-          const key = await post<Key & { key: string }>('/api-keys', { name: name.value, scopes: chosen });
+          const key = await post('/api-keys', { body: { name: name.value, scopes: chosen } });
           list.prepend(drawKey(key));
           show(
             created,

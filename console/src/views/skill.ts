@@ -1,33 +1,9 @@
-import { api, post } from '../api';
+import { api, del, itemsOf, post, put } from '../api';
 import { field, h, show, when } from '../dom';
 import { failure, section } from './settings-more';
 
-interface Version {
-  versionNumber: number;
-  name: string;
-  description: string;
-  prompt: string;
-  note: string | null;
-  createdAt: string;
-  active: boolean;
-}
-interface Installed {
-  slug: string;
-  name: string;
-  description: string;
-  category: string;
-  prompt: string;
-}
-interface Binding {
-  id: number;
-  secretName: string;
-  envVar: string;
-  origins: string[];
-}
-
 /** One installed skill: an editor (every save is a version), its versions with Restore, and its secret bindings. */
 export async function skill(app: HTMLElement, slug: string) {
-  const base = `/skills/${encodeURIComponent(slug)}`;
   const versionsBox = h('div');
   const bindingsBox = h('div');
   const name = h('input', { id: 'skill-name', required: true, maxlength: 100 });
@@ -38,11 +14,11 @@ export async function skill(app: HTMLElement, slug: string) {
   const saved = h('div', { role: 'status' });
 
   const load = async () => {
-    const mine = (await api<Installed[]>('/skills')).find((s) => s.slug === slug);
+    const mine = itemsOf(await api('/skills')).find((s) => s.slug === slug);
     if (!mine) throw new Error('This skill is not installed.');
     document.querySelector('h1')!.textContent = mine.name;
     [name.value, description.value, category.value, prompt.value] = [mine.name, mine.description, mine.category, mine.prompt];
-    const versions = await api<Version[]>(`${base}/versions`);
+    const versions = await api('/skills/{slug}/versions', { path: { slug } });
     show(
       versionsBox,
       h(
@@ -65,7 +41,9 @@ export async function skill(app: HTMLElement, slug: string) {
                     'aria-label': `Restore version ${v.versionNumber}`,
                     onclick: async () => {
                       try {
-                        const restored = await post<{ restoredFrom: number }>(`${base}/versions/${v.versionNumber}/restore`);
+                        const restored = await post('/skills/{slug}/versions/{versionNumber}/restore', {
+                          path: { slug, versionNumber: String(v.versionNumber) },
+                        });
                         await load();
                         show(saved, `Restored version ${restored.restoredFrom} as a new version.`);
                       } catch (error) {
@@ -82,7 +60,7 @@ export async function skill(app: HTMLElement, slug: string) {
   };
 
   const drawBindings = async () => {
-    const [bindings, secrets] = await Promise.all([api<Binding[]>(`${base}/secrets`), api<{ data: { id: string; name: string }[] }>('/secrets?limit=100')]);
+    const [bindings, secrets] = await Promise.all([api('/skills/{slug}/secrets', { path: { slug } }), api('/secrets', { query: { limit: 100 } })]);
     const secret = h(
       'select',
       { id: 'binding-secret', required: true },
@@ -110,7 +88,7 @@ export async function skill(app: HTMLElement, slug: string) {
                     type: 'button',
                     'aria-label': `Remove ${b.envVar}`,
                     onclick: async () => {
-                      await api(`${base}/secrets/${b.id}`, { method: 'DELETE' });
+                      await del('/skills/{slug}/secrets/{id}', { path: { slug, id: String(b.id) } });
                       await drawBindings();
                     },
                   },
@@ -128,7 +106,10 @@ export async function skill(app: HTMLElement, slug: string) {
               onsubmit: async (e: Event) => {
                 e.preventDefault();
                 try {
-                  await post(`${base}/secrets`, { secretId: secret.value, envVar: envVar.value, origins: origins.value.split(/[\s,]+/).filter(Boolean) });
+                  await post('/skills/{slug}/secrets', {
+                    path: { slug },
+                    body: { secretId: secret.value, envVar: envVar.value, origins: origins.value.split(/[\s,]+/).filter(Boolean) },
+                  });
                   await drawBindings();
                 } catch (error) {
                   show(message, failure(error, 'The secret could not be bound.'));
@@ -152,7 +133,7 @@ export async function skill(app: HTMLElement, slug: string) {
   await Promise.all([load(), drawBindings()]);
   show(
     app,
-    h('p', {}, h('a', { class: 'button', href: `${base}/run` }, 'Run')),
+    h('p', {}, h('a', { class: 'button', href: `/skills/${encodeURIComponent(slug)}/run` }, 'Run')),
     section(
       'editor',
       'Edit',
@@ -170,7 +151,7 @@ export async function skill(app: HTMLElement, slug: string) {
                 prompt: prompt.value,
                 ...(note.value ? { note: note.value } : {}),
               };
-              await api(base, { method: 'PUT', body });
+              await put('/skills/{slug}', { path: { slug }, body });
               note.value = '';
               await load();
               show(saved, 'Saved as a new version.');

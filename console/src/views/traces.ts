@@ -1,41 +1,21 @@
-import { api } from '../api';
+import { api, type Answer } from '../api';
 import { field, h, show, statusBadge, when } from '../dom';
 
-interface Trace {
-  id: string;
-  kind: string;
-  title: string;
-  status: string;
-  totalCost: number;
-  startedAt: string;
-  lastActivityAt: string;
-  target: { kind: string; executionId?: string | null; threadId?: string };
-}
-interface Turn {
-  seq: number;
-  type: string;
-  payload: Record<string, unknown>;
-  at: string;
-  tokens: { input: number; output: number } | null;
-  cost: number | null;
-}
+type Turn = Answer<'/traces/{id}/events'>['items'][number];
 
-const tracePath = (id: string) => `/traces/${encodeURIComponent(id)}`;
+const KINDS = ['execution', 'chat'] as const;
 
 /** Traces: the list, filtered by kind and status. */
 export async function traces(app: HTMLElement) {
   const kind = h(
     'select',
     { id: 'trace-kind' },
-    ['', 'execution', 'chat'].map((k) => h('option', { value: k }, k || 'Any')),
+    ['', ...KINDS].map((k) => h('option', { value: k }, k || 'Any')),
   );
   const status = h('input', { id: 'trace-status' });
   const list = h('div');
   const refresh = async () => {
-    const query = new URLSearchParams({ limit: '50' });
-    if (kind.value) query.set('kind', kind.value);
-    if (status.value.trim()) query.set('status', status.value.trim());
-    const page = await api<{ items: Trace[] }>(`/traces?${query}`);
+    const page = await api('/traces', { query: { limit: 50, kind: KINDS.find((k) => k === kind.value), status: status.value.trim() } });
     show(
       list,
       page.items.length
@@ -46,7 +26,7 @@ export async function traces(app: HTMLElement) {
               h(
                 'li',
                 {},
-                h('a', { href: tracePath(t.id) }, t.title),
+                h('a', { href: `/traces/${encodeURIComponent(t.id)}` }, t.title),
                 ' ',
                 statusBadge(t.status),
                 h('span', { class: 'muted' }, ` ${t.kind} · ${t.totalCost} credits · ${when(t.lastActivityAt)}`),
@@ -88,7 +68,7 @@ function turnText(turn: Turn): string {
 
 /** A trace: its turns on a timeline, each with its time, tokens and cost. */
 export async function trace(app: HTMLElement, id: string) {
-  const [t, turns] = await Promise.all([api<Trace>(tracePath(id)), api<{ items: Turn[] }>(`${tracePath(id)}/events?limit=200`)]);
+  const [t, turns] = await Promise.all([api('/traces/{id}', { path: { id } }), api('/traces/{id}/events', { path: { id }, query: { limit: 200 } })]);
   document.querySelector('h1')!.textContent = t.title;
   show(
     app,
@@ -101,7 +81,7 @@ export async function trace(app: HTMLElement, id: string) {
       h('dd', {}, `${t.totalCost} credits`),
       h('dt', {}, 'Started'),
       h('dd', {}, when(t.startedAt)),
-      t.target.executionId
+      t.target.kind === 'execution' && t.target.executionId
         ? [h('dt', {}, 'Run'), h('dd', {}, h('a', { href: `/runs/${encodeURIComponent(t.target.executionId)}` }, t.target.executionId))]
         : null,
     ),

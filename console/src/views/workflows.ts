@@ -1,32 +1,9 @@
-import { api, ApiError, post } from '../api';
+import { api, ApiError, post, type Call } from '../api';
 import { alertBox, field, h, show, statusBadge, when } from '../dom';
 import { readApiStream } from '../live';
 import { FieldError, schemaForm, type SchemaForm } from '../schema-form';
 
-interface WorkflowRecord {
-  slug: string;
-  name: string;
-  description: string;
-  category: string;
-  definition: string;
-}
-/** An item of `GET /workflows/definitions`: what a workflow takes and needs, without its graph. */
-interface Definition {
-  slug: string;
-  name: string;
-  description: string;
-  category: string;
-  inputSchema: { properties?: Record<string, unknown>; required?: string[] } | undefined;
-  triggers: unknown[];
-  requiresConnector: string | null;
-}
-interface RunRecord {
-  runId: string;
-  workflowId: string;
-  status: string;
-  createdAt: string;
-  snapshot: Snapshot;
-}
+/** What the console reads of a run's snapshot, which the API describes only as an object. */
 interface Snapshot {
   status?: string;
   context?: Record<string, { status?: string; output?: unknown; error?: unknown } | unknown>;
@@ -49,6 +26,9 @@ interface Entry {
 const path = (slug: string) => `/workflows/${encodeURIComponent(slug)}`;
 const runPath = (runId: string) => `/workflows/runs/${encodeURIComponent(runId)}`;
 
+/** What the console reads of an input schema, which the API describes as any JSON Schema. */
+type InputSchema = { properties?: Record<string, unknown>; required?: string[] } | undefined;
+
 /** The place an INVALID_INPUT error names, under `prefix` (`inputs`, `resumeData`), relative to the form's value. */
 const fieldUnder = (error: ApiError, prefix: string) => {
   const field = typeof error.details.field === 'string' ? error.details.field : '';
@@ -69,10 +49,7 @@ async function submitForm(form: SchemaForm, prefix: string, send: (value: unknow
 
 /** Workflows: the installed definitions, installing one from JSON (compile errors shown at the box), and recent runs. */
 export async function workflows(app: HTMLElement) {
-  const [{ workflows: installed }, runs] = await Promise.all([
-    api<{ workflows: Definition[] }>('/workflows/definitions'),
-    api<{ runs: RunRecord[] }>('/workflows/runs?limit=20'),
-  ]);
+  const [{ workflows: installed }, runs] = await Promise.all([api('/workflows/definitions'), api('/workflows/runs', { query: { limit: 20 } })]);
   const definition = h('textarea', { id: 'definition', rows: 12, spellcheck: 'false', required: true, 'aria-describedby': 'definition-hint' });
   const problem = h('div');
   const install = h(
@@ -95,8 +72,10 @@ export async function workflows(app: HTMLElement) {
           return fail(`The definition is not valid JSON: ${(error as Error).message}`);
         }
         if (typeof parsed?.id !== 'string') return fail('The definition needs an "id": the workflow\u2019s slug.');
+        // Whether it is a definition is the service's to say: it answers a compile error at its place.
+        const body = { definition: parsed } as Call<'/workflows/{slug}/install', 'post'>['body'];
         try {
-          const record = await post<WorkflowRecord>(`${path(parsed.id)}/install`, { definition: parsed });
+          const record = await post('/workflows/{slug}/install', { path: { slug: parsed.id }, body });
           location.assign(path(record.slug));
         } catch (error) {
           const at = error instanceof ApiError && typeof error.details.field === 'string' ? ` (at ${error.details.field.replace(/^definition\./, '')})` : '';
@@ -118,7 +97,8 @@ export async function workflows(app: HTMLElement) {
           'ul',
           { class: 'grid', 'aria-label': 'Installed workflows' },
           installed.map((w) => {
-            const inputs = Object.keys(w.inputSchema?.properties ?? {}).map((name) => (w.inputSchema?.required?.includes(name) ? name : `${name} (optional)`));
+            const schema = w.inputSchema as InputSchema;
+            const inputs = Object.keys(schema?.properties ?? {}).map((name) => (schema?.required?.includes(name) ? name : `${name} (optional)`));
             return h(
               'li',
               { class: 'card' },
@@ -164,7 +144,7 @@ export async function workflows(app: HTMLElement) {
 
 /** One workflow: its steps and a launch form generated from its input schema. */
 export async function workflow(app: HTMLElement, slug: string) {
-  const record = await api<WorkflowRecord>(path(slug));
+  const record = await api('/workflows/{slug}', { path: { slug } });
   const definition = JSON.parse(record.definition) as { inputSchema?: object; graph: Entry[] };
   document.querySelector('h1')!.textContent = record.name;
   const form = schemaForm(definition.inputSchema, 'input', 'Inputs (JSON)');
@@ -180,7 +160,7 @@ export async function workflow(app: HTMLElement, slug: string) {
           e.preventDefault();
           button.disabled = true;
           void submitForm(form, 'inputs', async (inputs) => {
-            const launched = await post<{ runId: string }>(`${path(slug)}/launch`, { inputs });
+            const launched = await post('/workflows/{id}/launch', { path: { id: slug }, body: { inputs: inputs as Record<string, unknown> } });
             location.assign(runPath(launched.runId));
           }).finally(() => (button.disabled = false));
         },
@@ -251,12 +231,12 @@ function drawGraph(graph: Entry[], stepOf: (id: string) => StepView | undefined)
 
 /** A run: the graph lighting up as its steps go, the form of a suspended human-input step (Resume), Cancel. */
 export async function workflowRun(app: HTMLElement, runId: string) {
-  const { run } = await api<{ run: RunRecord }>(`/workflows/runs/${encodeURIComponent(runId)}`);
-  const graph = await api<WorkflowRecord>(path(run.workflowId))
+  const { run } = await api('/workflows/runs/{runId}', { path: { runId } });
+  const graph = await api('/workflows/{slug}', { path: { slug: run.workflowId } })
     .then((w) => (JSON.parse(w.definition) as { graph: Entry[] }).graph)
     .catch(() => [] as Entry[]);
   document.querySelector('h1')!.textContent = `${run.workflowId} run`;
-  let snapshot: Snapshot = run.snapshot;
+  let snapshot = run.snapshot as Snapshot;
   let status = run.status;
   let seq = 0;
   const executions = new Map<string, string>();
@@ -314,7 +294,7 @@ export async function workflowRun(app: HTMLElement, runId: string) {
         onsubmit: (e: Event) => {
           e.preventDefault();
           void submitForm(form, 'resumeData', async (resumeData) => {
-            await post(`/workflows/runs/${encodeURIComponent(runId)}/resume`, { stepId, resumeData });
+            await post('/workflows/runs/{runId}/resume', { path: { runId }, body: { stepId, resumeData } });
             status = 'running';
             draw();
             void follow();
@@ -330,7 +310,7 @@ export async function workflowRun(app: HTMLElement, runId: string) {
 
   async function cancel() {
     try {
-      await post(`/workflows/runs/${encodeURIComponent(runId)}/cancel`);
+      await post('/workflows/runs/{runId}/cancel', { path: { runId } });
       status = 'canceled';
       stream?.abort();
       draw();

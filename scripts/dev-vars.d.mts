@@ -1,0 +1,2 @@
+/** Writes .dev.vars unless it exists; answers whether it wrote it. */
+export function ensureDevVars(): boolean;
