@@ -8,34 +8,18 @@ import { cookieSession } from './middleware/cookie-session';
 import { readBody } from './middleware/body';
 import { apiCors, urlCredentialCors } from './middleware/cors';
 import { requestContext } from './middleware/request-context';
-import { activateRoutes } from './routes/activate';
-import { activityRoutes } from './routes/activity';
-import { agentsRoutes } from './routes/agents';
-import { apiKeysRoutes } from './routes/api-keys';
-import { artifactsRoutes } from './routes/artifacts';
-import { auditLogsRoutes } from './routes/audit-logs';
+import { AREAS } from './capabilities';
+import { billingArea } from './capabilities/billing';
+import { mountAreas } from './capabilities/rest';
+import { workflowsArea } from './capabilities/workflows';
 import { authRoutes } from './routes/auth';
-import { billingRoutes } from './routes/billing';
-import { byokRoutes } from './routes/byok';
-import { connectorsRoutes } from './routes/connectors';
-import { apiEventsRoutes, controlRoutes, eventsRoutes } from './routes/control';
-import { executionsRoutes } from './routes/executions';
-import { installRoutes } from './routes/install';
-import { invitationsRoutes } from './routes/invitations';
-import { marketplaceRoutes } from './routes/marketplace';
-import { memoryRoutes } from './routes/memory';
+import { stripeRoutes } from './routes/billing';
+import { apiEventsRoutes, controlRoutes } from './routes/control';
 import { wellKnownRoutes } from './routes/oauth';
-import { profileRoutes } from './routes/profile';
 import { rootRoutes } from './routes/root';
-import { secretsRoutes } from './routes/secrets';
-import { skillSecretsRoutes } from './routes/skill-secrets';
-import { skillsRoutes } from './routes/skills';
 import { streamsRoutes } from './routes/streams';
-import { threadsRoutes } from './routes/threads';
-import { tracesRoutes } from './routes/traces';
-import { workflowsRoutes } from './routes/workflows';
-import { workspacesRoutes } from './routes/workspaces';
-import { openApiDocument } from './routes/openapi';
+import { workflowStreamsRoutes } from './routes/workflows';
+import { openApiRoutes } from './routes/openapi';
 
 /** Maps anything thrown to an AppError; internals are logged, never sent. */
 function toAppError(error: Error, requestId: string): AppError {
@@ -61,39 +45,21 @@ export function createApp() {
   app.use('/api/v1/*', authenticate);
   app.use('/api/v1/*', announceChanges);
 
-  // One router per mount path, each named <what it serves>Routes; a path served by several
-  // files is composed by the router named for it (authRoutes, agentsRoutes, rootRoutes).
+  // Routes written by hand (pages, protocol endpoints) are named <what they serve>Routes; a
+  // path served by several files is composed by the router named for it (authRoutes, rootRoutes).
   app.route('/auth', authRoutes);
   app.route('/.well-known', wellKnownRoutes);
   app.route('/', rootRoutes);
-  app.route('/api/v1/profile', profileRoutes);
-  app.route('/api/v1/workspaces', workspacesRoutes);
-  app.route('/api/v1/invitations', invitationsRoutes);
-  app.route('/api/v1/api-keys', apiKeysRoutes);
-  app.route('/api/v1/agents', agentsRoutes);
-  app.route('/api/v1/activate', activateRoutes);
-  app.route('/api/v1/memory', memoryRoutes);
-  app.route('/api/v1/audit-logs', auditLogsRoutes);
-  app.route('/api/v1/activity', activityRoutes);
-  app.route('/api/v1/marketplace/skills', marketplaceRoutes);
-  app.route('/api/v1/skills/:slug/secrets', skillSecretsRoutes);
-  app.route('/api/v1/skills', skillsRoutes);
-  app.route('/api/v1/secrets', secretsRoutes);
-  app.route('/api/v1/install', installRoutes);
-  app.route('/api/v1/executions', executionsRoutes);
-  app.route('/api/v1/artifacts', artifactsRoutes);
-  app.route('/api/v1/billing', billingRoutes);
-  app.route('/api/v1/byok', byokRoutes);
-  app.route('/api/v1/workflows', workflowsRoutes);
-  app.route('/api/v1/connectors', connectorsRoutes);
-  app.route('/api/v1/traces', tracesRoutes);
-  app.route('/api/v1/threads', threadsRoutes);
-  app.route('/api/v1/events', eventsRoutes);
+  // Every operation's route, at the mount path its area declares (workers/capabilities/).
+  mountAreas(app, AREAS);
+  // Endpoints written by hand under an area's path, after its operations.
+  app.route(billingArea.mount, stripeRoutes);
+  app.route(workflowsArea.mount, workflowStreamsRoutes);
   app.route('/api/events', apiEventsRoutes);
   app.route('/control', controlRoutes);
   app.route('/streams', streamsRoutes);
 
-  app.get('/api/v1/openapi.json', openApiDocument(app));
+  app.route('/api/v1', openApiRoutes(app));
 
   app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route for ${c.req.method} ${c.req.path}` } }, 404));
   app.onError((error, c) => {

@@ -1001,6 +1001,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/install': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Install a skill bundle from a zip or tar(.gz) archive in this workspace’s R2 prefix or at an https URL */
+    post: operations['postApiV1Install'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/secrets': {
     parameters: {
       query?: never;
@@ -1035,23 +1052,6 @@ export interface paths {
     head?: never;
     /** Rename and/or rotate the value */
     patch: operations['patchApiV1SecretsById'];
-    trace?: never;
-  };
-  '/api/v1/install': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** Install a skill bundle from a zip or tar(.gz) archive in this workspace’s R2 prefix or at an https URL */
-    post: operations['postApiV1Install'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
     trace?: never;
   };
   '/api/v1/executions': {
@@ -1362,40 +1362,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v1/billing/webhook': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** Stripe events, verified by stripe-signature: paid checkouts grant their pack, paid basedmode invoices 2000 Ds */
-    post: operations['postApiV1BillingWebhook'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v1/billing/return/{outcome}': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** After Checkout: an HTML page opening {APP_SCHEME}://payment-success or payment-cancel */
-    get: operations['getApiV1BillingReturnByOutcome'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v1/byok': {
     parameters: {
       query?: never;
@@ -1637,40 +1603,6 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  '/api/v1/workflows/runs/{runId}/events': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    /** Server-Sent Events: workflow-snapshot frames; with changes=true also the run’s change log (after lastSeq or Last-Event-ID) */
-    get: operations['getApiV1WorkflowsRunsByRunIdEvents'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v1/workflows/{id}/stream': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    get?: never;
-    put?: never;
-    /** Launch or resume with an AI-SDK UI message stream */
-    post: operations['postApiV1WorkflowsByIdStream'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
   '/api/v1/connectors': {
     parameters: {
       query?: never;
@@ -1855,6 +1787,74 @@ export interface paths {
     get: operations['getApiV1EventsSubscribeUrl'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/billing/webhook': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Stripe events, verified by stripe-signature: paid checkouts grant their pack, paid basedmode invoices 2000 Ds */
+    post: operations['postApiV1BillingWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/billing/return/{outcome}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** After Checkout: an HTML page opening {APP_SCHEME}://payment-success or payment-cancel */
+    get: operations['getApiV1BillingReturnByOutcome'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/workflows/runs/{runId}/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Server-Sent Events: workflow-snapshot frames; with changes=true also the run’s change log (after lastSeq or Last-Event-ID) */
+    get: operations['getApiV1WorkflowsRunsByRunIdEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/workflows/{id}/stream': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Launch or resume with an AI-SDK UI message stream */
+    post: operations['postApiV1WorkflowsByIdStream'];
     delete?: never;
     options?: never;
     head?: never;
@@ -8457,6 +8457,132 @@ export interface operations {
       };
     };
   };
+  postApiV1Install: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          source:
+            | {
+                /** @constant */
+                type: 'r2';
+                key: string;
+              }
+            | {
+                /** @constant */
+                type: 'url';
+                /** Format: uri */
+                url: string;
+              };
+          path?: string;
+          slug?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            name: string;
+            slug: string;
+            description: string;
+            category: string;
+            prompt: string;
+            repository?: string;
+            commitHash?: string;
+            source: string;
+            versionNumber: number;
+            contentChecksum: string;
+            bundleType: string;
+            storagePath: string;
+            filesCount: number;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
   getApiV1Secrets: {
     parameters: {
       query?: {
@@ -8806,132 +8932,6 @@ export interface operations {
             name: string;
             createdAt: string;
             updatedAt: string;
-          };
-        };
-      };
-      /** @description INVALID_INPUT, with details.field and details.rule */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-      /** @description UNAUTHORIZED: no usable credential */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-      /** @description RATE_LIMITED */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-    };
-  };
-  postApiV1Install: {
-    parameters: {
-      query?: never;
-      header?: {
-        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
-        'x-d1-bookmark'?: string;
-      };
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': {
-          source:
-            | {
-                /** @constant */
-                type: 'r2';
-                key: string;
-              }
-            | {
-                /** @constant */
-                type: 'url';
-                /** Format: uri */
-                url: string;
-              };
-          path?: string;
-          slug?: string;
-        };
-      };
-    };
-    responses: {
-      /** @description OK */
-      200: {
-        headers: {
-          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
-          'x-d1-bookmark'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            name: string;
-            slug: string;
-            description: string;
-            category: string;
-            prompt: string;
-            repository?: string;
-            commitHash?: string;
-            source: string;
-            versionNumber: number;
-            contentChecksum: string;
-            bundleType: string;
-            storagePath: string;
-            filesCount: number;
           };
         };
       };
@@ -11170,158 +11170,6 @@ export interface operations {
       };
     };
   };
-  postApiV1BillingWebhook: {
-    parameters: {
-      query?: never;
-      header?: {
-        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
-        'x-d1-bookmark'?: string;
-      };
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description OK */
-      200: {
-        headers: {
-          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
-          'x-d1-bookmark'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @constant */
-            received: true;
-          };
-        };
-      };
-      /** @description INVALID_INPUT, with details.field and details.rule */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-      /** @description UNAUTHORIZED: no usable credential */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-      /** @description RATE_LIMITED */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-    };
-  };
-  getApiV1BillingReturnByOutcome: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        outcome: 'success' | 'cancel';
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description An HTML page */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'text/html': string;
-        };
-      };
-      /** @description NOT_FOUND */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-      /** @description RATE_LIMITED */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-    };
-  };
   getApiV1Byok: {
     parameters: {
       query?: never;
@@ -13105,215 +12953,6 @@ export interface operations {
       };
     };
   };
-  getApiV1WorkflowsRunsByRunIdEvents: {
-    parameters: {
-      query?: {
-        /** @description true adds the run’s change log (step started and finished, suspended, resumed, finished) between the workflow-snapshot frames; default false */
-        changes?: 'true' | 'false';
-        /** @description With changes=true: replay the change log after this seq (as Last-Event-ID does) */
-        lastSeq?: number;
-      };
-      header?: {
-        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
-        'x-d1-bookmark'?: string;
-      };
-      path: {
-        runId: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description OK */
-      200: {
-        headers: {
-          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
-          'x-d1-bookmark'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': string;
-        };
-      };
-      /** @description INVALID_INPUT, with details.field and details.rule */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-      /** @description UNAUTHORIZED: no usable credential */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-      /** @description RATE_LIMITED */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-    };
-  };
-  postApiV1WorkflowsByIdStream: {
-    parameters: {
-      query?: never;
-      header?: {
-        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
-        'x-d1-bookmark'?: string;
-      };
-      path: {
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: {
-      content: {
-        'application/json':
-          | {
-              inputData: {
-                [key: string]: unknown;
-              };
-            }
-          | {
-              runId: string;
-              step?: string;
-              resumeData?: unknown;
-            };
-      };
-    };
-    responses: {
-      /** @description OK */
-      200: {
-        headers: {
-          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
-          'x-d1-bookmark'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': string;
-        };
-      };
-      /** @description INVALID_INPUT, with details.field and details.rule */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-      /** @description UNAUTHORIZED: no usable credential */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
-      403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-      /** @description RATE_LIMITED */
-      429: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            error: {
-              code: string;
-              message: string;
-              details?: {
-                [key: string]: unknown;
-              };
-            };
-          };
-        };
-      };
-    };
-  };
   getApiV1Connectors: {
     parameters: {
       query?: never;
@@ -14864,6 +14503,367 @@ export interface operations {
             url: string;
             expiresInMs: number;
           };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  postApiV1BillingWebhook: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @constant */
+            received: true;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1BillingReturnByOutcome: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        outcome: 'success' | 'cancel';
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description An HTML page */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'text/html': string;
+        };
+      };
+      /** @description NOT_FOUND */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1WorkflowsRunsByRunIdEvents: {
+    parameters: {
+      query?: {
+        /** @description true adds the run’s change log (step started and finished, suspended, resumed, finished) between the workflow-snapshot frames; default false */
+        changes?: 'true' | 'false';
+        /** @description With changes=true: replay the change log after this seq (as Last-Event-ID does) */
+        lastSeq?: number;
+      };
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        runId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': string;
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  postApiV1WorkflowsByIdStream: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        'application/json':
+          | {
+              inputData: {
+                [key: string]: unknown;
+              };
+            }
+          | {
+              runId: string;
+              step?: string;
+              resumeData?: unknown;
+            };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': string;
         };
       };
       /** @description INVALID_INPUT, with details.field and details.rule */

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROUTE_ACCESS } from '../../workers/auth/route-scopes';
+import { ROUTE_ACCESS, type RouteKey } from '../../workers/auth/route-scopes';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { call, createKey, FLAT_ERRORS, signUp, type ApiResponse, type CallOptions, type TestUser } from '../helpers/api';
 import { definition, install, mapping } from '../helpers/workflows';
@@ -328,7 +328,7 @@ const fillPath = (path: string, override: Record<string, string> = {}) =>
 
 /** The credential a route takes: an API key on agent routes, the owner's session elsewhere. */
 function credentialFor(route: string): CallOptions {
-  const access = ROUTE_ACCESS[route]!;
+  const access = ROUTE_ACCESS[route as RouteKey]!;
   return access.auth === 'agent' || access.auth === 'key' ? { apiKey: world.key.key } : { token: world.user.token };
 }
 

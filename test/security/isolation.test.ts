@@ -1,6 +1,6 @@
 import { env, exports } from 'cloudflare:workers';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ROUTE_ACCESS } from '../../workers/auth/route-scopes';
+import { ROUTE_ACCESS, type RouteKey } from '../../workers/auth/route-scopes';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { API_RATE_WINDOW_MS } from '../../workers/middleware/authenticate';
 import { MCP_TOOLS } from '../../workers/mcp/server';
@@ -381,7 +381,7 @@ describe("another workspace's ids in paths", () => {
   it("are live: A's own credential reads them on every GET route", async () => {
     const reads = Object.entries(CASES).filter(([key]) => key.startsWith('GET '));
     await collect(reads, async (key, probeOf) => {
-      const access = ROUTE_ACCESS[key]!;
+      const access = ROUTE_ACCESS[key as RouteKey]!;
       const path = pathOf(key, probeOf(fixture).params);
       if (key.endsWith('/runs/:runId/events')) {
         // Server-Sent Events: the status and type are enough; the stream is cancelled unread.
@@ -397,7 +397,7 @@ describe("another workspace's ids in paths", () => {
 
   it("answer 404 NOT_FOUND on every route to B's session and scoped key, and to A's own in a second workspace", async () => {
     const probes = Object.entries(CASES).flatMap(([key, probeOf]) => {
-      const access = ROUTE_ACCESS[key]!;
+      const access = ROUTE_ACCESS[key as RouteKey]!;
       const probe = probeOf(fixture);
       const runs = outsiders().flatMap((outsider) => {
         const credentials: [string, CallOptions][] = [];

@@ -88,7 +88,7 @@ describe('GET /api/v1/openapi.json', () => {
       return !res.body.paths[path.replace(/:(\w+)/g, '{$1}')]?.[method.toLowerCase()];
     });
     expect(undocumented).toEqual(Object.keys(NOT_IN_OPENAPI).sort());
-    expect(Object.keys(ROUTE_ACCESS).filter((key) => undocumented.includes(key))).toEqual(['GET /api/v1/openapi.json']);
+    expect(undocumented.filter((key) => key in ROUTE_ACCESS)).toEqual(['GET /api/v1/openapi.json']);
     const createKey = res.body.paths['/api/v1/api-keys'].post;
     expect(createKey.requestBody.content['application/json'].schema.required).toEqual(['name']);
     expect(createKey.responses['201']).toBeDefined();

@@ -1,29 +1,21 @@
 import { z } from 'zod';
 import { optionalJsonBody } from '../middleware/validate';
 import { ApiKeyRecord } from '../services/api-keys';
+import { approveConsent, ApproveConsentBody, connect, ConnectBody, ConsentRecord, denyConsent, listConsents, pollConsent } from '../services/agent-consents';
+import { findByLinkCode, LinkCodeBody } from '../services/agent-link-codes';
+import { DecisionsQuery } from '../services/agent-requests';
 import {
-  approveConsent,
-  ApproveConsentBody,
   approvePermissionRequest,
   ApproveRequestBody,
-  connect,
-  ConnectBody,
-  ConsentRecord,
-  DecisionsQuery,
-  denyConsent,
   denyPermissionRequest,
-  findByLinkCode,
-  listConsents,
-  LinkCodeBody,
   listPermissionRequests,
   PermissionRequestRecord,
-  pollConsent,
   pollPermissionRequest,
   requestPermission,
   RequestPermissionBody,
   revokeScope,
   RevokeScopeParams,
-} from '../services/agent-permissions';
+} from '../services/permission-requests';
 import { cursorEnvelope } from '../lib/pagination';
 import { defineCapability, READ_ONLY, WRITE, type Area } from './capability';
 

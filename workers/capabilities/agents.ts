@@ -4,7 +4,7 @@ import { defineCapability, READ_ONLY, type Area } from './capability';
 
 /**
  * The workspace agents that workflow `agent` steps run (docs/workflows.md). How agents connect
- * and ask for scopes, under the same mount path, is workers/routes/agent-permissions.ts.
+ * and ask for scopes, under the same mount path, is agent-permissions.ts.
  */
 export const agentsArea: Area = {
   mount: '/api/v1/agents',

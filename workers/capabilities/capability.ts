@@ -180,5 +180,8 @@ export const READ_ONLY: Annotations = { readOnlyHint: true, destructiveHint: fal
 /** A change inside the service that adds or updates, and is not safe to repeat blindly. */
 export const WRITE: Annotations = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
 
-/** The route-to-scope key of a capability's REST view, e.g. `GET /api/v1/memory`. */
-export const capabilityRouteKey = (area: Area, http: HttpView<unknown>) => `${http.method} ${area.mount}${http.path === '/' ? '' : http.path}`;
+/** The path a router's route answers at under `mount`, as Hono joins them (a router's `/` is the mount itself). */
+export const mountedPath = (mount: string, path: string) => (path === '/' ? mount : `${mount}${path}`);
+
+/** How a capability's REST view is named in the docs, e.g. `GET /api/v1/memory`. */
+export const capabilityRouteKey = (area: Area, http: HttpView<unknown>) => `${http.method} ${mountedPath(area.mount, http.path)}`;

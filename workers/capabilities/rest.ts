@@ -79,3 +79,20 @@ export function capabilityRoutes(area: Area): Hono<AppEnv> {
   }
   return router;
 }
+
+/** Whether `inner` lies under `outer`'s mount path (`/api/v1/skills/:slug/secrets` under `/api/v1/skills`). */
+const isUnder = (inner: Area, outer: Area) => inner.mount.startsWith(`${outer.mount}/`);
+
+/**
+ * Mounts every area's routes at its mount path: in the order listed, except that an area whose
+ * mount lies under another's goes first. Hono runs the first route registered for a request,
+ * so a nested area's routes win over any parameter route of the outer area that also matches.
+ */
+export function mountAreas(app: Hono<AppEnv>, areas: readonly Area[]): void {
+  const ordered: Area[] = [];
+  for (const area of areas) {
+    const outer = ordered.findIndex((placed) => isUnder(area, placed));
+    ordered.splice(outer === -1 ? ordered.length : outer, 0, area);
+  }
+  for (const area of ordered) app.route(area.mount, capabilityRoutes(area));
+}

@@ -5,7 +5,7 @@ import { bearerTokenOf, hashPresented } from '../auth/credentials';
 import { mcpResourceOf } from '../auth/oauth/metadata';
 import type { Principal } from '../auth/principal';
 import { authorizeWithGrants } from '../auth/actor';
-import { ROUTE_ACCESS, routeKey } from '../auth/route-scopes';
+import { ROUTE_ACCESS, routeKey, type RouteKey } from '../auth/route-scopes';
 import { GRANT_TOKEN_HEADER } from '../auth/grants';
 import type { AppEnv } from '../env';
 import { AppError } from '../errors';
@@ -19,7 +19,7 @@ export const API_RATE_WINDOW_MS = 60_000;
 type Context = Parameters<Parameters<typeof createMiddleware<AppEnv>>[0]>[0];
 
 /** The route pattern that will handle this request, e.g. `GET /api/v1/api-keys/:id/revoke`. */
-function handlerRouteKey(c: Context): string | undefined {
+function handlerRouteKey(c: Context): RouteKey | undefined {
   const method = c.req.method === 'HEAD' ? 'GET' : c.req.method;
   const route = matchedRoutes(c).find((r) => r.method === method && !r.path.endsWith('*'));
   return route && routeKey(method, route.path);

@@ -4,7 +4,9 @@ import { ActivatePage, ApproveConsentPage, ApproveRequestPage, CodeEntryPage, Me
 import { asMemberOf, csrfToken, csrfValid, pagePrincipal, renderPage, signInThenReturn } from '../auth/web';
 import type { AppEnv } from '../env';
 import { AppError } from '../errors';
-import { approveConsent, approvePermissionRequest, denyConsent, denyPermissionRequest, findByLinkCode } from '../services/agent-permissions';
+import { approveConsent, denyConsent } from '../services/agent-consents';
+import { findByLinkCode } from '../services/agent-link-codes';
+import { approvePermissionRequest, denyPermissionRequest } from '../services/permission-requests';
 import { confirmActivation, denyActivation, lookupActivation } from '../services/device-activation';
 import { describeScope, workspacesOf } from '../services/oauth';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { billingArea } from '../capabilities/billing';
-import { capabilityRoutes } from '../capabilities/rest';
+import { Hono } from 'hono';
+import type { AppEnv } from '../env';
 import { notFound } from '../errors';
 import { appDeepLink, RETURN_OUTCOMES, returnPage, type ReturnOutcome } from '../lib/return-page';
 import { applyStripeEvent, verifyWebhook } from '../services/stripe';
@@ -9,11 +9,11 @@ import { documented, documentedPage } from './openapi';
 const isOutcome = (value: string): value is ReturnOutcome => (RETURN_OUTCOMES as readonly string[]).includes(value);
 
 /**
- * The billing operations (workers/capabilities/billing.ts), plus two protocol endpoints written
- * by hand, their access kept in the route table: Stripe's webhook (the raw body and its
- * signature) and the page a browser lands on after Checkout.
+ * The two billing endpoints written by hand, mounted under the billing area's path beside its
+ * operations (workers/capabilities/billing.ts), their access kept in the route table: Stripe's
+ * webhook (the raw body and its signature) and the page a browser lands on after Checkout.
  */
-export const billingRoutes = capabilityRoutes(billingArea)
+export const stripeRoutes = new Hono<AppEnv>()
   .post(
     '/webhook',
     documented(

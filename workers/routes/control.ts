@@ -1,6 +1,4 @@
 import { Hono } from 'hono';
-import { eventsArea } from '../capabilities/events';
-import { capabilityRoutes } from '../capabilities/rest';
 import { hasScope } from '../auth/scopes';
 import type { AppEnv } from '../env';
 import { AppError, forbidden, unauthorized } from '../errors';
@@ -11,8 +9,6 @@ import { documentedProtocol } from './openapi';
 
 /** The scope that opens the workspace's real-time channels (spec 5.4 `channel:read`). */
 const CHANNEL_SCOPE = 'channel:read';
-
-export const eventsRoutes = capabilityRoutes(eventsArea);
 
 /**
  * The control-plane WebSocket on `{control_url}`. No API key or session: the signed token is the

@@ -1,4 +1,4 @@
-import type { Context, Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { describeRoute, generateSpecs, resolver, type DescribeRouteOptions } from 'hono-openapi';
 import { z } from 'zod';
 import { CURRENT_API_VERSION } from '../middleware/request-context';
@@ -139,4 +139,7 @@ export async function buildOpenApiDocument(app: Hono<AppEnv>, origin: string) {
 }
 
 /** GET /api/v1/openapi.json: the document with the request's own origin as its server (clients generated from it call where it came from). */
-export const openApiDocument = (app: Hono<AppEnv>) => async (c: Context<AppEnv>) => c.json(await buildOpenApiDocument(app, new URL(c.req.url).origin));
+const openApiDocument = (app: Hono<AppEnv>) => async (c: Context<AppEnv>) => c.json(await buildOpenApiDocument(app, new URL(c.req.url).origin));
+
+/** The document's route, mounted at `/api/v1`. */
+export const openApiRoutes = (app: Hono<AppEnv>) => new Hono<AppEnv>().get('/openapi.json', openApiDocument(app));

@@ -1,7 +1,5 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { capabilityRoutes } from '../capabilities/rest';
-import { workflowsArea } from '../capabilities/workflows';
 import type { AppEnv } from '../env';
 import { principalOf } from '../auth/principal';
 import { optionalJsonBody, validate } from '../middleware/validate';
@@ -13,14 +11,14 @@ const RunParam = z.object({ runId: z.string().min(1).max(100) });
 const IdParam = z.object({ id: z.string().min(1).max(200) });
 
 /**
- * Workflows (spec 4.8): the capabilities' routes, then the two Server-Sent Events routes. Those
- * stay written by hand: their answer is a stream that follows the run until the client goes away
- * (the request's abort signal) and resumes after a Last-Event-ID header, which only the HTTP
- * request carries; neither is an MCP or agent-run tool. Each stream holds one of the
- * credential's event-stream slots while open.
+ * The workflows' two Server-Sent Events routes (spec 4.8), mounted under the workflows area's
+ * path after its operations (workers/capabilities/workflows.ts). They stay written by hand:
+ * their answer is a stream that follows the run until the client goes away (the request's
+ * abort signal) and resumes after a Last-Event-ID header, which only the HTTP request carries;
+ * neither is an MCP or agent-run tool. Each stream holds one of the credential's event-stream
+ * slots while open.
  */
-export const workflowsRoutes = new Hono<AppEnv>()
-  .route('/', capabilityRoutes(workflowsArea))
+export const workflowStreamsRoutes = new Hono<AppEnv>()
   .get(
     '/runs/:runId/events',
     documented(

@@ -1,4 +1,0 @@
-import { auditLogsArea } from '../capabilities/activity';
-import { capabilityRoutes } from '../capabilities/rest';
-
-export const auditLogsRoutes = capabilityRoutes(auditLogsArea);

@@ -1,4 +1,0 @@
-import { byokArea } from '../capabilities/billing';
-import { capabilityRoutes } from '../capabilities/rest';
-
-export const byokRoutes = capabilityRoutes(byokArea);

@@ -1,4 +1,0 @@
-import { threadsArea } from '../capabilities/threads';
-import { capabilityRoutes } from '../capabilities/rest';
-
-export const threadsRoutes = capabilityRoutes(threadsArea);

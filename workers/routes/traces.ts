@@ -1,4 +1,0 @@
-import { tracesArea } from '../capabilities/traces';
-import { capabilityRoutes } from '../capabilities/rest';
-
-export const tracesRoutes = capabilityRoutes(tracesArea);
