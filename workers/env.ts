@@ -31,7 +31,8 @@ export interface Env extends GeneratedEnv {
   MAX_OPEN_STREAMS?: string;
 }
 
-export type Db = DrizzleD1Database;
+/** The query builder over D1 or one of its sessions (`$client`, for statements built once: workers/lib/select-once.ts). */
+export type Db = DrizzleD1Database & { $client: D1Database | D1DatabaseSession };
 
 export type AppEnv = {
   Bindings: Env;

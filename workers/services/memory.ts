@@ -1,4 +1,5 @@
 import { eq, sql } from 'drizzle-orm';
+import { selectOnce } from '../lib/select-once';
 import { z } from 'zod';
 import { memory } from '../../schema';
 import type { Principal } from '../auth/principal';
@@ -24,8 +25,17 @@ const tooBig = () => invalidInput('content', 'too_big', `Working memory would ex
 export const MemoryDocument = z.object({ content: z.string(), updatedAt: z.string().nullable() });
 export type MemoryDocument = z.infer<typeof MemoryDocument>;
 
+/** The workspace's document: every keyed read runs it, so its SQL is built once (workers/lib/select-once.ts). */
+const memoryOf = selectOnce((qb) =>
+  qb
+    .select({ content: memory.content, updatedAt: memory.updatedAt })
+    .from(memory)
+    .where(eq(memory.workspaceId, sql.placeholder('workspaceId')))
+    .limit(1),
+);
+
 export async function readMemory(db: Db, principal: Principal): Promise<MemoryDocument> {
-  const [row] = await db.select().from(memory).where(eq(memory.workspaceId, principal.workspaceId)).limit(1);
+  const [row] = await memoryOf(db, { workspaceId: principal.workspaceId });
   return { content: row?.content ?? '', updatedAt: row ? toIso(row.updatedAt) : null };
 }
 
