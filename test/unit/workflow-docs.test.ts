@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import guide from '../../docs/workflows.md?raw';
 import publishWithApproval from '../../examples/workflows/publish-with-approval.json?raw';
 import triage from '../../examples/workflows/triage.json?raw';
+// The capabilities declare the tool ids the served schema lists.
+import '../../workers/capabilities';
 import { compileWorkflow, type Resolvers } from '../../workers/workflows/compiler';
 import { workflowDefinitionDocument } from '../../workers/workflows/definition-schema';
 import { evaluate, PREDICATE_OPS, type Predicate } from '../../workers/workflows/predicates';

@@ -165,6 +165,9 @@ export type WorkflowStepView<Output> =
   /** Suspends the run until this operation supplies the step's output. */
   | { kind: Extract<StepKind, 'input'>; toolId: string };
 
+/** The tool id a capability's workflow-step view names: its own name, or the one an input step waits under. */
+export const stepToolIdOf = (capability: Capability): string => (capability.workflowStep?.kind === 'input' ? capability.workflowStep.toolId : capability.name);
+
 export const defineCapability = <Input extends z.ZodObject, Output extends z.ZodType, ToolArgs extends z.ZodObject = Input>(
   capability: Capability<Input, Output, ToolArgs>,
 ): Capability => capability as unknown as Capability;

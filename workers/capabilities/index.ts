@@ -4,7 +4,8 @@ import { agentPermissionsArea } from './agent-permissions';
 import { agentsArea } from './agents';
 import { artifactsArea } from './artifacts';
 import { billingArea, byokArea } from './billing';
-import type { Area, Capability } from './capability';
+import { stepToolIdOf, type Area, type Capability } from './capability';
+import { declareStepToolIds } from '../workflows/step-tool-ids';
 import { connectorsArea } from './connectors';
 import { deviceActivationArea } from './device-activation';
 import { eventsArea } from './events';
@@ -46,3 +47,5 @@ export const AREAS: readonly Area[] = [
 ];
 
 export const CAPABILITIES: readonly Capability[] = AREAS.flatMap((area) => area.capabilities);
+
+declareStepToolIds(CAPABILITIES.flatMap((c) => (c.workflowStep ? [stepToolIdOf(c)] : [])));

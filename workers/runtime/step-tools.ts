@@ -4,7 +4,7 @@ import { executions } from '../../schema';
 import { authorizeWithGrants, type Actor } from '../auth/actor';
 import { CAPABILITIES } from '../capabilities';
 import { createExecutionCapability } from '../capabilities/executions';
-import type { Capability } from '../capabilities/capability';
+import { stepToolIdOf, type Capability } from '../capabilities/capability';
 import { runContext } from './capability-tools';
 import type { Db, Env } from '../env';
 import { AppError } from '../errors';
@@ -28,14 +28,8 @@ function startFailure(error: unknown): never {
   throw error;
 }
 
-/** The tool id a capability's workflow-step view names: its own name, or the one an input step waits under. */
-const stepToolId = (capability: Capability) => (capability.workflowStep?.kind === 'input' ? capability.workflowStep.toolId : capability.name);
-
 /** The capability a workflow `tool` step of this id runs: the one whose workflow-step view names it. */
-const stepCapability = (toolId: string) => CAPABILITIES.find((c) => c.workflowStep && stepToolId(c) === toolId);
-
-/** The tool ids a workflow `tool` step may name in this deployment: those the capabilities declare. */
-export const STEP_TOOL_IDS: readonly string[] = CAPABILITIES.flatMap((c) => (c.workflowStep ? [stepToolId(c)] : []));
+const stepCapability = (toolId: string) => CAPABILITIES.find((c) => c.workflowStep && stepToolIdOf(c) === toolId);
 
 /** How a tool step of this id runs, as its capability declares; undefined for one this deployment does not offer. */
 export const stepKind = (toolId: string): StepKind | undefined => stepCapability(toolId)?.workflowStep?.kind;

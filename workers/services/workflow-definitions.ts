@@ -8,7 +8,8 @@ import { AppError, invalidInput, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { parseId } from '../lib/ids';
 import { readArchive } from '../lib/archive';
-import { compileWorkflow, MAX_SLUG_LENGTH, TOOL_IDS, WORKFLOW_SLUG, type CompiledWorkflow, type Json } from '../workflows/compiler';
+import { stepToolIds } from '../workflows/step-tool-ids';
+import { compileWorkflow, MAX_SLUG_LENGTH, WORKFLOW_SLUG, type CompiledWorkflow, type Json } from '../workflows/compiler';
 import { agentSlugs } from './agents';
 import { workspacePrefix } from './archive-install';
 import { recordChange } from './audit';
@@ -57,7 +58,7 @@ const present = (row: WorkflowRow): WorkflowRecord => ({
 /** Compiles against this workspace's agents and the deployment's tools (spec 4.8 steps 1-5). */
 export async function compileFor(db: Db, workspaceId: string, definition: unknown): Promise<CompiledWorkflow> {
   const slugs = await agentSlugs(db, workspaceId);
-  return compileWorkflow(definition, { workspaceId, hasAgent: (slug) => slugs.has(slug), tools: new Set(TOOL_IDS) });
+  return compileWorkflow(definition, { workspaceId, hasAgent: (slug) => slugs.has(slug), tools: stepToolIds() });
 }
 
 /**

@@ -64,14 +64,6 @@ export interface CompiledWorkflow {
   nodes: GraphNode[];
 }
 
-/**
- * The tool ids a `tool` entry may name in this deployment (spec 4.8 step 4): those the
- * capabilities declare as workflow steps (`workflowStep`, workers/runtime/step-tools.ts
- * STEP_TOOL_IDS), which also say how each runs. Install and launch compile below the
- * capabilities, so they read this copy; test/unit/workflow-step-tools.test.ts keeps the two equal.
- */
-export const TOOL_IDS = ['execute-skill', 'human-input', 'read-memory'] as const;
-
 export interface Resolvers {
   workspaceId: string;
   /** Whether the workspace has an agent with this slug. */

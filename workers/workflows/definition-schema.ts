@@ -1,4 +1,5 @@
-import { LIMITS, MAX_SLUG_LENGTH, TOOL_IDS, WORKFLOW_SLUG } from './compiler';
+import { LIMITS, MAX_SLUG_LENGTH, WORKFLOW_SLUG } from './compiler';
+import { stepToolIds } from './step-tool-ids';
 import { COMPARISON_OPS, PATH_ROOTS } from './predicates';
 
 /**
@@ -95,7 +96,7 @@ export function workflowSchemas(ref: (name: string) => string): Record<string, S
       'tool',
       'Runs a tool of the deployment on its input (no `args`: shape the input with a mapping before it).',
       {
-        toolId: { enum: [...TOOL_IDS] },
+        toolId: { enum: [...stepToolIds()] },
         options: object(
           {
             retries: { type: 'integer', minimum: 0, maximum: LIMITS.retries },
