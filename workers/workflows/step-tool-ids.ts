@@ -6,8 +6,9 @@
  */
 let declared: ReadonlySet<string> | undefined;
 
+/** Declared in name order, so the published schema lists them the same way whatever the capabilities' order. */
 export function declareStepToolIds(ids: Iterable<string>): void {
-  declared = new Set(ids);
+  declared = new Set([...ids].sort());
 }
 
 export function stepToolIds(): ReadonlySet<string> {
