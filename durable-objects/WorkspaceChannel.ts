@@ -1,13 +1,11 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../workers/env';
-import { sseStream, type SseWriter } from '../workers/lib/sse';
+import { SseSubscribers, sseStream, type SseWriter } from '../workers/lib/sse';
 import type { ExecutionEvent } from '../workers/services/execution-events';
 import { type ControlMessage, controlMessagesFor, executionState, type RelayState, type RelayTarget } from '../workers/services/control-plane';
 import { now, sleep } from '../workers/lib/clock';
 import { releaseStreamSlot, renewStreamSlot, SLOT_RENEW_MS, STREAM_SLOT_HEADER, type StreamSlot } from '../workers/lib/stream-slots';
 
-/** Comment frames keep idle SSE connections (and proxies) from timing out. */
-const KEEP_ALIVE_MS = 15_000;
 const encoder = new TextEncoder();
 /** A relayed run's stream that ends early (its object was evicted) is reopened this often, after this long. */
 const RELAY_RECONNECTS = 3;
@@ -43,8 +41,7 @@ interface SseSubscriber {
  * The URL is verified by the Worker before the upgrade reaches this object.
  */
 export class WorkspaceChannel extends DurableObject<Env> {
-  private readonly sse = new Set<SseSubscriber>();
-  private keepAlive: ReturnType<typeof setInterval> | undefined;
+  private readonly sse = new SseSubscribers<SseSubscriber>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -73,7 +70,7 @@ export class WorkspaceChannel extends DurableObject<Env> {
         : null,
     };
     void subscriber.writer.write(encoder.encode(': connected\n\n'));
-    this.subscribe(subscriber);
+    this.sse.add(subscriber);
     return response;
   }
 
@@ -101,7 +98,7 @@ export class WorkspaceChannel extends DurableObject<Env> {
       const frame = encoder.encode(`event: execution-state\ndata: ${JSON.stringify(executionState(message))}\n\n`);
       for (const s of this.sse) {
         if (s.sources && !s.sources.has(message.source)) continue;
-        s.writer.write(frame).catch(() => this.unsubscribe(s));
+        this.sse.write(s, frame);
       }
     }
     return sockets.length;
@@ -172,21 +169,5 @@ export class WorkspaceChannel extends DurableObject<Env> {
   private async releaseSlotOf(ws: WebSocket) {
     const slot = ws.deserializeAttachment() as StreamSlot | null;
     if (slot) await releaseStreamSlot(this.env, slot);
-  }
-
-  private subscribe(subscriber: SseSubscriber) {
-    this.sse.add(subscriber);
-    subscriber.writer.closed.catch(() => undefined).finally(() => this.unsubscribe(subscriber));
-    this.keepAlive ??= setInterval(() => {
-      for (const s of this.sse) s.writer.write(encoder.encode(': keep-alive\n\n')).catch(() => this.unsubscribe(s));
-    }, KEEP_ALIVE_MS);
-  }
-
-  private unsubscribe(subscriber: SseSubscriber) {
-    this.sse.delete(subscriber);
-    if (this.sse.size === 0 && this.keepAlive !== undefined) {
-      clearInterval(this.keepAlive);
-      this.keepAlive = undefined;
-    }
   }
 }

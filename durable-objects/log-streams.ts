@@ -1,15 +1,12 @@
-import { sseStream, type SseWriter } from '../workers/lib/sse';
+import { SseSubscribers, sseStream } from '../workers/lib/sse';
 import type { ExecutionEvent, ExecutionEventType } from '../workers/services/execution-events';
 
 /** An event as stored: its payload is the JSON text written to the log. */
 export type StoredEvent = Omit<ExecutionEvent, 'payload'> & { payload: string };
 
-/** Comment frames keep idle connections (and proxies) from timing out. */
-const KEEP_ALIVE_MS = 15_000;
 /** A replay goes out in chunks of this many frames, so a long log is never one string in memory at once. */
 const REPLAY_CHUNK_EVENTS = 256;
 const encoder = new TextEncoder();
-const KEEP_ALIVE = encoder.encode(': keep-alive\n\n');
 
 /** `session.status_idle`: a stream of the log ends after it. */
 export const isEnd = (event: { type: ExecutionEventType } | undefined) => event?.type === 'session.status_idle';
@@ -28,15 +25,14 @@ const frames = (events: StoredEvent[]) =>
  * live ones, and ends after `session.status_idle`.
  */
 export class LogStreams {
-  private readonly subscribers = new Set<SseWriter>();
-  private keepAlive: ReturnType<typeof setInterval> | undefined;
+  private readonly subscribers = new SseSubscribers();
 
   /** A stream of `replay`, then of the events sent after it, unless the replay already ends. */
   open(replay: StoredEvent[]): Response {
     const { writer, response } = sseStream();
     for (let i = 0; i < replay.length; i += REPLAY_CHUNK_EVENTS) void writer.write(frames(replay.slice(i, i + REPLAY_CHUNK_EVENTS)));
     if (isEnd(replay.at(-1))) void writer.close();
-    else this.subscribe(writer);
+    else this.subscribers.add({ writer });
     return response;
   }
 
@@ -45,28 +41,12 @@ export class LogStreams {
     if (this.subscribers.size === 0 || events.length === 0) return;
     const end = events.findIndex(isEnd);
     const bytes = frames(end === -1 ? events : events.slice(0, end + 1));
-    for (const writer of this.subscribers) {
-      writer.write(bytes).catch(() => this.unsubscribe(writer));
+    for (const subscriber of this.subscribers) {
+      this.subscribers.write(subscriber, bytes);
       if (end !== -1) {
-        writer.close().catch(() => undefined);
-        this.unsubscribe(writer);
+        subscriber.writer.close().catch(() => undefined);
+        this.subscribers.delete(subscriber);
       }
-    }
-  }
-
-  private subscribe(writer: SseWriter) {
-    this.subscribers.add(writer);
-    writer.closed.catch(() => undefined).finally(() => this.unsubscribe(writer));
-    this.keepAlive ??= setInterval(() => {
-      for (const w of this.subscribers) w.write(KEEP_ALIVE).catch(() => this.unsubscribe(w));
-    }, KEEP_ALIVE_MS);
-  }
-
-  private unsubscribe(writer: SseWriter) {
-    this.subscribers.delete(writer);
-    if (this.subscribers.size === 0 && this.keepAlive !== undefined) {
-      clearInterval(this.keepAlive);
-      this.keepAlive = undefined;
     }
   }
 }

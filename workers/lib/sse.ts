@@ -24,3 +24,46 @@ export function sseStream(headers: Record<string, string> = {}): { writer: SseWr
   const { readable, writable } = new IdentityTransformStream();
   return { writer: writable.getWriter(), response: new Response(readable, { headers: { ...SSE_HEADERS, ...headers } }) };
 }
+
+/** Comment frames keep idle connections (and proxies) from timing out. */
+const KEEP_ALIVE_MS = 15_000;
+const KEEP_ALIVE = new TextEncoder().encode(': keep-alive\n\n');
+
+/**
+ * The open SSE streams of one object, held in memory (an eviction drops them; clients reconnect
+ * with what they last saw). A stream leaves when its client goes or a write to it fails; while
+ * any is open, each gets a comment frame every 15 s.
+ */
+export class SseSubscribers<S extends { writer: SseWriter }> implements Iterable<S> {
+  private readonly open = new Set<S>();
+  private keepAlive: ReturnType<typeof setInterval> | undefined;
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  [Symbol.iterator](): Iterator<S> {
+    return this.open.values();
+  }
+
+  add(subscriber: S): void {
+    this.open.add(subscriber);
+    subscriber.writer.closed.catch(() => undefined).finally(() => this.delete(subscriber));
+    this.keepAlive ??= setInterval(() => {
+      for (const s of this.open) this.write(s, KEEP_ALIVE);
+    }, KEEP_ALIVE_MS);
+  }
+
+  /** Writes to one stream; a failed write ends its subscription. */
+  write(subscriber: S, bytes: Uint8Array): void {
+    subscriber.writer.write(bytes).catch(() => this.delete(subscriber));
+  }
+
+  delete(subscriber: S): void {
+    this.open.delete(subscriber);
+    if (this.open.size === 0 && this.keepAlive !== undefined) {
+      clearInterval(this.keepAlive);
+      this.keepAlive = undefined;
+    }
+  }
+}
