@@ -28,6 +28,7 @@ import {
   TARGETS,
   wrk,
   writeBenchConfig,
+  type BenchService,
   type OpenLoopResult,
   type WrkResult,
 } from './lib';
@@ -58,7 +59,7 @@ const loadAverage = () => loadavg()[0]!.toFixed(2);
 const floorUrl = (base: string) => `${base}/floor/counter-d1?chars=${MEMORY_CHARS}`;
 
 /** The service and the bare Worker, their state under `stateRoot`; `use` runs while both answer. */
-async function withInstances(stateRoot: string, use: (service: Awaited<ReturnType<typeof startService>>, baseline: { base: string }) => Promise<void>) {
+async function withInstances(stateRoot: string, use: (service: BenchService, baseline: { base: string }) => Promise<void>) {
   const stateDir = mkdtempSync(join(stateRoot, 'wss-bench-'));
   const service = await startService(CONFIG, stateDir);
   const baseline = await startBaseline(stateRoot);
@@ -102,7 +103,7 @@ async function main() {
   }
 }
 
-async function measure(service: Awaited<ReturnType<typeof startService>>, baseline: { base: string }) {
+async function measure(service: BenchService, baseline: { base: string }) {
   const serviceUrl = `${service.base}/api/v1/memory`;
   const baselineUrl = `${baseline.base}/json?chars=${MEMORY_CHARS}`;
   const session = await newSession(service.base);
