@@ -15,7 +15,7 @@ import { runTools } from './tools';
 import { threadRunTools } from './workflow-tools';
 
 /** Spec 3.1: executions run up to 65 minutes; past that the run ends with stop reason `error`. */
-export const MAX_RUN_MS = 65 * 60_000;
+const MAX_RUN_MS = 65 * 60_000;
 const MAX_MODEL_REQUESTS = 8;
 const MAX_OUTPUT_TOKENS = 4096;
 
