@@ -7,7 +7,8 @@ import { FIXTURE_PORT } from './test/setup/fixture-port';
 export default defineConfig(async () => {
   // The console's bundle is generated (wrangler builds it for dev and deploy; the pool does not).
   execFileSync(process.execPath, ['scripts/console-build.mjs'], { stdio: 'ignore' });
-  const migrations = await readD1Migrations(path.join(import.meta.dirname, 'schema/migrations'));
+  const migrations = await readD1Migrations(path.join(import.meta.dirname, 'schema/migrations/global'));
+  const shardMigrations = await readD1Migrations(path.join(import.meta.dirname, 'schema/migrations/shard'));
   return {
     plugins: [
       cloudflareTest({
@@ -15,6 +16,7 @@ export default defineConfig(async () => {
         miniflare: {
           bindings: {
             TEST_MIGRATIONS: migrations,
+            TEST_SHARD_MIGRATIONS: shardMigrations,
             SIGNING_SECRET: 'test-signing-secret-0123456789abcdef',
             ENCRYPTION_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
             // Slow enough that a test can interrupt a run mid-stream, fast enough to keep runs short.

@@ -1,8 +1,8 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { openDb } from '../workers/lib/db';
+import { globalDbOf } from '../workers/lib/db';
 import { resolveCredential, type HashedCredential, type Resolution } from '../workers/auth/credentials';
-import type { Db, Env } from '../workers/env';
+import type { GlobalDb, Env } from '../workers/env';
 import { AppError, type ErrorCode, type ErrorDetails } from '../workers/errors';
 import { now } from '../workers/lib/clock';
 import { HitCounter, type RateDecision } from './RateLimiter';
@@ -48,7 +48,7 @@ type Outcome = ({ ok: true; principal: Resolution['principal'] } | { ok: false; 
  * count survives eviction. Nothing secret is held: hashes, ids, scopes.
  */
 export class CredentialGate extends DurableObject<Env> {
-  private readonly db: Db = openDb(this.env.DB);
+  private readonly db: GlobalDb = globalDbOf(this.env);
   private readonly counter = new HitCounter(this.ctx.storage.kv);
   /** Resolutions by credential, as promises so concurrent first requests share one D1 read. */
   private readonly records = new Map<string, Promise<Outcome>>();

@@ -1,6 +1,6 @@
 import { DurableObject } from 'cloudflare:workers';
-import { openDb } from '../workers/lib/db';
-import type { Db, Env } from '../workers/env';
+import { shardDbOf } from '../workers/lib/db';
+import type { Env, ShardDb } from '../workers/env';
 import type {
   ExecutionEvent,
   JsonObject,
@@ -259,7 +259,7 @@ export class ExecutionSession extends DurableObject<Env> {
   /** Runs the agent on the turn (or resumes it from its checkpoint), then settles it; a turn cut off after its loop ended is only settled. */
   private async runLoop(input: TurnInput, startedAt: number, runningSeq?: number, sealed?: SealedTurnKeys): Promise<void> {
     const kv = this.ctx.storage.kv;
-    const db = openDb(this.env.DB);
+    const db = shardDbOf(this.env, input.actor.shard);
     // A turn cut off by an eviction goes on from its last checkpoint: tools already answered are not called again.
     const saved = kv.get<Checkpoint>('checkpoint');
     const resumed = saved?.turnKey === input.turnKey ? saved : undefined;
@@ -286,7 +286,7 @@ export class ExecutionSession extends DurableObject<Env> {
   }
 
   /** Asks the run lifecycle to settle an ended turn; once it has, the turn is over here and its log closed. */
-  private settle(db: Db, input: TurnInput, startedAt: number, checkpoint: Checkpoint & { ended: TurnEnding }): Promise<void> {
+  private settle(db: ShardDb, input: TurnInput, startedAt: number, checkpoint: Checkpoint & { ended: TurnEnding }): Promise<void> {
     const kv = this.ctx.storage.kv;
     const hooks: SettleHooks = {
       closing: (output) => kv.put('checkpoint', { ...checkpoint, closing: { output } } satisfies Checkpoint),

@@ -1,12 +1,12 @@
 import { DurableObject } from 'cloudflare:workers';
 import { sql } from 'drizzle-orm';
-import { openDb } from '../workers/lib/db';
-import { threadMessages } from '../schema/traces';
-import { workflowRuns, workflowStepResults } from '../schema/workflows';
+import { globalDbOf, shardDbOf } from '../workers/lib/db';
+import { threadMessages } from '../schema/shard/traces';
+import { workflowRuns, workflowStepResults } from '../schema/shard/workflows';
 import type { Actor } from '../workers/auth/actor';
 import { launcherNow } from '../workers/auth/launcher';
 import { hasScope } from '../workers/auth/scopes';
-import type { Db, Env } from '../workers/env';
+import type { ShardDb, Env } from '../workers/env';
 import type { Resumer } from '../workers/services/workflow-runs';
 import { isoNow, now } from '../workers/lib/clock';
 import type { CompiledWorkflow, Json } from '../workers/workflows/compiler';
@@ -197,8 +197,9 @@ export class WorkflowRun extends DurableObject<Env> {
     });
   }
 
-  private get db(): Db {
-    return openDb(this.env.DB);
+  /** The shard of the run's workspace (its launcher's, as the directory named it at launch). */
+  private get db(): ShardDb {
+    return shardDbOf(this.env, this.run!.meta.actor.shard);
   }
 
   // ---- state: loading it, and writing a transition ---------------------------------------------
@@ -348,7 +349,7 @@ export class WorkflowRun extends DurableObject<Env> {
     if (!this.changes({ type: 'claim', key, attempt }).changed) return 'ignored';
     try {
       // The launcher as it is now: a credential revoked since launch (or since the last step) stops the run here.
-      const launcher = await launcherNow(this.db, this.run!.meta.actor);
+      const launcher = await launcherNow(globalDbOf(this.env), this.run!.meta.actor);
       if (launcher.ok) await this.carryOut(this.apply({ type: 'execute', key }), launcher.actor);
       else this.inBackground(this.apply({ type: 'failed', key, message: launcher.reason, retry: false }));
     } catch (error) {

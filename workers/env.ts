@@ -1,4 +1,4 @@
-import type { DrizzleD1Database } from 'drizzle-orm/d1';
+import type { GlobalDb, ShardDb } from './lib/db';
 import type { Principal, RequestOrigin } from './auth/principal';
 
 /**
@@ -31,14 +31,19 @@ export interface Env extends GeneratedEnv {
   MAX_OPEN_STREAMS?: string;
 }
 
-/** The query builder over D1 or one of its sessions (`$client`, for statements built once: workers/lib/select-once.ts). */
-export type Db = DrizzleD1Database & { $client: D1Database | D1DatabaseSession };
+export type { Db, GlobalDb, ShardDb } from './lib/db';
 
 export type AppEnv = {
   Bindings: Env;
   Variables: {
     requestId: string;
-    db: Db;
+    /** The client's `x-d1-bookmark`, by database name; and the sessions this request opened, to answer theirs. */
+    bookmarks: Map<string, string>;
+    sessions: Map<string, D1DatabaseSession>;
+    /** The global database, in the request's read-replication session. */
+    globalDb: GlobalDb;
+    /** The shard of the principal's workspace, in the request's session; set with the principal. */
+    db: ShardDb;
     origin: RequestOrigin;
     /** Set by the auth middleware when the request carries a usable credential. */
     principal: Principal | undefined;

@@ -1,14 +1,7 @@
-import { openDb } from './lib/db';
 import { createApp } from './app';
-import { reconcileStale } from './services/execution-reconciler';
 import type { Env } from './env';
-import { deleteExpiredIdempotencyRecords } from './middleware/idempotency';
-import { maintainSigningKeys } from './auth/oauth/signing-keys';
 import { consumeWorkflowSteps } from './queues/workflow-steps';
-import { deleteExpiredSessions } from './services/accounts';
-import { deleteExpiredActivations } from './services/device-activation';
-import { deleteExpiredToolCalls } from './services/run-tool-calls';
-import { deleteExpiredOAuthRecords } from './services/oauth';
+import { housekeeping } from './services/housekeeping';
 
 export { CredentialGate } from '../durable-objects/CredentialGate';
 export { ExecutionSession } from '../durable-objects/ExecutionSession';
@@ -21,21 +14,9 @@ const app = createApp();
 export default {
   fetch: app.fetch,
 
-  /** Hourly housekeeping (wrangler.toml [triggers]), and the run reconciler's sweep. */
+  /** Hourly housekeeping (wrangler.toml [triggers]) on every database, and the run reconciler's sweep. */
   async scheduled(_controller, env, ctx) {
-    const db = openDb(env.DB);
-    ctx.waitUntil(
-      Promise.all([
-        deleteExpiredSessions(db),
-        deleteExpiredIdempotencyRecords(db),
-        deleteExpiredActivations(db),
-        deleteExpiredToolCalls(db),
-        deleteExpiredOAuthRecords(db),
-        maintainSigningKeys(db, env.ENCRYPTION_KEY),
-        // Runs a crash left `working` without a live turn: released, so no workspace stays locked.
-        reconcileStale(db, env),
-      ]),
-    );
+    ctx.waitUntil(housekeeping(env));
   },
 
   /** The workflow-steps consumer: each message advances one run by one step (workers/queues/workflow-steps.ts). */

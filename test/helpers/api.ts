@@ -1,5 +1,6 @@
 import { exports } from 'cloudflare:workers';
 import { createHash } from 'node:crypto';
+import { shardNumberOf } from './shards';
 
 export const BASE = 'https://service.test';
 
@@ -54,6 +55,8 @@ export interface TestUser {
   email: string;
   password: string;
   workspaceId: string;
+  /** The shard holding the workspace's rows. */
+  shard: number;
 }
 
 let signUps = 0;
@@ -70,7 +73,7 @@ export async function signUp(name = 'Test User'): Promise<TestUser> {
   const res = await call('/auth/sign-up/email', { body: { email, password, name }, headers: { 'cf-connecting-ip': ip } });
   if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${JSON.stringify(res.body)}`);
   const current = await call('/api/v1/workspaces/current', { token: res.body.token });
-  return { ...res.body, email, password, workspaceId: current.body.id };
+  return { ...res.body, email, password, workspaceId: current.body.id, shard: await shardNumberOf(current.body.id) };
 }
 
 /** An API key of `user` in their current workspace. */
@@ -101,6 +104,7 @@ export const sessionIdOf = (user: TestUser) => createHash('sha256').update(user.
 export const sessionPrincipal = (user: TestUser): import('../../workers/auth/principal').Principal => ({
   userId: user.user.id,
   workspaceId: user.workspaceId,
+  shard: user.shard,
   role: 'owner',
   credential: { type: 'session', sessionId: sessionIdOf(user) },
   scopes: ['*'],

@@ -2,7 +2,8 @@ import { env } from 'cloudflare:workers';
 import { zipSync } from 'fflate';
 import { type CatalogEntry, importCatalog } from '../../workers/services/catalog';
 import { call, signUp } from './api';
-import { openDb } from '../../workers/lib/db';
+import { globalDbOf } from '../../workers/lib/db';
+import { shardD1 } from './shards';
 
 export const skillMd = (slug: string, opts: { title?: string; category?: string; body?: string; description?: string } = {}) =>
   [
@@ -33,7 +34,7 @@ export const catalogEntry = (
 });
 
 /** Loads entries into the marketplace through the importer's own service function. */
-export const seedCatalog = (entries: CatalogEntry[]) => importCatalog(openDb(env.DB), env.BUCKET, entries);
+export const seedCatalog = (entries: CatalogEntry[]) => importCatalog(globalDbOf(env), env.BUCKET, entries);
 
 export const zipOf = (files: Record<string, string>) => zipSync(Object.fromEntries(Object.entries(files).map(([p, t]) => [p, new TextEncoder().encode(t)])));
 
@@ -41,15 +42,19 @@ export const zipOf = (files: Record<string, string>) => zipSync(Object.fromEntri
 export async function seedArtifact(workspaceId: string, bytes: Uint8Array, name = 'bundle.zip') {
   const key = `workspaces/${workspaceId}/artifacts/${crypto.randomUUID()}/${name}`;
   await env.BUCKET.put(key, bytes);
-  const row = await env.DB.prepare('INSERT INTO artifacts (workspace_id, name, content_type, size, r2_key, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id')
+  const row = await (
+    await shardD1(workspaceId)
+  )
+    .prepare('INSERT INTO artifacts (workspace_id, name, content_type, size, r2_key, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id')
     .bind(workspaceId, name, 'application/zip', bytes.length, key, Date.now())
     .first<{ id: number }>();
   return { id: `art_${row!.id}`, key };
 }
 
 /** Marks an execution of the workspace as running, as the executions issue will. */
-export const seedRunningExecution = (workspaceId: string, userId: string) =>
-  env.DB.prepare("INSERT INTO executions (workspace_id, user_id, skill_slug, status, started_at) VALUES (?, ?, 'x', 'working', ?)")
+export const seedRunningExecution = async (workspaceId: string, userId: string) =>
+  (await shardD1(workspaceId))
+    .prepare("INSERT INTO executions (workspace_id, user_id, skill_slug, status, started_at) VALUES (?, ?, 'x', 'working', ?)")
     .bind(workspaceId, userId, Date.now())
     .run();
 

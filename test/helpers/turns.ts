@@ -4,13 +4,14 @@ import type { Role } from '../../schema';
 import { runActor } from '../../workers/auth/actor';
 import { resolvePrincipal } from '../../workers/auth/credentials';
 import { createKey, sessionIdOf, type TestUser } from './api';
-import { openDb } from '../../workers/lib/db';
+import { globalDbOf } from '../../workers/lib/db';
 
 const RUN = { kind: 'execution', id: 'exec_1' } as const;
 
 /** Who launched a test turn, when not the user's own session in their workspace (the key `apiKeyId`, another workspace or request). */
 interface Launcher {
   workspaceId?: string;
+  shard?: number;
   userId?: string;
   role?: Role;
   apiKeyId?: number | null;
@@ -23,10 +24,11 @@ interface Launcher {
  * scope (the user's session, or a `*` key when `apiKeyId` is set), unless an actor is given.
  */
 export const turnOf = (user: TestUser | null, extra: Partial<TurnInput> & Launcher = {}): TurnInput => {
-  const { workspaceId, userId, role, apiKeyId, requestId, ...turn } = extra;
+  const { workspaceId, shard, userId, role, apiKeyId, requestId, ...turn } = extra;
   const launcher = {
     userId: userId ?? user?.user.id ?? 'user-tools',
     workspaceId: workspaceId ?? user?.workspaceId ?? 'ws-tools',
+    shard: shard ?? user?.shard ?? 1,
     role: role ?? ('owner' as const),
     credential: apiKeyId != null ? { type: 'api_key' as const, apiKeyId } : { type: 'session' as const, sessionId: user ? sessionIdOf(user) : 'test' },
     scopes: ['*'],
@@ -50,9 +52,8 @@ export const keyTurn = async (user: TestUser, scopes: string[]): Promise<TurnInp
 
 /** A turn started by the key `apiKey` of `user`: its actor is that key, as a request resolves it. */
 export async function turnOfKey(user: TestUser, apiKey: string): Promise<TurnInput> {
-  const db = openDb(env.DB);
   const principal = (await resolvePrincipal(
-    db,
+    globalDbOf(env),
     { apiKey, sessionToken: undefined, workspaceSelector: undefined },
     { requestId: 'req-key-turn', ip: null, userAgent: null },
   ))!;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CATEGORIES } from '../../schema/skills';
+import { CATEGORIES } from '../../schema/categories';
 import { BUILT_IN_REPOSITORY, CatalogEntry } from '../../workers/services/catalog';
 import { call, expectError, signUp } from '../helpers/api';
 import { catalogEntry, seedCatalog } from '../helpers/skills';

@@ -1,4 +1,4 @@
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { forbidden, unauthorized } from '../errors';
 import { coveredByGrant } from './grants';
 import type { Principal } from './principal';
@@ -26,6 +26,7 @@ export interface Actor extends Principal {
 export const runActor = (launcher: Actor, run: ActingRun): Actor => ({
   userId: launcher.userId,
   workspaceId: launcher.workspaceId,
+  shard: launcher.shard,
   role: launcher.role,
   credential: { ...launcher.credential },
   scopes: [...launcher.scopes],
@@ -56,14 +57,14 @@ function lacksScope(actor: Actor, scope: string) {
  * scope, or a one-time grant, which this call then spends (`grantToken`, the
  * `x-permission-grant` header, picks which).
  */
-const grantCovers = async (db: Db, actor: Actor, scope: string, grantToken: string | undefined): Promise<boolean> =>
+const grantCovers = async (db: GlobalDb, actor: Actor, scope: string, grantToken: string | undefined): Promise<boolean> =>
   actor.credential.type === 'api_key' && !hasScope(actor.scopes, scope) && (await coveredByGrant(db, actor.credential.apiKeyId, scope, grantToken));
 
 /**
  * `authorize`, after giving a key that lacks the scope its second chance (`grantCovers`).
  * REST routes, MCP tools, run tools and workflow steps all check through here.
  */
-export async function authorizeWithGrants(db: Db, access: RouteAccess, actor: Actor | undefined, grantToken: string | undefined): Promise<void> {
+export async function authorizeWithGrants(db: GlobalDb, access: RouteAccess, actor: Actor | undefined, grantToken: string | undefined): Promise<void> {
   if ((access.auth === 'credential' || access.auth === 'key') && actor && (await grantCovers(db, actor, access.scope, grantToken))) return;
   authorize(access, actor);
 }
@@ -73,7 +74,7 @@ export async function authorizeWithGrants(db: Db, access: RouteAccess, actor: Ac
  * `connector:<app>:read|exec`): held by the credential or covered by a grant, like a route's
  * scope; 403 naming it otherwise.
  */
-export async function requireScope(db: Db, actor: Actor, scope: string, grantToken: string | undefined): Promise<void> {
+export async function requireScope(db: GlobalDb, actor: Actor, scope: string, grantToken: string | undefined): Promise<void> {
   if (hasScope(actor.scopes, scope) || (await grantCovers(db, actor, scope, grantToken))) return;
   throw lacksScope(actor, scope);
 }

@@ -1,5 +1,5 @@
 import type { GateAnswer, GateRequest, Refusal } from '../../durable-objects/CredentialGate';
-import type { Db, Env } from '../env';
+import type { GlobalDb, Env } from '../env';
 import { AppError } from '../errors';
 import { resolveCredential } from './credentials';
 
@@ -16,7 +16,7 @@ const MAX_OWNERS = 10_000;
  * many requests are left, in one call. An isolate that has not seen the credential first
  * resolves it from D1 to learn its owner; a refusal there throws as `resolveCredential` does.
  */
-export async function admit(env: Env, db: Db, request: GateRequest): Promise<GateAnswer> {
+export async function admit(env: Env, db: GlobalDb, request: GateRequest): Promise<GateAnswer> {
   const { kind, hash } = request.credential;
   const ownerKey = `${kind}:${hash}`;
   let userId = owners.get(ownerKey);

@@ -1,6 +1,6 @@
 import { and, desc, eq, gt, or, sql } from 'drizzle-orm';
-import { apiKeys, members, sessions, workspaces } from '../../schema';
-import type { Db } from '../env';
+import { apiKeys, members, sessions, workspaceShards, workspaces } from '../../schema';
+import type { GlobalDb } from '../env';
 import { AppError, forbidden, notFound, unauthorized } from '../errors';
 import { now } from '../lib/clock';
 import { randomToken, sha256Hex } from '../lib/crypto';
@@ -47,7 +47,13 @@ export interface Resolution {
   expiresAt: number | null;
 }
 
-async function principalFromApiKey(db: Db, keyHash: string, allowUnactivated: boolean): Promise<Resolution> {
+/** The shard the directory names for a credential's workspace (read in the credential's own query). */
+const placed = (shard: number | null): number => {
+  if (shard === null) throw new AppError('SERVICE_UNAVAILABLE', 503, 'This workspace is not placed on a database yet; try again shortly.');
+  return shard;
+};
+
+async function principalFromApiKey(db: GlobalDb, keyHash: string, allowUnactivated: boolean): Promise<Resolution> {
   const [row] = await db
     .select({
       id: apiKeys.id,
@@ -56,9 +62,11 @@ async function principalFromApiKey(db: Db, keyHash: string, allowUnactivated: bo
       scopes: apiKeys.scopes,
       status: apiKeys.status,
       role: members.role,
+      shard: workspaceShards.shard,
     })
     .from(apiKeys)
     .leftJoin(members, and(eq(members.workspaceId, apiKeys.workspaceId), eq(members.userId, apiKeys.userId)))
+    .leftJoin(workspaceShards, eq(workspaceShards.workspaceId, apiKeys.workspaceId))
     .where(eq(apiKeys.keyHash, keyHash))
     .limit(1);
   if (!row) throw unauthorized('The API key is not valid');
@@ -67,12 +75,19 @@ async function principalFromApiKey(db: Db, keyHash: string, allowUnactivated: bo
   // A key outlives its owner's membership only as a dead credential.
   if (!row.role) throw forbidden('The key owner is no longer a member of its workspace');
   return {
-    principal: { userId: row.userId, workspaceId: row.workspaceId, role: row.role, credential: { type: 'api_key', apiKeyId: row.id }, scopes: row.scopes },
+    principal: {
+      userId: row.userId,
+      workspaceId: row.workspaceId,
+      shard: placed(row.shard),
+      role: row.role,
+      credential: { type: 'api_key', apiKeyId: row.id },
+      scopes: row.scopes,
+    },
     expiresAt: null,
   };
 }
 
-async function principalFromSession(db: Db, sessionId: string, selector: string | undefined): Promise<Resolution> {
+async function principalFromSession(db: GlobalDb, sessionId: string, selector: string | undefined): Promise<Resolution> {
   const t = now();
   const [session] = await db
     .select()
@@ -90,9 +105,10 @@ async function principalFromSession(db: Db, sessionId: string, selector: string 
   const scope =
     selector !== undefined ? matchesSelector(selector) : session.workspaceId === null ? ownPersonal : or(eq(workspaces.id, session.workspaceId), ownPersonal);
   const membership = db
-    .select({ workspaceId: members.workspaceId, role: members.role })
+    .select({ workspaceId: members.workspaceId, role: members.role, shard: workspaceShards.shard })
     .from(members)
     .innerJoin(workspaces, eq(workspaces.id, members.workspaceId))
+    .leftJoin(workspaceShards, eq(workspaceShards.workspaceId, members.workspaceId))
     .where(and(eq(members.userId, session.userId), scope))
     .orderBy(desc(sql`${workspaces.id} = ${session.workspaceId ?? ''}`), workspaces.id)
     .limit(1);
@@ -111,7 +127,14 @@ async function principalFromSession(db: Db, sessionId: string, selector: string 
     throw unauthorized('The session has no workspace');
   }
   return {
-    principal: { userId: session.userId, workspaceId: member.workspaceId, role: member.role, credential: { type: 'session', sessionId }, scopes: [WILDCARD] },
+    principal: {
+      userId: session.userId,
+      workspaceId: member.workspaceId,
+      shard: placed(member.shard),
+      role: member.role,
+      credential: { type: 'session', sessionId },
+      scopes: [WILDCARD],
+    },
     expiresAt: slide ? t + SESSION_TTL_MS : session.expiresAt,
   };
 }
@@ -121,7 +144,7 @@ async function principalFromSession(db: Db, sessionId: string, selector: string 
  * answer until a revocation makes it forget, so revocation is immediate: RFC 7009, spec 5.3 rule 5). Its workspace is the one chosen at consent; its scopes are
  * checked per route like a key's, and OIDC scopes count for nothing there (spec 5.3 rule 6).
  */
-async function principalFromAccessToken(db: Db, tokenHash: string, apiKeyShaped: boolean): Promise<Resolution> {
+async function principalFromAccessToken(db: GlobalDb, tokenHash: string, apiKeyShaped: boolean): Promise<Resolution> {
   const grant = await findAccessTokenByHash(db, tokenHash);
   if (!grant && apiKeyShaped) {
     throw new AppError(
@@ -139,6 +162,7 @@ async function principalFromAccessToken(db: Db, tokenHash: string, apiKeyShaped:
     principal: {
       userId: grant.userId,
       workspaceId: grant.workspaceId,
+      shard: placed(grant.shard),
       role: grant.role,
       credential: { type: 'oauth', grantId: grant.grantId, clientId: grant.clientId, resource: grant.resource },
       scopes: apiScopesOf(grant.scopes),
@@ -187,7 +211,7 @@ export async function hashPresented(presented: PresentedCredentials): Promise<Ha
  * revoked or unactivated key.
  */
 export function resolveCredential(
-  db: Db,
+  db: GlobalDb,
   credential: HashedCredential,
   /** Only the agent routes admit an unactivated key: asking for scopes is how it gets activated (spec 3.5). */
   options: { allowUnactivated?: boolean } = {},
@@ -202,7 +226,7 @@ export function resolveCredential(
  * as `resolveCredential`.
  */
 export async function resolvePrincipal(
-  db: Db,
+  db: GlobalDb,
   presented: PresentedCredentials,
   origin: RequestOrigin,
   options: { allowUnactivated?: boolean } = {},

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
 import { permissionRequests } from '../../schema';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { now } from '../lib/clock';
 import { sha256Hex } from '../lib/crypto';
 
@@ -20,7 +20,7 @@ const liveGrant = (apiKeyId: number, scope: string, t: number) =>
   );
 
 /** Whether the key holds an unexpired `session` grant of `scope` (spec 5.5: 1 hour). */
-export async function hasSessionGrant(db: Db, apiKeyId: number, scope: string): Promise<boolean> {
+export async function hasSessionGrant(db: GlobalDb, apiKeyId: number, scope: string): Promise<boolean> {
   const [row] = await db
     .select({ id: permissionRequests.id })
     .from(permissionRequests)
@@ -36,7 +36,7 @@ export async function hasSessionGrant(db: Db, apiKeyId: number, scope: string): 
  * claims it. A `x-permission-grant` token picks which one-time grant is spent; a token that is
  * unknown, of another key or already used is ignored.
  */
-export async function coveredByGrant(db: Db, apiKeyId: number, scope: string, token: string | undefined): Promise<boolean> {
+export async function coveredByGrant(db: GlobalDb, apiKeyId: number, scope: string, token: string | undefined): Promise<boolean> {
   if (await hasSessionGrant(db, apiKeyId, scope)) return true;
   const t = now();
   const preferred = token === undefined ? undefined : await grantTokenHash(token);

@@ -1,6 +1,6 @@
 import { and, eq, exists, gt, isNull, or } from 'drizzle-orm';
 import { apiKeys, members, oauthGrants, oauthTokens, sessions, type Role } from '../../schema';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { now } from '../lib/clock';
 import { apiScopesOf } from '../services/oauth';
 import type { Actor } from './actor';
@@ -18,7 +18,7 @@ const LAUNCHED = 'The credential that launched this run';
 const memberOf = (actor: Actor, userId: typeof apiKeys.userId | typeof sessions.userId | typeof oauthGrants.userId) =>
   and(eq(members.workspaceId, actor.workspaceId), eq(members.userId, userId));
 
-async function apiKeyHeld(db: Db, actor: Actor, apiKeyId: number): Promise<Held> {
+async function apiKeyHeld(db: GlobalDb, actor: Actor, apiKeyId: number): Promise<Held> {
   const [row] = await db
     .select({ status: apiKeys.status, workspaceId: apiKeys.workspaceId, scopes: apiKeys.scopes, role: members.role })
     .from(apiKeys)
@@ -32,7 +32,7 @@ async function apiKeyHeld(db: Db, actor: Actor, apiKeyId: number): Promise<Held>
   return { role: row.role, scopes: row.scopes };
 }
 
-async function sessionHeld(db: Db, actor: Actor, sessionId: string): Promise<Held> {
+async function sessionHeld(db: GlobalDb, actor: Actor, sessionId: string): Promise<Held> {
   const [row] = await db
     .select({ expiresAt: sessions.expiresAt, role: members.role })
     .from(sessions)
@@ -51,7 +51,7 @@ async function sessionHeld(db: Db, actor: Actor, sessionId: string): Promise<Hel
  * token not yet used); the grant revoked (a revoked refresh token, refresh or code reuse), gone
  * with its client or user, or left with no live token stops it.
  */
-async function grantHeld(db: Db, actor: Actor, grantId: string): Promise<Held> {
+async function grantHeld(db: GlobalDb, actor: Actor, grantId: string): Promise<Held> {
   const liveToken = db
     .select({ id: oauthTokens.id })
     .from(oauthTokens)
@@ -87,7 +87,7 @@ async function grantHeld(db: Db, actor: Actor, grantId: string): Promise<Held> {
  * another workspace, or whose holder left the workspace, answers why instead. An actor that is
  * no run (a request's own principal) is answered as it is.
  */
-export async function launcherNow(db: Db, actor: Actor): Promise<LauncherNow> {
+export async function launcherNow(db: GlobalDb, actor: Actor): Promise<LauncherNow> {
   if (!actor.run) return { ok: true, actor };
   const { credential } = actor;
   const held =

@@ -23,6 +23,8 @@ export type Credential =
 export interface Principal {
   userId: string;
   workspaceId: string;
+  /** The shard database holding the workspace's rows, as the directory names it. */
+  shard: number;
   role: Role;
   credential: Credential;
   /** Granted scopes; `["*"]` for sessions and legacy keys. */
@@ -30,7 +32,7 @@ export interface Principal {
   origin: RequestOrigin;
 }
 
-export const apiKeyIdOf = (p: Principal): number | null => (p.credential.type === 'api_key' ? p.credential.apiKeyId : null);
+export const apiKeyIdOf = (p: Pick<Principal, 'credential'>): number | null => (p.credential.type === 'api_key' ? p.credential.apiKeyId : null);
 
 /** The principal of a route whose table entry requires one. */
 export const principalOf = (c: { var: { principal: Principal | undefined } }): Principal => {

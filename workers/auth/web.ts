@@ -4,7 +4,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { JSX } from 'hono/jsx/jsx-runtime';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { members } from '../../schema';
-import type { AppEnv, Db } from '../env';
+import type { AppEnv, GlobalDb } from '../env';
 import { randomToken, timingSafeEqual } from '../lib/crypto';
 import { sameOriginPath } from '../lib/same-origin-path';
 import { resolvePrincipal, SESSION_TTL_MS } from './credentials';
@@ -35,7 +35,7 @@ export async function pagePrincipal(c: Ctx): Promise<Principal | undefined> {
   const token = sessionCookie(c);
   if (!token) return undefined;
   try {
-    return await resolvePrincipal(c.var.db, { apiKey: undefined, sessionToken: token, workspaceSelector: undefined }, c.var.origin);
+    return await resolvePrincipal(c.var.globalDb, { apiKey: undefined, sessionToken: token, workspaceSelector: undefined }, c.var.origin);
   } catch {
     return undefined;
   }
@@ -101,7 +101,7 @@ export const signInThenReturn = (c: Ctx, returnTo: string) => c.redirect(`/auth/
 export const newNonce = () => randomToken(16);
 
 /** The signed-in person acting in another of their workspaces, or undefined if not a member. */
-export async function asMemberOf(db: Db, principal: Principal, workspaceId: string): Promise<Principal | undefined> {
+export async function asMemberOf(db: GlobalDb, principal: Principal, workspaceId: string): Promise<Principal | undefined> {
   const [member] = await db
     .select({ role: members.role })
     .from(members)

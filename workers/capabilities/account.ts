@@ -40,7 +40,7 @@ export const profileArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/' },
       mcp: false,
-      run: (ctx) => getProfile(ctx.db, ctx.actor),
+      run: (ctx) => getProfile(ctx.globalDb, ctx.actor),
     }),
     defineCapability({
       name: 'update-profile',
@@ -52,7 +52,7 @@ export const profileArea: Area = {
       annotations: WRITE,
       http: { method: 'PATCH', path: '/', summary: 'Rename the caller' },
       mcp: false,
-      run: (ctx, patch) => updateProfile(ctx.db, ctx.actor, patch),
+      run: (ctx, patch) => updateProfile(ctx.globalDb, ctx.actor, patch),
     }),
   ],
 };
@@ -75,7 +75,7 @@ export const workspacesArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/' },
       mcp: false,
-      run: (ctx, query) => listWorkspaces(ctx.db, ctx.actor, query),
+      run: (ctx, query) => listWorkspaces(ctx.globalDb, ctx.actor, query),
     }),
     defineCapability({
       name: 'create-workspace',
@@ -87,7 +87,7 @@ export const workspacesArea: Area = {
       annotations: WRITE,
       http: { method: 'POST', path: '/', status: 201, before: [idempotent], summary: 'Create a workspace; the caller becomes its owner' },
       mcp: false,
-      run: (ctx, body) => createWorkspace(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, body),
+      run: (ctx, body) => createWorkspace(ctx.globalDb, ctx.env, ctx.actor, body),
     }),
     defineCapability({
       name: 'get-current-workspace',
@@ -99,7 +99,7 @@ export const workspacesArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/current' },
       mcp: false,
-      run: (ctx) => getCurrentWorkspace(ctx.db, ctx.actor),
+      run: (ctx) => getCurrentWorkspace(ctx.globalDb, ctx.actor),
     }),
     defineCapability({
       name: 'set-current-workspace',
@@ -111,7 +111,7 @@ export const workspacesArea: Area = {
       annotations: WRITE,
       http: { method: 'PUT', path: '/current', summary: 'Rebind the API key (or set the session default) to another workspace' },
       mcp: false,
-      run: (ctx, body) => setCurrentWorkspace(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, body),
+      run: (ctx, body) => setCurrentWorkspace(ctx.globalDb, ctx.env.CREDENTIAL_GATE, ctx.actor, body),
     }),
     defineCapability({
       name: 'list-members',
@@ -123,7 +123,7 @@ export const workspacesArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/:id/members', params: byId },
       mcp: false,
-      run: (ctx, { workspaceId, ...query }) => listMembers(ctx.db, ctx.actor, workspaceId, query),
+      run: (ctx, { workspaceId, ...query }) => listMembers(ctx.globalDb, ctx.actor, workspaceId, query),
     }),
     defineCapability({
       name: 'list-invitations',
@@ -135,7 +135,7 @@ export const workspacesArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/:id/invitations', params: byId },
       mcp: false,
-      run: (ctx, { workspaceId, ...query }) => listInvitations(ctx.db, ctx.actor, workspaceId, query),
+      run: (ctx, { workspaceId, ...query }) => listInvitations(ctx.globalDb, ctx.actor, workspaceId, query),
     }),
     defineCapability({
       name: 'create-invitation',
@@ -153,7 +153,7 @@ export const workspacesArea: Area = {
         summary: 'Invite someone by email (owners and admins); the token is shown once',
       },
       mcp: false,
-      run: (ctx, { workspaceId, ...body }) => createInvitation(ctx.db, ctx.actor, workspaceId, body),
+      run: (ctx, { workspaceId, ...body }) => createInvitation(ctx.globalDb, ctx.actor, workspaceId, body),
     }),
   ],
 };
@@ -173,7 +173,7 @@ export const invitationsArea: Area = {
       annotations: WRITE,
       http: { method: 'POST', path: '/accept', summary: 'Accept an invitation addressed to the signed-in email' },
       mcp: false,
-      run: (ctx, body) => acceptInvitation(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, body),
+      run: (ctx, body) => acceptInvitation(ctx.globalDb, ctx.env.CREDENTIAL_GATE, ctx.actor, body),
     }),
   ],
 };
@@ -193,7 +193,7 @@ export const apiKeysArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/' },
       mcp: false,
-      run: (ctx, query) => listApiKeys(ctx.db, ctx.actor, query),
+      run: (ctx, query) => listApiKeys(ctx.globalDb, ctx.actor, query),
     }),
     defineCapability({
       name: 'create-api-key',
@@ -205,7 +205,7 @@ export const apiKeysArea: Area = {
       annotations: WRITE,
       http: { method: 'POST', path: '/', status: 201, before: [idempotent], summary: 'Create a key bound to this workspace; `key` is shown only here' },
       mcp: false,
-      run: (ctx, body) => createApiKey(ctx.db, ctx.actor, body),
+      run: (ctx, body) => createApiKey(ctx.globalDb, ctx.actor, body),
     }),
     defineCapability({
       name: 'revoke-api-key',
@@ -217,7 +217,7 @@ export const apiKeysArea: Area = {
       annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
       http: { method: 'POST', path: '/:id/revoke', params: { id: 'keyId' }, summary: 'Revoke a key; it fails from its next request on' },
       mcp: false,
-      run: (ctx, { keyId }) => revokeApiKey(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, keyId),
+      run: (ctx, { keyId }) => revokeApiKey(ctx.globalDb, ctx.env.CREDENTIAL_GATE, ctx.actor, keyId),
     }),
   ],
 };

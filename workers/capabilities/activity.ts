@@ -17,7 +17,7 @@ export const auditLogsArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/' },
       mcp: false,
-      run: (ctx, query) => listAuditLogs(ctx.db, ctx.actor, query),
+      run: (ctx, query) => listAuditLogs(ctx.db, ctx.globalDb, ctx.actor, query),
     }),
   ],
 };
@@ -37,7 +37,7 @@ export const activityArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/' },
       mcp: false,
-      run: (ctx, query) => listActivity(ctx.db, ctx.actor, query),
+      run: (ctx, query) => listActivity(ctx.db, ctx.globalDb, ctx.actor, query),
     }),
   ],
 };

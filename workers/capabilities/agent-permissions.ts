@@ -84,7 +84,7 @@ export const agentPermissionsArea: Area = {
         respond: { schema: ConnectAnswer, send: (c, answer) => c.json(answer, answer.status === 'active' ? 200 : 202) },
       },
       mcp: false,
-      run: (ctx, body) => connect(ctx.db, ctx.actor, body, ctx.baseUrl),
+      run: (ctx, body) => connect(ctx.globalDb, ctx.actor, body, ctx.baseUrl),
     }),
     defineCapability({
       name: 'poll-consent',
@@ -96,7 +96,7 @@ export const agentPermissionsArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/connect/poll/:consentId', summary: 'Poll a consent of the calling key' },
       mcp: false,
-      run: (ctx, { consentId }) => pollConsent(ctx.db, ctx.actor, consentId),
+      run: (ctx, { consentId }) => pollConsent(ctx.globalDb, ctx.actor, consentId),
     }),
     defineCapability({
       name: 'find-by-link-code',
@@ -108,7 +108,7 @@ export const agentPermissionsArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'POST', path: '/connect/by-code' },
       mcp: false,
-      run: (ctx, body) => findByLinkCode(ctx.db, ctx.actor, body),
+      run: (ctx, body) => findByLinkCode(ctx.globalDb, ctx.actor, body),
     }),
     defineCapability({
       name: 'list-consents',
@@ -120,7 +120,7 @@ export const agentPermissionsArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/consents' },
       mcp: false,
-      run: (ctx, query) => listConsents(ctx.db, ctx.actor, query),
+      run: (ctx, query) => listConsents(ctx.globalDb, ctx.actor, query),
     }),
     defineCapability({
       name: 'approve-consent',
@@ -137,7 +137,7 @@ export const agentPermissionsArea: Area = {
         summary: 'Approve a consent, optionally narrowing its scopes (the app)',
       },
       mcp: false,
-      run: (ctx, { consentId, ...body }) => approveConsent(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, consentId, body),
+      run: (ctx, { consentId, ...body }) => approveConsent(ctx.globalDb, ctx.env.CREDENTIAL_GATE, ctx.actor, consentId, body),
     }),
     defineCapability({
       name: 'deny-consent',
@@ -149,7 +149,7 @@ export const agentPermissionsArea: Area = {
       annotations: DECIDE,
       http: { method: 'POST', path: '/consents/:consentId/deny', summary: 'Deny a consent (the app)' },
       mcp: false,
-      run: (ctx, { consentId }) => denyConsent(ctx.db, ctx.actor, consentId),
+      run: (ctx, { consentId }) => denyConsent(ctx.globalDb, ctx.actor, consentId),
     }),
     defineCapability({
       name: 'request-permission',
@@ -166,7 +166,7 @@ export const agentPermissionsArea: Area = {
         respond: { schema: RequestAnswer, send: (c, answer) => c.json(answer, answer.status === 'pending' ? 202 : 200) },
       },
       mcp: false,
-      run: (ctx, body) => requestPermission(ctx.db, ctx.actor, body, ctx.baseUrl),
+      run: (ctx, body) => requestPermission(ctx.globalDb, ctx.actor, body, ctx.baseUrl),
     }),
     defineCapability({
       name: 'poll-permission-request',
@@ -178,7 +178,7 @@ export const agentPermissionsArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/request-permission/poll/:requestId', summary: 'Poll a permission request of the calling key' },
       mcp: false,
-      run: (ctx, { requestId }) => pollPermissionRequest(ctx.db, ctx.actor, requestId),
+      run: (ctx, { requestId }) => pollPermissionRequest(ctx.globalDb, ctx.actor, requestId),
     }),
     defineCapability({
       name: 'list-permission-requests',
@@ -190,7 +190,7 @@ export const agentPermissionsArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/permission-requests' },
       mcp: false,
-      run: (ctx, query) => listPermissionRequests(ctx.db, ctx.actor, query),
+      run: (ctx, query) => listPermissionRequests(ctx.globalDb, ctx.actor, query),
     }),
     defineCapability({
       name: 'approve-permission-request',
@@ -207,7 +207,7 @@ export const agentPermissionsArea: Area = {
         summary: 'Grant a permission request, optionally in another mode (the app)',
       },
       mcp: false,
-      run: (ctx, { requestId, ...body }) => approvePermissionRequest(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, requestId, body),
+      run: (ctx, { requestId, ...body }) => approvePermissionRequest(ctx.globalDb, ctx.env.CREDENTIAL_GATE, ctx.actor, requestId, body),
     }),
     defineCapability({
       name: 'deny-permission-request',
@@ -219,7 +219,7 @@ export const agentPermissionsArea: Area = {
       annotations: DECIDE,
       http: { method: 'POST', path: '/permission-requests/:requestId/deny', summary: 'Deny a permission request (the app)' },
       mcp: false,
-      run: (ctx, { requestId }) => denyPermissionRequest(ctx.db, ctx.actor, requestId),
+      run: (ctx, { requestId }) => denyPermissionRequest(ctx.globalDb, ctx.actor, requestId),
     }),
     defineCapability({
       name: 'revoke-key-scope',
@@ -231,7 +231,7 @@ export const agentPermissionsArea: Area = {
       annotations: { ...DECIDE, destructiveHint: true },
       http: { method: 'DELETE', path: '/:keyId/scopes/:scope', summary: 'Revoke one scope from one of your keys' },
       mcp: false,
-      run: (ctx, params) => revokeScope(ctx.db, ctx.env.CREDENTIAL_GATE, ctx.actor, params),
+      run: (ctx, params) => revokeScope(ctx.globalDb, ctx.env.CREDENTIAL_GATE, ctx.actor, params),
     }),
   ],
 };

@@ -27,7 +27,7 @@ export const billingArea: Area = {
       output: BalanceStatus,
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/balance', summary: 'Balance, total spent and whether a run can start' },
-      run: (ctx) => getBalance(ctx.db, ctx.actor),
+      run: (ctx) => getBalance(ctx.globalDb, ctx.actor),
     }),
     defineCapability({
       name: 'list-credit-transactions',
@@ -39,7 +39,7 @@ export const billingArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/transactions', summary: 'The 50 most recent transactions, newest first' },
       mcp: false,
-      run: (ctx) => listTransactions(ctx.db, ctx.actor),
+      run: (ctx) => listTransactions(ctx.globalDb, ctx.actor),
     }),
     defineCapability({
       name: 'list-credit-packs',
@@ -51,7 +51,7 @@ export const billingArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/packs', summary: 'Credit packs at the caller’s prices (20% off while basedmode is paid up)' },
       mcp: false,
-      run: (ctx) => listPacks(ctx.db, ctx.actor),
+      run: (ctx) => listPacks(ctx.globalDb, ctx.actor),
     }),
     defineCapability({
       name: 'purchase-credit-pack',
@@ -63,7 +63,7 @@ export const billingArea: Area = {
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
       http: { method: 'POST', path: '/purchase', summary: 'Open a Stripe Checkout session for a pack; credits arrive with the webhook, not the redirect' },
       mcp: false,
-      run: (ctx, body) => purchasePack(ctx.db, ctx.env.STRIPE_SECRET_KEY, ctx.actor, body, ctx.idempotencyKey),
+      run: (ctx, body) => purchasePack(ctx.globalDb, ctx.env.STRIPE_SECRET_KEY, ctx.actor, body, ctx.idempotencyKey),
     }),
     defineCapability({
       name: 'get-subscription-tier',
@@ -75,7 +75,7 @@ export const billingArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/subscription/tier', summary: 'The caller’s derived tier and its mode' },
       mcp: false,
-      run: (ctx) => getTier(ctx.db, ctx.actor, ctx.env.STRIPE_SECRET_KEY),
+      run: (ctx) => getTier(ctx.globalDb, ctx.actor, ctx.env.STRIPE_SECRET_KEY),
     }),
     defineCapability({
       name: 'get-subscription-info',
@@ -119,7 +119,7 @@ export const byokArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/', summary: 'Whether the caller has a key, its masked preview and provider' },
       mcp: false,
-      run: (ctx) => getByok(ctx.db, ctx.actor),
+      run: (ctx) => getByok(ctx.globalDb, ctx.actor),
     }),
     defineCapability({
       name: 'put-byok',
@@ -131,7 +131,7 @@ export const byokArea: Area = {
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
       http: { method: 'PUT', path: '/', summary: 'Store the caller’s key (sk-ant-: Anthropic, other sk-: OpenAI-compatible), encrypted at rest' },
       mcp: false,
-      run: (ctx, body) => putByok(ctx.db, ctx.actor, ctx.env.ENCRYPTION_KEY, body),
+      run: (ctx, body) => putByok(ctx.globalDb, ctx.actor, ctx.env.ENCRYPTION_KEY, body),
     }),
     defineCapability({
       name: 'delete-byok',
@@ -143,7 +143,7 @@ export const byokArea: Area = {
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
       http: { method: 'DELETE', path: '/', summary: 'Remove the caller’s key; runs go back to the service’s provider and credits' },
       mcp: false,
-      run: (ctx) => deleteByok(ctx.db, ctx.actor),
+      run: (ctx) => deleteByok(ctx.globalDb, ctx.actor),
     }),
   ],
 };

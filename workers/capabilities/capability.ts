@@ -4,13 +4,16 @@ import { z } from 'zod';
 import type { Actor } from '../auth/actor';
 import type { RouteAccess } from '../auth/access';
 import type { RequestOrigin } from '../auth/principal';
-import type { AppEnv, Db, Env } from '../env';
+import type { AppEnv, Env, GlobalDb, ShardDb } from '../env';
 import type { RequestBody } from '../routes/openapi';
 import type { StepKind } from '../workflows/interpreter';
 
 /** What an operation runs with, whichever surface called it: the database, the bindings and who acts. */
 export interface CapabilityContext {
-  db: Db;
+  /** The shard of the actor's workspace. */
+  db: ShardDb;
+  /** The global database (credentials, ledger, directory). */
+  globalDb: GlobalDb;
   env: Env;
   actor: Actor;
   requestId: string;

@@ -30,7 +30,7 @@ export const deviceActivationArea: Area = {
       annotations: WRITE,
       http: { method: 'POST', path: '/', summary: 'Start: a device code for the agent, a user code for the person' },
       mcp: false,
-      run: (ctx, body) => startActivation(ctx.db, body, ctx.baseUrl),
+      run: (ctx, body) => startActivation(ctx.globalDb, body, ctx.baseUrl),
     }),
     defineCapability({
       name: 'poll-activation',
@@ -42,7 +42,7 @@ export const deviceActivationArea: Area = {
       annotations: WRITE,
       http: { method: 'POST', path: '/poll', summary: 'Poll with the device code; `approved` carries the key, once' },
       mcp: false,
-      run: (ctx, body) => pollActivation(ctx.db, body, ctx.requestOrigin),
+      run: (ctx, body) => pollActivation(ctx.globalDb, body, ctx.requestOrigin),
     }),
     defineCapability({
       name: 'lookup-activation',
@@ -54,7 +54,7 @@ export const deviceActivationArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/lookup' },
       mcp: false,
-      run: (ctx, { user_code }) => lookupActivation(ctx.db, ctx.actor, user_code),
+      run: (ctx, { user_code }) => lookupActivation(ctx.globalDb, ctx.actor, user_code),
     }),
     defineCapability({
       name: 'confirm-activation',
@@ -66,7 +66,7 @@ export const deviceActivationArea: Area = {
       annotations: DECIDE,
       http: { method: 'POST', path: '/confirm', summary: 'Approve: the key will belong to you, in your current workspace (the app)' },
       mcp: false,
-      run: (ctx, { user_code }) => confirmActivation(ctx.db, ctx.actor, user_code),
+      run: (ctx, { user_code }) => confirmActivation(ctx.globalDb, ctx.actor, user_code),
     }),
     defineCapability({
       name: 'deny-activation',
@@ -78,7 +78,7 @@ export const deviceActivationArea: Area = {
       annotations: DECIDE,
       http: { method: 'POST', path: '/deny', summary: 'Deny a user code (the app)' },
       mcp: false,
-      run: (ctx, { user_code }) => denyActivation(ctx.db, ctx.actor, user_code),
+      run: (ctx, { user_code }) => denyActivation(ctx.globalDb, ctx.actor, user_code),
     }),
   ],
 };

@@ -59,7 +59,7 @@ export const createExecutionCapability = defineCapability({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
   http: { method: 'POST', path: '/', status: 201, summary: 'Create an idle execution of an installed skill; nothing runs yet' },
   mcp: false,
-  run: (ctx, body) => createExecution(ctx.db, ctx.actor, body),
+  run: (ctx, body) => createExecution(ctx.db, ctx.globalDb, ctx.actor, body),
 });
 
 /** Runs of skills: their history, status, events, follow-ups and streams. */

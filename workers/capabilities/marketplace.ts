@@ -46,7 +46,7 @@ export const marketplaceArea: Area = {
         output: z.object({ skills: z.array(MarketplaceItem) }),
         present: async (_ctx, skills) => ({ skills }),
       },
-      run: (ctx, query) => listMarketplace(ctx.db, query),
+      run: (ctx, query) => listMarketplace(ctx.globalDb, query),
     }),
     defineCapability({
       name: 'list-marketplace-categories',
@@ -58,7 +58,7 @@ export const marketplaceArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/categories', summary: 'Every category with its number of skills' },
       mcp: false,
-      run: (ctx) => listCategories(ctx.db),
+      run: (ctx) => listCategories(ctx.globalDb),
     }),
     defineCapability({
       name: 'get-marketplace-skill',
@@ -70,7 +70,7 @@ export const marketplaceArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/:slug', summary: 'One catalog skill with its prompt' },
       mcp: false,
-      run: (ctx, { slug }) => getMarketplaceSkill(ctx.db, slug),
+      run: (ctx, { slug }) => getMarketplaceSkill(ctx.globalDb, slug),
     }),
     defineCapability({
       name: 'get-marketplace-bundle',
@@ -82,7 +82,7 @@ export const marketplaceArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/:slug/bundle', summary: "The skill's files (base64), for installing from this instance as a registry" },
       mcp: false,
-      run: (ctx, { slug }) => getMarketplaceBundle(ctx.db, ctx.env.BUCKET, slug),
+      run: (ctx, { slug }) => getMarketplaceBundle(ctx.globalDb, ctx.env.BUCKET, slug),
     }),
   ],
 };

@@ -11,7 +11,11 @@ const BODYLESS = new Set(['GET', 'DELETE']);
 
 /** The capability context of a REST request: its database session, bindings and authenticated actor. */
 export const restContext = (c: Context<AppEnv>): CapabilityContext => ({
-  db: c.var.db,
+  // Read when used: the shard is opened with the principal, which a public route has not.
+  get db() {
+    return c.var.db;
+  },
+  globalDb: c.var.globalDb,
   env: c.env,
   // Read when used: a public route has no caller, and its operations never ask for one.
   get actor() {

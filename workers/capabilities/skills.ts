@@ -164,7 +164,7 @@ export const skillsArea: Area = {
       output: Success,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
       http: { method: 'POST', path: '/:slug/uninstall', summary: 'Remove the skill and its versions' },
-      run: (ctx, { slug }) => uninstallSkill(ctx.db, ctx.actor, slug),
+      run: (ctx, { slug }) => uninstallSkill(ctx.db, ctx.globalDb, ctx.actor, slug),
     }),
     defineCapability({
       name: 'list-skill-versions',
@@ -176,7 +176,7 @@ export const skillsArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/:slug/versions', summary: 'Every version, newest first; one is active' },
       mcp: false,
-      run: (ctx, { slug }) => listVersions(ctx.db, ctx.actor, slug),
+      run: (ctx, { slug }) => listVersions(ctx.db, ctx.globalDb, ctx.actor, slug),
     }),
     defineCapability({
       name: 'restore-skill-version',
@@ -188,7 +188,7 @@ export const skillsArea: Area = {
       annotations: WRITE,
       http: { method: 'POST', path: '/:slug/versions/:versionNumber/restore', summary: 'Restore an old version as a new one (non-destructive)' },
       mcp: false,
-      run: (ctx, { slug, versionNumber }) => restoreVersion(ctx.db, ctx.actor, slug, versionNumber),
+      run: (ctx, { slug, versionNumber }) => restoreVersion(ctx.db, ctx.globalDb, ctx.actor, slug, versionNumber),
     }),
   ],
 };
@@ -208,7 +208,7 @@ export const skillSecretsArea: Area = {
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/', summary: "The skill's secret bindings, oldest first" },
       mcp: false,
-      run: (ctx, { slug }) => listBindings(ctx.db, ctx.actor, slug),
+      run: (ctx, { slug }) => listBindings(ctx.db, ctx.globalDb, ctx.actor, slug),
     }),
     defineCapability({
       name: 'bind-skill-secret',
@@ -220,7 +220,7 @@ export const skillSecretsArea: Area = {
       annotations: WRITE,
       http: { method: 'POST', path: '/', status: 201, summary: 'Bind a secret to an environment variable of the skill' },
       mcp: false,
-      run: (ctx, { slug, ...body }) => bindSecret(ctx.db, ctx.actor, slug, body),
+      run: (ctx, { slug, ...body }) => bindSecret(ctx.db, ctx.globalDb, ctx.actor, slug, body),
     }),
     defineCapability({
       name: 'unbind-skill-secret',
@@ -232,7 +232,7 @@ export const skillSecretsArea: Area = {
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
       http: { method: 'DELETE', path: '/:id', summary: 'Remove a binding' },
       mcp: false,
-      run: (ctx, { slug, id }) => unbindSecret(ctx.db, ctx.actor, slug, id),
+      run: (ctx, { slug, id }) => unbindSecret(ctx.db, ctx.globalDb, ctx.actor, slug, id),
     }),
   ],
 };

@@ -31,7 +31,7 @@ export const threadsArea: Area = {
       annotations: WRITE,
       http: { method: 'POST', path: '/', status: 201, summary: 'Start a chat thread answered by an installed skill (and its chat trace)' },
       mcp: false,
-      run: (ctx, body) => createThread(ctx.db, ctx.actor, body),
+      run: (ctx, body) => createThread(ctx.db, ctx.globalDb, ctx.actor, body),
     }),
     defineCapability({
       name: 'list-threads',

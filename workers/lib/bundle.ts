@@ -1,6 +1,6 @@
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import type { Category } from '../../schema/skills';
+import type { Category } from '../../schema/categories';
 import { CategoryId } from './categories';
 import { sha256HexBytes } from './crypto';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CATEGORIES, type Category } from '../../schema/skills';
+import { CATEGORIES, type Category } from '../../schema/categories';
 
 /** What people read for each category id. */
 export const CATEGORY_NAMES: Readonly<Record<Category, string>> = {

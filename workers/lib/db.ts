@@ -1,9 +1,52 @@
 import { drizzle } from 'drizzle-orm/d1';
-import type { Db } from '../env';
+import type { DrizzleD1Database } from 'drizzle-orm/d1';
+import type { Env } from '../env';
+import { AppError } from '../errors';
+
+/** The query builder over a D1 database or one of its sessions (`$client`, for statements built once: workers/lib/select-once.ts). */
+export type Db = DrizzleD1Database & { $client: D1Database | D1DatabaseSession };
+
+declare const kindOfDb: unique symbol;
+/**
+ * The global database (binding DB): users, sessions, credentials, OAuth, the credit ledger, the
+ * catalog and the directory. Its own type, so a service written for one kind of database does
+ * not compile when handed the other (schema/STORAGE.md says which table lives where).
+ */
+export type GlobalDb = Db & { readonly [kindOfDb]: 'global' };
+/** A shard database (binding SHARD_<n>): every row of the workspaces the directory places on it. */
+export type ShardDb = Db & { readonly [kindOfDb]: 'shard'; readonly shard: number };
 
 /**
- * The query builder over the database or one of its read-replication sessions. Without a
- * schema: the service writes every query with the builder (no relational `db.query`), and
- * drizzle would rebuild a schema's relational map on each call, which every request pays.
+ * Without a schema: the service writes every query with the builder (no relational `db.query`),
+ * and drizzle would rebuild a schema's relational map on each call, which every request pays.
  */
-export const openDb = (database: D1Database | D1DatabaseSession): Db => drizzle(database as D1Database);
+const open = (database: D1Database | D1DatabaseSession): Db => drizzle(database as D1Database);
+
+export const openGlobal = (database: D1Database | D1DatabaseSession): GlobalDb => open(database) as GlobalDb;
+
+export const openShard = (database: D1Database | D1DatabaseSession, shard: number): ShardDb => Object.assign(open(database), { shard }) as unknown as ShardDb;
+
+export const isShardDb = (db: GlobalDb | ShardDb): db is ShardDb => typeof (db as { shard?: unknown }).shard === 'number';
+
+const SHARD_BINDING = /^SHARD_([1-9][0-9]{0,3})$/;
+
+/** The numbers of the shards this Worker has bindings for, ascending. */
+export const boundShards = (env: Env): number[] =>
+  Object.keys(env)
+    .map((name) => SHARD_BINDING.exec(name)?.[1])
+    .filter((n): n is string => n !== undefined)
+    .map(Number)
+    .sort((a, b) => a - b);
+
+/** Shard `n`'s binding; a directory naming a shard this Worker does not bind is a deployment fault (503, so clients retry). */
+export function shardBinding(env: Env, shard: number): D1Database {
+  const binding = (env as unknown as Record<string, unknown>)[`SHARD_${shard}`];
+  if (!binding) throw new AppError('SERVICE_UNAVAILABLE', 503, 'This workspace’s data is not reachable right now; try again shortly.');
+  return binding as D1Database;
+}
+
+/** The query builder over shard `n`, outside any request (objects, queues, housekeeping). */
+export const shardDbOf = (env: Env, shard: number): ShardDb => openShard(shardBinding(env, shard), shard);
+
+/** The query builder over the global database, outside any request. */
+export const globalDbOf = (env: Env): GlobalDb => openGlobal(env.DB);

@@ -3,7 +3,7 @@ import { SetLevelRequestSchema, type LoggingLevel } from '@modelcontextprotocol/
 import { eq } from 'drizzle-orm';
 import { mcpLogLevels } from '../../schema';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { now } from '../lib/clock';
 
 /** The credential a level belongs to: each key, OAuth grant or session keeps its own. */
@@ -13,7 +13,7 @@ function credentialKey({ credential }: Principal): string {
   return `session:${credential.sessionId}`;
 }
 
-export async function logLevelOf(db: Db, principal: Principal): Promise<LoggingLevel | undefined> {
+export async function logLevelOf(db: GlobalDb, principal: Principal): Promise<LoggingLevel | undefined> {
   const [row] = await db
     .select({ level: mcpLogLevels.level })
     .from(mcpLogLevels)
@@ -23,7 +23,7 @@ export async function logLevelOf(db: Db, principal: Principal): Promise<LoggingL
 }
 
 /** `logging/setLevel`: remembered for the credential, since no session outlives the request. */
-export function handleSetLevel(server: McpServer, db: Db, principal: Principal): void {
+export function handleSetLevel(server: McpServer, db: GlobalDb, principal: Principal): void {
   server.server.setRequestHandler(SetLevelRequestSchema, async ({ params: { level } }) => {
     const values = { credential: credentialKey(principal), level, updatedAt: now() };
     await db

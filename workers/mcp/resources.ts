@@ -201,7 +201,7 @@ export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext)
     const kind = parsed && KINDS.find((k) => k.match(parsed));
     if (!kind || !parsed) throw new JsonRpcError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
     return asJsonRpc(uri, async () => {
-      await authorizeWithGrants(ctx.db, kind.capability.access, ctx.actor, ctx.grantToken);
+      await authorizeWithGrants(ctx.globalDb, kind.capability.access, ctx.actor, ctx.grantToken);
       return { contents: await kind.read(ctx, uri, kind.match(parsed)!) };
     });
   });
@@ -218,7 +218,7 @@ export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext)
   }));
   low.setRequestHandler(GetPromptRequestSchema, async ({ params }) =>
     asJsonRpc(undefined, async () => {
-      await authorizeWithGrants(ctx.db, PROMPT_CAPABILITY.access, ctx.actor, ctx.grantToken);
+      await authorizeWithGrants(ctx.globalDb, PROMPT_CAPABILITY.access, ctx.actor, ctx.grantToken);
       const skill = await getInstalledSkill(ctx.db, ctx.actor, params.name).catch((error: unknown) => {
         if (error instanceof AppError && error.status === 404) throw new JsonRpcError(ErrorCode.InvalidParams, `No installed skill "${params.name}"`);
         throw error;

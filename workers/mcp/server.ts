@@ -19,7 +19,7 @@ export function createMcpServer(ctx: ToolContext): McpServer {
   );
   for (const tool of MCP_TOOLS) tool.register(server, ctx);
   registerResourcesAndPrompts(server, ctx);
-  handleSetLevel(server, ctx.db, ctx.actor);
+  handleSetLevel(server, ctx.globalDb, ctx.actor);
   // A stateless server has no stream to announce list changes on; the SDK claims it can.
   server.server.registerCapabilities({ tools: { listChanged: false } });
   return server;

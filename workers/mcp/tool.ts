@@ -82,7 +82,7 @@ function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
         // the input parsed against `tool.input`.
         (async (args: z.infer<z.ZodObject<Shape>>, extra: CallExtra): Promise<CallToolResult> => {
           try {
-            await authorizeWithGrants(ctx.db, tool.access, ctx.actor, ctx.grantToken);
+            await authorizeWithGrants(ctx.globalDb, tool.access, ctx.actor, ctx.grantToken);
             const result = await tool.run(ctx, args);
             const progressToken = extra._meta?.progressToken;
             if (progressToken !== undefined && tool.follow) await tool.follow(ctx, result as never, progressReport(ctx, extra, progressToken, tool.name));

@@ -11,6 +11,7 @@ import type { AppEnv } from '../env';
 import { AppError } from '../errors';
 import { addressKey } from '../lib/client-address';
 import { hitRateLimit, type RateDecision } from '../lib/rate-limit';
+import { useShard } from './request-context';
 
 /** Spec 8: 100 requests per minute per API key or session user, on every `/api/v1/` route. */
 export const API_RATE_LIMIT = 100;
@@ -57,7 +58,7 @@ export async function identify(c: Context, options: IdentifyOptions = {}): Promi
       // takes tokens for itself or for the whole service; the REST API only those for the whole
       // service. Grants that named no resource (all of them before audiences existed) are for the whole service.
       const base = new URL(c.req.url).origin;
-      const answer = await admit(c.env, c.var.db, {
+      const answer = await admit(c.env, c.var.globalDb, {
         credential,
         allowUnactivated: options.allowUnactivated ?? false,
         audiences: options.mcp ? [base, mcpResourceOf(base)] : [base],
@@ -65,8 +66,10 @@ export async function identify(c: Context, options: IdentifyOptions = {}): Promi
         windowMs: API_RATE_WINDOW_MS,
         weight: options.weight,
       });
-      if (answer.ok) [principal, decision] = [{ ...answer.principal, origin: c.var.origin }, answer.decision];
-      else failure = refusalError(answer.refusal);
+      if (answer.ok) {
+        [principal, decision] = [{ ...answer.principal, origin: c.var.origin }, answer.decision];
+        useShard(c, principal.shard);
+      } else failure = refusalError(answer.refusal);
     }
   } catch (error) {
     failure = error;
@@ -106,7 +109,7 @@ export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
   if (!access) throw new Error(`Route ${key} is missing from ROUTE_ACCESS`);
   const principal = await identify(c, { allowUnactivated: access.auth === 'agent' });
   try {
-    await authorizeWithGrants(c.var.db, access, principal, c.req.header(GRANT_TOKEN_HEADER));
+    await authorizeWithGrants(c.var.globalDb, access, principal, c.req.header(GRANT_TOKEN_HEADER));
   } catch (error) {
     // RFC 6750 3.1: an OAuth token lacking the route's scope learns which one.
     if (principal?.credential.type === 'oauth' && error instanceof AppError && typeof error.details?.scope === 'string') {

@@ -2,7 +2,7 @@ import { and, eq, lt } from 'drizzle-orm';
 import { createMiddleware } from 'hono/factory';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { idempotencyRecords } from '../../schema';
-import type { AppEnv, Db } from '../env';
+import type { AppEnv, ShardDb } from '../env';
 import { AppError, conflict, invalidInput } from '../errors';
 import { decryptSecret, encryptSecret } from '../lib/encryption';
 import { now } from '../lib/clock';
@@ -91,7 +91,7 @@ async function openBody(encryptionKey: string | undefined, context: string, stor
 }
 
 /** Inserts the pending row, taking over a record older than the TTL. True if this request owns the key. */
-async function claim(db: Db, workspaceId: string, key: string, requestHash: string): Promise<boolean> {
+async function claim(db: ShardDb, workspaceId: string, key: string, requestHash: string): Promise<boolean> {
   const t = now();
   const rows = await db
     .insert(idempotencyRecords)
@@ -106,4 +106,5 @@ async function claim(db: Db, workspaceId: string, key: string, requestHash: stri
 }
 
 /** Housekeeping: forget keys past their lifetime. */
-export const deleteExpiredIdempotencyRecords = (db: Db) => db.delete(idempotencyRecords).where(lt(idempotencyRecords.createdAt, now() - IDEMPOTENCY_TTL_MS));
+export const deleteExpiredIdempotencyRecords = (db: ShardDb) =>
+  db.delete(idempotencyRecords).where(lt(idempotencyRecords.createdAt, now() - IDEMPOTENCY_TTL_MS));

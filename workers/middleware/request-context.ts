@@ -1,5 +1,6 @@
+import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import { openDb } from '../lib/db';
+import { openGlobal, openShard, shardBinding } from '../lib/db';
 import type { AppEnv } from '../env';
 import { invalidInput } from '../errors';
 
@@ -11,12 +12,42 @@ const AGENT_SLUG = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
 const agentSlugOf = (value: string | undefined) => (value !== undefined && AGENT_SLUG.test(value.trim()) ? value.trim() : null);
 
 /**
- * D1 read replication: a client that sends back the bookmark of its last answer reads at least
- * that fresh, even from a replica; without one, reads may go to any replica and writes (any
- * method but GET and HEAD) start at the primary. Every answer carries the session's bookmark.
+ * D1 read replication, per database: a client that sends back the bookmarks of its last answer
+ * reads at least that fresh, even from a replica; without them, reads may go to any replica and
+ * writes (any method but GET and HEAD) start at the primary. Every answer carries a bookmark for
+ * each database it used, as `global:<bookmark>,shard-<n>:<bookmark>`.
  */
 export const BOOKMARK_HEADER = 'x-d1-bookmark';
 const BOOKMARK = /^[0-9a-f]{1,64}(-[0-9a-f]{1,64}){0,7}$/i;
+const DATABASE_NAME = /^(global|shard-[1-9][0-9]{0,3})$/;
+
+/** The bookmarks of an `x-d1-bookmark` header by database name; undefined if it is malformed. */
+function parseBookmarks(header: string): Map<string, string> | undefined {
+  const bookmarks = new Map<string, string>();
+  for (const entry of header.split(',')) {
+    const at = entry.indexOf(':');
+    const [name, bookmark] = [entry.slice(0, at).trim(), entry.slice(at + 1).trim()];
+    if (at < 0 || !DATABASE_NAME.test(name) || !BOOKMARK.test(bookmark) || bookmarks.has(name) || bookmarks.size >= 8) return undefined;
+    bookmarks.set(name, bookmark);
+  }
+  return bookmarks;
+}
+
+const shardName = (shard: number) => `shard-${shard}`;
+
+/** The request's session on `database`: from the client's bookmark for it, else by method. */
+function sessionOf(c: Context<AppEnv>, name: string, database: D1Database): D1DatabaseSession {
+  const session = database.withSession(
+    c.var.bookmarks.get(name) ?? (c.req.method === 'GET' || c.req.method === 'HEAD' ? 'first-unconstrained' : 'first-primary'),
+  );
+  c.var.sessions.set(name, session);
+  return session;
+}
+
+/** Opens the principal's shard for this request (`c.var.db`), in its read-replication session. */
+export function useShard(c: Context<AppEnv>, shard: number): void {
+  c.set('db', openShard(sessionOf(c, shardName(shard), shardBinding(c.env, shard)), shard));
+}
 
 /** Spec 9: the latest (and so far only) dated API version. */
 export const CURRENT_API_VERSION = '2026-11-01';
@@ -30,7 +61,7 @@ const isCalendarDate = (value: string) => {
 };
 
 /**
- * First middleware: request id (accepted or generated, always echoed), the database handle,
+ * First middleware: request id (accepted or generated, always echoed), the global database,
  * the request's origin for the audit log, and the `service-version` check.
  */
 export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
@@ -39,13 +70,15 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
   c.set('requestId', requestId);
   c.header('x-request-id', requestId);
   c.header('service-version', CURRENT_API_VERSION);
-  const bookmark = c.req.header(BOOKMARK_HEADER);
-  if (bookmark !== undefined && !BOOKMARK.test(bookmark)) {
-    throw invalidInput(BOOKMARK_HEADER, 'format', `${BOOKMARK_HEADER} must be a bookmark from an earlier answer's ${BOOKMARK_HEADER} header`);
+  const header = c.req.header(BOOKMARK_HEADER);
+  const bookmarks = header === undefined ? new Map<string, string>() : parseBookmarks(header);
+  if (!bookmarks) {
+    throw invalidInput(BOOKMARK_HEADER, 'format', `${BOOKMARK_HEADER} must be the value of an earlier answer's ${BOOKMARK_HEADER} header`);
   }
-  const session = c.env.DB.withSession(bookmark ?? (c.req.method === 'GET' || c.req.method === 'HEAD' ? 'first-unconstrained' : 'first-primary'));
+  c.set('bookmarks', bookmarks);
+  c.set('sessions', new Map());
   // drizzle's D1 driver needs only prepare and batch, which a session has.
-  c.set('db', openDb(session));
+  c.set('globalDb', openGlobal(sessionOf(c, 'global', c.env.DB)));
   c.set('origin', {
     requestId,
     ip: c.req.header('cf-connecting-ip') ?? null,
@@ -58,6 +91,9 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
     throw invalidInput('service-version', 'date', 'service-version must be a date in the form YYYY-MM-DD');
   }
   await next();
-  const latest = session.getBookmark();
-  if (latest !== null) c.header(BOOKMARK_HEADER, latest);
+  const latest = [...c.var.sessions].flatMap(([name, session]) => {
+    const bookmark = session.getBookmark();
+    return bookmark === null ? [] : [`${name}:${bookmark}`];
+  });
+  if (latest.length > 0) c.header(BOOKMARK_HEADER, latest.join(','));
 });

@@ -34,11 +34,11 @@ const str = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
 /** A link code may belong to any of the person's workspaces: the one its key is in. */
 async function findLinkCode(c: Ctx, principal: Principal, code: string) {
   let lastError: unknown = new AppError('NOT_FOUND', 404, 'Link code not found');
-  for (const workspace of await workspacesOf(c.var.db, principal.userId)) {
-    const member = await asMemberOf(c.var.db, principal, workspace.id);
+  for (const workspace of await workspacesOf(c.var.globalDb, principal.userId)) {
+    const member = await asMemberOf(c.var.globalDb, principal, workspace.id);
     if (!member) continue;
     try {
-      return { record: await findByLinkCode(c.var.db, member, { link_code: code }), member, workspaceName: workspace.name };
+      return { record: await findByLinkCode(c.var.globalDb, member, { link_code: code }), member, workspaceName: workspace.name };
     } catch (error) {
       if (!(error instanceof AppError) || error.code !== 'NOT_FOUND') throw error;
       lastError = error;
@@ -71,9 +71,9 @@ export const approvalPagesRoutes = new Hono<AppEnv>()
       ));
     if (!userCode) return entry(200);
     try {
-      const record = await lookupActivation(c.var.db, principal, userCode);
+      const record = await lookupActivation(c.var.globalDb, principal, userCode);
       const csrf = csrfToken(c);
-      const workspaces = await workspacesOf(c.var.db, principal.userId);
+      const workspaces = await workspacesOf(c.var.globalDb, principal.userId);
       return renderPage(c, 200, (nonce) => (
         <ActivatePage
           nonce={nonce}
@@ -95,14 +95,14 @@ export const approvalPagesRoutes = new Hono<AppEnv>()
     if (!csrfValid(c, form.csrf)) return refused(c);
     const principal = await pagePrincipal(c);
     if (!principal) return signIn(c);
-    const member = await asMemberOf(c.var.db, principal, str(form.workspace_id) || principal.workspaceId);
+    const member = await asMemberOf(c.var.globalDb, principal, str(form.workspace_id) || principal.workspaceId);
     if (!member) return message(c, 403, 'Request refused', 'You are not a member of that workspace.');
     try {
       if (form.decision === 'approve') {
-        const record = await confirmActivation(c.var.db, member, str(form.user_code));
+        const record = await confirmActivation(c.var.globalDb, member, str(form.user_code));
         return message(c, 200, 'Device connected', `“${record.client_label}” can now finish on the device. You can close this page.`);
       }
-      const record = await denyActivation(c.var.db, member, str(form.user_code));
+      const record = await denyActivation(c.var.globalDb, member, str(form.user_code));
       return message(c, 200, 'Device denied', `“${record.client_label}” was not connected.`);
     } catch (error) {
       const { status, text } = problem(error);
@@ -175,20 +175,20 @@ export const approvalPagesRoutes = new Hono<AppEnv>()
       const { record, member } = await findLinkCode(c, principal, str(form.code));
       if (record.kind === 'consent') {
         if (!approve) {
-          await denyConsent(c.var.db, member, record.consent_id);
+          await denyConsent(c.var.globalDb, member, record.consent_id);
           return message(c, 200, 'Agent denied', `${record.agent_display_name} was not given access.`);
         }
         const picked = ([] as unknown[]).concat(form.scopes ?? []).filter((s): s is string => typeof s === 'string');
         if (picked.length === 0) return message(c, 400, 'Nothing selected', 'Select at least one permission to approve, or deny the request.');
-        const approved = await approveConsent(c.var.db, c.env.CREDENTIAL_GATE, member, record.consent_id, { scopes: picked });
+        const approved = await approveConsent(c.var.globalDb, c.env.CREDENTIAL_GATE, member, record.consent_id, { scopes: picked });
         return message(c, 200, 'Agent approved', `${record.agent_display_name} may now use: ${(approved.granted_scopes ?? []).join(', ')}.`);
       }
       if (!approve) {
-        await denyPermissionRequest(c.var.db, member, record.request_id);
+        await denyPermissionRequest(c.var.globalDb, member, record.request_id);
         return message(c, 200, 'Permission denied', `The key was not given ${record.scope}.`);
       }
       const mode = str(form.mode);
-      const granted = await approvePermissionRequest(c.var.db, c.env.CREDENTIAL_GATE, member, record.request_id, {
+      const granted = await approvePermissionRequest(c.var.globalDb, c.env.CREDENTIAL_GATE, member, record.request_id, {
         mode: mode === 'persistent' || mode === 'session' || mode === 'one_time' ? mode : undefined,
       });
       return message(c, 200, 'Permission granted', `The key may use ${granted.scope} (${granted.mode?.replace('_', '-')}).`);

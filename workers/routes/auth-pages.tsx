@@ -43,7 +43,7 @@ export const authPagesRoutes = new Hono<AppEnv>()
     const principal = await pagePrincipal(c);
     if (principal && c.req.query('next')) return c.redirect(next, 302);
     if (principal) {
-      const user = await userOf(c.var.db, principal.userId);
+      const user = await userOf(c.var.globalDb, principal.userId);
       const csrf = csrfToken(c);
       return renderPage(c, 200, (nonce) => <SignedInPage nonce={nonce} csrf={csrf} name={user?.name ?? ''} email={user?.email ?? ''} />);
     }
@@ -60,7 +60,7 @@ export const authPagesRoutes = new Hono<AppEnv>()
     const input = SignInBody.safeParse({ email: form.email, password: form.password });
     if (!input.success) return again(400, 'Enter your email address and password.');
     try {
-      const session = await throttledSignIn(c.env, c.var.origin.ip, input.data.email, () => signIn(c.var.db, input.data, c.var.origin));
+      const session = await throttledSignIn(c.env, c.var.origin.ip, input.data.email, () => signIn(c.var.globalDb, input.data, c.var.origin));
       setSessionCookie(c, session.token);
       return c.redirect(next, 303);
     } catch (error) {
@@ -90,7 +90,7 @@ export const authPagesRoutes = new Hono<AppEnv>()
     try {
       await throttleSignUp(c.env, c.var.origin.ip);
       const welcomeCredits = Math.round((Number(c.env.WELCOME_CREDITS) || 0) * 100);
-      const session = await signUp(c.var.db, input.data, c.var.origin, welcomeCredits);
+      const session = await signUp(c.var.globalDb, c.env, input.data, c.var.origin, welcomeCredits);
       setSessionCookie(c, session.token);
       return c.redirect(next, 303);
     } catch (error) {

@@ -24,12 +24,12 @@ export const authRoutes = new Hono<AppEnv>()
     async (c) => {
       await throttleSignUp(c.env, c.var.origin.ip);
       const welcomeCredits = Math.round((Number(c.env.WELCOME_CREDITS) || 0) * 100);
-      return c.json(await signUp(c.var.db, c.req.valid('json'), c.var.origin, welcomeCredits), 201);
+      return c.json(await signUp(c.var.globalDb, c.env, c.req.valid('json'), c.var.origin, welcomeCredits), 201);
     },
   )
   .post('/sign-in/email', documented('Auth', 'Start a session', 200, SessionResponse), validate('json', SignInBody), async (c) => {
     const input = c.req.valid('json');
-    return c.json(await throttledSignIn(c.env, c.var.origin.ip, input.email, () => signIn(c.var.db, input, c.var.origin)));
+    return c.json(await throttledSignIn(c.env, c.var.origin.ip, input.email, () => signIn(c.var.globalDb, input, c.var.origin)));
   })
   .post('/sign-out', documented('Auth', 'End the session of x-auth-token', 200, SignedOut), async (c) => {
     const token = c.req.header('x-auth-token');
@@ -38,12 +38,12 @@ export const authRoutes = new Hono<AppEnv>()
     if (!token && cookie && c.req.header('content-type')?.startsWith('application/x-www-form-urlencoded')) {
       const form = await c.req.parseBody();
       if (!csrfValid(c, form.csrf)) throw forbidden('The form expired or came from another site');
-      await signOut(c.var.db, c.env.CREDENTIAL_GATE, cookie);
+      await signOut(c.var.globalDb, c.env.CREDENTIAL_GATE, cookie);
       clearSessionCookie(c);
       return c.redirect('/auth/sign-in', 303);
     }
     if (!token) throw unauthorized('Send the session token in x-auth-token');
-    await signOut(c.var.db, c.env.CREDENTIAL_GATE, token);
+    await signOut(c.var.globalDb, c.env.CREDENTIAL_GATE, token);
     return c.json({ success: true as const });
   })
   .route('/', authPagesRoutes)

@@ -25,7 +25,7 @@ export const stripeRoutes = new Hono<AppEnv>()
     async (c) => {
       // The signature covers the exact bytes, so the body is read raw, never parsed first.
       const event = await verifyWebhook(c.env.STRIPE_WEBHOOK_SECRET, await c.req.text(), c.req.header('stripe-signature'));
-      const result = await applyStripeEvent(c.var.db, event);
+      const result = await applyStripeEvent(c.var.globalDb, event);
       if (result.outcome === 'ignored') {
         console.warn(JSON.stringify({ level: 'warn', requestId: c.var.requestId, stripeEvent: event.id, type: event.type, ignored: result.reason }));
       }

@@ -177,6 +177,7 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !live });
   const server = createMcpServer({
     db: c.var.db,
+    globalDb: c.var.globalDb,
     env: c.env,
     actor: principal,
     clientInterface: clientInterface(c.req.header('user-agent')),
@@ -185,7 +186,7 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
     source: 'mcp',
     requestId: c.var.requestId,
     grantToken: c.req.header(GRANT_TOKEN_HEADER),
-    logLevel: live ? await logLevelOf(c.var.db, principal) : undefined,
+    logLevel: live ? await logLevelOf(c.var.globalDb, principal) : undefined,
   });
   await server.connect(transport);
   const answer = () => transport.handleRequest(c.req.raw, body === undefined ? undefined : { parsedBody: body });

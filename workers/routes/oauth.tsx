@@ -89,7 +89,7 @@ function authorizeParamsOf(source: Record<string, unknown>): AuthorizeParams {
  * it: the client hears about it only after the person signed in and answered (RFC 9700 4.11.2).
  */
 async function validated(c: Ctx, params: AuthorizeParams) {
-  const outcome = await validateAuthorize(c.var.db, baseOf(c), params, metadataOptions(c.env), MCP_STARTING_SCOPES);
+  const outcome = await validateAuthorize(c.var.globalDb, baseOf(c), params, metadataOptions(c.env), MCP_STARTING_SCOPES);
   if (outcome.ok) return { request: outcome.request };
   return {
     response: messagePage(c, 400, 'This sign-in link does not work', `${outcome.message} Tell the application's developer (error: ${outcome.error}).`),
@@ -114,7 +114,7 @@ export const oauthRoutes = new Hono<AppEnv>()
   )
   .get('/jwks', documentedProtocol('OAuth', 'The id_token signing keys', 'RFC 7517 JWK Set', 200, 'application/json'), async (c) => {
     c.header('cache-control', 'public, max-age=300');
-    return c.json(await jwks(c.var.db, c.env.ENCRYPTION_KEY));
+    return c.json(await jwks(c.var.globalDb, c.env.ENCRYPTION_KEY));
   })
 
   // RFC 7591 3: open registration of public clients, as stock MCP clients expect. It grants
@@ -135,7 +135,7 @@ export const oauthRoutes = new Hono<AppEnv>()
           throw new OAuthError('invalid_client_metadata', 'The body must be a JSON object');
         }
         noStore(c);
-        return c.json(await registerClient(c.var.db, body), 201);
+        return c.json(await registerClient(c.var.globalDb, body), 201);
       }),
   )
 
@@ -157,8 +157,8 @@ export const oauthRoutes = new Hono<AppEnv>()
       // The sign-in page brings the browser back here, the request intact.
       if (!principal) return signInThenReturn(c, `${c.req.path}?${new URL(c.req.url).searchParams}`);
       const csrf = csrfToken(c);
-      const workspaces = await workspacesOf(c.var.db, principal.userId);
-      const userName = (await userOf(c.var.db, principal.userId))?.name ?? '';
+      const workspaces = await workspacesOf(c.var.globalDb, principal.userId);
+      const userName = (await userOf(c.var.globalDb, principal.userId))?.name ?? '';
       const redirectOrigin = new URL(request.redirectUri).origin;
       return renderPage(
         c,
@@ -209,7 +209,7 @@ export const oauthRoutes = new Hono<AppEnv>()
       const scopes = grantedScopes(request.scopes, form.scopes);
       if (scopes.length === 0) return messagePage(c, 400, 'Nothing selected', 'Select at least one permission to allow, or deny the request.');
       try {
-        const code = await issueCode(c.var.db, principal, workspaceId, request, scopes);
+        const code = await issueCode(c.var.globalDb, principal, workspaceId, request, scopes);
         return c.redirect(authorizationResponseUrl(base, request.redirectUri, { code, state: request.state }), 303);
       } catch (error) {
         if (error instanceof OAuthError) return messagePage(c, 403, 'Request refused', error.description);
@@ -226,7 +226,7 @@ export const oauthRoutes = new Hono<AppEnv>()
       oauthEndpoint(c, async () => {
         const parsed = TokenForm.safeParse(await formOf(c));
         if (!parsed.success) throw new OAuthError('invalid_request', parsed.error.issues[0]!.message);
-        const response = await exchangeToken(c.var.db, c.env.CREDENTIAL_GATE, { base: baseOf(c), encryptionKey: c.env.ENCRYPTION_KEY }, parsed.data);
+        const response = await exchangeToken(c.var.globalDb, c.env.CREDENTIAL_GATE, { base: baseOf(c), encryptionKey: c.env.ENCRYPTION_KEY }, parsed.data);
         noStore(c);
         return c.json(response);
       }),
@@ -236,7 +236,7 @@ export const oauthRoutes = new Hono<AppEnv>()
   .post('/oauth2/revoke', documentedProtocol('OAuth', 'Revoke an access or refresh token', 'RFC 7009', 200, 'text/plain'), (c) =>
     oauthEndpoint(c, async () => {
       const form = await formOf(c);
-      await revokeToken(c.var.db, c.env.CREDENTIAL_GATE, form.token, form.client_id);
+      await revokeToken(c.var.globalDb, c.env.CREDENTIAL_GATE, form.token, form.client_id);
       noStore(c);
       return c.body(null, 200);
     }),
@@ -250,7 +250,7 @@ export const oauthRoutes = new Hono<AppEnv>()
     (c) =>
       oauthEndpoint(c, async () => {
         noStore(c);
-        return c.json(await userinfo(c.var.db, bearerTokenOf(c.req.header('authorization'))));
+        return c.json(await userinfo(c.var.globalDb, bearerTokenOf(c.req.header('authorization'))));
       }),
   );
 

@@ -1,5 +1,6 @@
-import type { Db, Env } from '../env';
+import type { ShardDb, Env } from '../env';
 import { now } from '../lib/clock';
+import { globalDbOf } from '../lib/db';
 import { openByokKey } from '../services/byok';
 import type { NewExecutionEvent, SealedTurnKeys, TurnEnding, TurnInput } from '../services/execution-events';
 import { sealedTurnKeys } from '../services/execution-lifecycle';
@@ -67,7 +68,7 @@ export interface TurnResult {
  * interrupt, the launcher revoked, the 65-minute cap or the turn's budget. Never throws: a
  * configuration error or a failed loop ends the turn with stop reason `error`.
  */
-export async function runAgentTurn(db: Db, env: Env, turn: AgentTurn, hooks: TurnHooks): Promise<TurnResult> {
+export async function runAgentTurn(db: ShardDb, env: Env, turn: AgentTurn, hooks: TurnHooks): Promise<TurnResult> {
   const { input, startedAt, resumed } = turn;
   const { provider, ownKey, secrets } = await equip(db, env, turn, hooks);
   const model = provider?.model ?? 'none';
@@ -81,7 +82,7 @@ export async function runAgentTurn(db: Db, env: Env, turn: AgentTurn, hooks: Tur
   const costOf = (spent: TokenUsage) => (ownKey ? 0 : costInHundredths(price, spent.inputTokens, spent.outputTokens));
   const redactor = eventRedactor<NewExecutionEvent>(secrets);
   // Each tool call acts for the launcher as it is then; one revoked since the turn began ends the turn.
-  const acting = actingForLauncher(db, input, (current) => [
+  const acting = actingForLauncher(globalDbOf(env), input, (current) => [
     ...runTools(db, env, current, secrets),
     ...connectorRunTools(db, env, current),
     ...threadRunTools(db, env, current),
@@ -132,9 +133,14 @@ export async function runAgentTurn(db: Db, env: Env, turn: AgentTurn, hooks: Tur
  * announced instead and leaves no provider, so the turn ends visibly (stop reason error)
  * instead of staying working.
  */
-async function equip(db: Db, env: Env, turn: AgentTurn, hooks: TurnHooks): Promise<{ provider: ModelProvider | null; ownKey: boolean; secrets: RunSecret[] }> {
+async function equip(
+  db: ShardDb,
+  env: Env,
+  turn: AgentTurn,
+  hooks: TurnHooks,
+): Promise<{ provider: ModelProvider | null; ownKey: boolean; secrets: RunSecret[] }> {
   try {
-    const keys = turn.sealed ?? (await sealedTurnKeys(db, turn.input.actor, turn.input.skillSlug));
+    const keys = turn.sealed ?? (await sealedTurnKeys(db, env, turn.input.actor, turn.input.skillSlug));
     const [byok, secrets] = await Promise.all([openByokKey(env.ENCRYPTION_KEY, keys.byok), openRunSecrets(env.ENCRYPTION_KEY, keys.secrets)]);
     const provider = selectProvider(env, byok);
     const ownKey = byok !== null;

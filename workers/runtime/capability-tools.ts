@@ -3,7 +3,8 @@ import { authorizeWithGrants } from '../auth/actor';
 import type { Actor } from '../auth/actor';
 import { CAPABILITIES } from '../capabilities';
 import type { AgentToolViewFor, Capability, CapabilityContext, RunBindings, RunOffer } from '../capabilities/capability';
-import type { Db, Env } from '../env';
+import type { Env, ShardDb } from '../env';
+import { globalDbOf } from '../lib/db';
 import type { TurnInput } from '../services/execution-events';
 import { toolCallKey } from '../services/run-tool-calls';
 import type { AgentTool } from './agent-loop';
@@ -11,8 +12,9 @@ import { argumentSchema, checkArguments } from './tool-arguments';
 import { failed } from './tool-errors';
 
 /** What a capability runs with inside a run (an agent's turn or a workflow step): the run's actor, and no request; in a turn, the tool call's key. */
-export const runContext = (db: Db, env: Env, actor: Actor, requestId: string, source: string, toolCallKey?: string): CapabilityContext => ({
+export const runContext = (db: ShardDb, env: Env, actor: Actor, requestId: string, source: string, toolCallKey?: string): CapabilityContext => ({
   db,
+  globalDb: globalDbOf(env),
   env,
   toolCallKey,
   actor,
@@ -54,7 +56,7 @@ function capabilityAgentTool(capability: Capability, run: RunBindings[RunOffer],
       if (!checked.ok) return checked.refusal;
       try {
         const ctx = await contextOf(call);
-        await authorizeWithGrants(ctx.db, capability.access, ctx.actor, undefined);
+        await authorizeWithGrants(ctx.globalDb, capability.access, ctx.actor, undefined);
         const input = view.input ? view.input(checked.args, run) : checked.args;
         return { content: view.answer(await capability.run(ctx, input)) };
       } catch (error) {
@@ -68,7 +70,7 @@ function capabilityAgentTool(capability: Capability, run: RunBindings[RunOffer],
  * The capabilities' agent-run views offered to a kind of run (`offer`), for this turn: none when
  * the turn is not of that kind. Each acts as the turn's actor, in a context keyed by the tool call.
  */
-export function capabilityRunTools(db: Db, env: Env, turn: TurnInput, offer: RunOffer): AgentTool[] {
+export function capabilityRunTools(db: ShardDb, env: Env, turn: TurnInput, offer: RunOffer): AgentTool[] {
   const run = BINDINGS[offer](turn);
   if (!run) return [];
   const contextOf = async (call?: { id: string }) =>

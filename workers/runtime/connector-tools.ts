@@ -1,4 +1,4 @@
-import type { Db, Env } from '../env';
+import type { ShardDb, Env } from '../env';
 import type { TurnInput } from '../services/execution-events';
 import type { AgentTool } from './agent-loop';
 import { capabilityRunTools } from './capability-tools';
@@ -9,4 +9,4 @@ import { capabilityRunTools } from './capability-tools';
  * run's actor. The token is read from D1 at each call (never kept in the turn or the Durable
  * Object), so a disconnect takes effect mid-run. `remote` adds no tools.
  */
-export const connectorRunTools = (db: Db, env: Env, turn: TurnInput): AgentTool[] => capabilityRunTools(db, env, turn, 'repository');
+export const connectorRunTools = (db: ShardDb, env: Env, turn: TurnInput): AgentTool[] => capabilityRunTools(db, env, turn, 'repository');

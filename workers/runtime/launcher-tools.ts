@@ -1,5 +1,5 @@
 import { launcherNow } from '../auth/launcher';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import type { TurnInput } from '../services/execution-events';
 import type { AgentTool } from './agent-loop';
 
@@ -10,7 +10,7 @@ import type { AgentTool } from './agent-loop';
  * launcher revoked, signed out or expired refuses the call (and every later one) with the
  * reason, which `refusal` then answers, so the turn can stop.
  */
-export function actingForLauncher(db: Db, turn: TurnInput, toolsFor: (turn: TurnInput) => AgentTool[]) {
+export function actingForLauncher(db: GlobalDb, turn: TurnInput, toolsFor: (turn: TurnInput) => AgentTool[]) {
   let refusal: string | undefined;
   const tools = toolsFor(turn).map((tool): AgentTool => ({
     ...tool,

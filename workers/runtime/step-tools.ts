@@ -6,7 +6,8 @@ import { CAPABILITIES } from '../capabilities';
 import { createExecutionCapability } from '../capabilities/executions';
 import { stepToolIdOf, type Capability } from '../capabilities/capability';
 import { runContext } from './capability-tools';
-import type { Db, Env } from '../env';
+import { globalDbOf } from '../lib/db';
+import type { ShardDb, Env } from '../env';
 import { AppError } from '../errors';
 import { parseId } from '../lib/ids';
 import { findAgent } from '../services/agents';
@@ -48,9 +49,9 @@ export function stepScope(step: LeafStep | MappingStep): string | null {
  * A step passes the check of the capability it mirrors for the run's actor: a run does nothing
  * its launcher could not. A refusal fails the step, naming the scope.
  */
-async function authorizeStep(db: Db, actor: Actor, step: string, capability: Capability) {
+async function authorizeStep(env: Env, actor: Actor, step: string, capability: Capability) {
   try {
-    await authorizeWithGrants(db, capability.access, actor, undefined);
+    await authorizeWithGrants(globalDbOf(env), capability.access, actor, undefined);
   } catch (error) {
     if (error instanceof AppError) throw new StepError(`${step}: ${error.message}`);
     throw error;
@@ -60,8 +61,8 @@ async function authorizeStep(db: Db, actor: Actor, step: string, capability: Cap
 const asText = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
 
 /** An agent step's prompt: its input as text, plus the output contract when it declares one. */
-export async function startAgent(db: Db, env: Env, actor: Actor, step: Extract<LeafStep, { type: 'agent' }>, input: unknown): Promise<Started> {
-  await authorizeStep(db, actor, `agent step ${step.id}`, createExecutionCapability);
+export async function startAgent(db: ShardDb, env: Env, actor: Actor, step: Extract<LeafStep, { type: 'agent' }>, input: unknown): Promise<Started> {
+  await authorizeStep(env, actor, `agent step ${step.id}`, createExecutionCapability);
   const agent = await findAgent(db, actor.workspaceId, step.agentSlug);
   if (!agent) throw new StepError(`The agent ${step.agentSlug} no longer exists in this workspace`);
   const contract =
@@ -77,13 +78,13 @@ export async function startAgent(db: Db, env: Env, actor: Actor, step: Extract<L
 }
 
 /** Starts the execution of an agent step, or of a tool step whose capability declares the kind execution, for the run's actor. */
-export async function startStep(db: Db, env: Env, actor: Actor, step: LeafStep, input: unknown, runId: string): Promise<Started> {
+export async function startStep(db: ShardDb, env: Env, actor: Actor, step: LeafStep, input: unknown, runId: string): Promise<Started> {
   if (step.type === 'agent') return startAgent(db, env, actor, step, input);
   const capability = step.type === 'tool' ? stepCapability(step.toolId) : undefined;
   const view = capability?.workflowStep;
   if (!capability || view?.kind !== 'execution')
     throw new StepError(`Tool ${step.type === 'tool' ? step.toolId : step.id} is not available in this deployment`);
-  await authorizeStep(db, actor, capability.name, capability);
+  await authorizeStep(env, actor, capability.name, capability);
   try {
     return await view.start(runContext(db, env, actor, runId, 'workflow'), input);
   } catch (error) {
@@ -91,7 +92,7 @@ export async function startStep(db: Db, env: Env, actor: Actor, step: LeafStep, 
   }
 }
 
-export async function checkExecution(db: Db, env: Env, workspaceId: string, executionId: string): Promise<ExecutionCheck> {
+export async function checkExecution(db: ShardDb, env: Env, workspaceId: string, executionId: string): Promise<ExecutionCheck> {
   const id = parseId('exec', executionId);
   const [row] = await db
     .select({ status: executions.status })
@@ -119,17 +120,17 @@ export async function checkExecution(db: Db, env: Env, workspaceId: string, exec
  * Tools that answer at once: the workflow-step view of the capability of that name, checked for
  * the run's actor (a refusal fails the step, naming the scope).
  */
-export async function runInstantTool(db: Db, env: Env, actor: Actor, toolId: string, runId: string): Promise<Json> {
+export async function runInstantTool(db: ShardDb, env: Env, actor: Actor, toolId: string, runId: string): Promise<Json> {
   const capability = stepCapability(toolId);
   const view = capability?.workflowStep;
   if (!capability || view?.kind !== 'read') throw new StepError(`Tool ${toolId} is not available in this deployment`);
-  await authorizeStep(db, actor, toolId, capability);
+  await authorizeStep(env, actor, toolId, capability);
   const output = await capability.run(runContext(db, env, actor, runId, 'workflow'), {});
   return view.output(output) as Json;
 }
 
 /** Interrupts an execution a canceled run no longer needs; one that already ended is left alone. */
-export async function stopExecution(env: Env, db: Db, workspaceId: string, executionId: string) {
+export async function stopExecution(env: Env, db: ShardDb, workspaceId: string, executionId: string) {
   const id = parseId('exec', executionId);
   const [row] = await db
     .select()

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { TurnInput } from '../services/execution-events';
-import type { Db, Env } from '../env';
+import type { ShardDb, Env } from '../env';
 import { OUTBOUND_TIMEOUT_MS, outboundUrl, readTextPrefix } from '../lib/outbound';
 import { saveArtifact } from '../services/execution-runs';
 import { toolCallKey } from '../services/run-tool-calls';
@@ -66,7 +66,7 @@ async function httpRequest(
  * workspace, so each passes its own access check for the run's actor; the artifact and the HTTP
  * request are the run's own work, which starting it allowed.
  */
-export function runTools(db: Db, env: Env, turn: TurnInput, secrets: readonly RunSecret[] = []): AgentTool[] {
+export function runTools(db: ShardDb, env: Env, turn: TurnInput, secrets: readonly RunSecret[] = []): AgentTool[] {
   return [
     ownTool({
       name: 'write_artifact',

@@ -1,4 +1,4 @@
-import type { Db, Env } from '../env';
+import type { ShardDb, Env } from '../env';
 import type { TurnInput } from '../services/execution-events';
 import type { AgentTool } from './agent-loop';
 import { capabilityRunTools } from './capability-tools';
@@ -9,4 +9,4 @@ import { capabilityRunTools } from './capability-tools';
  * the workspace's workflows from the thread so the run reports its completion, failure or
  * suspension back into the same thread (spec 4.8).
  */
-export const threadRunTools = (db: Db, env: Env, turn: TurnInput): AgentTool[] => capabilityRunTools(db, env, turn, 'thread');
+export const threadRunTools = (db: ShardDb, env: Env, turn: TurnInput): AgentTool[] => capabilityRunTools(db, env, turn, 'thread');

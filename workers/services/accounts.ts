@@ -4,16 +4,16 @@ import { members, sessions, users, workspaces } from '../../schema';
 import { credentialHash, newSessionToken, SESSION_TTL_MS } from '../auth/credentials';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../auth/passwords';
 import type { Principal, RequestOrigin } from '../auth/principal';
-import { WILDCARD } from '../auth/scopes';
 import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
-import type { Db } from '../env';
+import type { Env, GlobalDb } from '../env';
 import { AppError, unauthorized } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { isUniqueViolation } from '../lib/db-errors';
 import { formatId, uuidv7 } from '../lib/ids';
 import { slugFrom } from '../lib/slug';
-import { recordChange } from './audit';
+import { recordChange, type ChangeActor } from './audit';
 import { welcomeGrantStatements } from './credits';
+import { placement } from './directory';
 
 export const Email = z
   .email()
@@ -32,7 +32,7 @@ export const SessionResponse = z.object({ token: z.string(), user: UserRecord })
 export type SessionResponse = z.infer<typeof SessionResponse>;
 
 /** A new session: the token goes to the caller, only its hash is stored. */
-async function newSession(db: Db, userId: string, origin: RequestOrigin) {
+async function newSession(db: GlobalDb, userId: string, origin: RequestOrigin) {
   const token = newSessionToken();
   const insert = db.insert(sessions).values({
     id: await credentialHash(token),
@@ -46,21 +46,15 @@ async function newSession(db: Db, userId: string, origin: RequestOrigin) {
   return { token, insert };
 }
 
-/** Creates the user, their personal workspace (role owner) and a session, atomically. */
+/** Creates the user, their personal workspace (role owner, placed on a shard) and a session, atomically. */
 /** `welcomeCredits`: hundredths of a Ds granted at sign-up (WELCOME_CREDITS). */
-export async function signUp(db: Db, input: SignUpBody, origin: RequestOrigin, welcomeCredits: number): Promise<SessionResponse> {
+export async function signUp(db: GlobalDb, env: Env, input: SignUpBody, origin: RequestOrigin, welcomeCredits: number): Promise<SessionResponse> {
   const userId = uuidv7();
   const workspaceId = uuidv7();
   const session = await newSession(db, userId, origin);
+  const place = await placement(db, env, workspaceId);
   const t = now();
-  const owner: Principal = {
-    userId,
-    workspaceId,
-    role: 'owner',
-    credential: { type: 'session', sessionId: '' },
-    scopes: [WILDCARD],
-    origin,
-  };
+  const owner: ChangeActor = { userId, workspaceId, credential: { type: 'session', sessionId: '' }, origin };
   const passwordHash = await hashPassword(input.password);
   try {
     await db.batch([
@@ -73,6 +67,7 @@ export async function signUp(db: Db, input: SignUpBody, origin: RequestOrigin, w
         createdBy: userId,
         createdAt: t,
       }),
+      ...place.statements,
       db.insert(members).values({ workspaceId, userId, role: 'owner', createdAt: t }),
       session.insert,
       ...welcomeGrantStatements(db, userId, welcomeCredits),
@@ -91,7 +86,7 @@ export async function signUp(db: Db, input: SignUpBody, origin: RequestOrigin, w
 }
 
 /** Wrong password and unknown email answer alike, in the same time. */
-export async function signIn(db: Db, input: SignInBody, origin: RequestOrigin): Promise<SessionResponse> {
+export async function signIn(db: GlobalDb, input: SignInBody, origin: RequestOrigin): Promise<SessionResponse> {
   const [user] = await db.select().from(users).where(eq(users.email, input.email)).limit(1);
   const ok = user ? await verifyPassword(input.password, user.passwordHash) : await burnPasswordCheck(input.password);
   if (!user || !ok) throw unauthorized('Email or password is incorrect');
@@ -100,7 +95,7 @@ export async function signIn(db: Db, input: SignInBody, origin: RequestOrigin): 
   return { token: session.token, user: { id: user.id, email: user.email, name: user.name } };
 }
 
-export async function signOut(db: Db, gates: CredentialGates, token: string): Promise<void> {
+export async function signOut(db: GlobalDb, gates: CredentialGates, token: string): Promise<void> {
   const ended = await db
     .delete(sessions)
     .where(eq(sessions.id, await credentialHash(token)))
@@ -123,12 +118,12 @@ export const ProfilePatch = z.object({ name: PersonName });
 export type ProfilePatch = z.infer<typeof ProfilePatch>;
 
 /** A user's name and email (for the pages that greet them), or undefined. */
-export async function userOf(db: Db, userId: string): Promise<{ name: string; email: string } | undefined> {
+export async function userOf(db: GlobalDb, userId: string): Promise<{ name: string; email: string } | undefined> {
   const [user] = await db.select({ name: users.name, email: users.email }).from(users).where(eq(users.id, userId)).limit(1);
   return user;
 }
 
-export async function getProfile(db: Db, principal: Principal): Promise<Profile> {
+export async function getProfile(db: GlobalDb, principal: Principal): Promise<Profile> {
   const [row] = await db
     .select({ user: users, workspace: workspaces })
     .from(users)
@@ -150,7 +145,7 @@ export async function getProfile(db: Db, principal: Principal): Promise<Profile>
   };
 }
 
-export async function updateProfile(db: Db, principal: Principal, patch: ProfilePatch): Promise<Profile> {
+export async function updateProfile(db: GlobalDb, principal: Principal, patch: ProfilePatch): Promise<Profile> {
   await db.batch([
     db.update(users).set({ name: patch.name, updatedAt: now() }).where(eq(users.id, principal.userId)),
     ...recordChange(db, principal, {
@@ -164,4 +159,4 @@ export async function updateProfile(db: Db, principal: Principal, patch: Profile
 }
 
 /** Housekeeping: expired sessions are useless and only grow the table. */
-export const deleteExpiredSessions = (db: Db) => db.delete(sessions).where(lt(sessions.expiresAt, now()));
+export const deleteExpiredSessions = (db: GlobalDb) => db.delete(sessions).where(lt(sessions.expiresAt, now()));

@@ -5,7 +5,7 @@ import { apiKeyIdOf, type Principal } from '../auth/principal';
 import { GRANT_TOKEN_HEADER } from '../auth/grants';
 import { DEFAULT_KEY_SCOPES, isSensitiveScope, WILDCARD } from '../auth/scopes';
 import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { invalidInput, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { formatId, isUuid, parseUuidCursor, uuidv7 } from '../lib/ids';
@@ -66,7 +66,7 @@ export interface ConnectPending {
  * `POST /agents/connect`: an active key already holding every requested scope is `active`
  * (200); anything else, and a `*` key always (so the person can narrow it), opens a consent.
  */
-export async function connect(db: Db, principal: Principal, input: ConnectBody, baseUrl: string): Promise<ConnectActive | ConnectPending> {
+export async function connect(db: GlobalDb, principal: Principal, input: ConnectBody, baseUrl: string): Promise<ConnectActive | ConnectPending> {
   const key = await callingKey(db, principal);
   const scopes = [...new Set(input.requestedScopes?.length ? input.requestedScopes : DEFAULT_KEY_SCOPES)];
   if (key.status === 'active' && !key.scopes.includes(WILDCARD) && scopes.every((s) => key.scopes.includes(s))) {
@@ -110,7 +110,7 @@ export async function connect(db: Db, principal: Principal, input: ConnectBody, 
 }
 
 /** A consent of the calling key; anything else (unknown, another key's) is 404. */
-async function ownConsentForKey(db: Db, principal: Principal, consentId: string): Promise<AgentConsentRow> {
+async function ownConsentForKey(db: GlobalDb, principal: Principal, consentId: string): Promise<AgentConsentRow> {
   const keyId = apiKeyIdOf(principal);
   const [row] =
     keyId === null || !isUuid(consentId)
@@ -132,7 +132,7 @@ export type ConnectPoll = { status: 'pending' | 'denied' | 'expired' } | { statu
  * racing polls cannot both get it). The approved scopes are on the key already, so the token
  * is a receipt: a retried call succeeds with or without it.
  */
-export async function pollConsent(db: Db, principal: Principal, consentId: string): Promise<ConnectPoll> {
+export async function pollConsent(db: GlobalDb, principal: Principal, consentId: string): Promise<ConnectPoll> {
   const row = await ownConsentForKey(db, principal, consentId);
   const decision = decisionOf(row);
   if (decision !== 'granted') return { status: decision };
@@ -177,7 +177,7 @@ const presentConsent = (row: AgentConsentRow, keyName: string): ConsentRecord =>
   decided_at: isoOrNull(row.decidedAt),
 });
 
-async function decidableConsent(db: Db, principal: Principal, where: SQL) {
+async function decidableConsent(db: GlobalDb, principal: Principal, where: SQL) {
   const [found] = await db
     .select({ consent: agentConsents, keyName: apiKeys.name })
     .from(agentConsents)
@@ -188,17 +188,17 @@ async function decidableConsent(db: Db, principal: Principal, where: SQL) {
 }
 
 /** The consent a link code stands for (by its hash), when the signed-in person may decide it. */
-export async function consentByLinkCode(db: Db, principal: Principal, codeHash: string): Promise<ConsentRecord | undefined> {
+export async function consentByLinkCode(db: GlobalDb, principal: Principal, codeHash: string): Promise<ConsentRecord | undefined> {
   const found = await decidableConsent(db, principal, eq(agentConsents.linkCodeHash, codeHash));
   return found && presentConsent(found.consent, found.keyName);
 }
 
-export async function getConsent(db: Db, principal: Principal, consentId: string): Promise<ConsentRecord> {
+export async function getConsent(db: GlobalDb, principal: Principal, consentId: string): Promise<ConsentRecord> {
   const { consent, keyName } = await requireConsent(db, principal, consentId);
   return presentConsent(consent, keyName);
 }
 
-async function requireConsent(db: Db, principal: Principal, consentId: string) {
+async function requireConsent(db: GlobalDb, principal: Principal, consentId: string) {
   const found = isUuid(consentId) ? await decidableConsent(db, principal, eq(agentConsents.id, consentId)) : undefined;
   if (!found) throw notFound('Consent');
   return found;
@@ -210,7 +210,7 @@ async function requireConsent(db: Db, principal: Principal, consentId: string) {
  * set (the point of always asking for `*` keys); an unactivated key becomes active.
  */
 export async function approveConsent(
-  db: Db,
+  db: GlobalDb,
   gates: CredentialGates,
   principal: Principal,
   consentId: string,
@@ -258,7 +258,7 @@ export async function approveConsent(
   return { ...presentConsent(row!, key!.name), scopes: key!.scopes };
 }
 
-export async function denyConsent(db: Db, principal: Principal, consentId: string): Promise<ConsentRecord> {
+export async function denyConsent(db: GlobalDb, principal: Principal, consentId: string): Promise<ConsentRecord> {
   const { consent, keyName } = await requireConsent(db, principal, consentId);
   requirePending(consent, 'consent');
   const t = now();
@@ -280,7 +280,7 @@ export async function denyConsent(db: Db, principal: Principal, consentId: strin
 }
 
 /** `GET /agents/consents`: the person's agent consents in this workspace, newest first. */
-export async function listConsents(db: Db, principal: Principal, query: DecisionsQuery) {
+export async function listConsents(db: GlobalDb, principal: Principal, query: DecisionsQuery) {
   const page = await cursorPage(
     query,
     {

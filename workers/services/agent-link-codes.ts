@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { notFound } from '../errors';
 import { normalizeUserCode, userCodeHash } from '../lib/user-codes';
 import { consentByLinkCode, type ConsentRecord } from './agent-consents';
@@ -14,7 +14,7 @@ export type LinkCodeBody = z.infer<typeof LinkCodeBody>;
  * request, in any state. Only the key's owner, acting in the key's workspace, finds it: any
  * other code is 404.
  */
-export async function findByLinkCode(db: Db, principal: Principal, input: LinkCodeBody): Promise<ConsentRecord | PermissionRequestRecord> {
+export async function findByLinkCode(db: GlobalDb, principal: Principal, input: LinkCodeBody): Promise<ConsentRecord | PermissionRequestRecord> {
   const code = normalizeUserCode(input.link_code);
   if (code === null) throw notFound('Link code');
   const hash = await userCodeHash(code);

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { agentConsents, apiKeys, type ApiKeyRow, permissionRequests } from '../../schema';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
 import { isKnownScope } from '../auth/scopes';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { notFound } from '../errors';
 import { toIso } from '../lib/clock';
 import { randomToken } from '../lib/crypto';
@@ -32,7 +32,7 @@ export const DecisionsQuery = z.object({
 export type DecisionsQuery = z.infer<typeof DecisionsQuery>;
 
 /** The calling key's row. Agent routes admit unactivated keys, so this is read fresh. */
-export async function callingKey(db: Db, principal: Principal): Promise<ApiKeyRow> {
+export async function callingKey(db: GlobalDb, principal: Principal): Promise<ApiKeyRow> {
   const id = apiKeyIdOf(principal);
   const [row] = id === null ? [] : await db.select().from(apiKeys).where(eq(apiKeys.id, id)).limit(1);
   if (!row) throw notFound('API key');

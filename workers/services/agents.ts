@@ -1,8 +1,8 @@
 import { and, asc, eq } from 'drizzle-orm';
 import { z } from 'zod';
-import { agents, type AgentRow } from '../../schema/workflows';
+import { agents, type AgentRow } from '../../schema/shard/workflows';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { ShardDb } from '../env';
 import { now, toIso } from '../lib/clock';
 import { recordChange } from './audit';
 
@@ -42,18 +42,18 @@ const present = (row: AgentRow): AgentRecord => ({
   updatedAt: toIso(row.updatedAt),
 });
 
-export async function listAgents(db: Db, principal: Principal): Promise<AgentRecord[]> {
+export async function listAgents(db: ShardDb, principal: Principal): Promise<AgentRecord[]> {
   const rows = await db.select().from(agents).where(eq(agents.workspaceId, principal.workspaceId)).orderBy(asc(agents.slug));
   return rows.map(present);
 }
 
 /** The workspace's agent slugs: what the workflow compiler resolves `agentId`s against. */
-export async function agentSlugs(db: Db, workspaceId: string): Promise<Set<string>> {
+export async function agentSlugs(db: ShardDb, workspaceId: string): Promise<Set<string>> {
   const rows = await db.select({ slug: agents.slug }).from(agents).where(eq(agents.workspaceId, workspaceId));
   return new Set(rows.map((r) => r.slug));
 }
 
-export async function findAgent(db: Db, workspaceId: string, slug: string): Promise<AgentRow | null> {
+export async function findAgent(db: ShardDb, workspaceId: string, slug: string): Promise<AgentRow | null> {
   const [row] = await db
     .select()
     .from(agents)
@@ -63,7 +63,7 @@ export async function findAgent(db: Db, workspaceId: string, slug: string): Prom
 }
 
 /** Creates the agent, or replaces the one with the same slug (its id stays the same). */
-export async function saveAgent(db: Db, principal: Principal, input: CreateAgentBody): Promise<AgentRecord> {
+export async function saveAgent(db: ShardDb, principal: Principal, input: CreateAgentBody): Promise<AgentRecord> {
   const t = now();
   const values = { name: input.name, instructions: input.instructions, model: input.model ?? null, updatedAt: t };
   const [[row]] = await db.batch([

@@ -5,7 +5,7 @@ import { credentialHash, newApiKey } from '../auth/credentials';
 import type { Principal } from '../auth/principal';
 import { DEFAULT_KEY_SCOPES, hasScope, isKnownScope, WILDCARD } from '../auth/scopes';
 import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { forbidden, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { formatId, parseId } from '../lib/ids';
@@ -55,7 +55,7 @@ export const presentApiKey = (row: ApiKeyRow): ApiKeyRecord => ({
 /** A person's keys in the credential's workspace: the only keys a caller can see or touch. */
 const ownKeys = (principal: Principal) => and(eq(apiKeys.workspaceId, principal.workspaceId), eq(apiKeys.userId, principal.userId));
 
-export async function listApiKeys(db: Db, principal: Principal, query: CursorQuery) {
+export async function listApiKeys(db: GlobalDb, principal: Principal, query: CursorQuery) {
   const page = await cursorPage(
     query,
     byIntegerId(apiKeys.id, (where, orderBy, limit) => db.select().from(apiKeys).where(where).orderBy(orderBy).limit(limit), 'key'),
@@ -72,7 +72,7 @@ function grantableScopes(principal: Principal, requested: string[] | undefined):
   return scopes;
 }
 
-export async function createApiKey(db: Db, principal: Principal, input: CreateApiKeyBody): Promise<CreatedApiKey> {
+export async function createApiKey(db: GlobalDb, principal: Principal, input: CreateApiKeyBody): Promise<CreatedApiKey> {
   const scopes = grantableScopes(principal, input.scopes);
   const { key, preview } = newApiKey();
   const keyHash = await credentialHash(key);
@@ -101,7 +101,7 @@ export async function createApiKey(db: Db, principal: Principal, input: CreateAp
   return { ...presentApiKey(row!), key };
 }
 
-export async function revokeApiKey(db: Db, gates: CredentialGates, principal: Principal, rawId: string): Promise<ApiKeyRecord> {
+export async function revokeApiKey(db: GlobalDb, gates: CredentialGates, principal: Principal, rawId: string): Promise<ApiKeyRecord> {
   const id = parseId('key', rawId);
   const [row] =
     id === null

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Principal } from '../auth/principal';
-import type { Db, Env } from '../env';
+import type { ShardDb, Env } from '../env';
 import { invalidInput, notFound } from '../errors';
 import { readArchive } from '../lib/archive';
 import { fetchLimited } from '../lib/outbound';
@@ -36,7 +36,7 @@ const commitInUrl = (url: string) => /\b([0-9a-f]{40})\b/.exec(url)?.[1] ?? null
  * this workspace in our R2 bucket or an https URL (for example a git host's archive of a
  * commit), validated like every other bundle.
  */
-export async function installFromSource(db: Db, env: Env, principal: Principal, body: InstallFromSourceBody) {
+export async function installFromSource(db: ShardDb, env: Env, principal: Principal, body: InstallFromSourceBody) {
   const bucket = env.BUCKET;
   let bytes: Uint8Array;
   let repository: string;

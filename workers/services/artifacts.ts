@@ -2,7 +2,7 @@ import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { artifacts, type ArtifactRow } from '../../schema';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { ShardDb } from '../env';
 import { notFound } from '../errors';
 import { toBase64 } from '../lib/base64';
 import { toIso } from '../lib/clock';
@@ -30,7 +30,8 @@ const present = (row: ArtifactRow): ArtifactRecord => ({
   createdAt: toIso(row.createdAt),
 });
 
-const requireArtifact = (db: Db, principal: Principal, rawId: string): Promise<ArtifactRow> => requireOwned(db, artifacts, principal, 'art', rawId, 'Artifact');
+const requireArtifact = (db: ShardDb, principal: Principal, rawId: string): Promise<ArtifactRow> =>
+  requireOwned(db, artifacts, principal, 'art', rawId, 'Artifact');
 
 export const ListArtifactsQuery = CursorQuery.extend({
   /** Only the files of this execution (`exec_12` or `12`); another workspace's execution lists nothing. */
@@ -47,7 +48,7 @@ export const ListArtifactsQuery = CursorQuery.extend({
 });
 export type ListArtifactsQuery = z.infer<typeof ListArtifactsQuery>;
 
-export async function listArtifacts(db: Db, principal: Principal, query: ListArtifactsQuery) {
+export async function listArtifacts(db: ShardDb, principal: Principal, query: ListArtifactsQuery) {
   const page = await cursorPage(
     query,
     byIntegerId(artifacts.id, (where, orderBy, limit) => db.select().from(artifacts).where(where).orderBy(orderBy).limit(limit), 'art'),
@@ -57,7 +58,7 @@ export async function listArtifacts(db: Db, principal: Principal, query: ListArt
 }
 
 /** Every file an execution of this workspace produced, oldest first. */
-export async function artifactsOfExecution(db: Db, principal: Principal, executionId: number): Promise<ArtifactRecord[]> {
+export async function artifactsOfExecution(db: ShardDb, principal: Principal, executionId: number): Promise<ArtifactRecord[]> {
   const rows = await db
     .select()
     .from(artifacts)
@@ -66,10 +67,10 @@ export async function artifactsOfExecution(db: Db, principal: Principal, executi
   return rows.map(present);
 }
 
-export const getArtifact = async (db: Db, principal: Principal, rawId: string) => present(await requireArtifact(db, principal, rawId));
+export const getArtifact = async (db: ShardDb, principal: Principal, rawId: string) => present(await requireArtifact(db, principal, rawId));
 
 /** The record and its bytes, streamed from R2. */
-export async function downloadArtifact(db: Db, bucket: R2Bucket, principal: Principal, rawId: string) {
+export async function downloadArtifact(db: ShardDb, bucket: R2Bucket, principal: Principal, rawId: string) {
   const row = await requireArtifact(db, principal, rawId);
   const object = await bucket.get(row.r2Key);
   if (!object) throw notFound('Artifact');
@@ -89,7 +90,7 @@ export async function artifactContent(download: { artifact: ArtifactRecord; body
   };
 }
 
-export async function deleteArtifact(db: Db, bucket: R2Bucket, principal: Principal, rawId: string) {
+export async function deleteArtifact(db: ShardDb, bucket: R2Bucket, principal: Principal, rawId: string) {
   const row = await requireArtifact(db, principal, rawId);
   await db.batch([
     db.delete(artifacts).where(eq(artifacts.id, row.id)),

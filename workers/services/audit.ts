@@ -1,13 +1,17 @@
 import type { BatchItem } from 'drizzle-orm/batch';
-import { and, eq, gte, lte, type SQL } from 'drizzle-orm';
+import { and, asc, eq, gte, inArray, lte, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
-import { activityLog, auditLog, type ActivityRow, type AuditRow } from '../../schema';
+import { activityLog, auditLog, changeOutbox, workspaceShards, type ActivityRow, type AuditRow } from '../../schema';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { Env, GlobalDb, ShardDb } from '../env';
+import { isShardDb, shardDbOf } from '../lib/db';
 import { now, toIso } from '../lib/clock';
 import { batchOnce } from './run-tool-calls';
 import { formatId } from '../lib/ids';
 import { byIntegerId, CursorQuery, cursorPage, mapPage } from '../lib/pagination';
+
+/** Who made a change: the principal, or the person a flow acts for (sign-up, the device flow). */
+export type ChangeActor = Pick<Principal, 'userId' | 'workspaceId' | 'credential' | 'origin'>;
 
 /** A mutation to record. `activity` adds a line to the workspace change log as well. */
 export interface Change {
@@ -21,13 +25,14 @@ export interface Change {
 
 /**
  * The inserts that record a change; callers put them in the same D1 batch as the change
- * itself, so a mutation and its record land together or not at all.
+ * itself, so a mutation and its record land together or not at all. A change in the global
+ * database is recorded in its outbox, from which `deliverChanges` moves it to the shard.
  */
-export function recordChange(db: Db, principal: Principal, change: Change): BatchItem<'sqlite'>[] {
+export function recordChange(db: ShardDb | GlobalDb, principal: ChangeActor, change: Change): BatchItem<'sqlite'>[] {
   const actor = { actorUserId: principal.userId, actorApiKeyId: apiKeyIdOf(principal) };
   const at = now();
   const base = { workspaceId: principal.workspaceId, resourceType: change.resourceType, resourceId: change.resourceId };
-  const audit = db.insert(auditLog).values({
+  const audit = {
     ...base,
     ...actor,
     action: change.action,
@@ -36,19 +41,77 @@ export function recordChange(db: Db, principal: Principal, change: Change): Batc
     requestId: principal.origin.requestId,
     metadata: change.metadata ?? {},
     createdAt: at,
-  });
-  if (change.activity === undefined) return [audit];
-  return [audit, db.insert(activityLog).values({ ...base, ...actor, type: change.action, summary: change.activity, createdAt: at })];
+  };
+  if (!isShardDb(db)) return [db.insert(changeOutbox).values({ ...audit, activity: change.activity ?? null })];
+  const recorded = db.insert(auditLog).values(audit);
+  if (change.activity === undefined) return [recorded];
+  return [recorded, db.insert(activityLog).values({ ...base, ...actor, type: change.action, summary: change.activity, createdAt: at })];
+}
+
+/** Outbox records moved per batch. */
+const DELIVERY_BATCH = 50;
+
+/**
+ * Moves a workspace's recorded global changes from the outbox to its shard, under their outbox
+ * ids (so a delivery cut off and made again inserts nothing twice), then deletes them there.
+ */
+export async function deliverChanges(globalDb: GlobalDb, db: ShardDb, workspaceId: string): Promise<void> {
+  for (;;) {
+    const rows = await globalDb
+      .select()
+      .from(changeOutbox)
+      .where(eq(changeOutbox.workspaceId, workspaceId))
+      .orderBy(asc(changeOutbox.id))
+      .limit(DELIVERY_BATCH);
+    if (rows.length === 0) return;
+    const copies = rows.flatMap(({ activity, ...row }): BatchItem<'sqlite'>[] => {
+      const actor = { actorUserId: row.actorUserId, actorApiKeyId: row.actorApiKeyId };
+      const audit = db.insert(auditLog).values(row).onConflictDoNothing();
+      if (activity === null) return [audit];
+      const line = {
+        id: row.id,
+        workspaceId,
+        ...actor,
+        type: row.action,
+        summary: activity,
+        resourceType: row.resourceType,
+        resourceId: row.resourceId,
+        createdAt: row.createdAt,
+      };
+      return [audit, db.insert(activityLog).values(line).onConflictDoNothing()];
+    });
+    await db.batch(copies as [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]]);
+    await globalDb.delete(changeOutbox).where(
+      inArray(
+        changeOutbox.id,
+        rows.map((row) => row.id),
+      ),
+    );
+    if (rows.length < DELIVERY_BATCH) return;
+  }
 }
 
 /**
  * Records a change whose work was done where no D1 batch reaches (a Durable Object, Stripe,
  * GitHub): in a batch of its own, once that work succeeded. For a run's tool call
- * (`toolCallKey`), once however often the call is made.
+ * (`toolCallKey`, kept on the shard), once however often the call is made.
  */
-export async function recordChangeAfter(db: Db, principal: Principal, change: Change, toolCallKey?: string): Promise<void> {
+export async function recordChangeAfter(db: ShardDb | GlobalDb, principal: Principal, change: Change, toolCallKey?: string): Promise<void> {
   const [audit, ...activity] = recordChange(db, principal, change);
-  await batchOnce(db, [audit!, ...activity], toolCallKey);
+  await (isShardDb(db) ? batchOnce(db, [audit!, ...activity], toolCallKey) : db.batch([audit!, ...activity]));
+}
+
+/** Workspaces one housekeeping sweep delivers the outbox of, at most. */
+const SWEEP_WORKSPACES = 200;
+
+/** The hourly sweep: every workspace's recorded global changes delivered to its shard. */
+export async function deliverAllChanges(globalDb: GlobalDb, env: Env): Promise<void> {
+  const pending = await globalDb
+    .selectDistinct({ workspaceId: changeOutbox.workspaceId, shard: workspaceShards.shard })
+    .from(changeOutbox)
+    .innerJoin(workspaceShards, eq(workspaceShards.workspaceId, changeOutbox.workspaceId))
+    .limit(SWEEP_WORKSPACES);
+  for (const { workspaceId, shard } of pending) await deliverChanges(globalDb, shardDbOf(env, shard), workspaceId);
 }
 
 const Actor = z.object({
@@ -123,7 +186,8 @@ export type AuditQuery = z.infer<typeof AuditQuery>;
 const dateBound = (value: string, end: boolean): number =>
   /^\d{4}-\d{2}-\d{2}$/.test(value) ? Date.parse(`${value}T00:00:00Z`) + (end ? 86_400_000 - 1 : 0) : Date.parse(value);
 
-export async function listAuditLogs(db: Db, principal: Principal, query: AuditQuery) {
+export async function listAuditLogs(db: ShardDb, globalDb: GlobalDb, principal: Principal, query: AuditQuery) {
+  await deliverChanges(globalDb, db, principal.workspaceId);
   const where = and(
     eq(auditLog.workspaceId, principal.workspaceId),
     query.action === undefined ? undefined : eq(auditLog.action, query.action),
@@ -144,7 +208,8 @@ export const ActivityQuery = CursorQuery.extend({
 });
 export type ActivityQuery = z.infer<typeof ActivityQuery>;
 
-export async function listActivity(db: Db, principal: Principal, query: ActivityQuery) {
+export async function listActivity(db: ShardDb, globalDb: GlobalDb, principal: Principal, query: ActivityQuery) {
+  await deliverChanges(globalDb, db, principal.workspaceId);
   const where = and(eq(activityLog.workspaceId, principal.workspaceId), query.type === undefined ? undefined : eq(activityLog.type, query.type));
   const page = await cursorPage(
     query,

@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { byokKeys, creditAccounts, users } from '../../schema';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { invalidInput } from '../errors';
 import { now, toIso } from '../lib/clock';
 
@@ -53,7 +53,7 @@ interface AccountFacts {
   hasByokKey: boolean;
 }
 
-async function accountFacts(db: Db, userId: string): Promise<AccountFacts> {
+async function accountFacts(db: GlobalDb, userId: string): Promise<AccountFacts> {
   const [row] = await db
     .select({ siteLicense: creditAccounts.siteLicense, subscriptionExpiresAt: creditAccounts.subscriptionExpiresAt, byokUser: byokKeys.userId })
     .from(users)
@@ -75,13 +75,13 @@ const priced = (pack: Pack, facts: AccountFacts): Pack =>
   subscribed(facts) ? { ...pack, priceCents: Math.round(pack.priceCents * (1 - MODES.basedmode.packDiscount)) } : pack;
 
 /** Spec 4.9: the packs at the caller's prices. */
-export async function listPacks(db: Db, principal: Principal): Promise<{ packs: Pack[] }> {
+export async function listPacks(db: GlobalDb, principal: Principal): Promise<{ packs: Pack[] }> {
   const facts = await accountFacts(db, principal.userId);
   return { packs: PACKS.map((pack) => priced(pack, facts)) };
 }
 
 /** The pack the caller asked for, at their price; an unknown id is 400 INVALID_INPUT (spec 4.9 rule 1). */
-export async function packOffer(db: Db, principal: Principal, packId: string): Promise<Pack> {
+export async function packOffer(db: GlobalDb, principal: Principal, packId: string): Promise<Pack> {
   const pack = findPack(packId);
   if (!pack) throw invalidInput('packId', 'unknown_pack', `There is no pack "${packId}"`, { packs: PACKS.map((p) => p.id) });
   return priced(pack, await accountFacts(db, principal.userId));
@@ -97,7 +97,7 @@ export const TierResponse = z.object({
   isTestMode: z.boolean(),
 });
 
-export async function getTier(db: Db, principal: Principal, secretKey: string | undefined): Promise<z.infer<typeof TierResponse>> {
+export async function getTier(db: GlobalDb, principal: Principal, secretKey: string | undefined): Promise<z.infer<typeof TierResponse>> {
   const facts = await accountFacts(db, principal.userId);
   const tier = tierOf(facts);
   return {

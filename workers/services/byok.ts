@@ -2,7 +2,7 @@ import { eq, exists } from 'drizzle-orm';
 import { z } from 'zod';
 import { BYOK_PROVIDERS, byokKeys, type ByokKeyRow } from '../../schema';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { AppError, invalidInput } from '../errors';
 import { now } from '../lib/clock';
 import { isConstraintFailure } from '../lib/db-errors';
@@ -32,13 +32,13 @@ const preview = (key: string, provider: ByokKeyRow['provider']) => `${provider =
 /** The GCM additional data: a ciphertext copied to another user's row does not decrypt. */
 const byokContext = (userId: string) => `byok:${userId}`;
 
-export async function getByok(db: Db, principal: Principal): Promise<ByokStatus> {
+export async function getByok(db: GlobalDb, principal: Principal): Promise<ByokStatus> {
   const [row] = await db.select().from(byokKeys).where(eq(byokKeys.userId, principal.userId)).limit(1);
   return row ? { hasKey: true, keyPreview: row.keyPreview, provider: row.provider } : NO_KEY;
 }
 
 /** Stores (or replaces) the caller's key, encrypted; the tier becomes `byokmode` unless a subscription or licence outranks it. */
-export async function putByok(db: Db, principal: Principal, encryptionKey: string | undefined, input: PutByokBody): Promise<ByokStatus> {
+export async function putByok(db: GlobalDb, principal: Principal, encryptionKey: string | undefined, input: PutByokBody): Promise<ByokStatus> {
   const provider = byokProvider(input.key);
   if (!provider) throw invalidInput('key', 'prefix', 'The key must start with sk-ant- (Anthropic) or sk- (OpenAI-compatible)');
   const ciphertext = await encryptSecret(encryptionKey, byokContext(principal.userId), input.key);
@@ -67,7 +67,7 @@ export async function putByok(db: Db, principal: Principal, encryptionKey: strin
 }
 
 /** Removes the caller's key (a no-op without one, which records nothing); the tier reverts. */
-export async function deleteByok(db: Db, principal: Principal): Promise<Pick<ByokStatus, 'hasKey' | 'keyPreview'>> {
+export async function deleteByok(db: GlobalDb, principal: Principal): Promise<Pick<ByokStatus, 'hasKey' | 'keyPreview'>> {
   if (await hasByokKey(db, principal.userId)) {
     await db.batch([
       db.delete(byokKeys).where(eq(byokKeys.userId, principal.userId)),
@@ -83,10 +83,10 @@ export async function deleteByok(db: Db, principal: Principal): Promise<Pick<Byo
 }
 
 /** Whether the user has a key, as a condition of another statement (the credit hold a run on it needs none of). */
-export const byokKeyExists = (db: Db, userId: string) => exists(db.select({ userId: byokKeys.userId }).from(byokKeys).where(eq(byokKeys.userId, userId)));
+export const byokKeyExists = (db: GlobalDb, userId: string) => exists(db.select({ userId: byokKeys.userId }).from(byokKeys).where(eq(byokKeys.userId, userId)));
 
 /** The key that pays for a user's runs as stored (encrypted): none or one row, as a read another D1 batch can carry. */
-export const sealedByokKey = (db: Db, userId: string) => db.select().from(byokKeys).where(eq(byokKeys.userId, userId)).limit(1);
+export const sealedByokKey = (db: GlobalDb, userId: string) => db.select().from(byokKeys).where(eq(byokKeys.userId, userId)).limit(1);
 
 /** A user's own key, opened: replaces the service's key for the model calls of their runs. */
 export interface ByokKey {
@@ -105,7 +105,7 @@ export async function openByokKey(encryptionKey: string | undefined, row: typeof
 }
 
 /** Whether the user's runs ride on their own key (they cost 0 Ds and need no credits held). */
-export async function hasByokKey(db: Db, userId: string): Promise<boolean> {
+export async function hasByokKey(db: GlobalDb, userId: string): Promise<boolean> {
   const [row] = await db.select({ userId: byokKeys.userId }).from(byokKeys).where(eq(byokKeys.userId, userId)).limit(1);
   return row !== undefined;
 }

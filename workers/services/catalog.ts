@@ -2,7 +2,7 @@ import { and, asc, count, eq, sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { CATEGORIES, catalogSkills, type CatalogSkillRow } from '../../schema';
 import { CATEGORY_NAMES, CategoryId } from '../lib/categories';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { invalidInput, notFound } from '../errors';
 import { fromBase64, toBase64 } from '../lib/base64';
 import { type BundleFile, bundleManifest, validateBundle } from '../lib/bundle';
@@ -42,7 +42,7 @@ export interface CatalogLoad {
  * changed (content, repository or commit). Loading the same catalog again writes nothing; a
  * skill whose content changed gets the new content, which installs as a new version.
  */
-export async function importCatalog(db: Db, bucket: R2Bucket, entries: CatalogEntry[]): Promise<CatalogLoad> {
+export async function importCatalog(db: GlobalDb, bucket: R2Bucket, entries: CatalogEntry[]): Promise<CatalogLoad> {
   const known = new Map(
     (
       await db
@@ -178,7 +178,7 @@ function marketplaceFilter(query: MarketplaceInput): SQL | undefined {
 }
 
 /** Alphabetical by slug. A cursor (`after_id`/`before_id`, a slug) gives the envelope; otherwise a bare array. */
-export async function listMarketplace(db: Db, query: MarketplaceInput) {
+export async function listMarketplace(db: GlobalDb, query: MarketplaceInput) {
   const where = marketplaceFilter(query);
   if (query.after_id === undefined && query.before_id === undefined) {
     const rows = await db
@@ -207,18 +207,18 @@ export async function listMarketplace(db: Db, query: MarketplaceInput) {
   return mapPage(page, presentItem);
 }
 
-export async function listCategories(db: Db) {
+export async function listCategories(db: GlobalDb) {
   const counts = await db.select({ category: catalogSkills.category, n: count() }).from(catalogSkills).groupBy(catalogSkills.category);
   const byId = new Map(counts.map((c) => [c.category, c.n]));
   return CATEGORIES.map((id) => ({ id, name: CATEGORY_NAMES[id], count: byId.get(id) ?? 0 }));
 }
 
-export async function findCatalogSkill(db: Db, slug: string): Promise<CatalogSkillRow | null> {
+export async function findCatalogSkill(db: GlobalDb, slug: string): Promise<CatalogSkillRow | null> {
   const [row] = await db.select().from(catalogSkills).where(eq(catalogSkills.slug, slug)).limit(1);
   return row ?? null;
 }
 
-export async function getMarketplaceSkill(db: Db, slug: string): Promise<MarketplaceDetail> {
+export async function getMarketplaceSkill(db: GlobalDb, slug: string): Promise<MarketplaceDetail> {
   const row = await findCatalogSkill(db, slug);
   if (!row) throw notFound(`Skill "${slug}"`);
   return presentDetail(row);
@@ -231,7 +231,7 @@ export const BundleDownload = z.object({
 });
 
 /** The bundle's files, so another instance can install from this one and verify the checksum. */
-export async function getMarketplaceBundle(db: Db, bucket: R2Bucket, slug: string) {
+export async function getMarketplaceBundle(db: GlobalDb, bucket: R2Bucket, slug: string) {
   const row = await findCatalogSkill(db, slug);
   const files = row && (await loadBundle(bucket, row.storagePath));
   if (!row || !files) throw notFound(`Skill "${slug}"`);

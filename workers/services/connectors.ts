@@ -2,10 +2,11 @@ import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { connectorConnections, executionConnectors, type ConnectorConnectionRow } from '../../schema';
 import { requireScope } from '../auth/actor';
+import { globalDbOf } from '../lib/db';
 import type { Principal } from '../auth/principal';
 import { GithubApi, GithubRepo, GitRef, RepoPath } from '../connectors/github';
 import { CONNECTORS, githubBase, runGithubAction, type ConnectorDefinition, type RunConnector } from '../connectors/registry';
-import type { Db, Env } from '../env';
+import type { ShardDb, Env } from '../env';
 import { AppError, invalidInput } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { decryptSecret, encryptSecret } from '../lib/encryption';
@@ -89,13 +90,13 @@ function requireConfigured(env: Env, definition: ConnectorDefinition): void {
 }
 
 /** `connector:<app>:read|exec` on the caller's credential or a grant of it (sessions and `*` keys hold every scope). */
-const requireConnectorScope = (db: Db, principal: Principal, definition: ConnectorDefinition, level: 'read' | 'exec', grantToken: string | undefined) =>
-  requireScope(db, principal, `connector:${definition.app}:${level}`, grantToken);
+const requireConnectorScope = (env: Env, principal: Principal, definition: ConnectorDefinition, level: 'read' | 'exec', grantToken: string | undefined) =>
+  requireScope(globalDbOf(env), principal, `connector:${definition.app}:${level}`, grantToken);
 
 /** The GCM additional data: a token copied to another workspace's or type's row does not decrypt. */
 const tokenContext = (workspaceId: string, type: string) => `connector:${workspaceId}:${type}`;
 
-const findConnection = async (db: Db, workspaceId: string, type: string): Promise<ConnectorConnectionRow | undefined> =>
+const findConnection = async (db: ShardDb, workspaceId: string, type: string): Promise<ConnectorConnectionRow | undefined> =>
   (
     await db
       .select()
@@ -119,7 +120,7 @@ function statusOf(env: Env, definition: ConnectorDefinition, row: ConnectorConne
 }
 
 /** Every connector type with this workspace's stored connection state (no provider call). */
-export async function listConnectors(db: Db, env: Env, principal: Principal): Promise<z.infer<typeof ConnectorList>> {
+export async function listConnectors(db: ShardDb, env: Env, principal: Principal): Promise<z.infer<typeof ConnectorList>> {
   const rows = await db.select().from(connectorConnections).where(eq(connectorConnections.workspaceId, principal.workspaceId));
   return {
     connectors: CONNECTORS.map((definition) => ({
@@ -146,7 +147,7 @@ function githubApi(env: Env, token: string): GithubApi {
 }
 
 /** The connection's status, checked against the provider when a token is stored. */
-export async function connectorStatus(db: Db, env: Env, principal: Principal, type: string): Promise<ConnectorStatus> {
+export async function connectorStatus(db: ShardDb, env: Env, principal: Principal, type: string): Promise<ConnectorStatus> {
   const definition = connectorDefinition(type);
   const row = await findConnection(db, principal.workspaceId, definition.type);
   const stored = statusOf(env, definition, row);
@@ -167,9 +168,16 @@ export async function connectorStatus(db: Db, env: Env, principal: Principal, ty
  * Stores the workspace's token for `type` (replacing any), after the provider accepted it:
  * a refused token is 400 INVALID_INPUT on `token` and nothing is stored.
  */
-export async function connectConnector(db: Db, env: Env, principal: Principal, type: string, body: ConnectBody, grantToken?: string): Promise<ConnectorStatus> {
+export async function connectConnector(
+  db: ShardDb,
+  env: Env,
+  principal: Principal,
+  type: string,
+  body: ConnectBody,
+  grantToken?: string,
+): Promise<ConnectorStatus> {
   const definition = connectorDefinition(type);
-  await requireConnectorScope(db, principal, definition, 'exec', grantToken);
+  await requireConnectorScope(env, principal, definition, 'exec', grantToken);
   requireConfigured(env, definition);
   const api = githubApi(env, body.token);
   let account: string;
@@ -217,9 +225,9 @@ export async function connectConnector(db: Db, env: Env, principal: Principal, t
 }
 
 /** Forgets the workspace's token for `type`; without a connection it changes (and records) nothing. */
-export async function disconnectConnector(db: Db, env: Env, principal: Principal, type: string, grantToken?: string): Promise<ConnectorStatus> {
+export async function disconnectConnector(db: ShardDb, env: Env, principal: Principal, type: string, grantToken?: string): Promise<ConnectorStatus> {
   const definition = connectorDefinition(type);
-  await requireConnectorScope(db, principal, definition, 'exec', grantToken);
+  await requireConnectorScope(env, principal, definition, 'exec', grantToken);
   const row = await findConnection(db, principal.workspaceId, definition.type);
   if (row) {
     await db.batch([
@@ -239,7 +247,7 @@ export async function disconnectConnector(db: Db, env: Env, principal: Principal
 }
 
 /** The workspace's GitHub API, or CONNECTOR_NOT_CONFIGURED / CONNECTOR_NOT_CONNECTED. No scope check: callers do it (run tools act for the run). */
-export async function workspaceGithub(db: Db, env: Env, workspaceId: string): Promise<GithubApi> {
+export async function workspaceGithub(db: ShardDb, env: Env, workspaceId: string): Promise<GithubApi> {
   const definition = connectorDefinition('github');
   requireConfigured(env, definition);
   const row = await findConnection(db, workspaceId, definition.type);
@@ -258,9 +266,9 @@ export async function workspaceGithub(db: Db, env: Env, workspaceId: string): Pr
 }
 
 /** A source connector's API for a read (sources) by the caller: scope `connector:<app>:read`. */
-export async function sourceApi(db: Db, env: Env, principal: Principal, type: string, grantToken?: string): Promise<GithubApi> {
+export async function sourceApi(db: ShardDb, env: Env, principal: Principal, type: string, grantToken?: string): Promise<GithubApi> {
   const definition = connectorDefinition(type);
-  await requireConnectorScope(db, principal, definition, 'read', grantToken);
+  await requireConnectorScope(env, principal, definition, 'read', grantToken);
   return workspaceGithub(db, env, principal.workspaceId);
 }
 
@@ -268,16 +276,16 @@ export const SourceArgs = z.object({ connector: ConnectorType.default('github'),
 export const TreeArgs = SourceArgs.extend({ ref: GitRef.optional(), path: RepoPath.optional() });
 export const ContentArgs = SourceArgs.extend({ path: RepoPath.min(1), ref: GitRef.optional() });
 
-export const listGithubRepos = async (db: Db, env: Env, principal: Principal, grantToken?: string) =>
+export const listGithubRepos = async (db: ShardDb, env: Env, principal: Principal, grantToken?: string) =>
   (await sourceApi(db, env, principal, 'github', grantToken)).repositories();
 
-export const listBranches = async (db: Db, env: Env, principal: Principal, args: z.infer<typeof SourceArgs>, grantToken?: string) =>
+export const listBranches = async (db: ShardDb, env: Env, principal: Principal, args: z.infer<typeof SourceArgs>, grantToken?: string) =>
   (await sourceApi(db, env, principal, args.connector, grantToken)).branches(args.repo);
 
-export const listSources = async (db: Db, env: Env, principal: Principal, args: z.infer<typeof TreeArgs>, grantToken?: string) =>
+export const listSources = async (db: ShardDb, env: Env, principal: Principal, args: z.infer<typeof TreeArgs>, grantToken?: string) =>
   (await sourceApi(db, env, principal, args.connector, grantToken)).tree(args.repo, args.ref, args.path);
 
-export const getSourceContent = async (db: Db, env: Env, principal: Principal, args: z.infer<typeof ContentArgs>, grantToken?: string) =>
+export const getSourceContent = async (db: ShardDb, env: Env, principal: Principal, args: z.infer<typeof ContentArgs>, grantToken?: string) =>
   (await sourceApi(db, env, principal, args.connector, grantToken)).content(args.repo, args.path, args.ref);
 
 /** Text search over every connector's actions: each word must appear in the connector's or the action's name, title or description. */
@@ -302,9 +310,9 @@ export const RunActionArgs = z.object({
 });
 
 /** Runs one action with the workspace's connection; needs `connector:<app>:exec`. Recorded in the audit log. */
-export async function runConnectorAction(db: Db, env: Env, principal: Principal, args: z.infer<typeof RunActionArgs>, grantToken?: string) {
+export async function runConnectorAction(db: ShardDb, env: Env, principal: Principal, args: z.infer<typeof RunActionArgs>, grantToken?: string) {
   const definition = connectorDefinition(args.connector);
-  await requireConnectorScope(db, principal, definition, 'exec', grantToken);
+  await requireConnectorScope(env, principal, definition, 'exec', grantToken);
   const action = definition.actions.find((a) => a.name === args.action);
   if (!action) {
     throw invalidInput('action', 'unknown', `${definition.name} has no action "${args.action}"`, { known: definition.actions.map((a) => a.name) });
@@ -336,7 +344,7 @@ export function listConnectorTriggers(connector?: string) {
  * input alone, in the service's own runtime) is accepted as it is.
  */
 export async function checkRunConnector(
-  db: Db,
+  db: ShardDb,
   env: Env,
   principal: Principal,
   connector: { type: string; fields: Record<string, unknown> },
@@ -350,17 +358,17 @@ export async function checkRunConnector(
   const definition = connectorDefinition(connector.type);
   const repo = GithubRepo.safeParse(connector.fields.repo);
   if (!repo.success) throw invalidInput('connector.fields.repo', 'owner/repo', 'connector.fields.repo must be a repository shaped owner/repo');
-  await requireConnectorScope(db, principal, definition, 'read', grantToken);
+  await requireConnectorScope(env, principal, definition, 'read', grantToken);
   await (await workspaceGithub(db, env, principal.workspaceId)).defaultBranch(repo.data);
   return { type: 'github', repo: repo.data };
 }
 
 /** Remembers a run's connector so every turn of the execution gets the same tools. */
-export const saveRunConnector = (db: Db, executionId: number, workspaceId: string, connector: RunConnector) =>
+export const saveRunConnector = (db: ShardDb, executionId: number, workspaceId: string, connector: RunConnector) =>
   db.insert(executionConnectors).values({ executionId, workspaceId, connectorType: connector.type, repo: connector.type === 'github' ? connector.repo : null });
 
 /** A run's connector as stored: none or one row, as a read another D1 batch can carry. */
-export const runConnectorRow = (db: Db, executionId: number) =>
+export const runConnectorRow = (db: ShardDb, executionId: number) =>
   db.select().from(executionConnectors).where(eq(executionConnectors.executionId, executionId)).limit(1);
 
 export function runConnectorFrom(row: typeof executionConnectors.$inferSelect | undefined): RunConnector | undefined {
@@ -368,4 +376,4 @@ export function runConnectorFrom(row: typeof executionConnectors.$inferSelect | 
   return row.connectorType === 'github' && row.repo ? { type: 'github', repo: row.repo } : { type: 'remote' };
 }
 
-export const runConnectorOf = async (db: Db, executionId: number) => runConnectorFrom((await runConnectorRow(db, executionId))[0]);
+export const runConnectorOf = async (db: ShardDb, executionId: number) => runConnectorFrom((await runConnectorRow(db, executionId))[0]);

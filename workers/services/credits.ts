@@ -3,7 +3,7 @@ import type { BatchResponse } from 'drizzle-orm/batch';
 import { z } from 'zod';
 import { CREDIT_TRANSACTION_TYPES, creditAccounts, creditReservations, creditTransactions, type CreditTransactionRow } from '../../schema';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { AppError } from '../errors';
 import { now, toIso } from '../lib/clock';
 
@@ -29,7 +29,7 @@ function hundredths(value: number, name: string): number {
 }
 
 /** Recomputes the cached totals from the source tables; the last statement of every change's batch (only if `onlyIf` holds, when given). */
-const recompute = (db: Db, userId: string, onlyIf?: SQL) =>
+const recompute = (db: GlobalDb, userId: string, onlyIf?: SQL) =>
   db
     .update(creditAccounts)
     .set({
@@ -40,9 +40,9 @@ const recompute = (db: Db, userId: string, onlyIf?: SQL) =>
     })
     .where(and(eq(creditAccounts.userId, userId), onlyIf));
 
-const ensureAccount = (db: Db, userId: string) => db.insert(creditAccounts).values({ userId, updatedAt: now() }).onConflictDoNothing();
+const ensureAccount = (db: GlobalDb, userId: string) => db.insert(creditAccounts).values({ userId, updatedAt: now() }).onConflictDoNothing();
 
-async function account(db: Db, userId: string) {
+async function account(db: GlobalDb, userId: string) {
   const [row] = await db.select().from(creditAccounts).where(eq(creditAccounts.userId, userId)).limit(1);
   return row ?? { balance: 0, reserved: 0, totalSpent: 0, isAdmin: false };
 }
@@ -62,14 +62,14 @@ interface Grant {
   subscriptionUntil?: number;
 }
 
-const extendSubscription = (db: Db, userId: string, until: number) =>
+const extendSubscription = (db: GlobalDb, userId: string, until: number) =>
   db
     .update(creditAccounts)
     .set({ subscriptionExpiresAt: sql`MAX(COALESCE(${creditAccounts.subscriptionExpiresAt}, 0), ${until})` })
     .where(eq(creditAccounts.userId, userId));
 
 /** The account, the grant (once per business key), any subscription extension and the recompute, for one batch. */
-const grantStatements = (db: Db, grant: Grant) =>
+const grantStatements = (db: GlobalDb, grant: Grant) =>
   [
     ensureAccount(db, grant.userId),
     db
@@ -91,17 +91,17 @@ const grantStatements = (db: Db, grant: Grant) =>
   ] as const;
 
 /** For the sign-up batch: the account and the welcome grant of `amount` hundredths (WELCOME_CREDITS). */
-export const welcomeGrantStatements = (db: Db, userId: string, amount: number) =>
+export const welcomeGrantStatements = (db: GlobalDb, userId: string, amount: number) =>
   grantStatements(db, { userId, amount, description: 'Welcome grant', businessKey: `welcome:${userId}` });
 
 /** Adds credits once per business key: a replayed grant adds nothing and answers `{granted: false}`. */
-export async function grantCredits(db: Db, grant: Grant): Promise<{ granted: boolean }> {
+export async function grantCredits(db: GlobalDb, grant: Grant): Promise<{ granted: boolean }> {
   const [, inserted] = await db.batch(grantStatements(db, grant));
   return { granted: inserted.length > 0 };
 }
 
 /** What the user can still hold or spend: `balance - reserved`, in hundredths. */
-export async function availableBalance(db: Db, userId: string): Promise<number> {
+export async function availableBalance(db: GlobalDb, userId: string): Promise<number> {
   const { balance, reserved } = await account(db, userId);
   return balance - reserved;
 }
@@ -115,13 +115,13 @@ const insufficient = ({ balance, reserved }: { balance: number; reserved: number
   });
 
 /** Throws 402 INSUFFICIENT_CREDITS unless the user has MIN_RUN_BALANCE available. */
-export async function assertCanStartRun(db: Db, userId: string): Promise<void> {
+export async function assertCanStartRun(db: GlobalDb, userId: string): Promise<void> {
   const current = await account(db, userId);
   if (current.balance - current.reserved < MIN_RUN_BALANCE) throw insufficient(current);
 }
 
 /** The same 402 for a hold that was refused, with the user's numbers as they are now. */
-export const insufficientCredits = async (db: Db, userId: string): Promise<AppError> => insufficient(await account(db, userId));
+export const insufficientCredits = async (db: GlobalDb, userId: string): Promise<AppError> => insufficient(await account(db, userId));
 
 /**
  * Which hold: an execution's, or with `turnKey` one turn of it. An execution that takes several
@@ -162,7 +162,7 @@ export type HoldRequest = HoldRef & {
  * These are the hold's statements, for the caller's own D1 batch (a run's start sends its claim
  * before them and its reads after: one round trip); `holdAnswered` reads their answer.
  */
-export function holdStatements(db: Db, request: HoldRequest) {
+export function holdStatements(db: GlobalDb, request: HoldRequest) {
   const { userId } = request;
   const amount = hundredths(request.amount, 'amount');
   const minimum = hundredths(request.minimum ?? amount, 'minimum');
@@ -192,18 +192,18 @@ export function holdStatements(db: Db, request: HoldRequest) {
 }
 
 /** What the hold's statements answered: the hold, else the same hold asked for before, else the refusal. */
-export const holdAnswered = async (db: Db, request: HoldRequest, [, [held]]: BatchResponse<ReturnType<typeof holdStatements>>): Promise<Hold> =>
+export const holdAnswered = async (db: GlobalDb, request: HoldRequest, [, [held]]: BatchResponse<ReturnType<typeof holdStatements>>): Promise<Hold> =>
   held ? { reserved: true, amount: held.amount } : earlierHold(db, request);
 
 /** A hold that took nothing: the same hold asked for before, else the refusal with what is available. */
-async function earlierHold(db: Db, request: HoldRequest): Promise<Hold> {
+async function earlierHold(db: GlobalDb, request: HoldRequest): Promise<Hold> {
   const [earlier] = await db.select({ amount: creditReservations.amount }).from(creditReservations).where(unsettledHold(request)).limit(1);
   if (earlier) return { reserved: true, amount: earlier.amount };
   return { reserved: false, available: await availableBalance(db, request.userId) };
 }
 
 /** The user whose credits the unsettled hold under `key` took (a turn's hold is its starter's), if there is one. */
-export const holdOwner = async (db: Db, key: string): Promise<string | undefined> =>
+export const holdOwner = async (db: GlobalDb, key: string): Promise<string | undefined> =>
   (
     await db
       .select({ userId: creditReservations.userId })
@@ -213,7 +213,7 @@ export const holdOwner = async (db: Db, key: string): Promise<string | undefined
   )[0]?.userId;
 
 /** Gives back a hold that was never used (the run did not start). Settled holds stay as they are. */
-export async function releaseReservation(db: Db, ref: HoldRef): Promise<{ released: boolean }> {
+export async function releaseReservation(db: GlobalDb, ref: HoldRef): Promise<{ released: boolean }> {
   const [deleted] = await db.batch([
     db.delete(creditReservations).where(unsettledHold(ref)).returning({ id: creditReservations.id }),
     recompute(db, ref.userId),
@@ -239,7 +239,7 @@ export type Settlement = HoldRef & { cost: number; description: string };
  * record after them: one round trip); `settlementAnswered` reads their answer, and `charged` is
  * the charge as SQL for the statements that follow them.
  */
-export function settlementStatements(db: Db, settlement: Settlement) {
+export function settlementStatements(db: GlobalDb, settlement: Settlement) {
   const { userId } = settlement;
   const held = sql`COALESCE((SELECT ${creditReservations.amount} FROM ${creditReservations} WHERE ${unsettledHold(settlement)}), 0)`;
   const spendable = sql`(SELECT ${creditAccounts.balance} - ${creditAccounts.reserved} FROM ${creditAccounts} WHERE ${creditAccounts.userId} = ${userId}) + ${held}`;
@@ -268,14 +268,14 @@ export function settlementStatements(db: Db, settlement: Settlement) {
 }
 
 /** What the settlement of a hold charged, once it has landed; undefined before. */
-export async function settledCharge(db: Db, ref: HoldRef): Promise<number | undefined> {
+export async function settledCharge(db: GlobalDb, ref: HoldRef): Promise<number | undefined> {
   const [row] = await db.select({ amount: creditTransactions.amount }).from(creditTransactions).where(settlementRow(ref));
   return row && Math.abs(row.amount);
 }
 
 /** What the settlement's statements answered, from the start of the batch that sent them; a replay reads what was charged. */
 export const settlementAnswered = async (
-  db: Db,
+  db: GlobalDb,
   settlement: Settlement,
   [, [inserted]]: readonly [...BatchResponse<ReturnType<typeof settlementStatements>['statements']>, ...unknown[]],
 ) =>
@@ -287,7 +287,7 @@ export const settlementAnswered = async (
 export const BalanceStatus = z.object({ balance: z.number(), totalSpent: z.number(), canExecute: z.boolean(), isAdmin: z.boolean() });
 
 /** Spec 2.7's balance status, in Ds; `canExecute` when MIN_RUN_BALANCE is available. */
-export async function getBalance(db: Db, principal: Principal): Promise<z.infer<typeof BalanceStatus>> {
+export async function getBalance(db: GlobalDb, principal: Principal): Promise<z.infer<typeof BalanceStatus>> {
   const { balance, reserved, totalSpent, isAdmin } = await account(db, principal.userId);
   return { balance: ds(balance), totalSpent: ds(totalSpent), canExecute: balance - reserved >= MIN_RUN_BALANCE, isAdmin };
 }
@@ -315,7 +315,7 @@ const presentTransaction = (row: CreditTransactionRow): z.infer<typeof Transacti
 });
 
 /** Spec 8: the 50 most recent, newest first, no paging; the caller's own, whichever workspace it acts in. */
-export async function listTransactions(db: Db, principal: Principal) {
+export async function listTransactions(db: GlobalDb, principal: Principal) {
   const rows = await db
     .select()
     .from(creditTransactions)

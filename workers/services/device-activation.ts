@@ -4,14 +4,14 @@ import { apiKeys, deviceActivations, type DeviceActivationRow, workspaces } from
 import { credentialHash, newApiKey } from '../auth/credentials';
 import type { Principal, RequestOrigin } from '../auth/principal';
 import { DEFAULT_KEY_SCOPES } from '../auth/scopes';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { AppError, conflict, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { randomToken, sha256Hex } from '../lib/crypto';
 import { isConstraintFailure } from '../lib/db-errors';
 import { formatId } from '../lib/ids';
 import { normalizeUserCode, userCodeHash } from '../lib/user-codes';
-import { recordChange } from './audit';
+import { recordChange, type ChangeActor } from './audit';
 import { decideOnce, withFreshCode } from './pending-decisions';
 
 /** Spec 5.2 and 8: a device code lives 600 seconds and is polled every 2 seconds. */
@@ -70,7 +70,7 @@ export type ActivationRecord = z.infer<typeof ActivationRecord>;
 const deviceCodeHash = (code: string) => sha256Hex(`device-code:${code}`);
 
 /** `POST /activate` (no credential): starts a device authorization (RFC 8628 section 3.2). */
-export async function startActivation(db: Db, input: StartActivationBody, baseUrl: string): Promise<StartedActivation> {
+export async function startActivation(db: GlobalDb, input: StartActivationBody, baseUrl: string): Promise<StartedActivation> {
   const deviceCode = `dc_${randomToken(32)}`;
   const t = now();
   const hash = await deviceCodeHash(deviceCode);
@@ -102,7 +102,7 @@ export async function startActivation(db: Db, input: StartActivationBody, baseUr
  * a racing poll delivered it first, those read NULL, the NOT NULL constraint fails and nothing
  * is written, so the key goes out exactly once.
  */
-async function deliverKey(db: Db, row: DeviceActivationRow, origin: RequestOrigin): Promise<ActivationPoll | undefined> {
+async function deliverKey(db: GlobalDb, row: DeviceActivationRow, origin: RequestOrigin): Promise<ActivationPoll | undefined> {
   const t = now();
   const { key, preview } = newApiKey();
   const keyHash = await credentialHash(key);
@@ -110,14 +110,7 @@ async function deliverKey(db: Db, row: DeviceActivationRow, origin: RequestOrigi
     sql`(SELECT ${column} FROM ${deviceActivations} WHERE ${deviceActivations.id} = ${row.id} AND ${deviceActivations.status} = 'delivered' AND ${deviceActivations.deliveredAt} = ${t})`;
   const keyId = sql`(SELECT ${apiKeys.id} FROM ${apiKeys} WHERE ${apiKeys.keyHash} = ${keyHash})`;
   // The confirming person is the actor: they approved the key; the poll only collected it.
-  const actor: Principal = {
-    userId: row.userId!,
-    workspaceId: row.workspaceId!,
-    role: 'member',
-    credential: { type: 'session', sessionId: 'device-flow' },
-    scopes: [],
-    origin,
-  };
+  const actor: ChangeActor = { userId: row.userId!, workspaceId: row.workspaceId!, credential: { type: 'session', sessionId: 'device-flow' }, origin };
   try {
     await db.batch([
       db
@@ -164,7 +157,7 @@ const alreadyDelivered = () => conflict('This device code was already used: its 
  * sooner than `interval` after the previous poll; the interval grows by 5 s), `denied`,
  * `expired`, and `approved` with the key, once. A spent device code is 409 `CONFLICT`.
  */
-export async function pollActivation(db: Db, input: PollActivationBody, origin: RequestOrigin): Promise<ActivationPoll> {
+export async function pollActivation(db: GlobalDb, input: PollActivationBody, origin: RequestOrigin): Promise<ActivationPoll> {
   const hash = await deviceCodeHash(input.device_code);
   const [row] = await db.select().from(deviceActivations).where(eq(deviceActivations.deviceCodeHash, hash)).limit(1);
   if (!row) throw notFound('Device code');
@@ -202,7 +195,7 @@ export async function pollActivation(db: Db, input: PollActivationBody, origin: 
 }
 
 /** A pending, unexpired activation by user code; 404 unknown, 410 expired, 409 already used. */
-async function pendingByUserCode(db: Db, rawCode: string): Promise<DeviceActivationRow> {
+async function pendingByUserCode(db: GlobalDb, rawCode: string): Promise<DeviceActivationRow> {
   const code = normalizeUserCode(rawCode);
   const [row] =
     code === null
@@ -223,7 +216,7 @@ const formatUserCode = (raw: string) => {
   return `${code.slice(0, 4)}-${code.slice(4)}`;
 };
 
-async function currentWorkspace(db: Db, principal: Principal) {
+async function currentWorkspace(db: GlobalDb, principal: Principal) {
   const [ws] = await db.select({ id: workspaces.id, name: workspaces.name }).from(workspaces).where(eq(workspaces.id, principal.workspaceId));
   return ws!;
 }
@@ -244,7 +237,7 @@ const present = (
 });
 
 /** `GET /activate/lookup`: what the person is about to approve, and in which workspace. */
-export async function lookupActivation(db: Db, principal: Principal, userCode: string): Promise<ActivationRecord> {
+export async function lookupActivation(db: GlobalDb, principal: Principal, userCode: string): Promise<ActivationRecord> {
   const row = await pendingByUserCode(db, userCode);
   return present(row, userCode, await currentWorkspace(db, principal), 'pending');
 }
@@ -253,7 +246,7 @@ export async function lookupActivation(db: Db, principal: Principal, userCode: s
  * Confirm or deny by user code, once (the code is single use). A racing decision that won is
  * reported as for a used code.
  */
-async function decide(db: Db, principal: Principal, userCode: string, approve: boolean): Promise<ActivationRecord> {
+async function decide(db: GlobalDb, principal: Principal, userCode: string, approve: boolean): Promise<ActivationRecord> {
   const row = await pendingByUserCode(db, userCode);
   const status = approve ? ('approved' as const) : ('denied' as const);
   await decideOnce(db, {
@@ -284,10 +277,10 @@ async function decide(db: Db, principal: Principal, userCode: string, approve: b
  * Hourly housekeeping: activations a day past their expiry go. Until then a late poll still
  * reads `expired` (or 409 for a delivered key) rather than 404.
  */
-export async function deleteExpiredActivations(db: Db): Promise<void> {
+export async function deleteExpiredActivations(db: GlobalDb): Promise<void> {
   await db.delete(deviceActivations).where(lte(deviceActivations.expiresAt, now() - ACTIVATION_RETENTION_MS));
 }
 
-export const confirmActivation = (db: Db, principal: Principal, userCode: string) => decide(db, principal, userCode, true);
+export const confirmActivation = (db: GlobalDb, principal: Principal, userCode: string) => decide(db, principal, userCode, true);
 
-export const denyActivation = (db: Db, principal: Principal, userCode: string) => decide(db, principal, userCode, false);
+export const denyActivation = (db: GlobalDb, principal: Principal, userCode: string) => decide(db, principal, userCode, false);

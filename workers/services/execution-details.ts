@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { executions } from '../../schema';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { ShardDb } from '../env';
 import { formatId } from '../lib/ids';
 import { ArtifactRecord, artifactsOfExecution } from './artifacts';
 import { HistoryItem, presentHistory } from './executions';
@@ -17,7 +17,7 @@ export const ExecutionDetails = HistoryItem.extend({
 });
 export type ExecutionDetails = z.infer<typeof ExecutionDetails>;
 
-export async function getExecutionDetails(db: Db, principal: Principal, rawId: string): Promise<ExecutionDetails> {
+export async function getExecutionDetails(db: ShardDb, principal: Principal, rawId: string): Promise<ExecutionDetails> {
   const row = await requireOwned(db, executions, principal, 'exec', rawId, 'Execution');
   return {
     ...presentHistory(row),

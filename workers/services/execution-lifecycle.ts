@@ -1,13 +1,13 @@
-import { and, asc, eq, exists, inArray, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core';
-import type { BatchResponse } from 'drizzle-orm/batch';
 import { executions, skillVersions, threads } from '../../schema';
 import { runActor, type Actor } from '../auth/actor';
 import type { Principal } from '../auth/principal';
 import { hasScope } from '../auth/scopes';
-import type { Db, Env } from '../env';
+import type { Env, ShardDb } from '../env';
 import { AppError, conflict } from '../errors';
 import { now } from '../lib/clock';
+import { globalDbOf } from '../lib/db';
 import { formatId, parseId } from '../lib/ids';
 import { giveBackRateLimit, hitRateLimit, type RateDecision } from '../lib/rate-limit';
 import { costInHundredths } from '../runtime/pricing';
@@ -16,7 +16,7 @@ import { byokKeyExists, sealedByokKey } from './byok';
 import { runConnectorFrom, runConnectorRow } from './connectors';
 import { publish } from './control-plane';
 import { holdAnswered, holdStatements, insufficientCredits, MIN_RUN_BALANCE, RUN_BUDGET, settledCharge } from './credits';
-import { closeTurn, storeArtifact, type StoredArtifact } from './execution-runs';
+import { closeTurn, storeArtifact, turnClosed, type StoredArtifact } from './execution-runs';
 import {
   CLAIM_GRACE_MS,
   claimOf,
@@ -38,12 +38,13 @@ import type { ExecutionEvent, NewExecutionEvent, SealedTurnKeys, StartTurnAnswer
  *
  * 1. **Claim**: one conditional UPDATE moves the execution to `working` under the workspace's
  *    MAX_ACTIVE_EXECUTIONS and writes the turn's key and the claim time.
- * 2. **Hold**: credits reserved under that key, in the claim's own D1 request (atomic with it,
- *    and made only if the claim took), with the turn's context and keys read.
+ * 2. **Hold**: credits reserved under that key on the global ledger, once the claim (on the
+ *    workspace's shard, with the turn's context read) took; the user's model key read with it.
  * 3. **Start**: the object takes the turn under that key (and refuses a key it has seen).
  * 4. **Settle**: once the turn's agent loop has ended, its output stored once, the charge
- *    settled against the hold, the execution's record and the trace finished in one D1 request,
- *    sent once however often the object is cut off; then the log's closing events, and the
+ *    settled against the hold on the ledger (once per hold), then the execution's record and the
+ *    trace finished in one shard request that changes nothing once the execution has left the
+ *    turn, both sent again if the object was cut off; then the log's closing events, and the
  *    workflow run whose step started the execution is told.
  *
  * After a crash at any point the stored state tells what happened: the object either holds the
@@ -62,7 +63,14 @@ export const RUNS_PER_MINUTE = 20;
  * the skill version it was created with); answers the turn's opening events. When the
  * workspace's slots are taken, stale claims are settled first and the start tried once more.
  */
-export async function startTurn(db: Db, env: Env, principal: Principal, execution: ExecutionRow, text: string, system?: string): Promise<ExecutionEvent[]> {
+export async function startTurn(
+  db: ShardDb,
+  env: Env,
+  principal: Principal,
+  execution: ExecutionRow,
+  text: string,
+  system?: string,
+): Promise<ExecutionEvent[]> {
   if (execution.status === 'working')
     throw new AppError('EXECUTION_RUNNING', 409, 'The execution is already running', { executionId: formatId('exec', execution.id) });
   if (execution.status !== 'idle') throw conflict(`The execution is ${execution.status}: rerun it instead`);
@@ -80,7 +88,7 @@ export async function startTurn(db: Db, env: Env, principal: Principal, executio
  * execution is not the caller's, not idle, or the workspace's slots are taken) the ordinary
  * read and start answer why.
  */
-export async function startTurnById(db: Db, env: Env, principal: Principal, rawId: string, text: string) {
+export async function startTurnById(db: ShardDb, env: Env, principal: Principal, rawId: string, text: string) {
   const id = parseId('exec', rawId);
   const started = id === null ? null : await startIfClaimed(db, env, principal, id, { text });
   if (started) return started;
@@ -111,13 +119,13 @@ const giveBackRun = (env: Env, principal: Principal, count: RateDecision) =>
   );
 
 /**
- * Steps 1 to 3 and the audit trail of the start. The claim, the hold and the turn's context and
- * keys are one D1 request (the hold made and the context read only if the claim took), sent while
- * the run is counted against the user's RUNS_PER_MINUTE. Answers the claimed row and the turn's
+ * Steps 1 to 3 and the audit trail of the start. The claim (with the turn's context) and then
+ * the hold (with the user's model key) are sent while the run is counted against the user's
+ * RUNS_PER_MINUTE. Answers the claimed row and the turn's
  * opening events, or null when the claim did not take (its count given back). A refused count is
  * answered 429, once the claim and the hold (if they took) are given back.
  */
-async function startIfClaimed(db: Db, env: Env, principal: Principal, executionId: number, turn: TurnRequest) {
+async function startIfClaimed(db: ShardDb, env: Env, principal: Principal, executionId: number, turn: TurnRequest) {
   const turnKey = newTurnKey(executionId);
   const holder = { id: executionId, userId: principal.userId };
   // Both land before anything is undone, so a release never runs ahead of a claim still being written.
@@ -133,15 +141,15 @@ async function startIfClaimed(db: Db, env: Env, principal: Principal, executionI
     return null;
   }
   if (!claim || !count) {
-    // The count or the D1 request failed (a batch is all or nothing, but whether it ran is unknown): undo whatever took.
+    // The count or a D1 request failed (a batch is all or nothing, but whether it ran is unknown): undo whatever took.
     if (count?.allowed) await giveBackRun(env, principal, count);
     throw startUnavailable(
-      await giveBackFailedStart(db, holder, turnKey, batch.status === 'rejected' ? batch.reason : counted.status === 'rejected' && counted.reason),
+      await giveBackFailedStart(db, env, holder, turnKey, batch.status === 'rejected' ? batch.reason : counted.status === 'rejected' && counted.reason),
     );
   }
-  if (!count.allowed) throw await refuse(db, holder, turnKey, () => tooManyRuns(count));
+  if (!count.allowed) throw await refuse(db, env, holder, turnKey, () => tooManyRuns(count));
   const { execution, hold, context, keys } = claim;
-  if (!hold.reserved) throw await refuse(db, holder, turnKey, () => insufficientCredits(db, principal.userId));
+  if (!hold.reserved) throw await refuse(db, env, holder, turnKey, () => insufficientCredits(globalDbOf(env), principal.userId));
   const events = await startAtObject(db, env, holder, turnKey, turnInput(principal, execution, context, { turnKey, budget: hold.amount, ...turn }), keys);
   await announceStart(db, principal, execution);
   return { execution, events };
@@ -151,7 +159,7 @@ async function startIfClaimed(db: Db, env: Env, principal: Principal, executionI
  * Step 1: one conditional UPDATE claims an idle execution of the caller's workspace, under the
  * workspace's MAX_ACTIVE_EXECUTIONS, for `turnKey`; answers the claimed row, or none.
  */
-const claimStatement = (db: Db, env: Env, principal: Principal, executionId: number, turnKey: string) =>
+const claimStatement = (db: ShardDb, env: Env, principal: Principal, executionId: number, turnKey: string) =>
   db
     .update(executions)
     .set({ status: 'working', turnKey, claimedAt: now() })
@@ -166,26 +174,18 @@ const claimStatement = (db: Db, env: Env, principal: Principal, executionId: num
     .returning();
 
 /**
- * Steps 1 and 2 in one D1 request: the claim, then the hold (RUN_BUDGET, or nothing on the
- * user's own key, which pays for the run instead) and the turn's context and keys, the hold made
- * and the context read only if this claim took. Answers null when it did not.
+ * Steps 1 and 2: the claim with the turn's context and the skill's sealed secrets, in one shard
+ * request (the context read only if this claim took); then, if it took, the hold (RUN_BUDGET, or
+ * nothing on the user's own key, which pays for the run instead) with that key, in one request
+ * to the global ledger. Answers null when the claim did not take. A hold that fails leaves the
+ * claim to the caller's compensation (or, after a crash, to the reconciler).
  */
-async function claimHoldAndRead(db: Db, env: Env, principal: Principal, executionId: number, turnKey: string) {
+async function claimHoldAndRead(db: ShardDb, env: Env, principal: Principal, executionId: number, turnKey: string) {
   const claimTook = and(eq(executions.id, executionId), eq(executions.turnKey, turnKey));
   /** A column of the claimed row (of one that also meets `also`), as a subquery: it reads nothing unless this claim took. */
   const claimed = <T extends SQLiteColumn>(column: T, also?: SQL) => db.select({ value: column }).from(executions).where(and(claimTook, also));
-  const request = {
-    userId: principal.userId,
-    executionId: formatId('exec', executionId),
-    turnKey,
-    amount: RUN_BUDGET,
-    minimum: MIN_RUN_BALANCE,
-    waivedWhen: byokKeyExists(db, principal.userId),
-    onlyIf: exists(claimed(executions.id)),
-  };
-  const [[execution], ensured, held, recomputed, version, connector, thread, byok, secrets] = await db.batch([
+  const [[execution], version, connector, thread, secrets] = await db.batch([
     claimStatement(db, env, principal, executionId, turnKey),
-    ...holdStatements(db, request),
     db
       .select({ prompt: skillVersions.prompt })
       .from(skillVersions)
@@ -202,19 +202,29 @@ async function claimHoldAndRead(db: Db, env: Env, principal: Principal, executio
           : sql`0`,
       )
       .limit(1),
-    ...sealedTurnKeyReads(db, principal, claimed(executions.skillSlug)),
+    sealedRunSecrets(db, principal.workspaceId, claimed(executions.skillSlug)),
   ]);
   if (!execution) return null;
+  const ledger = globalDbOf(env);
+  const request = {
+    userId: principal.userId,
+    executionId: formatId('exec', executionId),
+    turnKey,
+    amount: RUN_BUDGET,
+    minimum: MIN_RUN_BALANCE,
+    waivedWhen: byokKeyExists(ledger, principal.userId),
+  };
+  const [ensured, held, recomputed, [byok]] = await ledger.batch([...holdStatements(ledger, request), sealedByokKey(ledger, principal.userId)]);
   return {
     execution,
-    hold: await holdAnswered(db, request, [ensured, held, recomputed]),
+    hold: await holdAnswered(ledger, request, [ensured, held, recomputed]),
     context: { prompt: version[0]?.prompt, connector: runConnectorFrom(connector[0]), threadId: thread[0]?.id },
-    keys: sealedTurnKeysFrom([byok, secrets]),
+    keys: { byok: byok ?? null, secrets },
   };
 }
 
 /** 409 EXECUTION_RUNNING naming the execution that holds the slot, with when to try again (also as Retry-After). */
-async function slotsTaken(db: Db, workspaceId: string, executionId: number): Promise<AppError> {
+async function slotsTaken(db: ShardDb, workspaceId: string, executionId: number): Promise<AppError> {
   const [holder] = await db
     .select({ id: executions.id, claimedAt: executions.claimedAt })
     .from(executions)
@@ -243,7 +253,7 @@ async function slotsTaken(db: Db, workspaceId: string, executionId: number): Pro
  * withdraw the turn; if the object had taken it after all, the run goes on and its opening
  * events are answered.
  */
-async function startAtObject(db: Db, env: Env, holder: Holder, turnKey: string, input: TurnInput, keys: SealedTurnKeys) {
+async function startAtObject(db: ShardDb, env: Env, holder: Holder, turnKey: string, input: TurnInput, keys: SealedTurnKeys) {
   let answer: StartTurnAnswer;
   try {
     answer = await sessionOf(env, holder.id).startTurn(input, keys);
@@ -254,7 +264,7 @@ async function startAtObject(db: Db, env: Env, holder: Holder, turnKey: string, 
   }
   if (answer.accepted) return answer.events;
   // The object refused the key: a cancel or the reconciler abandoned this turn before it arrived.
-  throw await refuse(db, holder, turnKey, () => conflict('The run was stopped before it started'));
+  throw await refuse(db, env, holder, turnKey, () => conflict('The run was stopped before it started'));
 }
 
 /**
@@ -262,12 +272,12 @@ async function startAtObject(db: Db, env: Env, holder: Holder, turnKey: string, 
  * limit, too few credits, a stopped turn); if they cannot be given back yet, or the refusal
  * cannot be worked out, the 503 of a failed start.
  */
-async function refuse(db: Db, holder: Holder, turnKey: string, refusal: () => AppError | Promise<AppError>): Promise<AppError> {
+async function refuse(db: ShardDb, env: Env, holder: Holder, turnKey: string, refusal: () => AppError | Promise<AppError>): Promise<AppError> {
   try {
-    await release(db, holder, turnKey, 'idle');
+    await release(db, env, holder, turnKey, 'idle');
     return await refusal();
   } catch (error) {
-    return startUnavailable(await giveBackFailedStart(db, holder, turnKey, error));
+    return startUnavailable(await giveBackFailedStart(db, env, holder, turnKey, error));
   }
 }
 
@@ -276,7 +286,7 @@ async function refuse(db: Db, holder: Holder, turnKey: string, refusal: () => Ap
  * withdraws the turn, then the claim is given back. Answers the turn's opening events if the
  * object had taken it after all, else as `giveBackFailedStart`.
  */
-async function compensate(db: Db, env: Env, holder: Holder, turnKey: string, cause: unknown): Promise<ExecutionEvent[] | null | undefined> {
+async function compensate(db: ShardDb, env: Env, holder: Holder, turnKey: string, cause: unknown): Promise<ExecutionEvent[] | null | undefined> {
   try {
     const outcome = await sessionOf(env, holder.id).withdraw(turnKey);
     if (outcome.state === 'live') return outcome.events;
@@ -284,17 +294,17 @@ async function compensate(db: Db, env: Env, holder: Holder, turnKey: string, cau
     logStartFailure(holder.id, cause);
     return notUndoneYet(holder.id, error);
   }
-  return giveBackFailedStart(db, holder, turnKey, cause);
+  return giveBackFailedStart(db, env, holder, turnKey, cause);
 }
 
 /**
  * Gives back the claim and hold of a start that failed (`cause`): null once undone, undefined
  * when that failed too (the reconciler finishes it after the grace period).
  */
-async function giveBackFailedStart(db: Db, holder: Holder, turnKey: string, cause: unknown): Promise<null | undefined> {
+async function giveBackFailedStart(db: ShardDb, env: Env, holder: Holder, turnKey: string, cause: unknown): Promise<null | undefined> {
   logStartFailure(holder.id, cause);
   try {
-    await release(db, holder, turnKey, 'idle');
+    await release(db, env, holder, turnKey, 'idle');
     return null;
   } catch (error) {
     return notUndoneYet(holder.id, error);
@@ -321,12 +331,10 @@ const startUnavailable = (undone: null | undefined) =>
   );
 
 /** The turn's model key (the actor's own) and the skill's bound secrets, encrypted as stored: read at its start (and again by a resumed turn). */
-const sealedTurnKeyReads = (db: Db, actor: Actor, skillSlug: string | SQLWrapper) =>
-  [sealedByokKey(db, actor.userId), sealedRunSecrets(db, actor.workspaceId, skillSlug)] as const;
-
-const sealedTurnKeysFrom = ([[byok], secrets]: BatchResponse<ReturnType<typeof sealedTurnKeyReads>>): SealedTurnKeys => ({ byok: byok ?? null, secrets });
-
-export const sealedTurnKeys = async (db: Db, actor: Actor, skillSlug: string) => sealedTurnKeysFrom(await db.batch(sealedTurnKeyReads(db, actor, skillSlug)));
+export async function sealedTurnKeys(db: ShardDb, env: Env, actor: Actor, skillSlug: string): Promise<SealedTurnKeys> {
+  const [byok, secrets] = await Promise.all([sealedByokKey(globalDbOf(env), actor.userId), sealedRunSecrets(db, actor.workspaceId, skillSlug)]);
+  return { byok: byok[0] ?? null, secrets };
+}
 
 function turnInput(
   principal: Actor,
@@ -351,7 +359,7 @@ function turnInput(
 }
 
 /** Records a run starting or being interrupted, once the object has taken it (the claim and the object are not one batch). */
-const recordRun = (db: Db, principal: Principal, execution: ExecutionRow, action: 'execution.started' | 'execution.interrupted') =>
+const recordRun = (db: ShardDb, principal: Principal, execution: ExecutionRow, action: 'execution.started' | 'execution.interrupted') =>
   recordChangeAfter(db, principal, {
     action,
     resourceType: 'execution',
@@ -370,7 +378,7 @@ const logBookkeeping = (executionId: number) => (error: unknown) =>
  * (which would make the caller undo a run that goes on). The trace and the control plane are
  * told by the object itself once its first model request is under way (`announceRunStarted`).
  */
-const announceStart = (db: Db, principal: Principal, execution: ExecutionRow) =>
+const announceStart = (db: ShardDb, principal: Principal, execution: ExecutionRow) =>
   recordRun(db, principal, execution, 'execution.started').catch(logBookkeeping(execution.id));
 
 /**
@@ -378,7 +386,7 @@ const announceStart = (db: Db, principal: Principal, execution: ExecutionRow) =>
  * trace's status and the control plane's `execution-started` (`seq`: the turn's
  * `session.status_running`), from which the control plane relays the run's own stream.
  */
-export async function announceRunStarted(db: Db, env: Env, turn: TurnInput, seq: number) {
+export async function announceRunStarted(db: ShardDb, env: Env, turn: TurnInput, seq: number) {
   await Promise.all([
     traceRunStarted(db, turn.executionId).catch(logBookkeeping(turn.executionId)),
     publish(env, turn.actor.workspaceId, [{ type: 'execution-started', executionId: formatId('exec', turn.executionId), source: turn.source ?? 'api', seq }]),
@@ -394,7 +402,7 @@ export const CANCEL_WAIT_MS = 5_000;
  * released and the execution `idle` again. Answers what the object found and the status after.
  */
 export async function interruptTurn(
-  db: Db,
+  db: ShardDb,
   env: Env,
   principal: Principal | null,
   execution: ExecutionRow,
@@ -402,7 +410,7 @@ export async function interruptTurn(
 ): Promise<{ outcome: TurnOutcome; status: ExecutionStatus }> {
   const { turnKey } = claimOf(execution);
   const outcome = await sessionOf(env, execution.id).interrupt(turnKey, waitMs);
-  if (outcome.state === 'abandoned') await release(db, { id: execution.id }, turnKey, 'idle');
+  if (outcome.state === 'abandoned') await release(db, env, { id: execution.id }, turnKey, 'idle');
   if (principal && outcome.state !== 'finished') await recordRun(db, principal, execution, 'execution.interrupted');
   return { outcome, status: await statusOf(db, execution.id) };
 }
@@ -435,7 +443,7 @@ export interface SettleHooks {
  * The result shows what was charged; a workflow step that started the execution goes on now
  * rather than at its next poll (which stays the fallback).
  */
-export async function settleTurn(db: Db, env: Env, turn: TurnInput, end: EndedTurn, hooks: SettleHooks): Promise<void> {
+export async function settleTurn(db: ShardDb, env: Env, turn: TurnInput, end: EndedTurn, hooks: SettleHooks): Promise<void> {
   const charged = await closeOnce(db, env, turn, end, hooks);
   const { ended, usage } = end;
   hooks.close([
@@ -458,7 +466,7 @@ export async function settleTurn(db: Db, env: Env, turn: TurnInput, end: EndedTu
  * lands whole or not at all), and if not sends it again with the same output. Answers what was
  * charged: the cost capped at the balance.
  */
-async function closeOnce(db: Db, env: Env, turn: TurnInput, { ended, usage, startedAt, closing }: EndedTurn, hooks: SettleHooks): Promise<number> {
+async function closeOnce(db: ShardDb, env: Env, turn: TurnInput, { ended, usage, startedAt, closing }: EndedTurn, hooks: SettleHooks): Promise<number> {
   const { stopReason, text, model, ownKey } = ended;
   const settlement = {
     userId: turn.actor.userId,
@@ -467,12 +475,20 @@ async function closeOnce(db: Db, env: Env, turn: TurnInput, { ended, usage, star
     cost: ownKey ? 0 : costInHundredths(model, usage.inputTokens, usage.outputTokens),
     description: `${turn.skillName}: ${usage.inputTokens} input and ${usage.outputTokens} output tokens (${model}${ownKey ? ', on your own key' : ''})`,
   };
-  const landed = closing ? await settledCharge(db, settlement) : undefined;
-  if (landed !== undefined) return landed;
+  const ledger = globalDbOf(env);
+  // A closing that may have been sent before a cut-off: if its shard record landed, only what was charged is left to learn.
+  if (closing && (await turnClosed(db, turn.executionId, turn.turnKey))) return (await settledCharge(ledger, settlement)) ?? 0;
   const output = closing ? closing.output : stopReason === 'end_turn' ? await storeArtifact(env.BUCKET, turn, 'output.md', text) : null;
   // Recorded before the batch leaves: the object's output gate holds the D1 request until then.
   hooks.closing(output);
-  return closeTurn(db, { executionId: turn.executionId, reason: stopReason, settlement, totals: { ...usage, elapsedMs: now() - startedAt }, output });
+  return closeTurn(db, ledger, {
+    executionId: turn.executionId,
+    turnKey: turn.turnKey,
+    reason: stopReason,
+    settlement,
+    totals: { ...usage, elapsedMs: now() - startedAt },
+    output,
+  });
 }
 
 async function tellWorkflowRun(env: Env, runId: string, executionId: number) {

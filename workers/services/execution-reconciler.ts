@@ -1,8 +1,9 @@
 import { and, asc, eq, lt } from 'drizzle-orm';
 import { executions } from '../../schema';
 import type { Principal } from '../auth/principal';
-import type { Db, Env } from '../env';
+import type { ShardDb, Env } from '../env';
 import { now } from '../lib/clock';
+import { globalDbOf } from '../lib/db';
 import { formatId } from '../lib/ids';
 import { publish } from './control-plane';
 import { holdOwner, releaseReservation } from './credits';
@@ -50,12 +51,14 @@ export const sessionOf = (env: Env, executionId: number) => env.EXECUTION_SESSIO
 export const claimOf = (execution: ExecutionRow) => ({ turnKey: execution.turnKey!, claimedAt: execution.claimedAt! });
 
 /**
- * Gives back a claim whose turn never ran: its hold first (a crash after that leaves only the
- * claim, which the reconciler settles), then the execution, only while it is still this claim's.
+ * Gives back a claim whose turn never ran: its hold on the global ledger first (a crash after that
+ * leaves only the claim, which the reconciler settles), then the execution on its shard, only
+ * while it is still this claim's.
  */
-export async function release(db: Db, holder: Holder, turnKey: string, to: 'idle' | 'failed'): Promise<boolean> {
-  const userId = holder.userId ?? (await holdOwner(db, turnKey));
-  if (userId !== undefined) await releaseReservation(db, { userId, executionId: formatId('exec', holder.id), turnKey });
+export async function release(db: ShardDb, env: Env, holder: Holder, turnKey: string, to: 'idle' | 'failed'): Promise<boolean> {
+  const ledger = globalDbOf(env);
+  const userId = holder.userId ?? (await holdOwner(ledger, turnKey));
+  if (userId !== undefined) await releaseReservation(ledger, { userId, executionId: formatId('exec', holder.id), turnKey });
   const released = await db
     .update(executions)
     .set({ status: to, completedAt: to === 'failed' ? now() : null })
@@ -66,7 +69,7 @@ export async function release(db: Db, holder: Holder, turnKey: string, to: 'idle
 }
 
 /** The execution's status as D1 holds it now. */
-export const statusOf = async (db: Db, executionId: number): Promise<ExecutionStatus> =>
+export const statusOf = async (db: ShardDb, executionId: number): Promise<ExecutionStatus> =>
   (await db.select({ status: executions.status }).from(executions).where(eq(executions.id, executionId)).limit(1))[0]?.status ?? 'failed';
 
 /**
@@ -75,14 +78,14 @@ export const statusOf = async (db: Db, executionId: number): Promise<ExecutionSt
  * (error), the hold is released, the execution `failed`); a turn the object holds is left
  * running (and resumes now if a restart cut it off). Answers the status after.
  */
-export async function reconcileExecution(db: Db, env: Env, execution: ExecutionRow): Promise<ExecutionStatus> {
+export async function reconcileExecution(db: ShardDb, env: Env, execution: ExecutionRow): Promise<ExecutionStatus> {
   if (execution.status !== 'working') return execution.status;
   const { turnKey, claimedAt } = claimOf(execution);
   if (now() - claimedAt < CLAIM_GRACE_MS) return execution.status;
   const outcome = await sessionOf(env, execution.id).reconcile(turnKey, LOST_NOTICE);
   if (outcome.state === 'live') return 'working';
   if (outcome.state === 'finished') return statusOf(db, execution.id);
-  if (await release(db, { id: execution.id }, turnKey, 'failed')) {
+  if (await release(db, env, { id: execution.id }, turnKey, 'failed')) {
     const seq = outcome.events.at(-1)?.seq ?? 0;
     await publish(env, execution.workspaceId, [
       { type: 'execution-failed', executionId: formatId('exec', execution.id), source: execution.source, seq, stopReason: 'error', cost: 0 },
@@ -94,14 +97,14 @@ export async function reconcileExecution(db: Db, env: Env, execution: ExecutionR
 }
 
 /** The caller's execution as it stands: a `working` one whose run was lost is settled first. */
-export async function currentExecution(db: Db, env: Env, principal: Principal, rawId: string): Promise<ExecutionRow> {
+export async function currentExecution(db: ShardDb, env: Env, principal: Principal, rawId: string): Promise<ExecutionRow> {
   const execution = await requireOwned(db, executions, principal, 'exec', rawId, 'Execution');
   if (execution.status !== 'working' || (await reconcileExecution(db, env, execution)) === 'working') return execution;
   return requireOwned(db, executions, principal, 'exec', rawId, 'Execution');
 }
 
 /** Claims `working` for longer than the grace period, oldest first: of one workspace, or of all. */
-const staleClaims = (db: Db, workspaceId?: string) =>
+const staleClaims = (db: ShardDb, workspaceId?: string) =>
   db
     .select()
     .from(executions)
@@ -115,7 +118,7 @@ const staleClaims = (db: Db, workspaceId?: string) =>
     .orderBy(asc(executions.claimedAt));
 
 /** Reconciles each stale claim (a failure is logged, and the claim counts as still working); answers how many it freed. */
-async function settleStale(db: Db, env: Env, stale: ExecutionRow[]): Promise<number> {
+async function settleStale(db: ShardDb, env: Env, stale: ExecutionRow[]): Promise<number> {
   let freed = 0;
   for (const execution of stale) {
     const status = await reconcileExecution(db, env, execution).catch((error) => {
@@ -131,7 +134,7 @@ async function settleStale(db: Db, env: Env, stale: ExecutionRow[]): Promise<num
  * Settles stale claims (older than the grace period), oldest first: of one workspace (when a
  * run finds its slots taken) or of all (the hourly sweep). Answers how many it freed.
  */
-export async function reconcileStale(db: Db, env: Env, workspaceId?: string): Promise<number> {
+export async function reconcileStale(db: ShardDb, env: Env, workspaceId?: string): Promise<number> {
   let freed = 0;
   for (let seen = 0; seen < SWEEP_MAX; seen += SWEEP_BATCH) {
     const stale = await staleClaims(db, workspaceId)
@@ -149,7 +152,7 @@ export async function reconcileStale(db: Db, env: Env, workspaceId?: string): Pr
  * `working` once the grace period has passed. The list is read alongside the stale claims, and
  * again only if one was freed. Bounded: a workspace has at most MAX_ACTIVE_EXECUTIONS claims.
  */
-export async function withStaleSettled<T>(db: Db, env: Env, workspaceId: string, read: () => Promise<T>): Promise<T> {
+export async function withStaleSettled<T>(db: ShardDb, env: Env, workspaceId: string, read: () => Promise<T>): Promise<T> {
   const [stale, list] = await Promise.all([staleClaims(db, workspaceId).limit(SWEEP_BATCH), read()]);
   if (stale.length === 0 || (await settleStale(db, env, stale)) === 0) return list;
   return read();

@@ -1,8 +1,8 @@
-import { eq, sql } from 'drizzle-orm';
+import { and, eq, exists, sql } from 'drizzle-orm';
 import { artifacts, executions } from '../../schema';
 import { settlementAnswered, settlementStatements, type Settlement } from './credits';
 import { statusAfterRun, type RunStopReason, type TurnInput } from './execution-events';
-import type { Db } from '../env';
+import type { GlobalDb, ShardDb } from '../env';
 import { now } from '../lib/clock';
 import { workspacePrefix } from './archive-install';
 import { traceRunFinished } from './traces';
@@ -39,11 +39,11 @@ export async function storeArtifact(
 }
 
 /** The artifact's row; a second index of the same R2 object (a tool call made again) adds none. */
-const indexArtifact = (db: Db, stored: StoredArtifact) => db.insert(artifacts).values(stored).onConflictDoNothing({ target: artifacts.r2Key });
+const indexArtifact = (db: ShardDb, stored: StoredArtifact) => db.insert(artifacts).values(stored).onConflictDoNothing({ target: artifacts.r2Key });
 
 /** Stores a file a tool call of the run wrote in R2 and indexes it in D1: once per call (`callKey`), however often the call is made. */
 export async function saveArtifact(
-  db: Db,
+  db: ShardDb,
   bucket: R2Bucket,
   turn: Pick<TurnInput, 'actor' | 'executionId'>,
   name: string,
@@ -56,28 +56,43 @@ export async function saveArtifact(
   return name;
 }
 
+/** Whether the execution is still in the turn `turnKey` (its closing record has not landed). */
+const inTurn = (executionId: number, turnKey: string) => and(eq(executions.id, executionId), eq(executions.status, 'working'), eq(executions.turnKey, turnKey));
+
+/** Whether the closing record of the turn `turnKey` has landed: the execution has left that turn. */
+export async function turnClosed(db: ShardDb, executionId: number, turnKey: string): Promise<boolean> {
+  const [row] = await db.select({ id: executions.id }).from(executions).where(inTurn(executionId, turnKey)).limit(1);
+  return row === undefined;
+}
+
 /**
- * A finished turn's bookkeeping in one D1 request: its settlement, its outcome on the executions
- * index and its lineage's trace (the cost each records is what the settlement charged), and the
- * row of its output, stored in R2 before. Answers what was charged. To be sent once: a replay
- * charges nothing more (the settlement is once per hold) but would record the turn's totals and
- * its output's row again, so a caller that may have sent it asks `settledCharge` first.
+ * A finished turn's bookkeeping: its settlement on the global ledger (once per hold: a replay
+ * charges nothing more and answers what was charged), then, on the workspace's shard in one D1
+ * request, its outcome on the executions index, its lineage's trace (the cost each records is
+ * what the settlement charged) and the row of its output, stored in R2 before. That request
+ * changes nothing once the execution has left the turn, so sending both again after a cut-off
+ * is safe. Answers what was charged.
  */
 export async function closeTurn(
-  db: Db,
+  db: ShardDb,
+  ledger: GlobalDb,
   turn: {
     executionId: number;
+    turnKey: string;
     reason: RunStopReason;
     settlement: Settlement;
     totals: { inputTokens: number; outputTokens: number; elapsedMs: number };
     output: StoredArtifact | null;
   },
 ): Promise<number> {
-  const { executionId, reason, totals } = turn;
+  const { executionId, turnKey, reason, totals, settlement } = turn;
+  const { statements } = settlementStatements(ledger, settlement);
+  const { charged } = await settlementAnswered(ledger, settlement, await ledger.batch(statements));
   const status = statusAfterRun(reason);
-  const { statements, charged } = settlementStatements(db, turn.settlement);
+  const open = inTurn(executionId, turnKey);
   const record = [
-    ...statements,
+    // The trace first: it is finished only while the execution is still in this turn, as the record below is.
+    traceRunFinished(db, executionId, reason, charged, exists(db.select({ id: executions.id }).from(executions).where(open))),
     db
       .update(executions)
       .set({
@@ -88,9 +103,8 @@ export async function closeTurn(
         executionTimeMs: sql`${executions.executionTimeMs} + ${totals.elapsedMs}`,
         completedAt: status === 'idle' ? null : now(),
       })
-      .where(eq(executions.id, executionId)),
-    traceRunFinished(db, executionId, reason, charged),
+      .where(open),
   ] as const;
-  const answer = await (turn.output ? db.batch([...record, indexArtifact(db, turn.output)]) : db.batch(record));
-  return (await settlementAnswered(db, turn.settlement, answer)).charged;
+  await (turn.output ? db.batch([...record, indexArtifact(db, turn.output)]) : db.batch(record));
+  return charged;
 }

@@ -1,5 +1,5 @@
 import type { Principal } from '../auth/principal';
-import type { Db, Env } from '../env';
+import type { ShardDb, Env } from '../env';
 import { currentExecution } from './execution-reconciler';
 import { formatId } from '../lib/ids';
 import { signStreamToken } from '../lib/signing';
@@ -12,7 +12,7 @@ export const STREAM_TOKEN_TTL_MS = 5 * 60_000;
 export const streamPath = (executionId: number) => `/streams/executions/${formatId('exec', executionId)}`;
 
 /** GET /executions/:id/stream-token: a signed URL for the caller's own execution, relative to the service's origin. */
-export async function createStreamUrl(db: Db, env: Env, principal: Principal, rawId: string) {
+export async function createStreamUrl(db: ShardDb, env: Env, principal: Principal, rawId: string) {
   // A run lost to a crash is settled first, so the stream ends instead of waiting for it.
   const row = await currentExecution(db, env, principal, rawId);
   const token = await signStreamToken(

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { executions, skillVersions } from '../../schema';
 import { withoutSupersededText, type ExecutionEvent } from './execution-events';
 import type { Principal } from '../auth/principal';
-import type { Db, Env } from '../env';
+import type { Env, GlobalDb, ShardDb } from '../env';
+import { globalDbOf } from '../lib/db';
 import { conflict } from '../errors';
 import { CANCEL_WAIT_MS, interruptTurn, startTurn, startTurnById } from './execution-lifecycle';
 import { currentExecution, withStaleSettled } from './execution-reconciler';
@@ -40,8 +41,14 @@ interface Lineage {
 }
 
 /** Step 1 of the three-step flow: an idle execution of an installed skill; nothing runs yet. */
-export async function createExecution(db: Db, principal: Principal, input: CreateExecutionBody, lineage?: Lineage): Promise<IdleExecution> {
-  const skill = await requireSkill(db, principal, input.skill_slug);
+export async function createExecution(
+  db: ShardDb,
+  globalDb: GlobalDb,
+  principal: Principal,
+  input: CreateExecutionBody,
+  lineage?: Lineage,
+): Promise<IdleExecution> {
+  const skill = await requireSkill(db, globalDb, principal, input.skill_slug);
   if (!lineage && input.sessionId !== undefined) {
     const trace = await requireTraceByKey(db, principal, input.sessionId);
     lineage = { parentExecutionId: trace.targetExecutionId, traceKey: trace.traceKey };
@@ -78,7 +85,7 @@ export async function createExecution(db: Db, principal: Principal, input: Creat
   return { id: formatId('exec', row!.id), skill_slug: skill.slug, skill_name: version!.name, status: 'idle' as const };
 }
 
-const requireExecution = (db: Db, principal: Principal, rawId: string) => requireOwned(db, executions, principal, 'exec', rawId, 'Execution');
+const requireExecution = (db: ShardDb, principal: Principal, rawId: string) => requireOwned(db, executions, principal, 'exec', rawId, 'Execution');
 
 const TextBlock = z.object({ type: z.literal('text'), text: z.string().min(1).max(100_000) });
 export const PostEventsBody = z.object({
@@ -105,7 +112,7 @@ const present = (executionId: number, e: ExecutionEvent) => ({
  * Step 3: `user.message` starts a turn on an idle execution (to a working one
  * 409 EXECUTION_RUNNING, to a finished one 409 CONFLICT); `user.interrupt` stops a working one.
  */
-export async function postEvents(db: Db, env: Env, principal: Principal, rawId: string, body: PostEventsBody) {
+export async function postEvents(db: ShardDb, env: Env, principal: Principal, rawId: string, body: PostEventsBody) {
   const event = body.events[0]!;
   if (event.type === 'user.interrupt') {
     const execution = await currentExecution(db, env, principal, rawId);
@@ -122,7 +129,7 @@ export async function postEvents(db: Db, env: Env, principal: Principal, rawId: 
  * Deletes an execution created to start at once whose start failed and was undone (it is idle).
  * One still `working` is left: its start could not be undone yet, and the reconciler settles it.
  */
-async function removeUnstarted(db: Db, executionId: number): Promise<boolean> {
+async function removeUnstarted(db: ShardDb, executionId: number): Promise<boolean> {
   const removed = await db
     .delete(executions)
     .where(and(eq(executions.id, executionId), eq(executions.status, 'idle')))
@@ -134,7 +141,7 @@ async function removeUnstarted(db: Db, executionId: number): Promise<boolean> {
  * A run of a workspace agent (a workflow `agent` step): an execution whose system prompt is the
  * agent's instructions instead of a skill's, started at once; one that cannot start is removed.
  */
-export async function runAgent(db: Db, env: Env, principal: Principal, agent: { slug: string; name: string; instructions: string }, input: string) {
+export async function runAgent(db: ShardDb, env: Env, principal: Principal, agent: { slug: string; name: string; instructions: string }, input: string) {
   const [row] = await db
     .insert(executions)
     .values({
@@ -182,8 +189,8 @@ export const StartedRun = z.object({
 });
 
 /** Creates an execution and starts it at once; one that cannot start is not left behind idle. */
-async function createAndStart(db: Db, env: Env, principal: Principal, input: CreateExecutionBody, lineage?: Lineage, connector?: RunConnector) {
-  const idle = await createExecution(db, principal, input, lineage);
+async function createAndStart(db: ShardDb, env: Env, principal: Principal, input: CreateExecutionBody, lineage?: Lineage, connector?: RunConnector) {
+  const idle = await createExecution(db, globalDbOf(env), principal, input, lineage);
   const execution = await requireExecution(db, principal, idle.id);
   if (connector) await saveRunConnector(db, execution.id, principal.workspaceId, connector);
   try {
@@ -207,7 +214,7 @@ async function createAndStart(db: Db, env: Env, principal: Principal, input: Cre
  * `workflow` for a workflow step; `grantToken`, the caller's `x-permission-grant`, for the connector's scope.
  */
 export const runSkill = async (
-  db: Db,
+  db: ShardDb,
   env: Env,
   principal: Principal,
   slug: string,
@@ -233,7 +240,7 @@ export const FollowUpRun = StartedRun.omit({ sseUrl: true }).extend({ parentExec
  * Rerun (same lineage: the trace key is inherited) or remix (a new lineage) of an execution
  * with new instructions: the same skill, as installed now, started at once.
  */
-export async function followUp(db: Db, env: Env, principal: Principal, rawId: string, body: FollowUpBody, kind: 'rerun' | 'remix') {
+export async function followUp(db: ShardDb, env: Env, principal: Principal, rawId: string, body: FollowUpBody, kind: 'rerun' | 'remix') {
   const parent = await requireExecution(db, principal, rawId);
   const started = await createAndStart(
     db,
@@ -253,7 +260,7 @@ export const CancelResult = z.object({ success: z.boolean(), message: z.string()
  * run to stop so the answer says what actually happened. A run that never reached its session
  * (lost to a crash) is stopped and its credits released all the same.
  */
-export async function cancelExecution(db: Db, env: Env, principal: Principal, rawId: string) {
+export async function cancelExecution(db: ShardDb, env: Env, principal: Principal, rawId: string) {
   const execution = await requireExecution(db, principal, rawId);
   if (execution.status !== 'working') {
     return { success: true, message: `The execution is ${execution.status}; nothing to cancel`, processKilled: false, actualStatus: execution.status };
@@ -336,7 +343,7 @@ export const presentHistory = (row: typeof executions.$inferSelect) => ({
  * before its start was answered is settled first (`withStaleSettled`), so it is never listed
  * `working` past the grace period.
  */
-export async function listExecutions(db: Db, env: Env, principal: Principal, query: ListExecutionsInput) {
+export async function listExecutions(db: ShardDb, env: Env, principal: Principal, query: ListExecutionsInput) {
   const where = and(
     eq(executions.workspaceId, principal.workspaceId),
     query.channels?.length ? inArray(executions.source, query.channels) : undefined,
@@ -391,7 +398,7 @@ function outputBlocks(events: ExecutionEvent[]) {
   return blocks.filter((b) => b.text);
 }
 
-export async function getExecutionStatus(db: Db, env: Env, principal: Principal, rawId: string, blocksAfter = 0) {
+export async function getExecutionStatus(db: ShardDb, env: Env, principal: Principal, rawId: string, blocksAfter = 0) {
   const execution = await currentExecution(db, env, principal, rawId);
   const events = await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).read(0);
   return {

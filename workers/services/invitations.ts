@@ -4,7 +4,7 @@ import { invitations, members, users, workspaces, type InvitationRow } from '../
 import { credentialHash } from '../auth/credentials';
 import type { Principal } from '../auth/principal';
 import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { AppError, conflict, forbidden, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { randomToken } from '../lib/crypto';
@@ -48,7 +48,7 @@ const presentInvitation = (row: InvitationRow): InvitationRecord => ({
   createdAt: toIso(row.createdAt),
 });
 
-export async function createInvitation(db: Db, principal: Principal, workspace: string, input: CreateInvitationBody) {
+export async function createInvitation(db: GlobalDb, principal: Principal, workspace: string, input: CreateInvitationBody) {
   const ws = await requireCurrentWorkspace(db, principal, workspace);
   if (principal.role === 'member') throw forbidden('Only owners and admins can invite people');
   const [existing] = await db
@@ -84,7 +84,7 @@ export async function createInvitation(db: Db, principal: Principal, workspace: 
   return { ...presentInvitation(row!), token };
 }
 
-export async function listInvitations(db: Db, principal: Principal, workspace: string, query: CursorQuery) {
+export async function listInvitations(db: GlobalDb, principal: Principal, workspace: string, query: CursorQuery) {
   const ws = await requireCurrentWorkspace(db, principal, workspace);
   const page = await cursorPage(
     query,
@@ -98,7 +98,7 @@ export async function listInvitations(db: Db, principal: Principal, workspace: s
  * Joins the invitation's workspace. Only the invited email can accept; anything else about
  * a token that is not yours answers 404, so tokens cannot be probed.
  */
-export async function acceptInvitation(db: Db, gates: CredentialGates, principal: Principal, input: AcceptInvitationBody): Promise<WorkspaceRecord> {
+export async function acceptInvitation(db: GlobalDb, gates: CredentialGates, principal: Principal, input: AcceptInvitationBody): Promise<WorkspaceRecord> {
   const [found] = await db
     .select({ invitation: invitations, workspace: workspaces, email: users.email })
     .from(invitations)

@@ -3,7 +3,7 @@ import { selectOnce } from '../lib/select-once';
 import { z } from 'zod';
 import { memory } from '../../schema';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { ShardDb } from '../env';
 import { invalidInput } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { isConstraintFailure } from '../lib/db-errors';
@@ -34,13 +34,13 @@ const memoryOf = selectOnce((qb) =>
     .limit(1),
 );
 
-export async function readMemory(db: Db, principal: Principal): Promise<MemoryDocument> {
+export async function readMemory(db: ShardDb, principal: Principal): Promise<MemoryDocument> {
   const [row] = await memoryOf(db, { workspaceId: principal.workspaceId });
   return { content: row?.content ?? '', updatedAt: row ? toIso(row.updatedAt) : null };
 }
 
 /** Full replace (spec 4.6). */
-export async function writeMemory(db: Db, principal: Principal, input: Pick<MemoryDocument, 'content'>): Promise<MemoryDocument> {
+export async function writeMemory(db: ShardDb, principal: Principal, input: Pick<MemoryDocument, 'content'>): Promise<MemoryDocument> {
   if (utf8Bytes(input.content) > MAX_MEMORY_BYTES) throw tooBig();
   const t = now();
   const values = { workspaceId: principal.workspaceId, content: input.content, updatedBy: principal.userId, updatedAt: t };
@@ -77,7 +77,7 @@ const SEPARATOR_BYTES = utf8Bytes(MEMORY_SEPARATOR);
  * call (`toolCallKey`) appends once: made again, its batch fails on the call's key and the
  * document is answered as it is.
  */
-export async function appendMemory(db: Db, principal: Principal, entry: string, toolCallKey?: string): Promise<MemoryDocument> {
+export async function appendMemory(db: ShardDb, principal: Principal, entry: string, toolCallKey?: string): Promise<MemoryDocument> {
   // The first entry of an empty workspace is inserted as it is, unmeasured by the statement.
   if (utf8Bytes(entry) > MAX_MEMORY_BYTES) throw tooBig();
   const t = now();

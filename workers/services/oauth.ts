@@ -1,6 +1,6 @@
 import { and, eq, gt, isNull, lt, notExists, or } from 'drizzle-orm';
 import { z } from 'zod';
-import { members, oauthClients, oauthCodes, oauthGrants, oauthTokens, users, workspaces, type OAuthClientRow } from '../../schema';
+import { members, oauthClients, oauthCodes, oauthGrants, oauthTokens, users, workspaceShards, workspaces, type OAuthClientRow } from '../../schema';
 import { sha256Hex as credentialHash } from '../lib/crypto';
 import { ACCESS_TOKEN_TTL_S, CODE_TTL_S, issuerOf, mcpResourceOf, OIDC_SCOPES, REFRESH_TOKEN_TTL_S } from '../auth/oauth/metadata';
 import { ClientFields, ClientMetadataError, fetchClientMetadata, isMetadataClientId, type MetadataFetchOptions } from '../auth/oauth/client-metadata';
@@ -8,7 +8,7 @@ import { signIdToken } from '../auth/oauth/signing-keys';
 import type { Principal } from '../auth/principal';
 import { DEFAULT_KEY_SCOPES, isKnownScope, isSensitiveScope } from '../auth/scopes';
 import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { isLoopbackHost } from '../lib/addresses';
 import { now } from '../lib/clock';
 import { base64url, randomToken, timingSafeEqual } from '../lib/crypto';
@@ -101,7 +101,7 @@ export type RegisterBody = z.infer<typeof RegisterBody>;
  * person signs in. A registration grants nothing by itself: every token still needs a person's
  * consent.
  */
-export async function registerClient(db: Db, raw: unknown) {
+export async function registerClient(db: GlobalDb, raw: unknown) {
   const parsed = RegisterBody.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -146,7 +146,7 @@ export const UNUSED_CLIENT_TTL_MS = 24 * 3600_000;
  * A metadata document client, from the cache while it is fresh, else fetched (and cached in
  * the clients table, so codes and grants reference it like any client).
  */
-async function metadataDocumentClient(db: Db, clientId: string, options: MetadataFetchOptions): Promise<OAuthClientRow> {
+async function metadataDocumentClient(db: GlobalDb, clientId: string, options: MetadataFetchOptions): Promise<OAuthClientRow> {
   const [cached] = await db.select().from(oauthClients).where(eq(oauthClients.id, clientId)).limit(1);
   if (cached && (cached.metadataExpiresAt ?? 0) > now()) return cached;
   const { metadata, ttlSeconds } = await fetchClientMetadata(clientId, options);
@@ -236,7 +236,7 @@ const PKCE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
 /** `mcpStartingScopes`: what a request for the MCP endpoint that names no scope asks for (workers/mcp/challenge.ts). */
 export async function validateAuthorize(
-  db: Db,
+  db: GlobalDb,
   base: string,
   params: AuthorizeParams,
   metadataOptions: MetadataFetchOptions,
@@ -339,7 +339,7 @@ export function grantedScopes(requested: string[], ticked: unknown): string[] {
 }
 
 /** The workspaces the consenting user can bind the grant to. */
-export async function workspacesOf(db: Db, userId: string) {
+export async function workspacesOf(db: GlobalDb, userId: string) {
   return db
     .select({ id: workspaces.id, name: workspaces.name })
     .from(members)
@@ -349,7 +349,7 @@ export async function workspacesOf(db: Db, userId: string) {
 }
 
 /** Issues the code once the user consented; it is bound to everything the exchange must repeat. */
-export async function issueCode(db: Db, principal: Principal, workspaceId: string, request: ValidAuthorizeRequest, scopes: string[]): Promise<string> {
+export async function issueCode(db: GlobalDb, principal: Principal, workspaceId: string, request: ValidAuthorizeRequest, scopes: string[]): Promise<string> {
   const [member] = await db
     .select({ role: members.role })
     .from(members)
@@ -400,7 +400,7 @@ async function s256(verifier: string): Promise<string> {
 const PKCE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 
 /** Ends a token family; its user's gate forgets, so the family's access tokens stop at once. */
-async function revokeGrant(db: Db, gates: CredentialGates, grantId: string): Promise<void> {
+async function revokeGrant(db: GlobalDb, gates: CredentialGates, grantId: string): Promise<void> {
   const revoked = await db
     .update(oauthGrants)
     .set({ revokedAt: now() })
@@ -410,7 +410,7 @@ async function revokeGrant(db: Db, gates: CredentialGates, grantId: string): Pro
 }
 
 /** New access (and, with offline_access, refresh) token rows for a grant. */
-async function mintTokens(db: Db, grantId: string, scopes: string[]) {
+async function mintTokens(db: GlobalDb, grantId: string, scopes: string[]) {
   const access = `${ACCESS_TOKEN_PREFIX}${randomToken(32)}`;
   const t = now();
   const rows: (typeof oauthTokens.$inferInsert)[] = [
@@ -425,7 +425,7 @@ async function mintTokens(db: Db, grantId: string, scopes: string[]) {
   return { access, refresh, insert: db.insert(oauthTokens).values(rows) };
 }
 
-async function idTokenFor(db: Db, signer: Signer, grant: { userId: string; clientId: string }, scopes: string[], extra: Record<string, unknown>) {
+async function idTokenFor(db: GlobalDb, signer: Signer, grant: { userId: string; clientId: string }, scopes: string[], extra: Record<string, unknown>) {
   if (!scopes.includes('openid')) return undefined;
   const [user] = await db.select().from(users).where(eq(users.id, grant.userId)).limit(1);
   if (!user) throw new OAuthError('invalid_grant', 'The user no longer exists');
@@ -451,13 +451,13 @@ export const TokenForm = z.object({
 });
 export type TokenForm = z.infer<typeof TokenForm>;
 
-export async function exchangeToken(db: Db, gates: CredentialGates, signer: Signer, form: TokenForm): Promise<TokenResponse> {
+export async function exchangeToken(db: GlobalDb, gates: CredentialGates, signer: Signer, form: TokenForm): Promise<TokenResponse> {
   if (form.grant_type === 'authorization_code') return exchangeCode(db, gates, signer, form);
   if (form.grant_type === 'refresh_token') return refreshTokens(db, gates, signer, form);
   throw new OAuthError('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
 }
 
-async function exchangeCode(db: Db, gates: CredentialGates, signer: Signer, form: TokenForm): Promise<TokenResponse> {
+async function exchangeCode(db: GlobalDb, gates: CredentialGates, signer: Signer, form: TokenForm): Promise<TokenResponse> {
   if (!form.code || !form.client_id || !form.redirect_uri || !form.code_verifier) {
     throw new OAuthError('invalid_request', 'code, client_id, redirect_uri and code_verifier are required');
   }
@@ -517,7 +517,7 @@ async function exchangeCode(db: Db, gates: CredentialGates, signer: Signer, form
   };
 }
 
-async function refreshTokens(db: Db, gates: CredentialGates, signer: Signer, form: TokenForm): Promise<TokenResponse> {
+async function refreshTokens(db: GlobalDb, gates: CredentialGates, signer: Signer, form: TokenForm): Promise<TokenResponse> {
   if (!form.refresh_token || !form.client_id) throw new OAuthError('invalid_request', 'refresh_token and client_id are required');
   const tokenHash = await credentialHash(form.refresh_token);
   const [row] = await db
@@ -567,7 +567,7 @@ async function refreshTokens(db: Db, gates: CredentialGates, signer: Signer, for
 // ---------------------------------------------------------------------------------------------
 // Revocation (RFC 7009)
 
-export async function revokeToken(db: Db, gates: CredentialGates, token: string | undefined, clientId: string | undefined): Promise<void> {
+export async function revokeToken(db: GlobalDb, gates: CredentialGates, token: string | undefined, clientId: string | undefined): Promise<void> {
   if (!token) throw new OAuthError('invalid_request', 'token is required');
   if (!clientId) throw new OAuthError('invalid_client', 'client_id is required', 401);
   const [row] = await db
@@ -598,6 +598,8 @@ export interface AccessTokenGrant {
   userId: string;
   workspaceId: string;
   role: (typeof members.$inferSelect)['role'] | null;
+  /** The workspace's shard, from the directory; null if it has no entry. */
+  shard: number | null;
   scopes: string[];
   /** RFC 8707: the resource the grant is for; null for grants that named none. */
   resource: string | null;
@@ -605,17 +607,18 @@ export interface AccessTokenGrant {
 }
 
 /** The live grant behind an access token, or null for an unknown, expired or revoked one. */
-export async function findAccessToken(db: Db, token: string): Promise<AccessTokenGrant | null> {
+export async function findAccessToken(db: GlobalDb, token: string): Promise<AccessTokenGrant | null> {
   return findAccessTokenByHash(db, await credentialHash(token));
 }
 
 /** `findAccessToken` by the token's hash. */
-export async function findAccessTokenByHash(db: Db, tokenHash: string): Promise<AccessTokenGrant | null> {
+export async function findAccessTokenByHash(db: GlobalDb, tokenHash: string): Promise<AccessTokenGrant | null> {
   const [row] = await db
-    .select({ token: oauthTokens, grant: oauthGrants, role: members.role })
+    .select({ token: oauthTokens, grant: oauthGrants, role: members.role, shard: workspaceShards.shard })
     .from(oauthTokens)
     .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
     .leftJoin(members, and(eq(members.workspaceId, oauthGrants.workspaceId), eq(members.userId, oauthGrants.userId)))
+    .leftJoin(workspaceShards, eq(workspaceShards.workspaceId, oauthGrants.workspaceId))
     .where(
       and(
         eq(oauthTokens.id, tokenHash),
@@ -633,6 +636,7 @@ export async function findAccessTokenByHash(db: Db, tokenHash: string): Promise<
     userId: row.grant.userId,
     workspaceId: row.grant.workspaceId,
     role: row.role,
+    shard: row.shard,
     scopes: row.token.scopes,
     resource: row.grant.resource,
     expiresAt: row.token.expiresAt,
@@ -640,7 +644,7 @@ export async function findAccessTokenByHash(db: Db, tokenHash: string): Promise<
 }
 
 /** OIDC Core 5.3: claims by scope; `openid` is required. */
-export async function userinfo(db: Db, token: string | undefined) {
+export async function userinfo(db: GlobalDb, token: string | undefined) {
   const grant = token ? await findAccessToken(db, token) : null;
   if (!grant) throw new OAuthError('invalid_token', 'The access token is not valid', 401);
   if (!grant.scopes.includes('openid')) throw new OAuthError('insufficient_scope', 'userinfo needs the openid scope', 403);
@@ -657,7 +661,7 @@ export async function userinfo(db: Db, token: string | undefined) {
  * Housekeeping: spent codes and expired tokens are useless, and so are clients nobody signed in
  * with within a day of their open registration (or of their metadata document's first fetch).
  */
-export async function deleteExpiredOAuthRecords(db: Db): Promise<void> {
+export async function deleteExpiredOAuthRecords(db: GlobalDb): Promise<void> {
   const t = now();
   await db.batch([
     db.delete(oauthCodes).where(lt(oauthCodes.expiresAt, t - CODE_TTL_S * 1000)),

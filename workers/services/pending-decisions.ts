@@ -1,7 +1,7 @@
 import { and, eq, gt, type SQL, sql } from 'drizzle-orm';
 import type { BatchItem } from 'drizzle-orm/batch';
 import { agentConsents, deviceActivations, permissionRequests } from '../../schema';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { AppError, conflict } from '../errors';
 import { now } from '../lib/clock';
 import { isConstraintFailure, isUniqueViolation } from '../lib/db-errors';
@@ -70,7 +70,7 @@ interface Decide<S extends string> {
   lost?: () => Promise<never>;
 }
 
-async function lostRace(db: Db, { table, id, what }: Decide<string>): Promise<never> {
+async function lostRace(db: GlobalDb, { table, id, what }: Decide<string>): Promise<never> {
   const [current] = await db
     .select({ status: table.status, expiresAt: table.expiresAt })
     .from(table as typeof agentConsents)
@@ -85,7 +85,7 @@ async function lostRace(db: Db, { table, id, what }: Decide<string>): Promise<ne
  * id is NULL, its NOT NULL constraint fails and the whole batch rolls back, so a decision is
  * taken, applied and audited once.
  */
-export async function decideOnce<S extends string>(db: Db, decision: Decide<S>): Promise<void> {
+export async function decideOnce<S extends string>(db: GlobalDb, decision: Decide<S>): Promise<void> {
   const { table, id, status, t } = decision;
   const won = sql`(SELECT CAST(${table.id} AS TEXT) FROM ${table} WHERE ${table.id} = ${id} AND ${table.status} = ${status} AND ${table.decidedAt} = ${t})`;
   // The three tables share these columns; drizzle cannot type an update over their union.

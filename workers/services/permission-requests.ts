@@ -5,7 +5,7 @@ import { apiKeyIdOf, type Principal } from '../auth/principal';
 import { GRANT_TOKEN_HEADER, grantTokenHash, hasSessionGrant } from '../auth/grants';
 import { hasScope, isKnownScope, isSensitiveScope, WILDCARD } from '../auth/scopes';
 import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { AppError, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { formatId, isUuid, parseId, parseUuidCursor, uuidv7 } from '../lib/ids';
@@ -100,7 +100,7 @@ const presentRequest = (row: PermissionRequestRow, keyName: string): PermissionR
   grant_expires_at: isoOrNull(row.grantExpiresAt),
 });
 
-async function decidableRequest(db: Db, principal: Principal, where: SQL) {
+async function decidableRequest(db: GlobalDb, principal: Principal, where: SQL) {
   const [found] = await db
     .select({ request: permissionRequests, keyName: apiKeys.name })
     .from(permissionRequests)
@@ -111,12 +111,12 @@ async function decidableRequest(db: Db, principal: Principal, where: SQL) {
 }
 
 /** The permission request a link code stands for (by its hash), when the signed-in person may decide it. */
-export async function requestByLinkCode(db: Db, principal: Principal, codeHash: string): Promise<PermissionRequestRecord | undefined> {
+export async function requestByLinkCode(db: GlobalDb, principal: Principal, codeHash: string): Promise<PermissionRequestRecord | undefined> {
   const found = await decidableRequest(db, principal, eq(permissionRequests.linkCodeHash, codeHash));
   return found && presentRequest(found.request, found.keyName);
 }
 
-async function requireRequest(db: Db, principal: Principal, requestId: string) {
+async function requireRequest(db: GlobalDb, principal: Principal, requestId: string) {
   const found = isUuid(requestId) ? await decidableRequest(db, principal, eq(permissionRequests.id, requestId)) : undefined;
   if (!found) throw notFound('Permission request');
   return found;
@@ -140,7 +140,7 @@ export type RequestPermissionAnswer =
  * pointing at connect otherwise); a scope the key holds, or holds for this session, is
  * `already_granted`; anything else opens a request for the person to decide.
  */
-export async function requestPermission(db: Db, principal: Principal, input: RequestPermissionBody, baseUrl: string): Promise<RequestPermissionAnswer> {
+export async function requestPermission(db: GlobalDb, principal: Principal, input: RequestPermissionBody, baseUrl: string): Promise<RequestPermissionAnswer> {
   const key = await callingKey(db, principal);
   if (key.status !== 'active') {
     throw new AppError('ACTIVATION_REQUIRED', 409, 'This key is not activated yet: connect first and have its scopes approved', {
@@ -198,7 +198,7 @@ export type RequestPoll =
  * only (spec 5.5); a time-boxed one adds `expires_at`, and its first granted answer carries the
  * grant's `x-permission-grant` token, stored hashed and claimed by one conditional UPDATE.
  */
-export async function pollPermissionRequest(db: Db, principal: Principal, requestId: string): Promise<RequestPoll> {
+export async function pollPermissionRequest(db: GlobalDb, principal: Principal, requestId: string): Promise<RequestPoll> {
   const keyId = apiKeyIdOf(principal);
   const [row] =
     keyId === null || !isUuid(requestId)
@@ -223,7 +223,7 @@ export async function pollPermissionRequest(db: Db, principal: Principal, reques
 }
 
 /** `GET /agents/permission-requests`: the person's requests in this workspace, newest first. */
-export async function listPermissionRequests(db: Db, principal: Principal, query: DecisionsQuery) {
+export async function listPermissionRequests(db: GlobalDb, principal: Principal, query: DecisionsQuery) {
   const page = await cursorPage(
     query,
     {
@@ -250,7 +250,7 @@ export async function listPermissionRequests(db: Db, principal: Principal, query
  * and 5 minutes (the one-time grant also ends at its first use).
  */
 export async function approvePermissionRequest(
-  db: Db,
+  db: GlobalDb,
   gates: CredentialGates,
   principal: Principal,
   requestId: string,
@@ -292,7 +292,7 @@ export async function approvePermissionRequest(
   return presentRequest({ ...request, status: 'granted', mode, decidedAt: t, grantExpiresAt: grantExpiry(mode, t) }, keyName);
 }
 
-export async function denyPermissionRequest(db: Db, principal: Principal, requestId: string): Promise<PermissionRequestRecord> {
+export async function denyPermissionRequest(db: GlobalDb, principal: Principal, requestId: string): Promise<PermissionRequestRecord> {
   const { request, keyName } = await requireRequest(db, principal, requestId);
   requirePending(request, 'permission request');
   const t = now();
@@ -327,7 +327,7 @@ export type RevokeScopeParams = z.infer<typeof RevokeScopeParams>;
  * workspace and ends its unexpired session and one-time grants. A scope the key lacks is
  * harmless (the answer is the unchanged key).
  */
-export async function revokeScope(db: Db, gates: CredentialGates, principal: Principal, params: RevokeScopeParams): Promise<ApiKeyRecord> {
+export async function revokeScope(db: GlobalDb, gates: CredentialGates, principal: Principal, params: RevokeScopeParams): Promise<ApiKeyRecord> {
   const id = parseId('key', params.keyId);
   const [key] =
     id === null

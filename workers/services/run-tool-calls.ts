@@ -1,7 +1,7 @@
 import { lt } from 'drizzle-orm';
 import type { BatchItem, BatchResponse } from 'drizzle-orm/batch';
 import { runToolCalls } from '../../schema';
-import type { Db } from '../env';
+import type { ShardDb } from '../env';
 import { now } from '../lib/clock';
 import { sha256Hex } from '../lib/crypto';
 import { isConstraintFailure } from '../lib/db-errors';
@@ -22,7 +22,7 @@ export const toolCallKey = async (turnKey: string, call?: { id: string }) => cal
  * undefined.
  */
 export async function batchOnce<T extends [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]]>(
-  db: Db,
+  db: ShardDb,
   statements: T,
   key?: string,
 ): Promise<BatchResponse<T> | undefined> {
@@ -37,4 +37,4 @@ export async function batchOnce<T extends [BatchItem<'sqlite'>, ...BatchItem<'sq
 }
 
 /** Hourly housekeeping: keys of calls long past any resume. */
-export const deleteExpiredToolCalls = (db: Db) => db.delete(runToolCalls).where(lt(runToolCalls.createdAt, now() - KEPT_MS));
+export const deleteExpiredToolCalls = (db: ShardDb) => db.delete(runToolCalls).where(lt(runToolCalls.createdAt, now() - KEPT_MS));

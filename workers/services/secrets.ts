@@ -2,7 +2,7 @@ import { eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { secrets, type SecretRow } from '../../schema';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { ShardDb } from '../env';
 import { AppError } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { isUniqueViolation } from '../lib/db-errors';
@@ -54,10 +54,10 @@ export async function revealSecret(encryptionKey: string | undefined, row: Secre
 const duplicateName = (name: string) => new AppError('ALREADY_EXISTS', 409, `A secret named ${name} already exists`, { field: 'name' });
 
 /** A secret of the caller's workspace, or 404 (another workspace's id included). */
-export const requireSecret = (db: Db, principal: Principal, rawId: string | number): Promise<SecretRow> =>
+export const requireSecret = (db: ShardDb, principal: Principal, rawId: string | number): Promise<SecretRow> =>
   requireOwned(db, secrets, principal, 'sec', String(rawId), 'Secret');
 
-export async function listSecrets(db: Db, principal: Principal, query: CursorQuery) {
+export async function listSecrets(db: ShardDb, principal: Principal, query: CursorQuery) {
   const page = await cursorPage(
     query,
     byIntegerId(secrets.id, (where, orderBy, limit) => db.select().from(secrets).where(where).orderBy(orderBy).limit(limit), 'sec'),
@@ -66,7 +66,7 @@ export async function listSecrets(db: Db, principal: Principal, query: CursorQue
   return mapPage(page, presentSecret);
 }
 
-export async function createSecret(db: Db, principal: Principal, encryptionKey: string | undefined, input: CreateSecretBody) {
+export async function createSecret(db: ShardDb, principal: Principal, encryptionKey: string | undefined, input: CreateSecretBody) {
   const ciphertext = await encryptSecret(encryptionKey, secretContext(principal.workspaceId, input.name), input.value);
   const t = now();
   try {
@@ -94,7 +94,7 @@ export async function createSecret(db: Db, principal: Principal, encryptionKey: 
  * Renames and/or rotates. Either re-encrypts with a fresh IV: a new value, or the old one under
  * the new name (the name is part of the ciphertext's context), so a rename needs the key too.
  */
-export async function updateSecret(db: Db, principal: Principal, encryptionKey: string | undefined, rawId: string, input: PatchSecretBody) {
+export async function updateSecret(db: ShardDb, principal: Principal, encryptionKey: string | undefined, rawId: string, input: PatchSecretBody) {
   const row = await requireSecret(db, principal, rawId);
   const name = input.name ?? row.name;
   const renamed = name !== row.name;
@@ -127,7 +127,7 @@ export async function updateSecret(db: Db, principal: Principal, encryptionKey: 
 }
 
 /** Also removes the secret's skill bindings (foreign key cascade). */
-export async function deleteSecret(db: Db, principal: Principal, rawId: string) {
+export async function deleteSecret(db: ShardDb, principal: Principal, rawId: string) {
   const row = await requireSecret(db, principal, rawId);
   await db.batch([
     db.delete(secrets).where(eq(secrets.id, row.id)),

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { secrets, skillSecretBindings, skills } from '../../schema';
 import { isLoopbackHost } from '../lib/addresses';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { GlobalDb, ShardDb } from '../env';
 import { AppError, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { isUniqueViolation } from '../lib/db-errors';
@@ -71,7 +71,7 @@ export const SecretBinding = z.object({
 });
 export type SecretBinding = z.infer<typeof SecretBinding>;
 
-const bindingsOf = (db: Db, skillId: number) =>
+const bindingsOf = (db: ShardDb, skillId: number) =>
   db
     .select({ binding: skillSecretBindings, secretName: secrets.name })
     .from(skillSecretBindings)
@@ -90,13 +90,13 @@ const present = (slug: string, row: { binding: typeof skillSecretBindings.$infer
 });
 
 /** A bare array, oldest first (the spec shows no shape; the list is short by nature). */
-export async function listBindings(db: Db, principal: Principal, slug: string): Promise<SecretBinding[]> {
-  const skill = await requireSkill(db, principal, slug);
+export async function listBindings(db: ShardDb, globalDb: GlobalDb, principal: Principal, slug: string): Promise<SecretBinding[]> {
+  const skill = await requireSkill(db, globalDb, principal, slug);
   return (await bindingsOf(db, skill.id)).map((row) => present(slug, row));
 }
 
-export async function bindSecret(db: Db, principal: Principal, slug: string, input: BindSecretBody): Promise<SecretBinding> {
-  const skill = await requireSkill(db, principal, slug);
+export async function bindSecret(db: ShardDb, globalDb: GlobalDb, principal: Principal, slug: string, input: BindSecretBody): Promise<SecretBinding> {
+  const skill = await requireSkill(db, globalDb, principal, slug);
   const secret = await requireSecret(db, principal, input.secretId).catch((error: unknown) => {
     if (error instanceof AppError && error.code === 'NOT_FOUND') throw new AppError('NOT_FOUND', 404, 'Secret not found', { field: 'secretId' });
     throw error;
@@ -131,8 +131,8 @@ export async function bindSecret(db: Db, principal: Principal, slug: string, inp
   }
 }
 
-export async function unbindSecret(db: Db, principal: Principal, slug: string, rawId: string) {
-  const skill = await requireSkill(db, principal, slug);
+export async function unbindSecret(db: ShardDb, globalDb: GlobalDb, principal: Principal, slug: string, rawId: string) {
+  const skill = await requireSkill(db, globalDb, principal, slug);
   const id = /^[1-9][0-9]{0,15}$/.test(rawId) ? Number(rawId) : null;
   const [binding] =
     id === null
@@ -169,7 +169,7 @@ export interface RunSecret {
  * the next turn. `slug` may be a subquery: a run's start names the skill of the execution it
  * claims in the same D1 request.
  */
-export const sealedRunSecrets = (db: Db, workspaceId: string, slug: string | SQLWrapper) =>
+export const sealedRunSecrets = (db: ShardDb, workspaceId: string, slug: string | SQLWrapper) =>
   db
     .select({ envVar: skillSecretBindings.envVar, origins: skillSecretBindings.origins, secret: secrets })
     .from(skillSecretBindings)

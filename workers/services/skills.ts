@@ -1,8 +1,9 @@
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { artifacts, executions, skills, skillVersions, type SkillRow, type SkillVersionRow } from '../../schema';
+import { globalDbOf } from '../lib/db';
 import type { Principal } from '../auth/principal';
-import type { Db, Env } from '../env';
+import type { GlobalDb, ShardDb, Env } from '../env';
 import { AppError, invalidInput, notFound } from '../errors';
 import { BUNDLE_TYPE, BundleError, type BundleFile, type ParsedBundle, renderSkillMd, SKILL_SLUG, validateBundle } from '../lib/bundle';
 import { storeBundle, type StoredBundle } from '../lib/bundle-store';
@@ -16,23 +17,28 @@ import { fetchRegistryBundle } from './registry';
 
 export const SkillSlug = z.string().regex(SKILL_SLUG, 'lower-case letters, digits and single hyphens, at most 64 characters');
 
-/** The skill installed (or authored) in the caller's workspace under `slug`, or 404. */
-export async function requireSkill(db: Db, principal: Principal, slug: string): Promise<SkillRow> {
-  const [row] = await db
-    .select()
-    .from(skills)
-    .where(and(eq(skills.workspaceId, principal.workspaceId), eq(skills.slug, slug)))
-    .limit(1);
-  if (!row) throw await notInstalled(db, slug);
+/** The skill installed (or authored) in the caller's workspace under `slug`, or 404 (which says whether the marketplace has it). */
+export async function requireSkill(db: ShardDb, catalog: GlobalDb, principal: Principal, slug: string): Promise<SkillRow> {
+  const row = await findSkill(db, principal, slug);
+  if (!row) throw await notInstalled(catalog, slug);
   return row;
 }
+
+const findSkill = async (db: ShardDb, principal: Principal, slug: string): Promise<SkillRow | undefined> =>
+  (
+    await db
+      .select()
+      .from(skills)
+      .where(and(eq(skills.workspaceId, principal.workspaceId), eq(skills.slug, slug)))
+      .limit(1)
+  )[0];
 
 /**
  * Why a slug is not usable here: a marketplace skill says how to install it (the install route
  * in `details.install`); anything else is plainly not found.
  */
-async function notInstalled(db: Db, slug: string): Promise<AppError> {
-  if (!(await findCatalogSkill(db, slug)))
+async function notInstalled(catalog: GlobalDb, slug: string): Promise<AppError> {
+  if (!(await findCatalogSkill(catalog, slug)))
     return new AppError('NOT_FOUND', 404, `Skill "${slug}" not found: it is not installed in this workspace and the marketplace has no such skill`, { slug });
   const path = `/api/v1/skills/${slug}/install`;
   return new AppError('NOT_FOUND', 404, `Skill "${slug}" is not installed in this workspace: install it from the marketplace with POST ${path}, then run it`, {
@@ -43,7 +49,7 @@ async function notInstalled(db: Db, slug: string): Promise<AppError> {
 }
 
 /** Spec 7.3: install and uninstall answer 429 while an execution runs in the workspace. */
-async function refuseWhileRunning(db: Db, principal: Principal): Promise<void> {
+async function refuseWhileRunning(db: ShardDb, principal: Principal): Promise<void> {
   const [running] = await db
     .select({ id: executions.id })
     .from(executions)
@@ -99,7 +105,7 @@ function presentInstalled(skill: SkillRow, version: SkillVersionRow): InstallRec
 const withoutStorage = ({ bundleType: _b, storagePath: _s, filesCount: _f, ...rest }: InstallRecord): InstalledSkill => rest;
 
 /** The workspace's installed skills with their live versions; `slug` narrows it to one. */
-const installedQuery = (db: Db, principal: Principal, slug?: string) =>
+const installedQuery = (db: ShardDb, principal: Principal, slug?: string) =>
   db
     .select({ skill: skills, version: skillVersions })
     .from(skills)
@@ -120,7 +126,7 @@ export const ListSkillsQuery = ListSkillsInput.extend({
 });
 
 /** Spec 4.2: a bare array without `limit`; `{items, total, limit, offset, hasMore}` with it. */
-export async function listSkills(db: Db, principal: Principal, query: ListSkillsInput) {
+export async function listSkills(db: ShardDb, principal: Principal, query: ListSkillsInput) {
   if (query.limit === undefined) {
     return (await installedQuery(db, principal)).map((r) => withoutStorage(presentInstalled(r.skill, r.version)));
   }
@@ -138,7 +144,7 @@ export async function listSkills(db: Db, principal: Principal, query: ListSkills
 }
 
 /** One installed skill with its live version's storage fields (the MCP `get-skill-details` tool). */
-export async function getInstalledSkill(db: Db, principal: Principal, slug: string): Promise<InstallRecord> {
+export async function getInstalledSkill(db: ShardDb, principal: Principal, slug: string): Promise<InstallRecord> {
   const [row] = await installedQuery(db, principal, slug).limit(1);
   if (!row) throw notFound(`Skill "${slug}"`);
   return presentInstalled(row.skill, row.version);
@@ -164,7 +170,7 @@ interface NewContent {
  * number is computed in SQL, and the unique (skill, number) index makes racing writers fail
  * rather than share a number.
  */
-async function writeVersion(db: Db, principal: Principal, slug: string, content: NewContent, force: boolean, action: string) {
+async function writeVersion(db: ShardDb, principal: Principal, slug: string, content: NewContent, force: boolean, action: string) {
   const t = now();
   const [existing] = await db
     .select({ skill: skills, version: skillVersions })
@@ -219,7 +225,8 @@ async function writeVersion(db: Db, principal: Principal, slug: string, content:
       activity: existing ? `Skill "${content.name}" was updated` : `Skill "${content.name}" was added`,
     }),
   ]);
-  const skill = await requireSkill(db, principal, slug);
+  // Just written in this batch.
+  const skill = (await findSkill(db, principal, slug))!;
   const [version] = await db.select().from(skillVersions).where(eq(skillVersions.id, skill.activeVersionId!)).limit(1);
   return { record: presentInstalled(skill, version!), created: true };
 }
@@ -253,7 +260,7 @@ export function validated(read: () => BundleFile[], slug?: string, fetchedFrom?:
 }
 
 /** A validated bundle from an artifact of this workspace (a zip or tar archive of the skill folder). */
-async function bundleFromArtifact(db: Db, bucket: R2Bucket, principal: Principal, rawId: string, slug: string) {
+async function bundleFromArtifact(db: ShardDb, bucket: R2Bucket, principal: Principal, rawId: string, slug: string) {
   const artifact = await requireOwned(db, artifacts, principal, 'art', rawId, 'Artifact');
   const object = await bucket.get(artifact.r2Key);
   if (!object) throw notFound('Artifact');
@@ -263,7 +270,7 @@ async function bundleFromArtifact(db: Db, bucket: R2Bucket, principal: Principal
 
 /** Installs content already validated as `bundle`, with the caller's display overrides. */
 export async function installBundle(
-  db: Db,
+  db: ShardDb,
   bucket: R2Bucket,
   principal: Principal,
   parsed: ParsedBundle,
@@ -292,7 +299,7 @@ export async function installBundle(
  * POST /skills/:slug/install: from the catalog by default, from an artifact bundle with
  * `artifactId`, or from another instance of this API with `registry`.
  */
-export async function installSkill(db: Db, env: Env, principal: Principal, slug: string, body: InstallBody) {
+export async function installSkill(db: ShardDb, env: Env, principal: Principal, slug: string, body: InstallBody) {
   await refuseWhileRunning(db, principal);
   const bucket = env.BUCKET;
   const overrides = { name: body.name, description: body.description, category: body.category };
@@ -305,7 +312,7 @@ export async function installSkill(db: Db, env: Env, principal: Principal, slug:
     const bundle = validated(() => remote.files, slug, new URL(body.registry).origin);
     return installBundle(db, bucket, principal, bundle, { source: 'registry', repository: remote.repository, commitHash: remote.commitHash }, overrides);
   }
-  const entry = await findCatalogSkill(db, slug);
+  const entry = await findCatalogSkill(globalDbOf(env), slug);
   if (!entry) throw notFound(`Skill "${slug}" in the marketplace`);
   return writeVersion(
     db,
@@ -327,8 +334,8 @@ export async function installSkill(db: Db, env: Env, principal: Principal, slug:
   );
 }
 
-export async function uninstallSkill(db: Db, principal: Principal, slug: string) {
-  const skill = await requireSkill(db, principal, slug);
+export async function uninstallSkill(db: ShardDb, globalDb: GlobalDb, principal: Principal, slug: string) {
+  const skill = await requireSkill(db, globalDb, principal, slug);
   await refuseWhileRunning(db, principal);
   await db.batch([
     db.delete(skills).where(eq(skills.id, skill.id)),
@@ -355,7 +362,7 @@ export type AuthorSkillBody = z.infer<typeof AuthorSkillBody>;
  * PUT /skills/:slug: the user's own content. Every write is a new version. A catalog skill
  * written this way becomes the user's (no repository or commit any more).
  */
-export async function authorSkill(db: Db, bucket: R2Bucket, principal: Principal, slug: string, body: AuthorSkillBody) {
+export async function authorSkill(db: ShardDb, bucket: R2Bucket, principal: Principal, slug: string, body: AuthorSkillBody) {
   const skillMd = renderSkillMd({ slug, ...body, author: principal.userId });
   const bundle = validated(() => [{ path: 'SKILL.md', bytes: new TextEncoder().encode(skillMd) }], slug);
   const { record } = await writeVersion(
@@ -415,8 +422,8 @@ const presentVersion = (row: SkillVersionRow, activeId: number | null): SkillVer
 });
 
 /** Newest first; exactly one is `active`. */
-export async function listVersions(db: Db, principal: Principal, slug: string): Promise<SkillVersion[]> {
-  const skill = await requireSkill(db, principal, slug);
+export async function listVersions(db: ShardDb, globalDb: GlobalDb, principal: Principal, slug: string): Promise<SkillVersion[]> {
+  const skill = await requireSkill(db, globalDb, principal, slug);
   const rows = await db.select().from(skillVersions).where(eq(skillVersions.skillId, skill.id)).orderBy(desc(skillVersions.versionNumber));
   return rows.map((r) => presentVersion(r, skill.activeVersionId));
 }
@@ -428,11 +435,11 @@ export const RestoreResult = z.object({
 });
 
 /** Non-destructive: a new version carrying the old content; later versions stay in the history. */
-export async function restoreVersion(db: Db, principal: Principal, slug: string, rawVersion: string) {
+export async function restoreVersion(db: ShardDb, globalDb: GlobalDb, principal: Principal, slug: string, rawVersion: string) {
   if (!/^[1-9][0-9]{0,8}$/.test(rawVersion)) {
     throw invalidInput('versionNumber', 'positive_integer', 'versionNumber must be a positive integer');
   }
-  const skill = await requireSkill(db, principal, slug);
+  const skill = await requireSkill(db, globalDb, principal, slug);
   const [old] = await db
     .select()
     .from(skillVersions)

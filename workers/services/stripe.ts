@@ -3,7 +3,7 @@ import Stripe from 'stripe';
 import { z } from 'zod';
 import { users } from '../../schema';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { GlobalDb } from '../env';
 import { AppError, invalidInput } from '../errors';
 import { now } from '../lib/clock';
 import { sha256Hex } from '../lib/crypto';
@@ -59,7 +59,7 @@ export const checkoutIdempotencyKey = async (userId: string, header: string | un
  * Opens Checkout for a pack at the caller's price. An unknown pack is 400 whether or not Stripe
  * is configured; the caller's Idempotency-Key, if any, makes retries open the same session.
  */
-export async function purchasePack(db: Db, secretKey: string | undefined, principal: Principal, body: PurchaseBody, idempotencyHeader?: string) {
+export async function purchasePack(db: GlobalDb, secretKey: string | undefined, principal: Principal, body: PurchaseBody, idempotencyHeader?: string) {
   const pack = await packOffer(db, principal, body.packId);
   const stripe = stripeClient(secretKey);
   return createCheckoutSession(stripe, db, principal, { ...body, pack }, await checkoutIdempotencyKey(principal.userId, idempotencyHeader));
@@ -72,7 +72,7 @@ export async function purchasePack(db: Db, secretKey: string | undefined, princi
  */
 export async function createCheckoutSession(
   stripe: Stripe,
-  db: Db,
+  db: GlobalDb,
   principal: Principal,
   input: { pack: Pack; email: string; successUrl: string; cancelUrl: string },
   idempotencyKey: string,
@@ -166,13 +166,13 @@ export type WebhookOutcome = { outcome: 'granted' | 'already_granted' } | { outc
 
 const ignored = (reason: string): WebhookOutcome => ({ outcome: 'ignored', reason });
 
-async function userExists(db: Db, userId: string): Promise<boolean> {
+async function userExists(db: GlobalDb, userId: string): Promise<boolean> {
   const [row] = await db.select({ id: users.id }).from(users).where(eq(users.id, userId)).limit(1);
   return row !== undefined;
 }
 
 /** A paid checkout: the pack's Ds to the user in its metadata, once per session however many events report it. */
-async function grantPack(db: Db, type: string, object: unknown): Promise<WebhookOutcome> {
+async function grantPack(db: GlobalDb, type: string, object: unknown): Promise<WebhookOutcome> {
   const parsed = CheckoutSession.safeParse(object);
   if (!parsed.success) return ignored('not a checkout session');
   const session = parsed.data;
@@ -197,7 +197,7 @@ async function grantPack(db: Db, type: string, object: unknown): Promise<Webhook
  * `subscription_data.metadata` when subscribing), read from the invoice itself or from its
  * subscription lines, which mirror it; the customer object is not fetched.
  */
-async function grantSubscription(db: Db, object: unknown): Promise<WebhookOutcome> {
+async function grantSubscription(db: GlobalDb, object: unknown): Promise<WebhookOutcome> {
   const parsed = Invoice.safeParse(object);
   if (!parsed.success) return ignored('not an invoice');
   const invoice = parsed.data;
@@ -224,7 +224,7 @@ async function grantSubscription(db: Db, object: unknown): Promise<WebhookOutcom
  * (session or invoice), so a replayed event, or two events about the same payment, grant once.
  * Anything else is ignored; the caller still answers 200 so Stripe stops sending it.
  */
-export function applyStripeEvent(db: Db, event: Stripe.Event): Promise<WebhookOutcome> {
+export function applyStripeEvent(db: GlobalDb, event: Stripe.Event): Promise<WebhookOutcome> {
   switch (event.type) {
     case 'checkout.session.completed':
     case 'checkout.session.async_payment_succeeded':

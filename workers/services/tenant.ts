@@ -1,7 +1,7 @@
 import { and, eq } from 'drizzle-orm';
 import type { SQLiteColumn, SQLiteTable } from 'drizzle-orm/sqlite-core';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { ShardDb } from '../env';
 import { notFound } from '../errors';
 import { type IdPrefix, parseId } from '../lib/ids';
 
@@ -13,7 +13,7 @@ type TenantTable = SQLiteTable & { id: SQLiteColumn; workspaceId: SQLiteColumn }
  * workspace's id and a malformed id answer exactly like a missing one.
  */
 export async function requireOwned<T extends TenantTable>(
-  db: Db,
+  db: ShardDb,
   table: T,
   principal: Principal,
   prefix: IdPrefix,

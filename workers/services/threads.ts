@@ -2,7 +2,8 @@ import { and, desc, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { executions, threadMessages, threads, traces, type ThreadMessageRow, type ThreadRow } from '../../schema';
 import type { Principal } from '../auth/principal';
-import type { Db, Env } from '../env';
+import type { Env, GlobalDb, ShardDb } from '../env';
+import { globalDbOf } from '../lib/db';
 import { invalidInput, notFound } from '../errors';
 import { now, sleep, toIso } from '../lib/clock';
 import { formatId, parseId, parseUuidCursor, uuidv7 } from '../lib/ids';
@@ -64,13 +65,13 @@ const presentMessage = (row: ThreadMessageRow) => ({
   createdAt: toIso(row.createdAt),
 });
 
-const withTrace = (db: Db) =>
+const withTrace = (db: ShardDb) =>
   db
     .select({ thread: threads, traceId: traces.id })
     .from(threads)
     .innerJoin(traces, and(eq(traces.workspaceId, threads.workspaceId), eq(traces.traceKey, threads.traceKey)));
 
-async function requireThread(db: Db, principal: Principal, id: string) {
+async function requireThread(db: ShardDb, principal: Principal, id: string) {
   const [row] = await withTrace(db)
     .where(and(eq(threads.workspaceId, principal.workspaceId), eq(threads.id, id)))
     .limit(1);
@@ -79,8 +80,8 @@ async function requireThread(db: Db, principal: Principal, id: string) {
 }
 
 /** A thread answered by an installed skill, with its chat trace. */
-export async function createThread(db: Db, principal: Principal, body: CreateThreadBody): Promise<Thread> {
-  const skill = await requireSkill(db, principal, body.skill_slug);
+export async function createThread(db: ShardDb, globalDb: GlobalDb, principal: Principal, body: CreateThreadBody): Promise<Thread> {
+  const skill = await requireSkill(db, globalDb, principal, body.skill_slug);
   const at = now();
   const id = uuidv7();
   const traceKey = crypto.randomUUID();
@@ -103,7 +104,7 @@ export async function createThread(db: Db, principal: Principal, body: CreateThr
 }
 
 /** Newest first (ids are UUIDv7). */
-export async function listThreads(db: Db, principal: Principal, query: CursorQuery) {
+export async function listThreads(db: ShardDb, principal: Principal, query: CursorQuery) {
   const page = await cursorPage(
     query,
     {
@@ -122,7 +123,7 @@ export async function listThreads(db: Db, principal: Principal, query: CursorQue
 }
 
 /** Oldest first, the order of the conversation. */
-export async function listMessages(db: Db, principal: Principal, threadId: string, query: CursorQuery) {
+export async function listMessages(db: ShardDb, principal: Principal, threadId: string, query: CursorQuery) {
   const { thread } = await requireThread(db, principal, threadId);
   const page = await cursorPage(
     query,
@@ -152,7 +153,7 @@ export const PostMessageBody = z.object({
 export type PostMessageBody = z.infer<typeof PostMessageBody>;
 
 /** The agent sees the recent conversation before the new message. */
-async function withContext(db: Db, threadId: string, content: string) {
+async function withContext(db: ShardDb, threadId: string, content: string) {
   const recent = (
     await db.select().from(threadMessages).where(eq(threadMessages.threadId, threadId)).orderBy(desc(threadMessages.id)).limit(CONTEXT_MESSAGES)
   ).reverse();
@@ -169,12 +170,12 @@ async function withContext(db: Db, threadId: string, content: string) {
  * lands on the chat trace), the message is stored, and once the turn ends (within
  * REPLY_WAIT_MS) the agent's answer is stored as the reply.
  */
-export async function postMessage(db: Db, env: Env, principal: Principal, threadId: string, body: PostMessageBody) {
+export async function postMessage(db: ShardDb, env: Env, principal: Principal, threadId: string, body: PostMessageBody) {
   const { thread } = await requireThread(db, principal, threadId);
   if (body.sessionId !== undefined && body.sessionId !== thread.traceKey)
     throw invalidInput('sessionId', 'trace_key', "sessionId is not this thread's trace key");
   const text = await withContext(db, thread.id, body.content);
-  const idle = await createExecution(db, principal, {
+  const idle = await createExecution(db, globalDbOf(env), principal, {
     skill_slug: thread.skillSlug,
     input: text,
     source: 'chat',
@@ -209,7 +210,7 @@ export async function postMessage(db: Db, env: Env, principal: Principal, thread
 }
 
 /** Waits for the run to leave `working`; answers its status then (still `working` after the wait). */
-async function settled(db: Db, executionId: number): Promise<string> {
+async function settled(db: ShardDb, executionId: number): Promise<string> {
   const deadline = now() + REPLY_WAIT_MS;
   for (;;) {
     const [row] = await db.select({ status: executions.status }).from(executions).where(eq(executions.id, executionId)).limit(1);

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { executions, traceSegments, traceTurns, traces, TURN_TYPES, type TraceKind, type TraceRow, type TurnType } from '../../schema';
 import { statusAfterRun, type ExecutionEvent, type RunStopReason } from './execution-events';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
-import type { Db, Env } from '../env';
+import type { ShardDb, Env } from '../env';
 import { AppError, conflict, invalidInput, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { isUniqueViolation } from '../lib/db-errors';
@@ -44,7 +44,7 @@ export interface TraceEntry {
  * makes the trace; a known one gets the new run as its target, with status and activity.
  * Kind, title and start never change once the trace exists.
  */
-export function traceUpsert(db: Db, principal: Principal, entry: TraceEntry): BatchItem<'sqlite'> {
+export function traceUpsert(db: ShardDb, principal: Principal, entry: TraceEntry): BatchItem<'sqlite'> {
   const at = now();
   const actor = { actorUserId: principal.userId, actorApiKeyId: apiKeyIdOf(principal), actorAgentSlug: principal.origin.agentSlug ?? null };
   return db
@@ -74,7 +74,7 @@ export function traceUpsert(db: Db, principal: Principal, entry: TraceEntry): Ba
 }
 
 /** The trace of `traceKey` in the caller's workspace (POST /executions `sessionId`), or 404. */
-export async function requireTraceByKey(db: Db, principal: Principal, traceKey: string): Promise<TraceRow> {
+export async function requireTraceByKey(db: ShardDb, principal: Principal, traceKey: string): Promise<TraceRow> {
   const [row] = await db
     .select()
     .from(traces)
@@ -95,7 +95,7 @@ const latestRunOf = (executionId: number) =>
  * execution still works: a run that already ended (a short one can end before this is written)
  * keeps the status its end recorded.
  */
-export const traceRunStarted = (db: Db, executionId: number) =>
+export const traceRunStarted = (db: ShardDb, executionId: number) =>
   db
     .update(traces)
     .set({ status: 'running', lastActivityAt: now() })
@@ -111,7 +111,7 @@ export const traceRunStarted = (db: Db, executionId: number) =>
  * A run ended (in the batch that records it on the execution): its cost is added to the
  * lineage's total whichever run it was; status follows only the latest run.
  */
-export function traceRunFinished(db: Db, executionId: number, reason: RunStopReason, cost: number | SQL<number>): BatchItem<'sqlite'> {
+export function traceRunFinished(db: ShardDb, executionId: number, reason: RunStopReason, cost: number | SQL<number>, onlyIf?: SQL): BatchItem<'sqlite'> {
   return db
     .update(traces)
     .set({
@@ -119,14 +119,14 @@ export function traceRunFinished(db: Db, executionId: number, reason: RunStopRea
       status: sql`CASE WHEN ${traces.targetExecutionId} = ${executionId} THEN ${statusAfterRun(reason)} ELSE ${traces.status} END`,
       lastActivityAt: sql`MAX(${traces.lastActivityAt}, ${now()})`,
     })
-    .where(latestRunOf(executionId));
+    .where(and(latestRunOf(executionId), onlyIf));
 }
 
 /**
  * An execution that could not start is deleted again: its trace then points at the lineage's
  * previous run (and takes its status), or goes if the lineage has none left (and no thread owns it).
  */
-export async function traceExecutionRemoved(db: Db, workspaceId: string, traceKey: string) {
+export async function traceExecutionRemoved(db: ShardDb, workspaceId: string, traceKey: string) {
   const [latest] = await db
     .select({ id: executions.id, status: executions.status })
     .from(executions)
@@ -183,7 +183,7 @@ export const presentTrace = (row: TraceRow): Trace => ({
 });
 
 /** Spec 4.7 rule 5: another workspace's trace is 404, never 403. */
-export async function requireTrace(db: Db, principal: Principal, id: string): Promise<TraceRow> {
+export async function requireTrace(db: ShardDb, principal: Principal, id: string): Promise<TraceRow> {
   const [row] = await db
     .select()
     .from(traces)
@@ -193,7 +193,7 @@ export async function requireTrace(db: Db, principal: Principal, id: string): Pr
   return row;
 }
 
-export const getTrace = async (db: Db, principal: Principal, id: string) => presentTrace(await requireTrace(db, principal, id));
+export const getTrace = async (db: ShardDb, principal: Principal, id: string) => presentTrace(await requireTrace(db, principal, id));
 
 // ---------------------------------------------------------------------------------------------
 // The list.
@@ -241,7 +241,7 @@ function decodeCursor(cursor: string): string {
  * Newest trace first, keyed on the id, which never changes: pages neither skip nor repeat a
  * trace however lineages move while a client pages.
  */
-export async function listTraces(db: Db, principal: Principal, query: ListTracesQuery) {
+export async function listTraces(db: ShardDb, principal: Principal, query: ListTracesQuery) {
   const rows = await db
     .select()
     .from(traces)
@@ -329,7 +329,7 @@ function producerTurns(events: ExecutionEvent[], seqOf: (eventSeq: number) => nu
 const highWater = (traceId: string) =>
   sql`MAX(COALESCE((SELECT MAX(seq_end) FROM trace_segments WHERE trace_id = ${traceId}), 0), COALESCE((SELECT MAX(seq) FROM trace_turns WHERE trace_id = ${traceId}), 0))`;
 
-const runsOf = (db: Db, trace: TraceRow) =>
+const runsOf = (db: ShardDb, trace: TraceRow) =>
   db
     .select({ id: executions.id })
     .from(executions)
@@ -341,7 +341,7 @@ const runsOf = (db: Db, trace: TraceRow) =>
  * segment above the high-water mark, in one statement each (atomic against appends). Two readers
  * racing for the same events insert the same key, and only one lands.
  */
-async function syncSegments(db: Db, env: Env, trace: TraceRow) {
+async function syncSegments(db: ShardDb, env: Env, trace: TraceRow) {
   const [runs, segments] = await Promise.all([runsOf(db, trace), db.select().from(traceSegments).where(eq(traceSegments.traceId, trace.id))]);
   for (const run of runs) {
     const mappedTo = Math.max(0, ...segments.filter((s) => s.executionId === run.id).map((s) => s.eventTo));
@@ -364,7 +364,7 @@ export const TurnsQuery = z.object({
 export type TurnsQuery = z.infer<typeof TurnsQuery>;
 
 /** GET /traces/:id/events: the lineage's turns after `afterSeq`, in seq order. */
-export async function listTurns(db: Db, env: Env, principal: Principal, id: string, query: TurnsQuery) {
+export async function listTurns(db: ShardDb, env: Env, principal: Principal, id: string, query: TurnsQuery) {
   const trace = await requireTrace(db, principal, id);
   await syncSegments(db, env, trace);
   const segments = await db
@@ -434,7 +434,7 @@ const duplicateSeq = () => conflict('A turn with this seq is already in the trac
  * seq already used by an appended turn fails the statement on the primary key, one inside a
  * producer's range inserts nothing; both are 409 CONFLICT and nothing is written.
  */
-export async function appendTurns(db: Db, env: Env, principal: Principal, id: string, body: AppendBody) {
+export async function appendTurns(db: ShardDb, env: Env, principal: Principal, id: string, body: AppendBody) {
   const trace = await requireTrace(db, principal, id);
   await syncSegments(db, env, trace);
   let omitted = 0;
@@ -478,7 +478,7 @@ export const Continuation = z.object({
   appendEventsTo: z.string(),
 });
 
-export async function continueTrace(db: Db, principal: Principal, id: string): Promise<z.infer<typeof Continuation>> {
+export async function continueTrace(db: ShardDb, principal: Principal, id: string): Promise<z.infer<typeof Continuation>> {
   const trace = await requireTrace(db, principal, id);
   const path = trace.kind === 'chat' ? `/api/v1/threads/${trace.targetThreadId}/messages` : '/api/v1/executions';
   return {

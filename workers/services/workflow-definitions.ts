@@ -1,9 +1,9 @@
 import { and, desc, eq, or } from 'drizzle-orm';
 import { z } from 'zod';
 import { artifacts } from '../../schema';
-import { workflows, type WorkflowRow } from '../../schema/workflows';
+import { workflows, type WorkflowRow } from '../../schema/shard/workflows';
 import type { Principal } from '../auth/principal';
-import type { Db } from '../env';
+import type { ShardDb } from '../env';
 import { AppError, invalidInput, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { parseId } from '../lib/ids';
@@ -56,7 +56,7 @@ const present = (row: WorkflowRow): WorkflowRecord => ({
 });
 
 /** Compiles against this workspace's agents and the deployment's tools (spec 4.8 steps 1-5). */
-export async function compileFor(db: Db, workspaceId: string, definition: unknown): Promise<CompiledWorkflow> {
+export async function compileFor(db: ShardDb, workspaceId: string, definition: unknown): Promise<CompiledWorkflow> {
   const slugs = await agentSlugs(db, workspaceId);
   return compileWorkflow(definition, { workspaceId, hasAgent: (slug) => slugs.has(slug), tools: stepToolIds() });
 }
@@ -86,7 +86,7 @@ export const InstallBody = z.unknown().transform((body) => ({ definition: defini
 
 const metaString = (metadata: Record<string, Json>, key: string) => (typeof metadata[key] === 'string' ? (metadata[key] as string) : null);
 
-const findBySlug = async (db: Db, workspaceId: string, slug: string) =>
+const findBySlug = async (db: ShardDb, workspaceId: string, slug: string) =>
   (
     await db
       .select()
@@ -96,7 +96,7 @@ const findBySlug = async (db: Db, workspaceId: string, slug: string) =>
   )[0] ?? null;
 
 /** Compiles, then writes the stores: the definition in R2 and the record in D1 (overwriting the slug). */
-export async function installWorkflow(db: Db, bucket: R2Bucket, principal: Principal, slug: string, definition: unknown): Promise<WorkflowRecord> {
+export async function installWorkflow(db: ShardDb, bucket: R2Bucket, principal: Principal, slug: string, definition: unknown): Promise<WorkflowRecord> {
   const compiled = await compileFor(db, principal.workspaceId, definition);
   const text = JSON.stringify(definition);
   if (new TextEncoder().encode(text).length > MAX_DEFINITION_BYTES)
@@ -141,7 +141,7 @@ export async function installWorkflow(db: Db, bucket: R2Bucket, principal: Princ
  * Spec 7.3: 400 for a missing or mistyped artifactId, 404 for no such artifact, 500 when the
  * bundle has no workflow.json or its definition does not compile. The slug is the definition's id.
  */
-export async function installFromArtifact(db: Db, bucket: R2Bucket, principal: Principal, artifactId: string): Promise<WorkflowRecord> {
+export async function installFromArtifact(db: ShardDb, bucket: R2Bucket, principal: Principal, artifactId: string): Promise<WorkflowRecord> {
   const id = parseId('art', artifactId);
   const [row] =
     id === null
@@ -183,12 +183,12 @@ export async function installFromArtifact(db: Db, bucket: R2Bucket, principal: P
   return installWorkflow(db, bucket, principal, compiled.id, definition);
 }
 
-export async function listWorkflows(db: Db, principal: Principal): Promise<WorkflowRecord[]> {
+export async function listWorkflows(db: ShardDb, principal: Principal): Promise<WorkflowRecord[]> {
   const rows = await db.select().from(workflows).where(eq(workflows.workspaceId, principal.workspaceId)).orderBy(workflows.slug);
   return rows.map(present);
 }
 
-export async function getWorkflow(db: Db, principal: Principal, slug: string): Promise<WorkflowRecord> {
+export async function getWorkflow(db: ShardDb, principal: Principal, slug: string): Promise<WorkflowRecord> {
   const row = await findBySlug(db, principal.workspaceId, slug);
   if (!row) throw notFound('Workflow');
   return present(row);
@@ -207,7 +207,7 @@ export const DefinitionItem = z.object({
 });
 
 /** Spec 4.8: the catalog of installed definitions without their graphs. */
-export async function listDefinitions(db: Db, principal: Principal) {
+export async function listDefinitions(db: ShardDb, principal: Principal) {
   const rows = await db.select().from(workflows).where(eq(workflows.workspaceId, principal.workspaceId)).orderBy(workflows.slug);
   const items = rows.map((row) => {
     const definition = JSON.parse(row.definition) as Record<string, unknown>;
@@ -227,7 +227,7 @@ export async function listDefinitions(db: Db, principal: Principal) {
   return { workflows: items, format: 'service-v1' as const, exportable: true, count: items.length };
 }
 
-export async function uninstallWorkflow(db: Db, bucket: R2Bucket, principal: Principal, slug: string) {
+export async function uninstallWorkflow(db: ShardDb, bucket: R2Bucket, principal: Principal, slug: string) {
   const row = await findBySlug(db, principal.workspaceId, slug);
   if (!row) throw notFound('Workflow');
   await db.batch([
@@ -245,7 +245,7 @@ export async function uninstallWorkflow(db: Db, bucket: R2Bucket, principal: Pri
 }
 
 /** Spec 4.8: the launch id is the slug, the namespaced runtime id `<workspace_id>:<slug>`, or the declared id. */
-export async function resolveLaunchId(db: Db, principal: Principal, id: string): Promise<WorkflowRow> {
+export async function resolveLaunchId(db: ShardDb, principal: Principal, id: string): Promise<WorkflowRow> {
   const prefix = `${principal.workspaceId}:`;
   const slug = id.startsWith(prefix) ? id.slice(prefix.length) : id;
   const [row] = await db

@@ -1,11 +1,11 @@
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import { z } from 'zod';
 import { threads } from '../../schema';
-import { workflowRuns, workflowStepResults, type WorkflowRunRow } from '../../schema/workflows';
+import { workflowRuns, workflowStepResults, type WorkflowRunRow } from '../../schema/shard/workflows';
 import { runActor } from '../auth/actor';
 import type { CredentialKind } from '../auth/credentials';
 import type { Principal } from '../auth/principal';
-import type { Db, Env } from '../env';
+import type { ShardDb, Env } from '../env';
 import { AppError, forbidden, invalidInput, notFound } from '../errors';
 import { toIso } from '../lib/clock';
 import { formatId } from '../lib/ids';
@@ -46,7 +46,7 @@ const runIdOf = (key: string) => `${key.slice(0, 8)}-${key.slice(8, 12)}-${key.s
  * (`toolCallKey`), the run's id is the call's, so the call made again by a cut-off turn starts
  * the same run (its object takes a start once) and records the launch once.
  */
-export async function launchWorkflow(db: Db, env: Env, principal: Principal, launch: LaunchRequest): Promise<Launched> {
+export async function launchWorkflow(db: ShardDb, env: Env, principal: Principal, launch: LaunchRequest): Promise<Launched> {
   const { inputs = {}, threadId, toolCallKey } = launch;
   const row = await resolveLaunchId(db, principal, launch.workflowId);
   if (threadId !== undefined) {
@@ -132,7 +132,7 @@ export const ListRunsInput = z.object({ limit: z.number().int().min(1).max(MAX_R
 /** The runs list's query string. */
 export const RunsQuery = z.object({ limit: z.coerce.number().int().min(1).max(MAX_RUNS_PAGE).default(DEFAULT_RUNS_PAGE) });
 
-export async function listRuns(db: Db, principal: Principal, limit = DEFAULT_RUNS_PAGE) {
+export async function listRuns(db: ShardDb, principal: Principal, limit = DEFAULT_RUNS_PAGE) {
   const rows = await db
     .select()
     .from(workflowRuns)
@@ -143,7 +143,7 @@ export async function listRuns(db: Db, principal: Principal, limit = DEFAULT_RUN
 }
 
 /** The run in this workspace, or 404: another workspace's run answers exactly like a missing one. */
-export async function findRun(db: Db, principal: Principal, runId: string): Promise<WorkflowRunRow | null> {
+export async function findRun(db: ShardDb, principal: Principal, runId: string): Promise<WorkflowRunRow | null> {
   if (runId.length > 100) return null;
   const [row] = await db
     .select()
@@ -153,7 +153,7 @@ export async function findRun(db: Db, principal: Principal, runId: string): Prom
   return row ?? null;
 }
 
-async function requireRun(db: Db, principal: Principal, runId: string) {
+async function requireRun(db: ShardDb, principal: Principal, runId: string) {
   const row = await findRun(db, principal, runId);
   if (!row) throw notFound('Workflow run');
   return row;
@@ -161,7 +161,7 @@ async function requireRun(db: Db, principal: Principal, runId: string) {
 
 export const RunDetails = z.object({ run: RunRecord, steps: z.record(z.string(), z.object({ status: z.string(), output: z.unknown() })) });
 
-export async function getRun(db: Db, principal: Principal, runId: string): Promise<z.infer<typeof RunDetails>> {
+export async function getRun(db: ShardDb, principal: Principal, runId: string): Promise<z.infer<typeof RunDetails>> {
   const row = await requireRun(db, principal, runId);
   const steps = await db.select().from(workflowStepResults).where(eq(workflowStepResults.runId, row.runId));
   return {
@@ -202,7 +202,7 @@ const resumerOf = (principal: Principal): Resumer => ({
   },
 });
 
-export async function resumeRun(db: Db, env: Env, principal: Principal, runId: string, body: ResumeBody): Promise<ResumeAnswer> {
+export async function resumeRun(db: ShardDb, env: Env, principal: Principal, runId: string, body: ResumeBody): Promise<ResumeAnswer> {
   const row = await findRun(db, principal, runId);
   if (!row) return resumeError(404, 'NOT_FOUND', 'Workflow run not found');
   let outcome;
@@ -251,7 +251,7 @@ export async function resumeRun(db: Db, env: Env, principal: Principal, runId: s
 }
 
 /** Cancels a run that has not finished; a finished one is left as it is. */
-export async function cancelRun(db: Db, env: Env, principal: Principal, runId: string) {
+export async function cancelRun(db: ShardDb, env: Env, principal: Principal, runId: string) {
   const row = await requireRun(db, principal, runId);
   const outcome = await env.WORKFLOW_RUN.getByName(row.runId).cancel();
   if (outcome.canceled) {
@@ -267,7 +267,7 @@ export async function cancelRun(db: Db, env: Env, principal: Principal, runId: s
 }
 
 /** The queue: runs of this workspace that have not finished, oldest first. */
-export async function listQueue(db: Db, principal: Principal) {
+export async function listQueue(db: ShardDb, principal: Principal) {
   const rows = await db
     .select()
     .from(workflowRuns)
@@ -277,7 +277,7 @@ export async function listQueue(db: Db, principal: Principal) {
   return { queued, total: queued.length };
 }
 
-export async function dequeueRun(db: Db, env: Env, principal: Principal, runId: string) {
+export async function dequeueRun(db: ShardDb, env: Env, principal: Principal, runId: string) {
   await cancelRun(db, env, principal, runId);
   return { success: true as const };
 }

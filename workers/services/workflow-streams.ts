@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { WorkflowRunRow } from '../../schema/workflows';
+import type { WorkflowRunRow } from '../../schema/shard/workflows';
 import type { Principal } from '../auth/principal';
-import type { Db, Env } from '../env';
+import type { ShardDb, Env } from '../env';
 import { notFound } from '../errors';
 import { now, sleep, toIso } from '../lib/clock';
 import { type OwnStream, sseStream } from '../lib/sse';
@@ -31,7 +31,7 @@ export const snapshotFrame = (row: WorkflowRunRow) => ({
  * yet; ends once the status is one the stream closes on, the client goes away, or time is up.
  */
 async function follow(
-  db: Db,
+  db: ShardDb,
   principal: Principal,
   runId: string,
   signal: AbortSignal,
@@ -83,7 +83,7 @@ export const RunEventsQuery = z.object({
  * snapshot when what it shows changed.
  */
 export async function runEvents(
-  db: Db,
+  db: ShardDb,
   env: Env,
   principal: Principal,
   runId: string,
@@ -137,7 +137,14 @@ export type StreamBody = z.infer<typeof StreamBody>;
  * part saying how the run ended, `finish`, then `[DONE]`. Launch and resume errors answer
  * before the stream starts, in their usual shapes.
  */
-export async function streamWorkflow(db: Db, env: Env, principal: Principal, id: string, body: StreamBody, signal: AbortSignal): Promise<Response | OwnStream> {
+export async function streamWorkflow(
+  db: ShardDb,
+  env: Env,
+  principal: Principal,
+  id: string,
+  body: StreamBody,
+  signal: AbortSignal,
+): Promise<Response | OwnStream> {
   let runId: string;
   if ('inputData' in body) runId = (await launchWorkflow(db, env, principal, { workflowId: id, inputs: body.inputData })).runId;
   else {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { apiKeys, members, ROLES, sessions, users, workspaces, type Role, type WorkspaceRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
-import type { Db } from '../env';
+import type { Env, GlobalDb } from '../env';
 import { AppError, forbidden, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { isUniqueViolation } from '../lib/db-errors';
@@ -11,6 +11,7 @@ import { formatId, parseUuidCursor, uuidv7 } from '../lib/ids';
 import { type CursorQuery, cursorPage, mapPage } from '../lib/pagination';
 import { SLUG_PATTERN } from '../lib/slug';
 import { recordChange } from './audit';
+import { placement } from './directory';
 
 export const WorkspaceName = z.string().trim().min(1).max(100);
 export const WorkspaceSlug = z.string().regex(SLUG_PATTERN, 'lower-case letters, digits and single hyphens, 2..48 characters');
@@ -54,7 +55,7 @@ export const presentWorkspace = (row: WorkspaceRow, role: Role, viewerId: string
 const byIdOrSlug = (value: string) => or(eq(workspaces.id, value), eq(workspaces.slug, value));
 
 /** The caller's membership of the workspace named by id or slug, or null. */
-async function findMembership(db: Db, userId: string, workspace: string) {
+async function findMembership(db: GlobalDb, userId: string, workspace: string) {
   const [row] = await db
     .select({ workspace: workspaces, role: members.role })
     .from(workspaces)
@@ -68,13 +69,13 @@ async function findMembership(db: Db, userId: string, workspace: string) {
  * Routes with a workspace in the path (members, invitations) act only on the workspace the
  * credential is in; any other id answers 404, as for every other resource.
  */
-export async function requireCurrentWorkspace(db: Db, principal: Principal, workspace: string): Promise<WorkspaceRow> {
+export async function requireCurrentWorkspace(db: GlobalDb, principal: Principal, workspace: string): Promise<WorkspaceRow> {
   const found = await findMembership(db, principal.userId, workspace);
   if (!found || found.workspace.id !== principal.workspaceId) throw notFound('Workspace');
   return found.workspace;
 }
 
-export async function listWorkspaces(db: Db, principal: Principal, query: CursorQuery) {
+export async function listWorkspaces(db: GlobalDb, principal: Principal, query: CursorQuery) {
   const page = await cursorPage(
     query,
     {
@@ -95,7 +96,7 @@ export async function listWorkspaces(db: Db, principal: Principal, query: Cursor
   return mapPage(page, (row) => presentWorkspace(row.workspace, row.role, principal.userId));
 }
 
-export async function createWorkspace(db: Db, gates: CredentialGates, principal: Principal, input: CreateWorkspaceBody): Promise<WorkspaceRecord> {
+export async function createWorkspace(db: GlobalDb, env: Env, principal: Principal, input: CreateWorkspaceBody): Promise<WorkspaceRecord> {
   const row: WorkspaceRow = {
     id: uuidv7(),
     name: input.name,
@@ -104,9 +105,11 @@ export async function createWorkspace(db: Db, gates: CredentialGates, principal:
     createdBy: principal.userId,
     createdAt: now(),
   };
+  const place = await placement(db, env, row.id);
   try {
     await db.batch([
       db.insert(workspaces).values(row),
+      ...place.statements,
       db.insert(members).values({ workspaceId: row.id, userId: principal.userId, role: 'owner', createdAt: row.createdAt }),
       ...recordChange(
         db,
@@ -125,11 +128,11 @@ export async function createWorkspace(db: Db, gates: CredentialGates, principal:
     throw error;
   }
   // A session may have named the new workspace before it existed.
-  await credentialsChanged(gates, principal.userId);
+  await credentialsChanged(env.CREDENTIAL_GATE, principal.userId);
   return presentWorkspace(row, 'owner', principal.userId);
 }
 
-export async function getCurrentWorkspace(db: Db, principal: Principal): Promise<WorkspaceRecord> {
+export async function getCurrentWorkspace(db: GlobalDb, principal: Principal): Promise<WorkspaceRecord> {
   const [row] = await db.select().from(workspaces).where(eq(workspaces.id, principal.workspaceId)).limit(1);
   if (!row) throw notFound('Workspace');
   return presentWorkspace(row, principal.role, principal.userId);
@@ -139,7 +142,12 @@ export async function getCurrentWorkspace(db: Db, principal: Principal): Promise
  * An API key is rebound to the target workspace (spec 4.6); a session remembers the choice as
  * its default. Either way the caller must be a member of the target.
  */
-export async function setCurrentWorkspace(db: Db, gates: CredentialGates, principal: Principal, input: SetCurrentWorkspaceBody): Promise<WorkspaceRecord> {
+export async function setCurrentWorkspace(
+  db: GlobalDb,
+  gates: CredentialGates,
+  principal: Principal,
+  input: SetCurrentWorkspaceBody,
+): Promise<WorkspaceRecord> {
   const target = await findMembership(db, principal.userId, input.workspace);
   if (!target) throw notFound('Workspace');
   const { credential } = principal;
@@ -166,7 +174,7 @@ export async function setCurrentWorkspace(db: Db, gates: CredentialGates, princi
   return presentWorkspace(target.workspace, target.role, principal.userId);
 }
 
-export async function listMembers(db: Db, principal: Principal, workspace: string, query: CursorQuery) {
+export async function listMembers(db: GlobalDb, principal: Principal, workspace: string, query: CursorQuery) {
   const ws = await requireCurrentWorkspace(db, principal, workspace);
   const page = await cursorPage(
     query,

@@ -1,4 +1,4 @@
-import type { WorkflowRunStatus } from '../../schema/workflows';
+import type { WorkflowRunStatus } from '../../schema/shard/workflows';
 import type { CompiledWorkflow, GraphNode, Json, LeafStep, MappingStep } from './compiler';
 import { valueProblem } from './json-schema';
 import { evaluate, fillTemplate, isMissing, segmentsOf, walk, type Scope } from './predicates';

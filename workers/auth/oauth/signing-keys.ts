@@ -1,7 +1,7 @@
 import { and, desc, isNotNull, isNull, lt } from 'drizzle-orm';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import { oauthSigningKeys } from '../../../schema';
-import type { Db } from '../../env';
+import type { GlobalDb } from '../../env';
 import { now } from '../../lib/clock';
 import { decryptSecret, encryptSecret } from '../../lib/encryption';
 import { ID_TOKEN_TTL_S } from './metadata';
@@ -17,7 +17,7 @@ export const RETIRED_KEY_PUBLISHED_MS = 24 * 3600_000;
 const context = (kid: string) => `oauth-signing-key:${kid}`;
 
 /** Makes a new signing key and retires the previous ones, atomically. */
-export async function rotateSigningKey(db: Db, encryptionKey: string | undefined): Promise<string> {
+export async function rotateSigningKey(db: GlobalDb, encryptionKey: string | undefined): Promise<string> {
   const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true, modulusLength: 2048 });
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
@@ -36,7 +36,7 @@ export async function rotateSigningKey(db: Db, encryptionKey: string | undefined
   return kid;
 }
 
-async function activeKey(db: Db, encryptionKey: string | undefined) {
+async function activeKey(db: GlobalDb, encryptionKey: string | undefined) {
   const [row] = await db.select().from(oauthSigningKeys).where(isNull(oauthSigningKeys.retiredAt)).orderBy(desc(oauthSigningKeys.createdAt)).limit(1);
   if (row) return row;
   await rotateSigningKey(db, encryptionKey);
@@ -44,7 +44,7 @@ async function activeKey(db: Db, encryptionKey: string | undefined) {
 }
 
 /** The published key set (RFC 7517): the signing key and recently retired ones. */
-export async function jwks(db: Db, encryptionKey: string | undefined): Promise<{ keys: JWK[] }> {
+export async function jwks(db: GlobalDb, encryptionKey: string | undefined): Promise<{ keys: JWK[] }> {
   await activeKey(db, encryptionKey);
   const rows = await db.select().from(oauthSigningKeys).orderBy(desc(oauthSigningKeys.createdAt));
   const t = now();
@@ -52,7 +52,7 @@ export async function jwks(db: Db, encryptionKey: string | undefined): Promise<{
 }
 
 export async function signIdToken(
-  db: Db,
+  db: GlobalDb,
   encryptionKey: string | undefined,
   claims: Record<string, unknown> & { iss: string; sub: string; aud: string },
 ): Promise<string> {
@@ -69,7 +69,7 @@ export async function signIdToken(
 }
 
 /** Housekeeping: rotate a key older than 90 days; drop retired keys no longer published. */
-export async function maintainSigningKeys(db: Db, encryptionKey: string | undefined): Promise<void> {
+export async function maintainSigningKeys(db: GlobalDb, encryptionKey: string | undefined): Promise<void> {
   const t = now();
   const [active] = await db.select().from(oauthSigningKeys).where(isNull(oauthSigningKeys.retiredAt)).orderBy(desc(oauthSigningKeys.createdAt)).limit(1);
   if (active && t - active.createdAt > SIGNING_KEY_MAX_AGE_MS) await rotateSigningKey(db, encryptionKey);

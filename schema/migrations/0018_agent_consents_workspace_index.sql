@@ -1,1 +1,0 @@
-CREATE INDEX `agent_consents_workspace_idx` ON `agent_consents` (`workspace_id`,`id`);

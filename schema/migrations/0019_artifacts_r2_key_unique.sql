@@ -1,1 +1,0 @@
-CREATE UNIQUE INDEX `artifacts_r2_key_unique` ON `artifacts` (`r2_key`);

@@ -1,1 +1,0 @@
-ALTER TABLE `skill_secret_bindings` ADD `origins` text DEFAULT '[]' NOT NULL;

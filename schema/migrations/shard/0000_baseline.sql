@@ -1,0 +1,297 @@
+CREATE TABLE `shard_identity` (
+	`only` integer PRIMARY KEY NOT NULL,
+	`shard` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE `artifacts` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`execution_id` integer,
+	`name` text NOT NULL,
+	`content_type` text NOT NULL,
+	`size` integer NOT NULL,
+	`r2_key` text NOT NULL,
+	`created_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `artifacts_workspace_idx` ON `artifacts` (`workspace_id`,`id`);--> statement-breakpoint
+CREATE UNIQUE INDEX `artifacts_r2_key_unique` ON `artifacts` (`r2_key`);--> statement-breakpoint
+CREATE TABLE `executions` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`user_id` text NOT NULL,
+	`skill_slug` text NOT NULL,
+	`skill_name` text DEFAULT '' NOT NULL,
+	`skill_version_id` integer,
+	`status` text NOT NULL,
+	`input_text` text DEFAULT '' NOT NULL,
+	`source` text DEFAULT 'api' NOT NULL,
+	`interface` text DEFAULT 'api' NOT NULL,
+	`cost` integer DEFAULT 0 NOT NULL,
+	`input_tokens` integer DEFAULT 0 NOT NULL,
+	`output_tokens` integer DEFAULT 0 NOT NULL,
+	`parent_execution_id` integer,
+	`trace_key` text DEFAULT '' NOT NULL,
+	`started_at` integer NOT NULL,
+	`completed_at` integer,
+	`execution_time_ms` integer DEFAULT 0 NOT NULL,
+	`turn_key` text,
+	`claimed_at` integer
+);
+--> statement-breakpoint
+CREATE INDEX `executions_workspace_status_idx` ON `executions` (`workspace_id`,`status`);--> statement-breakpoint
+CREATE INDEX `executions_working_claimed_idx` ON `executions` (`claimed_at`) WHERE "executions"."status" = 'working';--> statement-breakpoint
+CREATE TABLE `run_tool_calls` (
+	`key` text PRIMARY KEY NOT NULL,
+	`created_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE `connector_connections` (
+	`workspace_id` text NOT NULL,
+	`connector_type` text NOT NULL,
+	`ciphertext` text NOT NULL,
+	`token_preview` text NOT NULL,
+	`account` text NOT NULL,
+	`created_by` text NOT NULL,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL,
+	PRIMARY KEY(`workspace_id`, `connector_type`)
+);
+--> statement-breakpoint
+CREATE TABLE `execution_connectors` (
+	`execution_id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`connector_type` text NOT NULL,
+	`repo` text,
+	FOREIGN KEY (`execution_id`) REFERENCES `executions`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
+CREATE TABLE `idempotency_records` (
+	`workspace_id` text NOT NULL,
+	`key` text NOT NULL,
+	`request_hash` text NOT NULL,
+	`status` integer,
+	`body` text,
+	`content_type` text,
+	`created_at` integer NOT NULL,
+	PRIMARY KEY(`workspace_id`, `key`)
+);
+--> statement-breakpoint
+CREATE TABLE `activity_log` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`actor_user_id` text NOT NULL,
+	`actor_api_key_id` integer,
+	`type` text NOT NULL,
+	`summary` text NOT NULL,
+	`resource_type` text NOT NULL,
+	`resource_id` text NOT NULL,
+	`created_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `activity_workspace_idx` ON `activity_log` (`workspace_id`,`id`);--> statement-breakpoint
+CREATE TABLE `audit_log` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`actor_user_id` text NOT NULL,
+	`actor_api_key_id` integer,
+	`action` text NOT NULL,
+	`resource_type` text NOT NULL,
+	`resource_id` text NOT NULL,
+	`ip` text,
+	`user_agent` text,
+	`request_id` text NOT NULL,
+	`metadata` text NOT NULL,
+	`created_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `audit_workspace_idx` ON `audit_log` (`workspace_id`,`id`);--> statement-breakpoint
+CREATE INDEX `audit_workspace_action_idx` ON `audit_log` (`workspace_id`,`action`,`id`);--> statement-breakpoint
+CREATE TABLE `memory` (
+	`workspace_id` text PRIMARY KEY NOT NULL,
+	`content` text NOT NULL,
+	`updated_by` text NOT NULL,
+	`updated_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE `secrets` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`name` text NOT NULL,
+	`ciphertext` text NOT NULL,
+	`created_by` text NOT NULL,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX `secrets_workspace_name_idx` ON `secrets` (`workspace_id`,`name`);--> statement-breakpoint
+CREATE TABLE `skill_secret_bindings` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`skill_id` integer NOT NULL,
+	`secret_id` integer NOT NULL,
+	`env_var` text NOT NULL,
+	`origins` text DEFAULT '[]' NOT NULL,
+	`created_at` integer NOT NULL,
+	FOREIGN KEY (`skill_id`) REFERENCES `skills`(`id`) ON UPDATE no action ON DELETE cascade,
+	FOREIGN KEY (`secret_id`) REFERENCES `secrets`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX `bindings_skill_env_idx` ON `skill_secret_bindings` (`skill_id`,`env_var`);--> statement-breakpoint
+CREATE TABLE `skill_versions` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`skill_id` integer NOT NULL,
+	`version_number` integer NOT NULL,
+	`content_checksum` text NOT NULL,
+	`storage_path` text NOT NULL,
+	`bundle_type` text NOT NULL,
+	`files_count` integer NOT NULL,
+	`name` text NOT NULL,
+	`description` text NOT NULL,
+	`category` text NOT NULL,
+	`prompt` text NOT NULL,
+	`created_by` text NOT NULL,
+	`note` text,
+	`created_at` integer NOT NULL,
+	FOREIGN KEY (`skill_id`) REFERENCES `skills`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX `skill_versions_number_idx` ON `skill_versions` (`skill_id`,`version_number`);--> statement-breakpoint
+CREATE TABLE `skills` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`slug` text NOT NULL,
+	`source` text NOT NULL,
+	`repository` text,
+	`commit_hash` text,
+	`active_version_id` integer,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX `skills_workspace_slug_idx` ON `skills` (`workspace_id`,`slug`);--> statement-breakpoint
+CREATE TABLE `thread_messages` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`thread_id` text NOT NULL,
+	`role` text NOT NULL,
+	`content` text NOT NULL,
+	`execution_id` integer,
+	`created_at` integer NOT NULL,
+	FOREIGN KEY (`thread_id`) REFERENCES `threads`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
+CREATE INDEX `thread_messages_thread_idx` ON `thread_messages` (`thread_id`,`id`);--> statement-breakpoint
+CREATE TABLE `threads` (
+	`id` text PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`title` text NOT NULL,
+	`skill_slug` text NOT NULL,
+	`trace_key` text NOT NULL,
+	`created_by` text NOT NULL,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `threads_workspace_id_idx` ON `threads` (`workspace_id`,`id`);--> statement-breakpoint
+CREATE TABLE `trace_segments` (
+	`trace_id` text NOT NULL,
+	`execution_id` integer NOT NULL,
+	`event_from` integer NOT NULL,
+	`event_to` integer NOT NULL,
+	`seq_start` integer NOT NULL,
+	`seq_end` integer NOT NULL,
+	PRIMARY KEY(`trace_id`, `execution_id`, `event_from`),
+	FOREIGN KEY (`trace_id`) REFERENCES `traces`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
+CREATE INDEX `trace_segments_seq_idx` ON `trace_segments` (`trace_id`,`seq_start`);--> statement-breakpoint
+CREATE TABLE `trace_turns` (
+	`trace_id` text NOT NULL,
+	`seq` integer NOT NULL,
+	`type` text NOT NULL,
+	`payload` text NOT NULL,
+	`actor_agent_slug` text,
+	`actor_user_id` text NOT NULL,
+	`actor_api_key_id` integer,
+	`at` integer NOT NULL,
+	PRIMARY KEY(`trace_id`, `seq`),
+	FOREIGN KEY (`trace_id`) REFERENCES `traces`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
+CREATE TABLE `traces` (
+	`id` text PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`trace_key` text NOT NULL,
+	`kind` text NOT NULL,
+	`title` text NOT NULL,
+	`status` text NOT NULL,
+	`actor_user_id` text NOT NULL,
+	`actor_api_key_id` integer,
+	`actor_agent_slug` text,
+	`target_execution_id` integer,
+	`target_thread_id` text,
+	`total_cost` integer DEFAULT 0 NOT NULL,
+	`started_at` integer NOT NULL,
+	`last_activity_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX `traces_workspace_key_idx` ON `traces` (`workspace_id`,`trace_key`);--> statement-breakpoint
+CREATE INDEX `traces_workspace_id_idx` ON `traces` (`workspace_id`,`id`);--> statement-breakpoint
+CREATE INDEX `traces_workspace_kind_idx` ON `traces` (`workspace_id`,`kind`,`id`);--> statement-breakpoint
+CREATE INDEX `traces_workspace_status_idx` ON `traces` (`workspace_id`,`status`,`id`);--> statement-breakpoint
+CREATE INDEX `traces_workspace_agent_idx` ON `traces` (`workspace_id`,`actor_agent_slug`,`id`);--> statement-breakpoint
+CREATE INDEX `traces_workspace_api_key_idx` ON `traces` (`workspace_id`,`actor_api_key_id`,`id`);--> statement-breakpoint
+CREATE TABLE `agents` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`slug` text NOT NULL,
+	`name` text NOT NULL,
+	`instructions` text NOT NULL,
+	`model` text,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX `agents_workspace_slug_idx` ON `agents` (`workspace_id`,`slug`);--> statement-breakpoint
+CREATE TABLE `workflow_runs` (
+	`run_id` text PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`workflow_id` text NOT NULL,
+	`status` text NOT NULL,
+	`resource_id` text NOT NULL,
+	`snapshot` text NOT NULL,
+	`version` integer NOT NULL,
+	`thread_id` text,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `workflow_runs_workspace_created_idx` ON `workflow_runs` (`workspace_id`,`created_at`);--> statement-breakpoint
+CREATE INDEX `workflow_runs_workspace_status_idx` ON `workflow_runs` (`workspace_id`,`status`);--> statement-breakpoint
+CREATE TABLE `workflow_step_results` (
+	`run_id` text NOT NULL,
+	`step_id` text NOT NULL,
+	`status` text NOT NULL,
+	`output` text,
+	`updated_at` integer NOT NULL,
+	PRIMARY KEY(`run_id`, `step_id`),
+	FOREIGN KEY (`run_id`) REFERENCES `workflow_runs`(`run_id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
+CREATE TABLE `workflows` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`slug` text NOT NULL,
+	`declared_id` text NOT NULL,
+	`name` text NOT NULL,
+	`description` text DEFAULT '' NOT NULL,
+	`category` text DEFAULT '' NOT NULL,
+	`requires_connector` text,
+	`definition` text NOT NULL,
+	`storage_path` text NOT NULL,
+	`installed_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX `workflows_workspace_slug_idx` ON `workflows` (`workspace_id`,`slug`);--> statement-breakpoint
+CREATE INDEX `workflows_workspace_declared_idx` ON `workflows` (`workspace_id`,`declared_id`);

@@ -1,0 +1,11 @@
+// A shard database (bindings SHARD_<n>): everything that belongs to one workspace.
+export * from './columns';
+export * from './executions';
+export * from './connectors';
+export * from './idempotency';
+export * from './logs';
+export * from './memory';
+export * from './secrets';
+export * from './skills';
+export * from './traces';
+export * from './workflows';

@@ -1,0 +1,39 @@
+import { maintainSigningKeys } from '../auth/oauth/signing-keys';
+import type { Env } from '../env';
+import { boundShards, globalDbOf, shardDbOf } from '../lib/db';
+import { deleteExpiredIdempotencyRecords } from '../middleware/idempotency';
+import { deleteExpiredSessions } from './accounts';
+import { deliverAllChanges } from './audit';
+import { deleteExpiredActivations } from './device-activation';
+import { reconcileStale } from './execution-reconciler';
+import { deleteExpiredOAuthRecords } from './oauth';
+import { deleteExpiredToolCalls } from './run-tool-calls';
+
+/** Logs a housekeeping task that failed; the others go on, and the next hour tries again. */
+const logged = (task: string) => (error: unknown) =>
+  console.error(JSON.stringify({ level: 'error', message: 'a housekeeping task failed', task, error: String(error) }));
+
+/**
+ * The hourly housekeeping (wrangler.toml [triggers]): on the global database, expired sessions,
+ * activations and OAuth records, the signing keys' rotation and the change outbox's delivery;
+ * on every shard, expired idempotency records and run tool calls, and the run reconciler's
+ * sweep of claims a crash left `working`, so no workspace stays locked.
+ */
+export function housekeeping(env: Env): Promise<unknown> {
+  const db = globalDbOf(env);
+  return Promise.all([
+    deleteExpiredSessions(db).catch(logged('sessions')),
+    deleteExpiredActivations(db).catch(logged('device activations')),
+    deleteExpiredOAuthRecords(db).catch(logged('oauth records')),
+    maintainSigningKeys(db, env.ENCRYPTION_KEY).catch(logged('signing keys')),
+    deliverAllChanges(db, env).catch(logged('change outbox')),
+    ...boundShards(env).map((shard) => {
+      const shardDb = shardDbOf(env, shard);
+      return Promise.all([
+        deleteExpiredIdempotencyRecords(shardDb).catch(logged(`idempotency records, shard ${shard}`)),
+        deleteExpiredToolCalls(shardDb).catch(logged(`run tool calls, shard ${shard}`)),
+        reconcileStale(shardDb, env).catch(logged(`run reconciler, shard ${shard}`)),
+      ]);
+    }),
+  ]);
+}
