@@ -1,4 +1,4 @@
-import type { GlobalDb, ShardDb } from './lib/db';
+import type { DrizzleD1Database } from 'drizzle-orm/d1';
 import type { Principal, RequestOrigin } from './auth/principal';
 
 /**
@@ -31,7 +31,18 @@ export interface Env extends GeneratedEnv {
   MAX_OPEN_STREAMS?: string;
 }
 
-export type { Db, GlobalDb, ShardDb } from './lib/db';
+/** The query builder over a D1 database or one of its sessions (`$client`, for statements built once: workers/lib/select-once.ts). */
+export type Db = DrizzleD1Database & { $client: D1Database | D1DatabaseSession };
+
+declare const kindOfDb: unique symbol;
+/**
+ * The global database (binding DB): users, sessions, credentials, OAuth, the credit ledger, the
+ * catalog and the directory. Its own type, so a service written for one kind of database does
+ * not compile when handed the other (schema/STORAGE.md says which table lives where).
+ */
+export type GlobalDb = Db & { readonly [kindOfDb]: 'global' };
+/** A shard database (binding SHARD_<n>): every row of the workspaces the directory places on it. */
+export type ShardDb = Db & { readonly [kindOfDb]: 'shard'; readonly shard: number };
 
 export type AppEnv = {
   Bindings: Env;

@@ -1,20 +1,8 @@
 import { drizzle } from 'drizzle-orm/d1';
-import type { DrizzleD1Database } from 'drizzle-orm/d1';
-import type { Env } from '../env';
+import type { Db, Env, GlobalDb, ShardDb } from '../env';
 import { AppError } from '../errors';
 
-/** The query builder over a D1 database or one of its sessions (`$client`, for statements built once: workers/lib/select-once.ts). */
-export type Db = DrizzleD1Database & { $client: D1Database | D1DatabaseSession };
-
-declare const kindOfDb: unique symbol;
-/**
- * The global database (binding DB): users, sessions, credentials, OAuth, the credit ledger, the
- * catalog and the directory. Its own type, so a service written for one kind of database does
- * not compile when handed the other (schema/STORAGE.md says which table lives where).
- */
-export type GlobalDb = Db & { readonly [kindOfDb]: 'global' };
-/** A shard database (binding SHARD_<n>): every row of the workspaces the directory places on it. */
-export type ShardDb = Db & { readonly [kindOfDb]: 'shard'; readonly shard: number };
+export type { GlobalDb, ShardDb } from '../env';
 
 /**
  * Without a schema: the service writes every query with the builder (no relational `db.query`),
