@@ -93,7 +93,7 @@ export function measured(service: number, baseline: number, judge: Target | Bett
 export function writeBenchConfig(path: string, main: string, extra = '') {
   const base = readFileSync('wrangler.toml', 'utf8')
     .replace(/^main = .*$/m, `main = "${main}"`)
-    .replace(/^migrations_dir = "(.*)"$/m, 'migrations_dir = "../$1"')
+    .replace(/^migrations_dir = "(.*)"$/gm, 'migrations_dir = "../$1"')
     .replace(/^directory = "(.*)"$/m, 'directory = "../$1"')
     .replace(/^\[triggers\][\s\S]*?(?=^\[|$(?![\s\S]))/m, '');
   writeFileSync(path, `${base}${extra}`);
