@@ -12,13 +12,14 @@ const run = async (user: TestUser, input: string) => {
   return res.body.executionId as string;
 };
 
-const usageOf = async (user: TestUser, id: string) =>
-  (await (
-    await shardD1(user.workspaceId)
-  )
+async function usageOf(user: TestUser, id: string) {
+  const shard = await shardD1(user.workspaceId);
+  const row = await shard
     .prepare('SELECT cost, input_tokens, output_tokens FROM executions WHERE id = ?')
     .bind(Number(id.slice(5)))
-    .first<{ cost: number; input_tokens: number; output_tokens: number }>())!;
+    .first<{ cost: number; input_tokens: number; output_tokens: number }>();
+  return row!;
+}
 
 describe('GET /api/v1/artifacts?executionId=', () => {
   it("lists only that execution's artifacts, takes the bare id too, and refuses a malformed one", async () => {

@@ -7,9 +7,8 @@ const VALUE = 's3cr3t-VALUE-1234';
 /** An installed skill, written straight into D1 (these tests are about bindings, not installs). */
 async function installSkill(user: TestUser, slug: string) {
   const t = Date.now();
-  await (
-    await shardD1(user.workspaceId)
-  )
+  const shard = await shardD1(user.workspaceId);
+  await shard
     .prepare('INSERT INTO skills (workspace_id, slug, source, created_at, updated_at) VALUES (?,?,?,?,?)')
     .bind(user.workspaceId, slug, 'authored', t, t)
     .run();
