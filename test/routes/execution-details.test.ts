@@ -1,6 +1,6 @@
-import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, expectError, type TestUser, waitForStatus } from '../helpers/api';
+import { shardD1 } from '../helpers/shards';
 import { signUpWithSummarizer as setup } from '../helpers/skills';
 
 /** Finding one run's outputs: the execution's own record, its artifacts, and what its trace turns cost. */
@@ -12,10 +12,14 @@ const run = async (user: TestUser, input: string) => {
   return res.body.executionId as string;
 };
 
-const usageOf = async (id: string) =>
-  (await env.DB.prepare('SELECT cost, input_tokens, output_tokens FROM executions WHERE id = ?')
+async function usageOf(user: TestUser, id: string) {
+  const shard = await shardD1(user.workspaceId);
+  const row = await shard
+    .prepare('SELECT cost, input_tokens, output_tokens FROM executions WHERE id = ?')
     .bind(Number(id.slice(5)))
-    .first<{ cost: number; input_tokens: number; output_tokens: number }>())!;
+    .first<{ cost: number; input_tokens: number; output_tokens: number }>();
+  return row!;
+}
 
 describe('GET /api/v1/artifacts?executionId=', () => {
   it("lists only that execution's artifacts, takes the bare id too, and refuses a malformed one", async () => {
@@ -49,7 +53,7 @@ describe('GET /api/v1/executions/:id', () => {
     const res = await call(`/api/v1/executions/${id}`, { token: user.token });
     expect(res.status).toBe(200);
     const history = (await call('/api/v1/executions', { token: user.token })).body.items.find((i: { executionId: string }) => i.executionId === id);
-    const stored = await usageOf(id);
+    const stored = await usageOf(user, id);
     const artifacts = (await call(`/api/v1/artifacts?executionId=${id}`, { token: user.token })).body.data;
     expect(stored.input_tokens).toBeGreaterThan(0);
     expect(res.body).toEqual({
@@ -96,7 +100,7 @@ describe('trace turns', () => {
       const own = turns.filter((t) => t.executionId === id);
       expect(own.length).toBeGreaterThan(0);
       expect(own.every((t) => t.origin === 'producer')).toBe(true);
-      const stored = await usageOf(id);
+      const stored = await usageOf(user, id);
       const sum = (pick: (t: (typeof own)[number]) => number) => own.reduce((total, t) => total + pick(t), 0);
       expect({ input: sum((t) => t.tokens?.input ?? 0), output: sum((t) => t.tokens?.output ?? 0) }).toEqual({
         input: stored.input_tokens,

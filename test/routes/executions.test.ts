@@ -2,8 +2,9 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from 'c
 import { env, exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
-import { openDb } from '../../workers/lib/db';
+import { globalDbOf } from '../../workers/lib/db';
 import { BASE, call, expectError, sessionPrincipal, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { shardD1, shardDbFor } from '../helpers/shards';
 import { turnOf } from '../helpers/turns';
 import { runActor } from '../../workers/auth/actor';
 import { settleExecution } from '../helpers/credits';
@@ -60,7 +61,9 @@ describe('the three-step flow on the local provider', () => {
     expect(status.outputBlocks).toEqual([{ type: 'text', text: expect.stringContaining('- We ship Friday.') }]);
     expect((await call(`/api/v1/executions/${id}/status?blocksAfter=1`, { token: user.token })).body.outputBlocks).toEqual([]);
 
-    const stored = await env.DB.prepare('SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id')
+    const shard = await shardD1(user.workspaceId);
+    const stored = await shard
+      .prepare('SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id')
       .bind(Number(id.slice(5)))
       .all();
     expect(stored.results.map((r) => r.name)).toEqual(['notes.md', 'output.md']);
@@ -303,8 +306,9 @@ describe('cancel and history', () => {
 });
 
 describe('rerun and remix', () => {
-  const lineageOf = (id: string) =>
-    env.DB.prepare('SELECT parent_execution_id AS parent, trace_key AS traceKey FROM executions WHERE id = ?')
+  const lineageOf = async (user: TestUser, id: string) =>
+    (await shardD1(user.workspaceId))
+      .prepare('SELECT parent_execution_id AS parent, trace_key AS traceKey FROM executions WHERE id = ?')
       .bind(Number(id.slice(5)))
       .first<{ parent: number | null; traceKey: string }>();
 
@@ -328,9 +332,9 @@ describe('rerun and remix', () => {
     expect(remix.body.parentExecutionId).toBe(parentId);
     await waitForStatus(user, remix.body.executionId, 'completed');
 
-    const parent = await lineageOf(parentId);
-    expect(await lineageOf(rerun.body.executionId)).toEqual({ parent: Number(parentId.slice(5)), traceKey: parent!.traceKey });
-    const remixed = await lineageOf(remix.body.executionId);
+    const parent = await lineageOf(user, parentId);
+    expect(await lineageOf(user, rerun.body.executionId)).toEqual({ parent: Number(parentId.slice(5)), traceKey: parent!.traceKey });
+    const remixed = await lineageOf(user, remix.body.executionId);
     expect(remixed!.parent).toBe(Number(parentId.slice(5)));
     expect(remixed!.traceKey).not.toBe(parent!.traceKey);
   });
@@ -388,13 +392,17 @@ describe('surviving eviction', () => {
       state.storage.kv.put('turn', { input, startedAt: now() });
       if (checkpoint) state.storage.kv.put('checkpoint', { turnKey, ...checkpoint });
     });
-    await env.DB.prepare("UPDATE executions SET status = 'working', completed_at = NULL WHERE id = ?").bind(idOf(id)).run();
+    const shard = await shardD1(user.workspaceId);
+    await shard
+      .prepare("UPDATE executions SET status = 'working', turn_key = ?, claimed_at = ?, completed_at = NULL WHERE id = ?")
+      .bind(turnKey, now(), idOf(id))
+      .run();
     await evictDurableObject(stubOf(id));
     return {
       id,
       turnKey,
       newEvents: async () => (await stubOf(id).events(0)).slice(before),
-      outputs: () => env.DB.prepare('SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id').bind(idOf(id)).all(),
+      outputs: () => shard.prepare('SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id').bind(idOf(id)).all(),
     };
   }
 
@@ -485,7 +493,7 @@ describe('surviving eviction', () => {
     // The call had written its file when the eviction struck, before the checkpoint that answers it.
     const turn = { actor: sessionPrincipal(user), executionId: idOf(lost.id) };
     const callKey = await toolCallKey(lost.turnKey, NOTES_CALL);
-    expect(await saveArtifact(openDb(env.DB), env.BUCKET, turn, 'notes.md', '# Notes', callKey)).toBe('notes.md');
+    expect(await saveArtifact(await shardDbFor(user.workspaceId), env.BUCKET, turn, 'notes.md', '# Notes', callKey)).toBe('notes.md');
     expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
     await waitForStatus(user, lost.id, 'completed');
     const events = await lost.newEvents();
@@ -506,7 +514,8 @@ describe('surviving eviction', () => {
     expect(types.filter((t) => t === 'session.status_idle')).toHaveLength(1);
     expect(types.filter((t) => t === 'execution.result')).toHaveLength(1);
     expect(types.at(-1)).toBe('session.status_idle');
-    const files = await env.DB.prepare('SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id').bind(idOf(id)).all<{ name: string }>();
+    const shard = await shardD1(user.workspaceId);
+    const files = await shard.prepare('SELECT name FROM artifacts WHERE execution_id = ? ORDER BY id').bind(idOf(id)).all<{ name: string }>();
     expect(files.results.map((f) => f.name)).toEqual(['notes.md', 'output.md']);
   });
 
@@ -544,8 +553,10 @@ describe('surviving eviction', () => {
     const user = await setup();
     const lost = await loseTurn(user, { messages: [], usage: { inputTokens: 10, outputTokens: 5 } });
     const turnKey = `${lost.id}:lost`;
+    const shard = await shardD1(user.workspaceId);
     const totals = async () =>
-      (await env.DB.prepare('SELECT cost, input_tokens AS input, output_tokens AS output FROM executions WHERE id = ?')
+      (await shard
+        .prepare('SELECT cost, input_tokens AS input, output_tokens AS output FROM executions WHERE id = ?')
         .bind(idOf(lost.id))
         .first<{ cost: number; input: number; output: number }>())!;
     const before = await totals();
@@ -553,7 +564,16 @@ describe('surviving eviction', () => {
     const output = await storeArtifact(env.BUCKET, { executionId: idOf(lost.id), actor: sessionPrincipal(user) }, 'output.md', 'Done.');
     const settlement = { userId: user.user.id, turnKey, executionId: lost.id, cost: 37, description: 'closed before the cut' };
     const totalsOfTurn = { inputTokens: 10, outputTokens: 5, elapsedMs: 1 };
-    expect(await closeTurn(openDb(env.DB), { executionId: idOf(lost.id), reason: 'end_turn', settlement, totals: totalsOfTurn, output })).toBe(37);
+    expect(
+      await closeTurn(await shardDbFor(user.workspaceId), globalDbOf(env), {
+        executionId: idOf(lost.id),
+        turnKey,
+        reason: 'end_turn',
+        settlement,
+        totals: totalsOfTurn,
+        output,
+      }),
+    ).toBe(37);
     await endModelWork(lost.id, { closing: { output } });
     expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
     await waitForStatus(user, lost.id, 'completed');
@@ -571,7 +591,7 @@ describe('surviving eviction', () => {
     const lost = await loseTurn(user, { messages: [], usage: { inputTokens: 10, outputTokens: 5 } });
     await endModelWork(lost.id);
     // The settlement landed in D1; the object was cut off before it noted that.
-    const settled = await settleExecution(openDb(env.DB), {
+    const settled = await settleExecution(globalDbOf(env), {
       userId: user.user.id,
       turnKey: `${lost.id}:lost`,
       executionId: lost.id,
@@ -579,7 +599,8 @@ describe('surviving eviction', () => {
       description: 'settled before the cut',
     });
     expect(settled).toEqual({ settled: true, charged: 37 });
-    const costOf = async () => (await env.DB.prepare('SELECT cost FROM executions WHERE id = ?').bind(idOf(lost.id)).first<{ cost: number }>())!.cost;
+    const shard = await shardD1(user.workspaceId);
+    const costOf = async () => (await shard.prepare('SELECT cost FROM executions WHERE id = ?').bind(idOf(lost.id)).first<{ cost: number }>())!.cost;
     const before = await costOf();
     expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
     await waitForStatus(user, lost.id, 'completed');
@@ -594,6 +615,7 @@ describe('surviving eviction', () => {
 describe('per-user execution rate limit', () => {
   it('answers the 21st run start in a minute 429 RATE_LIMITED (flat on the run route)', async () => {
     const user = await setup();
+    const shard = await shardD1(user.workspaceId);
     advanceClock(60_000 - (Date.now() % 60_000) + 1);
     try {
       for (let i = 0; i < 20; i++) {
@@ -601,7 +623,7 @@ describe('per-user execution rate limit', () => {
         expect(res.status).toBe(200);
         await call(`/api/v1/executions/${res.body.executionId}/cancel`, { method: 'POST', token: user.token });
         // Polled in D1, not through the API: 20 runs must stay under the API's own 100/minute limit.
-        const row = env.DB.prepare('SELECT status FROM executions WHERE id = ?').bind(Number(res.body.executionId.slice(5)));
+        const row = shard.prepare('SELECT status FROM executions WHERE id = ?').bind(Number(res.body.executionId.slice(5)));
         while ((await row.first<{ status: string }>())!.status !== 'idle') await new Promise((r) => setTimeout(r, 10));
       }
       const limited = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input: 'One too many.' } });
@@ -642,9 +664,11 @@ describe('per-user execution rate limit', () => {
       for (let i = 0; i < 19; i++) await runs.hit(20, 60_000);
       const busy = (await create(user)).body.id;
       const other = (await create(user)).body.id;
+      const shard = await shardD1(user.workspaceId);
       // `busy` holds the workspace's one slot, as a start under way does.
       const slot = (status: string, turnKey: string | null) =>
-        env.DB.prepare('UPDATE executions SET status = ?, turn_key = ?, claimed_at = ? WHERE id = ?')
+        shard
+          .prepare('UPDATE executions SET status = ?, turn_key = ?, claimed_at = ? WHERE id = ?')
           .bind(status, turnKey, now(), Number(busy.slice(5)))
           .run();
       await slot('working', 'exec_test:under-way');

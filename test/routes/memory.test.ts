@@ -1,6 +1,6 @@
-import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
+import { shardD1 } from '../helpers/shards';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const MAX_CHARS = 524288;
@@ -10,7 +10,8 @@ const put = (user: TestUser, content: unknown, headers?: Record<string, string>)
 
 const read = (user: TestUser, headers?: Record<string, string>) => call('/api/v1/memory', { token: user.token, headers });
 
-const memoryRow = (workspaceId: string) => env.DB.prepare('SELECT * FROM memory WHERE workspace_id = ?').bind(workspaceId).first<Record<string, unknown>>();
+const memoryRow = async (workspaceId: string) =>
+  (await shardD1(workspaceId)).prepare('SELECT * FROM memory WHERE workspace_id = ?').bind(workspaceId).first<Record<string, unknown>>();
 
 describe('GET /api/v1/memory', () => {
   it('answers an empty document with updatedAt null for a new workspace', async () => {

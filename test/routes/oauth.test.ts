@@ -8,7 +8,7 @@ import { deleteExpiredOAuthRecords } from '../../workers/services/oauth';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { oauthClients } from '../../schema';
 import { BASE, call, expectError, signUp } from '../helpers/api';
-import { openDb } from '../../workers/lib/db';
+import { globalDbOf } from '../../workers/lib/db';
 import {
   authorizeCode,
   authorizeQuery,
@@ -186,8 +186,8 @@ describe('POST /auth/oauth2/register', () => {
     const unused = (await register()).body.client_id;
     const used = await tokensFor('profile:read');
     advanceClock(24 * 3600_000 + 60_000);
-    await deleteExpiredOAuthRecords(openDb(env.DB));
-    const left = await openDb(env.DB)
+    await deleteExpiredOAuthRecords(globalDbOf(env));
+    const left = await globalDbOf(env)
       .select({ id: oauthClients.id })
       .from(oauthClients)
       .where(inArray(oauthClients.id, [unused, used.clientId]));
@@ -429,7 +429,7 @@ describe('POST /auth/oauth2/token', () => {
       .first<{ private_jwk_ciphertext: string }>();
     expect(stored!.private_jwk_ciphertext).not.toContain('"d"');
 
-    const newKid = await rotateSigningKey(openDb(env.DB), env.ENCRYPTION_KEY);
+    const newKid = await rotateSigningKey(globalDbOf(env), env.ENCRYPTION_KEY);
     const after = await call('/auth/jwks');
     expect(after.body.keys.map((k: any) => k.kid)).toEqual(expect.arrayContaining([newKid, protectedHeader.kid]));
     await jwtVerify(tokens.id_token, createLocalJWKSet(after.body));
@@ -662,7 +662,7 @@ describe('sign-in and sign-up pages', () => {
 
 describe('housekeeping and helpers', () => {
   it('rotates a signing key older than 90 days and drops retired keys a day later', async () => {
-    const db = openDb(env.DB);
+    const db = globalDbOf(env);
     const active = await rotateSigningKey(db, env.ENCRYPTION_KEY);
     advanceClock(91 * 24 * 3600_000);
     await maintainSigningKeys(db, env.ENCRYPTION_KEY);
@@ -679,10 +679,10 @@ describe('housekeeping and helpers', () => {
 
   it('deletes expired codes and tokens, keeping live ones', async () => {
     const { tokens } = await tokensFor('profile:read offline_access');
-    await deleteExpiredOAuthRecords(openDb(env.DB));
+    await deleteExpiredOAuthRecords(globalDbOf(env));
     expect((await bearer(tokens.access_token)).status).toBe(200);
     advanceClock(3601_000);
-    await deleteExpiredOAuthRecords(openDb(env.DB));
+    await deleteExpiredOAuthRecords(globalDbOf(env));
     const left = await env.DB.prepare("SELECT kind FROM oauth_tokens WHERE kind = 'access' AND expires_at < ?").bind(now()).all();
     expect(left.results).toEqual([]);
     expect((await env.DB.prepare("SELECT count(*) AS n FROM oauth_tokens WHERE kind = 'refresh'").first<{ n: number }>())!.n).toBeGreaterThan(0);

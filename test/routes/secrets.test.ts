@@ -6,7 +6,7 @@ import { type SecretRow } from '../../schema';
 import { decryptSecret, encryptSecret } from '../../workers/lib/encryption';
 import { createSecret, revealSecret, secretContext, updateSecret } from '../../workers/services/secrets';
 import { call, createKey, expectError, signUp, type TestUser, sessionPrincipal } from '../helpers/api';
-import { openDb } from '../../workers/lib/db';
+import { shardD1, shardDbFor } from '../helpers/shards';
 
 const VALUE = 's3cr3t-VALUE-1234';
 
@@ -15,15 +15,17 @@ const patch = (user: TestUser, id: string, body: unknown) => call(`/api/v1/secre
 const remove = (user: TestUser, id: string) => call(`/api/v1/secrets/${id}`, { method: 'DELETE', token: user.token });
 const list = (user: TestUser, query = '') => call(`/api/v1/secrets${query}`, { token: user.token });
 
-const db = () => openDb(env.DB);
-/** The stored row, read straight from D1. */
-const storedRow = async (id: string) =>
-  (
-    await db()
-      .select()
-      .from(schema.secrets)
-      .where(eq(schema.secrets.id, Number(id.slice('sec_'.length))))
-  )[0] ?? null;
+/** The query builder over `user`'s shard. */
+const db = (user: TestUser) => shardDbFor(user.workspaceId);
+/** The stored row of `user`'s workspace, read straight from its shard. */
+async function storedRow(user: TestUser, id: string) {
+  const shard = await db(user);
+  const [row] = await shard
+    .select()
+    .from(schema.secrets)
+    .where(eq(schema.secrets.id, Number(id.slice('sec_'.length))));
+  return row ?? null;
+}
 const decryptRow = (row: SecretRow) => decryptSecret(env.ENCRYPTION_KEY, secretContext(row.workspaceId, row.name), row.ciphertext);
 
 describe('POST /api/v1/secrets', () => {
@@ -32,7 +34,7 @@ describe('POST /api/v1/secrets', () => {
     const res = await create(user, { name: 'GITHUB_TOKEN', value: VALUE });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({ id: expect.stringMatching(/^sec_\d+$/), name: 'GITHUB_TOKEN', createdAt: expect.any(String), updatedAt: expect.any(String) });
-    const row = (await storedRow(res.body.id))!;
+    const row = (await storedRow(user, res.body.id))!;
     expect(JSON.stringify(row)).not.toContain(VALUE);
     expect(row.ciphertext).not.toBe(VALUE);
     expect(await decryptRow(row)).toBe(VALUE);
@@ -42,7 +44,7 @@ describe('POST /api/v1/secrets', () => {
     const user = await signUp();
     const a = await create(user, { name: 'A', value: VALUE });
     const b = await create(user, { name: 'B', value: VALUE });
-    expect((await storedRow(a.body.id))!.ciphertext).not.toBe((await storedRow(b.body.id))!.ciphertext);
+    expect((await storedRow(user, a.body.id))!.ciphertext).not.toBe((await storedRow(user, b.body.id))!.ciphertext);
   });
 
   it.each([
@@ -65,7 +67,7 @@ describe('POST /api/v1/secrets', () => {
     const name = `A${'_'.repeat(127)}`;
     const res = await create(user, { name, value: 'é'.repeat(65_536) });
     expect(res.status).toBe(201);
-    expect(await decryptRow((await storedRow(res.body.id))!)).toBe('é'.repeat(65_536));
+    expect(await decryptRow((await storedRow(user, res.body.id))!)).toBe('é'.repeat(65_536));
   });
 
   it('refuses a duplicate name in the workspace with 409 ALREADY_EXISTS, not across workspaces', async () => {
@@ -116,11 +118,11 @@ describe('PATCH /api/v1/secrets/:id', () => {
   it('rotates the value with a new ciphertext, keeping the id', async () => {
     const user = await signUp();
     const created = await create(user, { name: 'ROTATE_ME', value: VALUE });
-    const before = (await storedRow(created.body.id))!;
+    const before = (await storedRow(user, created.body.id))!;
     const rotated = await patch(user, created.body.id, { value: 'new-value' });
     expect(rotated.status).toBe(200);
     expect(rotated.body).toEqual({ ...created.body, updatedAt: expect.any(String) });
-    const after = (await storedRow(created.body.id))!;
+    const after = (await storedRow(user, created.body.id))!;
     expect(after.id).toBe(before.id);
     expect(after.ciphertext).not.toBe(before.ciphertext);
     expect(await decryptRow(after)).toBe('new-value');
@@ -129,11 +131,11 @@ describe('PATCH /api/v1/secrets/:id', () => {
   it('renames, re-encrypting the value under the new name; accepts the bare numeric id', async () => {
     const user = await signUp();
     const created = await create(user, { name: 'OLD_NAME', value: VALUE });
-    const before = (await storedRow(created.body.id))!;
+    const before = (await storedRow(user, created.body.id))!;
     const renamed = await patch(user, created.body.id.slice('sec_'.length), { name: 'NEW_NAME' });
     expect(renamed.status).toBe(200);
     expect(renamed.body).toMatchObject({ id: created.body.id, name: 'NEW_NAME' });
-    const after = (await storedRow(created.body.id))!;
+    const after = (await storedRow(user, created.body.id))!;
     expect(after.ciphertext).not.toBe(before.ciphertext);
     expect(await decryptRow(after)).toBe(VALUE);
     expect(await revealSecret(env.ENCRYPTION_KEY, after)).toBe(VALUE);
@@ -143,7 +145,7 @@ describe('PATCH /api/v1/secrets/:id', () => {
     const user = await signUp();
     const created = await create(user, { name: 'BOTH', value: VALUE });
     expect((await patch(user, created.body.id, { name: 'BOTH_2', value: 'v2' })).body.name).toBe('BOTH_2');
-    expect(await decryptRow((await storedRow(created.body.id))!)).toBe('v2');
+    expect(await decryptRow((await storedRow(user, created.body.id))!)).toBe('v2');
   });
 
   it.each([
@@ -161,7 +163,7 @@ describe('PATCH /api/v1/secrets/:id', () => {
     const a = await create(user, { name: 'TAKEN_A', value: VALUE });
     await create(user, { name: 'TAKEN_B', value: VALUE });
     expect(expectError(await patch(user, a.body.id, { name: 'TAKEN_B' }), 409, 'ALREADY_EXISTS').details?.field).toBe('name');
-    expect(await decryptRow((await storedRow(a.body.id))!)).toBe(VALUE);
+    expect(await decryptRow((await storedRow(user, a.body.id))!)).toBe(VALUE);
   });
 });
 
@@ -174,7 +176,7 @@ describe('DELETE /api/v1/secrets/:id', () => {
     expect(deleted.status).toBe(200);
     expect(deleted.body).toEqual({ success: true });
     expect((await list(user)).body.data.map((s: { id: string }) => s.id)).toEqual([a.body.id]);
-    expect(await storedRow(b.body.id)).toBeNull();
+    expect(await storedRow(user, b.body.id)).toBeNull();
     expectError(await remove(user, b.body.id), 404, 'NOT_FOUND');
   });
 });
@@ -188,7 +190,7 @@ describe('ids and workspaces', () => {
     expectError(await remove(user, theirs.body.id), 404, 'NOT_FOUND');
     for (const bad of ['sec_zz', 'key_1', 'sec_0', '-1', 'abc']) expectError(await remove(user, bad), 404, 'NOT_FOUND');
     expect((await list(user)).body.data).toEqual([]);
-    expect(await decryptRow((await storedRow(theirs.body.id))!)).toBe(VALUE);
+    expect(await decryptRow((await storedRow(other, theirs.body.id))!)).toBe(VALUE);
   });
 });
 
@@ -242,14 +244,14 @@ describe('the value never leaves', () => {
 describe('encryption', () => {
   it('round-trips and binds the ciphertext to its workspace and name', async () => {
     const user = await signUp();
-    const a = (await storedRow((await create(user, { name: 'ROW_A', value: VALUE })).body.id))!;
-    const b = (await storedRow((await create(user, { name: 'ROW_B', value: 'other' })).body.id))!;
+    const a = (await storedRow(user, (await create(user, { name: 'ROW_A', value: VALUE })).body.id))!;
+    const b = (await storedRow(user, (await create(user, { name: 'ROW_B', value: 'other' })).body.id))!;
     expect(await decryptRow(a)).toBe(VALUE);
     // The ciphertext copied into another row of the same workspace, or another workspace's row.
     expect(await decryptRow({ ...b, ciphertext: a.ciphertext })).toBeNull();
     expect(await decryptRow({ ...a, workspaceId: 'another-workspace' })).toBeNull();
-    await env.DB.prepare('UPDATE secrets SET ciphertext = ? WHERE id = ?').bind(a.ciphertext, b.id).run();
-    await expect(revealSecret(env.ENCRYPTION_KEY, (await storedRow(`sec_${b.id}`))!)).rejects.toThrow(/does not decrypt/);
+    await (await shardD1(user.workspaceId)).prepare('UPDATE secrets SET ciphertext = ? WHERE id = ?').bind(a.ciphertext, b.id).run();
+    await expect(revealSecret(env.ENCRYPTION_KEY, (await storedRow(user, `sec_${b.id}`))!)).rejects.toThrow(/does not decrypt/);
     expect(await decryptSecret(env.ENCRYPTION_KEY, 'ctx', 'not base64!')).toBeNull();
     expect(await decryptSecret(env.ENCRYPTION_KEY, 'ctx', btoa('short'))).toBeNull();
   });
@@ -257,17 +259,19 @@ describe('encryption', () => {
   it('answers 503 SERVICE_UNAVAILABLE naming ENCRYPTION_KEY when it is missing or malformed, writing nothing', async () => {
     const user = await signUp();
     const unavailable = { code: 'SERVICE_UNAVAILABLE', status: 503, message: expect.stringContaining('ENCRYPTION_KEY') };
-    await expect(createSecret(db(), sessionPrincipal(user), undefined, { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
-    await expect(createSecret(db(), sessionPrincipal(user), '', { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
-    await expect(createSecret(db(), sessionPrincipal(user), btoa('sixteen byte key'), { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
-    await expect(createSecret(db(), sessionPrincipal(user), 'not base64!', { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
+    await expect(createSecret(await db(user), sessionPrincipal(user), undefined, { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
+    await expect(createSecret(await db(user), sessionPrincipal(user), '', { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
+    await expect(createSecret(await db(user), sessionPrincipal(user), btoa('sixteen byte key'), { name: 'X', value: VALUE })).rejects.toMatchObject(
+      unavailable,
+    );
+    await expect(createSecret(await db(user), sessionPrincipal(user), 'not base64!', { name: 'X', value: VALUE })).rejects.toMatchObject(unavailable);
     expect((await list(user)).body.data).toEqual([]);
 
     const created = await create(user, { name: 'EXISTING', value: VALUE });
-    const before = (await storedRow(created.body.id))!;
-    await expect(updateSecret(db(), sessionPrincipal(user), undefined, created.body.id, { value: 'x' })).rejects.toMatchObject(unavailable);
-    await expect(updateSecret(db(), sessionPrincipal(user), undefined, created.body.id, { name: 'RENAMED' })).rejects.toMatchObject(unavailable);
-    expect(await storedRow(created.body.id)).toEqual(before);
+    const before = (await storedRow(user, created.body.id))!;
+    await expect(updateSecret(await db(user), sessionPrincipal(user), undefined, created.body.id, { value: 'x' })).rejects.toMatchObject(unavailable);
+    await expect(updateSecret(await db(user), sessionPrincipal(user), undefined, created.body.id, { name: 'RENAMED' })).rejects.toMatchObject(unavailable);
+    expect(await storedRow(user, created.body.id)).toEqual(before);
     await expect(decryptSecret(undefined, 'ctx', before.ciphertext)).rejects.toMatchObject(unavailable);
   });
 

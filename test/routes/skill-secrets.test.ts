@@ -1,13 +1,15 @@
-import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
+import { shardD1 } from '../helpers/shards';
 
 const VALUE = 's3cr3t-VALUE-1234';
 
 /** An installed skill, written straight into D1 (these tests are about bindings, not installs). */
 async function installSkill(user: TestUser, slug: string) {
   const t = Date.now();
-  await env.DB.prepare('INSERT INTO skills (workspace_id, slug, source, created_at, updated_at) VALUES (?,?,?,?,?)')
+  const shard = await shardD1(user.workspaceId);
+  await shard
+    .prepare('INSERT INTO skills (workspace_id, slug, source, created_at, updated_at) VALUES (?,?,?,?,?)')
     .bind(user.workspaceId, slug, 'authored', t, t)
     .run();
 }
@@ -143,14 +145,16 @@ describe('skill secret bindings', () => {
     await call(`/api/v1/secrets/${doomed.id}`, { method: 'DELETE', token: user.token });
     expect((await bindings(user, 'deployer')).body).toEqual([survivor.body]);
     expect((await bindings(user, 'reviewer')).body).toEqual([]);
-    const left = await env.DB.prepare('SELECT COUNT(*) AS n FROM skill_secret_bindings WHERE secret_id = ?')
+    const shard = await shardD1(user.workspaceId);
+    const left = await shard
+      .prepare('SELECT COUNT(*) AS n FROM skill_secret_bindings WHERE secret_id = ?')
       .bind(Number(doomed.id.slice('sec_'.length)))
       .first<{ n: number }>();
     expect(left!.n).toBe(0);
 
     // Removing the skill (as uninstall does) removes its bindings too.
-    await env.DB.prepare('DELETE FROM skills WHERE workspace_id = ? AND slug = ?').bind(user.workspaceId, 'deployer').run();
-    const orphans = await env.DB.prepare('SELECT COUNT(*) AS n FROM skill_secret_bindings WHERE id = ?').bind(survivor.body.id).first<{ n: number }>();
+    await shard.prepare('DELETE FROM skills WHERE workspace_id = ? AND slug = ?').bind(user.workspaceId, 'deployer').run();
+    const orphans = await shard.prepare('SELECT COUNT(*) AS n FROM skill_secret_bindings WHERE id = ?').bind(survivor.body.id).first<{ n: number }>();
     expect(orphans!.n).toBe(0);
   });
 

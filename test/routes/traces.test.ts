@@ -1,9 +1,8 @@
-import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { traceRunStarted } from '../../workers/services/traces';
 import { call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { shardD1, shardDbFor } from '../helpers/shards';
 import { signUpWithSummarizer as setup } from '../helpers/skills';
-import { openDb } from '../../workers/lib/db';
 
 const run = async (user: TestUser, input: string, headers: Record<string, string> = {}) => {
   const res = await call('/api/v1/skills/meeting-summarizer/run', { token: user.token, body: { input }, headers });
@@ -21,10 +20,14 @@ const traces = (user: TestUser, query = '') => call(`/api/v1/traces${query}`, { 
 const turns = (user: TestUser, id: string, query = '') => call(`/api/v1/traces/${id}/events${query}`, { token: user.token });
 const append = (user: TestUser, id: string, events: unknown[], headers: Record<string, string> = {}) =>
   call(`/api/v1/traces/${id}/events`, { token: user.token, body: { events }, headers });
-const costOf = async (id: string) =>
-  (await env.DB.prepare('SELECT cost FROM executions WHERE id = ?')
+async function costOf(user: TestUser, id: string) {
+  const shard = await shardD1(user.workspaceId);
+  const row = await shard
+    .prepare('SELECT cost FROM executions WHERE id = ?')
     .bind(Number(id.slice(5)))
-    .first<{ cost: number }>())!.cost / 100;
+    .first<{ cost: number }>();
+  return row!.cost / 100;
+}
 
 describe('the trace index', () => {
   it('collapses a rerun into its parent’s trace, gives a remix its own, and accumulates cost over the lineage', async () => {
@@ -41,7 +44,7 @@ describe('the trace index', () => {
       status: 'completed',
       actor: { userId: user.user.id, apiKeyId: null, agentSlug: null },
       target: { kind: 'execution', executionId: first },
-      totalCost: await costOf(first),
+      totalCost: await costOf(user, first),
       startedAt: expect.any(String),
       lastActivityAt: expect.any(String),
       traceKey: expect.any(String),
@@ -53,13 +56,13 @@ describe('the trace index', () => {
     expect(afterRerun.body.items).toHaveLength(1);
     const collapsed = afterRerun.body.items[0];
     expect(collapsed).toMatchObject({ id: trace.id, status: 'completed', target: { executionId: second } });
-    expect(collapsed.totalCost).toBeCloseTo((await costOf(first)) + (await costOf(second)), 2);
+    expect(collapsed.totalCost).toBeCloseTo((await costOf(user, first)) + (await costOf(user, second)), 2);
     expect(Date.parse(collapsed.lastActivityAt)).toBeGreaterThanOrEqual(Date.parse(trace.lastActivityAt));
 
     const remix = await rerun(user, first, 'As a haiku.', 'remix');
     const afterRemix = await traces(user);
     expect(afterRemix.body.items).toHaveLength(2);
-    expect(afterRemix.body.items[0]).toMatchObject({ target: { executionId: remix }, totalCost: await costOf(remix) });
+    expect(afterRemix.body.items[0]).toMatchObject({ target: { executionId: remix }, totalCost: await costOf(user, remix) });
     expect(afterRemix.body.items[0].traceKey).not.toBe(trace.traceKey);
     expect((await call(`/api/v1/traces/${trace.id}`, { token: user.token })).body.totalCost).toBe(collapsed.totalCost);
   });
@@ -77,7 +80,7 @@ describe('the trace index', () => {
     expect(created.status).toBe(201);
     const landed = (await call(`/api/v1/traces/${trace.id}`, { apiKey: key.key })).body;
     expect(landed).toMatchObject({ status: 'idle', target: { executionId: created.body.id }, actor: { apiKeyId: key.id, agentSlug: 'notes-bot' } });
-    expect(landed.totalCost).toBe(await costOf(first));
+    expect(landed.totalCost).toBe(await costOf(user, first));
     expect((await traces(user)).body.items).toHaveLength(1);
 
     const unknown = await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'meeting-summarizer', input: 'x', sessionId: 'no-such-trace' } });
@@ -125,7 +128,7 @@ describe('a run that ends before its start is recorded', () => {
     const id = await run(user, 'Ship on Friday.');
     const before = (await traces(user)).body.items.find((t: { target: { executionId: string } }) => t.target.executionId === id);
     expect(before.status).toBe('completed');
-    await traceRunStarted(openDb(env.DB), Number(id.slice(5)));
+    await traceRunStarted(await shardDbFor(user.workspaceId), Number(id.slice(5)));
     const after = (await traces(user)).body.items.find((t: { target: { executionId: string } }) => t.target.executionId === id);
     expect(after.status).toBe('completed');
   });
