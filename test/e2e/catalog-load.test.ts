@@ -94,7 +94,11 @@ describe('npm run catalog:load', () => {
     );
     expect(failed).toMatch(/remote proxy session|CLOUDFLARE_API_TOKEN/);
     const generated = JSON.parse(readFileSync('.wrangler/catalog-load/wrangler.json', 'utf8'));
-    expect(generated.d1_databases).toEqual([expect.objectContaining({ binding: 'DB', database_name: 'workspace-skills', remote: true })]);
+    expect(generated.d1_databases).toEqual([
+      expect.objectContaining({ binding: 'DB', database_name: 'workspace-skills', remote: true }),
+      expect.objectContaining({ binding: 'SHARD_1', database_name: 'workspace-skills-shard-1', remote: true }),
+      expect.objectContaining({ binding: 'SHARD_2', database_name: 'workspace-skills-shard-2', remote: true }),
+    ]);
     expect(generated.r2_buckets).toEqual([{ binding: 'BUCKET', bucket_name: 'workspace-skills', remote: true }]);
     expect(await rows()).toEqual(before);
   });
