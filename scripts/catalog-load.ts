@@ -1,5 +1,5 @@
 /**
- * npm run catalog:load [-- --remote | --persist-to <dir>] [--file <catalog.json>]
+ * npm run catalog:load [-- --remote | --persist-to <dir>] [--file <catalog.json>] [--config <wrangler config>]
  *
  * Loads importer output (`npm run catalog:build`) into the marketplace, with the same service
  * code that validates and stores bundles, through wrangler's platform proxy:
@@ -30,6 +30,7 @@ const { values } = parseArgs({
     'persist-to': { type: 'string', default: '.wrangler/state' },
     file: { type: 'string', default: 'catalog/dist/catalog.json' },
     migrate: { type: 'boolean', default: false },
+    config: { type: 'string', default: 'wrangler.toml' },
   },
 });
 const remote = values.remote!;
@@ -37,10 +38,10 @@ if (remote && values.migrate) throw new Error('--migrate is for the local databa
 
 /** The databases and the BUCKET bucket of wrangler.toml, alone, marked remote or not. */
 function loaderConfig(): string {
-  const config = unstable_readConfig({ config: 'wrangler.toml' }, { hideWarnings: true });
+  const config = unstable_readConfig({ config: values.config! }, { hideWarnings: true });
   const bucket = config.r2_buckets.find((b: { binding: string }) => b.binding === 'BUCKET');
   if (!bucket) throw new Error('wrangler.toml has no BUCKET bucket');
-  return proxyConfig('catalog-load', remote, { r2_buckets: [{ binding: 'BUCKET', bucket_name: bucket.bucket_name, remote }] });
+  return proxyConfig('catalog-load', remote, values.config!, { r2_buckets: [{ binding: 'BUCKET', bucket_name: bucket.bucket_name, remote }] });
 }
 
 const entries = CatalogEntry.array().parse(JSON.parse(readFileSync(values.file!, 'utf8')));
@@ -50,7 +51,7 @@ const proxy = await getPlatformProxy<Env>({
   remoteBindings: remote,
 });
 try {
-  if (values.migrate) await migrateDatabases(proxy.env as unknown as Record<string, unknown>);
+  if (values.migrate) await migrateDatabases(proxy.env as unknown as Record<string, unknown>, values.config!);
   const load = await importCatalog(globalDbOf(proxy.env), proxy.env.BUCKET, entries);
   const where = remote ? 'the deployed marketplace' : 'the local marketplace';
   console.log(

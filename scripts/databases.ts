@@ -7,7 +7,7 @@
  * `npm run db:migrate` and `npm run deploy`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { readD1Migrations } from '@cloudflare/vitest-plugin';
 import { unstable_readConfig } from 'wrangler';
 import { stampShard } from '../workers/lib/shard-identity';
@@ -23,9 +23,9 @@ export interface Database {
 
 const SHARD_BINDING = /^SHARD_([1-9][0-9]{0,3})$/;
 
-/** The D1 databases of wrangler.toml, global first, and the rest of what a proxy config needs. */
-export function readDatabases() {
-  const config = unstable_readConfig({ config: 'wrangler.toml' }, { hideWarnings: true });
+/** The D1 databases of the wrangler config (default wrangler.toml), global first, and the rest of what a proxy config needs. */
+export function readDatabases(configPath = 'wrangler.toml') {
+  const config = unstable_readConfig({ config: configPath }, { hideWarnings: true });
   const databases: Database[] = config.d1_databases.map((d: { binding: string; database_name?: string; database_id?: string; migrations_dir?: string }) => {
     const shard = SHARD_BINDING.exec(d.binding)?.[1];
     if (d.binding !== 'DB' && shard === undefined) throw new Error(`wrangler.toml binds D1 database ${d.binding}: name it DB or SHARD_<n>`);
@@ -33,7 +33,7 @@ export function readDatabases() {
       binding: d.binding,
       database_name: d.database_name ?? d.binding,
       database_id: d.database_id ?? '',
-      migrationsDir: resolve(d.migrations_dir ?? 'migrations'),
+      migrationsDir: resolve(dirname(configPath), d.migrations_dir ?? 'migrations'),
       ...(shard === undefined ? {} : { shard: Number(shard) }),
     };
   });
@@ -45,8 +45,8 @@ export function readDatabases() {
  * A wrangler config for `getPlatformProxy` with only the databases (and `extra` bindings), marked
  * remote or not, written under .wrangler/<name>/; answers its path.
  */
-export function proxyConfig(name: string, remote: boolean, extra: Record<string, unknown> = {}): string {
-  const { config, databases } = readDatabases();
+export function proxyConfig(name: string, remote: boolean, configPath: string, extra: Record<string, unknown> = {}): string {
+  const { config, databases } = readDatabases(configPath);
   const dir = resolve('.wrangler', name);
   mkdirSync(dir, { recursive: true });
   const path = join(dir, 'wrangler.json');
@@ -79,8 +79,8 @@ async function applyPending(db: D1Database, migrationsDir: string): Promise<numb
 }
 
 /** Every database migrated with its kind's migrations, and every shard stamped; prints a line each. */
-export async function migrateDatabases(env: Record<string, unknown>): Promise<void> {
-  for (const database of readDatabases().databases) {
+export async function migrateDatabases(env: Record<string, unknown>, configPath: string): Promise<void> {
+  for (const database of readDatabases(configPath).databases) {
     const db = env[database.binding] as D1Database;
     const applied = await applyPending(db, database.migrationsDir);
     if (database.shard !== undefined) await stampShard(db, database.shard);

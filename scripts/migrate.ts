@@ -1,5 +1,5 @@
 /**
- * npm run db:migrate [-- --remote | --persist-to <dir>]
+ * npm run db:migrate [-- --remote | --persist-to <dir>] [--config <wrangler config>]
  *
  * Applies the global migrations (schema/migrations/global) to the DB database and the shard
  * migrations (schema/migrations/shard) to every SHARD_<n> database of wrangler.toml, and stamps
@@ -16,16 +16,17 @@ const { values } = parseArgs({
   options: {
     remote: { type: 'boolean', default: false },
     'persist-to': { type: 'string', default: '.wrangler/state' },
+    config: { type: 'string', default: 'wrangler.toml' },
   },
 });
 const remote = values.remote!;
 const proxy = await getPlatformProxy({
-  configPath: proxyConfig('migrate', remote),
+  configPath: proxyConfig('migrate', remote, values.config!),
   persist: remote ? false : { path: join(resolve(values['persist-to']!), 'v3') },
   remoteBindings: remote,
 });
 try {
-  await migrateDatabases(proxy.env);
+  await migrateDatabases(proxy.env, values.config!);
 } finally {
   await proxy.dispose();
 }

@@ -22,6 +22,8 @@ function argValue(name) {
 
 // The seed lives with the local state it describes: deleting one deletes the other.
 const STATE_DIR = argValue('--persist-to') ?? '.wrangler/state';
+// Another wrangler config (`--config`, as wrangler dev takes it): its databases are the ones migrated.
+const CONFIG = argValue('--config');
 const SEED_FILE = join(STATE_DIR, 'dev-seed.json');
 const DEV_EMAIL = 'dev@localhost.test';
 const LOG_FILE = join(STATE_DIR, 'npm-start.log');
@@ -60,7 +62,7 @@ const catalogIsCurrent = () => existsSync(CATALOG) && CATALOG_SOURCES.every((pat
 /** Local D1 migrations, then the built-in catalog into the local marketplace (before wrangler dev opens the same files). */
 function prepareLocalState() {
   if (!catalogIsCurrent()) run('tsx', ['scripts/catalog-build.ts']);
-  run('tsx', ['scripts/catalog-load.ts', '--migrate', '--persist-to', STATE_DIR]);
+  run('tsx', ['scripts/catalog-load.ts', '--migrate', '--persist-to', STATE_DIR, ...(CONFIG ? ['--config', CONFIG] : [])]);
 }
 
 async function waitForServer(base, child) {
