@@ -17,13 +17,13 @@ import { CLAIM_GRACE_MS } from '../../workers/services/execution-reconciler';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { postEvents, runSkill } from '../../workers/services/executions';
 import { BASE, call, sessionPrincipal, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { allShards, shardD1, shardDbFor } from '../helpers/shards';
 import { turnOf } from '../helpers/turns';
-import { openDb } from '../../workers/lib/db';
+import { openShard } from '../../workers/lib/db';
 
 afterEach(() => resetClock());
 
 const SKILL = { name: 'Notes', description: 'Summarises notes.', category: 'productivity', prompt: '# Notes\nSummarise the notes.' };
-const db = openDb(env.DB);
 
 async function setup() {
   const user = await signUp();
@@ -31,7 +31,7 @@ async function setup() {
   return user;
 }
 
-/** The user's ledger straight from D1, in hundredths: balance, what is held, what usage charged. */
+/** The user's ledger straight from the global D1, in hundredths: balance, what is held, what usage charged. */
 async function ledger(user: TestUser) {
   const row = await env.DB.prepare(
     `SELECT a.balance AS balance, a.reserved AS reserved,
@@ -54,12 +54,16 @@ async function expectSettledLedger(user: TestUser) {
 }
 
 const executionRow = (id: string) =>
-  env.DB.prepare('SELECT status, turn_key AS turnKey FROM executions WHERE id = ?')
+  allShards
+    .prepare('SELECT status, turn_key AS turnKey FROM executions WHERE id = ?')
     .bind(Number(id.slice(5)))
     .first<{ status: string; turnKey: string | null }>();
 
 const newestExecution = async (user: TestUser) =>
-  (await env.DB.prepare('SELECT id, status FROM executions WHERE workspace_id = ? ORDER BY id DESC LIMIT 1')
+  (await (
+    await shardD1(user.workspaceId)
+  )
+    .prepare('SELECT id, status FROM executions WHERE workspace_id = ? ORDER BY id DESC LIMIT 1')
     .bind(user.workspaceId)
     .first<{ id: number; status: string }>())!;
 
@@ -98,8 +102,8 @@ function sessions(start: (real: StartTurn, input: TurnInput) => Promise<unknown>
   });
 }
 
-/** The real D1 with the first statement matching `failOn` throwing, as a failed write would. */
-function faultyD1(failOn: RegExp): D1Database {
+/** The real D1 `database` with the first statement matching `failOn` throwing, as a failed write would. */
+function faultyD1(database: D1Database, failOn: RegExp): D1Database {
   const REAL = Symbol('real');
   const SQL = Symbol('sql');
   let tripped = false;
@@ -125,7 +129,7 @@ function faultyD1(failOn: RegExp): D1Database {
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-  return new Proxy(env.DB, {
+  return new Proxy(database, {
     get(target, prop) {
       if (prop === 'prepare') return (sql: string) => wrap(target.prepare(sql), sql);
       if (prop === 'batch') {
@@ -160,7 +164,7 @@ describe('a step after the claim fails', () => {
     const user = await setup();
     const before = await ledger(user);
     const refusing = sessions(() => Promise.reject(new Error('injected: Durable Object is overloaded')));
-    const error = await refusal(runSkill(db, withSessions(refusing), sessionPrincipal(user), 'notes', { input: 'Plan it.' }));
+    const error = await refusal(runSkill(await shardDbFor(user.workspaceId), withSessions(refusing), sessionPrincipal(user), 'notes', { input: 'Plan it.' }));
     expect([error.status, error.code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
     expect(error.message).toContain('nothing was charged');
     // The run route leaves no execution behind; the credits are as they were.
@@ -176,7 +180,7 @@ describe('a step after the claim fails', () => {
     const id = created.body.id as string;
     const refusing = sessions(() => Promise.reject(new Error('injected: connection reset')));
     const body = { events: [{ type: 'user.message' as const, content: [{ type: 'text' as const, text: 'Plan it.' }] }] };
-    expect((await refusal(postEvents(db, withSessions(refusing), sessionPrincipal(user), id, body))).status).toBe(503);
+    expect((await refusal(postEvents(await shardDbFor(user.workspaceId), withSessions(refusing), sessionPrincipal(user), id, body))).status).toBe(503);
     expect(await executionRow(id)).toMatchObject({ status: 'idle' });
     // The object fenced the withdrawn turn off: a late start with its key is refused.
     const { turnKey } = (await executionRow(id))!;
@@ -201,7 +205,9 @@ describe('a step after the claim fails', () => {
       await real(input);
       throw new Error('injected: the connection dropped after the object answered');
     });
-    const started = (await runSkill(db, withSessions(lostAnswer), sessionPrincipal(user), 'notes', { input: 'Plan it.' })) as { executionId: string };
+    const started = (await runSkill(await shardDbFor(user.workspaceId), withSessions(lostAnswer), sessionPrincipal(user), 'notes', { input: 'Plan it.' })) as {
+      executionId: string;
+    };
     await waitForStatus(user, started.executionId, 'completed');
     const events = await log(started.executionId);
     expect(events.filter((e) => e.type === 'user.message')).toHaveLength(1);
@@ -212,8 +218,9 @@ describe('a step after the claim fails', () => {
 
   it('a D1 write throws (the credit hold): 503, the execution is not left working, nothing held', async () => {
     const user = await setup();
-    const failingHold = openDb(faultyD1(/insert into "credit_reservations"/i));
-    const error = await refusal(runSkill(failingHold, env, sessionPrincipal(user), 'notes', { input: 'Plan it.' }));
+    // The hold goes to the global ledger, after the claim on the shard.
+    const failingHold: Env = { ...env, DB: faultyD1(env.DB, /insert into "credit_reservations"/i) };
+    const error = await refusal(runSkill(await shardDbFor(user.workspaceId), failingHold, sessionPrincipal(user), 'notes', { input: 'Plan it.' }));
     expect(error.status).toBe(503);
     expect((await call('/api/v1/executions', { token: user.token })).body.items).toEqual([]);
     await runToCompletion(user);
@@ -224,8 +231,8 @@ describe('a step after the claim fails', () => {
     const user = await setup();
     const created = await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'notes', input: 'Plan it.' } });
     const id = created.body.id as string;
-    // The start fails and so does the compensation's write of the execution back to idle.
-    const failingUndo = openDb(faultyD1(/update "executions" set "status" = \?, "completed_at"/i));
+    // The start fails and so does the compensation's write of the execution back to idle (on the shard).
+    const failingUndo = openShard(faultyD1(await shardD1(user.workspaceId), /update "executions" set "status" = \?, "completed_at"/i), user.shard);
     const refusing = sessions(() => Promise.reject(new Error('injected: connection reset')));
     const body = { events: [{ type: 'user.message' as const, content: [{ type: 'text' as const, text: 'Plan it.' }] }] };
     const error = await refusal(postEvents(failingUndo, withSessions(refusing), sessionPrincipal(user), id, body));
@@ -245,7 +252,7 @@ describe('the process dies between the claim and the object', () => {
       if (reachesObject) await real(input);
       throw new Error('injected: the process died');
     }, true);
-    await refusal(runSkill(db, withSessions(dying), sessionPrincipal(user), 'notes', { input: 'Plan it.' }));
+    await refusal(runSkill(await shardDbFor(user.workspaceId), withSessions(dying), sessionPrincipal(user), 'notes', { input: 'Plan it.' }));
     return `exec_${(await newestExecution(user)).id}`;
   }
 
@@ -282,7 +289,8 @@ describe('the process dies between the claim and the object', () => {
 
     // The member posts to the owner's execution and the process dies before the object has the turn.
     const dying = sessions(() => Promise.reject(new Error('injected: the process died')), true);
-    const asMember = { ...sessionPrincipal(member), workspaceId: owner.workspaceId, role: 'member' as const };
+    const asMember = { ...sessionPrincipal(member), workspaceId: owner.workspaceId, shard: owner.shard, role: 'member' as const };
+    const db = await shardDbFor(owner.workspaceId);
     const body = { events: [{ type: 'user.message' as const, content: [{ type: 'text' as const, text: 'Plan it.' }] }] };
     await refusal(postEvents(db, withSessions(dying), asMember, id, body));
     expect((await ledger(member)).holds).toBe(1);
@@ -316,7 +324,7 @@ describe('the process dies between the claim and the object', () => {
     const stream = await exports.default.fetch(`${BASE}${url.pathname}${url.search}`);
     const dying = sessions(() => Promise.reject(new Error('injected: the process died')), true);
     const body = { events: [{ type: 'user.message' as const, content: [{ type: 'text' as const, text: 'Plan it.' }] }] };
-    await refusal(postEvents(db, withSessions(dying), sessionPrincipal(user), id, body));
+    await refusal(postEvents(await shardDbFor(user.workspaceId), withSessions(dying), sessionPrincipal(user), id, body));
 
     advanceClock(CLAIM_GRACE_MS + 1000);
     expect((await call(`/api/v1/executions/${id}/status`, { token: user.token })).body.status).toBe('failed');
@@ -353,7 +361,7 @@ describe('the process dies between the claim and the object', () => {
     // The cursor form (the console's paging) settles one too.
     const second = await crashMidStart(user, false);
     advanceClock(CLAIM_GRACE_MS + 1000);
-    expect(await listed(`?after_id=exec_${Number(second.slice(5)) + 1}`)).toEqual([
+    expect(await listed(`?after_id=exec_${BigInt(second.slice(5)) + 1n}`)).toEqual([
       [second, 'failed'],
       [lost, 'failed'],
     ]);

@@ -4,9 +4,8 @@ import { runTools } from '../../workers/runtime/tools';
 import { call, createKey, signUp, type TestUser, waitForStatus } from '../helpers/api';
 import { keyTurn, turnOf } from '../helpers/turns';
 import { definition, mapping, waitForRun } from '../helpers/workflows';
-import { openDb } from '../../workers/lib/db';
+import { shardDbFor } from '../helpers/shards';
 
-const db = openDb(env.DB);
 const SECRET = 'The merger closes on Friday';
 
 async function userWithMemory() {
@@ -67,7 +66,7 @@ describe('a model’s tools act with the launching credential’s scopes, never 
 
   it('answers a tool error naming the scope when the launching key lacks it, and changes nothing', async () => {
     const user = await userWithMemory();
-    const tools = byName(runTools(db, env, await keyTurn(user, ['tool:execute'])));
+    const tools = byName(runTools(await shardDbFor(user.workspaceId), env, await keyTurn(user, ['tool:execute'])));
     expect(await tools.read_memory!.run({})).toEqual({ content: expect.stringContaining('memory:read'), isError: true });
     expect(await tools.append_memory!.run({ content: 'planted' })).toEqual({ content: expect.stringContaining('memory:write'), isError: true });
     expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe(SECRET);
@@ -77,7 +76,7 @@ describe('a model’s tools act with the launching credential’s scopes, never 
     const user = await userWithMemory();
     const turns = [await keyTurn(user, ['tool:execute', 'memory:read', 'memory:write']), await keyTurn(user, ['*']), turnOf(user)];
     for (const turn of turns) {
-      const tools = byName(runTools(db, env, turn));
+      const tools = byName(runTools(await shardDbFor(user.workspaceId), env, turn));
       expect(await tools.read_memory!.run({})).toEqual({ content: expect.stringContaining(SECRET) });
       expect(await tools.append_memory!.run({ content: 'noted' })).toEqual({ content: 'Appended' });
     }

@@ -16,7 +16,8 @@ import { BASE, call, type CallOptions, waitForStatus, type TestUser } from '../h
 import { connectMcp, ok } from '../helpers/mcp';
 import { turnOf } from '../helpers/turns';
 import { authorizeCode, REDIRECT, register } from '../helpers/oauth';
-import { openDb } from '../../workers/lib/db';
+import { boundShards, shardBinding, shardDbOf } from '../../workers/lib/db';
+import { shardNumberOf } from '../helpers/shards';
 
 const canary = (label: string) => `canary-${label}-${crypto.randomUUID().replace(/-/g, '')}`;
 
@@ -73,10 +74,9 @@ beforeAll(() => {
 afterAll(() => vi.restoreAllMocks());
 
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
-const db = openDb(env.DB);
 const httpTool = (secrets: { envVar: string; value: string; origins: string[] }[]) => {
-  const turn = turnOf(null, { workspaceId: 'ws', userId: 'u', requestId: 'r', turnKey: 't' });
-  return runTools(db, env, turn, secrets).find((t) => t.spec.name === 'http_request')!;
+  const turn = turnOf(null, { workspaceId: 'ws', shard: 1, userId: 'u', requestId: 'r', turnKey: 't' });
+  return runTools(shardDbOf(env, 1), env, turn, secrets).find((t) => t.spec.name === 'http_request')!;
 };
 
 describe('secrets never leak', () => {
@@ -92,7 +92,7 @@ describe('secrets never leak', () => {
     const session: string = up.body.token;
     canaries.set('session token', session);
     const current = await api('/api/v1/workspaces/current', { token: session });
-    const user: TestUser = { ...up.body, email, password, workspaceId: current.body.id };
+    const user: TestUser = { ...up.body, email, password, workspaceId: current.body.id, shard: await shardNumberOf(current.body.id) };
     const auth = { token: session };
 
     const signIn = await call('/auth/sign-in/email', { body: { email, password } });
@@ -404,11 +404,14 @@ describe('secrets never leak', () => {
     }
     await read('/api/v1/activity?limit=100', asKey);
 
-    // The whole of D1 and R2, as an operator with database access sees it.
-    const tables = await env.DB.prepare(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name != 'd1_migrations'",
-    ).all<{ name: string }>();
-    for (const { name } of tables.results) saw(`D1 ${name}`, JSON.stringify((await env.DB.prepare(`SELECT * FROM "${name}"`).all()).results));
+    // The whole of D1 (the global database and every shard) and R2, as an operator with database access sees it.
+    const databases: [string, D1Database][] = [['global', env.DB], ...boundShards(env).map((n): [string, D1Database] => [`shard-${n}`, shardBinding(env, n)])];
+    for (const [label, database] of databases) {
+      const tables = await database
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name != 'd1_migrations'")
+        .all<{ name: string }>();
+      for (const { name } of tables.results) saw(`D1 ${label} ${name}`, JSON.stringify((await database.prepare(`SELECT * FROM "${name}"`).all()).results));
+    }
     for (let cursor: string | undefined, more = true; more;) {
       const listed = await env.BUCKET.list({ cursor });
       for (const object of listed.objects) saw(`R2 ${object.key}`, await (await env.BUCKET.get(object.key))!.text());

@@ -5,7 +5,7 @@ import { createApp } from '../../workers/app';
 import type { Env } from '../../workers/env';
 import { addressKey } from '../../workers/lib/client-address';
 import { advanceClock, freezeClock, now, resetClock } from '../../workers/lib/clock';
-import { openDb } from '../../workers/lib/db';
+import { globalDbOf } from '../../workers/lib/db';
 import { BASE, call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 import { authorizeQuery, cookieHeader, hidden, pkce, raw, REDIRECT, register, setCookieValue } from '../helpers/oauth';
 
@@ -161,7 +161,7 @@ describe('client-chosen text on the decision pages', () => {
 
   it('neutralises a name stored before names were cleaned', async () => {
     const id = `legacy-${crypto.randomUUID()}`;
-    await openDb(env.DB)
+    await globalDbOf(env)
       .insert(oauthClients)
       .values({ id, name: SPOOF, redirectUris: [REDIRECT], grantTypes: ['authorization_code'], applicationType: 'web', createdBy: null, createdAt: now() });
     const html = await consentPage(id);

@@ -12,9 +12,9 @@ import {
 } from '../../workers/services/credits';
 import { sessionPrincipal, signUp } from '../helpers/api';
 import { reserveCredits, settleExecution } from '../helpers/credits';
-import { openDb } from '../../workers/lib/db';
+import { globalDbOf } from '../../workers/lib/db';
 
-const db = openDb(env.DB);
+const db = globalDbOf(env);
 
 /**
  * A fresh user (the welcome grant leaves 100 Ds, 10000 hundredths) and a maker of execution ids

@@ -3,12 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { appendMemory, MAX_MEMORY_BYTES, MEMORY_SEPARATOR } from '../../workers/services/memory';
 import { call, sessionPrincipal, signUp } from '../helpers/api';
 import { turnOf } from '../helpers/turns';
-import { openDb } from '../../workers/lib/db';
+import { shardDbFor } from '../helpers/shards';
 
-const db = openDb(env.DB);
 describe('appendMemory', () => {
   it('joins entries with the spec separator, starting from an empty document', async () => {
     const user = await signUp();
+    const db = await shardDbFor(user.workspaceId);
     await appendMemory(db, sessionPrincipal(user), 'first');
     const doc = await appendMemory(db, sessionPrincipal(user), 'second');
     expect(doc.content).toBe(`first${MEMORY_SEPARATOR}second`);
@@ -17,6 +17,7 @@ describe('appendMemory', () => {
 
   it('loses nothing when twenty appends race', async () => {
     const user = await signUp();
+    const db = await shardDbFor(user.workspaceId);
     const entries = Array.from({ length: 20 }, (_, i) => `note ${i}`);
     await Promise.all(entries.map((e) => appendMemory(db, sessionPrincipal(user), e)));
     const parts = (await call('/api/v1/memory', { token: user.token })).body.content.split(MEMORY_SEPARATOR);
@@ -25,6 +26,7 @@ describe('appendMemory', () => {
 
   it('refuses to grow past the cap, and records nothing for the refused append', async () => {
     const user = await signUp();
+    const db = await shardDbFor(user.workspaceId);
     await appendMemory(db, sessionPrincipal(user), 'x'.repeat(MAX_MEMORY_BYTES - 10));
     await expect(appendMemory(db, sessionPrincipal(user), 'y'.repeat(20))).rejects.toMatchObject({ code: 'INVALID_INPUT', status: 400 });
     const audit = await call('/api/v1/audit-logs?action=memory.appended', { token: user.token });
@@ -37,6 +39,7 @@ describe('the run tools for working memory', () => {
   it('read and append the workspace memory as the run’s principal, attributed to its key', async () => {
     const { runTools } = await import('../../workers/runtime/tools');
     const user = await signUp();
+    const db = await shardDbFor(user.workspaceId);
     await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'Existing note' } });
     const tools = runTools(db, env, turnOf(user, { apiKeyId: 7, requestId: 'req-run-1', skillSlug: 'notes' }));
     const byName = Object.fromEntries(tools.map((t) => [t.spec.name, t]));
@@ -51,6 +54,7 @@ describe('the run tools for working memory', () => {
   it('append once per tool call: the call made again by a cut-off turn changes and records nothing more', async () => {
     const { runTools } = await import('../../workers/runtime/tools');
     const user = await signUp();
+    const db = await shardDbFor(user.workspaceId);
     const turn = turnOf(user, { skillSlug: 'notes', turnKey: `exec_1:${crypto.randomUUID()}` });
     const append = (callId: string, content: string) =>
       runTools(db, env, turn)

@@ -5,6 +5,7 @@ import type { StepMessage, WorkflowRun } from '../../durable-objects/WorkflowRun
 import worker from '../../workers/index';
 import { advanceClock } from '../../workers/lib/clock';
 import { BASE, call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
+import { shardD1 } from '../helpers/shards';
 import { sseMessages } from '../helpers/sse';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 
@@ -207,7 +208,10 @@ describe('execute-skill and agent steps', () => {
       text: expect.stringContaining('Meeting Summarizer'),
     });
     expect(run.snapshot.result.summary).toBe(steps.run.output.text);
-    const execution = await env.DB.prepare('SELECT input_text, status FROM executions WHERE id = ?')
+    const execution = await (
+      await shardD1(user.workspaceId)
+    )
+      .prepare('SELECT input_text, status FROM executions WHERE id = ?')
       .bind(Number(steps.run.output.executionId.slice(5)))
       .first();
     // Rule 10: a non-string input is JSON-stringified.
@@ -236,7 +240,10 @@ describe('execute-skill and agent steps', () => {
     const { run, steps } = await waitForRun(user, runId);
     expect(run.status).toBe('success');
     expect(steps.write.output.text).toContain('Release Writer');
-    const exec = await env.DB.prepare('SELECT skill_slug, source FROM executions WHERE id = ?')
+    const exec = await (
+      await shardD1(user.workspaceId)
+    )
+      .prepare('SELECT skill_slug, source FROM executions WHERE id = ?')
       .bind(Number(steps.write.output.executionId.slice(5)))
       .first();
     expect(exec).toEqual({ skill_slug: 'agent:writer', source: 'workflow' });
@@ -454,13 +461,15 @@ describe('durability', () => {
     await setQueue(real);
     const { run, steps } = await waitForRun(user, runId);
     expect(run.status).toBe('success');
-    const executions = await env.DB.prepare('SELECT id FROM executions WHERE workspace_id = ?').bind(user.workspaceId).all();
+    const executions = await (await shardD1(user.workspaceId)).prepare('SELECT id FROM executions WHERE workspace_id = ?').bind(user.workspaceId).all();
     expect(executions.results).toHaveLength(1);
     expect(steps.run.output.executionId).toBe(`exec_${executions.results[0]!.id}`);
     expect((await tasksOf(runId)).find((t) => t.key === '2')).toMatchObject({ status: 'done', attempt: 1 });
     // A late duplicate after the run finished changes nothing either.
     expect((await deliver([{ id: 'late', body: skillMessage!.body }])).explicitAcks).toEqual(['late']);
-    expect((await env.DB.prepare('SELECT COUNT(*) AS n FROM executions WHERE workspace_id = ?').bind(user.workspaceId).first())!.n).toBe(1);
+    expect(
+      (await (await shardD1(user.workspaceId)).prepare('SELECT COUNT(*) AS n FROM executions WHERE workspace_id = ?').bind(user.workspaceId).first())!.n,
+    ).toBe(1);
   });
 
   it('a crash between a step completing and the next message: the alarm sends the next step', async () => {
@@ -600,9 +609,11 @@ describe('runs started from a chat thread', () => {
     await waitForRun(user, runId, ['suspended']);
     await call(`/api/v1/workflows/runs/${runId}/resume`, { token: user.token, body: { resumeData: {} } });
     await waitForRun(user, runId, ['success']);
+    const shard = await shardD1(user.workspaceId);
     const rows = await until(
       () =>
-        env.DB.prepare('SELECT role, content FROM thread_messages WHERE thread_id = ? ORDER BY id')
+        shard
+          .prepare('SELECT role, content FROM thread_messages WHERE thread_id = ? ORDER BY id')
           .bind(thread.body.id)
           .all()
           .then((r) => r.results),
@@ -634,9 +645,11 @@ describe('runs started from a chat thread', () => {
     const runId = /as run ([\w-]+);/.exec(posted.body.reply.content)?.[1];
     expect(posted.body.reply.content).toBe(`Started workflow flow as run ${runId}; its outcome will be posted to this conversation.`);
     await waitForRun(user, runId!, ['success']);
+    const shard = await shardD1(user.workspaceId);
     const notice = await until(
       () =>
-        env.DB.prepare('SELECT role, content FROM thread_messages WHERE thread_id = ? AND execution_id IS NULL')
+        shard
+          .prepare('SELECT role, content FROM thread_messages WHERE thread_id = ? AND execution_id IS NULL')
           .bind(thread.id)
           .all()
           .then((r) => r.results),

@@ -6,7 +6,7 @@ import { BASE, call, createKey, expectError, sessionPrincipal, signUp } from '..
 import { seedArtifact, zipOf } from '../helpers/skills';
 import { sseEvents } from '../helpers/sse';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
-import { openDb } from '../../workers/lib/db';
+import { shardD1, shardDbFor } from '../helpers/shards';
 
 const simple = (id = 'simple') =>
   definition(id, [mapping('echo', { name: { initData: true, path: 'name' } })], {
@@ -193,7 +193,7 @@ describe('launch', () => {
     const user = await signUp();
     await call('/api/v1/agents', { token: user.token, body: { slug: 'helper', name: 'Helper', instructions: 'Help.' } });
     await install(user, 'uses-agent', definition('uses-agent', [{ type: 'agent', id: 'a', agentId: '${workspaceId}:helper' }]));
-    await env.DB.prepare('DELETE FROM agents WHERE workspace_id = ?').bind(user.workspaceId).run();
+    await (await shardD1(user.workspaceId)).prepare('DELETE FROM agents WHERE workspace_id = ?').bind(user.workspaceId).run();
     const err = expectError(await call('/api/v1/workflows/uses-agent/launch', { token: user.token, body: {} }), 400, 'INVALID_INPUT');
     expect(err.details!.field).toBe('graph.0.agentId');
   });
@@ -201,7 +201,7 @@ describe('launch', () => {
   it('answers 503 without the queue binding and creates no run', async () => {
     const user = await signUp();
     await install(user, 'simple', simple());
-    const db = openDb(env.DB);
+    const db = await shardDbFor(user.workspaceId);
     const noQueue = { ...env, WORKFLOW_STEPS: undefined } as unknown as typeof env;
     const error = await launchWorkflow(db, noQueue, sessionPrincipal(user), { workflowId: 'simple' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AppError);
