@@ -173,12 +173,12 @@ describe('a consent from pending to granted', () => {
     ]);
     expect(answers.map((a) => a.status).sort()).toEqual([200, 409, 409]);
     for (const lost of answers.filter((a) => a.status === 409)) expectError(lost, 409, 'CONFLICT');
-    const decisions = await env.DB.prepare(
-      "SELECT COUNT(*) AS n FROM audit_log WHERE resource_id = ? AND action IN ('agent.consent_approved', 'agent.consent_denied')",
-    )
-      .bind(pending.body.consent_id)
-      .first<{ n: number }>();
-    expect(decisions!.n).toBe(1);
+    const audit = await call('/api/v1/audit-logs', { token: user.token });
+    const decisions = audit.body.data.filter(
+      (e: { action: string; resourceId: string }) =>
+        e.resourceId === pending.body.consent_id && (e.action === 'agent.consent_approved' || e.action === 'agent.consent_denied'),
+    );
+    expect(decisions).toHaveLength(1);
     const scopes = (await keyScopes(key.id)).scopes;
     expect(scopes.filter((s) => s === 'memory:read' || s === 'billing:read').length).toBeLessThanOrEqual(1);
   });

@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
+import { shardD1 } from '../helpers/shards';
 
 /** docs/auth.md, Credentials: `sk_live_` + 32 random bytes in base64url. */
 const KEY_FORMAT = /^sk_live_[A-Za-z0-9_-]{43}$/;
@@ -573,7 +574,12 @@ describe('stored idempotent answers', () => {
     const user = await signUp();
     const headers = { 'idempotency-key': 'sealed-at-rest' };
     const first = await call('/api/v1/api-keys', { token: user.token, headers, body: { name: 'sealed' } });
-    const rows = await env.DB.prepare('SELECT body FROM idempotency_records WHERE key = ?').bind('sealed-at-rest').all<{ body: string }>();
+    const rows = await (
+      await shardD1(user.workspaceId)
+    )
+      .prepare('SELECT body FROM idempotency_records WHERE key = ?')
+      .bind('sealed-at-rest')
+      .all<{ body: string }>();
     expect(rows.results).toHaveLength(1);
     expect(rows.results[0]!.body.startsWith('enc:')).toBe(true);
     expect(rows.results[0]!.body).not.toContain(first.body.key);

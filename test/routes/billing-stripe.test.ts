@@ -8,9 +8,9 @@ import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { packOffer } from '../../workers/services/billing';
 import { checkoutIdempotencyKey, createCheckoutSession } from '../../workers/services/stripe';
 import { BASE, call, createKey, expectError, sessionPrincipal, signUp, type TestUser } from '../helpers/api';
-import { openDb } from '../../workers/lib/db';
+import { globalDbOf } from '../../workers/lib/db';
 
-const db = openDb(env.DB);
+const db = globalDbOf(env);
 const WEBHOOK_SECRET = env.STRIPE_WEBHOOK_SECRET!;
 const DAY = 86_400_000;
 

@@ -2,10 +2,11 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { grantCredits } from '../../workers/services/credits';
 import { reserveCredits, settleExecution } from '../helpers/credits';
+import { shardD1 } from '../helpers/shards';
 import { call, createKey, expectError, sessionPrincipal, signUp, type TestUser, waitForStatus } from '../helpers/api';
-import { openDb } from '../../workers/lib/db';
+import { globalDbOf } from '../../workers/lib/db';
 
-const db = openDb(env.DB);
+const db = globalDbOf(env);
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
 
 /** Sets the user's credits to exactly `ds` through the ledger: a grant up, a charge down. */
@@ -169,15 +170,16 @@ describe('the run gate and limits', () => {
     await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: SKILL });
     const created = await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'notes', input: 'Plan it.' } });
     const executionId = Number(created.body.id.slice(5));
-    // What the run route does, with an empty hold: the local model is so cheap (a whole run
-    // costs about 0.01 Ds) that only a zero hold is passed by its first request.
-    await env.DB.prepare("UPDATE executions SET status = 'working' WHERE id = ?").bind(executionId).run();
-    const hold = await reserveCredits(db, { userId: user.user.id, executionId: created.body.id, turnKey: `${created.body.id}:tiny`, amount: 0 });
+    const turnKey = `${created.body.id}:tiny`;
+    // What the run route does (claim the execution for the turn), with an empty hold: the local model
+    // is so cheap (a whole run costs about 0.01 Ds) that only a zero hold is passed by its first request.
+    await (await shardD1(user.workspaceId)).prepare("UPDATE executions SET status = 'working', turn_key = ? WHERE id = ?").bind(turnKey, executionId).run();
+    const hold = await reserveCredits(db, { userId: user.user.id, executionId: created.body.id, turnKey, amount: 0 });
     expect(hold).toEqual({ reserved: true, amount: 0 });
     await env.EXECUTION_SESSION.getByName(created.body.id).startTurn({
       executionId,
       actor: sessionPrincipal(user),
-      turnKey: `${created.body.id}:tiny`,
+      turnKey,
       budget: 0,
       skillName: 'Notes',
       skillSlug: 'notes',

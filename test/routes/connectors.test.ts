@@ -2,6 +2,7 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, inject, it } from 'vitest';
 import { createApp } from '../../workers/app';
 import { BASE, call, createKey, expectError, signUp, type TestUser, waitForStatus } from '../helpers/api';
+import { shardD1 } from '../helpers/shards';
 
 const fixture = () => inject('fixtureOrigin');
 const newToken = () => `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
@@ -82,7 +83,10 @@ describe('POST /api/v1/connectors/:type/connect', () => {
       rateLimit: { limit: 5000, remaining: 4999, resetAt: expect.any(String) },
     });
     expect(JSON.stringify(res.body)).not.toContain(token);
-    const row = await env.DB.prepare('SELECT ciphertext, account FROM connector_connections WHERE workspace_id = ?')
+    const row = await (
+      await shardD1(user.workspaceId)
+    )
+      .prepare('SELECT ciphertext, account FROM connector_connections WHERE workspace_id = ?')
       .bind(user.workspaceId)
       .first<{ ciphertext: string; account: string }>();
     expect(row!.account).toBe(loginOf(token));
@@ -244,21 +248,24 @@ describe('POST /api/v1/skills/:slug/run with a connector', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'started', skillName: 'Reviewer' });
     const id = Number(res.body.executionId.replace('exec_', ''));
-    const row = await env.DB.prepare('SELECT * FROM execution_connectors WHERE execution_id = ?').bind(id).first();
+    const shard = await shardD1(user.workspaceId);
+    const row = await shard.prepare('SELECT * FROM execution_connectors WHERE execution_id = ?').bind(id).first();
     expect(row).toMatchObject({ connector_type: 'github', repo: 'octo-org/widgets', workspace_id: user.workspaceId });
     expect(JSON.stringify(row)).not.toContain(token);
     await waitForStatus(user, res.body.executionId, 'completed');
     // A rerun reads the same repository.
     const rerun = await call(`/api/v1/executions/${res.body.executionId}/rerun`, { token: user.token, body: { input: 'Again' } });
     expect(rerun.status).toBe(200);
-    const rerunRow = await env.DB.prepare('SELECT repo FROM execution_connectors WHERE execution_id = ?')
+    const rerunRow = await shard
+      .prepare('SELECT repo FROM execution_connectors WHERE execution_id = ?')
       .bind(Number(rerun.body.executionId.replace('exec_', '')))
       .first();
     expect(rerunRow).toEqual({ repo: 'octo-org/widgets' });
     await waitForStatus(user, rerun.body.executionId, 'completed');
     const remote = await run(user, { type: 'remote', fields: {} });
     expect(remote.status).toBe(200);
-    const remoteRow = await env.DB.prepare('SELECT * FROM execution_connectors WHERE execution_id = ?')
+    const remoteRow = await shard
+      .prepare('SELECT * FROM execution_connectors WHERE execution_id = ?')
       .bind(Number(remote.body.executionId.replace('exec_', '')))
       .first();
     expect(remoteRow).toMatchObject({ connector_type: 'remote', repo: null });

@@ -87,15 +87,31 @@ describe('service-version', () => {
   });
 });
 
+/** An `x-d1-bookmark` answer's bookmarks by database (`global`, `shard-<n>`); throws if it is not in that format. */
+function bookmarksOf(header: string | null): Map<string, string> {
+  expect(header).toMatch(/^(global|shard-[1-9][0-9]*):[0-9a-f]+(-[0-9a-f]+)*(,(global|shard-[1-9][0-9]*):[0-9a-f]+(-[0-9a-f]+)*)*$/i);
+  return new Map(header!.split(',').map((entry) => entry.split(':') as [string, string]));
+}
+
 describe('x-d1-bookmark (D1 read replication)', () => {
   it('answers a bookmark with every request; a read that sends it back sees the write it came from', async () => {
     const user = await signUp();
     const write = await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'written first' } });
     const bookmark = write.headers.get('x-d1-bookmark');
-    expect(bookmark).toMatch(/^[0-9a-f]+(-[0-9a-f]+)*$/i);
+    expect(bookmarksOf(bookmark).has(`shard-${user.shard}`)).toBe(true);
     const read = await call('/api/v1/memory', { token: user.token, headers: { 'x-d1-bookmark': bookmark! } });
     expect(read.body.content).toBe('written first');
-    expect(read.headers.get('x-d1-bookmark')).toMatch(/^[0-9a-f]+(-[0-9a-f]+)*$/i);
+    expect(bookmarksOf(read.headers.get('x-d1-bookmark')).has(`shard-${user.shard}`)).toBe(true);
+  });
+
+  it('answers a bookmark of the global database for a write there; a read that sends it back sees the write', async () => {
+    const user = await signUp();
+    const write = await call('/api/v1/profile', { method: 'PATCH', token: user.token, body: { name: 'Renamed' } });
+    expect(write.status).toBe(200);
+    const bookmark = write.headers.get('x-d1-bookmark');
+    expect(bookmarksOf(bookmark).has('global')).toBe(true);
+    const read = await call('/api/v1/profile', { token: user.token, headers: { 'x-d1-bookmark': bookmark! } });
+    expect(read.body.name).toBe('Renamed');
   });
 
   it('refuses a malformed bookmark with 400 INVALID_INPUT naming the header, before anything runs', async () => {

@@ -82,7 +82,7 @@ async function lostRace(db: GlobalDb, { table, id, what }: Decide<string>): Prom
 /**
  * Takes a decision exactly once: one batch with the conditional update (still pending, window
  * open), the audit rows and the effects. When a racing decision won, the audit row's resource
- * id is NULL, its NOT NULL constraint fails and the whole batch rolls back, so a decision is
+ * id is NULL, its NOT NULL constraint (change_outbox.resource_id) fails and the whole batch rolls back, so a decision is
  * taken, applied and audited once.
  */
 export async function decideOnce<S extends string>(db: GlobalDb, decision: Decide<S>): Promise<void> {
@@ -96,7 +96,7 @@ export async function decideOnce<S extends string>(db: GlobalDb, decision: Decid
   try {
     await db.batch([update, ...decision.audit(won), ...(decision.effects ?? [])]);
   } catch (error) {
-    if (isConstraintFailure(error, 'NOT NULL', 'audit_log.resource_id')) await (decision.lost ?? (() => lostRace(db, decision)))();
+    if (isConstraintFailure(error, 'NOT NULL', 'change_outbox.resource_id')) await (decision.lost ?? (() => lostRace(db, decision)))();
     throw error;
   }
 }
