@@ -114,6 +114,30 @@ describe('x-d1-bookmark (D1 read replication)', () => {
     expect(read.body.name).toBe('Renamed');
   });
 
+  it('hands back the bookmarks of databases a request did not use: a write in one workspace stays visible after a read in another on another shard', async () => {
+    const user = await signUp();
+    // New workspaces go to the shard with the fewest: one of a few lands on the other shard.
+    let other: { id: string; shard: string } | undefined;
+    for (let i = 0; i < 6 && !other; i++) {
+      const created = await call('/api/v1/workspaces', { token: user.token, body: { name: `Other ${i}`, slug: `other-${crypto.randomUUID().slice(0, 8)}` } });
+      const read = await call('/api/v1/memory', { token: user.token, headers: { 'x-workspace-id': created.body.id } });
+      const shard = [...bookmarksOf(read.headers.get('x-d1-bookmark')).keys()].find((name) => name.startsWith('shard-'))!;
+      if (shard !== `shard-${user.shard}`) other = { id: created.body.id, shard };
+    }
+    expect(other).toBeDefined();
+    const written = await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'kept' } });
+    const mine = bookmarksOf(written.headers.get('x-d1-bookmark')).get(`shard-${user.shard}`);
+    const elsewhere = await call('/api/v1/memory', {
+      token: user.token,
+      headers: { 'x-workspace-id': other!.id, 'x-d1-bookmark': written.headers.get('x-d1-bookmark')! },
+    });
+    const echoed = bookmarksOf(elsewhere.headers.get('x-d1-bookmark'));
+    expect(echoed.has(other!.shard)).toBe(true);
+    expect(echoed.get(`shard-${user.shard}`)).toBe(mine);
+    const read = await call('/api/v1/memory', { token: user.token, headers: { 'x-d1-bookmark': elsewhere.headers.get('x-d1-bookmark')! } });
+    expect(read.body.content).toBe('kept');
+  });
+
   it('refuses a malformed bookmark with 400 INVALID_INPUT naming the header, before anything runs', async () => {
     const user = await signUp();
     const error = expectError(

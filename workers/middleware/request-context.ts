@@ -91,9 +91,12 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
     throw invalidInput('service-version', 'date', 'service-version must be a date in the form YYYY-MM-DD');
   }
   await next();
-  const latest = [...c.var.sessions].flatMap(([name, session]) => {
+  // The client's bookmarks of databases this request did not use go back with the new ones, so
+  // echoing each answer keeps read-your-writes in every database, not only the last one used.
+  const latest = new Map(bookmarks);
+  for (const [name, session] of c.var.sessions) {
     const bookmark = session.getBookmark();
-    return bookmark === null ? [] : [`${name}:${bookmark}`];
-  });
-  if (latest.length > 0) c.header(BOOKMARK_HEADER, latest.join(','));
+    if (bookmark !== null) latest.set(name, bookmark);
+  }
+  if (latest.size > 0) c.header(BOOKMARK_HEADER, [...latest].map(([name, bookmark]) => `${name}:${bookmark}`).join(','));
 });
