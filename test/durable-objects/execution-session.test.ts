@@ -1,19 +1,22 @@
 import { evictDurableObject } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
+import { executions } from '../../schema';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
+import { shardDbFor } from '../helpers/shards';
 import { jsonEvents, sseEvents, sseReader } from '../helpers/sse';
 
 afterEach(() => resetClock());
 
 /** An execution row of the user's workspace (the executions issue will create these through the API). */
 async function seedExecution(user: TestUser) {
-  const row = await env.DB.prepare(
-    "INSERT INTO executions (workspace_id, user_id, skill_slug, status, started_at) VALUES (?, ?, 'code-reviewer', 'idle', ?) RETURNING id",
+  const [row] = await (
+    await shardDbFor(user.workspaceId)
   )
-    .bind(user.workspaceId, user.user.id, Date.now())
-    .first<{ id: number }>();
+    .insert(executions)
+    .values({ workspaceId: user.workspaceId, userId: user.user.id, skillSlug: 'code-reviewer', status: 'idle', startedAt: Date.now() })
+    .returning({ id: executions.id });
   return `exec_${row!.id}`;
 }
 

@@ -3,19 +3,20 @@ import { describe, expect, it } from 'vitest';
 import { authorize } from '../../workers/auth/actor';
 import { CAPABILITIES } from '../../workers/capabilities';
 import type { Capability } from '../../workers/capabilities/capability';
-import { openDb } from '../../workers/lib/db';
 import { connectorRunTools } from '../../workers/runtime/connector-tools';
 import { runTools } from '../../workers/runtime/tools';
 import { threadRunTools } from '../../workers/runtime/workflow-tools';
 import type { TurnInput } from '../../workers/services/execution-events';
 import { signUp } from '../helpers/api';
+import { shardDbFor } from '../helpers/shards';
 import { keyTurn, turnOf } from '../helpers/turns';
-
-const db = openDb(env.DB);
 
 /** A turn offered every run tool: it answers a thread and was started with a repository. */
 const everyKind = (turn: TurnInput): TurnInput => ({ ...turn, threadId: 'thr_views', connector: { type: 'github', repo: 'octo-org/widgets' } });
-const toolsOf = (turn: TurnInput) => [...runTools(db, env, turn), ...threadRunTools(db, env, turn), ...connectorRunTools(db, env, turn)];
+const toolsOf = async (turn: TurnInput) => {
+  const db = await shardDbFor(turn.actor.workspaceId);
+  return [...runTools(db, env, turn), ...threadRunTools(db, env, turn), ...connectorRunTools(db, env, turn)];
+};
 const views = CAPABILITIES.filter((capability) => capability.agentTool);
 
 /** Arguments each view accepts, so the call reaches the access check. */
@@ -38,14 +39,14 @@ function refusalOf(capability: Capability, turn: TurnInput): string {
 describe('the run tools are views of the capabilities', () => {
   it('every tool a run offers is a capability’s agent-run view, but write_artifact and http_request, the run’s own work', async () => {
     const user = await signUp();
-    const names = toolsOf(everyKind(turnOf(user))).map((tool) => tool.spec.name);
+    const names = (await toolsOf(everyKind(turnOf(user)))).map((tool) => tool.spec.name);
     expect(names.sort()).toEqual([...views.map((capability) => capability.agentTool!.name), 'http_request', 'write_artifact'].sort());
   });
 
   it('each refuses a launcher without its capability’s scope with that capability’s refusal, before it acts', async () => {
     const user = await signUp();
     const turn = everyKind(await keyTurn(user, ['tool:execute']));
-    const tools = toolsOf(turn);
+    const tools = await toolsOf(turn);
     for (const capability of views) {
       const tool = tools.find((t) => t.spec.name === capability.agentTool!.name)!;
       const expected = { content: refusalOf(capability, turn), isError: true };
@@ -55,11 +56,11 @@ describe('the run tools are views of the capabilities', () => {
 
   it('hand the model JSON Schema made from zod, the run’s own tools too', async () => {
     const user = await signUp();
-    for (const tool of toolsOf(everyKind(turnOf(user)))) {
+    for (const tool of await toolsOf(everyKind(turnOf(user)))) {
       expect(tool.spec.inputSchema, tool.spec.name).toMatchObject({ type: 'object', properties: expect.any(Object) });
       expect(tool.spec.inputSchema, tool.spec.name).not.toHaveProperty('$schema');
     }
-    const http = toolsOf(turnOf(user)).find((tool) => tool.spec.name === 'http_request')!;
+    const http = (await toolsOf(turnOf(user))).find((tool) => tool.spec.name === 'http_request')!;
     expect(http.spec.inputSchema).toMatchObject({ required: ['url'], properties: { method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] } } });
   });
 });

@@ -3,10 +3,8 @@ import { describe, expect, inject, it } from 'vitest';
 import type { TurnInput } from '../../workers/services/execution-events';
 import { connectorRunTools } from '../../workers/runtime/connector-tools';
 import { call, createKey, signUp, type TestUser } from '../helpers/api';
+import { shardDbFor } from '../helpers/shards';
 import { turnOf, turnOfKey } from '../helpers/turns';
-import { openDb } from '../../workers/lib/db';
-
-const db = openDb(env.DB);
 
 async function turnWith(connector: TurnInput['connector'], connect = true) {
   const user = await signUp();
@@ -23,11 +21,12 @@ async function grant(user: TestUser, apiKey: string, mode: 'one_time' | 'session
   expect((await call(`/api/v1/agents/permission-requests/${asked.body.request_id}/approve`, { token: user.token, body: {} })).status).toBe(200);
 }
 
-const tool = (turn: TurnInput, name: string) => connectorRunTools(db, env, turn).find((t) => t.spec.name === name)!;
+const tool = async (turn: TurnInput, name: string) => connectorRunTools(await shardDbFor(turn.actor.workspaceId), env, turn).find((t) => t.spec.name === name)!;
 
 describe('the tools of a run started with a GitHub connector', () => {
   it('are list_repository_files and read_repository_file for that repository; remote and no connector add none', async () => {
-    const { turn } = await turnWith({ type: 'github', repo: 'octo-org/widgets' });
+    const { user, turn } = await turnWith({ type: 'github', repo: 'octo-org/widgets' });
+    const db = await shardDbFor(user.workspaceId);
     const tools = connectorRunTools(db, env, turn);
     expect(tools.map((t) => t.spec.name)).toEqual(['list_repository_files', 'read_repository_file']);
     expect(tools[0]!.spec.description).toContain('octo-org/widgets');
@@ -37,7 +36,7 @@ describe('the tools of a run started with a GitHub connector', () => {
 
   it('read a file of the fake repository, at the default branch or another ref', async () => {
     const { turn } = await turnWith({ type: 'github', repo: 'octo-org/widgets' });
-    const read = tool(turn, 'read_repository_file');
+    const read = await tool(turn, 'read_repository_file');
     expect(read.label({ path: 'README.md' })).toBe('octo-org/widgets/README.md');
     expect(await read.run({ path: 'README.md' })).toEqual({ content: '# Widgets\n\nThe widget factory.\n' });
     expect(await read.run({ path: 'src/lib/widget.ts', ref: 'develop' })).toEqual({
@@ -50,7 +49,7 @@ describe('the tools of a run started with a GitHub connector', () => {
 
   it('list the files of the repository, under a folder', async () => {
     const { turn } = await turnWith({ type: 'github', repo: 'octo-org/widgets' });
-    const list = tool(turn, 'list_repository_files');
+    const list = await tool(turn, 'list_repository_files');
     const all = await list.run({});
     expect(all.isError).toBeUndefined();
     expect(all.content.split('\n')).toEqual([
@@ -73,7 +72,7 @@ describe('the tools of a run started with a GitHub connector', () => {
     // connector:list: the repository tools are views of list-sources and get-source-content.
     const key = await createKey(user, ['tool:execute', 'connector:list']);
     const turn = { ...(await turnOfKey(user, key.key)), connector: { type: 'github' as const, repo: 'octo-org/widgets' } };
-    const read = () => tool(turn, 'read_repository_file').run({ path: 'README.md' });
+    const read = async () => (await tool(turn, 'read_repository_file')).run({ path: 'README.md' });
     const refused = { isError: true, content: expect.stringContaining('connector:github:read') };
     expect(await read()).toMatchObject(refused);
     await grant(user, key.key, 'one_time');
@@ -81,18 +80,18 @@ describe('the tools of a run started with a GitHub connector', () => {
     expect(await read()).toMatchObject(refused);
     await grant(user, key.key, 'session');
     expect(await read()).toEqual({ content: '# Widgets\n\nThe widget factory.\n' });
-    expect((await tool(turn, 'list_repository_files').run({})).isError).toBeUndefined();
+    expect((await (await tool(turn, 'list_repository_files')).run({})).isError).toBeUndefined();
   });
 
   it('answer the model with CONNECTOR_NOT_CONNECTED’s message once the workspace disconnects or GitHub refuses the token', async () => {
     const { user, token, turn } = await turnWith({ type: 'github', repo: 'octo-org/widgets' });
     await fetch(`${inject('fixtureOrigin')}/github/__revoke`, { method: 'POST', body: JSON.stringify({ token }) });
-    expect(await tool(turn, 'read_repository_file').run({ path: 'README.md' })).toMatchObject({
+    expect(await (await tool(turn, 'read_repository_file')).run({ path: 'README.md' })).toMatchObject({
       isError: true,
       content: expect.stringContaining('GitHub refused the workspace’s token'),
     });
     await call('/api/v1/connectors/github/disconnect', { token: user.token, method: 'POST' });
-    expect(await tool(turn, 'list_repository_files').run({})).toMatchObject({
+    expect(await (await tool(turn, 'list_repository_files')).run({})).toMatchObject({
       isError: true,
       content: expect.stringContaining('GitHub is not connected in this workspace'),
     });

@@ -2,11 +2,12 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, inject, it } from 'vitest';
 import { runTools } from '../../workers/runtime/tools';
 import { turnOf } from '../helpers/turns';
-import { openDb } from '../../workers/lib/db';
+import { shardDbOf } from '../../workers/lib/db';
 
-const db = openDb(env.DB);
 const SECRETS = [{ envVar: 'API_TOKEN', value: 'tok-live-0123456789', origins: [inject('fixtureOrigin')] }];
 const turn = turnOf(null);
+// No workspace: the turn names shard 1, which http_request never reads.
+const db = shardDbOf(env, turn.actor.shard);
 const httpTool = (secrets = SECRETS) => runTools(db, env, turn, secrets).find((t) => t.spec.name === 'http_request')!;
 
 describe('the http_request run tool', () => {

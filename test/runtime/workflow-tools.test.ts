@@ -3,11 +3,9 @@ import { describe, expect, it } from 'vitest';
 import type { TurnInput } from '../../workers/services/execution-events';
 import { threadRunTools } from '../../workers/runtime/workflow-tools';
 import { call, signUp } from '../helpers/api';
+import { shardD1, shardDbFor } from '../helpers/shards';
 import { turnOf } from '../helpers/turns';
 import { definition, install, mapping, waitForRun } from '../helpers/workflows';
-import { openDb } from '../../workers/lib/db';
-
-const db = openDb(env.DB);
 
 async function chatTurn(threadId?: string) {
   const user = await signUp();
@@ -21,11 +19,13 @@ async function chatTurn(threadId?: string) {
   return { user, thread, turn };
 }
 
-const startWorkflow = (turn: TurnInput) => threadRunTools(db, env, turn).find((t) => t.spec.name === 'start_workflow')!;
+const startWorkflow = async (turn: TurnInput) =>
+  threadRunTools(await shardDbFor(turn.actor.workspaceId), env, turn).find((t) => t.spec.name === 'start_workflow')!;
 
 describe('start_workflow, the tool of a chat turn', () => {
   it('is offered only to a turn that answers a thread', async () => {
-    const { turn } = await chatTurn();
+    const { user, turn } = await chatTurn();
+    const db = await shardDbFor(user.workspaceId);
     expect(threadRunTools(db, env, turn).map((t) => t.spec.name)).toEqual(['start_workflow']);
     expect(threadRunTools(db, env, { ...turn, threadId: undefined })).toEqual([]);
   });
@@ -34,19 +34,19 @@ describe('start_workflow, the tool of a chat turn', () => {
     const { user, thread, turn } = await chatTurn();
     const schemaOf = { type: 'object', properties: { topic: { type: 'string' } }, required: ['topic'] };
     await install(user, 'digest', definition('digest', [mapping('echo', { topic: { initData: true, path: 'topic' } })], { inputSchema: schemaOf }));
-    const result = await startWorkflow(turn).run({ workflowId: 'digest', inputs: { topic: 'q3' } });
+    const result = await (await startWorkflow(turn)).run({ workflowId: 'digest', inputs: { topic: 'q3' } });
     expect(result.isError).toBeUndefined();
     const runId = /as run ([\w-]+);/.exec(result.content)![1]!;
     const finished = await waitForRun(user, runId, ['success']);
     expect(finished.run.snapshot.result).toEqual({ topic: 'q3' });
-    const row = await env.DB.prepare('SELECT thread_id FROM workflow_runs WHERE run_id = ?').bind(runId).first();
+    const row = await (await shardD1(user.workspaceId)).prepare('SELECT thread_id FROM workflow_runs WHERE run_id = ?').bind(runId).first();
     expect(row).toEqual({ thread_id: thread.id });
   });
 
   it('starts one run per tool call and records its launch once: made again by a cut-off turn, the call answers the same run', async () => {
     const { user, turn } = await chatTurn();
     await install(user, 'digest', definition('digest', [mapping('echo', { topic: { initData: true, path: 'topic' } })]));
-    const tool = startWorkflow({ ...turn, turnKey: `exec_1:${crypto.randomUUID()}` });
+    const tool = await startWorkflow({ ...turn, turnKey: `exec_1:${crypto.randomUUID()}` });
     const runIdIn = (result: { content: string }) => /as run ([\w-]+);/.exec(result.content)![1]!;
     const first = await tool.run({ workflowId: 'digest', inputs: { topic: 'q3' } }, { id: 'toolu_1' });
     expect(await tool.run({ workflowId: 'digest', inputs: { topic: 'q3' } }, { id: 'toolu_1' })).toEqual(first);
@@ -67,9 +67,12 @@ describe('start_workflow, the tool of a chat turn', () => {
       'digest',
       definition('digest', [mapping('echo', { topic: { initData: true, path: 'topic' } })], { inputSchema: { type: 'object', required: ['topic'] } }),
     );
-    expect(await startWorkflow(turn).run({ workflowId: 'missing' })).toEqual({ content: 'Workflow not found', isError: true });
-    expect(await startWorkflow(turn).run({ workflowId: 'digest', inputs: {} })).toMatchObject({ isError: true, content: expect.stringContaining('topic') });
-    expect(await startWorkflow(turn).run({ workflowId: 'digest', inputs: ['q3'] })).toEqual({ content: 'inputs must be an object', isError: true });
+    expect(await (await startWorkflow(turn)).run({ workflowId: 'missing' })).toEqual({ content: 'Workflow not found', isError: true });
+    expect(await (await startWorkflow(turn)).run({ workflowId: 'digest', inputs: {} })).toMatchObject({
+      isError: true,
+      content: expect.stringContaining('topic'),
+    });
+    expect(await (await startWorkflow(turn)).run({ workflowId: 'digest', inputs: ['q3'] })).toEqual({ content: 'inputs must be an object', isError: true });
     expect((await call('/api/v1/workflows/runs', { token: user.token })).body.runs).toEqual([]);
   });
 });

@@ -8,9 +8,10 @@ import { describe, expect, it } from 'vitest';
 import { now } from '../../workers/lib/clock';
 import { grantCredits, MIN_RUN_BALANCE, RUN_BUDGET } from '../../workers/services/credits';
 import { call, createKey, signUp, type TestUser } from '../helpers/api';
-import { openDb } from '../../workers/lib/db';
+import { globalDbOf } from '../../workers/lib/db';
+import { allShards } from '../helpers/shards';
 
-const db = openDb(env.DB);
+const db = globalDbOf(env);
 const seconds = (ms: number) => Math.floor(ms / 1000);
 const id = (prefix: string) => `${prefix}_${crypto.randomUUID().replaceAll('-', '')}`;
 
@@ -138,10 +139,12 @@ describe('twenty concurrent runs by one user', () => {
 
     // Every run ends, and with it its hold.
     for (let i = 0; i < 500; i++) {
-      const { results } = await env.DB.prepare("SELECT COUNT(*) AS working FROM executions WHERE user_id = ? AND status = 'working'")
+      // The five workspaces may sit on different shards: count on every one.
+      const { results } = await allShards
+        .prepare("SELECT COUNT(*) AS working FROM executions WHERE user_id = ? AND status = 'working'")
         .bind(user.user.id)
         .all<{ working: number }>();
-      if (results[0]!.working === 0) break;
+      if (results.every((shard) => shard.working === 0)) break;
       await new Promise((r) => setTimeout(r, 20));
     }
     racing = false;
@@ -154,7 +157,8 @@ describe('twenty concurrent runs by one user', () => {
       expect(sample.reserved).toBeLessThanOrEqual(sample.balance);
     }
     const { balance, reserved, transactions } = await ledger(user);
-    const { results: executions } = await env.DB.prepare('SELECT id, status FROM executions WHERE user_id = ?')
+    const { results: executions } = await allShards
+      .prepare('SELECT id, status FROM executions WHERE user_id = ?')
       .bind(user.user.id)
       .all<{ id: number; status: string }>();
     expect(executions.map((e) => `exec_${e.id}`).sort()).toEqual([...started].sort());

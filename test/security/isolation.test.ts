@@ -2,10 +2,13 @@ import { env, exports } from 'cloudflare:workers';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ROUTE_ACCESS, type RouteKey } from '../../workers/auth/route-scopes';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
+import { boundShards, globalDbOf, shardBinding } from '../../workers/lib/db';
 import { API_RATE_WINDOW_MS } from '../../workers/middleware/authenticate';
 import { MCP_TOOLS } from '../../workers/mcp/server';
+import { deliverAllChanges } from '../../workers/services/audit';
 import { type ApiResponse, BASE, call, type CallOptions, createKey, FLAT_ERRORS, signUp, type TestUser } from '../helpers/api';
 import { connectMcp, type ToolResult, toolJson } from '../helpers/mcp';
+import { shardD1 } from '../helpers/shards';
 import { definition, install, launch } from '../helpers/workflows';
 
 /**
@@ -157,16 +160,26 @@ const EXCLUDED: Record<string, string> = {
 const VOLATILE_TABLES = new Set(['sessions']);
 const VOLATILE_COLUMNS = new Set(['last_used_at', 'last_polled_at']);
 
-/** Every row of every table, as JSON strings per table. */
+/** The global database and each shard, by the name their tables are reported under. */
+const databases = (): [string, D1Database][] => [
+  ['global', env.DB],
+  ...boundShards(env).map((n): [string, D1Database] => [`shard-${n}`, shardBinding(env, n)]),
+];
+
+/** Every row of every table of every database, as JSON strings per table. */
 async function snapshotDb() {
-  const { results: tables } = await env.DB.prepare(
-    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'",
-  ).all<{ name: string }>();
   const snapshot: Record<string, string[]> = {};
-  for (const { name } of tables) {
-    if (VOLATILE_TABLES.has(name)) continue;
-    const { results } = await env.DB.prepare(`SELECT * FROM "${name}"`).all<Record<string, unknown>>();
-    snapshot[name] = results.map((row) => JSON.stringify(Object.fromEntries(Object.entries(row).filter(([column]) => !VOLATILE_COLUMNS.has(column)))));
+  for (const [database, db] of databases()) {
+    const { results: tables } = await db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'")
+      .all<{ name: string }>();
+    for (const { name } of tables) {
+      if (VOLATILE_TABLES.has(name)) continue;
+      const { results } = await db.prepare(`SELECT * FROM "${name}"`).all<Record<string, unknown>>();
+      snapshot[`${database}:${name}`] = results.map((row) =>
+        JSON.stringify(Object.fromEntries(Object.entries(row).filter(([column]) => !VOLATILE_COLUMNS.has(column)))),
+      );
+    }
   }
   return snapshot;
 }
@@ -183,12 +196,15 @@ async function until<T>(what: string, read: () => Promise<T | undefined>): Promi
 /** Read from D1, not the API: A's rate-limit budget is kept for the checks. */
 const executionStatus = async (id: string) =>
   (
-    await env.DB.prepare('SELECT status FROM executions WHERE id = ?')
+    await (
+      await shardD1(A.workspaceId)
+    )
+      .prepare('SELECT status FROM executions WHERE id = ?')
       .bind(Number(id.slice('exec_'.length)))
       .first<{ status: string }>()
   )?.status;
 const runStatus = async (runId: string) =>
-  (await env.DB.prepare('SELECT status FROM workflow_runs WHERE run_id = ?').bind(runId).first<{ status: string }>())?.status;
+  (await (await shardD1(A.workspaceId)).prepare('SELECT status FROM workflow_runs WHERE run_id = ?').bind(runId).first<{ status: string }>())?.status;
 
 async function ok(res: ApiResponse, status: number, what: string) {
   if (res.status !== status) throw new Error(`${what}: expected ${status}, got ${res.status} ${JSON.stringify(res.body)}`);
@@ -327,8 +343,11 @@ beforeAll(async () => {
     expect((await ok(await call('/api/v1/workspaces/current', credential), 200, 'current workspace')).id).toBe(second.id);
   }
   // Background work of A's run and chat turn (settlement, trace totals) may still land: wait until two snapshots agree.
+  // Recorded global changes are delivered to their shards first, as listing a workspace's audit
+  // would (B lists its own): the snapshot holds them where they stay.
   let previous = '';
   before = await until('the database settling', async () => {
+    await deliverAllChanges(globalDbOf(env), env);
     const snapshot = await snapshotDb();
     const text = JSON.stringify(snapshot);
     if (text === previous) return snapshot;

@@ -7,7 +7,7 @@ import { metadataUrlProblem } from '../../workers/auth/oauth/client-metadata';
 import { AppError } from '../../workers/errors';
 import { readArchive } from '../../workers/lib/archive';
 import { BundleError } from '../../workers/lib/bundle';
-import { openDb } from '../../workers/lib/db';
+import { shardDbOf } from '../../workers/lib/db';
 import { fetchLimited, MAX_REDIRECTS, outboundUrl } from '../../workers/lib/outbound';
 import { runTools } from '../../workers/runtime/tools';
 import { BASE, call, expectError, signUp, type ApiResponse, type TestUser } from '../helpers/api';
@@ -152,7 +152,8 @@ describe('a deployment (LOCAL_DEVELOPMENT unset)', () => {
   });
 
   it('refuses a run’s http_request to a loopback address, before anything is sent', async () => {
-    const http = runTools(openDb(env.DB), deployed, turnOf(null)).find((t) => t.spec.name === 'http_request')!;
+    const turn = turnOf(null);
+    const http = runTools(shardDbOf(env, turn.actor.shard), deployed, turn).find((t) => t.spec.name === 'http_request')!;
     expect(await http.run({ url: `${inject('fixtureOrigin')}/echo` })).toEqual({ content: 'url points to a loopback or private address', isError: true });
     expect(await http.run({ url: 'https://[64:ff9b::a9fe:a9fe]/latest/meta-data/' })).toEqual({
       content: 'url points to a loopback or private address',

@@ -4,14 +4,15 @@ import { describe, expect, inject, it } from 'vitest';
 import type { WorkflowRun } from '../../durable-objects/WorkflowRun';
 import { runActor } from '../../workers/auth/actor';
 import { credentialHash, resolvePrincipal } from '../../workers/auth/credentials';
-import { openDb } from '../../workers/lib/db';
+import { globalDbOf } from '../../workers/lib/db';
 import { runSkill } from '../../workers/services/executions';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 import { connectMcp, failure } from '../helpers/mcp';
 import { raw, token, tokensFor } from '../helpers/oauth';
+import { shardDbFor } from '../helpers/shards';
 import { definition, install, mapping, waitForRun } from '../helpers/workflows';
 
-const db = openDb(env.DB);
+const db = globalDbOf(env);
 const SECRET = 'The merger closes on Friday';
 const REVOKED = 'The credential that launched this run was revoked';
 const SKILL = { name: 'Notes', description: 'Takes notes.', category: 'productivity', prompt: '# Notes' };
@@ -269,7 +270,7 @@ describe('an execution’s turn acts for its launching credential as it is at ea
     // A workflow step's turn: started for the run's launcher, which is revoked before the model acts.
     const launcher = runActor(principal, { kind: 'workflow', id: crypto.randomUUID() });
     expect((await revokeKey(user, key.id)).status).toBe(200);
-    const { executionId } = await runSkill(db, env, launcher, 'notes', { input: 'Please read memory.' }, 'workflow');
+    const { executionId } = await runSkill(await shardDbFor(user.workspaceId), env, launcher, 'notes', { input: 'Please read memory.' }, 'workflow');
 
     const status = await settled(user, executionId);
     expect(status.status).toBe('failed');
@@ -284,7 +285,7 @@ describe('an execution’s turn acts for its launching credential as it is at ea
     const { user, key, principal } = await setUp(['tool:execute', 'memory:read']);
     const launcher = runActor(principal, { kind: 'workflow', id: crypto.randomUUID() });
     expect((await revokeScope(user, key.id, 'memory:read')).status).toBe(200);
-    const { executionId } = await runSkill(db, env, launcher, 'notes', { input: 'Please read memory.' }, 'workflow');
+    const { executionId } = await runSkill(await shardDbFor(user.workspaceId), env, launcher, 'notes', { input: 'Please read memory.' }, 'workflow');
 
     const status = await settled(user, executionId);
     expect(status.status).toBe('completed');
