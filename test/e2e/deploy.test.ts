@@ -20,7 +20,8 @@ describe('wrangler deploy --dry-run', () => {
       const gzipKiB = Number(size![2]);
       console.log(`Worker bundle: ${size![1]} KiB, ${gzipKiB} KiB gzipped (limit ${FREE_PLAN_LIMIT_KIB} KiB on the Free plan)`);
       expect(gzipKiB).toBeLessThan(FREE_PLAN_LIMIT_KIB);
-      for (const binding of ['env.DB', 'env.SHARD_1', 'env.SHARD_2', 'env.BUCKET', 'env.EXECUTION_SESSION', 'env.RATE_LIMITER', 'env.WORKFLOW_STEPS']) expect(stdout).toContain(binding);
+      for (const binding of ['env.DB', 'env.SHARD_1', 'env.SHARD_2', 'env.BUCKET', 'env.EXECUTION_SESSION', 'env.RATE_LIMITER', 'env.WORKFLOW_STEPS'])
+        expect(stdout).toContain(binding);
       // Tests and local development only: a deployed service never reaches loopback or private addresses for its users.
       expect(stdout).not.toContain('LOCAL_DEVELOPMENT');
     } finally {
