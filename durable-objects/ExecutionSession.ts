@@ -1,5 +1,5 @@
 import { DurableObject } from 'cloudflare:workers';
-import { shardDbOf } from '../workers/lib/db';
+import { directoryRoutedShardDb } from '../workers/services/directory-routed';
 import type { Env, ShardDb } from '../workers/env';
 import type {
   ExecutionEvent,
@@ -259,7 +259,8 @@ export class ExecutionSession extends DurableObject<Env> {
   /** Runs the agent on the turn (or resumes it from its checkpoint), then settles it; a turn cut off after its loop ended is only settled. */
   private async runLoop(input: TurnInput, startedAt: number, runningSeq?: number, sealed?: SealedTurnKeys): Promise<void> {
     const kv = this.ctx.storage.kv;
-    const db = shardDbOf(this.env, input.actor.shard);
+    // The workspace may move while the turn runs: each statement goes where the directory says then.
+    const db = directoryRoutedShardDb(this.env, input.actor.workspaceId, input.actor.shard);
     // A turn cut off by an eviction goes on from its last checkpoint: tools already answered are not called again.
     const saved = kv.get<Checkpoint>('checkpoint');
     const resumed = saved?.turnKey === input.turnKey ? saved : undefined;

@@ -1,6 +1,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import { sql } from 'drizzle-orm';
-import { globalDbOf, shardDbOf } from '../workers/lib/db';
+import { globalDbOf } from '../workers/lib/db';
+import { directoryRoutedShardDb } from '../workers/services/directory-routed';
 import { threadMessages } from '../schema/shard/traces';
 import { workflowRuns, workflowStepResults } from '../schema/shard/workflows';
 import type { Actor } from '../workers/auth/actor';
@@ -197,9 +198,10 @@ export class WorkflowRun extends DurableObject<Env> {
     });
   }
 
-  /** The shard of the run's workspace (its launcher's, as the directory named it at launch). */
+  /** The shard of the run's workspace, as the directory names it at each statement (the workspace may move while the run goes on). */
   private get db(): ShardDb {
-    return shardDbOf(this.env, this.run!.meta.actor.shard);
+    const { actor } = this.run!.meta;
+    return directoryRoutedShardDb(this.env, actor.workspaceId, actor.shard);
   }
 
   // ---- state: loading it, and writing a transition ---------------------------------------------

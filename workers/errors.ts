@@ -63,4 +63,13 @@ export const unauthorized = (message = 'A valid API key, session token or access
 
 export const forbidden = (message: string, details?: ErrorDetails) => new AppError('FORBIDDEN', 403, message, details);
 
+/** Seconds a client is told to wait before writing again to a workspace whose move fences its writes. */
+export const MOVE_RETRY_AFTER_SECONDS = 5;
+
+/** A write while a move of the workspace to another database fences it (docs/operations.md, Moving a workspace). */
+export const workspaceMoving = () =>
+  new AppError('SERVICE_UNAVAILABLE', 503, 'This workspace is being moved to another database; try again shortly.', {
+    retryAfterSeconds: MOVE_RETRY_AFTER_SECONDS,
+  });
+
 export const conflict = (message: string, details?: ErrorDetails) => new AppError('CONFLICT', 409, message, details);

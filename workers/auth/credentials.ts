@@ -47,10 +47,13 @@ export interface Resolution {
   expiresAt: number | null;
 }
 
-/** The shard the directory names for a credential's workspace (read in the credential's own query). */
-const placed = (shard: number | null): number => {
+/**
+ * The shard the directory names for a credential's workspace (read in the credential's own
+ * query), and whether a move fences its writes.
+ */
+const placed = (shard: number | null, movingTo: number | null): Pick<Principal, 'shard' | 'fenced'> => {
   if (shard === null) throw new AppError('SERVICE_UNAVAILABLE', 503, 'This workspace is not placed on a database yet; try again shortly.');
-  return shard;
+  return movingTo === null ? { shard } : { shard, fenced: true };
 };
 
 async function principalFromApiKey(db: GlobalDb, keyHash: string, allowUnactivated: boolean): Promise<Resolution> {
@@ -63,6 +66,7 @@ async function principalFromApiKey(db: GlobalDb, keyHash: string, allowUnactivat
       status: apiKeys.status,
       role: members.role,
       shard: workspaceShards.shard,
+      movingTo: workspaceShards.movingTo,
     })
     .from(apiKeys)
     .leftJoin(members, and(eq(members.workspaceId, apiKeys.workspaceId), eq(members.userId, apiKeys.userId)))
@@ -78,7 +82,7 @@ async function principalFromApiKey(db: GlobalDb, keyHash: string, allowUnactivat
     principal: {
       userId: row.userId,
       workspaceId: row.workspaceId,
-      shard: placed(row.shard),
+      ...placed(row.shard, row.movingTo),
       role: row.role,
       credential: { type: 'api_key', apiKeyId: row.id },
       scopes: row.scopes,
@@ -105,7 +109,7 @@ async function principalFromSession(db: GlobalDb, sessionId: string, selector: s
   const scope =
     selector !== undefined ? matchesSelector(selector) : session.workspaceId === null ? ownPersonal : or(eq(workspaces.id, session.workspaceId), ownPersonal);
   const membership = db
-    .select({ workspaceId: members.workspaceId, role: members.role, shard: workspaceShards.shard })
+    .select({ workspaceId: members.workspaceId, role: members.role, shard: workspaceShards.shard, movingTo: workspaceShards.movingTo })
     .from(members)
     .innerJoin(workspaces, eq(workspaces.id, members.workspaceId))
     .leftJoin(workspaceShards, eq(workspaceShards.workspaceId, members.workspaceId))
@@ -130,7 +134,7 @@ async function principalFromSession(db: GlobalDb, sessionId: string, selector: s
     principal: {
       userId: session.userId,
       workspaceId: member.workspaceId,
-      shard: placed(member.shard),
+      ...placed(member.shard, member.movingTo),
       role: member.role,
       credential: { type: 'session', sessionId },
       scopes: [WILDCARD],
@@ -162,7 +166,7 @@ async function principalFromAccessToken(db: GlobalDb, tokenHash: string, apiKeyS
     principal: {
       userId: grant.userId,
       workspaceId: grant.workspaceId,
-      shard: placed(grant.shard),
+      ...placed(grant.shard, grant.movingTo),
       role: grant.role,
       credential: { type: 'oauth', grantId: grant.grantId, clientId: grant.clientId, resource: grant.resource },
       scopes: apiScopesOf(grant.scopes),

@@ -25,6 +25,8 @@ export interface Principal {
   workspaceId: string;
   /** The shard database holding the workspace's rows, as the directory names it. */
   shard: number;
+  /** Set while a move of the workspace fences its writes (the directory's `moving_to`): writes answer 503. */
+  fenced?: boolean;
   role: Role;
   credential: Credential;
   /** Granted scopes; `["*"]` for sessions and legacy keys. */

@@ -1,6 +1,6 @@
 import { drizzle } from 'drizzle-orm/d1';
 import type { Db, Env, GlobalDb, ShardDb } from '../env';
-import { AppError } from '../errors';
+import { AppError, workspaceMoving } from '../errors';
 
 export type { GlobalDb, ShardDb } from '../env';
 
@@ -38,3 +38,26 @@ export const shardDbOf = (env: Env, shard: number): ShardDb => openShard(shardBi
 
 /** The query builder over the global database, outside any request. */
 export const globalDbOf = (env: Env): GlobalDb => openGlobal(env.DB);
+
+/** A statement that changes rows (drizzle writes each as one of these). */
+const WRITE = /^\s*(insert|update|delete|replace)\b/i;
+
+/**
+ * The database (or session) refusing every statement that writes, with 503 and Retry-After: a
+ * request in a workspace whose move fences its writes reads the old shard and changes nothing,
+ * whichever route it came by.
+ */
+export function refusingWrites(database: D1Database | D1DatabaseSession): D1Database | D1DatabaseSession {
+  return new Proxy(database, {
+    get(target, property) {
+      if (property !== 'prepare') {
+        const value: unknown = Reflect.get(target, property);
+        return typeof value === 'function' ? value.bind(target) : value;
+      }
+      return (query: string) => {
+        if (WRITE.test(query)) throw workspaceMoving();
+        return target.prepare(query);
+      };
+    },
+  });
+}

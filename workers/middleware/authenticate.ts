@@ -8,7 +8,7 @@ import { authorizeWithGrants } from '../auth/actor';
 import { ROUTE_ACCESS, routeKey, type RouteKey } from '../auth/route-scopes';
 import { GRANT_TOKEN_HEADER } from '../auth/grants';
 import type { AppEnv } from '../env';
-import { AppError } from '../errors';
+import { AppError, workspaceMoving } from '../errors';
 import { addressKey } from '../lib/client-address';
 import { hitRateLimit, type RateDecision } from '../lib/rate-limit';
 import { useShard } from './request-context';
@@ -68,7 +68,7 @@ export async function identify(c: Context, options: IdentifyOptions = {}): Promi
       });
       if (answer.ok) {
         [principal, decision] = [{ ...answer.principal, origin: c.var.origin }, answer.decision];
-        useShard(c, principal.shard);
+        useShard(c, principal.shard, principal.fenced);
       } else failure = refusalError(answer.refusal);
     }
   } catch (error) {
@@ -117,6 +117,9 @@ export const authenticate = createMiddleware<AppEnv>(async (c, next) => {
     }
     throw error;
   }
+  // A move fencing the workspace's writes: a write is refused before it starts (the shard opened
+  // for it refuses writes too, for a read that would write).
+  if (principal?.fenced && c.req.method !== 'GET' && c.req.method !== 'HEAD') throw workspaceMoving();
   c.set('principal', principal);
   await next();
 });

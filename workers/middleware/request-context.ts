@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import { openGlobal, openShard, shardBinding } from '../lib/db';
+import { openGlobal, openShard, refusingWrites, shardBinding } from '../lib/db';
 import type { AppEnv } from '../env';
 import { invalidInput } from '../errors';
 
@@ -44,9 +44,13 @@ function sessionOf(c: Context<AppEnv>, name: string, database: D1Database): D1Da
   return session;
 }
 
-/** Opens the principal's shard for this request (`c.var.db`), in its read-replication session. */
-export function useShard(c: Context<AppEnv>, shard: number): void {
-  c.set('db', openShard(sessionOf(c, shardName(shard), shardBinding(c.env, shard)), shard));
+/**
+ * Opens the principal's shard for this request (`c.var.db`), in its read-replication session;
+ * while a move fences the workspace (`fenced`), one that refuses writes.
+ */
+export function useShard(c: Context<AppEnv>, shard: number, fenced = false): void {
+  const session = sessionOf(c, shardName(shard), shardBinding(c.env, shard));
+  c.set('db', openShard(fenced ? refusingWrites(session) : session, shard));
 }
 
 /** Spec 9: the latest (and so far only) dated API version. */

@@ -36,3 +36,14 @@ export async function shardOfWorkspace(db: GlobalDb, workspaceId: string): Promi
   const [row] = await db.select({ shard: workspaceShards.shard }).from(workspaceShards).where(eq(workspaceShards.workspaceId, workspaceId)).limit(1);
   return row?.shard;
 }
+
+/** The workspace's directory row as it stands: its shard and, while a move fences its writes, the shard it moves to. */
+export async function placeOf(db: GlobalDb, workspaceId: string): Promise<{ shard: number; movingTo: number | null } | undefined> {
+  const [row] = await db
+    .select({ shard: workspaceShards.shard, movingTo: workspaceShards.movingTo })
+    .from(workspaceShards)
+    .where(eq(workspaceShards.workspaceId, workspaceId))
+    .limit(1);
+  return row;
+}
+

@@ -600,6 +600,8 @@ export interface AccessTokenGrant {
   role: (typeof members.$inferSelect)['role'] | null;
   /** The workspace's shard, from the directory; null if it has no entry. */
   shard: number | null;
+  /** The shard a move of the workspace is copying it to (its writes fenced meanwhile); null otherwise. */
+  movingTo: number | null;
   scopes: string[];
   /** RFC 8707: the resource the grant is for; null for grants that named none. */
   resource: string | null;
@@ -614,7 +616,7 @@ export async function findAccessToken(db: GlobalDb, token: string): Promise<Acce
 /** `findAccessToken` by the token's hash. */
 export async function findAccessTokenByHash(db: GlobalDb, tokenHash: string): Promise<AccessTokenGrant | null> {
   const [row] = await db
-    .select({ token: oauthTokens, grant: oauthGrants, role: members.role, shard: workspaceShards.shard })
+    .select({ token: oauthTokens, grant: oauthGrants, role: members.role, shard: workspaceShards.shard, movingTo: workspaceShards.movingTo })
     .from(oauthTokens)
     .innerJoin(oauthGrants, eq(oauthGrants.id, oauthTokens.grantId))
     .leftJoin(members, and(eq(members.workspaceId, oauthGrants.workspaceId), eq(members.userId, oauthGrants.userId)))
@@ -637,6 +639,7 @@ export async function findAccessTokenByHash(db: GlobalDb, tokenHash: string): Pr
     workspaceId: row.grant.workspaceId,
     role: row.role,
     shard: row.shard,
+    movingTo: row.movingTo,
     scopes: row.token.scopes,
     resource: row.grant.resource,
     expiresAt: row.token.expiresAt,

@@ -1,0 +1,88 @@
+import type { Env, ShardDb } from '../env';
+import { workspaceMoving } from '../errors';
+import { globalDbOf, openShard, shardBinding } from '../lib/db';
+import { placeOf } from './directory';
+
+/** How long a Durable Object's write waits for a move's fence to lift before failing (its caller retries later). */
+const FENCE_WAIT_MS = 30_000;
+const FENCE_POLL_MS = 250;
+
+const WRITE = /^\s*(insert|update|delete|replace)\b/i;
+
+/**
+ * The workspace's shard as the directory names it now. A write waits while a move fences the
+ * workspace (then goes to the shard the move flipped to); a read is answered by the shard that
+ * holds the rows, fenced or not.
+ */
+async function shardNow(env: Env, workspaceId: string, writes: boolean): Promise<D1Database> {
+  const deadline = Date.now() + FENCE_WAIT_MS;
+  for (;;) {
+    const place = await placeOf(globalDbOf(env), workspaceId);
+    if (!place) throw new Error(`Workspace ${workspaceId} has no directory entry`);
+    if (!writes || place.movingTo === null) return shardBinding(env, place.shard);
+    if (Date.now() >= deadline) throw workspaceMoving();
+    await new Promise((resolve) => setTimeout(resolve, FENCE_POLL_MS));
+  }
+}
+
+/** A statement whose database is chosen when it runs. */
+class RoutedStatement {
+  constructor(
+    private readonly env: Env,
+    private readonly workspaceId: string,
+    readonly query: string,
+    private readonly params: unknown[] = [],
+  ) {}
+
+  get writes() {
+    return WRITE.test(this.query);
+  }
+
+  bind(...params: unknown[]) {
+    return new RoutedStatement(this.env, this.workspaceId, this.query, params);
+  }
+
+  on(database: D1Database): D1PreparedStatement {
+    return database.prepare(this.query).bind(...this.params);
+  }
+
+  private async statement() {
+    return this.on(await shardNow(this.env, this.workspaceId, this.writes));
+  }
+
+  async first(column?: string) {
+    const statement = await this.statement();
+    return column === undefined ? statement.first() : statement.first(column);
+  }
+
+  async run() {
+    return (await this.statement()).run();
+  }
+
+  async all() {
+    return (await this.statement()).all();
+  }
+
+  async raw(options?: { columnNames?: boolean }) {
+    const statement = await this.statement();
+    return options?.columnNames ? statement.raw({ columnNames: true }) : statement.raw();
+  }
+}
+
+/**
+ * The query builder over the workspace's shard as the directory names it at each statement, for
+ * the Durable Objects: a turn or a workflow run outlives requests, and the workspace may move
+ * meanwhile. One directory read per statement (a run's few writes and reads), so a moved
+ * workspace's rows are never written to its old shard, and a write during a move's fence waits
+ * for it to lift. `shard` is the number the run started with (the builder's marker only).
+ */
+export function directoryRoutedShardDb(env: Env, workspaceId: string, shard: number): ShardDb {
+  const routed = {
+    prepare: (query: string) => new RoutedStatement(env, workspaceId, query),
+    batch: async (statements: RoutedStatement[]) => {
+      const database = await shardNow(env, workspaceId, statements.some((s) => s.writes));
+      return database.batch(statements.map((s) => s.on(database)));
+    },
+  };
+  return openShard(routed as unknown as D1Database, shard);
+}
