@@ -19,6 +19,7 @@ export default defineConfig(async () => {
             TEST_SHARD_MIGRATIONS: shardMigrations,
             SIGNING_SECRET: 'test-signing-secret-0123456789abcdef',
             ENCRYPTION_KEY: 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=',
+            OPERATOR_SECRET: 'test-operator-secret-0123456789abcdef',
             // Slow enough that a test can interrupt a run mid-stream, fast enough to keep runs short.
             LOCAL_MODEL_DELAY_MS: '5',
             // Empty, even if .dev.vars sets one: purchase must never reach Stripe from a test

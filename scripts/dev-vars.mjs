@@ -8,6 +8,7 @@ export function ensureDevVars() {
   const values = {
     SIGNING_SECRET: randomBytes(32).toString('base64url'),
     ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    OPERATOR_SECRET: randomBytes(32).toString('base64url'),
   };
   const text = readFileSync('.dev.vars.example', 'utf8').replace(/^([A-Z_]+)=.*$/gm, (line, name) => (name in values ? `${name}=${values[name]}` : line));
   writeFileSync('.dev.vars', text, { mode: 0o600 });

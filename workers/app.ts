@@ -20,6 +20,7 @@ import { rootRoutes } from './routes/root';
 import { streamsRoutes } from './routes/streams';
 import { workflowStreamsRoutes } from './routes/workflows';
 import { openApiRoutes } from './routes/openapi';
+import { operatorRoutes } from './routes/operator';
 
 /** Maps anything thrown to an AppError; internals are logged, never sent. */
 function toAppError(error: Error, requestId: string): AppError {
@@ -58,6 +59,7 @@ export function createApp() {
   app.route('/api/events', apiEventsRoutes);
   app.route('/control', controlRoutes);
   app.route('/streams', streamsRoutes);
+  app.route('/operator', operatorRoutes);
 
   app.route('/api/v1', openApiRoutes(app));
 

@@ -1,5 +1,5 @@
 import type { BatchItem } from 'drizzle-orm/batch';
-import { and, asc, eq, gte, inArray, lte, type SQL } from 'drizzle-orm';
+import { and, asc, eq, gte, inArray, isNull, lte, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { activityLog, auditLog, changeOutbox, workspaceShards, type ActivityRow, type AuditRow } from '../../schema';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
@@ -110,6 +110,8 @@ export async function deliverAllChanges(globalDb: GlobalDb, env: Env): Promise<v
     .selectDistinct({ workspaceId: changeOutbox.workspaceId, shard: workspaceShards.shard })
     .from(changeOutbox)
     .innerJoin(workspaceShards, eq(workspaceShards.workspaceId, changeOutbox.workspaceId))
+    // A workspace a move fences is delivered once it is on its new shard.
+    .where(isNull(workspaceShards.movingTo))
     .limit(SWEEP_WORKSPACES);
   for (const { workspaceId, shard } of pending) await deliverChanges(globalDb, shardDbOf(env, shard), workspaceId);
 }
