@@ -80,7 +80,11 @@ export function directoryRoutedShardDb(env: Env, workspaceId: string, shard: num
   const routed = {
     prepare: (query: string) => new RoutedStatement(env, workspaceId, query),
     batch: async (statements: RoutedStatement[]) => {
-      const database = await shardNow(env, workspaceId, statements.some((s) => s.writes));
+      const database = await shardNow(
+        env,
+        workspaceId,
+        statements.some((s) => s.writes),
+      );
       return database.batch(statements.map((s) => s.on(database)));
     },
   };

@@ -46,4 +46,3 @@ export async function placeOf(db: GlobalDb, workspaceId: string): Promise<{ shar
     .limit(1);
   return row;
 }
-

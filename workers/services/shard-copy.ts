@@ -64,9 +64,7 @@ async function matching(db: D1Database, table: WorkspaceTable, rows: Row[]): Pro
 
 function upsert(db: D1Database, table: WorkspaceTable, row: Row): D1PreparedStatement {
   const rest = table.columns.filter((c) => !table.key.includes(c));
-  const onConflict = rest.length
-    ? `DO UPDATE SET ${rest.map((c) => `${quote(c)} = excluded.${quote(c)}`).join(', ')}`
-    : 'DO NOTHING';
+  const onConflict = rest.length ? `DO UPDATE SET ${rest.map((c) => `${quote(c)} = excluded.${quote(c)}`).join(', ')}` : 'DO NOTHING';
   return db
     .prepare(
       `INSERT INTO ${quote(table.name)} (${table.columns.map(quote).join(', ')}) VALUES (${table.columns.map(() => '?').join(', ')}) ON CONFLICT (${table.key.map(quote).join(', ')}) ${onConflict}`,
@@ -140,7 +138,13 @@ export async function deleteWorkspaceRows(db: D1Database, workspaceId: string): 
 /** Whether `db` holds any row of the workspace. */
 export async function holdsWorkspace(db: D1Database, workspaceId: string): Promise<boolean> {
   for (const table of WORKSPACE_TABLES) {
-    if (await db.prepare(`SELECT 1 ${scopeOf(table)} LIMIT 1`).bind(workspaceId).first()) return true;
+    if (
+      await db
+        .prepare(`SELECT 1 ${scopeOf(table)} LIMIT 1`)
+        .bind(workspaceId)
+        .first()
+    )
+      return true;
   }
   return false;
 }
@@ -159,7 +163,9 @@ export async function copyToolCallKeys(source: D1Database, target: D1Database, s
       .bind(since, after, PAGE_ROWS)
       .all<{ key: string; created_at: number }>();
     if (results.length === 0) return copied;
-    await target.batch(results.map((row) => target.prepare(`INSERT OR IGNORE INTO run_tool_calls (key, created_at) VALUES (?, ?)`).bind(row.key, row.created_at)));
+    await target.batch(
+      results.map((row) => target.prepare(`INSERT OR IGNORE INTO run_tool_calls (key, created_at) VALUES (?, ?)`).bind(row.key, row.created_at)),
+    );
     copied += results.length;
     after = results.at(-1)!.key;
   }

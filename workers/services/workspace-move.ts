@@ -1,5 +1,5 @@
-import { and, eq, isNull, sql } from 'drizzle-orm';
-import { members, shardLoads, workspaceShards } from '../../schema';
+import { and, eq, isNull } from 'drizzle-orm';
+import { members, workspaceShards } from '../../schema';
 import { credentialsChanged } from '../auth/credential-changes';
 import type { Env } from '../env';
 import { AppError, conflict, invalidInput, notFound } from '../errors';
@@ -75,22 +75,23 @@ export async function raiseFence(env: Env, workspaceId: string, from: number, ta
   await forgetMembers(env, workspaceId);
 }
 
-/** Step 4: the directory names the target, and the shard counts follow, in one batch that changes nothing unless the fence names `target`. */
+/**
+ * Step 4: the directory names the target, and the shard counts follow, in one batch in which
+ * nothing changes unless the fence names `target` (run again after it landed, it changes nothing).
+ */
 async function flip(env: Env, workspaceId: string, from: number, target: number): Promise<void> {
-  const db = globalDbOf(env);
-  const fenced = sql`EXISTS (SELECT 1 FROM ${workspaceShards} WHERE ${workspaceShards.workspaceId} = ${workspaceId} AND ${workspaceShards.shard} = ${from} AND ${workspaceShards.movingTo} = ${target})`;
-  await db.batch([
-    db
-      .update(shardLoads)
-      .set({ workspaces: sql`max(${shardLoads.workspaces} - 1, 0)` })
-      .where(and(eq(shardLoads.shard, from), fenced)),
-    db.run(
-      sql`INSERT INTO ${shardLoads} (${sql.identifier(shardLoads.shard.name)}, ${sql.identifier(shardLoads.workspaces.name)}) SELECT ${target}, 1 WHERE ${fenced} ON CONFLICT DO UPDATE SET ${sql.identifier(shardLoads.workspaces.name)} = ${sql.identifier(shardLoads.workspaces.name)} + 1`,
+  const fenced = `EXISTS (SELECT 1 FROM workspace_shards WHERE workspace_id = ?1 AND shard = ?2 AND moving_to = ?3)`;
+  await env.DB.batch([
+    env.DB.prepare(`UPDATE shard_loads SET workspaces = max(workspaces - 1, 0) WHERE shard = ?2 AND ${fenced}`).bind(workspaceId, from, target),
+    env.DB.prepare(
+      `INSERT INTO shard_loads (shard, workspaces) SELECT ?3, 1 WHERE ${fenced} ON CONFLICT (shard) DO UPDATE SET workspaces = workspaces + 1`,
+    ).bind(workspaceId, from, target),
+    env.DB.prepare(`UPDATE workspace_shards SET shard = ?3, moving_to = NULL, updated_at = ?4 WHERE workspace_id = ?1 AND shard = ?2 AND moving_to = ?3`).bind(
+      workspaceId,
+      from,
+      target,
+      now(),
     ),
-    db
-      .update(workspaceShards)
-      .set({ shard: target, movingTo: null, updatedAt: now() })
-      .where(and(eq(workspaceShards.workspaceId, workspaceId), eq(workspaceShards.movingTo, target))),
   ]);
   await forgetMembers(env, workspaceId);
 }

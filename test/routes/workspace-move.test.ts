@@ -1,0 +1,155 @@
+import { env } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { globalDbOf, shardBinding } from '../../workers/lib/db';
+import { placeOf } from '../../workers/services/directory';
+import { holdsWorkspace } from '../../workers/services/shard-copy';
+import { copyBeforeFence, raiseFence } from '../../workers/services/workspace-move';
+import { operatorRoutes } from '../../workers/routes/operator';
+import { call, createKey, type ApiResponse, type TestUser } from '../helpers/api';
+import { catalogEntry, seedCatalog, signUpWithSummarizer, SUMMARIZER } from '../helpers/skills';
+
+const OPERATOR = { authorization: `Bearer ${env.OPERATOR_SECRET}` };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const otherShard = (user: TestUser) => (user.shard === 1 ? 2 : 1);
+
+const move = (workspaceId: string, shard: number, drainMs = 0) =>
+  call(`/operator/workspaces/${workspaceId}/move`, { body: { shard, drainMs }, headers: OPERATOR });
+
+/** A write refused while the move fences the workspace: 503 SERVICE_UNAVAILABLE with Retry-After, in the error envelope. */
+function expectFenced(res: ApiResponse) {
+  expect({ status: res.status, code: res.body?.error?.code, retryAfter: res.headers.get('retry-after') }).toEqual({
+    status: 503,
+    code: 'SERVICE_UNAVAILABLE',
+    retryAfter: expect.stringMatching(/^[1-9][0-9]*$/),
+  });
+}
+
+const rowsOn = async (shard: number, query: string, ...params: unknown[]) =>
+  (
+    await shardBinding(env, shard)
+      .prepare(query)
+      .bind(...params)
+      .all<Record<string, unknown>>()
+  ).results;
+
+describe('POST /operator/workspaces/:id/move', () => {
+  it('is not there without OPERATOR_SECRET, and refuses a wrong secret', async () => {
+    const without = await operatorRoutes.request('/workspaces/x/move', { method: 'POST', body: '{"shard":1}' }, { ...env, OPERATOR_SECRET: '' });
+    expect(without.status).toBe(404);
+    const wrong = await call('/operator/workspaces/x/move', { body: { shard: 1 }, headers: { authorization: 'Bearer nope' } });
+    expect(wrong.status).toBe(401);
+  });
+
+  it('moves a workspace while a client writes memory, installs and authors skills and starts runs', async () => {
+    const user = await signUpWithSummarizer();
+    const [from, to] = [user.shard, otherShard(user)];
+    const catalog = Array.from({ length: 30 }, (_, i) => `move-catalog-${user.workspaceId.slice(-6)}-${i}`);
+    await seedCatalog(catalog.map((slug) => catalogEntry(slug)));
+    // One key per kind of write, so the loop stays under each credential's rate limit.
+    const [memoryKey, skillKey, runKey] = await Promise.all([
+      createKey(user, ['memory:write']),
+      createKey(user, ['library:write']),
+      createKey(user, ['tool:execute']),
+    ]);
+
+    const acknowledged = { lines: [] as string[], authored: [] as string[], installed: [] as string[], runs: [] as string[] };
+    const unexpected: string[] = [];
+    let fenced = 0;
+    let stop = false;
+    /** Answers whether the write was acknowledged; a refusal must be the fence's. */
+    const outcome = (what: string, res: ApiResponse) => {
+      if (res.status === 200 || res.status === 201) return true;
+      if (res.status === 503) {
+        expectFenced(res);
+        fenced++;
+      } else unexpected.push(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
+      return false;
+    };
+
+    const memoryLoop = async () => {
+      for (let i = 0; !stop; i++) {
+        const line = `line ${i}`;
+        if (outcome(line, await call('/api/v1/memory', { method: 'PUT', apiKey: memoryKey.key, body: { content: line, mode: 'append' } }))) {
+          acknowledged.lines.push(line);
+        }
+        await sleep(60);
+      }
+    };
+    // Installing waits for the workspace's run to end (429 otherwise): skills and runs take turns.
+    const skillAndRunLoop = async () => {
+      for (let i = 0; !stop; i++) {
+        const slug = `authored-${i}`;
+        const authored = await call(`/api/v1/skills/${slug}`, { method: 'PUT', apiKey: skillKey.key, body: { ...SUMMARIZER, name: `Authored ${i}` } });
+        if (outcome(slug, authored)) acknowledged.authored.push(slug);
+        const next = catalog[acknowledged.installed.length];
+        if (next && outcome(next, await call(`/api/v1/skills/${next}/install`, { method: 'POST', apiKey: skillKey.key }))) acknowledged.installed.push(next);
+        const started = await call('/api/v1/skills/meeting-summarizer/run', { apiKey: runKey.key, body: { input: 'Ship Friday.' } });
+        if (outcome('run', started)) {
+          acknowledged.runs.push(started.body.executionId);
+          // The run settles in its Durable Object, through the directory: it ends before the next install.
+          for (let polls = 0; polls < 100; polls++) {
+            const status = await call(`/api/v1/executions/${started.body.executionId}/status`, { token: user.token });
+            if (status.body?.status === 'completed') break;
+            await sleep(100);
+          }
+        }
+        await sleep(100);
+      }
+    };
+
+    const loops = Promise.all([memoryLoop(), skillAndRunLoop()]);
+    await sleep(1000);
+    const moved = await move(user.workspaceId, to, 1500);
+    expect(moved.status).toBe(200);
+    expect(moved.body).toMatchObject({ workspaceId: user.workspaceId, from, to });
+    // Writes after the flip land on the new shard.
+    await sleep(800);
+    stop = true;
+    await loops;
+
+    expect(unexpected).toEqual([]);
+    expect(fenced).toBeGreaterThan(0);
+    expect(acknowledged.runs.length).toBeGreaterThan(0);
+    expect(await placeOf(globalDbOf(env), user.workspaceId)).toEqual({ shard: to, movingTo: null });
+
+    // Every acknowledged append is in the document once, in order; nothing refused is.
+    const [memory] = await rowsOn(to, 'SELECT content FROM memory WHERE workspace_id = ?', user.workspaceId);
+    const lines = String(memory?.content ?? '')
+      .split('\n\n---\n\n')
+      .filter(Boolean);
+    expect(lines).toEqual(acknowledged.lines);
+    expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe(memory?.content);
+
+    const skills = (await rowsOn(to, 'SELECT slug FROM skills WHERE workspace_id = ?', user.workspaceId)).map((row) => row.slug);
+    expect(new Set(skills).size).toBe(skills.length);
+    expect(skills).toEqual(expect.arrayContaining(['meeting-summarizer', ...acknowledged.authored, ...acknowledged.installed]));
+    expect(skills).toHaveLength(1 + acknowledged.authored.length + acknowledged.installed.length);
+
+    const executions = await rowsOn(to, 'SELECT id, status FROM executions WHERE workspace_id = ?', user.workspaceId);
+    expect(executions.map((row) => `exec_${row.id}`).sort()).toEqual([...acknowledged.runs].sort());
+    expect(executions.every((row) => row.status === 'completed')).toBe(true);
+
+    expect(await holdsWorkspace(shardBinding(env, from), user.workspaceId)).toBe(false);
+  });
+
+  it('finishes a move interrupted after the copy under a raised fence when run again', async () => {
+    const user = await signUpWithSummarizer();
+    const [from, to] = [user.shard, otherShard(user)];
+    expect((await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'before the move' } })).status).toBe(200);
+    await copyBeforeFence(env, user.workspaceId, to);
+    await raiseFence(env, user.workspaceId, from, to);
+    // The process stops here. Meanwhile writes are fenced, reads go on from the old shard.
+    expectFenced(await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'refused' } }));
+    expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe('before the move');
+
+    const again = await move(user.workspaceId, to);
+    expect(again.status).toBe(200);
+    expect(await placeOf(globalDbOf(env), user.workspaceId)).toEqual({ shard: to, movingTo: null });
+    expect((await call('/api/v1/memory', { token: user.token })).body.content).toBe('before the move');
+    expect((await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'after' } })).status).toBe(200);
+    expect(await rowsOn(to, 'SELECT content FROM memory WHERE workspace_id = ?', user.workspaceId)).toEqual([{ content: 'after' }]);
+    expect(await holdsWorkspace(shardBinding(env, from), user.workspaceId)).toBe(false);
+    // Run once more, the move finds nothing left to do.
+    expect((await move(user.workspaceId, to)).body).toMatchObject({ copied: { beforeFence: 0, underFence: 0 }, deleted: 0 });
+  });
+});
