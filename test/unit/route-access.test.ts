@@ -28,6 +28,7 @@ const NOT_IN_OPENAPI: Record<string, string> = {
   'GET /': 'the home page, for browsers',
   'GET /schemas/workflow-definition.json': 'a JSON Schema document, linked from the workflow install body',
   'POST /mcp/': 'the same endpoint as POST /mcp, documented there',
+  'POST /operator/workspaces/:workspaceId/move': 'an operator route behind OPERATOR_SECRET, not part of the API (docs/operations.md)',
   'GET /console/assets/:file': "the console's script and stylesheet",
   ...Object.fromEntries(
     CONSOLE_PAGES.filter((page) => page.path !== '/').map((page) => [`GET ${page.path}`, 'a console page, for browsers (it calls the documented API)']),
