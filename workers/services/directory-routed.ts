@@ -10,15 +10,31 @@ const FENCE_POLL_MS = 250;
 const WRITE = /^\s*(insert|update|delete|replace)\b/i;
 
 /**
+ * How long an object trusts a directory read that found no fence. A move waits at least this
+ * long after raising its fence before it copies under it (workspace-move.ts), so no object
+ * writes to the old shard past that point; and a turn's statements cost one global read a
+ * second at most instead of one each.
+ */
+export const PLACE_TTL_MS = 1_000;
+const unfenced = new Map<string, { shard: number; until: number }>();
+const MAX_REMEMBERED = 1_000;
+
+/**
  * The workspace's shard as the directory names it now. A write waits while a move fences the
  * workspace (then goes to the shard the move flipped to); a read is answered by the shard that
  * holds the rows, fenced or not.
  */
 async function shardNow(env: Env, workspaceId: string, writes: boolean): Promise<D1Database> {
+  const remembered = unfenced.get(workspaceId);
+  if (remembered && remembered.until > Date.now()) return shardBinding(env, remembered.shard);
   const deadline = Date.now() + FENCE_WAIT_MS;
   for (;;) {
     const place = await placeOf(globalDbOf(env), workspaceId);
     if (!place) throw new Error(`Workspace ${workspaceId} has no directory entry`);
+    if (place.movingTo === null) {
+      if (unfenced.size >= MAX_REMEMBERED) unfenced.clear();
+      unfenced.set(workspaceId, { shard: place.shard, until: Date.now() + PLACE_TTL_MS });
+    }
     if (!writes || place.movingTo === null) return shardBinding(env, place.shard);
     if (Date.now() >= deadline) throw workspaceMoving();
     await new Promise((resolve) => setTimeout(resolve, FENCE_POLL_MS));
@@ -72,7 +88,7 @@ class RoutedStatement {
 /**
  * The query builder over the workspace's shard as the directory names it at each statement, for
  * the Durable Objects: a turn or a workflow run outlives requests, and the workspace may move
- * meanwhile. One directory read per statement (a run's few writes and reads), so a moved
+ * meanwhile. The directory is read again at the first statement after PLACE_TTL_MS, so a moved
  * workspace's rows are never written to its old shard, and a write during a move's fence waits
  * for it to lift. `shard` is the number the run started with (the builder's marker only).
  */

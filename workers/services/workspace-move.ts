@@ -1,3 +1,4 @@
+import { PLACE_TTL_MS } from './directory-routed';
 import { and, eq, isNull } from 'drizzle-orm';
 import { members, workspaceShards } from '../../schema';
 import { credentialsChanged } from '../auth/credential-changes';
@@ -110,7 +111,8 @@ async function removeElsewhere(env: Env, workspaceId: string, shard: number): Pr
  */
 export async function moveWorkspace(env: Env, workspaceId: string, target: number, options: MoveOptions = {}): Promise<MoveReport> {
   if (!boundShards(env).includes(target)) throw invalidInput('shard', 'bound', `There is no shard ${target} bound to this Worker`);
-  const drainMs = options.drainMs ?? DEFAULT_DRAIN_MS;
+  // Never shorter than the time an object trusts an unfenced directory read: it must see the fence before the copy under it.
+  const drainMs = Math.max(options.drainMs ?? DEFAULT_DRAIN_MS, PLACE_TTL_MS);
   const place = await directoryRow(env, workspaceId);
   const from = place.shard;
   const report: MoveReport = { workspaceId, from, to: target, copied: { beforeFence: 0, underFence: 0 }, removed: 0, deleted: 0 };
