@@ -1,4 +1,5 @@
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { index, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { auditColumns } from '../audit-columns';
 import { globalIdColumn } from '../row-ids';
 
 /**
@@ -12,18 +13,9 @@ export const changeOutbox = sqliteTable(
   {
     id: globalIdColumn('change_outbox'),
     workspaceId: text('workspace_id').notNull(),
-    actorUserId: text('actor_user_id').notNull(),
-    actorApiKeyId: integer('actor_api_key_id'),
-    action: text('action').notNull(),
-    resourceType: text('resource_type').notNull(),
-    resourceId: text('resource_id').notNull(),
-    ip: text('ip'),
-    userAgent: text('user_agent'),
-    requestId: text('request_id').notNull(),
-    metadata: text('metadata', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    ...auditColumns(),
     /** The activity line, if the change has one. */
     activity: text('activity'),
-    createdAt: integer('created_at').notNull(),
   },
   (t) => [index('change_outbox_workspace_idx').on(t.workspaceId, t.id)],
 );

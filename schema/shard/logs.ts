@@ -1,12 +1,7 @@
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { actorColumns, auditColumns } from '../audit-columns';
 import { shardIdColumn } from '../row-ids';
 import { shardWorkspaceIdColumn } from './columns';
-
-/** Who did it: a user through a session or OAuth token, or through one of their API keys. */
-const actorColumns = {
-  actorUserId: text('actor_user_id').notNull(),
-  actorApiKeyId: integer('actor_api_key_id'),
-};
 
 /** Every mutation, for security review (spec 2.9: actor, IP, user agent, request id, resource). */
 export const auditLog = sqliteTable(
@@ -14,15 +9,7 @@ export const auditLog = sqliteTable(
   {
     id: shardIdColumn('audit_log'),
     workspaceId: shardWorkspaceIdColumn(),
-    ...actorColumns,
-    action: text('action').notNull(),
-    resourceType: text('resource_type').notNull(),
-    resourceId: text('resource_id').notNull(),
-    ip: text('ip'),
-    userAgent: text('user_agent'),
-    requestId: text('request_id').notNull(),
-    metadata: text('metadata', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
-    createdAt: integer('created_at').notNull(),
+    ...auditColumns(),
   },
   (t) => [index('audit_workspace_idx').on(t.workspaceId, t.id), index('audit_workspace_action_idx').on(t.workspaceId, t.action, t.id)],
 );
@@ -33,7 +20,7 @@ export const activityLog = sqliteTable(
   {
     id: shardIdColumn('activity_log'),
     workspaceId: shardWorkspaceIdColumn(),
-    ...actorColumns,
+    ...actorColumns(),
     type: text('type').notNull(),
     summary: text('summary').notNull(),
     resourceType: text('resource_type').notNull(),
