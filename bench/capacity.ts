@@ -103,6 +103,7 @@ for (const [name, rate] of Object.entries(PROFILE)) {
   perWorkspace.shardRowsWritten += rate * c.d1.shard.rowsWritten;
   perWorkspace.queue += rate * c.queueMessages;
   perWorkspace.objectCalls += rate * sum(c.doCalls);
+  // A reload happens inside a keyed request, not as one of its own.
   if (name !== 'credentialReload') perWorkspace.requests += rate;
 }
 
