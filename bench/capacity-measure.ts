@@ -1,8 +1,9 @@
 /**
  * npm run capacity:measure: runs each operation of the capacity plan once (or n times) against the
  * service under `wrangler dev` with counting bindings (bench/counting-worker.ts), and writes what
- * each one cost (D1 statements and rows, Durable Object calls by class, queue messages, R2
- * operations) to bench/capacity-counts.json, which `npm run capacity` projects from.
+ * each one cost (D1 statements and rows in the global database and in the shards, Durable Object
+ * calls by class, queue messages, R2 operations) to bench/capacity-counts.json, which
+ * `npm run capacity` projects from.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,23 +11,29 @@ import { join } from 'node:path';
 import Stripe from 'stripe';
 import { CAPACITY_WEBHOOK_SECRET } from './capacity-webhook-secret';
 import { startService, writeBenchConfig } from './lib';
-import type { Counts } from './operation-cost';
+import type { Counts, D1Counts } from './operation-cost';
 
 const CONFIG = 'bench/.capacity.wrangler.toml';
 const OUTPUT = 'bench/capacity-counts.json';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How long the user's CredentialGate trusts a credential's resolution before reading it again (durable-objects/CredentialGate.ts). */
+const RESOLUTION_MAX_AGE_MS = 60_000;
+
 /** `a − b` per unit, field by field. */
 function perUnit(a: Counts, b: Counts | null, units: number): Counts {
   const sub = (x: number, y = 0) => Math.round(((x - y) / units) * 100) / 100;
   const map = (x: Record<string, number>, y: Record<string, number> = {}) =>
     Object.fromEntries([...new Set([...Object.keys(x), ...Object.keys(y)])].map((k) => [k, sub(x[k] ?? 0, y[k])]).filter(([, v]) => v !== 0));
+  const d1 = (x: D1Counts, y?: D1Counts): D1Counts => ({
+    reads: sub(x.reads, y?.reads),
+    writes: sub(x.writes, y?.writes),
+    rowsRead: sub(x.rowsRead, y?.rowsRead),
+    rowsWritten: sub(x.rowsWritten, y?.rowsWritten),
+  });
   return {
-    d1Reads: sub(a.d1Reads, b?.d1Reads),
-    d1Writes: sub(a.d1Writes, b?.d1Writes),
-    d1RowsRead: sub(a.d1RowsRead, b?.d1RowsRead),
-    d1RowsWritten: sub(a.d1RowsWritten, b?.d1RowsWritten),
+    d1: { global: d1(a.d1.global, b?.d1.global), shard: d1(a.d1.shard, b?.d1.shard) },
     doCalls: map(a.doCalls, b?.doCalls),
     queueMessages: sub(a.queueMessages, b?.queueMessages),
     r2: map(a.r2, b?.r2),
@@ -58,12 +65,17 @@ async function main() {
       }
       return JSON.parse(last) as Counts;
     };
+    /** When the credential's resolution was last read from the global database; a later measure must end before it is read again. */
+    let resolvedAt = 0;
     /** The counts of `op`, run `units` times, once its background work has settled. */
     const measure = async (units: number, op: () => Promise<unknown>) => {
       await settled(1_000);
       await reset();
       for (let i = 0; i < units; i++) await op();
-      return settled();
+      const result = await settled();
+      if (Date.now() - resolvedAt >= RESOLUTION_MAX_AGE_MS)
+        throw new Error(`the measures took longer than ${RESOLUTION_MAX_AGE_MS / 1000} s: a credential reload would be counted in an operation`);
+      return result;
     };
 
     await api('/api/v1/skills/capacity-skill', {
@@ -85,7 +97,14 @@ async function main() {
     const profile = await json('/api/v1/profile');
     await json('/api/v1/skills/capacity-skill/run', { input: 'Warm up.' });
 
+    // The credential's first use after its resolution expired reads it again from the global
+    // database: a keyed read then, less a keyed read within the minute, is what that reload costs.
+    await settled(1_000);
+    await pause(RESOLUTION_MAX_AGE_MS + 1_000);
+    resolvedAt = Date.now();
+    const coldRead = await measure(1, () => api('/api/v1/memory'));
     const keyedRead = perUnit(await measure(10, () => api('/api/v1/memory')), null, 10);
+    const credentialReload = perUnit(coldRead, keyedRead, 1);
     let executionId = '';
     const skillRun = perUnit(
       await measure(1, async () => (executionId = (await json('/api/v1/skills/capacity-skill/run', { input: 'Plan the launch. Tell the team.' })).executionId)),
@@ -141,6 +160,10 @@ async function main() {
       how: 'npm run capacity:measure (bench/capacity-measure.ts): one run of each operation under wrangler dev with counting bindings',
       operations: {
         keyedRead: { what: 'GET /api/v1/memory with an API key (mean of 10)', ...keyedRead },
+        credentialReload: {
+          what: "a credential's resolution read again once a minute by its user's CredentialGate: the first keyed read after it expired − a keyed read",
+          ...credentialReload,
+        },
         skillRun: { what: 'POST /api/v1/skills/:slug/run with the local model, to the end of the run', ...skillRun },
         streamOpen: { what: `a stream URL and one SSE stream of a finished run, read to its end (${events} events)`, events, ...streamOpen },
         workflowStep: { what: 'one mapping step: (an 11-step run − a 1-step run) / 10', ...workflowStep },

@@ -1,10 +1,12 @@
 /**
- * npm run capacity: where the service saturates first, projected from the measured cost of each
- * operation (bench/capacity-counts.json, written by `npm run capacity:measure`) and Cloudflare's
- * published platform limits. bench/CAPACITY.md explains the numbers and the plan beyond them.
+ * npm run capacity [-- --shards N]: where the service saturates first with N shard databases,
+ * projected from the measured cost of each operation (bench/capacity-counts.json, written by
+ * `npm run capacity:measure`) and Cloudflare's published platform limits; without --shards, a
+ * table for 1, 8, 64 and 1,000 shards. bench/CAPACITY.md explains the numbers and the plan.
  */
 import { readFileSync } from 'node:fs';
-import type { Counts } from './operation-cost';
+import { parseArgs } from 'node:util';
+import type { Counts, D1Counts, DatabaseKind } from './operation-cost';
 
 interface Cost extends Counts {
   what: string;
@@ -15,6 +17,10 @@ const LIMITS = {
   /** One D1 database runs one query at a time: about 1,000 queries a second at 1 ms a query. */
   d1QueriesPerSecond: 1_000,
   d1DatabaseBytes: 10 * 1024 ** 3,
+  /** Every D1 database of the account together (Workers Paid). */
+  d1AccountBytes: 1024 ** 4,
+  /** D1 bindings one Worker may have (about 5,000): the most shards one deployment can address. */
+  d1BindingsPerWorker: 5_000,
   /** One Durable Object's soft limit. */
   objectRequestsPerSecond: 1_000,
   /** One queue's message rate. */
@@ -33,6 +39,8 @@ const OBJECT_SCOPE: Record<string, string> = {
 /** What one active workspace does per second: an assumption, stated in CAPACITY.md. */
 const PROFILE: Record<string, number> = {
   keyedRead: 1,
+  /** The workspace's credential is in use, so its resolution is read again every minute. */
+  credentialReload: 1 / 60,
   skillRun: 1 / 60,
   streamOpen: 1 / 60,
   workflowStep: 10 / 60,
@@ -41,54 +49,86 @@ const PROFILE: Record<string, number> = {
 /** Bytes a written D1 row keeps on average (row and index entries; an estimate, see CAPACITY.md). */
 const BYTES_PER_ROW_WRITTEN = 250;
 
+/** The bar the plan is judged by (CAPACITY.md): a tenth of the 1.62 D1 queries a second an active workspace cost when one database held everything, and 30,000 active workspaces on 64 shards. */
+const BARS = { globalQueriesPerWorkspace: 0.162, shards: 64, workspaces: 30_000 };
+const TABLE_SHARDS = [1, 8, 64, 1_000];
+
+const { values: args } = parseArgs({ options: { shards: { type: 'string' } } });
+const shardsArg = args.shards === undefined ? undefined : Number(args.shards);
+if (shardsArg !== undefined && !(Number.isInteger(shardsArg) && shardsArg >= 1)) throw new Error('--shards takes a whole number of shards, 1 or more');
+
 const { measured, operations } = JSON.parse(readFileSync('bench/capacity-counts.json', 'utf8')) as { measured: string; operations: Record<string, Cost> };
-const queries = (c: Cost) => c.d1Reads + c.d1Writes;
+const queries = (d: D1Counts) => d.reads + d.writes;
 const sum = (record: Record<string, number>) => Object.values(record).reduce((a, b) => a + b, 0);
 const fmt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'never');
 const perSecond = (limit: number, cost: number) => (cost > 0 ? limit / cost : Infinity);
+const GB = 1024 ** 3;
+const DAY = 86_400;
+const list = (record: Record<string, number>) =>
+  Object.entries(record)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ') || '0';
 
 console.log(`Cost per operation (measured ${measured}; npm run capacity:measure)`);
-console.log('operation      D1 queries (reads+writes)  rows read/written  DO calls                       queue  R2');
+console.log('operation          global D1 queries (r+w)  rows r/w  shard D1 queries (r+w)  rows r/w  DO calls; queue; R2');
 for (const [name, c] of Object.entries(operations)) {
-  const objects = Object.entries(c.doCalls)
-    .map(([k, v]) => `${k} ${v}`)
-    .join(', ');
-  const r2 = Object.entries(c.r2)
-    .map(([k, v]) => `${k} ${v}`)
-    .join(', ');
-  console.log(
-    `${name.padEnd(14)} ${`${queries(c)} (${c.d1Reads}+${c.d1Writes})`.padEnd(26)} ${`${c.d1RowsRead}/${c.d1RowsWritten}`.padEnd(18)} ${(objects || '0').padEnd(30)} ${String(c.queueMessages).padEnd(6)} ${r2 || '0'}`,
-  );
+  const db = (kind: DatabaseKind) => {
+    const d = c.d1[kind];
+    return [`${queries(d)} (${d.reads}+${d.writes})`.padEnd(23), `${d.rowsRead}/${d.rowsWritten}`.padEnd(9)].join(' ');
+  };
+  console.log(`${name.padEnd(18)} ${db('global')} ${db('shard')} ${list(c.doCalls)}; ${c.queueMessages}; ${list(c.r2)}`);
 }
 
-console.log('\nOne operation alone: requests per second until the first shared resource saturates');
+console.log('\nOne operation alone: requests per second until a resource saturates');
 for (const [name, c] of Object.entries(operations)) {
-  const shared = [
-    { resource: 'the D1 database', rate: perSecond(LIMITS.d1QueriesPerSecond, queries(c)) },
+  const limits = [
+    { resource: 'the global database', rate: perSecond(LIMITS.d1QueriesPerSecond, queries(c.d1.global)) },
+    { resource: "the workspace's shard", rate: perSecond(LIMITS.d1QueriesPerSecond, queries(c.d1.shard)) },
     { resource: 'the workflow-steps queue', rate: perSecond(LIMITS.queueMessagesPerSecond, c.queueMessages) },
-  ].sort((a, b) => a.rate - b.rate)[0]!;
-  const objects = Object.entries(c.doCalls)
-    .map(([k, v]) => `${fmt(perSecond(LIMITS.objectRequestsPerSecond, v))}/s per ${OBJECT_SCOPE[k] ?? k}`)
-    .join('; ');
-  console.log(`  ${name.padEnd(13)} ${fmt(shared.rate)}/s (${shared.resource})${objects ? `; and at most ${objects}` : ''}`);
+    ...Object.entries(c.doCalls).map(([k, v]) => ({ resource: OBJECT_SCOPE[k] ?? k, rate: perSecond(LIMITS.objectRequestsPerSecond, v) })),
+  ].filter((l) => Number.isFinite(l.rate));
+  console.log(`  ${name.padEnd(17)} ${limits.map((l) => `${fmt(l.rate)}/s per ${l.resource}`).join('; ') || 'nothing it uses saturates'}`);
 }
 
-const perWorkspace = { d1: 0, queue: 0, rowsWritten: 0, requests: 0, objectCalls: 0 };
+/** What one active workspace costs a second, by resource. */
+const perWorkspace = { global: 0, shard: 0, globalRowsWritten: 0, shardRowsWritten: 0, queue: 0, objectCalls: 0, requests: 0 };
+const globalByOperation: Record<string, number> = {};
 for (const [name, rate] of Object.entries(PROFILE)) {
   const c = operations[name];
   if (!c) continue;
-  perWorkspace.d1 += rate * queries(c);
+  globalByOperation[name] = rate * queries(c.d1.global);
+  perWorkspace.global += rate * queries(c.d1.global);
+  perWorkspace.shard += rate * queries(c.d1.shard);
+  perWorkspace.globalRowsWritten += rate * c.d1.global.rowsWritten;
+  perWorkspace.shardRowsWritten += rate * c.d1.shard.rowsWritten;
   perWorkspace.queue += rate * c.queueMessages;
-  perWorkspace.rowsWritten += rate * c.d1RowsWritten;
   perWorkspace.objectCalls += rate * sum(c.doCalls);
-  perWorkspace.requests += rate;
+  // A reload happens inside a keyed request, not as one of its own.
+  if (name !== 'credentialReload') perWorkspace.requests += rate;
 }
-const saturation = [
-  { resource: 'D1 query throughput (one database)', workspaces: perSecond(LIMITS.d1QueriesPerSecond, perWorkspace.d1) },
-  { resource: 'workflow-steps queue message rate', workspaces: perSecond(LIMITS.queueMessagesPerSecond, perWorkspace.queue) },
-].sort((a, b) => a.workspaces - b.workspaces);
-const first = saturation[0]!;
-const bytesPerDay = (workspaces: number) => workspaces * perWorkspace.rowsWritten * BYTES_PER_ROW_WRITTEN * 86_400;
+
+/** With `shards` shards and workspaces spread evenly over them: where each resource saturates, the first, and storage at that load. */
+function project(shards: number) {
+  const saturation = [
+    { resource: 'the global database', workspaces: perSecond(LIMITS.d1QueriesPerSecond, perWorkspace.global) },
+    { resource: 'a shard', workspaces: perSecond(LIMITS.d1QueriesPerSecond * shards, perWorkspace.shard) },
+    { resource: 'the workflow-steps queue', workspaces: perSecond(LIMITS.queueMessagesPerSecond, perWorkspace.queue) },
+  ].sort((a, b) => a.workspaces - b.workspaces);
+  const ceiling = saturation[0]!.workspaces;
+  const bytesPerDay = (rowsWritten: number, workspaces: number) => workspaces * rowsWritten * BYTES_PER_ROW_WRITTEN * DAY;
+  const shardBytesPerDay = bytesPerDay(perWorkspace.shardRowsWritten, ceiling / shards);
+  const globalBytesPerDay = bytesPerDay(perWorkspace.globalRowsWritten, ceiling);
+  return {
+    shards,
+    saturation,
+    first: saturation[0]!,
+    ceiling,
+    shardBytesPerDay,
+    globalBytesPerDay,
+    accountBytesPerDay: globalBytesPerDay + shardBytesPerDay * shards,
+  };
+}
+const days = (limit: number, perDay: number) => (perDay > 0 ? `${(limit / perDay).toFixed(1)} days` : 'never');
 
 console.log(
   `\nAn active workspace (${Object.entries(PROFILE)
@@ -96,15 +136,52 @@ console.log(
     .join(', ')}):`,
 );
 console.log(
-  `  ${perWorkspace.d1.toFixed(2)} D1 queries/s, ${perWorkspace.queue.toFixed(2)} queue messages/s, ${perWorkspace.objectCalls.toFixed(2)} Durable Object calls/s (spread over its own objects), ${perWorkspace.rowsWritten.toFixed(2)} D1 rows written/s`,
+  `  global database ${perWorkspace.global.toFixed(3)} queries/s and ${perWorkspace.globalRowsWritten.toFixed(3)} rows written/s; its shard ${perWorkspace.shard.toFixed(2)} queries/s and ${perWorkspace.shardRowsWritten.toFixed(2)} rows written/s`,
 );
-for (const s of saturation)
-  console.log(
-    `  ${s.resource}: ${Number.isFinite(s.workspaces) ? `saturates at ${fmt(s.workspaces)} active workspaces` : 'never saturates (this profile sends it nothing)'}`,
-  );
-console.log(`  first: ${first.resource}, at ${fmt(first.workspaces)} active workspaces and ${fmt(first.workspaces * perWorkspace.requests)} requests/s in all`);
-const days = LIMITS.d1DatabaseBytes / bytesPerDay(first.workspaces);
 console.log(
-  `  at that load the D1 database grows ${(bytesPerDay(first.workspaces) / 1024 ** 3).toFixed(2)} GB a day: 10 GB in ${days.toFixed(1)} days without retention`,
+  `  ${perWorkspace.queue.toFixed(2)} queue messages/s, ${perWorkspace.objectCalls.toFixed(2)} Durable Object calls/s (spread over its own objects), ${perWorkspace.requests.toFixed(2)} requests/s`,
 );
-console.log('  no single Durable Object saturates with the workspace count: each is one credential, execution, workspace or run (per-object ceilings above)');
+console.log("  the global database's queries per active workspace, by operation:");
+for (const [name, q] of Object.entries(globalByOperation).sort((a, b) => b[1] - a[1]))
+  if (q > 0) console.log(`    ${name.padEnd(17)} ${q.toFixed(4)}/s (${((q / perWorkspace.global) * 100).toFixed(0)}%)`);
+
+if (shardsArg !== undefined) {
+  const p = project(shardsArg);
+  console.log(`\nWith ${fmt(shardsArg)} shard${shardsArg === 1 ? '' : 's'}, workspaces spread evenly:`);
+  for (const s of p.saturation)
+    console.log(
+      `  ${s.resource}: ${Number.isFinite(s.workspaces) ? `saturates at ${fmt(s.workspaces)} active workspaces` : 'never saturates (this profile sends it nothing)'}`,
+    );
+  console.log(`  first: ${p.first.resource}, at ${fmt(p.ceiling)} active workspaces and ${fmt(p.ceiling * perWorkspace.requests)} requests/s in all`);
+  console.log(
+    `  at that load each shard grows ${(p.shardBytesPerDay / GB).toFixed(2)} GB a day (10 GB in ${days(LIMITS.d1DatabaseBytes, p.shardBytesPerDay)} without retention)`,
+  );
+  console.log(`  and the global database ${(p.globalBytesPerDay / GB).toFixed(2)} GB a day (10 GB in ${days(LIMITS.d1DatabaseBytes, p.globalBytesPerDay)})`);
+  console.log(
+    `  every database together ${(p.accountBytesPerDay / GB).toFixed(1)} GB a day: the account's 1 TB in ${days(LIMITS.d1AccountBytes, p.accountBytesPerDay)}`,
+  );
+  if (shardsArg > LIMITS.d1BindingsPerWorker) console.log(`  beyond the ~${fmt(LIMITS.d1BindingsPerWorker)} D1 bindings one Worker may have`);
+} else {
+  console.log('\nWith N shards, workspaces spread evenly (npm run capacity -- --shards N for one N in full):');
+  console.log('shards  ceiling (active workspaces)  saturates first       per shard a day  global a day  all D1 a day (1 TB in)');
+  for (const p of TABLE_SHARDS.map(project))
+    console.log(
+      `${fmt(p.shards).padEnd(7)} ${fmt(p.ceiling).padEnd(28)} ${p.first.resource.padEnd(21)} ${`${(p.shardBytesPerDay / GB).toFixed(2)} GB`.padEnd(16)} ${`${(p.globalBytesPerDay / GB).toFixed(2)} GB`.padEnd(13)} ${(p.accountBytesPerDay / GB).toFixed(1)} GB (${days(LIMITS.d1AccountBytes, p.accountBytesPerDay)})`,
+    );
+}
+
+const atBar = project(BARS.shards);
+const globalMet = perWorkspace.global <= BARS.globalQueriesPerWorkspace;
+const ceilingMet = atBar.ceiling >= BARS.workspaces;
+console.log('\nThe bar:');
+console.log(
+  `  global-database queries per active workspace ≤ ${BARS.globalQueriesPerWorkspace}/s: ${perWorkspace.global.toFixed(3)}/s, ${globalMet ? 'met' : 'NOT met'}`,
+);
+console.log(
+  `  ≥ ${fmt(BARS.workspaces)} active workspaces with ${BARS.shards} shards: ${fmt(atBar.ceiling)} (${atBar.first.resource} first), ${ceilingMet ? 'met' : 'NOT met'}`,
+);
+if (!globalMet) {
+  const [top] = Object.entries(globalByOperation).sort((a, b) => b[1] - a[1]);
+  console.log(`  the global database's load comes mostly from ${top![0]} (${((top![1] / perWorkspace.global) * 100).toFixed(0)}%; by operation above)`);
+}
+console.log('  no single Durable Object saturates with the workspace count: each is one user, execution, workspace or run (per-object ceilings above)');

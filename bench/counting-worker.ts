@@ -1,7 +1,8 @@
 /**
  * The service's Worker for `bench/capacity-measure.ts`: the same Worker and Durable Objects, each
- * given bindings that count what they are asked (D1 statements and the rows D1 reports, Durable
- * Object calls by class, queue messages, R2 operations). The counts live in this isolate's
+ * given bindings that count what they are asked (D1 statements and the rows D1 reports, for the
+ * global database `DB` and for the shards `SHARD_<n>` together; Durable Object calls by class,
+ * queue messages, R2 operations). The counts live in this isolate's
  * memory (under `wrangler dev` the Worker, its objects and its queue consumer share one isolate)
  * and are read and reset at `/__capacity` (GET answers them, DELETE resets them).
  */
@@ -10,39 +11,42 @@ import type { Env } from '../workers/env';
 import { CAPACITY_WEBHOOK_SECRET } from './capacity-webhook-secret';
 
 export * from '../workers/index';
-import type { Counts } from './operation-cost';
+import type { Counts, D1Counts, DatabaseKind } from './operation-cost';
 
-const fresh = (): Counts => ({ d1Reads: 0, d1Writes: 0, d1RowsRead: 0, d1RowsWritten: 0, doCalls: {}, queueMessages: 0, r2: {} });
+const noD1 = (): D1Counts => ({ reads: 0, writes: 0, rowsRead: 0, rowsWritten: 0 });
+const fresh = (): Counts => ({ d1: { global: noD1(), shard: noD1() }, doCalls: {}, queueMessages: 0, r2: {} });
 let counts = fresh();
+
+const SHARD_BINDING = /^SHARD_\d+$/;
 
 const bump = (record: Record<string, number>, key: string) => (record[key] = (record[key] ?? 0) + 1);
 
 /** A statement's reads or writes, by its verb; rows come from D1's own `meta` where the call answers it. */
-function countStatement(sql: string) {
-  if (/^\s*(select|with\b[\s\S]*\bselect)/i.test(sql) && !/\b(insert|update|delete)\b/i.test(sql)) counts.d1Reads++;
-  else counts.d1Writes++;
+function countStatement(kind: DatabaseKind, sql: string) {
+  if (/^\s*(select|with\b[\s\S]*\bselect)/i.test(sql) && !/\b(insert|update|delete)\b/i.test(sql)) counts.d1[kind].reads++;
+  else counts.d1[kind].writes++;
 }
-function countMeta(result: unknown) {
+function countMeta(kind: DatabaseKind, result: unknown) {
   const meta = (result as { meta?: { rows_read?: number; rows_written?: number } } | null)?.meta;
-  counts.d1RowsRead += meta?.rows_read ?? 0;
-  counts.d1RowsWritten += meta?.rows_written ?? 0;
+  counts.d1[kind].rowsRead += meta?.rows_read ?? 0;
+  counts.d1[kind].rowsWritten += meta?.rows_written ?? 0;
 }
 
 const realStatements = new WeakMap<object, D1PreparedStatement>();
 /** The SQL of a counted statement, for batches (which run the statements themselves). */
 const sqlOf = new WeakMap<object, string>();
 
-function countingStatement(statement: D1PreparedStatement, sql: string): D1PreparedStatement {
+function countingStatement(kind: DatabaseKind, statement: D1PreparedStatement, sql: string): D1PreparedStatement {
   const wrapped = new Proxy(statement, {
     get(target, property) {
       const value = Reflect.get(target, property, target);
       if (typeof value !== 'function') return value;
-      if (property === 'bind') return (...args: unknown[]) => countingStatement(Reflect.apply(value, target, args), sql);
+      if (property === 'bind') return (...args: unknown[]) => countingStatement(kind, Reflect.apply(value, target, args), sql);
       if (['run', 'all', 'first', 'raw'].includes(String(property)))
         return async (...args: unknown[]) => {
-          countStatement(sql);
+          countStatement(kind, sql);
           const result = await Reflect.apply(value, target, args);
-          countMeta(result);
+          countMeta(kind, result);
           return result;
         };
       return value.bind(target);
@@ -53,19 +57,19 @@ function countingStatement(statement: D1PreparedStatement, sql: string): D1Prepa
   return wrapped;
 }
 
-function countingD1(db: D1Database): D1Database {
+function countingD1(kind: DatabaseKind, db: D1Database): D1Database {
   return new Proxy(db, {
     get(target, property) {
       const value = Reflect.get(target, property, target);
       // Requests read through a D1 session (read replication): it counts like the database.
-      if (property === 'withSession') return (...args: unknown[]) => countingD1(Reflect.apply(value as Function, target, args) as D1Database);
-      if (property === 'prepare') return (sql: string) => countingStatement(target.prepare(sql), sql);
+      if (property === 'withSession') return (...args: unknown[]) => countingD1(kind, Reflect.apply(value as Function, target, args) as D1Database);
+      if (property === 'prepare') return (sql: string) => countingStatement(kind, target.prepare(sql), sql);
       if (property === 'batch')
         return async (statements: D1PreparedStatement[]) => {
           const sqls = statements.map((s) => realStatements.get(s) ?? s);
-          for (const s of statements) countStatement(sqlOf.get(s) ?? '');
+          for (const s of statements) countStatement(kind, sqlOf.get(s) ?? '');
           const results = await target.batch(sqls);
-          for (const r of results) countMeta(r);
+          for (const r of results) countMeta(kind, r);
           return results;
         };
       return typeof value === 'function' ? value.bind(target) : value;
@@ -121,8 +125,12 @@ const counted = new WeakMap<object, Env>();
 function counting(env: Env): Env {
   let wrapped = counted.get(env);
   if (!wrapped) {
+    const shards = Object.keys(env)
+      .filter((name) => SHARD_BINDING.test(name))
+      .map((name) => [name, countingD1('shard', (env as unknown as Record<string, D1Database>)[name]!)]);
     const overrides: Partial<Env> = {
-      DB: countingD1(env.DB),
+      ...Object.fromEntries(shards),
+      DB: countingD1('global', env.DB),
       BUCKET: countingR2(env.BUCKET),
       WORKFLOW_STEPS: countingQueue(env.WORKFLOW_STEPS),
       RATE_LIMITER: countingNamespace(env.RATE_LIMITER, 'RateLimiter'),
@@ -140,6 +148,11 @@ function counting(env: Env): Env {
 }
 
 /** Each object class, constructed with the counting bindings. */
+export class CredentialGate extends objects.CredentialGate {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, counting(env));
+  }
+}
 export class ExecutionSession extends objects.ExecutionSession {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, counting(env));

@@ -61,6 +61,8 @@ export const creditReservations = sqliteTable('credit_reservations', {
   amount: integer('amount').notNull(),
   createdAt: integer('created_at').notNull(),
   settledAt: integer('settled_at'),
+  /** The workspace of the run the hold is for: where to ask whether its claim still stands (the hourly sweep of orphaned holds). */
+  workspaceId: text('workspace_id'),
 });
 
 export type CreditTransactionRow = typeof creditTransactions.$inferSelect;

@@ -1,7 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { grantCredits } from '../../workers/services/credits';
-import { reserveCredits, settleExecution } from '../helpers/credits';
+import { grantCredits, settle } from '../../workers/services/credits';
+import { reserveCredits } from '../helpers/credits';
 import { shardD1 } from '../helpers/shards';
 import { call, createKey, expectError, sessionPrincipal, signUp, type TestUser, waitForStatus } from '../helpers/api';
 import { globalDbOf } from '../../workers/lib/db';
@@ -15,7 +15,7 @@ async function setBalance(user: TestUser, ds: number) {
   const delta = Math.round((ds - current) * 100);
   const ref = `adjust:${crypto.randomUUID()}`;
   if (delta > 0) await grantCredits(db, { userId: user.user.id, amount: delta, description: 'test adjustment', businessKey: ref });
-  if (delta < 0) await settleExecution(db, { userId: user.user.id, executionId: ref, cost: -delta, description: 'test adjustment' });
+  if (delta < 0) await settle(db, { userId: user.user.id, executionId: ref, cost: -delta, description: 'test adjustment' });
 }
 
 describe('balance and transactions', () => {
@@ -51,7 +51,7 @@ describe('balance and transactions', () => {
 
   it('shows amounts in Ds with two decimals, signed, and canExecute from what is available', async () => {
     const user = await signUp();
-    await settleExecution(db, { userId: user.user.id, executionId: 'exec_77', cost: 5001, description: 'Notes: 1 input and 2 output tokens' });
+    await settle(db, { userId: user.user.id, executionId: 'exec_77', cost: 5001, description: 'Notes: 1 input and 2 output tokens' });
     expect((await call('/api/v1/billing/balance', { token: user.token })).body).toEqual({
       balance: 49.99,
       totalSpent: 50.01,

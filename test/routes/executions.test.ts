@@ -7,7 +7,7 @@ import { BASE, call, expectError, sessionPrincipal, signUp, type TestUser, waitF
 import { shardD1, shardDbFor } from '../helpers/shards';
 import { turnOf } from '../helpers/turns';
 import { runActor } from '../../workers/auth/actor';
-import { settleExecution } from '../helpers/credits';
+import { settle } from '../../workers/services/credits';
 import { jsonEvents, sseEvents, sseReader } from '../helpers/sse';
 import { closeTurn, saveArtifact, storeArtifact } from '../../workers/services/execution-runs';
 import { toolCallKey } from '../../workers/services/run-tool-calls';
@@ -591,7 +591,7 @@ describe('surviving eviction', () => {
     const lost = await loseTurn(user, { messages: [], usage: { inputTokens: 10, outputTokens: 5 } });
     await endModelWork(lost.id);
     // The settlement landed in D1; the object was cut off before it noted that.
-    const settled = await settleExecution(globalDbOf(env), {
+    const settled = await settle(globalDbOf(env), {
       userId: user.user.id,
       turnKey: `${lost.id}:lost`,
       executionId: lost.id,

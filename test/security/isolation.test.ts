@@ -8,12 +8,13 @@ import { MCP_TOOLS } from '../../workers/mcp/server';
 import { deliverAllChanges } from '../../workers/services/audit';
 import { type ApiResponse, BASE, call, type CallOptions, createKey, FLAT_ERRORS, signUp, type TestUser } from '../helpers/api';
 import { connectMcp, type ToolResult, toolJson } from '../helpers/mcp';
-import { shardD1 } from '../helpers/shards';
+import { shardD1, shardNumberOf } from '../helpers/shards';
 import { definition, install, launch } from '../helpers/workflows';
 
 /**
- * Issue 11, part 1: the tenant isolation matrix. Workspace A holds one of every resource; the
- * owner of workspace B, with a session and with an API key holding the route's scope, names A's
+ * The tenant isolation matrix. Workspace A holds one of every resource; the
+ * owner of workspace B (on A's shard database), and A acting in a second workspace (on another
+ * shard), each with a session and with an API key holding the route's scope, name A's
  * ids on every route that takes one. Every answer must be the 404 a missing id gets (spec 7.2,
  * docs/api-conventions.md: another workspace's id is 404, never 403), carry nothing of A's, and change
  * nothing of A's. The cases are generated from ROUTE_ACCESS and MCP_TOOLS: a new route or tool
@@ -224,6 +225,9 @@ let aElsewhere: { session: CallOptions; key: string };
 /** The GitHub login A's connector acts as. */
 let githubAccount: string;
 
+/** The shards of B's workspace and of A's second one (A's own is A.shard). */
+let placement: { b: number; aElsewhere: number };
+
 /** Who must not see A's personal workspace: B, and A acting in another workspace (a user-only filter would pass for B). */
 const outsiders = () => [
   { name: 'B', session: { token: B.token } as CallOptions, key: bKey },
@@ -236,8 +240,16 @@ const aMarkers = () => [...Object.values(MARK), A.user.id, A.email, githubAccoun
 const aIds = () => [A.workspaceId, fixture.traceId, fixture.threadId, fixture.runId, fixture.consentId, fixture.requestId];
 
 beforeAll(async () => {
-  [A, B] = await Promise.all([signUp('Alice'), signUp('Bob')]);
+  // One after the other: each new workspace goes to the shard with the fewest, so A's second
+  // workspace lands on the other shard and B on A's (the order of placement decides it).
+  A = await signUp('Alice');
   const as = { token: A.token };
+  const second = await ok(
+    await call('/api/v1/workspaces', { ...as, body: { name: 'Alpha two', slug: `alpha-two-${crypto.randomUUID().slice(0, 8)}` } }),
+    201,
+    'second workspace',
+  );
+  B = await signUp('Bob');
   const skillSlug = 'alpha-skill';
   await ok(
     await call(`/api/v1/skills/${skillSlug}`, {
@@ -331,14 +343,10 @@ beforeAll(async () => {
   await install(B, 'bravo-flow', definition('bravo-flow', [{ type: 'mapping', id: 'echo', mapConfig: JSON.stringify({ x: { value: 1 } }) }]));
   const scopes = [...new Set(Object.values(ROUTE_ACCESS).flatMap((access) => ('scope' in access ? [access.scope] : [])))];
   bKey = (await createKey(B, scopes)).key;
-  const second = await ok(
-    await call('/api/v1/workspaces', { ...as, body: { name: 'Alpha two', slug: `alpha-two-${crypto.randomUUID().slice(0, 8)}` } }),
-    201,
-    'second workspace',
-  );
   const elsewhere = { token: A.token, headers: { 'x-workspace-id': second.id } };
   const elsewhereKey = await ok(await call('/api/v1/api-keys', { ...elsewhere, body: { name: 'elsewhere', scopes } }), 201, 'key elsewhere');
   aElsewhere = { session: elsewhere, key: elsewhereKey.key };
+  placement = { b: B.shard, aElsewhere: await shardNumberOf(second.id) };
   for (const credential of [elsewhere, { apiKey: elsewhereKey.key }]) {
     expect((await ok(await call('/api/v1/workspaces/current', credential), 200, 'current workspace')).id).toBe(second.id);
   }
@@ -385,6 +393,13 @@ async function collect<T>(entries: [string, T][], check: (name: string, entry: T
   }
   expect(failures).toEqual([]);
 }
+
+describe('the matrix across shards', () => {
+  it("has A's two workspaces on different shards and B on A's own: ids are refused across databases and within one", () => {
+    expect(placement.aElsewhere).not.toBe(A.shard);
+    expect(placement.b).toBe(A.shard);
+  });
+});
 
 describe("another workspace's ids in paths", () => {
   const parameterised = Object.keys(ROUTE_ACCESS).filter((key) => key.includes('/:'));

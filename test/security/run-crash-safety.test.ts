@@ -13,13 +13,15 @@ import worker from '../../workers/index';
 import type { Env } from '../../workers/env';
 import type { TurnInput } from '../../workers/services/execution-events';
 import { AppError } from '../../workers/errors';
-import { CLAIM_GRACE_MS } from '../../workers/services/execution-reconciler';
+import { CLAIM_GRACE_MS, releaseOrphanedHolds } from '../../workers/services/execution-reconciler';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { postEvents, runSkill } from '../../workers/services/executions';
 import { BASE, call, sessionPrincipal, signUp, type TestUser, waitForStatus } from '../helpers/api';
 import { allShards, shardD1, shardDbFor } from '../helpers/shards';
 import { turnOf } from '../helpers/turns';
-import { openShard } from '../../workers/lib/db';
+import { globalDbOf, openShard } from '../../workers/lib/db';
+import { closeTurn } from '../../workers/services/execution-runs';
+import { reserveCredits } from '../helpers/credits';
 
 afterEach(() => resetClock());
 
@@ -146,6 +148,13 @@ function faultyD1(database: D1Database, failOn: RegExp): D1Database {
 
 const withSessions = (namespace: Env['EXECUTION_SESSION']): Env => ({ ...env, EXECUTION_SESSION: namespace });
 
+/** The hourly housekeeping, as its cron trigger runs it. */
+async function sweep() {
+  const ctx = createExecutionContext();
+  await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env, ctx);
+  await waitOnExecutionContext(ctx);
+}
+
 /** What a service call threw, as the API would answer it. */
 async function refusal(promise: Promise<unknown>) {
   const error = await promise.then(
@@ -242,6 +251,75 @@ describe('a step after the claim fails', () => {
     expect((await call(`/api/v1/executions/${id}/status`, { token: user.token })).body.status).toBe('failed');
     await runToCompletion(user);
     await expectSettledLedger(user);
+  });
+});
+
+describe('between the shard and the ledger', () => {
+  /** An idle execution of `user`'s, claimed for the turn `turnKey` and held for, as a run's start leaves it (claim on the shard, hold on the ledger). */
+  async function claimedAndHeld(user: TestUser) {
+    const created = await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'notes', input: 'Plan it.' } });
+    const id = created.body.id as string;
+    const turnKey = `${id}:${crypto.randomUUID()}`;
+    await (
+      await shardD1(user.workspaceId)
+    )
+      .prepare("UPDATE executions SET status = 'working', turn_key = ?, claimed_at = ? WHERE id = ?")
+      .bind(turnKey, Date.now(), Number(id.slice(5)))
+      .run();
+    const held = await reserveCredits(globalDbOf(env), { userId: user.user.id, executionId: id, turnKey, amount: 2000, workspaceId: user.workspaceId });
+    expect(held).toEqual({ reserved: true, amount: 2000 });
+    return { id, turnKey };
+  }
+
+  const closing = (user: TestUser, id: string, turnKey: string) => ({
+    executionId: Number(id.slice(5)),
+    turnKey,
+    reason: 'end_turn' as const,
+    settlement: { userId: user.user.id, executionId: id, turnKey, cost: 300, description: 'Notes: 10 input and 20 output tokens' },
+    totals: { inputTokens: 10, outputTokens: 20, elapsedMs: 5 },
+    output: null,
+  });
+
+  it("the ledger settles, then the shard's record fails: the close sent again records the run once and charges it once", async () => {
+    const user = await setup();
+    const { id, turnKey } = await claimedAndHeld(user);
+    const shard = await shardD1(user.workspaceId);
+    const failingRecord = openShard(faultyD1(shard, /update "executions" set "status" = \?, "cost"/i), user.shard);
+    await expect(closeTurn(failingRecord, globalDbOf(env), closing(user, id, turnKey))).rejects.toThrow('injected D1 failure');
+    // Charged on the ledger, the hold settled; the execution is still in the turn, so its owner's object closes it again.
+    expect(await ledger(user)).toMatchObject({ reserved: 0, holds: 0, charged: 300 });
+    expect(await executionRow(id)).toMatchObject({ status: 'working', turnKey });
+    const db = await shardDbFor(user.workspaceId);
+    expect(await closeTurn(db, globalDbOf(env), closing(user, id, turnKey))).toBe(300);
+    // A third send (the object cut off once more) changes nothing.
+    expect(await closeTurn(db, globalDbOf(env), closing(user, id, turnKey))).toBe(300);
+    const details = await call(`/api/v1/executions/${id}`, { token: user.token });
+    expect(details.body).toMatchObject({ status: 'completed', cost: 3 });
+    expect(await ledger(user)).toMatchObject({ charged: 300 });
+    await expectSettledLedger(user);
+  });
+
+  it("a hold that landed after its claim was given back is released by the orphaned-hold sweep; a run's hold is kept while its claim stands", async () => {
+    const user = await setup();
+    const orphan = await claimedAndHeld(user);
+    // The reconciler gave the claim back (a start stalled past the grace period) before the hold landed.
+    await (
+      await shardD1(user.workspaceId)
+    )
+      .prepare("UPDATE executions SET status = 'failed', completed_at = ? WHERE id = ?")
+      .bind(Date.now(), Number(orphan.id.slice(5)))
+      .run();
+    const other = await setup();
+    const claimed = await claimedAndHeld(other);
+    // Within the grace period nothing is touched: the claim may still be on its way.
+    expect(await releaseOrphanedHolds(env)).toBe(0);
+    expect(await ledger(user)).toMatchObject({ reserved: 2000, holds: 1 });
+    advanceClock(CLAIM_GRACE_MS + 1000);
+    expect(await releaseOrphanedHolds(env)).toBe(1);
+    await expectSettledLedger(user);
+    expect(await ledger(user)).toMatchObject({ charged: 0 });
+    expect(await ledger(other)).toMatchObject({ reserved: 2000, holds: 1 });
+    expect(await executionRow(claimed.id)).toMatchObject({ status: 'working', turnKey: claimed.turnKey });
   });
 });
 
@@ -373,9 +451,7 @@ describe('the process dies between the claim and the object', () => {
     const second = await setup();
     const lost = [await crashMidStart(first, false), await crashMidStart(second, false)];
     advanceClock(CLAIM_GRACE_MS + 1000);
-    const ctx = createExecutionContext();
-    await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env, ctx);
-    await waitOnExecutionContext(ctx);
+    await sweep();
     for (const id of lost) expect(await executionRow(id)).toMatchObject({ status: 'failed' });
     await expectSettledLedger(first);
     await expectSettledLedger(second);

@@ -11,7 +11,8 @@ import {
   welcomeGrantStatements,
 } from '../../workers/services/credits';
 import { sessionPrincipal, signUp } from '../helpers/api';
-import { reserveCredits, settleExecution } from '../helpers/credits';
+import { reserveCredits } from '../helpers/credits';
+import { settle } from '../../workers/services/credits';
 import { globalDbOf } from '../../workers/lib/db';
 
 const db = globalDbOf(env);
@@ -120,14 +121,14 @@ describe('reserveCredits', () => {
   });
 });
 
-describe('settleExecution', () => {
+describe('settle', () => {
   it('charges the cost, ends the hold, and charges once; a replay answers what was charged', async () => {
     const { userId, exec } = await newUser();
     await reserveCredits(db, { userId, executionId: exec(1), amount: 6000 });
-    const settle = () => settleExecution(db, { userId, executionId: exec(1), cost: 1234, description: 'Notes: 10 input and 20 output tokens' });
-    expect(await settle()).toEqual({ settled: true, charged: 1234 });
+    const settleOnce = () => settle(db, { userId, executionId: exec(1), cost: 1234, description: 'Notes: 10 input and 20 output tokens' });
+    expect(await settleOnce()).toEqual({ settled: true, charged: 1234 });
     expect(await accountOf(userId)).toEqual({ balance: 8766, reserved: 0, totalSpent: 1234 });
-    expect(await settle()).toEqual({ settled: false, charged: 1234 });
+    expect(await settleOnce()).toEqual({ settled: false, charged: 1234 });
     expect(await accountOf(userId)).toEqual({ balance: 8766, reserved: 0, totalSpent: 1234 });
     expect((await rowsOf(userId)).filter((t) => t.type === 'usage')).toEqual([
       { amount: -1234, type: 'usage', description: 'Notes: 10 input and 20 output tokens', executionId: exec(1), businessKey: `usage:${exec(1)}` },
@@ -137,22 +138,22 @@ describe('settleExecution', () => {
   it('caps the cost so the balance never goes below 0', async () => {
     const { userId, exec } = await newUser();
     await reserveCredits(db, { userId, executionId: exec(1), amount: 5000 });
-    expect(await settleExecution(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: true, charged: 10_000 });
+    expect(await settle(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: true, charged: 10_000 });
     expect(await accountOf(userId)).toEqual({ balance: 0, reserved: 0, totalSpent: 10_000 });
-    expect(await settleExecution(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: false, charged: 10_000 });
+    expect(await settle(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: false, charged: 10_000 });
   });
 
   it('leaves other holds covered when it caps', async () => {
     const { userId, exec } = await newUser();
     await reserveCredits(db, { userId, executionId: exec(1), amount: 3000 });
     await reserveCredits(db, { userId, executionId: exec(2), amount: 2000 });
-    expect(await settleExecution(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: true, charged: 8000 });
+    expect(await settle(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: true, charged: 8000 });
     expect(await accountOf(userId)).toEqual({ balance: 2000, reserved: 2000, totalSpent: 8000 });
   });
 
   it('records a cost of 0', async () => {
     const { userId, exec } = await newUser();
-    expect(await settleExecution(db, { userId, executionId: exec(9), cost: 0, description: 'BYOK run' })).toEqual({ settled: true, charged: 0 });
+    expect(await settle(db, { userId, executionId: exec(9), cost: 0, description: 'BYOK run' })).toEqual({ settled: true, charged: 0 });
     expect((await rowsOf(userId)).filter((t) => t.type === 'usage')).toEqual([
       { amount: 0, type: 'usage', description: 'BYOK run', executionId: exec(9), businessKey: `usage:${exec(9)}` },
     ]);
@@ -163,7 +164,7 @@ describe('settleExecution', () => {
     const { userId, exec } = await newUser();
     for (const turnKey of [`${exec(1)}:a`, `${exec(1)}:b`]) {
       await reserveCredits(db, { userId, executionId: exec(1), turnKey, amount: 1000 });
-      await settleExecution(db, { userId, executionId: exec(1), turnKey, cost: 100, description: 'turn' });
+      await settle(db, { userId, executionId: exec(1), turnKey, cost: 100, description: 'turn' });
     }
     expect(await accountOf(userId)).toEqual({ balance: 9800, reserved: 0, totalSpent: 200 });
     expect((await rowsOf(userId)).filter((t) => t.type === 'usage').map((t) => t.businessKey)).toEqual([`usage:${exec(1)}:a`, `usage:${exec(1)}:b`]);
@@ -178,7 +179,7 @@ describe('releaseReservation', () => {
     expect(await releaseReservation(db, { userId, executionId: exec(1) })).toEqual({ released: false });
     expect(await accountOf(userId)).toEqual({ balance: 10_000, reserved: 0, totalSpent: 0 });
     await reserveCredits(db, { userId, executionId: exec(2), amount: 6000 });
-    await settleExecution(db, { userId, executionId: exec(2), cost: 500, description: 'run' });
+    await settle(db, { userId, executionId: exec(2), cost: 500, description: 'run' });
     expect(await releaseReservation(db, { userId, executionId: exec(2) })).toEqual({ released: false });
     expect(await accountOf(userId)).toEqual({ balance: 9500, reserved: 0, totalSpent: 500 });
   });
@@ -187,7 +188,7 @@ describe('releaseReservation', () => {
 describe('assertCanStartRun', () => {
   it('refuses 49.99 Ds available with the numbers in Ds, and accepts 50', async () => {
     const { userId, exec } = await newUser();
-    await settleExecution(db, { userId, executionId: exec('spent'), cost: 5001, description: 'spent' });
+    await settle(db, { userId, executionId: exec('spent'), cost: 5001, description: 'spent' });
     const refusal = await assertCanStartRun(db, userId).catch((e: unknown) => e);
     expect(refusal).toBeInstanceOf(AppError);
     expect(refusal).toMatchObject({ code: 'INSUFFICIENT_CREDITS', status: 402, details: { balance: 49.99, availableBalance: 49.99, minimumRequired: 50 } });

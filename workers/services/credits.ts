@@ -28,8 +28,8 @@ function hundredths(value: number, name: string): number {
   return value;
 }
 
-/** Recomputes the cached totals from the source tables; the last statement of every change's batch (only if `onlyIf` holds, when given). */
-const recompute = (db: GlobalDb, userId: string, onlyIf?: SQL) =>
+/** Recomputes the cached totals from the source tables; the last statement of every change's batch. */
+const recompute = (db: GlobalDb, userId: string) =>
   db
     .update(creditAccounts)
     .set({
@@ -38,7 +38,7 @@ const recompute = (db: GlobalDb, userId: string, onlyIf?: SQL) =>
       totalSpent: sql`(SELECT COALESCE(-SUM(${creditTransactions.amount}), 0) FROM ${creditTransactions} WHERE ${creditTransactions.userId} = ${userId} AND ${creditTransactions.type} = 'usage')`,
       updatedAt: now(),
     })
-    .where(and(eq(creditAccounts.userId, userId), onlyIf));
+    .where(eq(creditAccounts.userId, userId));
 
 const ensureAccount = (db: GlobalDb, userId: string) => db.insert(creditAccounts).values({ userId, updatedAt: now() }).onConflictDoNothing();
 
@@ -146,8 +146,8 @@ export type HoldRequest = HoldRef & {
   amount: number;
   minimum?: number;
   waivedWhen?: SQL;
-  /** The hold is made (and the account touched) only if this holds when the statements run: a run's claim, earlier in the same batch. */
-  onlyIf?: SQL;
+  /** The workspace of the run the hold is for (releaseOrphanedHolds finds its claim there). */
+  workspaceId?: string;
 };
 
 /**
@@ -159,8 +159,8 @@ export type HoldRequest = HoldRef & {
  * statement evaluates, the hold is of nothing whenever it holds (a run on the user's own key),
  * without a read of its own first.
  *
- * These are the hold's statements, for the caller's own D1 batch (a run's start sends its claim
- * before them and its reads after: one round trip); `holdAnswered` reads their answer.
+ * These are the hold's statements, for the caller's own D1 batch (a run's start reads the user's
+ * model key after them: one round trip); `holdAnswered` reads their answer.
  */
 export function holdStatements(db: GlobalDb, request: HoldRequest) {
   const { userId } = request;
@@ -181,13 +181,14 @@ export function holdStatements(db: GlobalDb, request: HoldRequest) {
             amount: sql<number>`CASE WHEN ${waived} THEN 0 ELSE MIN(${amount}, ${available}) END`.as('amount'),
             createdAt: sql<number>`${now()}`.as('created_at'),
             settledAt: sql<number | null>`NULL`.as('settled_at'),
+            workspaceId: sql<string | null>`${request.workspaceId ?? null}`.as('workspace_id'),
           })
           .from(creditAccounts)
-          .where(and(eq(creditAccounts.userId, userId), sql`(${waived} OR ${available} >= ${minimum})`, request.onlyIf)),
+          .where(and(eq(creditAccounts.userId, userId), sql`(${waived} OR ${available} >= ${minimum})`)),
       )
       .onConflictDoNothing({ target: creditReservations.executionId })
       .returning({ amount: creditReservations.amount }),
-    recompute(db, userId, request.onlyIf),
+    recompute(db, userId),
   ] as const;
 }
 
@@ -235,36 +236,39 @@ export type Settlement = HoldRef & { cost: number; description: string };
  * changes nothing and answers `settled: false` with what the first settlement charged, so a run
  * resumed after its settlement landed shows the cost it was charged. `charged` is after the cap.
  *
- * These are the settlement's statements, for the caller's own D1 batch (a turn's close sends its
- * record after them: one round trip); `settlementAnswered` reads their answer, and `charged` is
- * the charge as SQL for the statements that follow them.
+ * One D1 batch on the ledger; a turn's close sends the run's record to its shard after it.
  */
-export function settlementStatements(db: GlobalDb, settlement: Settlement) {
+export async function settle(db: GlobalDb, settlement: Settlement): Promise<{ settled: boolean; charged: number }> {
+  const [, [inserted]] = await db.batch(settlementStatements(db, settlement));
+  return inserted
+    ? { settled: true, charged: Math.abs(inserted.amount) }
+    : // The row is there: the conflict that skipped the insert was with it.
+      { settled: false, charged: (await settledCharge(db, settlement))! };
+}
+
+function settlementStatements(db: GlobalDb, settlement: Settlement) {
   const { userId } = settlement;
   const held = sql`COALESCE((SELECT ${creditReservations.amount} FROM ${creditReservations} WHERE ${unsettledHold(settlement)}), 0)`;
   const spendable = sql`(SELECT ${creditAccounts.balance} - ${creditAccounts.reserved} FROM ${creditAccounts} WHERE ${creditAccounts.userId} = ${userId}) + ${held}`;
-  return {
-    statements: [
-      ensureAccount(db, userId),
-      db
-        .insert(creditTransactions)
-        .values({
-          userId,
-          amount: sql`-MIN(${hundredths(settlement.cost, 'cost')}, MAX(${spendable}, 0))`,
-          type: 'usage',
-          description: settlement.description,
-          executionId: settlement.executionId,
-          paymentSessionId: null,
-          businessKey: usageKey(settlement),
-          createdAt: now(),
-        })
-        .onConflictDoNothing({ target: creditTransactions.businessKey })
-        .returning({ amount: creditTransactions.amount }),
-      db.update(creditReservations).set({ settledAt: now() }).where(unsettledHold(settlement)),
-      recompute(db, userId),
-    ] as const,
-    charged: sql<number>`(SELECT -${creditTransactions.amount} FROM ${creditTransactions} WHERE ${settlementRow(settlement)})`,
-  };
+  return [
+    ensureAccount(db, userId),
+    db
+      .insert(creditTransactions)
+      .values({
+        userId,
+        amount: sql`-MIN(${hundredths(settlement.cost, 'cost')}, MAX(${spendable}, 0))`,
+        type: 'usage',
+        description: settlement.description,
+        executionId: settlement.executionId,
+        paymentSessionId: null,
+        businessKey: usageKey(settlement),
+        createdAt: now(),
+      })
+      .onConflictDoNothing({ target: creditTransactions.businessKey })
+      .returning({ amount: creditTransactions.amount }),
+    db.update(creditReservations).set({ settledAt: now() }).where(unsettledHold(settlement)),
+    recompute(db, userId),
+  ] as const;
 }
 
 /** What the settlement of a hold charged, once it has landed; undefined before. */
@@ -272,17 +276,6 @@ export async function settledCharge(db: GlobalDb, ref: HoldRef): Promise<number 
   const [row] = await db.select({ amount: creditTransactions.amount }).from(creditTransactions).where(settlementRow(ref));
   return row && Math.abs(row.amount);
 }
-
-/** What the settlement's statements answered, from the start of the batch that sent them; a replay reads what was charged. */
-export const settlementAnswered = async (
-  db: GlobalDb,
-  settlement: Settlement,
-  [, [inserted]]: readonly [...BatchResponse<ReturnType<typeof settlementStatements>['statements']>, ...unknown[]],
-) =>
-  inserted
-    ? { settled: true, charged: Math.abs(inserted.amount) }
-    : // The row is there: the conflict that skipped the insert was with it.
-      { settled: false, charged: (await settledCharge(db, settlement))! };
 
 export const BalanceStatus = z.object({ balance: z.number(), totalSpent: z.number(), canExecute: z.boolean(), isAdmin: z.boolean() });
 

@@ -213,6 +213,7 @@ async function claimHoldAndRead(db: ShardDb, env: Env, principal: Principal, exe
     amount: RUN_BUDGET,
     minimum: MIN_RUN_BALANCE,
     waivedWhen: byokKeyExists(ledger, principal.userId),
+    workspaceId: principal.workspaceId,
   };
   const [ensured, held, recomputed, [byok]] = await ledger.batch([...holdStatements(ledger, request), sealedByokKey(ledger, principal.userId)]);
   return {

@@ -1,10 +1,10 @@
-import { and, asc, eq, lt } from 'drizzle-orm';
-import { executions } from '../../schema';
+import { and, asc, eq, isNull, lt } from 'drizzle-orm';
+import { creditReservations, executions, workspaceShards } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { ShardDb, Env } from '../env';
 import { now } from '../lib/clock';
-import { globalDbOf } from '../lib/db';
-import { formatId } from '../lib/ids';
+import { globalDbOf, shardDbOf } from '../lib/db';
+import { formatId, parseId } from '../lib/ids';
 import { publish } from './control-plane';
 import { holdOwner, releaseReservation } from './credits';
 import { requireOwned } from './tenant';
@@ -156,4 +156,37 @@ export async function withStaleSettled<T>(db: ShardDb, env: Env, workspaceId: st
   const [stale, list] = await Promise.all([staleClaims(db, workspaceId).limit(SWEEP_BATCH), read()]);
   if (stale.length === 0 || (await settleStale(db, env, stale)) === 0) return list;
   return read();
+}
+
+/**
+ * Holds whose claim is gone, given back: the hourly sweep. A run's claim is on its workspace's
+ * shard and its hold on the global ledger, written one after the other; a hold that landed after
+ * the reconciler had settled its claim (a start stalled past the grace period) would otherwise
+ * hold the user's credits for good. A hold is orphaned when it is unsettled, older than the grace
+ * period and its execution is no longer in the hold's turn: settling marks the hold settled in
+ * the same batch as the charge, and a release deletes the hold before it frees the claim, so no
+ * live run's hold meets that. Answers how many it released.
+ */
+export async function releaseOrphanedHolds(env: Env): Promise<number> {
+  const ledger = globalDbOf(env);
+  const holds = await ledger
+    .select({ key: creditReservations.executionId, userId: creditReservations.userId, shard: workspaceShards.shard })
+    .from(creditReservations)
+    .innerJoin(workspaceShards, eq(workspaceShards.workspaceId, creditReservations.workspaceId))
+    .where(and(isNull(creditReservations.settledAt), lt(creditReservations.createdAt, now() - CLAIM_GRACE_MS)))
+    .orderBy(asc(creditReservations.createdAt))
+    .limit(SWEEP_MAX);
+  let released = 0;
+  for (const { key, userId, shard } of holds) {
+    const executionId = parseId('exec', key.split(':')[0]!);
+    if (executionId === null) continue;
+    const [inTurn] = await shardDbOf(env, shard)
+      .select({ id: executions.id })
+      .from(executions)
+      .where(and(eq(executions.id, executionId), eq(executions.status, 'working'), eq(executions.turnKey, key)))
+      .limit(1);
+    if (inTurn) continue;
+    if ((await releaseReservation(ledger, { userId, executionId: formatId('exec', executionId), turnKey: key })).released) released++;
+  }
+  return released;
 }

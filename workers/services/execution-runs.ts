@@ -1,6 +1,6 @@
 import { and, eq, exists, sql } from 'drizzle-orm';
 import { artifacts, executions } from '../../schema';
-import { settlementAnswered, settlementStatements, type Settlement } from './credits';
+import { settle, type Settlement } from './credits';
 import { statusAfterRun, type RunStopReason, type TurnInput } from './execution-events';
 import type { GlobalDb, ShardDb } from '../env';
 import { now } from '../lib/clock';
@@ -86,8 +86,7 @@ export async function closeTurn(
   },
 ): Promise<number> {
   const { executionId, turnKey, reason, totals, settlement } = turn;
-  const { statements } = settlementStatements(ledger, settlement);
-  const { charged } = await settlementAnswered(ledger, settlement, await ledger.batch(statements));
+  const { charged } = await settle(ledger, settlement);
   const status = statusAfterRun(reason);
   const open = inTurn(executionId, turnKey);
   const record = [

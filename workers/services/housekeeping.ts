@@ -5,7 +5,7 @@ import { deleteExpiredIdempotencyRecords } from '../middleware/idempotency';
 import { deleteExpiredSessions } from './accounts';
 import { deliverAllChanges } from './audit';
 import { deleteExpiredActivations } from './device-activation';
-import { reconcileStale } from './execution-reconciler';
+import { reconcileStale, releaseOrphanedHolds } from './execution-reconciler';
 import { deleteExpiredOAuthRecords } from './oauth';
 import { deleteExpiredToolCalls } from './run-tool-calls';
 
@@ -17,7 +17,8 @@ const logged = (task: string) => (error: unknown) =>
  * The hourly housekeeping (wrangler.toml [triggers]): on the global database, expired sessions,
  * activations and OAuth records, the signing keys' rotation and the change outbox's delivery;
  * on every shard, expired idempotency records and run tool calls, and the run reconciler's
- * sweep of claims a crash left `working`, so no workspace stays locked.
+ * sweep of claims a crash left `working`, so no workspace stays locked; and the credit holds
+ * whose claim is gone, so no user's credits stay held.
  */
 export function housekeeping(env: Env): Promise<unknown> {
   const db = globalDbOf(env);
@@ -27,6 +28,7 @@ export function housekeeping(env: Env): Promise<unknown> {
     deleteExpiredOAuthRecords(db).catch(logged('oauth records')),
     maintainSigningKeys(db, env.ENCRYPTION_KEY).catch(logged('signing keys')),
     deliverAllChanges(db, env).catch(logged('change outbox')),
+    releaseOrphanedHolds(env).catch(logged('orphaned holds')),
     ...boundShards(env).map((shard) => {
       const shardDb = shardDbOf(env, shard);
       return Promise.all([

@@ -255,6 +255,7 @@ CREATE TABLE `credit_reservations` (
 	`amount` integer NOT NULL,
 	`created_at` integer NOT NULL,
 	`settled_at` integer,
+	`workspace_id` text,
 	FOREIGN KEY (`user_id`) REFERENCES `users`(`id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
