@@ -323,8 +323,8 @@ CREATE TABLE `change_outbox` (
 	`user_agent` text,
 	`request_id` text NOT NULL,
 	`metadata` text NOT NULL,
-	`activity` text,
-	`created_at` integer NOT NULL
+	`created_at` integer NOT NULL,
+	`activity` text
 );
 --> statement-breakpoint
 CREATE INDEX `change_outbox_workspace_idx` ON `change_outbox` (`workspace_id`,`id`);
