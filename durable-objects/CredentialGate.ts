@@ -1,7 +1,9 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { globalDbOf } from '../workers/lib/db';
+import type { Actor } from '../workers/auth/actor';
 import { resolveCredential, type HashedCredential, type Resolution } from '../workers/auth/credentials';
+import { heldNow, type Held } from '../workers/auth/launcher';
 import type { GlobalDb, Env } from '../workers/env';
 import { AppError, type ErrorCode, type ErrorDetails } from '../workers/errors';
 import { now } from '../workers/lib/clock';
@@ -50,8 +52,8 @@ type Outcome = ({ ok: true; principal: Resolution['principal'] } | { ok: false; 
 export class CredentialGate extends DurableObject<Env> {
   private readonly db: GlobalDb = globalDbOf(this.env);
   private readonly counter = new HitCounter(this.ctx.storage.kv);
-  /** Resolutions by credential, as promises so concurrent first requests share one D1 read. */
-  private readonly records = new Map<string, Promise<Outcome>>();
+  /** Resolutions by credential, and launchers' holds by credential and workspace, as promises so concurrent first requests share one D1 read. */
+  private readonly records = new Map<string, Promise<{ until: number }>>();
 
   async admit(request: GateRequest): Promise<GateAnswer> {
     const outcome = await this.resolve(request.credential, request.allowUnactivated);
@@ -68,6 +70,22 @@ export class CredentialGate extends DurableObject<Env> {
   }
 
   /**
+   * What a run's launching credential (one of this user's) holds now in the run's workspace, for
+   * each tool call and workflow step the run makes: remembered like a resolution, so a run's
+   * steps do not each read D1, and forgotten with them on any change.
+   */
+  async launcher(actor: Actor): Promise<Held> {
+    const { credential } = actor;
+    const id = credential.type === 'api_key' ? credential.apiKeyId : credential.type === 'session' ? credential.sessionId : credential.grantId;
+    const key = `launcher:${credential.type}:${id}:${actor.workspaceId}`;
+    const outcome = await this.remembered(key, async () => {
+      const held = await heldNow(this.db, actor);
+      return { ok: true, held, until: Math.min(now() + RECORD_MAX_AGE_MS, held.until ?? Infinity) } as const;
+    });
+    return outcome.held;
+  }
+
+  /**
    * Drops every remembered resolution. A load already under way is dropped with the map, so it
    * cannot put back what it read before the change.
    */
@@ -75,16 +93,22 @@ export class CredentialGate extends DurableObject<Env> {
     this.records.clear();
   }
 
-  private async resolve(credential: HashedCredential, allowUnactivated: boolean): Promise<Outcome> {
-    const key = `${credential.kind}:${credential.hash}:${credential.selector ?? ''}:${allowUnactivated}`;
-    const remembered = this.records.get(key);
+  private resolve(credential: HashedCredential, allowUnactivated: boolean): Promise<Outcome> {
+    return this.remembered(`${credential.kind}:${credential.hash}:${credential.selector ?? ''}:${allowUnactivated}`, () =>
+      this.load(credential, allowUnactivated),
+    );
+  }
+
+  /** The remembered answer under `key` while it holds, else `load`'s, remembered in its place. */
+  private async remembered<T extends { until: number }>(key: string, load: () => Promise<T>): Promise<T> {
+    const remembered = this.records.get(key) as Promise<T> | undefined;
     if (remembered) {
       const outcome = await remembered;
       if (outcome.until > now()) return outcome;
       if (this.records.get(key) === remembered) this.records.delete(key);
     }
     if (this.records.size >= MAX_RECORDS) this.records.clear();
-    const loading = this.load(credential, allowUnactivated);
+    const loading = load();
     this.records.set(key, loading);
     // A failed read (not a refusal) is not remembered.
     loading.catch(() => this.records.get(key) === loading && this.records.delete(key));

@@ -1,6 +1,5 @@
 import { DurableObject } from 'cloudflare:workers';
 import { sql } from 'drizzle-orm';
-import { globalDbOf } from '../workers/lib/db';
 import { directoryRoutedShardDb } from '../workers/services/directory-routed';
 import { threadMessages } from '../schema/shard/traces';
 import { workflowRuns, workflowStepResults } from '../schema/shard/workflows';
@@ -351,7 +350,7 @@ export class WorkflowRun extends DurableObject<Env> {
     if (!this.changes({ type: 'claim', key, attempt }).changed) return 'ignored';
     try {
       // The launcher as it is now: a credential revoked since launch (or since the last step) stops the run here.
-      const launcher = await launcherNow(globalDbOf(this.env), this.run!.meta.actor);
+      const launcher = await launcherNow(this.env, this.run!.meta.actor);
       if (launcher.ok) await this.carryOut(this.apply({ type: 'execute', key }), launcher.actor);
       else this.inBackground(this.apply({ type: 'failed', key, message: launcher.reason, retry: false }));
     } catch (error) {

@@ -1,9 +1,10 @@
 import { runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
-import { describe, expect, inject, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import type { WorkflowRun } from '../../durable-objects/WorkflowRun';
 import { runActor } from '../../workers/auth/actor';
 import { credentialHash, resolvePrincipal } from '../../workers/auth/credentials';
+import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { globalDbOf } from '../../workers/lib/db';
 import { runSkill } from '../../workers/services/executions';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
@@ -11,6 +12,8 @@ import { connectMcp, failure } from '../helpers/mcp';
 import { raw, token, tokensFor } from '../helpers/oauth';
 import { shardDbFor } from '../helpers/shards';
 import { definition, install, mapping, waitForRun } from '../helpers/workflows';
+
+afterEach(() => resetClock());
 
 const db = globalDbOf(env);
 const SECRET = 'The merger closes on Friday';
@@ -166,9 +169,8 @@ describe('a workflow run acts for its launching credential as it is at each step
   it('stops an OAuth launch whose grant has no live token left (no refresh token, the access token expired)', async () => {
     const flow = await tokensFor('workflow:run memory:read');
     const runId = await suspendedRun(flow.user, bearerAuth(flow.tokens.access_token));
-    await env.DB.prepare('UPDATE oauth_tokens SET expires_at = 0 WHERE id = ?')
-      .bind(await credentialHash(flow.tokens.access_token))
-      .run();
+    // The hour of its only token passes (its launcher's gate trusts the grant until then, not longer).
+    advanceClock(Number(flow.tokens.expires_in) * 1000 + 1000);
     const { run, steps } = await resumedByOwner(flow.user, runId);
     expect(run.status).toBe('failed');
     expect(steps.read.output.error).toBe('The credential that launched this run has expired');

@@ -1,6 +1,6 @@
-import { and, eq, exists, gt, isNull, or } from 'drizzle-orm';
+import { and, eq, gt, isNull, max, or, sql } from 'drizzle-orm';
 import { apiKeys, members, oauthGrants, oauthTokens, sessions, type Role } from '../../schema';
-import type { GlobalDb } from '../env';
+import type { Env, GlobalDb } from '../env';
 import { now } from '../lib/clock';
 import { apiScopesOf } from '../services/oauth';
 import type { Actor } from './actor';
@@ -9,8 +9,11 @@ import { narrowScopes, WILDCARD } from './scopes';
 /** The launcher as it is now, or why it no longer holds (said as the step's or tool's failure). */
 export type LauncherNow = { ok: true; actor: Actor } | { ok: false; reason: string };
 
-/** What the launching credential resolves to now, in the run's workspace, or why it does not. */
-type Held = { role: Role | null; scopes: string[] } | { gone: string };
+/**
+ * What the launching credential resolves to now, in the run's workspace, or why it does not;
+ * `until`: how long the answer holds at most (a session's expiry, a token family's last live token's).
+ */
+export type Held = ({ role: Role | null; scopes: string[] } | { gone: string }) & { until?: number };
 
 const LAUNCHED = 'The credential that launched this run';
 
@@ -41,7 +44,7 @@ async function sessionHeld(db: GlobalDb, actor: Actor, sessionId: string): Promi
     .limit(1);
   if (!row) return { gone: `${LAUNCHED} was signed out` };
   if (row.expiresAt <= now()) return { gone: `${LAUNCHED} has expired` };
-  return { role: row.role, scopes: [WILDCARD] };
+  return { role: row.role, scopes: [WILDCARD], until: row.expiresAt };
 }
 
 /**
@@ -52,8 +55,9 @@ async function sessionHeld(db: GlobalDb, actor: Actor, sessionId: string): Promi
  * with its client or user, or left with no live token stops it.
  */
 async function grantHeld(db: GlobalDb, actor: Actor, grantId: string): Promise<Held> {
-  const liveToken = db
-    .select({ id: oauthTokens.id })
+  // The family holds while it has a live token: until the last of them expires.
+  const liveUntil = db
+    .select({ until: max(oauthTokens.expiresAt) })
     .from(oauthTokens)
     .where(
       and(
@@ -68,7 +72,7 @@ async function grantHeld(db: GlobalDb, actor: Actor, grantId: string): Promise<H
       revokedAt: oauthGrants.revokedAt,
       workspaceId: oauthGrants.workspaceId,
       scopes: oauthGrants.scopes,
-      live: exists(liveToken),
+      liveUntil: sql<number | null>`(${liveUntil})`,
       role: members.role,
     })
     .from(oauthGrants)
@@ -76,26 +80,33 @@ async function grantHeld(db: GlobalDb, actor: Actor, grantId: string): Promise<H
     .where(and(eq(oauthGrants.id, grantId), eq(oauthGrants.userId, actor.userId)))
     .limit(1);
   if (!row || row.revokedAt !== null || row.workspaceId !== actor.workspaceId) return { gone: `${LAUNCHED} was revoked` };
-  if (!row.live) return { gone: `${LAUNCHED} has expired` };
-  return { role: row.role, scopes: apiScopesOf(row.scopes) };
+  if (row.liveUntil === null) return { gone: `${LAUNCHED} has expired` };
+  return { role: row.role, scopes: apiScopesOf(row.scopes), until: row.liveUntil };
 }
 
 /**
- * The actor of a run as its launching credential stands now: read again from D1 (by the
- * credential's kind and id, which the run keeps), with the scopes it held at launch narrowed to
- * those it holds now and its current role. A credential revoked, signed out, expired, moved to
- * another workspace, or whose holder left the workspace, answers why instead. An actor that is
- * no run (a request's own principal) is answered as it is.
+ * The launching credential of a run as D1 holds it now (by its kind and id, which the run
+ * keeps), in the run's workspace. The launcher's CredentialGate asks this and remembers the
+ * answer as it remembers a credential's resolution, until a change to the user's credentials
+ * or memberships, at most a minute.
  */
-export async function launcherNow(db: GlobalDb, actor: Actor): Promise<LauncherNow> {
-  if (!actor.run) return { ok: true, actor };
+export async function heldNow(db: GlobalDb, actor: Actor): Promise<Held> {
   const { credential } = actor;
-  const held =
-    credential.type === 'api_key'
-      ? await apiKeyHeld(db, actor, credential.apiKeyId)
-      : credential.type === 'session'
-        ? await sessionHeld(db, actor, credential.sessionId)
-        : await grantHeld(db, actor, credential.grantId);
+  if (credential.type === 'api_key') return apiKeyHeld(db, actor, credential.apiKeyId);
+  if (credential.type === 'session') return sessionHeld(db, actor, credential.sessionId);
+  return grantHeld(db, actor, credential.grantId);
+}
+
+/**
+ * The actor of a run as its launching credential stands now, as its owner's CredentialGate
+ * answers (`heldNow`), with the scopes it held at launch narrowed to those it holds now and its
+ * current role. A credential revoked, signed out, expired, moved to another workspace, or whose
+ * holder left the workspace, answers why instead. An actor that is no run (a request's own
+ * principal) is answered as it is.
+ */
+export async function launcherNow(env: Env, actor: Actor): Promise<LauncherNow> {
+  if (!actor.run) return { ok: true, actor };
+  const held = await env.CREDENTIAL_GATE.getByName(actor.userId).launcher(actor);
   if ('gone' in held) return { ok: false, reason: held.gone };
   if (held.role === null) return { ok: false, reason: `${LAUNCHED} belongs to someone no longer a member of this workspace` };
   return { ok: true, actor: { ...actor, role: held.role, scopes: narrowScopes(actor.scopes, held.scopes) } };

@@ -1,6 +1,5 @@
 import type { ShardDb, Env } from '../env';
 import { now } from '../lib/clock';
-import { globalDbOf } from '../lib/db';
 import { openByokKey } from '../services/byok';
 import type { NewExecutionEvent, SealedTurnKeys, TurnEnding, TurnInput } from '../services/execution-events';
 import { sealedTurnKeys } from '../services/execution-lifecycle';
@@ -82,7 +81,7 @@ export async function runAgentTurn(db: ShardDb, env: Env, turn: AgentTurn, hooks
   const costOf = (spent: TokenUsage) => (ownKey ? 0 : costInHundredths(price, spent.inputTokens, spent.outputTokens));
   const redactor = eventRedactor<NewExecutionEvent>(secrets);
   // Each tool call acts for the launcher as it is then; one revoked since the turn began ends the turn.
-  const acting = actingForLauncher(globalDbOf(env), input, (current) => [
+  const acting = actingForLauncher(env, input, (current) => [
     ...runTools(db, env, current, secrets),
     ...connectorRunTools(db, env, current),
     ...threadRunTools(db, env, current),

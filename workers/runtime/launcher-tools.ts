@@ -1,5 +1,5 @@
 import { launcherNow } from '../auth/launcher';
-import type { GlobalDb } from '../env';
+import type { Env } from '../env';
 import type { TurnInput } from '../services/execution-events';
 import type { AgentTool } from './agent-loop';
 
@@ -10,13 +10,13 @@ import type { AgentTool } from './agent-loop';
  * launcher revoked, signed out or expired refuses the call (and every later one) with the
  * reason, which `refusal` then answers, so the turn can stop.
  */
-export function actingForLauncher(db: GlobalDb, turn: TurnInput, toolsFor: (turn: TurnInput) => AgentTool[]) {
+export function actingForLauncher(env: Env, turn: TurnInput, toolsFor: (turn: TurnInput) => AgentTool[]) {
   let refusal: string | undefined;
   const tools = toolsFor(turn).map((tool): AgentTool => ({
     ...tool,
     run: async (args, call) => {
       if (refusal === undefined) {
-        const launcher = await launcherNow(db, turn.actor);
+        const launcher = await launcherNow(env, turn.actor);
         if (launcher.ok)
           return toolsFor({ ...turn, actor: launcher.actor })
             .find((t) => t.spec.name === tool.spec.name)!

@@ -168,8 +168,8 @@ export function holdStatements(db: GlobalDb, request: HoldRequest) {
   const minimum = hundredths(request.minimum ?? amount, 'minimum');
   const available = sql<number>`${creditAccounts.balance} - ${creditAccounts.reserved}`;
   const waived = request.waivedWhen ?? sql`0`;
+  // No account is made here: every user has one from sign-up, and a hold reads it anyway.
   return [
-    ensureAccount(db, userId),
     db
       .insert(creditReservations)
       .select(
@@ -193,7 +193,7 @@ export function holdStatements(db: GlobalDb, request: HoldRequest) {
 }
 
 /** What the hold's statements answered: the hold, else the same hold asked for before, else the refusal. */
-export const holdAnswered = async (db: GlobalDb, request: HoldRequest, [, [held]]: BatchResponse<ReturnType<typeof holdStatements>>): Promise<Hold> =>
+export const holdAnswered = async (db: GlobalDb, request: HoldRequest, [[held]]: BatchResponse<ReturnType<typeof holdStatements>>): Promise<Hold> =>
   held ? { reserved: true, amount: held.amount } : earlierHold(db, request);
 
 /** A hold that took nothing: the same hold asked for before, else the refusal with what is available. */
@@ -239,7 +239,7 @@ export type Settlement = HoldRef & { cost: number; description: string };
  * One D1 batch on the ledger; a turn's close sends the run's record to its shard after it.
  */
 export async function settle(db: GlobalDb, settlement: Settlement): Promise<{ settled: boolean; charged: number }> {
-  const [, [inserted]] = await db.batch(settlementStatements(db, settlement));
+  const [[inserted]] = await db.batch(settlementStatements(db, settlement));
   return inserted
     ? { settled: true, charged: Math.abs(inserted.amount) }
     : // The row is there: the conflict that skipped the insert was with it.
@@ -251,7 +251,6 @@ function settlementStatements(db: GlobalDb, settlement: Settlement) {
   const held = sql`COALESCE((SELECT ${creditReservations.amount} FROM ${creditReservations} WHERE ${unsettledHold(settlement)}), 0)`;
   const spendable = sql`(SELECT ${creditAccounts.balance} - ${creditAccounts.reserved} FROM ${creditAccounts} WHERE ${creditAccounts.userId} = ${userId}) + ${held}`;
   return [
-    ensureAccount(db, userId),
     db
       .insert(creditTransactions)
       .values({

@@ -215,10 +215,10 @@ async function claimHoldAndRead(db: ShardDb, env: Env, principal: Principal, exe
     waivedWhen: byokKeyExists(ledger, principal.userId),
     workspaceId: principal.workspaceId,
   };
-  const [ensured, held, recomputed, [byok]] = await ledger.batch([...holdStatements(ledger, request), sealedByokKey(ledger, principal.userId)]);
+  const [held, recomputed, [byok]] = await ledger.batch([...holdStatements(ledger, request), sealedByokKey(ledger, principal.userId)]);
   return {
     execution,
-    hold: await holdAnswered(ledger, request, [ensured, held, recomputed]),
+    hold: await holdAnswered(ledger, request, [held, recomputed]),
     context: { prompt: version[0]?.prompt, connector: runConnectorFrom(connector[0]), threadId: thread[0]?.id },
     keys: { byok: byok ?? null, secrets },
   };
