@@ -5,7 +5,7 @@ import { placeOf } from '../../workers/services/directory';
 import { holdsWorkspace } from '../../workers/services/shard-copy';
 import { copyBeforeFence, raiseFence } from '../../workers/services/workspace-move';
 import { operatorRoutes } from '../../workers/routes/operator';
-import { call, createKey, type ApiResponse, type TestUser } from '../helpers/api';
+import { call, createKey, signUp, type ApiResponse, type TestUser } from '../helpers/api';
 import { catalogEntry, seedCatalog, signUpWithSummarizer, SUMMARIZER } from '../helpers/skills';
 
 const OPERATOR = { authorization: `Bearer ${env.OPERATOR_SECRET}` };
@@ -151,5 +151,27 @@ describe('POST /operator/workspaces/:id/move', () => {
     expect(await holdsWorkspace(shardBinding(env, from), user.workspaceId)).toBe(false);
     // Run once more, the move finds nothing left to do.
     expect((await move(user.workspaceId, to)).body).toMatchObject({ copied: { beforeFence: 0, underFence: 0 }, deleted: 0 });
+  });
+
+  it('keeps ids and their order: a cursor taken before the move pages on after it, and newer rows list first', async () => {
+    const user = await signUp();
+    for (const content of ['one', 'two', 'three', 'four', 'five']) {
+      expect((await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content } })).status).toBe(200);
+    }
+    const page = (query: string) => call(`/api/v1/audit-logs?action=memory.updated&${query}`, { token: user.token });
+    const first = await page('limit=3');
+    expect(first.body.has_more).toBe(true);
+    const before = (await page('limit=10')).body.data.map((entry: { id: number }) => entry.id);
+    expect(before).toHaveLength(5);
+
+    expect((await move(user.workspaceId, otherShard(user))).status).toBe(200);
+    expect((await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'six' } })).status).toBe(200);
+
+    const rest = await page(`limit=10&after_id=${first.body.last_id}`);
+    expect([...first.body.data, ...rest.body.data].map((entry: { id: number }) => entry.id)).toEqual(before);
+    const after = (await page('limit=10')).body.data.map((entry: { id: number }) => entry.id);
+    expect(after.slice(1)).toEqual(before);
+    // The newest was written on the new shard: its number is in the id's low 12 bits.
+    expect(after[0] % 4096).toBe(otherShard(user));
   });
 });
