@@ -5,9 +5,11 @@ import { now } from '../lib/clock';
 import { RETENTION_COLUMNS, RETENTION_DEFAULTS, type RetentionKind } from './retention';
 
 const DAY_MS = 86_400_000;
-/** Rows one statement deletes at most, and statements a kind gets per sweep: the rest waits an hour. */
+/** Rows one statement deletes at most, and statements a kind gets per sweep and group of workspaces: the rest waits an hour. */
 const BATCH = 500;
 const STATEMENTS_PER_KIND = 4;
+/** Workspaces one statement names (as a JSON parameter, which D1 caps at 2 MB). */
+const WORKSPACES_PER_STATEMENT = 1000;
 
 /**
  * One statement deleting up to BATCH expired rows of a kind, given `windows`: a JSON array of
@@ -39,16 +41,16 @@ export async function expireRetainedData(globalDb: GlobalDb, db: ShardDb): Promi
   if (placed.length === 0) return;
   const overrides = new Map((await db.select().from(retentionWindows)).map((row) => [row.workspaceId, row]));
   const at = now();
-  for (const kind of Object.keys(EXPIRE) as RetentionKind[]) {
-    const windows = JSON.stringify(
-      placed.map(({ workspaceId }) => {
-        const days = overrides.get(workspaceId)?.[RETENTION_COLUMNS[kind]] ?? RETENTION_DEFAULTS[kind];
-        return [workspaceId, at - days * DAY_MS];
-      }),
-    );
-    for (let i = 0; i < STATEMENTS_PER_KIND; i++) {
-      const result = await db.run(EXPIRE[kind](windows));
-      if (result.meta.changes < BATCH) break;
+  for (let start = 0; start < placed.length; start += WORKSPACES_PER_STATEMENT) {
+    const group = placed.slice(start, start + WORKSPACES_PER_STATEMENT);
+    for (const kind of Object.keys(EXPIRE) as RetentionKind[]) {
+      const windows = JSON.stringify(
+        group.map(({ workspaceId }) => [workspaceId, at - (overrides.get(workspaceId)?.[RETENTION_COLUMNS[kind]] ?? RETENTION_DEFAULTS[kind]) * DAY_MS]),
+      );
+      for (let i = 0; i < STATEMENTS_PER_KIND; i++) {
+        const result = await db.run(EXPIRE[kind](windows));
+        if (result.meta.changes < BATCH) break;
+      }
     }
   }
 }
