@@ -29,6 +29,8 @@ export interface Env extends GeneratedEnv {
   GITHUB_API_BASE_URL?: string;
   /** Event streams (SSE) and WebSockets each credential may hold open at once, each (default 20; workers/lib/stream-slots.ts). */
   MAX_OPEN_STREAMS?: string;
+  /** The longest retention window, in days, a workspace owner may set (default 400; docs/operations.md, "Retention"). */
+  RETENTION_MAX_DAYS?: string;
 }
 
 /** The query builder over a D1 database or one of its sessions (`$client`, for statements built once: workers/lib/select-once.ts). */

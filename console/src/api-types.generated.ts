@@ -368,6 +368,24 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/workspaces/{id}/retention': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** How many days the workspace keeps its traces, workflow runs, activity and audit log (defaults filled in) */
+    get: operations['getApiV1WorkspacesByIdRetention'];
+    /** Set retention windows in days (owners only) */
+    put: operations['putApiV1WorkspacesByIdRetention'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/invitations/accept': {
     parameters: {
       query?: never;
@@ -3759,6 +3777,229 @@ export interface operations {
             expiresAt: string;
             createdAt: string;
             token: string;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1WorkspacesByIdRetention: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The workspace id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Days a trace is kept after its last activity, once it is no longer running */
+            traces: number;
+            /** @description Days a workflow run is kept after it ended */
+            workflowRuns: number;
+            /** @description Days an activity entry is kept */
+            activity: number;
+            /** @description Days an audit entry is kept */
+            audit: number;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  putApiV1WorkspacesByIdRetention: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The workspace id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Days a trace is kept after its last activity, once it is no longer running */
+          traces?: number;
+          /** @description Days a workflow run is kept after it ended */
+          workflowRuns?: number;
+          /** @description Days an activity entry is kept */
+          activity?: number;
+          /** @description Days an audit entry is kept */
+          audit?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Days a trace is kept after its last activity, once it is no longer running */
+            traces: number;
+            /** @description Days a workflow run is kept after it ended */
+            workflowRuns: number;
+            /** @description Days an activity entry is kept */
+            activity: number;
+            /** @description Days an audit entry is kept */
+            audit: number;
           };
         };
       };

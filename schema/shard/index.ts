@@ -5,6 +5,7 @@ export * from './connectors';
 export * from './idempotency';
 export * from './logs';
 export * from './memory';
+export * from './retention';
 export * from './secrets';
 export * from './skills';
 export * from './traces';

@@ -11,7 +11,12 @@ export const auditLog = sqliteTable(
     workspaceId: shardWorkspaceIdColumn(),
     ...auditColumns(),
   },
-  (t) => [index('audit_workspace_idx').on(t.workspaceId, t.id), index('audit_workspace_action_idx').on(t.workspaceId, t.action, t.id)],
+  (t) => [
+    index('audit_workspace_idx').on(t.workspaceId, t.id),
+    index('audit_workspace_action_idx').on(t.workspaceId, t.action, t.id),
+    // The retention sweep's: a workspace's rows older than its window.
+    index('audit_workspace_created_idx').on(t.workspaceId, t.createdAt),
+  ],
 );
 
 /** The workspace change log people read: what changed, in a sentence. */
@@ -27,7 +32,11 @@ export const activityLog = sqliteTable(
     resourceId: text('resource_id').notNull(),
     createdAt: integer('created_at').notNull(),
   },
-  (t) => [index('activity_workspace_idx').on(t.workspaceId, t.id)],
+  (t) => [
+    index('activity_workspace_idx').on(t.workspaceId, t.id),
+    // The retention sweep's: a workspace's rows older than its window.
+    index('activity_workspace_created_idx').on(t.workspaceId, t.createdAt),
+  ],
 );
 
 export type AuditRow = typeof auditLog.$inferSelect;

@@ -44,6 +44,8 @@ export const traces = sqliteTable(
     index('traces_workspace_status_idx').on(t.workspaceId, t.status, t.id),
     index('traces_workspace_agent_idx').on(t.workspaceId, t.actorAgentSlug, t.id),
     index('traces_workspace_api_key_idx').on(t.workspaceId, t.actorApiKeyId, t.id),
+    // The retention sweep's: a workspace's traces idle for longer than its window.
+    index('traces_workspace_last_activity_idx').on(t.workspaceId, t.lastActivityAt),
   ],
 );
 

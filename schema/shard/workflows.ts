@@ -63,7 +63,12 @@ export const workflowRuns = sqliteTable(
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
-  (t) => [index('workflow_runs_workspace_created_idx').on(t.workspaceId, t.createdAt), index('workflow_runs_workspace_status_idx').on(t.workspaceId, t.status)],
+  (t) => [
+    index('workflow_runs_workspace_created_idx').on(t.workspaceId, t.createdAt),
+    index('workflow_runs_workspace_status_idx').on(t.workspaceId, t.status),
+    // The retention sweep's: a workspace's runs last written longer ago than its window.
+    index('workflow_runs_workspace_updated_idx').on(t.workspaceId, t.updatedAt),
+  ],
 );
 
 /** Per-step results of a run (spec 2.6), keyed by step id; written with the run record. */

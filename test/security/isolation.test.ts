@@ -76,6 +76,8 @@ const CASES: Record<string, (a: Fixture) => Probe> = {
   'GET /api/v1/workspaces/:id/members': (a) => ({ params: { id: a.workspaceId } }),
   'GET /api/v1/workspaces/:id/invitations': (a) => ({ params: { id: a.workspaceId } }),
   'POST /api/v1/workspaces/:id/invitations': (a) => ({ params: { id: a.workspaceId }, body: { email: 'mallory@example.test', role: 'admin' } }),
+  'GET /api/v1/workspaces/:id/retention': (a) => ({ params: { id: a.workspaceId } }),
+  'PUT /api/v1/workspaces/:id/retention': (a) => ({ params: { id: a.workspaceId }, body: { traces: 1 } }),
   'POST /api/v1/api-keys/:id/revoke': (a) => ({ params: { id: a.keyId }, body: {} }),
   'GET /api/v1/agents/connect/poll/:consentId': (a) => ({ params: { consentId: a.consentId } }),
   'POST /api/v1/agents/consents/:consentId/approve': (a) => ({ params: { consentId: a.consentId }, body: {} }),

@@ -12,6 +12,7 @@ import {
   InvitationRecord,
   listInvitations,
 } from '../services/invitations';
+import { getRetention, RetentionPatch, RetentionWindows, setRetention } from '../services/retention';
 import {
   createWorkspace,
   CreateWorkspaceBody,
@@ -154,6 +155,30 @@ export const workspacesArea: Area = {
       },
       mcp: false,
       run: (ctx, { workspaceId, ...body }) => createInvitation(ctx.globalDb, ctx.actor, workspaceId, body),
+    }),
+    defineCapability({
+      name: 'get-retention',
+      title: 'Get retention windows',
+      description: 'How many days the workspace keeps its traces, workflow runs, activity and audit log (defaults filled in).',
+      access: { auth: 'credential', scope: 'profile:read' },
+      input: WorkspaceId,
+      output: RetentionWindows,
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/:id/retention', params: byId },
+      mcp: false,
+      run: (ctx, { workspaceId }) => getRetention(ctx.db, ctx.globalDb, ctx.actor, workspaceId),
+    }),
+    defineCapability({
+      name: 'set-retention',
+      title: 'Set retention windows',
+      description: 'Sets the windows named, in days from 1 to the deployment maximum (owners only); older data is deleted within the hour.',
+      access: { auth: 'credential', scope: 'profile:write' },
+      input: WorkspaceId.extend(RetentionPatch.shape),
+      output: RetentionWindows,
+      annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
+      http: { method: 'PUT', path: '/:id/retention', params: byId, summary: 'Set retention windows in days (owners only)' },
+      mcp: false,
+      run: (ctx, { workspaceId, ...patch }) => setRetention(ctx.db, ctx.globalDb, ctx.env, ctx.actor, workspaceId, patch),
     }),
   ],
 };

@@ -90,6 +90,7 @@ CREATE TABLE `activity_log` (
 );
 --> statement-breakpoint
 CREATE INDEX `activity_workspace_idx` ON `activity_log` (`workspace_id`,`id`);--> statement-breakpoint
+CREATE INDEX `activity_workspace_created_idx` ON `activity_log` (`workspace_id`,`created_at`);--> statement-breakpoint
 CREATE TABLE `audit_log` (
 	`id` integer PRIMARY KEY NOT NULL,
 	`workspace_id` text NOT NULL,
@@ -107,10 +108,20 @@ CREATE TABLE `audit_log` (
 --> statement-breakpoint
 CREATE INDEX `audit_workspace_idx` ON `audit_log` (`workspace_id`,`id`);--> statement-breakpoint
 CREATE INDEX `audit_workspace_action_idx` ON `audit_log` (`workspace_id`,`action`,`id`);--> statement-breakpoint
+CREATE INDEX `audit_workspace_created_idx` ON `audit_log` (`workspace_id`,`created_at`);--> statement-breakpoint
 CREATE TABLE `memory` (
 	`workspace_id` text PRIMARY KEY NOT NULL,
 	`content` text NOT NULL,
 	`updated_by` text NOT NULL,
+	`updated_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE `retention_windows` (
+	`workspace_id` text PRIMARY KEY NOT NULL,
+	`traces_days` integer,
+	`workflow_runs_days` integer,
+	`activity_days` integer,
+	`audit_days` integer,
 	`updated_at` integer NOT NULL
 );
 --> statement-breakpoint
@@ -242,6 +253,7 @@ CREATE INDEX `traces_workspace_kind_idx` ON `traces` (`workspace_id`,`kind`,`id`
 CREATE INDEX `traces_workspace_status_idx` ON `traces` (`workspace_id`,`status`,`id`);--> statement-breakpoint
 CREATE INDEX `traces_workspace_agent_idx` ON `traces` (`workspace_id`,`actor_agent_slug`,`id`);--> statement-breakpoint
 CREATE INDEX `traces_workspace_api_key_idx` ON `traces` (`workspace_id`,`actor_api_key_id`,`id`);--> statement-breakpoint
+CREATE INDEX `traces_workspace_last_activity_idx` ON `traces` (`workspace_id`,`last_activity_at`);--> statement-breakpoint
 CREATE TABLE `agents` (
 	`id` integer PRIMARY KEY NOT NULL,
 	`workspace_id` text NOT NULL,
@@ -269,6 +281,7 @@ CREATE TABLE `workflow_runs` (
 --> statement-breakpoint
 CREATE INDEX `workflow_runs_workspace_created_idx` ON `workflow_runs` (`workspace_id`,`created_at`);--> statement-breakpoint
 CREATE INDEX `workflow_runs_workspace_status_idx` ON `workflow_runs` (`workspace_id`,`status`);--> statement-breakpoint
+CREATE INDEX `workflow_runs_workspace_updated_idx` ON `workflow_runs` (`workspace_id`,`updated_at`);--> statement-breakpoint
 CREATE TABLE `workflow_step_results` (
 	`run_id` text NOT NULL,
 	`step_id` text NOT NULL,
