@@ -2,7 +2,8 @@ import { and, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import { retentionWindows, workspaceShards } from '../../schema';
 import type { GlobalDb, ShardDb } from '../env';
 import { now } from '../lib/clock';
-import { RETENTION_COLUMNS, RETENTION_DEFAULTS, type RetentionKind } from './retention';
+import { RETENTION_COLUMNS } from './retention';
+import { RETENTION_DEFAULTS, type RetentionKind } from './retention-defaults';
 
 const DAY_MS = 86_400_000;
 /** Rows one statement deletes at most, and statements a kind gets per sweep and group of workspaces: the rest waits an hour. */

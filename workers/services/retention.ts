@@ -6,11 +6,9 @@ import type { Env, GlobalDb, ShardDb } from '../env';
 import { forbidden, invalidInput } from '../errors';
 import { now } from '../lib/clock';
 import { recordChange } from './audit';
+import { RETENTION_DEFAULTS, type RetentionKind } from './retention-defaults';
 import { requireCurrentWorkspace } from './workspaces';
 
-/** The kinds of data whose window a workspace owner may change, and their defaults in days (docs/operations.md). */
-export const RETENTION_DEFAULTS = { traces: 30, workflowRuns: 30, activity: 90, audit: 365 } as const;
-export type RetentionKind = keyof typeof RETENTION_DEFAULTS;
 const KINDS = Object.keys(RETENTION_DEFAULTS) as RetentionKind[];
 
 /** The longest window a deployment allows when RETENTION_MAX_DAYS is unset. */

@@ -1,6 +1,7 @@
 import { api, post, type Answer } from '../api';
 import { field, h, show, when } from '../dom';
 import { consents, permissionRequests } from './approvals';
+import { retention } from './retention';
 import { billing, byok, connectors, failure, members, secrets, section } from './settings-more';
 
 type Key = Answer<'/api-keys'>['data'][number];
@@ -12,6 +13,7 @@ const PARTS = [
   ['Agents asking to connect', consents],
   ['Agent permission requests', permissionRequests],
   ['Members and invitations', members],
+  ['Retention', retention],
   ['Secrets', secrets],
   ['Your own model key', byok],
   ['Connectors', connectors],
@@ -20,7 +22,7 @@ const PARTS = [
 
 /**
  * Settings: API keys (created with chosen scopes, shown once, revoked), agents' pending
- * consents and permission requests, members and invitations, secrets, the model key, connectors, billing.
+ * consents and permission requests, members and invitations, retention, secrets, the model key, connectors, billing.
  */
 export async function settings(app: HTMLElement) {
   const boxes = PARTS.map(() => h('div'));
