@@ -340,6 +340,60 @@ describe('the console in a browser', () => {
     await page.getByRole('list', { name: 'Secrets' }).getByText('No secrets yet.').waitFor();
   });
 
+  it('lets the owner set retention, shows a refused window at its field, and shows the windows read-only to a member', async () => {
+    const owner = (page = await signUp('Retention Owner'));
+    await page.goto(`${service.base}/settings`);
+    const retention = page.getByRole('region', { name: 'Retention' });
+    const traces = retention.getByLabel('Traces (days)');
+    const audit = retention.getByLabel('Audit log (days)');
+    await expect(traces.inputValue()).resolves.toBe('30');
+    await expect(retention.getByLabel('Workflow runs (days)').inputValue()).resolves.toBe('30');
+    await expect(retention.getByLabel('Activity (days)').inputValue()).resolves.toBe('90');
+    await expect(audit.inputValue()).resolves.toBe('365');
+    await retention.getByText('Default 365 days.').waitFor();
+
+    await traces.fill('7');
+    await audit.fill('500');
+    await retention.getByRole('button', { name: 'Save' }).click();
+    const refused = retention.getByRole('alert');
+    await refused.getByText('audit must be at most 400 days').waitFor();
+    expect(await audit.getAttribute('aria-invalid')).toBe('true');
+    expect(await audit.getAttribute('aria-errormessage')).toBe(await refused.getAttribute('id'));
+    await check('settings-retention');
+
+    await audit.fill('200');
+    await retention.getByRole('button', { name: 'Save' }).click();
+    await retention.getByText(/^Saved\./).waitFor();
+    expect(await retention.getByRole('alert').count()).toBe(0);
+    await page.reload();
+    await expect(page.getByRole('region', { name: 'Retention' }).getByLabel('Traces (days)').inputValue()).resolves.toBe('7');
+    await expect(page.getByRole('region', { name: 'Retention' }).getByLabel('Audit log (days)').inputValue()).resolves.toBe('200');
+
+    // A member of the owner's workspace, acting there, sees the same windows and no way to change them.
+    const member = await signUp('Retention Member');
+    const inPage = (person: Page, path: string, body?: object) =>
+      person.evaluate<{ id: string; email: string }>(
+        `fetch(${JSON.stringify(path)}, { method: ${JSON.stringify(body ? 'POST' : 'GET')}, headers: { 'content-type': 'application/json', 'x-csrf-token': document.querySelector('meta[name="csrf-token"]').content }, body: ${JSON.stringify(body ? JSON.stringify(body) : null)} }).then((r) => r.json())`,
+      );
+    const workspace = await inPage(owner, '/api/v1/workspaces/current');
+    await owner.goto(`${service.base}/settings`);
+    await owner.getByLabel('Email to invite').fill((await inPage(member, '/api/v1/profile')).email);
+    await owner.getByRole('button', { name: 'Invite' }).click();
+    const invited = (await owner.getByText(/^Invited\. Send them this acceptance token/).textContent())!;
+    await inPage(member, '/api/v1/invitations/accept', { token: invited.split(': ').at(-1) });
+    await member.reload();
+    await member.getByRole('combobox', { name: 'Workspace' }).selectOption(workspace.id);
+    await member.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
+    await member.goto(`${service.base}/settings`);
+    page = member;
+    const seen = page.getByRole('region', { name: 'Retention' });
+    await seen.getByText('Only the owner can change them.').waitFor();
+    await expect(seen.getByLabel('Traces (days)').inputValue()).resolves.toBe('7');
+    expect(await seen.getByLabel('Audit log (days)').getAttribute('readonly')).toBe('');
+    expect(await seen.getByRole('button', { name: 'Save' }).count()).toBe(0);
+    await check('settings-retention-member');
+  });
+
   it('writes a new skill, approves an agent asking to connect with fewer scopes than it asked for, and edits the skill into a new version, restores the old one and binds a secret', async () => {
     page = await signUp('Author Person');
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Skills' }).click();
