@@ -2,10 +2,10 @@ import { sql } from 'drizzle-orm';
 import { integer } from 'drizzle-orm/sqlite-core';
 
 /** Ids start counting here (2026-01-01T00:00:00Z), so 41 bits of milliseconds last until 2095. */
-export const ID_EPOCH_MS = 1_767_225_600_000;
+const ID_EPOCH_MS = 1_767_225_600_000;
 /** The shard's number sits in the low 12 bits: ids stay unique across up to 4,096 shards. */
-export const SHARD_BITS = 12;
-export const MAX_SHARDS = 1 << SHARD_BITS;
+const SHARD_BITS = 12;
+const MAX_SHARDS = 1 << SHARD_BITS;
 
 /**
  * A row id unique across every database and ordered by time: (milliseconds since ID_EPOCH_MS, or

@@ -1,12 +1,12 @@
 import { env } from 'cloudflare:workers';
 import { boundShards, globalDbOf, shardBinding, shardDbOf, type ShardDb } from '../../workers/lib/db';
-import { shardOfWorkspace } from '../../workers/services/directory';
+import { placeOf } from '../../workers/services/directory';
 
 /** The shard number the directory names for `workspaceId`. */
 export async function shardNumberOf(workspaceId: string): Promise<number> {
-  const shard = await shardOfWorkspace(globalDbOf(env), workspaceId);
-  if (shard === undefined) throw new Error(`workspace ${workspaceId} is in no shard`);
-  return shard;
+  const place = await placeOf(globalDbOf(env), workspaceId);
+  if (place === undefined) throw new Error(`workspace ${workspaceId} is in no shard`);
+  return place.shard;
 }
 
 /** The D1 database holding `workspaceId`'s rows. */

@@ -31,12 +31,6 @@ export async function placement(db: GlobalDb, env: Env, workspaceId: string) {
   };
 }
 
-/** The shard holding `workspaceId`, or undefined for a workspace the directory does not know. */
-export async function shardOfWorkspace(db: GlobalDb, workspaceId: string): Promise<number | undefined> {
-  const [row] = await db.select({ shard: workspaceShards.shard }).from(workspaceShards).where(eq(workspaceShards.workspaceId, workspaceId)).limit(1);
-  return row?.shard;
-}
-
 /** The workspace's directory row as it stands: its shard and, while a move fences its writes, the shard it moves to. */
 export async function placeOf(db: GlobalDb, workspaceId: string): Promise<{ shard: number; movingTo: number | null } | undefined> {
   const [row] = await db
