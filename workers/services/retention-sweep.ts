@@ -2,8 +2,8 @@ import { and, eq, isNull, sql, type SQL } from 'drizzle-orm';
 import { retentionWindows, workspaceShards } from '../../schema';
 import type { GlobalDb, ShardDb } from '../env';
 import { now } from '../lib/clock';
-import { RETENTION_COLUMNS } from './retention';
-import { RETENTION_DEFAULTS, type RetentionKind } from './retention-defaults';
+import { windowsOf } from './retention';
+import type { RetentionKind } from './retention-defaults';
 
 const DAY_MS = 86_400_000;
 /** Rows one statement deletes at most, and statements a kind gets per sweep and group of workspaces: the rest waits an hour. */
@@ -43,11 +43,11 @@ export async function expireRetainedData(globalDb: GlobalDb, db: ShardDb): Promi
   const overrides = new Map((await db.select().from(retentionWindows)).map((row) => [row.workspaceId, row]));
   const at = now();
   for (let start = 0; start < placed.length; start += WORKSPACES_PER_STATEMENT) {
-    const group = placed.slice(start, start + WORKSPACES_PER_STATEMENT);
+    const group = placed
+      .slice(start, start + WORKSPACES_PER_STATEMENT)
+      .map(({ workspaceId }) => ({ workspaceId, days: windowsOf(overrides.get(workspaceId)) }));
     for (const kind of Object.keys(EXPIRE) as RetentionKind[]) {
-      const windows = JSON.stringify(
-        group.map(({ workspaceId }) => [workspaceId, at - (overrides.get(workspaceId)?.[RETENTION_COLUMNS[kind]] ?? RETENTION_DEFAULTS[kind]) * DAY_MS]),
-      );
+      const windows = JSON.stringify(group.map(({ workspaceId, days }) => [workspaceId, at - days[kind] * DAY_MS]));
       for (let i = 0; i < STATEMENTS_PER_KIND; i++) {
         const result = await db.run(EXPIRE[kind](windows));
         if (result.meta.changes < BATCH) break;

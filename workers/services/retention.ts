@@ -16,7 +16,7 @@ const DEFAULT_MAX_DAYS = 400;
 export const retentionMaxDays = (env: Env): number => Number(env.RETENTION_MAX_DAYS) || DEFAULT_MAX_DAYS;
 
 /** Where a workspace's own window for each kind is kept. */
-export const RETENTION_COLUMNS = {
+const RETENTION_COLUMNS = {
   traces: 'tracesDays',
   workflowRuns: 'workflowRunsDays',
   activity: 'activityDays',
@@ -34,7 +34,8 @@ export type RetentionWindows = z.infer<typeof RetentionWindows>;
 export const RetentionPatch = RetentionWindows.partial();
 export type RetentionPatch = z.infer<typeof RetentionPatch>;
 
-const windowsOf = (row: RetentionWindowsRow | undefined): RetentionWindows =>
+/** A workspace's windows: its own where it set them, else the defaults. */
+export const windowsOf = (row: RetentionWindowsRow | undefined): RetentionWindows =>
   Object.fromEntries(KINDS.map((kind) => [kind, row?.[RETENTION_COLUMNS[kind]] ?? RETENTION_DEFAULTS[kind]])) as RetentionWindows;
 
 const readRow = async (db: ShardDb, workspaceId: string) =>
