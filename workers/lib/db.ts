@@ -39,8 +39,8 @@ export const shardDbOf = (env: Env, shard: number): ShardDb => openShard(shardBi
 /** The query builder over the global database, outside any request. */
 export const globalDbOf = (env: Env): GlobalDb => openGlobal(env.DB);
 
-/** A statement that changes rows (drizzle writes each as one of these). */
-const WRITE = /^\s*(insert|update|delete|replace)\b/i;
+/** Whether a statement changes rows (drizzle writes each as one of these). */
+export const writesRows = (query: string): boolean => /^\s*(insert|update|delete|replace)\b/i.test(query);
 
 /**
  * The database (or session) refusing every statement that writes, with 503 and Retry-After: a
@@ -55,7 +55,7 @@ export function refusingWrites(database: D1Database | D1DatabaseSession): D1Data
         return typeof value === 'function' ? value.bind(target) : value;
       }
       return (query: string) => {
-        if (WRITE.test(query)) throw workspaceMoving();
+        if (writesRows(query)) throw workspaceMoving();
         return target.prepare(query);
       };
     },

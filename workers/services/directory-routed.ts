@@ -1,13 +1,11 @@
 import type { Env, ShardDb } from '../env';
 import { workspaceMoving } from '../errors';
-import { globalDbOf, openShard, shardBinding } from '../lib/db';
+import { globalDbOf, openShard, shardBinding, writesRows } from '../lib/db';
 import { placeOf } from './directory';
 
 /** How long a Durable Object's write waits for a move's fence to lift before failing (its caller retries later). */
 const FENCE_WAIT_MS = 30_000;
 const FENCE_POLL_MS = 250;
-
-const WRITE = /^\s*(insert|update|delete|replace)\b/i;
 
 /**
  * How long an object trusts a directory read that found no fence. A move waits at least this
@@ -51,7 +49,7 @@ class RoutedStatement {
   ) {}
 
   get writes() {
-    return WRITE.test(this.query);
+    return writesRows(this.query);
   }
 
   bind(...params: unknown[]) {
