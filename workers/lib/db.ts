@@ -33,11 +33,19 @@ export function shardBinding(env: Env, shard: number): D1Database {
   return binding as D1Database;
 }
 
+/** Builders over whole bindings (not request sessions), made once per binding: they are asked for on every run start and tool call. */
+const builders = new WeakMap<D1Database, Db>();
+const builderOf = <T extends Db>(binding: D1Database, make: (binding: D1Database) => T): T => {
+  let db = builders.get(binding) as T | undefined;
+  if (!db) builders.set(binding, (db = make(binding)));
+  return db;
+};
+
 /** The query builder over shard `n`, outside any request (objects, queues, housekeeping). */
-export const shardDbOf = (env: Env, shard: number): ShardDb => openShard(shardBinding(env, shard), shard);
+export const shardDbOf = (env: Env, shard: number): ShardDb => builderOf(shardBinding(env, shard), (binding) => openShard(binding, shard));
 
 /** The query builder over the global database, outside any request. */
-export const globalDbOf = (env: Env): GlobalDb => openGlobal(env.DB);
+export const globalDbOf = (env: Env): GlobalDb => builderOf(env.DB, openGlobal);
 
 /** Whether a statement changes rows (drizzle writes each as one of these). */
 export const writesRows = (query: string): boolean => /^\s*(insert|update|delete|replace)\b/i.test(query);
