@@ -8,6 +8,7 @@
  */
 import service, * as objects from '../workers/index';
 import type { Env } from '../workers/env';
+import { boundShards, shardBinding } from '../workers/lib/db';
 import { CAPACITY_WEBHOOK_SECRET } from './capacity-webhook-secret';
 
 export * from '../workers/index';
@@ -16,8 +17,6 @@ import type { Counts, D1Counts, DatabaseKind } from './operation-cost';
 const noD1 = (): D1Counts => ({ reads: 0, writes: 0, rowsRead: 0, rowsWritten: 0 });
 const fresh = (): Counts => ({ d1: { global: noD1(), shard: noD1() }, doCalls: {}, queueMessages: 0, r2: {} });
 let counts = fresh();
-
-const SHARD_BINDING = /^SHARD_\d+$/;
 
 const bump = (record: Record<string, number>, key: string) => (record[key] = (record[key] ?? 0) + 1);
 
@@ -125,9 +124,7 @@ const counted = new WeakMap<object, Env>();
 function counting(env: Env): Env {
   let wrapped = counted.get(env);
   if (!wrapped) {
-    const shards = Object.keys(env)
-      .filter((name) => SHARD_BINDING.test(name))
-      .map((name) => [name, countingD1('shard', (env as unknown as Record<string, D1Database>)[name]!)]);
+    const shards = boundShards(env).map((shard) => [`SHARD_${shard}`, countingD1('shard', shardBinding(env, shard))]);
     const overrides: Partial<Env> = {
       ...Object.fromEntries(shards),
       DB: countingD1('global', env.DB),

@@ -10,6 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { readD1Migrations } from '@cloudflare/vitest-plugin';
 import { unstable_readConfig } from 'wrangler';
+import { shardOfBinding } from '../workers/lib/db';
 import { stampShard } from '../workers/lib/shard-identity';
 
 export interface Database {
@@ -21,20 +22,18 @@ export interface Database {
   shard?: number;
 }
 
-const SHARD_BINDING = /^SHARD_([1-9][0-9]{0,3})$/;
-
 /** The D1 databases of the wrangler config (default wrangler.toml), global first, and the rest of what a proxy config needs. */
 export function readDatabases(configPath = 'wrangler.toml') {
   const config = unstable_readConfig({ config: configPath }, { hideWarnings: true });
   const databases: Database[] = config.d1_databases.map((d: { binding: string; database_name?: string; database_id?: string; migrations_dir?: string }) => {
-    const shard = SHARD_BINDING.exec(d.binding)?.[1];
+    const shard = shardOfBinding(d.binding);
     if (d.binding !== 'DB' && shard === undefined) throw new Error(`wrangler.toml binds D1 database ${d.binding}: name it DB or SHARD_<n>`);
     return {
       binding: d.binding,
       database_name: d.database_name ?? d.binding,
       database_id: d.database_id ?? '',
       migrationsDir: resolve(dirname(configPath), d.migrations_dir ?? 'migrations'),
-      ...(shard === undefined ? {} : { shard: Number(shard) }),
+      ...(shard === undefined ? {} : { shard }),
     };
   });
   if (!databases.some((d) => d.binding === 'DB')) throw new Error('wrangler.toml has no DB database');

@@ -16,14 +16,17 @@ export const openShard = (database: D1Database | D1DatabaseSession, shard: numbe
 
 export const isShardDb = (db: GlobalDb | ShardDb): db is ShardDb => typeof (db as { shard?: unknown }).shard === 'number';
 
-const SHARD_BINDING = /^SHARD_([1-9][0-9]{0,3})$/;
+/** The shard a binding name stands for (`SHARD_<n>`, n from 1 to 4095), or undefined for any other name. */
+export const shardOfBinding = (name: string): number | undefined => {
+  const shard = /^SHARD_([1-9][0-9]{0,3})$/.exec(name)?.[1];
+  return shard === undefined ? undefined : Number(shard);
+};
 
 /** The numbers of the shards this Worker has bindings for, ascending. */
 export const boundShards = (env: Env): number[] =>
   Object.keys(env)
-    .map((name) => SHARD_BINDING.exec(name)?.[1])
-    .filter((n): n is string => n !== undefined)
-    .map(Number)
+    .map(shardOfBinding)
+    .filter((n): n is number => n !== undefined)
     .sort((a, b) => a - b);
 
 /** Shard `n`'s binding; a directory naming a shard this Worker does not bind is a deployment fault (503, so clients retry). */
