@@ -129,6 +129,10 @@ describe('MCP 2026-07-28', () => {
     });
     expect(noCapabilities.status).toBe(400);
     expect(await noCapabilities.json()).toMatchObject({ error: { code: -32602 } });
+    // A 2026-07-28 request with no envelope at all.
+    const bare = await post(key, { method: 'tools/list', meta: {} });
+    expect(bare.status).toBe(400);
+    expect(await bare.json()).toMatchObject({ error: { code: -32602 } });
     const unknown = await post(key, {
       method: 'tools/list',
       meta: { ...ENVELOPE, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' },

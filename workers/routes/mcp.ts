@@ -20,7 +20,10 @@ import { createMcpServer, MCP_TOOLS } from '../mcp/server';
 import type { ToolContext } from '../mcp/tool';
 import { documentedProtocol } from './openapi';
 
-/** Spec 2.2's interface labels for MCP clients; stateless requests carry no client info past initialize, so the User-Agent tells. */
+/**
+ * Spec 2.2's interface labels for MCP clients, from the User-Agent: 2025 requests carry no client
+ * info past `initialize`, and 2026-07-28's per-request `clientInfo` is for display only.
+ */
 function clientInterface(userAgent: string | undefined): string {
   if (/\b(vscode|visual studio code)\b/i.test(userAgent ?? '')) return 'mcp-vscode';
   if (/\bcursor\b/i.test(userAgent ?? '')) return 'mcp-cursor';
@@ -71,6 +74,8 @@ const mcpCors = cors({
     'x-api-key',
     'x-workspace-id',
     'mcp-protocol-version',
+    'mcp-method',
+    'mcp-name',
     'mcp-session-id',
     'last-event-id',
     GRANT_TOKEN_HEADER,
