@@ -82,7 +82,8 @@ export class WorkspaceChannel extends DurableObject<Env> {
   /** Sends messages to every socket and /api/events stream; a started run is followed while anyone listens. Answers how many sockets are open. */
   publish(messages: ControlMessage[]): number {
     const sockets = this.send(messages);
-    if (sockets > 0 || this.sse.size > 0) {
+    // Listen streams hear only changes: a run is followed for sockets and /api/events streams.
+    if (sockets > 0 || [...this.sse].some((s) => s.kind === 'executions')) {
       for (const m of messages) if (m.type === 'execution-started') this.ctx.waitUntil(this.relay(m, m.seq));
     }
     return sockets;
