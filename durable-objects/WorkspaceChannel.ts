@@ -13,6 +13,8 @@ const RELAY_RETRY_MS = 2_000;
 
 interface SseSubscriber {
   writer: SseWriter;
+  /** `changes`: the workspace's `cache-invalidate` messages (an MCP listen stream); `executions`: /api/events. */
+  kind: 'changes' | 'executions';
   /** `sources` filter of /api/events: execution sources to pass, or null for all. */
   sources: Set<string> | null;
 }
@@ -28,8 +30,9 @@ interface SseSubscriber {
  * URL, taken by the Worker): released when the socket closes, renewed by an alarm while any
  * socket is open, so a slot outlives a lost socket by one lease at most.
  *
- * `/api/events` subscribers (SSE) are held in memory while their stream is open; they keep the
- * object awake, and an eviction drops them (clients reconnect).
+ * `/api/events` subscribers and MCP `subscriptions/listen` streams (SSE, the latter hearing only
+ * `cache-invalidate`) are held in memory while their stream is open; they keep the object awake,
+ * and an eviction drops them (clients reconnect).
  *
  * Execution messages: the execution's object publishes `execution-started` once a new run's
  * first model request is under way; if anyone is listening, the channel then follows that run's
@@ -56,10 +59,12 @@ export class WorkspaceChannel extends DurableObject<Env> {
       if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(now() + SLOT_RENEW_MS);
       return new Response(null, { status: 101, webSocket: client });
     }
-    const sources = new URL(request.url).searchParams.get('sources');
+    const url = new URL(request.url);
+    const sources = url.searchParams.get('sources');
     const { writer, response } = sseStream();
     const subscriber: SseSubscriber = {
       writer,
+      kind: url.pathname === '/changes' ? 'changes' : 'executions',
       sources: sources
         ? new Set(
             sources
@@ -77,7 +82,8 @@ export class WorkspaceChannel extends DurableObject<Env> {
   /** Sends messages to every socket and /api/events stream; a started run is followed while anyone listens. Answers how many sockets are open. */
   publish(messages: ControlMessage[]): number {
     const sockets = this.send(messages);
-    if (sockets > 0 || this.sse.size > 0) {
+    // Listen streams hear only changes: a run is followed for sockets and /api/events streams.
+    if (sockets > 0 || [...this.sse].some((s) => s.kind === 'executions')) {
       for (const m of messages) if (m.type === 'execution-started') this.ctx.waitUntil(this.relay(m, m.seq));
     }
     return sockets;
@@ -94,10 +100,14 @@ export class WorkspaceChannel extends DurableObject<Env> {
           // A socket closing as we send: its close handler cleans up.
         }
       }
-      if (message.type === 'cache-invalidate') continue;
+      if (message.type === 'cache-invalidate') {
+        const change = encoder.encode(`event: cache-invalidate\ndata: ${text}\n\n`);
+        for (const s of this.sse) if (s.kind === 'changes') this.sse.write(s, change);
+        continue;
+      }
       const frame = encoder.encode(`event: execution-state\ndata: ${JSON.stringify(executionState(message))}\n\n`);
       for (const s of this.sse) {
-        if (s.sources && !s.sources.has(message.source)) continue;
+        if (s.kind !== 'executions' || (s.sources && !s.sources.has(message.source))) continue;
         this.sse.write(s, frame);
       }
     }

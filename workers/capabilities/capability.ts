@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolAnnotations } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Actor } from '../auth/actor';
 import type { RouteAccess } from '../auth/access';

@@ -1,5 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { SetLevelRequestSchema, type LoggingLevel } from '@modelcontextprotocol/sdk/types.js';
+import type { LoggingLevel, McpServer } from '@modelcontextprotocol/server';
 import { eq } from 'drizzle-orm';
 import { mcpLogLevels } from '../../schema';
 import type { Principal } from '../auth/principal';
@@ -24,7 +23,7 @@ export async function logLevelOf(db: GlobalDb, principal: Principal): Promise<Lo
 
 /** `logging/setLevel`: remembered for the credential, since no session outlives the request. */
 export function handleSetLevel(server: McpServer, db: GlobalDb, principal: Principal): void {
-  server.server.setRequestHandler(SetLevelRequestSchema, async ({ params: { level } }) => {
+  server.server.setRequestHandler('logging/setLevel', async ({ params: { level } }) => {
     const values = { credential: credentialKey(principal), level, updatedAt: now() };
     await db
       .insert(mcpLogLevels)

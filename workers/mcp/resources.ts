@@ -1,15 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import {
-  CompleteRequestSchema,
-  ErrorCode,
-  GetPromptRequestSchema,
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ReadResourceRequestSchema,
-  type Resource,
-  type ResourceTemplate,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolErrorCode, type McpServer, type Resource, type ResourceTemplateType as ResourceTemplate } from '@modelcontextprotocol/server';
 import { AppError } from '../errors';
 import { loadBundle } from '../lib/bundle-store';
 import { authorize, authorizeWithGrants } from '../auth/actor';
@@ -27,7 +16,10 @@ import type { ToolContext } from './tool';
 
 type Contents = { uri: string; mimeType: string; text: string } | { uri: string; mimeType: string; blob: string };
 
-/** The MCP `-32002` "resource not found" error of the resources spec. */
+/**
+ * The 2025 revisions' `-32002` "resource not found" error; the SDK sends it to 2026-07-28
+ * clients as `-32602`, that revision's code.
+ */
 const RESOURCE_NOT_FOUND = -32002;
 /** Prompts are the installed skills: reading them is listing skills. */
 export const PROMPT_CAPABILITY: Capability = listInstalledSkillsCapability;
@@ -177,7 +169,7 @@ async function asJsonRpc<T>(uri: string | undefined, work: () => Promise<T>): Pr
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     if (error.status === 404) throw new JsonRpcError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
-    throw new JsonRpcError(ErrorCode.InvalidRequest, error.message, error.toEnvelope());
+    throw new JsonRpcError(ProtocolErrorCode.InvalidRequest, error.message, error.toEnvelope());
   }
 }
 
@@ -188,15 +180,14 @@ async function asJsonRpc<T>(uri: string | undefined, work: () => Promise<T>): Pr
  */
 export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext): void {
   const low = server.server;
-  low.registerCapabilities({ resources: {}, prompts: {}, completions: {} });
 
-  low.setRequestHandler(ListResourcesRequestSchema, async () => ({
+  low.setRequestHandler('resources/list', async () => ({
     resources: (await Promise.all(KINDS.filter((k) => mayRead(ctx, k.capability)).map((k) => k.list(ctx)))).flat(),
   }));
-  low.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+  low.setRequestHandler('resources/templates/list', async () => ({
     resourceTemplates: KINDS.filter((k) => k.template.uriTemplate.includes('{')).map((k) => k.template),
   }));
-  low.setRequestHandler(ReadResourceRequestSchema, async ({ params: { uri } }) => {
+  low.setRequestHandler('resources/read', async ({ params: { uri } }) => {
     const parsed = URL.canParse(uri) ? new URL(uri) : null;
     const kind = parsed && KINDS.find((k) => k.match(parsed));
     if (!kind || !parsed) throw new JsonRpcError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });
@@ -206,7 +197,7 @@ export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext)
     });
   });
 
-  low.setRequestHandler(ListPromptsRequestSchema, async () => ({
+  low.setRequestHandler('prompts/list', async () => ({
     prompts: mayRead(ctx, PROMPT_CAPABILITY)
       ? (await installedSkills(ctx)).map((s) => ({
           name: s.slug,
@@ -216,11 +207,11 @@ export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext)
         }))
       : [],
   }));
-  low.setRequestHandler(GetPromptRequestSchema, async ({ params }) =>
+  low.setRequestHandler('prompts/get', async ({ params }) =>
     asJsonRpc(undefined, async () => {
       await authorizeWithGrants(ctx.globalDb, PROMPT_CAPABILITY.access, ctx.actor, ctx.grantToken);
       const skill = await getInstalledSkill(ctx.db, ctx.actor, params.name).catch((error: unknown) => {
-        if (error instanceof AppError && error.status === 404) throw new JsonRpcError(ErrorCode.InvalidParams, `No installed skill "${params.name}"`);
+        if (error instanceof AppError && error.status === 404) throw new JsonRpcError(ProtocolErrorCode.InvalidParams, `No installed skill "${params.name}"`);
         throw error;
       });
       const input = params.arguments?.input ?? '';
@@ -231,7 +222,7 @@ export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext)
     }),
   );
 
-  low.setRequestHandler(CompleteRequestSchema, async ({ params: { ref, argument } }) => {
+  low.setRequestHandler('completion/complete', async ({ params: { ref, argument } }) => {
     let values: string[] = [];
     const kind = ref.type === 'ref/resource' ? KINDS.find((k) => k.template.uriTemplate === ref.uri) : undefined;
     if (kind?.complete && mayRead(ctx, kind.capability)) values = await kind.complete(ctx, argument.name, argument.value);

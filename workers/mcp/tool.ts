@@ -1,30 +1,38 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, LoggingLevel, ServerNotification, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import {
+  LOG_LEVEL_META_KEY,
+  type CallToolResult,
+  type LoggingLevel,
+  type McpServer,
+  type ServerContext,
+  type ToolAnnotations,
+} from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { RouteAccess } from '../auth/access';
 import { ToolFailure, type Capability, type CapabilityContext, type ProgressReport } from '../capabilities/capability';
 import { AppError } from '../errors';
 import { authorizeWithGrants } from '../auth/actor';
+import { announceToolChange } from './changes';
 
 /** What every tool call runs with: what a REST call's operation gets, plus the MCP request's own settings. */
 export interface ToolContext extends CapabilityContext {
-  /** The level this credential's client set with `logging/setLevel`, if any: live run text is sent as log messages only then. */
+  /**
+   * The level live run text is logged at or above, if any: a 2025 client's `logging/setLevel`
+   * (kept per credential), a 2026-07-28 request's own `_meta` level. Without one, no log messages.
+   */
   logLevel?: LoggingLevel;
 }
 
 const LOG_LEVELS: LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
 
-interface CallExtra {
-  _meta?: { progressToken?: string | number };
-  sendNotification: (notification: ServerNotification) => Promise<void>;
-}
-
-function progressReport(ctx: ToolContext, extra: CallExtra, progressToken: string | number, logger: string): ProgressReport {
-  const logs = ctx.logLevel !== undefined && LOG_LEVELS.indexOf(ctx.logLevel) <= LOG_LEVELS.indexOf('info');
+function progressReport(ctx: ToolContext, call: ServerContext, progressToken: string | number, logger: string): ProgressReport {
+  // The envelope's keys are the SDK's wire-only fields; the SDK has checked the level's value.
+  const envelope = call.mcpReq.envelope as Record<string, LoggingLevel | undefined> | undefined;
+  const level = envelope ? envelope[LOG_LEVEL_META_KEY] : ctx.logLevel;
+  const logs = level !== undefined && LOG_LEVELS.indexOf(level) <= LOG_LEVELS.indexOf('info');
   return {
-    progress: (progress, message) => extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, message } }),
+    progress: (progress, message) => call.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, progress, message } }),
     log: async (text) => {
-      if (logs) await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger, data: text } });
+      if (logs) await call.mcpReq.notify({ method: 'notifications/message', params: { level: 'info', logger, data: text } });
     },
   };
 }
@@ -35,7 +43,7 @@ interface ServiceTool<Shape extends z.ZodRawShape> {
   title: string;
   description: string;
   access: RouteAccess;
-  input: Shape;
+  input: z.ZodObject<Shape>;
   /**
    * The answer's shape, as the MCP `outputSchema`: the SDK checks `structuredContent` against
    * it. The connector tools, whose answers carry the provider's own objects, declare none.
@@ -80,12 +88,13 @@ function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
         },
         // The SDK's callback type cannot be resolved for a generic shape; at run time `args` is
         // the input parsed against `tool.input`.
-        (async (args: z.infer<z.ZodObject<Shape>>, extra: CallExtra): Promise<CallToolResult> => {
+        (async (args: z.infer<z.ZodObject<Shape>>, call: ServerContext): Promise<CallToolResult> => {
           try {
             await authorizeWithGrants(ctx.globalDb, tool.access, ctx.actor, ctx.grantToken);
             const result = await tool.run(ctx, args);
-            const progressToken = extra._meta?.progressToken;
-            if (progressToken !== undefined && tool.follow) await tool.follow(ctx, result as never, progressReport(ctx, extra, progressToken, tool.name));
+            if (!tool.annotations.readOnlyHint) await announceToolChange(ctx, tool.name);
+            const progressToken = call.mcpReq._meta?.progressToken;
+            if (progressToken !== undefined && tool.follow) await tool.follow(ctx, result as never, progressReport(ctx, call, progressToken, tool.name));
             return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown> };
           } catch (error) {
             return toolError(error, ctx.requestId);
@@ -110,7 +119,7 @@ export function capabilityTool(capability: Capability) {
     title: capability.title,
     description: capability.description,
     access: capability.access,
-    input: toolArguments(capability).shape,
+    input: toolArguments(capability),
     // An answer that is not an object of known shape (the provider's own objects) declares none.
     output: view?.output ?? (capability.output instanceof z.ZodObject ? capability.output : undefined),
     annotations: capability.annotations,

@@ -1,4 +1,4 @@
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { createMcpHandler, InMemoryServerEventBus, isLegacyRequest, type McpRequestContext } from '@modelcontextprotocol/server';
 import { Hono, type Context } from 'hono';
 import { cors } from 'hono/cors';
 import { GRANT_TOKEN_HEADER } from '../auth/grants';
@@ -14,10 +14,16 @@ import { heldStream, streamHolderOf } from '../lib/stream-slots';
 import { mcpWwwAuthenticate, stepUpScopes } from '../mcp/challenge';
 import { logLevelOf } from '../mcp/logging';
 import { PROMPT_CAPABILITY, resourceCapability } from '../mcp/resources';
+import { followWorkspaceChanges } from '../mcp/changes';
+import { legacyTransport } from '../mcp/legacy-transport';
 import { createMcpServer, MCP_TOOLS } from '../mcp/server';
+import type { ToolContext } from '../mcp/tool';
 import { documentedProtocol } from './openapi';
 
-/** Spec 2.2's interface labels for MCP clients; stateless requests carry no client info past initialize, so the User-Agent tells. */
+/**
+ * Spec 2.2's interface labels for MCP clients, from the User-Agent: 2025 requests carry no client
+ * info past `initialize`, and 2026-07-28's per-request `clientInfo` is for display only.
+ */
 function clientInterface(userAgent: string | undefined): string {
   if (/\b(vscode|visual studio code)\b/i.test(userAgent ?? '')) return 'mcp-vscode';
   if (/\bcursor\b/i.test(userAgent ?? '')) return 'mcp-cursor';
@@ -68,6 +74,8 @@ const mcpCors = cors({
     'x-api-key',
     'x-workspace-id',
     'mcp-protocol-version',
+    'mcp-method',
+    'mcp-name',
     'mcp-session-id',
     'last-event-id',
     GRANT_TOKEN_HEADER,
@@ -174,8 +182,7 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
     return refuse(c, refusal, { error: 'insufficient_scope', scope: stepUpScopes(principal.scopes, missing) });
   }
   const live = messages.some(followsProgress);
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !live });
-  const server = createMcpServer({
+  const ctx: ToolContext = {
     db: c.var.db,
     globalDb: c.var.globalDb,
     env: c.env,
@@ -186,15 +193,46 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
     source: 'mcp',
     requestId: c.var.requestId,
     grantToken: c.req.header(GRANT_TOKEN_HEADER),
-    logLevel: live ? await logLevelOf(c.var.globalDb, principal) : undefined,
-  });
-  await server.connect(transport);
-  const answer = () => transport.handleRequest(c.req.raw, body === undefined ? undefined : { parsedBody: body });
-  // A followed call answers as an event stream: it holds one of the credential's stream slots.
-  const response = live ? await heldStream(c, streamHolderOf(principal), answer) : await answer();
+  };
+  const holder = streamHolderOf(principal);
+  let response: Response;
+  if (Array.isArray(body) || (await isLegacyRequest(c.req.raw, body))) {
+    // 2025 revisions: a stateless server per request, JSON answers unless a followed call streams.
+    if (live) ctx.logLevel = await logLevelOf(c.var.globalDb, principal);
+    const transport = legacyTransport(!live);
+    await createMcpServer(ctx, 'legacy').connect(transport);
+    const answer = () => transport.handleRequest(c.req.raw, body === undefined ? undefined : { parsedBody: body });
+    // A followed call answers as an event stream: it holds one of the credential's stream slots.
+    response = live ? await heldStream(c, holder, answer) : await answer();
+  } else {
+    response = await serveModern(c, ctx, holder, body, live);
+  }
   // Headers set on the context (x-ratelimit-*, CORS) are not on a Response returned as is.
   for (const [name, value] of c.res.headers) if (name.startsWith('x-ratelimit-') || name.startsWith('access-control-')) response.headers.set(name, value);
   return response;
+}
+
+/**
+ * 2026-07-28: the SDK's per-request handler checks the `_meta` envelope and the `Mcp-*` headers,
+ * answers `server/discover`, and adds `resultType`, `serverInfo` and cache hints. A
+ * `subscriptions/listen` stream hears the workspace's changes through its channel, and holds a
+ * stream slot as a followed call does; when the channel's stream ends (the object was evicted,
+ * the slot lost), the listen ends gracefully and the client listens again.
+ */
+async function serveModern(c: Context<AppEnv>, ctx: ToolContext, holder: string, body: unknown, live: boolean): Promise<Response> {
+  const factory = ({ era }: McpRequestContext) => createMcpServer(ctx, era);
+  const listens = (body as JsonRpcMessage | undefined)?.method === 'subscriptions/listen';
+  if (!listens) {
+    const answer = () => createMcpHandler(factory, { legacy: 'reject' }).fetch(c.req.raw, { parsedBody: body });
+    return live ? heldStream(c, holder, answer) : answer();
+  }
+  return heldStream(c, holder, async (signal) => {
+    const bus = new InMemoryServerEventBus();
+    const { ended } = await followWorkspaceChanges(c.env, ctx.actor.workspaceId, bus, signal);
+    const handler = createMcpHandler(factory, { legacy: 'reject', bus });
+    c.executionCtx.waitUntil(ended.then(() => handler.close()));
+    return handler.fetch(c.req.raw, { parsedBody: body });
+  });
 }
 
 /** Stateless Streamable HTTP has no stream to open (GET) and no session to end (DELETE). */
