@@ -368,6 +368,24 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/workspaces/{id}/limits': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The workspace’s monthly and daily spend limits in Ds (null: none), with what it was charged this month and today and when each count starts again */
+    get: operations['getApiV1WorkspacesByIdLimits'];
+    /** Set spend limits in Ds (owners only) */
+    put: operations['putApiV1WorkspacesByIdLimits'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/workspaces/{id}/retention': {
     parameters: {
       query?: never;
@@ -2025,6 +2043,8 @@ export interface components {
       agentId: string;
       /** @description A JSON Schema (draft-07). */
       outputSchema?: Record<string, never> | boolean;
+      /** @description The most the agent’s run may be charged, in Ds, at most two decimals (docs/limits.md). */
+      budget?: number;
     };
     /** @description Runs a tool of the deployment on its input (no `args`: shape the input with a mapping before it). */
     WorkflowToolEntry: {
@@ -3777,6 +3797,235 @@ export interface operations {
             expiresAt: string;
             createdAt: string;
             token: string;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1WorkspacesByIdLimits: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The workspace id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            monthly: number | null;
+            daily: number | null;
+            /** @description What the workspace was charged this month and today, and when each count starts again */
+            usage: {
+              month: {
+                used: number;
+                resetsAt: string;
+              };
+              day: {
+                used: number;
+                resetsAt: string;
+              };
+            };
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  putApiV1WorkspacesByIdLimits: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The workspace id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Most the workspace may be charged in a calendar month (UTC), in Ds; null for none */
+          monthly?: number | null;
+          /** @description Most the workspace may be charged in a day (UTC), in Ds; null for none */
+          daily?: number | null;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            monthly: number | null;
+            daily: number | null;
+            /** @description What the workspace was charged this month and today, and when each count starts again */
+            usage: {
+              month: {
+                used: number;
+                resetsAt: string;
+              };
+              day: {
+                used: number;
+                resetsAt: string;
+              };
+            };
           };
         };
       };
@@ -8168,6 +8417,8 @@ export interface operations {
               [key: string]: unknown;
             };
           };
+          /** @description The most this run may be charged over all its turns, in Ds: the turn stops with limit_reached when it is spent; a later user.message may raise it */
+          budget?: number;
         };
       };
     };
@@ -9404,6 +9655,8 @@ export interface operations {
           /** @default api */
           interface?: string;
           sessionId?: string;
+          /** @description The most this run may be charged over all its turns, in Ds: the turn stops with limit_reached when it is spent; a later user.message may raise it */
+          budget?: number;
         };
       };
     };
@@ -9740,6 +9993,8 @@ export interface operations {
                   type: 'text';
                   text: string;
                 }[];
+                /** @description The most this run may be charged over all its turns, in Ds: the turn stops with limit_reached when it is spent; a later user.message may raise it */
+                budget?: number;
               }
             | {
                 /** @constant */

@@ -42,3 +42,30 @@ export const statusBadge = (status: string) => h('span', { class: `badge status-
 
 /** A message for the person, announced to screen readers. */
 export const alertBox = (message: string) => h('p', { class: 'error', role: 'alert' }, message);
+
+/**
+ * Errors shown at their fields: `refuse(name, text)` marks the control the API named
+ * (`details.field`) invalid with the text beside it, or shows the text in `message` when no
+ * control has that name; `clear()` removes every mark and the message.
+ */
+export function fieldErrors(controls: Record<string, HTMLInputElement>, message: HTMLElement) {
+  return {
+    clear() {
+      show(message);
+      for (const control of Object.values(controls)) {
+        control.removeAttribute('aria-invalid');
+        control.removeAttribute('aria-errormessage');
+        document.getElementById(`${control.id}-error`)?.remove();
+      }
+    },
+    refuse(name: string, text: string) {
+      const control = controls[name];
+      if (!control) return show(message, alertBox(text));
+      const note = h('p', { class: 'error', role: 'alert', id: `${control.id}-error` }, text);
+      control.setAttribute('aria-invalid', 'true');
+      control.setAttribute('aria-errormessage', note.id);
+      control.insertAdjacentElement('afterend', note);
+      control.focus();
+    },
+  };
+}

@@ -44,6 +44,14 @@ export const executions = sqliteTable(
     turnKey: text('turn_key'),
     /** When the latest turn was claimed (epoch ms): the reconciler leaves younger claims alone. */
     claimedAt: integer('claimed_at'),
+    /**
+     * What the latest turn may spend (hundredths), set by its claim: the run's budget left, the
+     * workspace's limits' room and RUN_BUDGET, whichever is least. While the execution is
+     * `working` it counts against the limits, in place of what the turn has not yet been charged.
+     */
+    turnAllowance: integer('turn_allowance').notNull().default(0),
+    /** The run's budget over all its turns (hundredths), when its starter set one; a message may raise it. */
+    budget: integer('budget'),
   },
   (t) => [
     index('executions_workspace_status_idx').on(t.workspaceId, t.status),

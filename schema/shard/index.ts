@@ -8,5 +8,6 @@ export * from './memory';
 export * from './retention';
 export * from './secrets';
 export * from './skills';
+export * from './spend';
 export * from './traces';
 export * from './workflows';

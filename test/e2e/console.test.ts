@@ -340,6 +340,39 @@ describe('the console in a browser', () => {
     await page.getByRole('list', { name: 'Secrets' }).getByText('No secrets yet.').waitFor();
   });
 
+  it('lets the owner set and clear spend limits, with what was charged so far, and shows a refused amount at its field', async () => {
+    page = await signUp('Limits Owner');
+    await page.goto(`${service.base}/settings`);
+    const limits = page.getByRole('region', { name: 'Spend limits' });
+    await limits.getByText(/^Charged this month: 0 Ds/).waitFor();
+    const monthly = limits.getByLabel('Monthly limit (Ds)');
+    const daily = limits.getByLabel('Daily limit (Ds)');
+    await expect(monthly.inputValue()).resolves.toBe('');
+
+    await monthly.fill('2000000000');
+    await limits.getByRole('button', { name: 'Save' }).click();
+    const refused = limits.getByRole('alert');
+    await refused.waitFor();
+    expect(await monthly.getAttribute('aria-invalid')).toBe('true');
+    expect(await monthly.getAttribute('aria-errormessage')).toBe(await refused.getAttribute('id'));
+
+    await monthly.fill('250');
+    await daily.fill('20.5');
+    await limits.getByRole('button', { name: 'Save' }).click();
+    await limits.getByText(/^Saved\./).waitFor();
+    expect(await limits.getByRole('alert').count()).toBe(0);
+    await check('settings-limits');
+    await page.reload();
+    const again = page.getByRole('region', { name: 'Spend limits' });
+    await expect(again.getByLabel('Monthly limit (Ds)').inputValue()).resolves.toBe('250');
+    await expect(again.getByLabel('Daily limit (Ds)').inputValue()).resolves.toBe('20.5');
+    await again.getByLabel('Daily limit (Ds)').fill('');
+    await again.getByRole('button', { name: 'Save' }).click();
+    await again.getByText(/^Saved\./).waitFor();
+    await page.reload();
+    await expect(page.getByRole('region', { name: 'Spend limits' }).getByLabel('Daily limit (Ds)').inputValue()).resolves.toBe('');
+  });
+
   it('lets the owner set retention, shows a refused window at its field, and shows the windows read-only to a member', async () => {
     const owner = (page = await signUp('Retention Owner'));
     await page.goto(`${service.base}/settings`);

@@ -38,7 +38,7 @@ export const turnOf = (user: TestUser | null, extra: Partial<TurnInput> & Launch
     executionId: 1,
     actor: runActor(launcher, RUN),
     turnKey: 'exec_1:t',
-    budget: 0,
+    budget: { amount: 0, limit: 'turn' },
     skillName: 'x',
     skillSlug: 'x',
     system: '',

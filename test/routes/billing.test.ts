@@ -180,7 +180,7 @@ describe('the run gate and limits', () => {
       executionId,
       actor: sessionPrincipal(user),
       turnKey,
-      budget: 0,
+      budget: { amount: 0, limit: 'turn' },
       skillName: 'Notes',
       skillSlug: 'notes',
       system: SKILL.prompt,

@@ -382,7 +382,7 @@ describe('surviving eviction', () => {
       executionId: idOf(id),
       actor: runActor(sessionPrincipal(user), { kind: 'execution', id }),
       turnKey,
-      budget: 20_000,
+      budget: { amount: 20_000, limit: 'turn' },
       skillName: SKILL.name,
       skillSlug: 'meeting-summarizer',
       system: SKILL.prompt,

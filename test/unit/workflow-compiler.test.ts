@@ -57,6 +57,12 @@ describe('parsing: required keys and types', () => {
     expect(compiled.nodes[2]).toEqual({ type: 'agent', id: 'write', agentSlug: 'writer' });
   });
 
+  it("takes an agent step's budget in Ds (kept in hundredths) and refuses one that is not a positive amount with two decimals", () => {
+    const agent = (budget: unknown) => def([{ type: 'agent', id: 'write', agentId: `${WS}:writer`, budget }]);
+    expect(compileWorkflow(agent(2.5), resolvers).nodes[0]).toEqual({ type: 'agent', id: 'write', agentSlug: 'writer', budget: 250 });
+    for (const budget of [0, -1, 0.001, '2']) expect(failure(agent(budget))).toMatchObject({ field: 'graph.0.budget', rule: 'range' });
+  });
+
   it.each(['id', 'graph', 'inputSchema', 'outputSchema'])('requires %s', (key) => {
     const d: Record<string, unknown> = def([sleep('a')]);
     delete d[key];

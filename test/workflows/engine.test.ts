@@ -248,6 +248,18 @@ describe('execute-skill and agent steps', () => {
       .first();
     expect(exec).toEqual({ skill_slug: 'agent:writer', source: 'workflow' });
 
+    // A budget on the step is the run's budget.
+    await install(user, 'budgeted', definition('budgeted', [{ type: 'agent', id: 'write', agentId: '${workspaceId}:writer', budget: 2.5 }]));
+    const budgeted = await waitForRun(user, await launch(user, 'budgeted'));
+    expect(budgeted.run.status).toBe('success');
+    const budget = await (
+      await shardD1(user.workspaceId)
+    )
+      .prepare('SELECT budget FROM executions WHERE id = ?')
+      .bind(Number(budgeted.steps.write.output.executionId.slice(5)))
+      .first();
+    expect(budget).toEqual({ budget: 250 });
+
     await install(
       user,
       'typed',

@@ -13,6 +13,7 @@ import {
   listInvitations,
 } from '../services/invitations';
 import { getRetention, RetentionPatch, RetentionWindows, setRetention } from '../services/retention';
+import { getSpendLimits, setSpendLimits, SpendLimits, SpendLimitsBody } from '../services/spend-limits';
 import {
   createWorkspace,
   CreateWorkspaceBody,
@@ -155,6 +156,31 @@ export const workspacesArea: Area = {
       },
       mcp: false,
       run: (ctx, { workspaceId, ...body }) => createInvitation(ctx.globalDb, ctx.actor, workspaceId, body),
+    }),
+    defineCapability({
+      name: 'get-limits',
+      title: 'Get spend limits',
+      description:
+        'The workspace’s monthly and daily spend limits in Ds (null: none), with what it was charged this month and today and when each count starts again.',
+      access: { auth: 'credential', scope: 'billing:read' },
+      input: WorkspaceId,
+      output: SpendLimits,
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/:id/limits', params: byId },
+      run: (ctx, { workspaceId }) => getSpendLimits(ctx.db, ctx.globalDb, ctx.actor, workspaceId),
+    }),
+    defineCapability({
+      name: 'set-limits',
+      title: 'Set spend limits',
+      description:
+        'Sets or clears (null) the workspace’s monthly and daily spend limits in Ds (owners only). Runs that would start past a limit are refused with 402 INSUFFICIENT_CREDITS until it resets.',
+      access: { auth: 'credential', scope: 'profile:write' },
+      input: WorkspaceId.extend(SpendLimitsBody.shape),
+      output: SpendLimits,
+      annotations: { ...WRITE, idempotentHint: true },
+      http: { method: 'PUT', path: '/:id/limits', params: byId, summary: 'Set spend limits in Ds (owners only)' },
+      mcp: false,
+      run: (ctx, { workspaceId, ...patch }) => setSpendLimits(ctx.db, ctx.globalDb, ctx.actor, workspaceId, patch),
     }),
     defineCapability({
       name: 'get-retention',

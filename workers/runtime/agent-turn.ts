@@ -102,7 +102,7 @@ export async function runAgentTurn(db: ShardDb, env: Env, turn: AgentTurn, hooks
             ? 'interrupt'
             : acting.refusal() !== undefined || now() - startedAt > MAX_RUN_MS
               ? 'error'
-              : costOf(total(spent)) > input.budget
+              : costOf(total(spent)) > input.budget.amount
                 ? 'limit_reached'
                 : null,
       })

@@ -71,7 +71,7 @@ export async function startAgent(db: ShardDb, env: Env, actor: Actor, step: Extr
       : `\n\nAnswer with only a JSON value (no prose, no code fence) that conforms to this JSON Schema:\n${JSON.stringify(step.outputSchema)}`;
   const text = (input === undefined || input === null || input === '' ? 'Begin.' : asText(input)) + contract;
   try {
-    return { executionId: await runAgent(db, env, actor, agent, text) };
+    return { executionId: await runAgent(db, env, actor, agent, text, step.budget) };
   } catch (error) {
     return startFailure(error);
   }

@@ -6,6 +6,7 @@ import type { Principal } from '../auth/principal';
 import type { GlobalDb } from '../env';
 import { AppError } from '../errors';
 import { now, toIso } from '../lib/clock';
+import { ds } from '../lib/money';
 
 /**
  * The credit ledger (docs/billing.md; credits belong to users). Every amount
@@ -19,8 +20,6 @@ export const MIN_RUN_BALANCE = 5000;
 /** What a run turn holds while it works: its spending limit (hundredths; 200 Ds). */
 export const RUN_BUDGET = 20_000;
 const TRANSACTIONS_SHOWN = 50; // spec 8: the 50 most recent, no paging
-
-const ds = (hundredths: number) => hundredths / 100;
 
 /** Money is integers (docs/billing.md): a fractional or negative amount is a bug in the caller. */
 function hundredths(value: number, name: string): number {

@@ -38,6 +38,25 @@ export interface ExecutionEvent extends NewExecutionEvent {
   at: number;
 }
 
+/**
+ * What sized a turn's allowance, named when the turn stops at it (`limit_reached`): the run's
+ * budget, the workspace's spend limits, the user's available balance, or the per-turn maximum.
+ */
+export type TurnBudgetLimit = 'budget' | 'spend_limit' | 'balance' | 'turn';
+
+/** What a turn may spend (hundredths of a Ds), what sized it, and the run's whole budget when it has one. */
+export interface TurnBudget {
+  amount: number;
+  limit: TurnBudgetLimit;
+  run?: number;
+}
+
+/** The stop reason `session.status_idle` carries; at a budget or limit it says which, and how much the turn had (in Ds). */
+export function stopReasonOf(type: RunStopReason, budget: TurnBudget) {
+  if (type !== 'limit_reached') return { type };
+  return { type, limit: budget.limit, allowance: budget.amount / 100, ...(budget.run === undefined ? {} : { budget: budget.run / 100 }) };
+}
+
 /** What a turn needs from D1, resolved by the route before the run starts. */
 export interface TurnInput {
   executionId: number;
@@ -47,9 +66,9 @@ export interface TurnInput {
    * The run's tools act as it, with its scopes and no more.
    */
   actor: Actor;
-  /** The credit hold of this turn: its key and amount (hundredths of a Ds). */
+  /** The credit hold of this turn: its key, and the amount it may spend (hundredths of a Ds) with what sized it. */
   turnKey: string;
-  budget: number;
+  budget: TurnBudget;
   skillName: string;
   /** The skill whose bound secrets the run's tools may use (looked up when the turn runs). */
   skillSlug: string;

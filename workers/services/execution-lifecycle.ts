@@ -29,8 +29,19 @@ import {
   type Holder,
 } from './execution-reconciler';
 import { sealedRunSecrets } from './skill-secrets';
+import { allowanceSql, spendRefusal } from './spend-limits';
 import { traceRunStarted } from './traces';
-import type { ExecutionEvent, NewExecutionEvent, SealedTurnKeys, StartTurnAnswer, TurnEnding, TurnInput, TurnOutcome } from './execution-events';
+import {
+  stopReasonOf,
+  type ExecutionEvent,
+  type NewExecutionEvent,
+  type SealedTurnKeys,
+  type StartTurnAnswer,
+  type TurnBudgetLimit,
+  type TurnEnding,
+  type TurnInput,
+  type TurnOutcome,
+} from './execution-events';
 
 /**
  * The run lifecycle, in one place: claim → hold → start, then the execution's object runs the
@@ -60,25 +71,20 @@ type ExecutionRow = typeof executions.$inferSelect;
 export const RUNS_PER_MINUTE = 20;
 /**
  * Starts a turn of an idle execution with the user's `text` (and `system`, else the prompt of
- * the skill version it was created with); answers the turn's opening events. When the
- * workspace's slots are taken, stale claims are settled first and the start tried once more.
+ * the skill version it was created with); answers the turn's opening events. A run out of
+ * budget, or a workspace at its spend limit, is answered 402. When the workspace's slots are
+ * taken, stale claims are settled first and the start tried once more.
  */
-export async function startTurn(
-  db: ShardDb,
-  env: Env,
-  principal: Principal,
-  execution: ExecutionRow,
-  text: string,
-  system?: string,
-): Promise<ExecutionEvent[]> {
+export async function startTurn(db: ShardDb, env: Env, principal: Principal, execution: ExecutionRow, turn: TurnRequest): Promise<ExecutionEvent[]> {
   if (execution.status === 'working')
     throw new AppError('EXECUTION_RUNNING', 409, 'The execution is already running', { executionId: formatId('exec', execution.id) });
   if (execution.status !== 'idle') throw conflict(`The execution is ${execution.status}: rerun it instead`);
-  const turn = { text, system };
-  const started =
-    (await startIfClaimed(db, env, principal, execution.id, turn)) ??
-    ((await reconcileStale(db, env, principal.workspaceId)) > 0 ? await startIfClaimed(db, env, principal, execution.id, turn) : null);
+  const started = await startIfClaimed(db, env, principal, execution.id, turn);
   if (started) return started.events;
+  const refusal = await spendRefusal(db, execution, turn.budget);
+  if (refusal) throw refusal;
+  const retried = (await reconcileStale(db, env, principal.workspaceId)) > 0 ? await startIfClaimed(db, env, principal, execution.id, turn) : null;
+  if (retried) return retried.events;
   throw await slotsTaken(db, principal.workspaceId, execution.id);
 }
 
@@ -88,20 +94,24 @@ export async function startTurn(
  * execution is not the caller's, not idle, or the workspace's slots are taken) the ordinary
  * read and start answer why.
  */
-export async function startTurnById(db: ShardDb, env: Env, principal: Principal, rawId: string, text: string) {
+export async function startTurnById(db: ShardDb, env: Env, principal: Principal, rawId: string, turn: TurnRequest) {
   const id = parseId('exec', rawId);
-  const started = id === null ? null : await startIfClaimed(db, env, principal, id, { text });
+  const started = id === null ? null : await startIfClaimed(db, env, principal, id, turn);
   if (started) return started;
   const execution = await currentExecution(db, env, principal, rawId);
-  return { execution, events: await startTurn(db, env, principal, execution, text) };
+  return { execution, events: await startTurn(db, env, principal, execution, turn) };
 }
 
 const newTurnKey = (executionId: number) => `${formatId('exec', executionId)}:${crypto.randomUUID()}`;
 
-/** What a turn starts with: the user's text, and a system prompt to use instead of the skill's. */
-interface TurnRequest {
+/**
+ * What a turn starts with: the user's text, a system prompt to use instead of the skill's, and
+ * a new budget for the run (hundredths), replacing the one it has.
+ */
+export interface TurnRequest {
   text: string;
   system?: string;
+  budget?: number;
 }
 
 const runsOf = (principal: Principal) => `runs:user:${principal.userId}`;
@@ -131,7 +141,7 @@ async function startIfClaimed(db: ShardDb, env: Env, principal: Principal, execu
   // Both land before anything is undone, so a release never runs ahead of a claim still being written.
   const [counted, batch] = await Promise.allSettled([
     hitRateLimit(env, runsOf(principal), RUNS_PER_MINUTE, 60_000),
-    claimHoldAndRead(db, env, principal, executionId, turnKey),
+    claimHoldAndRead(db, env, principal, executionId, turnKey, turn.budget),
   ]);
   const count = counted.status === 'fulfilled' ? counted.value : undefined;
   const claim = batch.status === 'fulfilled' ? batch.value : undefined;
@@ -150,28 +160,34 @@ async function startIfClaimed(db: ShardDb, env: Env, principal: Principal, execu
   if (!count.allowed) throw await refuse(db, env, holder, turnKey, () => tooManyRuns(count));
   const { execution, hold, context, keys } = claim;
   if (!hold.reserved) throw await refuse(db, env, holder, turnKey, () => insufficientCredits(globalDbOf(env), principal.userId));
-  const events = await startAtObject(db, env, holder, turnKey, turnInput(principal, execution, context, { turnKey, budget: hold.amount, ...turn }), keys);
+  const budget = { amount: hold.amount, limit: allowanceLimit(execution, hold.amount), ...(execution.budget === null ? {} : { run: execution.budget }) };
+  const events = await startAtObject(db, env, holder, turnKey, turnInput(principal, execution, context, { ...turn, turnKey, budget }), keys);
   await announceStart(db, principal, execution);
   return { execution, events };
 }
 
 /**
  * Step 1: one conditional UPDATE claims an idle execution of the caller's workspace, under the
- * workspace's MAX_ACTIVE_EXECUTIONS, for `turnKey`; answers the claimed row, or none.
+ * workspace's MAX_ACTIVE_EXECUTIONS and with some allowance left under the run's budget (a new
+ * `budget` replaces it) and the workspace's spend limits, for `turnKey`; answers the claimed
+ * row, its turn allowance written, or none.
  */
-const claimStatement = (db: ShardDb, env: Env, principal: Principal, executionId: number, turnKey: string) =>
-  db
+const claimStatement = (db: ShardDb, env: Env, principal: Principal, executionId: number, turnKey: string, budget: number | undefined) => {
+  const allowance = allowanceSql(principal.workspaceId, budget);
+  return db
     .update(executions)
-    .set({ status: 'working', turnKey, claimedAt: now() })
+    .set({ status: 'working', turnKey, claimedAt: now(), turnAllowance: allowance, ...(budget === undefined ? {} : { budget }) })
     .where(
       and(
         eq(executions.id, executionId),
         eq(executions.workspaceId, principal.workspaceId),
         eq(executions.status, 'idle'),
         sql`(SELECT COUNT(*) FROM ${executions} WHERE ${executions.workspaceId} = ${principal.workspaceId} AND ${executions.status} = 'working') < ${Number(env.MAX_ACTIVE_EXECUTIONS) || 1}`,
+        sql`${allowance} > 0`,
       ),
     )
     .returning();
+};
 
 /**
  * Steps 1 and 2: the claim with the turn's context and the skill's sealed secrets, in one shard
@@ -180,12 +196,12 @@ const claimStatement = (db: ShardDb, env: Env, principal: Principal, executionId
  * to the global ledger. Answers null when the claim did not take. A hold that fails leaves the
  * claim to the caller's compensation (or, after a crash, to the reconciler).
  */
-async function claimHoldAndRead(db: ShardDb, env: Env, principal: Principal, executionId: number, turnKey: string) {
+async function claimHoldAndRead(db: ShardDb, env: Env, principal: Principal, executionId: number, turnKey: string, budget: number | undefined) {
   const claimTook = and(eq(executions.id, executionId), eq(executions.turnKey, turnKey));
   /** A column of the claimed row (of one that also meets `also`), as a subquery: it reads nothing unless this claim took. */
   const claimed = <T extends SQLiteColumn>(column: T, also?: SQL) => db.select({ value: column }).from(executions).where(and(claimTook, also));
   const [[execution], version, connector, thread, secrets] = await db.batch([
-    claimStatement(db, env, principal, executionId, turnKey),
+    claimStatement(db, env, principal, executionId, turnKey, budget),
     db
       .select({ prompt: skillVersions.prompt })
       .from(skillVersions)
@@ -210,7 +226,7 @@ async function claimHoldAndRead(db: ShardDb, env: Env, principal: Principal, exe
     userId: principal.userId,
     executionId: formatId('exec', executionId),
     turnKey,
-    amount: RUN_BUDGET,
+    amount: execution.turnAllowance,
     minimum: MIN_RUN_BALANCE,
     waivedWhen: byokKeyExists(ledger, principal.userId),
     workspaceId: principal.workspaceId,
@@ -222,6 +238,17 @@ async function claimHoldAndRead(db: ShardDb, env: Env, principal: Principal, exe
     context: { prompt: version[0]?.prompt, connector: runConnectorFrom(connector[0]), threadId: thread[0]?.id },
     keys: { byok: byok ?? null, secrets },
   };
+}
+
+/**
+ * What sized a turn's allowance of `amount` (hundredths): the run's budget left, the
+ * workspace's spend limits, the user's available balance (the hold took less than the claim
+ * allowed), or the per-turn RUN_BUDGET. Named by `session.status_idle` when the turn stops there.
+ */
+function allowanceLimit(execution: ExecutionRow, amount: number): TurnBudgetLimit {
+  if (amount < execution.turnAllowance) return 'balance';
+  if (execution.budget !== null && execution.budget - execution.cost === amount) return 'budget';
+  return amount < RUN_BUDGET ? 'spend_limit' : 'turn';
 }
 
 /** 409 EXECUTION_RUNNING naming the execution that holds the slot, with when to try again (also as Retry-After). */
@@ -341,7 +368,7 @@ function turnInput(
   principal: Actor,
   execution: ExecutionRow,
   context: NonNullable<Awaited<ReturnType<typeof claimHoldAndRead>>>['context'],
-  turn: { turnKey: string; budget: number; text: string; system?: string },
+  turn: { turnKey: string; budget: TurnInput['budget']; text: string; system?: string },
 ): TurnInput {
   return {
     executionId: execution.id,
@@ -456,7 +483,7 @@ export async function settleTurn(db: ShardDb, env: Env, turn: TurnInput, end: En
         tokenUsage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
       },
     },
-    { type: 'session.status_idle', payload: { stop_reason: { type: ended.stopReason } } },
+    { type: 'session.status_idle', payload: { stop_reason: stopReasonOf(ended.stopReason, turn.budget) } },
   ]);
   if (turn.workflowRunId) hooks.waitUntil(tellWorkflowRun(env, turn.workflowRunId, turn.executionId));
 }

@@ -5,6 +5,7 @@ import { statusAfterRun, type RunStopReason, type TurnInput } from './execution-
 import type { GlobalDb, ShardDb } from '../env';
 import { now } from '../lib/clock';
 import { workspacePrefix } from './archive-install';
+import { spendStatements } from './spend-limits';
 import { traceRunFinished } from './traces';
 
 /** Artifact names the agent may use: plain file names. */
@@ -90,8 +91,9 @@ export async function closeTurn(
   const status = statusAfterRun(reason);
   const open = inTurn(executionId, turnKey);
   const record = [
-    // The trace first: it is finished only while the execution is still in this turn, as the record below is.
+    // The trace and the workspace's spend first: each lands only while the execution is still in this turn, as the record below does.
     traceRunFinished(db, executionId, reason, charged, exists(db.select({ id: executions.id }).from(executions).where(open))),
+    ...spendStatements(db, executionId, open, charged),
     db
       .update(executions)
       .set({

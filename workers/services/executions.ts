@@ -17,6 +17,7 @@ import { streamPath } from './execution-streams';
 import { recordChange } from './audit';
 import { requireOwned } from './tenant';
 import { requireSkill } from './skills';
+import { budgetOf, RunBudget } from './spend-limits';
 import { requireTraceByKey, traceExecutionRemoved, traceUpsert } from './traces';
 
 /** Spec 8: the offset form of the history defaults to 10 items. */
@@ -29,6 +30,7 @@ export const CreateExecutionBody = z.object({
   interface: z.string().trim().min(1).max(40).default('api'),
   /** A trace key (spec 4.7 rule 4): the execution joins that lineage's trace. */
   sessionId: z.string().trim().min(1).max(100).optional(),
+  budget: RunBudget,
 });
 export type CreateExecutionBody = z.infer<typeof CreateExecutionBody>;
 
@@ -71,6 +73,7 @@ export async function createExecution(
         interface: input.interface,
         parentExecutionId: lineage?.parentExecutionId ?? null,
         traceKey,
+        budget: budgetOf(input.budget) ?? null,
         startedAt: now(),
       })
       .returning(),
@@ -92,7 +95,7 @@ export const PostEventsBody = z.object({
   events: z
     .array(
       z.discriminatedUnion('type', [
-        z.object({ type: z.literal('user.message'), content: z.array(TextBlock).min(1).max(20) }),
+        z.object({ type: z.literal('user.message'), content: z.array(TextBlock).min(1).max(20), budget: RunBudget }),
         z.object({ type: z.literal('user.interrupt') }),
       ]),
     )
@@ -121,7 +124,7 @@ export async function postEvents(db: ShardDb, env: Env, principal: Principal, ra
     return { data: (outcome.state === 'finished' ? [] : outcome.events).map((e) => present(execution.id, e)) };
   }
   const text = event.content.map((b) => b.text).join('\n');
-  const { execution, events } = await startTurnById(db, env, principal, rawId, text);
+  const { execution, events } = await startTurnById(db, env, principal, rawId, { text, budget: budgetOf(event.budget) });
   return { data: events.map((e) => present(execution.id, e)) };
 }
 
@@ -141,7 +144,15 @@ async function removeUnstarted(db: ShardDb, executionId: number): Promise<boolea
  * A run of a workspace agent (a workflow `agent` step): an execution whose system prompt is the
  * agent's instructions instead of a skill's, started at once; one that cannot start is removed.
  */
-export async function runAgent(db: ShardDb, env: Env, principal: Principal, agent: { slug: string; name: string; instructions: string }, input: string) {
+export async function runAgent(
+  db: ShardDb,
+  env: Env,
+  principal: Principal,
+  agent: { slug: string; name: string; instructions: string },
+  input: string,
+  /** The run's budget, hundredths of a Ds. */
+  budget?: number,
+) {
   const [row] = await db
     .insert(executions)
     .values({
@@ -154,11 +165,12 @@ export async function runAgent(db: ShardDb, env: Env, principal: Principal, agen
       source: 'workflow',
       interface: 'workflow',
       traceKey: crypto.randomUUID(),
+      budget: budget ?? null,
       startedAt: now(),
     })
     .returning();
   try {
-    await startTurn(db, env, principal, row!, input, agent.instructions);
+    await startTurn(db, env, principal, row!, { text: input, system: agent.instructions });
   } catch (error) {
     await removeUnstarted(db, row!.id);
     throw error;
@@ -177,6 +189,7 @@ export const RunSkillBody = z.object({
     .max(10)
     .optional(),
   connector: Connector.optional(),
+  budget: RunBudget,
 });
 export type RunSkillBody = z.infer<typeof RunSkillBody>;
 
@@ -194,7 +207,7 @@ async function createAndStart(db: ShardDb, env: Env, principal: Principal, input
   const execution = await requireExecution(db, principal, idle.id);
   if (connector) await saveRunConnector(db, execution.id, principal.workspaceId, connector);
   try {
-    await startTurn(db, env, principal, execution, input.input);
+    await startTurn(db, env, principal, execution, { text: input.input });
   } catch (error) {
     if (await removeUnstarted(db, execution.id)) await traceExecutionRemoved(db, principal.workspaceId, execution.traceKey);
     throw error;
@@ -226,7 +239,7 @@ export const runSkill = async (
     db,
     env,
     principal,
-    { skill_slug: slug, input: body.input, source, interface: body.interface ?? source },
+    { skill_slug: slug, input: body.input, source, interface: body.interface ?? source, ...(body.budget === undefined ? {} : { budget: body.budget }) },
     undefined,
     body.connector && (await checkRunConnector(db, env, principal, body.connector, grantToken)),
   );

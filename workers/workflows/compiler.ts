@@ -1,4 +1,5 @@
 import { invalidInput } from '../errors';
+import { Credits, hundredthsOf } from '../lib/money';
 import { schemaProblem } from './json-schema';
 import { COMPARISON_OPS, PATH_ROOTS, PLACEHOLDER, PREDICATE_OPS, TEMPLATE_PATH, segmentsOf, type Operand, type Predicate } from './predicates';
 
@@ -39,7 +40,7 @@ export type MapSource =
 
 /** A single-step entry: what a container may hold, plus mapping at the top level. */
 export type LeafStep =
-  | { type: 'agent'; id: string; agentSlug: string; outputSchema?: Json }
+  | { type: 'agent'; id: string; agentSlug: string; outputSchema?: Json; budget?: number }
   | { type: 'tool'; id: string; toolId: string; retries: number; metadata: Record<string, Json> }
   | { type: 'sleep'; id: string; duration: number }
   | { type: 'sleepUntil'; id: string; date: string };
@@ -80,7 +81,7 @@ const TOP_KEYS = ['id', 'graph', 'inputSchema', 'outputSchema', 'description', '
 
 /** Which keys each entry type may carry (a tool has no `args`: rule 2). */
 const ENTRY_KEYS: Record<(typeof ENTRY_TYPES)[number], string[]> = {
-  agent: ['type', 'id', 'agentId', 'description', 'outputSchema'],
+  agent: ['type', 'id', 'agentId', 'description', 'outputSchema', 'budget'],
   tool: ['type', 'id', 'toolId', 'description', 'options'],
   mapping: ['type', 'id', 'mapConfig', 'description'],
   sleep: ['type', 'id', 'duration', 'description'],
@@ -120,6 +121,12 @@ function requireString(v: unknown, at: Path): string {
 function requireArray(v: unknown, at: Path, what: string): unknown[] {
   if (!Array.isArray(v) || v.length === 0) at.fail('type', `must be a non-empty array of ${what}`);
   return v;
+}
+
+/** An agent step's budget: Ds, positive, at most two decimals; answered in hundredths. */
+function runBudget(v: unknown, at: Path): number {
+  if (!Credits.safeParse(v).success) at.fail('range', 'must be a positive number of Ds with at most two decimals');
+  return hundredthsOf(v as number);
 }
 
 function requireInt(v: unknown, at: Path, fallback: number, min: number, max: number): number {
@@ -244,7 +251,8 @@ class Compilation {
           return at.at('agentId').fail('unknown_agent', `no agent "${agentId}" in this workspace (agent ids are <workspace_id>:<agent_slug>)`);
         }
         const outputSchema = entry.outputSchema === undefined ? undefined : jsonSchema(entry.outputSchema, at.at('outputSchema'));
-        return { type, id, agentSlug: slug, ...(outputSchema === undefined ? {} : { outputSchema }) };
+        const budget = entry.budget === undefined ? undefined : runBudget(entry.budget, at.at('budget'));
+        return { type, id, agentSlug: slug, ...(outputSchema === undefined ? {} : { outputSchema }), ...(budget === undefined ? {} : { budget }) };
       }
       case 'tool': {
         const toolId = requireString(entry.toolId, at.at('toolId'));

@@ -89,7 +89,11 @@ export function workflowSchemas(ref: (name: string) => string): Record<string, S
     WorkflowAgentEntry: entry(
       'agent',
       'Runs a workspace agent; outputs `{executionId, status, text}`, or with `outputSchema` the JSON the agent answered.',
-      { agentId: { type: 'string', description: '`<workspace_id>:<agent_slug>`; `${workspaceId}` is replaced.' }, outputSchema: jsonSchema },
+      {
+        agentId: { type: 'string', description: '`<workspace_id>:<agent_slug>`; `${workspaceId}` is replaced.' },
+        outputSchema: jsonSchema,
+        budget: { type: 'number', exclusiveMinimum: 0, description: 'The most the agent’s run may be charged, in Ds, at most two decimals (docs/limits.md).' },
+      },
       ['agentId'],
     ),
     WorkflowToolEntry: entry(

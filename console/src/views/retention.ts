@@ -1,5 +1,5 @@
 import { api, ApiError, put } from '../api';
-import { alertBox, field, h, show } from '../dom';
+import { field, fieldErrors, h, show } from '../dom';
 import { RETENTION_DEFAULTS, type RetentionKind } from '../../../workers/services/retention-defaults';
 import { failure, section } from './settings-more';
 
@@ -28,23 +28,7 @@ export async function retention(box: HTMLElement) {
   const message = h('div', { role: 'status' });
   const fields = KINDS.map((kind) => field(LABELS[kind], controls[kind], `Default ${RETENTION_DEFAULTS[kind]} days.`));
 
-  const clear = () => {
-    show(message);
-    for (const control of Object.values(controls)) {
-      control.removeAttribute('aria-invalid');
-      control.removeAttribute('aria-errormessage');
-      document.getElementById(`${control.id}-error`)?.remove();
-    }
-  };
-  const refuse = (kind: string, text: string) => {
-    const control = controls[kind as RetentionKind];
-    if (!control) return show(message, alertBox(text));
-    const note = h('p', { class: 'error', role: 'alert', id: `${control.id}-error` }, text);
-    control.setAttribute('aria-invalid', 'true');
-    control.setAttribute('aria-errormessage', note.id);
-    control.insertAdjacentElement('afterend', note);
-    control.focus();
-  };
+  const { clear, refuse } = fieldErrors(controls, message);
   const save = async (e: Event) => {
     e.preventDefault();
     clear();
@@ -74,8 +58,14 @@ export async function retention(box: HTMLElement) {
           : 'How many days this workspace keeps each kind of data. Only the owner can change them.',
       ),
       owner
-        ? h('form', { 'aria-label': 'Retention', onsubmit: save }, h('div', { class: 'retention' }, fields), h('button', { type: 'submit' }, 'Save'), message)
-        : h('div', { class: 'retention' }, fields),
+        ? h(
+            'form',
+            { 'aria-label': 'Retention', onsubmit: save },
+            h('div', { class: 'number-fields' }, fields),
+            h('button', { type: 'submit' }, 'Save'),
+            message,
+          )
+        : h('div', { class: 'number-fields' }, fields),
     ),
   );
 }

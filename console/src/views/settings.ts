@@ -1,6 +1,7 @@
 import { api, post, type Answer } from '../api';
 import { field, h, show, when } from '../dom';
 import { consents, permissionRequests } from './approvals';
+import { limits } from './limits';
 import { retention } from './retention';
 import { billing, byok, connectors, failure, members, secrets, section } from './settings-more';
 
@@ -14,6 +15,7 @@ const PARTS = [
   ['Agent permission requests', permissionRequests],
   ['Members and invitations', members],
   ['Retention', retention],
+  ['Spend limits', limits],
   ['Secrets', secrets],
   ['Your own model key', byok],
   ['Connectors', connectors],
@@ -22,7 +24,8 @@ const PARTS = [
 
 /**
  * Settings: API keys (created with chosen scopes, shown once, revoked), agents' pending
- * consents and permission requests, members and invitations, retention, secrets, the model key, connectors, billing.
+ * consents and permission requests, members and invitations, retention, spend limits, secrets, the model key, connectors,
+ * billing.
  */
 export async function settings(app: HTMLElement) {
   const boxes = PARTS.map(() => h('div'));

@@ -36,7 +36,9 @@ CREATE TABLE `executions` (
 	`completed_at` integer,
 	`execution_time_ms` integer DEFAULT 0 NOT NULL,
 	`turn_key` text,
-	`claimed_at` integer
+	`claimed_at` integer,
+	`turn_allowance` integer DEFAULT 0 NOT NULL,
+	`budget` integer
 );
 --> statement-breakpoint
 CREATE INDEX `executions_workspace_status_idx` ON `executions` (`workspace_id`,`status`);--> statement-breakpoint
@@ -182,6 +184,20 @@ CREATE TABLE `skills` (
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `skills_workspace_slug_idx` ON `skills` (`workspace_id`,`slug`);--> statement-breakpoint
+CREATE TABLE `spend_limits` (
+	`workspace_id` text PRIMARY KEY NOT NULL,
+	`monthly` integer,
+	`daily` integer,
+	`updated_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE `workspace_spend` (
+	`workspace_id` text NOT NULL,
+	`period` text NOT NULL,
+	`spent` integer NOT NULL,
+	PRIMARY KEY(`workspace_id`, `period`)
+);
+--> statement-breakpoint
 CREATE TABLE `thread_messages` (
 	`id` integer PRIMARY KEY NOT NULL,
 	`thread_id` text NOT NULL,
