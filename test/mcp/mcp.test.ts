@@ -26,6 +26,7 @@ const TOOL_NAMES = [
   'read-memory',
   'write-memory',
   'get-credit-balance',
+  'get-limits',
   'start-workflow',
   'list-workflow-runs',
   'get-workflow-run',
