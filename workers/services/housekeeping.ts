@@ -9,6 +9,7 @@ import { reconcileStale, releaseOrphanedHolds } from './execution-reconciler';
 import { deleteExpiredOAuthRecords } from './oauth';
 import { expireRetainedData } from './retention-sweep';
 import { deleteExpiredToolCalls } from './run-tool-calls';
+import { resumeStaleDeletions } from './workspace-erasure';
 
 /** Logs a housekeeping task that failed; the others go on, and the next hour tries again. */
 const logged = (task: string) => (error: unknown) =>
@@ -20,7 +21,8 @@ const logged = (task: string) => (error: unknown) =>
  * on every shard, expired idempotency records and run tool calls, and the run reconciler's
  * sweep of claims a crash left `working`, so no workspace stays locked, and the data past its
  * workspace's retention window (retention-sweep.ts); and the credit holds
- * whose claim is gone, so no user's credits stay held.
+ * whose claim is gone, so no user's credits stay held; and workspace deletions that stalled are
+ * driven again (workspace-erasure.ts).
  */
 export function housekeeping(env: Env): Promise<unknown> {
   const db = globalDbOf(env);
@@ -31,6 +33,7 @@ export function housekeeping(env: Env): Promise<unknown> {
     maintainSigningKeys(db, env.ENCRYPTION_KEY).catch(logged('signing keys')),
     deliverAllChanges(db, env).catch(logged('change outbox')),
     releaseOrphanedHolds(env).catch(logged('orphaned holds')),
+    resumeStaleDeletions(env).catch(logged('workspace deletions')),
     ...boundShards(env).map((shard) => {
       const shardDb = shardDbOf(env, shard);
       return Promise.all([
