@@ -135,9 +135,9 @@ async function cancelWork(env: Env, job: Job): Promise<StepResult> {
 async function removeFromDirectory(env: Env, job: Job): Promise<StepResult> {
   // The count goes down only in the batch that deletes the row, so running this again changes nothing.
   await env.DB.batch([
-    env.DB.prepare(`UPDATE shard_loads SET workspaces = max(workspaces - 1, 0) WHERE shard = (SELECT shard FROM workspace_shards WHERE workspace_id = ?1)`).bind(
-      job.workspaceId,
-    ),
+    env.DB.prepare(
+      `UPDATE shard_loads SET workspaces = max(workspaces - 1, 0) WHERE shard = (SELECT shard FROM workspace_shards WHERE workspace_id = ?1)`,
+    ).bind(job.workspaceId),
     env.DB.prepare(`DELETE FROM workspace_shards WHERE workspace_id = ?1`).bind(job.workspaceId),
   ]);
   // An object trusts a directory read this long: after it, none writes to the workspace's shard.
@@ -307,7 +307,10 @@ export async function advanceDeletion(env: Env, workspaceId: string): Promise<Pr
     try {
       result = await STEPS[job.step](env, job);
     } catch (error) {
-      await db.update(workspaceDeletions).set({ lastError: String(error) }).where(eq(workspaceDeletions.id, job.id));
+      await db
+        .update(workspaceDeletions)
+        .set({ lastError: String(error) })
+        .where(eq(workspaceDeletions.id, job.id));
       throw error;
     }
     if ('waitMs' in result) return { done: false, againInMs: result.waitMs };
