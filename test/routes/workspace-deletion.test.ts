@@ -63,11 +63,11 @@ function rowsMarked(tables: Record<string, Row[]>, marks: string[]): string[] {
   return Object.entries(tables).flatMap(([table, rows]) => rows.filter((row) => Object.values(row).some(hit)).map((row) => `${table}: ${JSON.stringify(row)}`));
 }
 
-/** What an object holds beyond what opening it writes (the schema version its constructor stores): every table's rows, and its alarm. */
+/** What an object holds beyond what opening it writes (the schema version its constructor stores): every table's rows and key, and its alarm. */
 async function heldBy(stub: DurableObjectStub) {
   return runInDurableObject(stub, async (_, state) => {
     const tables = state.storage.sql
-      .exec<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`)
+      .exec<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'`)
       .toArray()
       .map((t) => t.name);
     const rows = tables.flatMap((table) =>
@@ -77,6 +77,7 @@ async function heldBy(stub: DurableObjectStub) {
         .filter((row) => !(table === 'meta' && row.key === 'schema_version'))
         .map((row) => `${table}: ${JSON.stringify(row)}`),
     );
+    for (const [key] of state.storage.kv.list()) rows.push(`kv: ${key}`);
     return { rows, alarm: await state.storage.getAlarm() };
   });
 }
