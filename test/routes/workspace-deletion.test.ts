@@ -72,7 +72,7 @@ async function heldBy(stub: DurableObjectStub) {
       .map((t) => t.name);
     const rows = tables.flatMap((table) =>
       state.storage.sql
-        .exec<Row>(`SELECT * FROM "${table}"`)
+        .exec<Record<string, SqlStorageValue>>(`SELECT * FROM "${table}"`)
         .toArray()
         .filter((row) => !(table === 'meta' && row.key === 'schema_version'))
         .map((row) => `${table}: ${JSON.stringify(row)}`),
