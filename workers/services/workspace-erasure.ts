@@ -33,6 +33,7 @@ import { PLACE_TTL_MS } from './directory-routed';
 import { CANCEL_WAIT_MS, interruptTurn } from './execution-lifecycle';
 import { release } from './execution-reconciler';
 import { deleteWorkspaceRows } from './shard-copy';
+import { DEFAULT_DRAIN_MS } from './workspace-move';
 
 /**
  * The steps of a workspace deletion (docs/operations.md, "Deleting a workspace"), run by the
@@ -43,7 +44,8 @@ import { deleteWorkspaceRows } from './shard-copy';
  *
  * 1. credentials: API keys bound to it (their agent consents and permission requests with them),
  *    OAuth grants and codes for it, device activations into it, their MCP log levels; their
- *    owners' gates forget, so none of them works from the next request on;
+ *    owners' gates forget, so none of them works from the next request on; then a move's drain,
+ *    for requests that resolved the workspace before the memberships went;
  * 2. cancel: open workflow runs canceled, working executions interrupted and waited for (their
  *    turns settle and release their holds), holds still open released;
  * 3. directory: the directory row goes and its shard's count with it; objects that were still
@@ -71,6 +73,8 @@ const R2_DELETE_KEYS = 1_000;
 
 const OPEN_RUN_STATUSES = ['running', 'suspended'] as const;
 
+const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 async function revokeCredentials(env: Env, job: Job): Promise<StepResult> {
   const db = globalDbOf(env);
   const [keys, grants] = await Promise.all([
@@ -87,6 +91,8 @@ async function revokeCredentials(env: Env, job: Job): Promise<StepResult> {
     db.delete(mcpLogLevels).where(levels.length ? inArray(mcpLogLevels.credential, levels) : sql`0`),
   ]);
   await credentialsChanged(env.CREDENTIAL_GATE, job.requestedBy, ...job.memberIds, ...keys.map((k) => k.userId), ...grants.map((g) => g.userId));
+  // Requests that resolved the workspace before its memberships went may still be writing (a run starting): as a move's fence does, wait for them.
+  await wait(DEFAULT_DRAIN_MS);
   return { to: 'cancel' };
 }
 
@@ -141,7 +147,7 @@ async function removeFromDirectory(env: Env, job: Job): Promise<StepResult> {
     env.DB.prepare(`DELETE FROM workspace_shards WHERE workspace_id = ?1`).bind(job.workspaceId),
   ]);
   // An object trusts a directory read this long: after it, none writes to the workspace's shard.
-  await new Promise((resolve) => setTimeout(resolve, PLACE_TTL_MS));
+  await wait(PLACE_TTL_MS);
   return { to: 'objects' };
 }
 
