@@ -331,6 +331,16 @@ export class ExecutionSession extends DurableObject<Env> {
     return this.seq;
   }
 
+  /**
+   * Its workspace is being deleted (workers/services/workspace-erasure.ts, after the turn was
+   * cancelled): the log, the conversation and the heartbeat go; nothing stays in storage.
+   */
+  async erase(): Promise<void> {
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.seq = undefined;
+  }
+
   override async fetch(request: Request): Promise<Response> {
     // A reader of a turn cut off by a restart should not wait for the heartbeat to see it go on.
     this.resumeCutOffTurn();

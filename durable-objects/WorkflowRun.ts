@@ -407,6 +407,16 @@ export class WorkflowRun extends DurableObject<Env> {
     return { canceled: true, status: 'canceled' };
   }
 
+  /**
+   * Its workspace is being deleted (workers/services/workspace-erasure.ts, after the run was
+   * canceled): the run, its units, results and log, and its alarm go; nothing stays in storage.
+   */
+  async erase(): Promise<void> {
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.run = undefined;
+  }
+
   /** The alarm: due sleeps, execution polls, backoffs, and the watchdog for lost messages and cut-off steps. */
   override async alarm(): Promise<void> {
     if (!this.load()) return;

@@ -164,6 +164,27 @@ export class WorkspaceChannel extends DurableObject<Env> {
     await this.releaseSlotOf(ws);
   }
 
+  /**
+   * Its workspace is being deleted (workers/services/workspace-erasure.ts): every socket and
+   * event stream is closed, their slots given back, and the renewal alarm goes with the storage.
+   */
+  async erase(): Promise<void> {
+    for (const ws of this.ctx.getWebSockets()) {
+      try {
+        ws.close(1008, 'This workspace was deleted');
+      } catch {
+        // already closed
+      }
+      await this.releaseSlotOf(ws);
+    }
+    for (const s of this.sse) {
+      void s.writer.close().catch(() => undefined);
+      this.sse.delete(s);
+    }
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+  }
+
   /** Renews the slots of the open sockets; a socket whose slot was lost is closed (its client reconnects, taking a slot again). */
   override async alarm(): Promise<void> {
     const sockets = this.ctx.getWebSockets();

@@ -10,3 +10,4 @@ export * from './byok';
 export * from './catalog';
 export * from './mcp';
 export * from './change-outbox';
+export * from './workspace-deletions';

@@ -14,6 +14,7 @@ import {
 } from '../services/invitations';
 import { getRetention, RetentionPatch, RetentionWindows, setRetention } from '../services/retention';
 import { getSpendLimits, setSpendLimits, SpendLimits, SpendLimitsBody } from '../services/spend-limits';
+import { DeleteWorkspaceBody, getDeletion, requestDeletion, WorkspaceDeletion } from '../services/workspace-deletion';
 import {
   createWorkspace,
   CreateWorkspaceBody,
@@ -205,6 +206,38 @@ export const workspacesArea: Area = {
       http: { method: 'PUT', path: '/:id/retention', params: byId, summary: 'Set retention windows in days (owners only)' },
       mcp: false,
       run: (ctx, { workspaceId, ...patch }) => setRetention(ctx.db, ctx.globalDb, ctx.env, ctx.actor, workspaceId, patch),
+    }),
+    defineCapability({
+      name: 'delete-workspace',
+      title: 'Delete a workspace',
+      description:
+        "Deletes the current workspace and everything in it (owners only; not a personal workspace), with its name typed back as `confirm`; answers the deletion's job.",
+      access: { auth: 'credential', scope: 'profile:write' },
+      input: WorkspaceId.extend(DeleteWorkspaceBody.shape),
+      output: WorkspaceDeletion,
+      annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
+      http: {
+        method: 'DELETE',
+        path: '/:id',
+        params: byId,
+        body: DeleteWorkspaceBody,
+        status: 202,
+        summary: "Delete the workspace and everything in it (owners only; `confirm` is its name); answers the deletion's job",
+      },
+      mcp: false,
+      run: (ctx, { workspaceId, ...body }) => requestDeletion(ctx.globalDb, ctx.env, ctx.actor, workspaceId, body),
+    }),
+    defineCapability({
+      name: 'get-workspace-deletion',
+      title: "Get a workspace's deletion",
+      description: 'The deletion job of a workspace, to the person who asked for it, also once the workspace is gone.',
+      access: { auth: 'credential', scope: 'profile:read' },
+      input: WorkspaceId,
+      output: WorkspaceDeletion,
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/:id/deletion', params: byId },
+      mcp: false,
+      run: (ctx, { workspaceId }) => getDeletion(ctx.globalDb, ctx.actor, workspaceId),
     }),
   ],
 };

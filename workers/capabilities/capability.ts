@@ -47,14 +47,15 @@ type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
  * The operation as a REST route, under its area's mount path. Path parameters, the mount's
  * included, fill the input fields of the same name (or those `params` names); the other fields come from the query of a
  * GET or DELETE and from the JSON body otherwise, unless `query` or `body` gives the wire shape
- * (a schema whose output is those fields).
+ * (a schema whose output is those fields; a DELETE with `body` reads them from its JSON body).
  */
 export interface HttpView<Output> {
   method: HttpMethod;
   path: string;
   /** The OpenAPI summary; the capability's description when omitted. */
   summary?: string;
-  status?: 200 | 201;
+  /** 202: the operation started work that goes on after the answer (a job). */
+  status?: 200 | 201 | 202;
   params?: Record<string, string>;
   query?: z.ZodType;
   body?: z.ZodType;

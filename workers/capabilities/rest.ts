@@ -42,7 +42,7 @@ function validators(area: Area, capability: Capability, http: HttpView<unknown>)
   const params = [...`${area.mount}${http.path}`.matchAll(/:(\w+)/g)].map((match) => match[1]!);
   const fieldOf = (param: string) => http.params?.[param] ?? param;
   const rest = Object.keys(capability.input.shape).filter((key) => !params.map(fieldOf).includes(key));
-  const target = BODYLESS.has(http.method) ? ('query' as const) : ('json' as const);
+  const target = BODYLESS.has(http.method) && !http.body ? ('query' as const) : ('json' as const);
   const wire = target === 'query' ? http.query : http.body;
   const middleware: MiddlewareHandler[] = [...(http.before ?? [])];
   if (params.length) middleware.push(validate('param', z.object(Object.fromEntries(params.map((p) => [p, capability.input.shape[fieldOf(p)]!])))));

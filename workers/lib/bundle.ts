@@ -170,7 +170,8 @@ export async function bundleManifest(files: BundleFile[]): Promise<BundleManifes
 
 /** R2 layout: content-addressed blobs, one manifest per distinct bundle. */
 export const blobKey = (sha256: string) => `blobs/${sha256}`;
-export const manifestKey = (checksum: string) => `manifests/${checksum}.json`;
+export const MANIFEST_PREFIX = 'manifests/';
+export const manifestKey = (checksum: string) => `${MANIFEST_PREFIX}${checksum}.json`;
 
 /** Writes SKILL.md text for an authored skill, so authored and imported skills share one format. */
 export function renderSkillMd(input: { slug: string; name: string; description: string; category: string; prompt: string; author: string }): string {

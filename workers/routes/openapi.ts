@@ -44,7 +44,7 @@ const bookmark = {
 export type RequestBody = NonNullable<DescribeRouteOptions['requestBody']>;
 
 /** OpenAPI description of one route: its success response plus the shared error responses, and a request body the validators do not describe. */
-export const documented = (tag: string, summary: string, status: 200 | 201, schema: z.ZodType, description = 'OK', requestBody?: RequestBody) =>
+export const documented = (tag: string, summary: string, status: 200 | 201 | 202, schema: z.ZodType, description = 'OK', requestBody?: RequestBody) =>
   describeRoute({
     tags: [tag],
     summary,

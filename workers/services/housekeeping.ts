@@ -10,6 +10,7 @@ import { deleteExpiredOAuthRecords } from './oauth';
 import { expireRetainedData } from './retention-sweep';
 import { deleteExpiredToolCalls } from './run-tool-calls';
 import { forgetPastSpend } from './spend-limits';
+import { resumeStaleDeletions } from './workspace-erasure';
 
 /** Logs a housekeeping task that failed; the others go on, and the next hour tries again. */
 const logged = (task: string) => (error: unknown) =>
@@ -21,8 +22,8 @@ const logged = (task: string) => (error: unknown) =>
  * on every shard, expired idempotency records and run tool calls, and the run reconciler's
  * sweep of claims a crash left `working`, so no workspace stays locked, and the data past its
  * workspace's retention window (retention-sweep.ts), and spend counts of past months and days
- * (spend-limits.ts); and the credit holds
- * whose claim is gone, so no user's credits stay held.
+ * (spend-limits.ts); and the credit holds whose claim is gone, so no user's credits stay held;
+ * and workspace deletions that stalled are driven again (workspace-erasure.ts).
  */
 export function housekeeping(env: Env): Promise<unknown> {
   const db = globalDbOf(env);
@@ -33,6 +34,7 @@ export function housekeeping(env: Env): Promise<unknown> {
     maintainSigningKeys(db, env.ENCRYPTION_KEY).catch(logged('signing keys')),
     deliverAllChanges(db, env).catch(logged('change outbox')),
     releaseOrphanedHolds(env).catch(logged('orphaned holds')),
+    resumeStaleDeletions(env).catch(logged('workspace deletions')),
     ...boundShards(env).map((shard) => {
       const shardDb = shardDbOf(env, shard);
       return Promise.all([

@@ -327,4 +327,38 @@ CREATE TABLE `change_outbox` (
 	`activity` text
 );
 --> statement-breakpoint
-CREATE INDEX `change_outbox_workspace_idx` ON `change_outbox` (`workspace_id`,`id`);
+CREATE INDEX `change_outbox_workspace_idx` ON `change_outbox` (`workspace_id`,`id`);--> statement-breakpoint
+CREATE TABLE `workspace_deletion_audit` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`actor_user_id` text NOT NULL,
+	`actor_api_key_id` integer,
+	`action` text NOT NULL,
+	`resource_type` text NOT NULL,
+	`resource_id` text NOT NULL,
+	`ip` text,
+	`user_agent` text,
+	`request_id` text NOT NULL,
+	`metadata` text NOT NULL,
+	`created_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `workspace_deletion_audit_workspace_idx` ON `workspace_deletion_audit` (`workspace_id`,`id`);--> statement-breakpoint
+CREATE TABLE `workspace_deletions` (
+	`id` text PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`workspace_name` text NOT NULL,
+	`shard` integer NOT NULL,
+	`requested_by` text NOT NULL,
+	`member_ids` text NOT NULL,
+	`status` text NOT NULL,
+	`step` text NOT NULL,
+	`cursor` text,
+	`last_error` text,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL,
+	`completed_at` integer
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX `workspace_deletions_workspace_id_unique` ON `workspace_deletions` (`workspace_id`);--> statement-breakpoint
+CREATE INDEX `workspace_deletions_status_idx` ON `workspace_deletions` (`status`,`updated_at`);

@@ -1,0 +1,139 @@
+import { and, eq, sql } from 'drizzle-orm';
+import { z } from 'zod';
+import {
+  DELETION_STATUSES,
+  DELETION_STEPS,
+  invitations,
+  members,
+  sessions,
+  workspaceDeletionAudit,
+  workspaceDeletions,
+  type WorkspaceDeletionRow,
+} from '../../schema';
+import { credentialsChanged } from '../auth/credential-changes';
+import { apiKeyIdOf, type Principal } from '../auth/principal';
+import type { Env, GlobalDb } from '../env';
+import { conflict, forbidden, invalidInput, notFound } from '../errors';
+import { now, toIso } from '../lib/clock';
+import { uuidv7 } from '../lib/ids';
+import { placeOf } from './directory';
+import { requireCurrentWorkspace } from './workspaces';
+
+/**
+ * Asking for a workspace's deletion, and reading how it goes (docs/behaviour.md, "Deleting a
+ * workspace"). The request itself makes the workspace gone for everyone: in one batch the job
+ * and its audit record are written and every membership and invitation removed, so no
+ * credential resolves into the workspace any more (an API key bound to it answers 403, a session
+ * falls back to its personal workspace); then every member's credential gate forgets. The rest
+ * is the job's, driven by the WorkspaceDeletion object (workspace-erasure.ts).
+ */
+
+export const DeleteWorkspaceBody = z.object({
+  confirm: z.string().max(200).describe("The workspace's name, typed back exactly: the deletion cannot be undone"),
+});
+export type DeleteWorkspaceBody = z.infer<typeof DeleteWorkspaceBody>;
+
+export const WorkspaceDeletion = z.object({
+  id: z.string().describe('The job id'),
+  status: z.enum(DELETION_STATUSES),
+  step: z.enum(DELETION_STEPS).describe('What the job is doing now; `done` once completed'),
+  workspaceId: z.string(),
+  workspaceName: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  completedAt: z.string().nullable(),
+});
+export type WorkspaceDeletion = z.infer<typeof WorkspaceDeletion>;
+
+const present = (row: WorkspaceDeletionRow): WorkspaceDeletion => ({
+  id: row.id,
+  status: row.status,
+  step: row.step,
+  workspaceId: row.workspaceId,
+  workspaceName: row.workspaceName,
+  createdAt: toIso(row.createdAt),
+  updatedAt: toIso(row.updatedAt),
+  completedAt: row.completedAt === null ? null : toIso(row.completedAt),
+});
+
+export async function deletionOf(db: GlobalDb, workspaceId: string): Promise<WorkspaceDeletionRow | undefined> {
+  const [row] = await db.select().from(workspaceDeletions).where(eq(workspaceDeletions.workspaceId, workspaceId)).limit(1);
+  return row;
+}
+
+const checkConfirm = (name: string, confirm: string) => {
+  if (confirm !== name) throw invalidInput('confirm', 'matches_name', "Type the workspace's name exactly to confirm its deletion");
+};
+
+/** Starts (or, for an unfinished job, wakes) the object that drives a deletion. */
+export const driveDeletion = (env: Env, workspaceId: string) => env.WORKSPACE_DELETION.getByName(workspaceId).begin(workspaceId);
+
+/**
+ * `DELETE /api/v1/workspaces/:id {confirm}`: owners only, not a personal workspace, not during a
+ * move. Asked again by the same person, answers the same job.
+ */
+export async function requestDeletion(db: GlobalDb, env: Env, principal: Principal, workspace: string, body: DeleteWorkspaceBody): Promise<WorkspaceDeletion> {
+  const earlier = await deletionOf(db, workspace);
+  if (earlier && earlier.requestedBy === principal.userId) {
+    checkConfirm(earlier.workspaceName, body.confirm);
+    if (earlier.status !== 'completed') await driveDeletion(env, earlier.workspaceId);
+    return present(earlier);
+  }
+  const row = await requireCurrentWorkspace(db, principal, workspace);
+  if (principal.role !== 'owner') throw forbidden('Only an owner of the workspace can delete it');
+  if (row.personal) {
+    throw conflict('A personal workspace is deleted only with its account', { reason: 'personal_workspace' });
+  }
+  checkConfirm(row.name, body.confirm);
+  const place = await placeOf(db, row.id);
+  if (!place) throw notFound('Workspace');
+  if (place.movingTo !== null) throw conflict('The workspace is being moved to another database; delete it once the move is done');
+  const at = now();
+  const job = {
+    id: uuidv7(),
+    workspaceId: row.id,
+    workspaceName: row.name,
+    shard: place.shard,
+    requestedBy: principal.userId,
+    // Read in the batch that removes them, so a member who joined a moment before is not missed.
+    memberIds: sql`(SELECT json_group_array(user_id) FROM ${members} WHERE ${members.workspaceId} = ${row.id})` as unknown as string[],
+    status: 'running' as const,
+    step: DELETION_STEPS[0],
+    createdAt: at,
+    updatedAt: at,
+  };
+  await db.batch([
+    db.insert(workspaceDeletions).values(job).onConflictDoNothing(),
+    db.insert(workspaceDeletionAudit).values({
+      workspaceId: row.id,
+      actorUserId: principal.userId,
+      actorApiKeyId: apiKeyIdOf(principal),
+      action: 'workspace.deletion_requested',
+      resourceType: 'workspace',
+      resourceId: row.id,
+      ip: principal.origin.ip,
+      userAgent: principal.origin.userAgent,
+      requestId: principal.origin.requestId,
+      metadata: { name: row.name, slug: row.slug, jobId: job.id },
+      createdAt: at,
+    }),
+    db.delete(invitations).where(eq(invitations.workspaceId, row.id)),
+    db.delete(members).where(eq(members.workspaceId, row.id)),
+    db.update(sessions).set({ workspaceId: null }).where(eq(sessions.workspaceId, row.id)),
+  ]);
+  const started = (await deletionOf(db, row.id))!;
+  await credentialsChanged(env.CREDENTIAL_GATE, principal.userId, ...started.memberIds);
+  await driveDeletion(env, row.id);
+  return present(started);
+}
+
+/** `GET /api/v1/workspaces/:id/deletion`: the job, to the person who asked for it, also once the workspace is gone. */
+export async function getDeletion(db: GlobalDb, principal: Principal, workspaceId: string): Promise<WorkspaceDeletion> {
+  const [row] = await db
+    .select()
+    .from(workspaceDeletions)
+    .where(and(eq(workspaceDeletions.workspaceId, workspaceId), eq(workspaceDeletions.requestedBy, principal.userId)))
+    .limit(1);
+  if (!row) throw notFound('Workspace deletion');
+  return present(row);
+}
