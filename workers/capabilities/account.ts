@@ -165,7 +165,8 @@ export const workspacesArea: Area = {
       output: RetentionWindows,
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/:id/retention', params: byId },
-      mcp: false,
+      // profile:read and profile:write reach far beyond retention: asked for when called, not at every MCP sign-in.
+      mcp: { stepUp: true },
       run: (ctx, { workspaceId }) => getRetention(ctx.db, ctx.globalDb, ctx.actor, workspaceId),
     }),
     defineCapability({
@@ -177,7 +178,7 @@ export const workspacesArea: Area = {
       output: RetentionWindows,
       annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
       http: { method: 'PUT', path: '/:id/retention', params: byId, summary: 'Set retention windows in days (owners only)' },
-      mcp: false,
+      mcp: { stepUp: true },
       run: (ctx, { workspaceId, ...patch }) => setRetention(ctx.db, ctx.globalDb, ctx.env, ctx.actor, workspaceId, patch),
     }),
   ],
