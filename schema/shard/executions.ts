@@ -47,6 +47,10 @@ export const executions = sqliteTable(
   },
   (t) => [
     index('executions_workspace_status_idx').on(t.workspaceId, t.status),
+    // The retention sweep: a workspace's executions that are not working, by when they last ran (EXECUTION_ENDED).
+    index('executions_workspace_ended_idx')
+      .on(t.workspaceId, sql`coalesce(${t.completedAt}, ${t.claimedAt}, ${t.startedAt})`)
+      .where(sql`${t.status} <> 'working'`),
     // The reconciler's sweep: working executions by claim age, across workspaces.
     index('executions_working_claimed_idx')
       .on(t.claimedAt)

@@ -159,7 +159,7 @@ export const workspacesArea: Area = {
     defineCapability({
       name: 'get-retention',
       title: 'Get retention windows',
-      description: 'How many days the workspace keeps its traces, workflow runs, activity and audit log (defaults filled in).',
+      description: 'How many days the workspace keeps its executions, traces, workflow runs, activity and audit log (defaults filled in).',
       access: { auth: 'credential', scope: 'profile:read' },
       input: WorkspaceId,
       output: RetentionWindows,
