@@ -166,7 +166,7 @@ export class ExecutionSession extends DurableObject<Env> {
    * The heartbeat. While a turn runs here it re-arms itself; a turn recorded in storage with no
    * run in this instance was lost to an eviction or restart, and is resumed from the last
    * checkpointed conversation (or ended with `error` once past the 65-minute cap), so an
-   * execution never hangs in `working`.
+   * execution never hangs in `working`. With no turn held, the expiry of the ended log.
    */
   override async alarm(): Promise<void> {
     const turn = this.ctx.storage.kv.get<RunningTurn>('turn');
@@ -198,8 +198,8 @@ export class ExecutionSession extends DurableObject<Env> {
 
   /**
    * Erases this execution's storage: its log, conversation, turn records, expiry and alarm. For
-   * retention and for deleting a workspace, once the execution's row is gone (so no reader finds a
-   * row whose log is empty) and no turn runs here. A call after it finds an empty log.
+   * retention, and whatever else deletes the execution, once its row is gone (so no reader finds
+   * a row whose log is empty) and no turn runs here. A call after it finds an empty log.
    */
   async erase(): Promise<void> {
     await this.ctx.storage.deleteAlarm();

@@ -608,7 +608,7 @@ export class WorkflowRun extends DurableObject<Env> {
 
   /**
    * Erases this run's storage: its state, step results, change log, expiry and alarm. For
-   * retention and for deleting a workspace, once the run's row is gone (so no reader finds a row
+   * retention, and whatever else deletes the run, once its row is gone (so no reader finds a row
    * whose object is empty) and the run is final. A D1 write under way lands first, so none is
    * made after; a call after it finds no run.
    */
