@@ -393,7 +393,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** How many days the workspace keeps its traces, workflow runs, activity and audit log (defaults filled in) */
+    /** How many days the workspace keeps its executions, traces, workflow runs, activity and audit log (defaults filled in) */
     get: operations['getApiV1WorkspacesByIdRetention'];
     /** Set retention windows in days (owners only) */
     put: operations['putApiV1WorkspacesByIdRetention'];
@@ -4157,6 +4157,8 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description Days an execution (its event log and its history entry) is kept after it ended, or an idle one after its latest run */
+            executions: number;
             /** @description Days a trace is kept after its last activity, once it is no longer running */
             traces: number;
             /** @description Days a workflow run is kept after it ended */
@@ -4254,6 +4256,8 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
+          /** @description Days an execution (its event log and its history entry) is kept after it ended, or an idle one after its latest run */
+          executions?: number;
           /** @description Days a trace is kept after its last activity, once it is no longer running */
           traces?: number;
           /** @description Days a workflow run is kept after it ended */
@@ -4275,6 +4279,8 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description Days an execution (its event log and its history entry) is kept after it ended, or an idle one after its latest run */
+            executions: number;
             /** @description Days a trace is kept after its last activity, once it is no longer running */
             traces: number;
             /** @description Days a workflow run is kept after it ended */

@@ -186,13 +186,14 @@ export const workspacesArea: Area = {
     defineCapability({
       name: 'get-retention',
       title: 'Get retention windows',
-      description: 'How many days the workspace keeps its traces, workflow runs, activity and audit log (defaults filled in).',
+      description: 'How many days the workspace keeps its executions, traces, workflow runs, activity and audit log (defaults filled in).',
       access: { auth: 'credential', scope: 'profile:read' },
       input: WorkspaceId,
       output: RetentionWindows,
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/:id/retention', params: byId },
-      mcp: false,
+      // profile:read and profile:write reach far beyond retention: asked for when called, not at every MCP sign-in.
+      mcp: { stepUp: true },
       run: (ctx, { workspaceId }) => getRetention(ctx.db, ctx.globalDb, ctx.actor, workspaceId),
     }),
     defineCapability({
@@ -204,7 +205,7 @@ export const workspacesArea: Area = {
       output: RetentionWindows,
       annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
       http: { method: 'PUT', path: '/:id/retention', params: byId, summary: 'Set retention windows in days (owners only)' },
-      mcp: false,
+      mcp: { stepUp: true },
       run: (ctx, { workspaceId, ...patch }) => setRetention(ctx.db, ctx.globalDb, ctx.env, ctx.actor, workspaceId, patch),
     }),
     defineCapability({

@@ -92,6 +92,13 @@ export interface McpView<Output> {
    * that work until it ends, before the answer is sent (the response is then an SSE stream).
    */
   follow?: (ctx: CapabilityContext, output: Output, report: ProgressReport) => Promise<void>;
+  /**
+   * The tool is listed, but its scope is left out of what an MCP client asks for at sign-in
+   * (MCP_STARTING_SCOPES): an OAuth client is given it through the step-up challenge when it
+   * first calls the tool. For a scope that allows far more than the tool (`profile:write` also
+   * creates API keys and workspaces), which would otherwise join every MCP client's grant.
+   */
+  stepUp?: true;
 }
 
 /**

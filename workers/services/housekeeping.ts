@@ -41,7 +41,7 @@ export function housekeeping(env: Env): Promise<unknown> {
         deleteExpiredIdempotencyRecords(shardDb).catch(logged(`idempotency records, shard ${shard}`)),
         deleteExpiredToolCalls(shardDb).catch(logged(`run tool calls, shard ${shard}`)),
         reconcileStale(shardDb, env).catch(logged(`run reconciler, shard ${shard}`)),
-        expireRetainedData(db, shardDb).catch(logged(`retention, shard ${shard}`)),
+        expireRetainedData(env, db, shardDb).catch(logged(`retention, shard ${shard}`)),
         forgetPastSpend(shardDb).catch(logged(`past spend counts, shard ${shard}`)),
       ]);
     }),

@@ -42,6 +42,7 @@ CREATE TABLE `executions` (
 );
 --> statement-breakpoint
 CREATE INDEX `executions_workspace_status_idx` ON `executions` (`workspace_id`,`status`);--> statement-breakpoint
+CREATE INDEX `executions_workspace_ended_idx` ON `executions` (`workspace_id`,CASE WHEN "completed_at" IS NOT NULL THEN "completed_at" WHEN "claimed_at" IS NOT NULL THEN "claimed_at" ELSE "started_at" END) WHERE "executions"."status" <> 'working';--> statement-breakpoint
 CREATE INDEX `executions_working_claimed_idx` ON `executions` (`claimed_at`) WHERE "executions"."status" = 'working';--> statement-breakpoint
 CREATE TABLE `run_tool_calls` (
 	`key` text PRIMARY KEY NOT NULL,
@@ -120,6 +121,7 @@ CREATE TABLE `memory` (
 --> statement-breakpoint
 CREATE TABLE `retention_windows` (
 	`workspace_id` text PRIMARY KEY NOT NULL,
+	`executions_days` integer,
 	`traces_days` integer,
 	`workflow_runs_days` integer,
 	`activity_days` integer,
