@@ -45,9 +45,10 @@ const TOOL_NAMES = [
   'list-connector-triggers',
   'get-retention',
   'set-retention',
+  'set-limits',
 ];
 /** Tools whose scope a client is given through the step-up challenge when it calls them, not at sign-in. */
-const STEP_UP_TOOLS: Record<string, string> = { 'get-retention': 'profile:read', 'set-retention': 'profile:write' };
+const STEP_UP_TOOLS: Record<string, string> = { 'get-retention': 'profile:read', 'set-retention': 'profile:write', 'set-limits': 'profile:write' };
 
 const connect = (apiKey: string, headers: Record<string, string> = {}) => connectMcp({ 'x-api-key': apiKey, ...headers });
 
@@ -391,6 +392,9 @@ describe('the MCP endpoint over HTTP', () => {
     const writer = await connectMcp({ authorization: `Bearer ${((await writing.json()) as { access_token: string }).access_token}` });
     expect(ok(await writer.callTool({ name: 'set-retention', arguments: { workspaceId, traces: 7 } }))).toMatchObject({ traces: 7, audit: 365 });
     expect((await call(`/api/v1/workspaces/${workspaceId}/retention`, { token: first.user.token })).body.traces).toBe(7);
+    // The same token sets spend limits, and members read them with the starting grant (billing:read).
+    expect(ok(await writer.callTool({ name: 'set-limits', arguments: { workspaceId, monthly: 25 } }))).toMatchObject({ monthly: 25, daily: null });
+    expect(ok(await (await connectMcp(auth)).callTool({ name: 'get-limits', arguments: { workspaceId } }))).toMatchObject({ monthly: 25 });
   });
 
   it('answers GET and DELETE 405 before the transport, and a foreign Origin 403', async () => {

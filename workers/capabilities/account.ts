@@ -180,7 +180,7 @@ export const workspacesArea: Area = {
       output: SpendLimits,
       annotations: { ...WRITE, idempotentHint: true },
       http: { method: 'PUT', path: '/:id/limits', params: byId, summary: 'Set spend limits in Ds (owners only)' },
-      mcp: false,
+      mcp: { stepUp: true },
       run: (ctx, { workspaceId, ...patch }) => setSpendLimits(ctx.db, ctx.globalDb, ctx.actor, workspaceId, patch),
     }),
     defineCapability({
