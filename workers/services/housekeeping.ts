@@ -8,6 +8,7 @@ import { deleteExpiredActivations } from './device-activation';
 import { reconcileStale, releaseOrphanedHolds } from './execution-reconciler';
 import { deleteExpiredOAuthRecords } from './oauth';
 import { expireRetainedData } from './retention-sweep';
+import { maintainExports } from './workspace-exports';
 import { deleteExpiredToolCalls } from './run-tool-calls';
 
 /** Logs a housekeeping task that failed; the others go on, and the next hour tries again. */
@@ -19,7 +20,8 @@ const logged = (task: string) => (error: unknown) =>
  * activations and OAuth records, the signing keys' rotation and the change outbox's delivery;
  * on every shard, expired idempotency records and run tool calls, and the run reconciler's
  * sweep of claims a crash left `working`, so no workspace stays locked, and the data past its
- * workspace's retention window (retention-sweep.ts); and the credit holds
+ * workspace's retention window (retention-sweep.ts), and workspace exports to start again or
+ * delete (workspace-exports.ts); and the credit holds
  * whose claim is gone, so no user's credits stay held.
  */
 export function housekeeping(env: Env): Promise<unknown> {
@@ -38,6 +40,7 @@ export function housekeeping(env: Env): Promise<unknown> {
         deleteExpiredToolCalls(shardDb).catch(logged(`run tool calls, shard ${shard}`)),
         reconcileStale(shardDb, env).catch(logged(`run reconciler, shard ${shard}`)),
         expireRetainedData(db, shardDb).catch(logged(`retention, shard ${shard}`)),
+        maintainExports(env, shardDb, db).catch(logged(`workspace exports, shard ${shard}`)),
       ]);
     }),
   ]);
