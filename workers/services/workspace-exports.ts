@@ -10,7 +10,7 @@ import { formatId, parseId } from '../lib/ids';
 import { signStreamToken } from '../lib/signing';
 import { ArchiveTooLarge, ZipUpload } from '../lib/zip-upload';
 import { workspacePrefix } from './archive-install';
-import { recordChange } from './audit';
+import { deliverChanges, recordChange } from './audit';
 import { writeWorkspaceArchive } from './export-archive';
 import { requireCurrentWorkspace } from './workspaces';
 
@@ -47,7 +47,7 @@ async function present(env: Env, row: WorkspaceExportRow, baseUrl: string): Prom
   if (row.completedAt !== null) job.completedAt = toIso(row.completedAt);
   if (row.expiresAt !== null) job.expiresAt = toIso(row.expiresAt);
   if (row.error !== null) job.error = row.error;
-  if (row.status === 'ready' && row.expiresAt !== null && row.size !== null) {
+  if (row.status === 'ready' && row.expiresAt !== null && row.expiresAt > now() && row.size !== null) {
     job.size = row.size;
     const ttl = Math.min(DOWNLOAD_LINK_TTL_MS, row.expiresAt - now());
     const token = await signStreamToken(
@@ -168,6 +168,8 @@ export async function runExport(env: Env, db: ShardDb, globalDb: GlobalDb, id: n
   const upload = await env.BUCKET.createMultipartUpload(key, { httpMetadata: { contentType: 'application/zip' } });
   await db.update(workspaceExports).set({ r2Key: key, uploadId: upload.uploadId }).where(ownAttempt(job));
   try {
+    // Audit and activity of changes made in the global database are on the shard once delivered.
+    await deliverChanges(globalDb, db, job.workspaceId);
     const zip = new ZipUpload(upload, job.createdAt);
     await writeWorkspaceArchive(zip, {
       db,
