@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { globalDbOf, shardDbOf } from '../lib/db';
 import { CursorQuery, cursorEnvelope } from '../lib/pagination';
 import { idempotent } from '../middleware/idempotency';
 import { getProfile, Profile, ProfilePatch, updateProfile } from '../services/accounts';
@@ -15,6 +16,7 @@ import {
 import { getRetention, RetentionPatch, RetentionWindows, setRetention } from '../services/retention';
 import { getSpendLimits, setSpendLimits, SpendLimits, SpendLimitsBody } from '../services/spend-limits';
 import { DeleteWorkspaceBody, getDeletion, requestDeletion, WorkspaceDeletion } from '../services/workspace-deletion';
+import { ExportJob, getExport, logFailure, runExport, startExport } from '../services/workspace-exports';
 import {
   createWorkspace,
   CreateWorkspaceBody,
@@ -239,6 +241,37 @@ export const workspacesArea: Area = {
       http: { method: 'GET', path: '/:id/deletion', params: byId },
       mcp: false,
       run: (ctx, { workspaceId }) => getDeletion(ctx.globalDb, ctx.actor, workspaceId),
+    }),
+    defineCapability({
+      name: 'start-export',
+      title: 'Export the workspace',
+      description:
+        'Starts writing the whole workspace into one zip archive (owners only; docs/export.md), or answers the export already under way. Read the job until it is ready for its download link.',
+      access: { auth: 'credential', scope: 'profile:write' },
+      input: WorkspaceId,
+      output: ExportJob,
+      annotations: WRITE,
+      http: { method: 'POST', path: '/:id/export', params: byId, status: 201, summary: 'Start an export of the workspace (owners only)' },
+      mcp: false,
+      run: async (ctx, { workspaceId }) => {
+        const { job, started } = await startExport(ctx.db, ctx.globalDb, ctx.env, ctx.actor, workspaceId, ctx.baseUrl);
+        // Outside the request's database session, which ends with the answer.
+        const work = () => runExport(ctx.env, shardDbOf(ctx.env, ctx.actor.shard), globalDbOf(ctx.env), started!).catch(logFailure(started!));
+        if (started !== null) ctx.waitUntil?.(work());
+        return job;
+      },
+    }),
+    defineCapability({
+      name: 'get-export',
+      title: 'Get an export',
+      description: 'An export job; once ready, a download link that works for an hour (owners only).',
+      access: { auth: 'credential', scope: 'profile:read' },
+      input: WorkspaceId.extend({ exportId: z.string().min(1).max(40).describe('The export id (exp_<n>)') }),
+      output: ExportJob,
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/:id/export/:exportId', params: byId },
+      mcp: false,
+      run: (ctx, { workspaceId, exportId }) => getExport(ctx.db, ctx.globalDb, ctx.env, ctx.actor, workspaceId, exportId, ctx.baseUrl),
     }),
   ],
 };

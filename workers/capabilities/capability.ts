@@ -29,6 +29,8 @@ export interface CapabilityContext {
   idempotencyKey?: string;
   /** `x-permission-grant`: which one-time grant a scope check spends (spec 5.5); runs send none. */
   grantToken?: string;
+  /** Keeps work going after the answer is sent (REST: the request's execution context); absent where a surface cannot. */
+  waitUntil?: (work: Promise<unknown>) => void;
   /** In a run, the tool call this is (workers/services/run-tool-calls.ts): an effect in D1 is made once for it, however often a cut-off turn makes the call. */
   toolCallKey?: string;
 }

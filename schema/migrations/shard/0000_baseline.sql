@@ -49,6 +49,25 @@ CREATE TABLE `run_tool_calls` (
 	`created_at` integer NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE `workspace_exports` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`status` text NOT NULL,
+	`requested_by` text NOT NULL,
+	`attempts` integer DEFAULT 0 NOT NULL,
+	`lease_until` integer,
+	`upload_id` text,
+	`r2_key` text,
+	`size` integer,
+	`error` text,
+	`created_at` integer NOT NULL,
+	`completed_at` integer,
+	`expires_at` integer
+);
+--> statement-breakpoint
+CREATE INDEX `workspace_exports_workspace_idx` ON `workspace_exports` (`workspace_id`,`id`);--> statement-breakpoint
+CREATE INDEX `workspace_exports_status_lease_idx` ON `workspace_exports` (`status`,`lease_until`);--> statement-breakpoint
+CREATE INDEX `workspace_exports_expires_idx` ON `workspace_exports` (`expires_at`);--> statement-breakpoint
 CREATE TABLE `connector_connections` (
 	`workspace_id` text NOT NULL,
 	`connector_type` text NOT NULL,
