@@ -11,6 +11,7 @@ import type { Resumer } from '../workers/services/workflow-runs';
 import { isoNow, now } from '../workers/lib/clock';
 import { deleteWorkflowRunRow, expiryAlarmTime, expiryDecision, expiryFrom, postponed, type Expiry } from '../workers/services/object-expiry';
 import type { CompiledWorkflow, Json } from '../workers/workflows/compiler';
+import type { RerunOf, StartInput } from '../workers/workflows/run-start';
 import {
   FINAL,
   initialRunState,
@@ -22,6 +23,7 @@ import {
   type Effect,
   type ForeachProgress,
   type Program,
+  type RerunFrom,
   type ResumeOutcome,
   type RunEventType,
   type RunInput,
@@ -35,21 +37,6 @@ import { checkExecution, runInstantTool, startStep, stepKind, stepScope, stopExe
 import { StepError } from '../workers/workflows/steps';
 
 export type { ResumeOutcome, RunEventType };
-
-/** What launch hands a new run. The graph and inputs travel as JSON text (RPC types cannot carry recursive JSON). */
-export interface StartInput {
-  runId: string;
-  workspaceId: string;
-  workflowId: string;
-  /**
-   * Who the steps act for: the launching credential (its kind and id, read again before each
-   * step) and the scopes it held at launch, which no step exceeds.
-   */
-  actor: Actor;
-  workflow: string;
-  initData: string;
-  threadId?: string | null;
-}
 
 /** A resume as the run records it (`snapshot.resumes`). */
 type ResumeRecord = { stepId: string; at: string; by: Resumer['by'] };
@@ -88,6 +75,7 @@ interface RunMeta extends Pick<RunState, 'status' | 'cursor' | 'input' | 'result
   initData: Json;
   state: Json;
   threadId: string | null;
+  rerunOf?: RerunOf;
   createdAt: number;
 }
 
@@ -351,6 +339,7 @@ export class WorkflowRun extends DurableObject<Env> {
       initData,
       state: initialWorkflowState(workflow),
       threadId: input.threadId ?? null,
+      ...(input.rerunOf ? { rerunOf: input.rerunOf } : {}),
       status: 'running',
       cursor: 0,
       input: initData,
@@ -359,7 +348,7 @@ export class WorkflowRun extends DurableObject<Env> {
     };
     const program = programOf(meta);
     this.run = { meta, program, state: initialRunState(program) };
-    this.inBackground(this.apply({ type: 'start' }));
+    this.inBackground(this.apply({ type: 'start', ...(input.from ? { from: JSON.parse(input.from) as RerunFrom } : {}) }));
     await this.afterChange();
   }
 
@@ -660,6 +649,8 @@ export class WorkflowRun extends DurableObject<Env> {
       snapshot: JSON.stringify(snapshot),
       version: rev,
       threadId: meta.threadId,
+      rerunOf: meta.rerunOf?.runId ?? null,
+      rerunFromStep: meta.rerunOf?.fromStep ?? null,
       createdAt: meta.createdAt,
       updatedAt: t,
     };

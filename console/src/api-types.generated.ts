@@ -1536,6 +1536,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/workflows/runs/{runId}/rerun': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Rerun a finished run from one of its steps */
+    post: operations['postApiV1WorkflowsRunsByRunIdRerun'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/workflows/runs/{runId}/resume': {
     parameters: {
       query?: never;
@@ -2143,7 +2160,21 @@ export interface components {
       /** @enum {unknown} */
       toolId: 'execute-skill' | 'human-input' | 'read-memory';
       options?: {
-        retries?: number;
+        /** @description Retries after a failure: a count (waits 1, 2, 4... s, at most 60 s), or a retry policy. */
+        retries?:
+          | number
+          | {
+              /** @description Tries in all, the first included (default 1). */
+              attempts?: number;
+              /** @description The wait before the first retry (default 1000). */
+              initialIntervalMs?: number;
+              /** @description Each next wait is this many times the last (default 2). */
+              backoffCoefficient?: number;
+              /** @description The longest wait (default 60000). */
+              maximumIntervalMs?: number;
+              /** @description A failure whose message contains one of these (an error code such as NOT_FOUND, or any text) is not retried. */
+              nonRetryable?: string[];
+            };
         /** @description `human-input`: `prompt` is shown while the run waits. */
         metadata?: Record<string, never>;
       };
@@ -12542,6 +12573,11 @@ export interface operations {
               snapshot: {
                 [key: string]: unknown;
               };
+              /** @description The run this one reruns, and the step it started from */
+              rerunOf?: {
+                runId: string;
+                fromStep: string;
+              };
             }[];
           };
         };
@@ -12650,6 +12686,11 @@ export interface operations {
               snapshot: {
                 [key: string]: unknown;
               };
+              /** @description The run this one reruns, and the step it started from */
+              rerunOf?: {
+                runId: string;
+                fromStep: string;
+              };
             };
             steps: {
               [key: string]: {
@@ -12757,6 +12798,118 @@ export interface operations {
             /** @constant */
             success: true;
             runId: string;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  postApiV1WorkflowsRunsByRunIdRerun: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The workflow run id */
+        runId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The top-level step to run again, with every step after it */
+          fromStep: string;
+          /** @description The input of that step in place of the one it had (the output of the step before it, or the launch inputs) */
+          input?: unknown;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      201: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            runId: string;
+            workflowId: string;
+            /** @constant */
+            status: 'started';
+            rerunOf: string;
+            fromStep: string;
           };
         };
       };

@@ -60,6 +60,9 @@ export const workflowRuns = sqliteTable(
     snapshot: text('snapshot').notNull(),
     version: integer('version').notNull(),
     threadId: text('thread_id'),
+    /** A rerun (docs/workflows.md, Rerun from a step): the run it reruns and the step it started from. */
+    rerunOf: text('rerun_of'),
+    rerunFromStep: text('rerun_from_step'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },

@@ -254,6 +254,15 @@ describe('the console in a browser', () => {
     await page.getByLabel('Result').waitFor();
     await check('workflow-run');
 
+    // A finished run reruns from one of its top-level steps: the steps before it are not run again.
+    const original = page.url();
+    await graph.getByRole('button', { name: 'Rerun from decision' }).click();
+    await page.waitForURL((url) => url.href !== original && /\/workflows\/runs\//.test(url.href));
+    await page.getByRole('status').getByText('success').waitFor({ timeout: 30_000 });
+    const rerun = page.getByRole('list', { name: 'Step graph' });
+    expect(await rerun.getByRole('listitem', { name: 'summary: success' }).isVisible()).toBe(true);
+    expect(await rerun.getByRole('listitem', { name: 'discarded: success' }).isVisible()).toBe(true);
+
     // The list of definitions says what each workflow takes.
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Workflows' }).click();
     const card = page.getByRole('list', { name: 'Installed workflows' }).getByRole('listitem').filter({ hasText: 'Publish with approval' });

@@ -32,6 +32,7 @@ const TOOL_NAMES = [
   'get-workflow-run',
   'cancel-workflow-run',
   'resume-workflow-run',
+  'rerun-workflow-run',
   'list-connectors',
   'connect-connector',
   'disconnect-connector',

@@ -68,7 +68,7 @@ describe('the MCP tool tables', () => {
 
   it('are printed in docs/mcp.md and docs/connectors.md as the capabilities declare them (npm run docs:tools writes them)', () => {
     for (const { page, areas } of TOOL_TABLES) expect(pages[page], page).toBe(withToolTable(pages[page]!, toolTable(areas)));
-    expect(mcpDoc).toContain('| `execute-skill` | `slug`, `input`, `interface?`, `connector?` | `POST /api/v1/skills/:slug/run` |');
+    expect(mcpDoc).toContain('| `execute-skill` | `slug`, `input`, `interface?`, `connector?`, `budget?` | `POST /api/v1/skills/:slug/run` |');
     expect(connectorsDoc).toContain('| `run-connector-action` | `connector`, `action`, `input?` | — |');
   });
 

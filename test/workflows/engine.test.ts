@@ -229,6 +229,67 @@ describe('execute-skill and agent steps', () => {
     expect(steps.run.status).toBe('failed');
   });
 
+  it('reruns a failed run from its failing step with new input: earlier steps keep their outputs and their skills do not run again', async () => {
+    const user = await signUp();
+    await addSkill(user);
+    const { runId } = await runOf(
+      [
+        mapping('first', { slug: { value: 'meeting-summarizer' }, input: { initData: true, path: 'notes' } }),
+        { type: 'tool', id: 'summary', toolId: 'execute-skill' },
+        mapping('second', { slug: { value: 'not-installed' }, input: { step: 'summary', path: 'text' } }),
+        { type: 'tool', id: 'publish', toolId: 'execute-skill' },
+      ],
+      { notes: 'We ship Friday.' },
+      user,
+    );
+    const failed = await waitForRun(user, runId);
+    expect(failed.run.status).toBe('failed');
+    const executions = async () =>
+      (await (
+        await shardD1(user.workspaceId)
+      )
+        .prepare('SELECT COUNT(*) AS n FROM executions WHERE workspace_id = ?')
+        .bind(user.workspaceId)
+        .first<{ n: number }>())!.n;
+    expect(await executions()).toBe(1);
+
+    const rerun = (body: unknown, id = runId) => call(`/api/v1/workflows/runs/${id}/rerun`, { token: user.token, body });
+    const started = await rerun({ fromStep: 'publish', input: { slug: 'meeting-summarizer', input: 'Publish the summary.' } });
+    expect(started.status).toBe(201);
+    expect(started.body).toEqual({ runId: expect.any(String), workflowId: 'flow', status: 'started', rerunOf: runId, fromStep: 'publish' });
+    const again = await waitForRun(user, started.body.runId);
+    expect(again.run.status).toBe('success');
+    expect(again.run.rerunOf).toEqual({ runId, fromStep: 'publish' });
+    // The summary is the original run's, not run again: one more execution in all, the publish step's.
+    expect(again.steps.summary).toEqual(failed.steps.summary);
+    expect(again.steps.publish.output.executionId).not.toBe(failed.steps.summary.output.executionId);
+    expect(await executions()).toBe(2);
+    const published = await (
+      await shardD1(user.workspaceId)
+    )
+      .prepare('SELECT input_text FROM executions WHERE id = ?')
+      .bind(Number(again.steps.publish.output.executionId.slice(5)))
+      .first();
+    expect(published).toEqual({ input_text: 'Publish the summary.' });
+
+    // Without new input the step runs on the input it had: the original mapping's output, which fails again.
+    const same = await rerun({ fromStep: 'publish' });
+    expect((await waitForRun(user, same.body.runId)).run.snapshot.error).toMatch(/^Step publish failed: NOT_FOUND/);
+    // A step that is not a top-level step of the workflow, a run that is not finished, another workspace's run.
+    expect(expectError(await rerun({ fromStep: 'nope' }), 400, 'INVALID_INPUT').details?.field).toBe('fromStep');
+    expect(expectError(await rerun({}), 400, 'INVALID_INPUT').details?.field).toBe('fromStep');
+    const outsider = await signUp();
+    expectError(await call(`/api/v1/workflows/runs/${runId}/rerun`, { token: outsider.token, body: { fromStep: 'publish' } }), 404, 'NOT_FOUND');
+    await install(user, 'waits', definition('waits', [humanInput('review')]));
+    const waiting = await launch(user, 'waits');
+    await until(
+      async () => (await call(`/api/v1/workflows/runs/${waiting}`, { token: user.token })).body.run?.status,
+      (s) => s === 'suspended',
+      'suspended',
+    );
+    expectError(await rerun({ fromStep: 'review' }, waiting), 409, 'CONFLICT');
+  });
+
   it('runs a workspace agent with its instructions; an outputSchema the answer does not meet fails the step', async () => {
     const user = await signUp();
     await call('/api/v1/agents', { token: user.token, body: { slug: 'writer', name: 'Writer', instructions: '# Release Writer\nYou write release notes.' } });

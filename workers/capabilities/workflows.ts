@@ -24,6 +24,9 @@ import {
   listQueue,
   listRuns,
   ListRunsInput,
+  Rerun,
+  RerunBody,
+  rerunRun,
   ResumeAnswer,
   ResumeBody,
   Resumed,
@@ -118,6 +121,18 @@ export const workflowsArea: Area = {
       annotations: REMOVES,
       http: { method: 'POST', path: '/runs/:runId/cancel', summary: 'Cancel a run that has not finished' },
       run: (ctx, { runId }) => cancelRun(ctx.db, ctx.env, ctx.actor, runId),
+    }),
+    defineCapability({
+      name: 'rerun-workflow-run',
+      title: 'Rerun a workflow run from a step',
+      description:
+        'Starts a new run of a finished run’s workflow from one of its top-level steps: the steps before it keep the outputs the run recorded (they do not run again), that step runs on `input` if given, and every step after it runs anew. Answers the new run, linked to the original.',
+      access: RUN,
+      input: RunId.extend(RerunBody.shape),
+      output: Rerun,
+      annotations: WRITES,
+      http: { method: 'POST', path: '/runs/:runId/rerun', status: 201, summary: 'Rerun a finished run from one of its steps' },
+      run: (ctx, { runId, ...body }) => rerunRun(ctx.db, ctx.env, ctx.actor, runId, body),
     }),
     defineCapability({
       name: 'resume-workflow-run',

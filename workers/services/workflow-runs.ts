@@ -1,19 +1,27 @@
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import { z } from 'zod';
 import { threads } from '../../schema';
-import { workflowRuns, workflowStepResults, type WorkflowRunRow } from '../../schema/shard/workflows';
+import { workflowRuns, workflowStepResults, type WorkflowRow, type WorkflowRunRow } from '../../schema/shard/workflows';
 import { runActor } from '../auth/actor';
 import type { CredentialKind } from '../auth/credentials';
 import type { Principal } from '../auth/principal';
 import type { ShardDb, Env } from '../env';
-import { AppError, forbidden, invalidInput, notFound } from '../errors';
+import { AppError, conflict, forbidden, invalidInput, notFound } from '../errors';
 import { toIso } from '../lib/clock';
 import { formatId } from '../lib/ids';
+import type { CompiledWorkflow, Json } from '../workflows/compiler';
+import type { RerunFrom } from '../workflows/interpreter';
+import type { StartInput } from '../workflows/run-start';
 import { valueProblem } from '../workflows/json-schema';
 import { compileFor, resolveLaunchId } from './workflow-definitions';
 import { recordChangeAfter } from './audit';
 
 /** Workflow runs (spec 4.8): launch, list, read, resume, cancel, and the queue of unfinished runs. */
+
+type CompiledNode = CompiledWorkflow['nodes'][number];
+
+/** The statuses a run ends in: only such a run may be rerun. */
+const FINISHED: readonly string[] = ['success', 'failed', 'canceled'];
 
 /** Spec 8: the runs list defaults to 50. */
 const DEFAULT_RUNS_PAGE = 50;
@@ -57,41 +65,20 @@ export async function launchWorkflow(db: ShardDb, env: Env, principal: Principal
       .limit(1);
     if (!thread) throw new AppError('NOT_FOUND', 404, 'Thread not found', { field: 'threadId' });
   }
-  let stored: unknown;
-  try {
-    stored = JSON.parse(row.definition);
-  } catch {
-    // Spec 7.3: a launch that cannot load its definition is 400.
-    throw invalidInput('definition', 'json', 'The stored definition is not valid JSON; install it again');
-  }
-  const compiled = await compileFor(db, principal.workspaceId, stored);
+  const compiled = await compiledDefinition(db, principal, row);
   const problem = valueProblem(compiled.inputSchema, inputs);
   if (problem) {
     const field = ['inputs', ...problem.pointer.split('/').filter(Boolean)].join('.');
     throw invalidInput(field, 'input_schema', `${field}: ${problem.message}`);
   }
-  if (!env.WORKFLOW_STEPS || !env.WORKFLOW_RUN) {
-    throw new AppError(
-      'SERVICE_UNAVAILABLE',
-      503,
-      'The durable workflow backend is not configured (WORKFLOW_STEPS queue, WORKFLOW_RUN objects); no run was created',
-    );
-  }
   const runId = toolCallKey === undefined ? crypto.randomUUID() : runIdOf(toolCallKey);
-  try {
-    await env.WORKFLOW_RUN.getByName(runId).start({
-      runId,
-      workspaceId: principal.workspaceId,
-      workflowId: row.slug,
-      actor: runActor(principal, { kind: 'workflow', id: runId }),
-      workflow: JSON.stringify(compiled),
-      initData: JSON.stringify(inputs),
-      threadId: threadId ?? null,
-    });
-  } catch (error) {
-    console.error(JSON.stringify({ level: 'error', requestId: principal.origin.requestId, runId, error: String(error) }));
-    throw new AppError('INTERNAL_ERROR', 500, 'The run could not be started', { cause: error instanceof Error ? error.message : String(error) });
-  }
+  await startRunObject(env, principal, {
+    runId,
+    workflowId: row.slug,
+    workflow: JSON.stringify(compiled),
+    initData: JSON.stringify(inputs),
+    threadId: threadId ?? null,
+  });
   await recordChangeAfter(
     db,
     principal,
@@ -107,6 +94,104 @@ export async function launchWorkflow(db: ShardDb, env: Env, principal: Principal
   return { runId, workflowId: row.slug, status: 'started', ...(threadId === undefined ? {} : { conversationId: threadId }) };
 }
 
+/** The installed definition compiled as a launch runs it; one that no longer loads is 400 (spec 7.3). */
+async function compiledDefinition(db: ShardDb, principal: Principal, row: WorkflowRow) {
+  let stored: unknown;
+  try {
+    stored = JSON.parse(row.definition);
+  } catch {
+    throw invalidInput('definition', 'json', 'The stored definition is not valid JSON; install it again');
+  }
+  return compileFor(db, principal.workspaceId, stored);
+}
+
+/**
+ * Hands a new run to its WorkflowRun object, which writes the run record and queues the first
+ * step. Without the queue binding nothing is created (503).
+ */
+async function startRunObject(env: Env, principal: Principal, start: Omit<StartInput, 'workspaceId' | 'actor'>) {
+  if (!env.WORKFLOW_STEPS || !env.WORKFLOW_RUN) {
+    throw new AppError(
+      'SERVICE_UNAVAILABLE',
+      503,
+      'The durable workflow backend is not configured (WORKFLOW_STEPS queue, WORKFLOW_RUN objects); no run was created',
+    );
+  }
+  try {
+    await env.WORKFLOW_RUN.getByName(start.runId).start({
+      ...start,
+      workspaceId: principal.workspaceId,
+      actor: runActor(principal, { kind: 'workflow', id: start.runId }),
+    });
+  } catch (error) {
+    console.error(JSON.stringify({ level: 'error', requestId: principal.origin.requestId, runId: start.runId, error: String(error) }));
+    throw new AppError('INTERNAL_ERROR', 500, 'The run could not be started', { cause: error instanceof Error ? error.message : String(error) });
+  }
+}
+
+export const RerunBody = z.object({
+  fromStep: z.string().min(1).max(64).describe('The top-level step to run again, with every step after it'),
+  input: z.unknown().optional().describe('The input of that step in place of the one it had (the output of the step before it, or the launch inputs)'),
+});
+export type RerunBody = z.infer<typeof RerunBody>;
+
+export const Rerun = Launched.omit({ conversationId: true }).extend({ rerunOf: z.string(), fromStep: z.string() });
+
+/** Every step id inside `node` (itself, a container's children, a loop's body), to any depth. */
+function stepIdsOf(node: CompiledNode): string[] {
+  const inner = 'steps' in node ? node.steps : 'branches' in node ? node.branches.map((b) => b.step) : 'step' in node ? [node.step] : [];
+  return [node.id, ...inner.flatMap((child) => stepIdsOf(child as CompiledNode))];
+}
+
+/**
+ * Reruns a finished run from one of its top-level steps, as a new run of the installed
+ * definition linked to it: the steps before `fromStep` keep the outputs the run recorded and do
+ * not run again; `fromStep` runs on `input` if given (else on the input it had), and everything
+ * after it as a launch would. The launch inputs are the original's.
+ */
+export async function rerunRun(db: ShardDb, env: Env, principal: Principal, runId: string, body: RerunBody): Promise<z.infer<typeof Rerun>> {
+  const original = await requireRun(db, principal, runId);
+  if (!FINISHED.includes(original.status)) throw conflict(`The run is ${original.status}: rerun it once it has finished`);
+  const row = await resolveLaunchId(db, principal, original.workflowId);
+  const compiled = await compiledDefinition(db, principal, row);
+  const cursor = compiled.nodes.findIndex((node) => node.id === body.fromStep);
+  if (cursor < 0)
+    throw invalidInput('fromStep', 'unknown_step', `fromStep must be a top-level step of ${row.slug}: ${compiled.nodes.map((n) => n.id).join(', ')}`);
+  const context = (JSON.parse(original.snapshot) as { context?: Record<string, { status?: string; output?: Json } | Json> }).context ?? {};
+  const initData = (context.input ?? {}) as Json;
+  const recorded = (stepId: string) => context[stepId] as { status?: string; output?: Json } | undefined;
+  const before = compiled.nodes.slice(0, cursor);
+  const unfinished = before.find((node) => recorded(node.id)?.status !== 'success');
+  if (unfinished)
+    throw conflict(`Step ${unfinished.id} did not succeed in run ${original.runId}, so it cannot be reused: rerun from ${unfinished.id} or before it`);
+  const results = Object.fromEntries(
+    before.flatMap(stepIdsOf).flatMap((stepId) => {
+      const kept = recorded(stepId);
+      return kept?.status === 'success' ? [[stepId, { status: 'success' as const, output: kept.output ?? null }]] : [];
+    }),
+  );
+  const input = body.input !== undefined ? (body.input as Json) : cursor === 0 ? initData : (recorded(before.at(-1)!.id)!.output ?? null);
+  const newRunId = crypto.randomUUID();
+  const from: RerunFrom = { cursor, input, results };
+  await startRunObject(env, principal, {
+    runId: newRunId,
+    workflowId: row.slug,
+    workflow: JSON.stringify(compiled),
+    initData: JSON.stringify(initData),
+    threadId: null,
+    rerunOf: { runId: original.runId, fromStep: body.fromStep },
+    from: JSON.stringify(from),
+  });
+  await recordChangeAfter(db, principal, {
+    action: 'workflow.rerun',
+    resourceType: 'workflow_run',
+    resourceId: newRunId,
+    metadata: { workflowId: row.slug, rerunOf: original.runId, fromStep: body.fromStep },
+    activity: `Workflow ${row.name} was rerun from ${body.fromStep}`,
+  });
+  return { runId: newRunId, workflowId: row.slug, status: 'started', rerunOf: original.runId, fromStep: body.fromStep };
+}
+
 export const RunRecord = z.object({
   runId: z.string(),
   workflowId: z.string(),
@@ -115,6 +200,7 @@ export const RunRecord = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
   snapshot: z.record(z.string(), z.unknown()),
+  rerunOf: z.object({ runId: z.string(), fromStep: z.string() }).optional().describe('The run this one reruns, and the step it started from'),
 });
 export type RunRecord = z.infer<typeof RunRecord>;
 
@@ -126,6 +212,7 @@ export const presentRun = (row: WorkflowRunRow): RunRecord => ({
   createdAt: toIso(row.createdAt),
   updatedAt: toIso(row.updatedAt),
   snapshot: JSON.parse(row.snapshot) as Record<string, unknown>,
+  ...(row.rerunOf ? { rerunOf: { runId: row.rerunOf, fromStep: row.rerunFromStep ?? '' } } : {}),
 });
 
 export const ListRunsInput = z.object({ limit: z.number().int().min(1).max(MAX_RUNS_PAGE).optional().describe('How many (default 50)') });

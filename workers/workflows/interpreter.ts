@@ -48,6 +48,16 @@ export interface StepResult {
   output: Json;
 }
 
+/**
+ * Where a rerun starts (docs/workflows.md, Rerun from a step): the top-level entry, its input,
+ * and the results it keeps of the steps before that entry, which do not run again.
+ */
+export interface RerunFrom {
+  cursor: number;
+  input: Json;
+  results: Record<string, StepResult>;
+}
+
 /** foreach bookkeeping: the items, the next one to start, and outputs in input order. */
 export interface ForeachProgress {
   items: Json[];
@@ -104,8 +114,8 @@ export type Effect =
   | { type: 'stop-executions'; executionIds: string[] };
 
 export type RunInput =
-  /** The run begins: its first entry's units, on the launch inputs. */
-  | { type: 'start' }
+  /** The run begins: its first entry's units, on the launch inputs; a rerun at `from`. */
+  | { type: 'start'; from?: RerunFrom }
   /** A queue message for the unit arrived. */
   | { type: 'claim'; key: string; attempt: number }
   /** The claimed unit may act (its launcher still holds): what it does. */
@@ -541,8 +551,10 @@ function apply(d: Draft, input: RunInput) {
   const live = !FINAL.includes(d.state.status);
   switch (input.type) {
     case 'start':
-      if (live && d.state.cursor === 0 && Object.keys(d.state.tasks).length === 0) activate(d, 0, d.program.initData);
-      return;
+      if (!live || d.state.cursor !== 0 || Object.keys(d.state.tasks).length > 0) return;
+      if (!input.from) return activate(d, 0, d.program.initData);
+      for (const [stepId, kept] of Object.entries(input.from.results)) d.setResult(stepId, kept.status, kept.output);
+      return activate(d, input.from.cursor, input.from.input);
     case 'claim': {
       const task = d.task(input.key);
       if (!live || !task || task.status !== 'queued' || task.attempt !== input.attempt) return;

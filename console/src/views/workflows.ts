@@ -216,7 +216,7 @@ interface StepView {
  * side by side, a loop's or foreach's body inside it; each step with its status in words and,
  * once it has one, its output and the skill run it started.
  */
-function drawGraph(graph: Entry[], stepOf: (id: string) => StepView | undefined): HTMLElement {
+function drawGraph(graph: Entry[], stepOf: (id: string) => StepView | undefined, rerunFrom?: (stepId: string) => void): HTMLElement {
   const node = (entry: Entry, parent?: StepView): HTMLElement => {
     const step = stepOf(entry.id);
     const status = step?.status ?? (parent && ['success', 'failed'].includes(parent.status) ? 'skipped' : 'pending');
@@ -234,6 +234,10 @@ function drawGraph(graph: Entry[], stepOf: (id: string) => StepView | undefined)
         ' ',
         statusBadge(status),
         retries ? h('p', { class: 'muted' }, `Retries: ${retries}`) : null,
+        // Top-level steps of a finished run only: a rerun starts at one of them.
+        rerunFrom && !parent
+          ? h('p', {}, h('button', { type: 'button', 'aria-label': `Rerun from ${entry.id}`, onclick: () => rerunFrom(entry.id) }, 'Rerun from here'))
+          : null,
         step?.executionId ? h('p', {}, h('a', { href: `/runs/${encodeURIComponent(step.executionId)}` }, `Open the run of ${entry.id}`)) : null,
         step?.output !== undefined ? h('details', {}, h('summary', {}, `Output of ${entry.id}`), h('pre', {}, JSON.stringify(step.output, null, 2))) : null,
       ),
@@ -286,8 +290,8 @@ export async function workflowRun(app: HTMLElement, runId: string) {
 
   const draw = () => {
     show(statusText, statusBadge(status));
-    show(graphBox, drawGraph(graph, stepOf));
     const finished = ['success', 'failed', 'canceled'].includes(status);
+    show(graphBox, drawGraph(graph, stepOf, finished ? rerunFrom : undefined));
     // Redrawn only when it changes, so the button is not replaced under the pointer.
     if (finished !== drawnFinished) show(controls, finished ? null : h('button', { type: 'button', onclick: cancel }, 'Cancel'));
     drawnFinished = finished;
@@ -331,6 +335,16 @@ export async function workflowRun(app: HTMLElement, runId: string) {
       h('button', { type: 'submit' }, 'Resume'),
     );
   };
+
+  /** A new run from `stepId` on: the steps before it keep this run's outputs. */
+  async function rerunFrom(stepId: string) {
+    try {
+      const rerun = await post('/workflows/runs/{runId}/rerun', { path: { runId }, body: { fromStep: stepId } });
+      location.assign(runPath(rerun.runId));
+    } catch (error) {
+      show(notice, alertBox(error instanceof ApiError ? error.message : 'The run could not be rerun.'));
+    }
+  }
 
   async function cancel() {
     try {

@@ -312,6 +312,8 @@ CREATE TABLE `workflow_runs` (
 	`snapshot` text NOT NULL,
 	`version` integer NOT NULL,
 	`thread_id` text,
+	`rerun_of` text,
+	`rerun_from_step` text,
 	`created_at` integer NOT NULL,
 	`updated_at` integer NOT NULL
 );
