@@ -110,7 +110,12 @@ export function workflowSchemas(ref: (name: string) => string): Record<string, S
                 object(
                   {
                     attempts: { type: 'integer', minimum: 1, maximum: LIMITS.retries + 1, description: 'Tries in all, the first included (default 1).' },
-                    initialIntervalMs: { type: 'integer', minimum: 0, maximum: LIMITS.retryIntervalMs, description: 'The wait before the first retry (default 1000).' },
+                    initialIntervalMs: {
+                      type: 'integer',
+                      minimum: 0,
+                      maximum: LIMITS.retryIntervalMs,
+                      description: 'The wait before the first retry (default 1000).',
+                    },
                     backoffCoefficient: { type: 'number', minimum: 1, maximum: 10, description: 'Each next wait is this many times the last (default 2).' },
                     maximumIntervalMs: { type: 'integer', minimum: 0, maximum: LIMITS.retryIntervalMs, description: 'The longest wait (default 60000).' },
                     nonRetryable: {
