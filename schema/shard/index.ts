@@ -11,3 +11,4 @@ export * from './skills';
 export * from './spend';
 export * from './traces';
 export * from './workflows';
+export * from './webhooks';

@@ -2,7 +2,7 @@ import { now } from './clock';
 import { randomBytes } from './crypto';
 
 /** Public id prefixes of spec 2.1 for integer-keyed resources. */
-export type IdPrefix = 'exec' | 'art' | 'sec' | 'key';
+export type IdPrefix = 'exec' | 'art' | 'sec' | 'key' | 'whk' | 'dlv';
 
 export const formatId = (prefix: IdPrefix, id: number): string => `${prefix}_${id}`;
 
