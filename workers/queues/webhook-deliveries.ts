@@ -33,7 +33,7 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<unknown>, env
       try {
         if (await placeOf(globalDbOf(env), body.workspaceId)) {
           const db = directoryRoutedShardDb(env, body.workspaceId, body.shard);
-          await (body.kind === 'event' ? fanOut(db, env, body, body.event) : attemptDelivery(db, env, body));
+          await (body.kind === 'event' ? fanOut(db, env, body, body.event, message.attempts > 1) : attemptDelivery(db, env, body));
         }
         message.ack();
       } catch (error) {

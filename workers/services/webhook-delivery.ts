@@ -35,8 +35,8 @@ export const retryDelaySeconds = (base: number, failed: number) => Math.min(MAX_
 
 type Target = { workspaceId: string; shard: number };
 
-/** Makes the event's deliveries to the workspace's enabled endpoints that subscribe to it, and attempts each. */
-export async function fanOut(db: ShardDb, env: Env, target: Target, event: WebhookEvent): Promise<void> {
+/** Makes the event's deliveries to the workspace's enabled endpoints that subscribe to it, and attempts each (`redelivered`: the queue delivers this message again). */
+export async function fanOut(db: ShardDb, env: Env, target: Target, event: WebhookEvent, redelivered: boolean): Promise<void> {
   const endpoints = (
     await db
       .select()
@@ -61,14 +61,17 @@ export async function fanOut(db: ShardDb, env: Env, target: Target, event: Webho
         updatedAt: t,
       })
       // The same event queued twice (a settlement sent again) is delivered once.
-      .onConflictDoNothing(),
+      .onConflictDoNothing()
+      .returning(),
   );
-  await db.batch([first!, ...rest]);
-  // Also those a cut-off consumer made but never attempted.
-  const fresh = await db
-    .select()
-    .from(webhookDeliveries)
-    .where(and(eq(webhookDeliveries.workspaceId, target.workspaceId), eq(webhookDeliveries.eventId, event.id), eq(webhookDeliveries.attempts, 0)));
+  const inserted = (await db.batch([first!, ...rest])).flat();
+  // A message handled before may have made deliveries that were never attempted (a cut-off consumer); a first one attempts only its own.
+  const fresh = redelivered
+    ? await db
+        .select()
+        .from(webhookDeliveries)
+        .where(and(eq(webhookDeliveries.workspaceId, target.workspaceId), eq(webhookDeliveries.eventId, event.id), eq(webhookDeliveries.attempts, 0)))
+    : inserted;
   await Promise.all(
     fresh.map((delivery) =>
       attempt(
@@ -150,9 +153,8 @@ async function attempt(
   const delay = retry ? retryDelaySeconds(retryBaseSeconds(env), n) : 0;
   // The next attempt is queued before this one is recorded: a failure in between repeats an attempt rather than losing the rest.
   if (retry) {
-    await env.WEBHOOK_DELIVERIES.send({ kind: 'attempt', ...target, deliveryId: delivery.id, attempt: n + 1 } satisfies WebhookMessage, {
-      delaySeconds: delay,
-    });
+    const next: WebhookMessage = { kind: 'attempt', workspaceId: target.workspaceId, shard: target.shard, deliveryId: delivery.id, attempt: n + 1 };
+    await env.WEBHOOK_DELIVERIES.send(next, { delaySeconds: delay });
   }
   const t = now();
   await db.batch([
