@@ -8,6 +8,8 @@ import { launcherNow } from '../workers/auth/launcher';
 import { hasScope } from '../workers/auth/scopes';
 import type { ShardDb, Env } from '../workers/env';
 import type { Resumer } from '../workers/services/workflow-runs';
+import { emitWebhookEvent } from '../workers/services/webhook-events';
+import type { WebhookEventType } from '../schema/shard/webhooks';
 import { isoNow, now } from '../workers/lib/clock';
 import { deleteWorkflowRunRow, expiryAlarmTime, expiryDecision, expiryFrom, postponed, type Expiry } from '../workers/services/object-expiry';
 import type { CompiledWorkflow, Json } from '../workers/workflows/compiler';
@@ -137,6 +139,13 @@ const programOf = (meta: RunMeta): Program => ({
   kindOf: stepKind,
   scopeOf: stepScope,
 });
+
+/** The webhook event of each status a run may reach that someone waits to hear of. */
+const RUN_WEBHOOK_EVENTS: Partial<Record<RunState['status'], WebhookEventType>> = {
+  success: 'workflow_run.succeeded',
+  failed: 'workflow_run.failed',
+  suspended: 'workflow_run.suspended',
+};
 
 const stopsIn = (effects: Effect[]) => effects.flatMap((e) => (e.type === 'stop-executions' ? e.executionIds : []));
 
@@ -293,7 +302,17 @@ export class WorkflowRun extends DurableObject<Env> {
       }
     });
     run.state = state;
+    if (state.status !== before.status) this.announce(state.status);
     return effects.filter((e) => e.type !== 'event' && e.type !== 'notify');
+  }
+
+  /** The webhook event of a run that ended or suspended, keyed by the write that made it so (sent in the background, never the run's failure). */
+  private announce(status: RunState['status']) {
+    const type = RUN_WEBHOOK_EVENTS[status];
+    if (!type) return;
+    const { runId, workflowId, workspaceId, actor } = this.run!.meta;
+    const rev = this.ctx.storage.kv.get<number>('rev') ?? 0;
+    this.ctx.waitUntil(emitWebhookEvent(this.env, { workspaceId, shard: actor.shard }, `workflow_run:${runId}:${rev}`, type, { runId, workflowId, status }));
   }
 
   private apply(input: RunInput): Effect[] {

@@ -31,6 +31,8 @@ export interface Env extends GeneratedEnv {
   MAX_OPEN_STREAMS?: string;
   /** The longest retention window, in days, a workspace owner may set (default 400; docs/operations.md, "Retention"). */
   RETENTION_MAX_DAYS?: string;
+  /** The first retry delay of a webhook delivery in seconds, each next one four times longer (default 5; docs/webhooks.md); tests set 1. */
+  WEBHOOK_RETRY_BASE_SECONDS?: string;
 }
 
 /** The query builder over a D1 database or one of its sessions (`$client`, for statements built once: workers/lib/select-once.ts). */

@@ -1,5 +1,6 @@
 import { createApp } from './app';
 import type { Env } from './env';
+import { consumeWebhookDeliveries } from './queues/webhook-deliveries';
 import { consumeWorkflowSteps } from './queues/workflow-steps';
 import { housekeeping } from './services/housekeeping';
 
@@ -20,8 +21,13 @@ export default {
     ctx.waitUntil(housekeeping(env));
   },
 
-  /** The workflow-steps consumer: each message advances one run by one step (workers/queues/workflow-steps.ts). */
+  /**
+   * The queue consumers: workflow-steps advances one run by one step per message
+   * (workers/queues/workflow-steps.ts); webhook-deliveries delivers webhook events
+   * (workers/queues/webhook-deliveries.ts).
+   */
   async queue(batch, env) {
-    await consumeWorkflowSteps(batch, env);
+    if (batch.queue === 'webhook-deliveries') await consumeWebhookDeliveries(batch, env);
+    else await consumeWorkflowSteps(batch, env);
   },
 } satisfies ExportedHandler<Env>;

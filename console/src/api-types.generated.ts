@@ -1914,6 +1914,94 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/webhooks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Webhook endpoints of the workspace, newest first (owners and admins; never their secrets) */
+    get: operations['getApiV1Webhooks'];
+    put?: never;
+    /** Add a webhook endpoint; its signing secret is shown once */
+    post: operations['postApiV1Webhooks'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/webhooks/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One webhook endpoint of the workspace (owners and admins) */
+    get: operations['getApiV1WebhooksById'];
+    put?: never;
+    post?: never;
+    /** Delete the endpoint and its delivery log */
+    delete: operations['deleteApiV1WebhooksById'];
+    options?: never;
+    head?: never;
+    /** Change, disable or enable a webhook endpoint */
+    patch: operations['patchApiV1WebhooksById'];
+    trace?: never;
+  };
+  '/api/v1/webhooks/{id}/rotate-secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** A new signing secret, shown once; the old one signs beside it for 24 hours */
+    post: operations['postApiV1WebhooksByIdRotateSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/webhooks/{id}/deliveries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The endpoint's deliveries, newest first, each with its attempts: status code, latency, error and time (owners and admins) */
+    get: operations['getApiV1WebhooksByIdDeliveries'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Send a delivery again now (one attempt) */
+    post: operations['postApiV1WebhooksByIdDeliveriesByDeliveryIdRedeliver'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/billing/webhook': {
     parameters: {
       query?: never;
@@ -15698,6 +15786,984 @@ export interface operations {
           'application/json': {
             url: string;
             expiresInMs: number;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1Webhooks: {
+    parameters: {
+      query?: {
+        /** @description Page size (default 20) */
+        limit?: number;
+        /** @description Older items: continue after this id (last_id of the previous page) */
+        after_id?: string;
+        /** @description Newer items: the page before this id (first_id of a later page) */
+        before_id?: string;
+      };
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              url: string;
+              events: (
+                | 'execution.completed'
+                | 'execution.failed'
+                | 'execution.limit_reached'
+                | 'workflow_run.succeeded'
+                | 'workflow_run.failed'
+                | 'workflow_run.suspended'
+                | 'credits.limit_reached'
+                | 'credits.low'
+              )[];
+              description: string | null;
+              enabled: boolean;
+              /** @description Why the service disabled it (persistent delivery failure), or null */
+              disabledReason: string | null;
+              /** @description Until when the secret before the last rotation still signs, or null */
+              previousSecretExpiresAt: string | null;
+              createdAt: string;
+              updatedAt: string;
+            }[];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  postApiV1Webhooks: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Where events are POSTed: https, and a public host */
+          url: string;
+          /** @description The event types to deliver: execution.completed, execution.failed, execution.limit_reached, workflow_run.succeeded, workflow_run.failed, workflow_run.suspended, credits.limit_reached, credits.low */
+          events: string[];
+          description?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      201: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            url: string;
+            events: (
+              | 'execution.completed'
+              | 'execution.failed'
+              | 'execution.limit_reached'
+              | 'workflow_run.succeeded'
+              | 'workflow_run.failed'
+              | 'workflow_run.suspended'
+              | 'credits.limit_reached'
+              | 'credits.low'
+            )[];
+            description: string | null;
+            enabled: boolean;
+            /** @description Why the service disabled it (persistent delivery failure), or null */
+            disabledReason: string | null;
+            /** @description Until when the secret before the last rotation still signs, or null */
+            previousSecretExpiresAt: string | null;
+            createdAt: string;
+            updatedAt: string;
+            /** @description The signing secret (whsec_…), shown only in this answer */
+            secret: string;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1WebhooksById: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The endpoint id, whk_<n> */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            url: string;
+            events: (
+              | 'execution.completed'
+              | 'execution.failed'
+              | 'execution.limit_reached'
+              | 'workflow_run.succeeded'
+              | 'workflow_run.failed'
+              | 'workflow_run.suspended'
+              | 'credits.limit_reached'
+              | 'credits.low'
+            )[];
+            description: string | null;
+            enabled: boolean;
+            /** @description Why the service disabled it (persistent delivery failure), or null */
+            disabledReason: string | null;
+            /** @description Until when the secret before the last rotation still signs, or null */
+            previousSecretExpiresAt: string | null;
+            createdAt: string;
+            updatedAt: string;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  deleteApiV1WebhooksById: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The endpoint id, whk_<n> */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  patchApiV1WebhooksById: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The endpoint id, whk_<n> */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Where events are POSTed: https, and a public host */
+          url?: string;
+          /** @description The event types to deliver: execution.completed, execution.failed, execution.limit_reached, workflow_run.succeeded, workflow_run.failed, workflow_run.suspended, credits.limit_reached, credits.low */
+          events?: string[];
+          description?: string | null;
+          /** @description false stops deliveries; true starts them again (also after the service disabled it) */
+          enabled?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            url: string;
+            events: (
+              | 'execution.completed'
+              | 'execution.failed'
+              | 'execution.limit_reached'
+              | 'workflow_run.succeeded'
+              | 'workflow_run.failed'
+              | 'workflow_run.suspended'
+              | 'credits.limit_reached'
+              | 'credits.low'
+            )[];
+            description: string | null;
+            enabled: boolean;
+            /** @description Why the service disabled it (persistent delivery failure), or null */
+            disabledReason: string | null;
+            /** @description Until when the secret before the last rotation still signs, or null */
+            previousSecretExpiresAt: string | null;
+            createdAt: string;
+            updatedAt: string;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  postApiV1WebhooksByIdRotateSecret: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The endpoint id, whk_<n> */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            url: string;
+            events: (
+              | 'execution.completed'
+              | 'execution.failed'
+              | 'execution.limit_reached'
+              | 'workflow_run.succeeded'
+              | 'workflow_run.failed'
+              | 'workflow_run.suspended'
+              | 'credits.limit_reached'
+              | 'credits.low'
+            )[];
+            description: string | null;
+            enabled: boolean;
+            /** @description Why the service disabled it (persistent delivery failure), or null */
+            disabledReason: string | null;
+            /** @description Until when the secret before the last rotation still signs, or null */
+            previousSecretExpiresAt: string | null;
+            createdAt: string;
+            updatedAt: string;
+            /** @description The signing secret (whsec_…), shown only in this answer */
+            secret: string;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1WebhooksByIdDeliveries: {
+    parameters: {
+      query?: {
+        /** @description Page size (default 20) */
+        limit?: number;
+        /** @description Older items: continue after this id (last_id of the previous page) */
+        after_id?: string;
+        /** @description Newer items: the page before this id (first_id of a later page) */
+        before_id?: string;
+      };
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The endpoint id, whk_<n> */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @description The webhook-id header: the same for every attempt */
+              eventId: string;
+              /** @enum {string} */
+              eventType:
+                | 'execution.completed'
+                | 'execution.failed'
+                | 'execution.limit_reached'
+                | 'workflow_run.succeeded'
+                | 'workflow_run.failed'
+                | 'workflow_run.suspended'
+                | 'credits.limit_reached'
+                | 'credits.low';
+              /** @enum {string} */
+              status: 'pending' | 'succeeded' | 'failed';
+              nextAttemptAt: string | null;
+              payload: {
+                [key: string]: unknown;
+              };
+              attempts: {
+                attempt: number;
+                statusCode: number | null;
+                latencyMs: number;
+                error: string | null;
+                at: string;
+              }[];
+              createdAt: string;
+            }[];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  postApiV1WebhooksByIdDeliveriesByDeliveryIdRedeliver: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The endpoint id, whk_<n> */
+        id: string;
+        /** @description The delivery id, dlv_<n> */
+        deliveryId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      202: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @description The webhook-id header: the same for every attempt */
+            eventId: string;
+            /** @enum {string} */
+            eventType:
+              | 'execution.completed'
+              | 'execution.failed'
+              | 'execution.limit_reached'
+              | 'workflow_run.succeeded'
+              | 'workflow_run.failed'
+              | 'workflow_run.suspended'
+              | 'credits.limit_reached'
+              | 'credits.low';
+            /** @enum {string} */
+            status: 'pending' | 'succeeded' | 'failed';
+            nextAttemptAt: string | null;
+            payload: {
+              [key: string]: unknown;
+            };
+            attempts: {
+              attempt: number;
+              statusCode: number | null;
+              latencyMs: number;
+              error: string | null;
+              at: string;
+            }[];
+            createdAt: string;
           };
         };
       };

@@ -12,3 +12,4 @@ export * from './skills';
 export * from './spend';
 export * from './traces';
 export * from './workflows';
+export * from './webhooks';

@@ -480,7 +480,10 @@ async function echo(req: IncomingMessage, res: ServerResponse) {
 /** What each `/inbox/<name>` received (method, URL, headers, body), as the receiving site saw it, unmasked. */
 const inboxes = new Map<string, { method?: string; url?: string; headers: IncomingMessage['headers']; body: string }[]>();
 
-/** Records a request to `/inbox/<name>`; `GET /inbox/<name>/__read` answers the records instead. */
+/**
+ * Records a request to `/inbox/<name>`; `GET /inbox/<name>/__read` answers the records instead.
+ * An inbox named `fail<n>-…` answers 500 to its first n requests (a receiver that is down, then recovers).
+ */
 async function inbox(req: IncomingMessage, res: ServerResponse, path: string) {
   const read = /^\/inbox\/([^/]+)\/__read$/.exec(path);
   if (read && req.method === 'GET') {
@@ -490,8 +493,11 @@ async function inbox(req: IncomingMessage, res: ServerResponse, path: string) {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const name = path.split('/')[2]!;
-  inboxes.set(name, [...(inboxes.get(name) ?? []), { method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }]);
-  res.writeHead(200, { 'content-type': 'text/plain' }).end('received');
+  const received = [...(inboxes.get(name) ?? []), { method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }];
+  inboxes.set(name, received);
+  const failures = Number(/^fail(\d+)-/.exec(name)?.[1] ?? 0);
+  if (received.length <= failures) res.writeHead(500, { 'content-type': 'text/plain' }).end('down');
+  else res.writeHead(200, { 'content-type': 'text/plain' }).end('received');
 }
 
 export default async function setup(project: TestProject) {

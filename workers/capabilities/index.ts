@@ -16,6 +16,7 @@ import { secretsArea } from './secrets';
 import { installArea, skillsArea, skillSecretsArea } from './skills';
 import { threadsArea } from './threads';
 import { tracesArea } from './traces';
+import { webhooksArea } from './webhooks';
 import { workflowsArea } from './workflows';
 
 /** Every area declared as capabilities; its REST routes, access entries, MCP tools and run tools are generated from these. */
@@ -44,6 +45,7 @@ export const AREAS: readonly Area[] = [
   tracesArea,
   threadsArea,
   eventsArea,
+  webhooksArea,
 ];
 
 export const CAPABILITIES: readonly Capability[] = AREAS.flatMap((area) => area.capabilities);

@@ -1,8 +1,8 @@
 import { now } from './clock';
 import { randomBytes } from './crypto';
 
-/** Public id prefixes of spec 2.1 for integer-keyed resources (and `exp`, workspace exports). */
-export type IdPrefix = 'exec' | 'art' | 'sec' | 'key' | 'exp';
+/** Public id prefixes of spec 2.1 for integer-keyed resources (and ours: `exp` workspace exports, `whk` webhook endpoints, `dlv` deliveries). */
+export type IdPrefix = 'exec' | 'art' | 'sec' | 'key' | 'exp' | 'whk' | 'dlv';
 
 export const formatId = (prefix: IdPrefix, id: number): string => `${prefix}_${id}`;
 

@@ -17,6 +17,11 @@ import { ds } from '../lib/money';
 
 /** Starting a run needs at least 50 Ds available (5000 hundredths). */
 export const MIN_RUN_BALANCE = 5000;
+/**
+ * Under this available balance (75 Ds: room for a few runs above MIN_RUN_BALANCE) a settlement
+ * that crossed it sends the `credits.low` webhook event (docs/webhooks.md).
+ */
+export const LOW_BALANCE = 7500;
 /** What a run turn holds while it works: its spending limit (hundredths; 200 Ds). */
 export const RUN_BUDGET = 20_000;
 const TRANSACTIONS_SHOWN = 50; // spec 8: the 50 most recent, no paging

@@ -15,7 +15,7 @@ import { recordChangeAfter } from './audit';
 import { byokKeyExists, sealedByokKey } from './byok';
 import { runConnectorFrom, runConnectorRow } from './connectors';
 import { publish } from './control-plane';
-import { holdAnswered, holdStatements, insufficientCredits, MIN_RUN_BALANCE, RUN_BUDGET, settledCharge } from './credits';
+import { availableBalance, holdAnswered, holdStatements, insufficientCredits, LOW_BALANCE, MIN_RUN_BALANCE, RUN_BUDGET, settledCharge } from './credits';
 import { closeTurn, storeArtifact, turnClosed, type StoredArtifact } from './execution-runs';
 import {
   CLAIM_GRACE_MS,
@@ -31,9 +31,12 @@ import {
 import { sealedRunSecrets } from './skill-secrets';
 import { allowanceSql, spendRefusal } from './spend-limits';
 import { traceRunStarted } from './traces';
+import { emitWebhookEvent } from './webhook-events';
 import {
+  statusAfterRun,
   stopReasonOf,
   type ExecutionEvent,
+  type RunStopReason,
   type NewExecutionEvent,
   type SealedTurnKeys,
   type StartTurnAnswer,
@@ -82,10 +85,26 @@ export async function startTurn(db: ShardDb, env: Env, principal: Principal, exe
   const started = await startIfClaimed(db, env, principal, execution.id, turn);
   if (started) return started.events;
   const refusal = await spendRefusal(db, execution, turn.budget);
-  if (refusal) throw refusal;
+  if (refusal) {
+    await announceLimitReached(env, principal, refusal);
+    throw refusal;
+  }
   const retried = (await reconcileStale(db, env, principal.workspaceId)) > 0 ? await startIfClaimed(db, env, principal, execution.id, turn) : null;
   if (retried) return retried.events;
   throw await slotsTaken(db, principal.workspaceId, execution.id);
+}
+
+/** `credits.limit_reached` for a start a workspace limit refused: once per limit and period (a run's own budget is not the workspace's). */
+async function announceLimitReached(env: Env, principal: Principal, refusal: AppError) {
+  const details = refusal.details as { limit?: string; limitAmount?: number; used?: number; resetsAt?: string } | undefined;
+  if (details?.limit !== 'monthly' && details?.limit !== 'daily') return;
+  await emitWebhookEvent(
+    env,
+    { workspaceId: principal.workspaceId, shard: principal.shard },
+    `credits.limit_reached:${principal.workspaceId}:${details.limit}:${details.resetsAt}`,
+    'credits.limit_reached',
+    { limit: details.limit, limitAmount: details.limitAmount ?? null, used: details.used ?? null, resetsAt: details.resetsAt ?? null },
+  );
 }
 
 /**
@@ -486,6 +505,43 @@ export async function settleTurn(db: ShardDb, env: Env, turn: TurnInput, end: En
     { type: 'session.status_idle', payload: { stop_reason: stopReasonOf(ended.stopReason, turn.budget) } },
   ]);
   if (turn.workflowRunId) hooks.waitUntil(tellWorkflowRun(env, turn.workflowRunId, turn.executionId));
+  hooks.waitUntil(announceTurnEnded(env, turn, ended.stopReason, charged));
+}
+
+/** The webhook event of each way a turn ends (an interrupt has none: the caller asked for it). */
+const TURN_EVENTS = { end_turn: 'execution.completed', error: 'execution.failed', limit_reached: 'execution.limit_reached' } as const;
+
+/**
+ * The webhook events of a settled turn: how it ended, and `credits.low` when this charge took
+ * the launcher's available balance under LOW_BALANCE. Keyed by the turn, so a settlement sent
+ * again announces nothing twice.
+ */
+async function announceTurnEnded(env: Env, turn: TurnInput, reason: RunStopReason, charged: number) {
+  const target = { workspaceId: turn.actor.workspaceId, shard: turn.actor.shard };
+  const executionId = formatId('exec', turn.executionId);
+  if (reason !== 'interrupt') {
+    await emitWebhookEvent(env, target, `execution:${executionId}:${turn.turnKey}`, TURN_EVENTS[reason], {
+      executionId,
+      status: statusAfterRun(reason),
+      stopReason: reason,
+      cost: charged / 100,
+      workflowRunId: turn.workflowRunId ?? null,
+    });
+  }
+  if (charged === 0) return;
+  try {
+    const available = await availableBalance(globalDbOf(env), turn.actor.userId);
+    if (available < LOW_BALANCE && available + charged >= LOW_BALANCE) {
+      await emitWebhookEvent(env, target, `credits.low:${turn.turnKey}`, 'credits.low', {
+        userId: turn.actor.userId,
+        availableBalance: available / 100,
+        threshold: LOW_BALANCE / 100,
+        executionId,
+      });
+    }
+  } catch (error) {
+    console.error(JSON.stringify({ level: 'warn', message: 'credits.low not checked', executionId, error: String(error) }));
+  }
 }
 
 /**

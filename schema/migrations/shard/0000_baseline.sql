@@ -346,4 +346,52 @@ CREATE TABLE `workflows` (
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `workflows_workspace_slug_idx` ON `workflows` (`workspace_id`,`slug`);--> statement-breakpoint
-CREATE INDEX `workflows_workspace_declared_idx` ON `workflows` (`workspace_id`,`declared_id`);
+CREATE INDEX `workflows_workspace_declared_idx` ON `workflows` (`workspace_id`,`declared_id`);--> statement-breakpoint
+CREATE TABLE `webhook_attempts` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`delivery_id` integer NOT NULL,
+	`attempt` integer NOT NULL,
+	`status_code` integer,
+	`latency_ms` integer NOT NULL,
+	`error` text,
+	`created_at` integer NOT NULL,
+	FOREIGN KEY (`delivery_id`) REFERENCES `webhook_deliveries`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
+CREATE INDEX `webhook_attempts_delivery_idx` ON `webhook_attempts` (`delivery_id`,`id`);--> statement-breakpoint
+CREATE TABLE `webhook_deliveries` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`endpoint_id` integer NOT NULL,
+	`event_id` text NOT NULL,
+	`event_type` text NOT NULL,
+	`payload` text NOT NULL,
+	`status` text NOT NULL,
+	`attempts` integer DEFAULT 0 NOT NULL,
+	`next_attempt_at` integer,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL,
+	FOREIGN KEY (`endpoint_id`) REFERENCES `webhook_endpoints`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX `webhook_deliveries_endpoint_event_idx` ON `webhook_deliveries` (`endpoint_id`,`event_id`);--> statement-breakpoint
+CREATE INDEX `webhook_deliveries_endpoint_idx` ON `webhook_deliveries` (`endpoint_id`,`id`);--> statement-breakpoint
+CREATE TABLE `webhook_endpoints` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`url` text NOT NULL,
+	`events` text NOT NULL,
+	`description` text,
+	`enabled` integer NOT NULL,
+	`disabled_reason` text,
+	`secret` text NOT NULL,
+	`previous_secret` text,
+	`previous_expires_at` integer,
+	`failing_since` integer,
+	`created_by` text NOT NULL,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `webhook_endpoints_workspace_idx` ON `webhook_endpoints` (`workspace_id`,`id`);

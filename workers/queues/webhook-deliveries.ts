@@ -1,0 +1,45 @@
+import type { Env } from '../env';
+import { globalDbOf } from '../lib/db';
+import { placeOf } from '../services/directory';
+import { directoryRoutedShardDb } from '../services/directory-routed';
+import { attemptDelivery, fanOut } from '../services/webhook-delivery';
+import type { WebhookMessage } from '../services/webhook-events';
+
+/** Redelivery delay of a message whose handling failed (its shard unreachable): the queue's max_retries bounds these. */
+const FAILURE_RETRY_SECONDS = 30;
+
+const isWebhookMessage = (body: unknown): body is WebhookMessage => {
+  const b = body as Partial<WebhookMessage> | null;
+  if (typeof b?.workspaceId !== 'string' || !Number.isInteger(b.shard)) return false;
+  return b.kind === 'event' ? typeof b.event?.id === 'string' : b.kind === 'attempt' && Number.isInteger(b.deliveryId) && Number.isInteger(b.attempt);
+};
+
+/**
+ * The `webhook-deliveries` consumer: an `event` message is fanned out to the workspace's
+ * endpoints and attempted at once; an `attempt` message is a retry (or a manual redelivery) of
+ * one delivery. An HTTP failure is the delivery's to schedule (workers/services/webhook-delivery.ts);
+ * only a failure to handle the message at all retries it. A workspace that no longer exists
+ * takes its messages with it.
+ */
+export async function consumeWebhookDeliveries(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  await Promise.all(
+    batch.messages.map(async (message) => {
+      const body = message.body;
+      if (!isWebhookMessage(body)) {
+        console.warn(JSON.stringify({ level: 'warn', queue: batch.queue, error: 'malformed webhook message dropped', id: message.id }));
+        message.ack();
+        return;
+      }
+      try {
+        if (await placeOf(globalDbOf(env), body.workspaceId)) {
+          const db = directoryRoutedShardDb(env, body.workspaceId, body.shard);
+          await (body.kind === 'event' ? fanOut(db, env, body, body.event, message.attempts > 1) : attemptDelivery(db, env, body));
+        }
+        message.ack();
+      } catch (error) {
+        console.error(JSON.stringify({ level: 'error', queue: batch.queue, workspaceId: body.workspaceId, kind: body.kind, error: String(error) }));
+        message.retry({ delaySeconds: FAILURE_RETRY_SECONDS });
+      }
+    }),
+  );
+}
