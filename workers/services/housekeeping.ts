@@ -10,6 +10,7 @@ import { deleteExpiredOAuthRecords } from './oauth';
 import { expireRetainedData } from './retention-sweep';
 import { deleteExpiredToolCalls } from './run-tool-calls';
 import { forgetPastSpend } from './spend-limits';
+import { resumeStaleAccountDeletions } from './account-erasure';
 import { resumeStaleDeletions } from './workspace-erasure';
 
 /** Logs a housekeeping task that failed; the others go on, and the next hour tries again. */
@@ -23,7 +24,8 @@ const logged = (task: string) => (error: unknown) =>
  * sweep of claims a crash left `working`, so no workspace stays locked, and the data past its
  * workspace's retention window (retention-sweep.ts), and spend counts of past months and days
  * (spend-limits.ts); and the credit holds whose claim is gone, so no user's credits stay held;
- * and workspace deletions that stalled are driven again (workspace-erasure.ts).
+ * and workspace and account deletions that stalled are driven again (workspace-erasure.ts,
+ * account-erasure.ts).
  */
 export function housekeeping(env: Env): Promise<unknown> {
   const db = globalDbOf(env);
@@ -35,6 +37,7 @@ export function housekeeping(env: Env): Promise<unknown> {
     deliverAllChanges(db, env).catch(logged('change outbox')),
     releaseOrphanedHolds(env).catch(logged('orphaned holds')),
     resumeStaleDeletions(env).catch(logged('workspace deletions')),
+    resumeStaleAccountDeletions(env).catch(logged('account deletions')),
     ...boundShards(env).map((shard) => {
       const shardDb = shardDbOf(env, shard);
       return Promise.all([
