@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import Stripe from 'stripe';
 import { CAPACITY_WEBHOOK_SECRET } from './capacity-webhook-secret';
 import { startService, writeBenchConfig } from './lib';
-import type { Counts, D1Counts } from './operation-cost';
+import type { Counts, D1Counts, StorageCounts, TableStorage } from './operation-cost';
 
 const CONFIG = 'bench/.capacity.wrangler.toml';
 const OUTPUT = 'bench/capacity-counts.json';
@@ -67,16 +67,36 @@ async function main() {
     };
     /** When the credential's resolution was last read from the global database; a later measure must end before it is read again. */
     let resolvedAt = 0;
+    const storage = async () =>
+      (await (await fetch(`${service.base}/__capacity/storage`)).json()) as { tables: Record<string, TableStorage>; fileBytes: number };
+    /** Rows each shard table gained between two readings of the storage, per unit. */
+    const gained = (before: Record<string, TableStorage>, after: Record<string, TableStorage>, units: number) =>
+      Object.fromEntries(
+        Object.entries(after)
+          .map(([table, { rows }]) => [table, Math.round(((rows - (before[table]?.rows ?? 0)) / units) * 100) / 100] as const)
+          .filter(([, rows]) => rows !== 0),
+      );
+    /** Rows each shard table gained in the last measure. */
+    let lastRows: Record<string, number> = {};
     /** The counts of `op`, run `units` times, once its background work has settled. */
     const measure = async (units: number, op: () => Promise<unknown>) => {
       await settled(1_000);
+      const before = (await storage()).tables;
       await reset();
       for (let i = 0; i < units; i++) await op();
       const result = await settled();
       if (Date.now() - resolvedAt >= RESOLUTION_MAX_AGE_MS)
         throw new Error(`the measures took longer than ${RESOLUTION_MAX_AGE_MS / 1000} s: a credential reload would be counted in an operation`);
+      lastRows = gained(before, (await storage()).tables, units);
       return result;
     };
+    /** Rows per unit of a difference of two measures (a step: an 11-step run less a 1-step run). */
+    const rowsDifference = (a: Record<string, number>, b: Record<string, number>, units: number) =>
+      Object.fromEntries(
+        [...new Set([...Object.keys(a), ...Object.keys(b)])]
+          .map((table) => [table, Math.round((((a[table] ?? 0) - (b[table] ?? 0)) / units) * 100) / 100] as const)
+          .filter(([, rows]) => rows !== 0),
+      );
 
     await api('/api/v1/skills/capacity-skill', {
       method: 'PUT',
@@ -111,6 +131,7 @@ async function main() {
       null,
       1,
     );
+    const rowsAdded: Record<string, Record<string, number>> = { skillRun: lastRows };
     let events = 0;
     const streamOpen = perUnit(
       await measure(1, async () => {
@@ -122,7 +143,12 @@ async function main() {
       1,
     );
     const launch = (n: number) => () => json(`/api/v1/workflows/capacity-${n}/launch`, { inputs: { name: 'Ada' } });
-    const workflowStep = perUnit(await measure(1, launch(11)), await measure(1, launch(1)), 10);
+    const eleven = await measure(1, launch(11));
+    const elevenRows = lastRows;
+    const workflowStep = perUnit(eleven, await measure(1, launch(1)), 10);
+    rowsAdded.workflowStep = rowsDifference(elevenRows, lastRows, 10);
+    // A workflow run's own rows (its run record), once per run: the 1-step run less one step.
+    rowsAdded.workflowRun = rowsDifference(lastRows, rowsAdded.workflowStep, 1);
     const stripeEvent = () => {
       const session = {
         id: `cs_test_${crypto.randomUUID().replaceAll('-', '')}`,
@@ -154,6 +180,16 @@ async function main() {
       null,
       1,
     );
+    rowsAdded.webhook = lastRows;
+
+    const left = await storage();
+    const bytesPerRow = Object.fromEntries(
+      Object.entries(left.tables)
+        .filter(([, { rows }]) => rows > 0)
+        .map(([table, { rows, bytes }]) => [table, Math.round(bytes / rows)]),
+    );
+    const sumOf = (field: 'rows' | 'bytes') => Object.values(left.tables).reduce((n, t) => n + t[field], 0);
+    const shardStorage: StorageCounts = { rowsAdded, bytesPerRow, totals: { rows: sumOf('rows'), bytes: sumOf('bytes'), fileBytes: left.fileBytes } };
 
     const result = {
       measured: new Date().toISOString().slice(0, 10),
@@ -169,9 +205,10 @@ async function main() {
         workflowStep: { what: 'one mapping step: (an 11-step run − a 1-step run) / 10', ...workflowStep },
         webhook: { what: 'a signed Stripe checkout.session.completed (a credit pack)', ...webhook },
       },
+      shardStorage,
     };
     writeFileSync(OUTPUT, `${JSON.stringify(result, null, 2)}\n`);
-    console.log(JSON.stringify(result.operations, null, 2));
+    console.log(JSON.stringify({ ...result.operations, shardStorage }, null, 2));
   } catch (error) {
     console.error(`the service's log is kept in ${stateDir}/npm-start.log`);
     throw error;

@@ -6,7 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { Counts, D1Counts, DatabaseKind } from './operation-cost';
+import { RETENTION_DEFAULTS } from '../workers/services/retention-defaults';
+import type { Counts, D1Counts, DatabaseKind, StorageCounts } from './operation-cost';
 
 interface Cost extends Counts {
   what: string;
@@ -57,7 +58,11 @@ const { values: args } = parseArgs({ options: { shards: { type: 'string' } } });
 const shardsArg = args.shards === undefined ? undefined : Number(args.shards);
 if (shardsArg !== undefined && !(Number.isInteger(shardsArg) && shardsArg >= 1)) throw new Error('--shards takes a whole number of shards, 1 or more');
 
-const { measured, operations } = JSON.parse(readFileSync('bench/capacity-counts.json', 'utf8')) as { measured: string; operations: Record<string, Cost> };
+const { measured, operations, shardStorage } = JSON.parse(readFileSync('bench/capacity-counts.json', 'utf8')) as {
+  measured: string;
+  operations: Record<string, Cost>;
+  shardStorage: StorageCounts;
+};
 const queries = (d: D1Counts) => d.reads + d.writes;
 const sum = (record: Record<string, number>) => Object.values(record).reduce((a, b) => a + b, 0);
 const fmt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'never');
@@ -185,3 +190,58 @@ if (!globalMet) {
   console.log(`  the global database's load comes mostly from ${top![0]} (${((top![1] / perWorkspace.global) * 100).toFixed(0)}%; by operation above)`);
 }
 console.log('  no single Durable Object saturates with the workspace count: each is one user, execution, workspace or run (per-object ceilings above)');
+
+/**
+ * Days each shard table's rows are kept under the default windows (docs/operations.md,
+ * Retention); a table not named is kept until deleted. Idempotency records and run tool-call
+ * keys go after a day.
+ */
+const RETENTION_DAYS: Record<string, number> = {
+  traces: RETENTION_DEFAULTS.traces,
+  trace_segments: RETENTION_DEFAULTS.traces,
+  trace_turns: RETENTION_DEFAULTS.traces,
+  workflow_runs: RETENTION_DEFAULTS.workflowRuns,
+  workflow_step_results: RETENTION_DEFAULTS.workflowRuns,
+  activity_log: RETENTION_DEFAULTS.activity,
+  audit_log: RETENTION_DEFAULTS.audit,
+  idempotency_records: 1,
+  run_tool_calls: 1,
+};
+/** The profile's ten workflow steps a minute are one run of ten steps. */
+const STORAGE_RATES: Record<string, number> = { ...PROFILE, workflowRun: PROFILE.workflowStep! / 10 };
+/** How long data kept until deleted is counted for, in the workspaces a shard holds. */
+const KEPT_HORIZON_DAYS = 365;
+const MB = 1024 ** 2;
+
+/** Rows an active workspace adds to each shard table a day, from the rows each operation added in the measure. */
+const rowsPerDay: Record<string, number> = {};
+for (const [operation, tables] of Object.entries(shardStorage.rowsAdded)) {
+  for (const [table, rows] of Object.entries(tables)) rowsPerDay[table] = (rowsPerDay[table] ?? 0) + rows * (STORAGE_RATES[operation] ?? 0) * DAY;
+}
+let windowed = 0;
+let keptPerDay = 0;
+console.log(
+  `\nShard storage of an active workspace under the default retention windows (bytes per row measured from the measure's rows: ${shardStorage.totals.rows} rows, ${fmt(shardStorage.totals.bytes)} bytes computed; the shard files ${fmt(shardStorage.totals.fileBytes)} bytes, mostly the schema's empty pages)`,
+);
+console.log('table                    rows a day  bytes/row  kept            held at steady state');
+for (const [table, rows] of Object.entries(rowsPerDay).sort((a, b) => b[1] - a[1])) {
+  const bytes = shardStorage.bytesPerRow[table];
+  if (bytes === undefined) throw new Error(`capacity-counts.json has rows added to ${table} but no bytes per row: run npm run capacity:measure`);
+  const days = RETENTION_DAYS[table];
+  const held = days === undefined ? undefined : rows * bytes * days;
+  if (held === undefined) keptPerDay += rows * bytes;
+  else windowed += held;
+  console.log(
+    `${table.padEnd(24)} ${fmt(rows).padEnd(11)} ${fmt(bytes).padEnd(10)} ${(days === undefined ? 'until deleted' : `${days} days`).padEnd(15)} ${held === undefined ? `grows ${((rows * bytes) / MB).toFixed(2)} MB a day` : `${(held / MB).toFixed(1)} MB`}`,
+  );
+}
+const perWorkspaceBytes = windowed + keptPerDay * KEPT_HORIZON_DAYS;
+console.log(
+  `  per active workspace: ${(windowed / MB).toFixed(0)} MB held by the windows, and ${(keptPerDay / MB).toFixed(2)} MB a day kept until deleted (${((keptPerDay * KEPT_HORIZON_DAYS) / MB).toFixed(0)} MB a year)`,
+);
+console.log(
+  `  a shard (10 GB) holds ${fmt(Math.floor(LIMITS.d1DatabaseBytes / windowed))} active workspaces at steady state counting the windowed data alone, ${fmt(Math.floor(LIMITS.d1DatabaseBytes / perWorkspaceBytes))} with a year of the data kept until deleted`,
+);
+console.log(
+  `  at that count a shard holds ${((Math.floor(LIMITS.d1DatabaseBytes / perWorkspaceBytes) * perWorkspaceBytes) / GB).toFixed(2)} GB; a shard's throughput (above) carries ${fmt(perSecond(LIMITS.d1QueriesPerSecond, perWorkspace.shard))} active workspaces`,
+);

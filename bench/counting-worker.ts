@@ -10,9 +10,10 @@ import service, * as objects from '../workers/index';
 import type { Env } from '../workers/env';
 import { boundShards, shardBinding } from '../workers/lib/db';
 import { CAPACITY_WEBHOOK_SECRET } from './capacity-webhook-secret';
+import { measureShardStorage } from './shard-storage';
 
 export * from '../workers/index';
-import type { Counts, D1Counts, DatabaseKind } from './operation-cost';
+import type { Counts, D1Counts, DatabaseKind, TableStorage } from './operation-cost';
 
 const noD1 = (): D1Counts => ({ reads: 0, writes: 0, rowsRead: 0, rowsWritten: 0 });
 const fresh = (): Counts => ({ d1: { global: noD1(), shard: noD1() }, doCalls: {}, queueMessages: 0, r2: {} });
@@ -171,9 +172,29 @@ export class RateLimiter extends objects.RateLimiter {
   }
 }
 
+/**
+ * Every shard table's rows and computed bytes, summed over the shards, and the shard files' own
+ * size as D1 reports it (pages, free ones included); read uncounted.
+ */
+async function shardStorage(env: Env) {
+  const tables: Record<string, TableStorage> = {};
+  let fileBytes = 0;
+  for (const shard of boundShards(env)) {
+    const db = shardBinding(env, shard);
+    for (const [name, { rows, bytes }] of Object.entries(await measureShardStorage(db))) {
+      const sum = (tables[name] ??= { rows: 0, bytes: 0 });
+      sum.rows += rows;
+      sum.bytes += bytes;
+    }
+    fileBytes += (await db.prepare('SELECT 1').run()).meta.size_after;
+  }
+  return { tables, fileBytes };
+}
+
 export default {
   ...service,
-  fetch(request: Request, env: Env, ctx: ExecutionContext) {
+  async fetch(request: Request, env: Env, ctx: ExecutionContext) {
+    if (new URL(request.url).pathname === '/__capacity/storage') return Response.json(await shardStorage(env));
     if (new URL(request.url).pathname === '/__capacity') {
       if (request.method === 'DELETE') counts = fresh();
       return Response.json(counts);

@@ -16,3 +16,19 @@ export interface Counts {
   queueMessages: number;
   r2: Record<string, number>;
 }
+
+/** A shard table's rows and the bytes they take (bench/shard-storage.ts). */
+export interface TableStorage {
+  rows: number;
+  bytes: number;
+}
+
+/** What `npm run capacity:measure` finds on the shards: rows each operation added, by table, and what each kind of row takes. */
+export interface StorageCounts {
+  /** Rows one operation added to each shard table. */
+  rowsAdded: Record<string, Record<string, number>>;
+  /** Bytes a row of each table takes, over every row the measure left (tables it left empty are absent). */
+  bytesPerRow: Record<string, number>;
+  /** The rows and computed bytes the measure left, and the shard files' size as D1 reports it, for comparison. */
+  totals: { rows: number; bytes: number; fileBytes: number };
+}

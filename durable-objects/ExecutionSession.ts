@@ -16,6 +16,7 @@ import { runAgentTurn, type TurnHooks, type TurnProgress } from '../workers/runt
 import type { ModelMessage } from '../workers/runtime/provider';
 import type { StoredArtifact } from '../workers/services/execution-runs';
 import { announceRunStarted, settleTurn, type SettleHooks } from '../workers/services/execution-lifecycle';
+import { deleteExecutionRow, expiryAlarmTime, expiryDecision, expiryFrom, postponed, type Expiry } from '../workers/services/object-expiry';
 import { HeldDeltas } from './held-deltas';
 import { isEnd, LogStreams, type StoredEvent } from './log-streams';
 
@@ -37,6 +38,13 @@ interface Checkpoint extends TurnProgress {
   ended?: TurnEnding;
   /** Once the closing batch may have been sent: the output it carries (stored in R2 once), so a resume sends the same. */
   closing?: { output: StoredArtifact | null };
+}
+
+/** Whose execution this is, kept with its expiry: the alarm deletes the execution's row before this storage. */
+interface ExecutionExpiry extends Expiry {
+  executionId: number;
+  workspaceId: string;
+  shard: number;
 }
 
 /** How often the alarm checks that a turn is still running. */
@@ -66,6 +74,13 @@ const SCHEMA_VERSION = 2;
  * Streaming: `fetch` answers Server-Sent Events (log-streams.ts): every event after `lastSeq`
  * (query) or `Last-Event-ID` (header), then live ones, ending after `session.status_idle`; with
  * nothing newer than a log that already ended, the answer is 204.
+ *
+ * Expiry (docs/operations.md, Retention): when a turn's log closes, `expiry` records whose
+ * execution this is and when it ended, and the one alarm (the heartbeat's while a turn runs) is
+ * armed for the end of the default window. When it rings it reads the workspace's window: not yet
+ * past (lengthened), it is armed again; past, the execution's row is deleted, then this storage
+ * (`erase`). The hourly sweep deletes rows whose window passed sooner (shortened) and erases
+ * their objects the same way, row first.
  */
 export class ExecutionSession extends DurableObject<Env> {
   /** Whether a turn is running in this instance (memory: false again after an eviction). */
@@ -79,14 +94,27 @@ export class ExecutionSession extends DurableObject<Env> {
   /** The `interrupt` key as this instance last wrote or read it: the loop asks between model events, and a storage read each time was a third of an event's cost. */
   private interrupted = false;
 
+  /** Whether this instance's storage has its tables: not after `erase`, until a call needs them again. */
+  private hasSchema = false;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.blockConcurrencyWhile(async () => {
-      ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
-      ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, type TEXT NOT NULL, payload TEXT NOT NULL, at INTEGER NOT NULL)`);
-      ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS turns (turn_key TEXT PRIMARY KEY, state TEXT NOT NULL, seq INTEGER, at INTEGER NOT NULL)`);
-      ctx.storage.sql.exec(`INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)`, String(SCHEMA_VERSION));
-    });
+    ctx.blockConcurrencyWhile(async () => this.createSchema());
+  }
+
+  private createSchema() {
+    const sql = this.ctx.storage.sql;
+    sql.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+    sql.exec(`CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, type TEXT NOT NULL, payload TEXT NOT NULL, at INTEGER NOT NULL)`);
+    sql.exec(`CREATE TABLE IF NOT EXISTS turns (turn_key TEXT PRIMARY KEY, state TEXT NOT NULL, seq INTEGER, at INTEGER NOT NULL)`);
+    sql.exec(`INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)`, String(SCHEMA_VERSION));
+    this.hasSchema = true;
+  }
+
+  /** The object's SQL storage, its tables made again first if `erase` dropped them. */
+  private get sql(): SqlStorage {
+    if (!this.hasSchema) this.createSchema();
+    return this.ctx.storage.sql;
   }
 
   /** Appends events in order (after any held text deltas), returns them with their sequence numbers, and sends them to subscribers. */
@@ -106,7 +134,7 @@ export class ExecutionSession extends DurableObject<Env> {
     const at = now();
     const written = events.map((event, i) => ({ seq: last + i + 1, type: event.type, payload: event.payload, at }));
     const stored = written.map((e) => ({ ...e, payload: JSON.stringify(e.payload) }));
-    for (const e of stored) this.ctx.storage.sql.exec(`INSERT INTO events (seq, type, payload, at) VALUES (?, ?, ?, ?)`, e.seq, e.type, e.payload, e.at);
+    for (const e of stored) this.sql.exec(`INSERT INTO events (seq, type, payload, at) VALUES (?, ?, ?, ?)`, e.seq, e.type, e.payload, e.at);
     this.seq = last + written.length;
     this.streams.send(stored);
     return written;
@@ -128,7 +156,7 @@ export class ExecutionSession extends DurableObject<Env> {
       { type: 'user.message', payload: { content: [{ type: 'text', text: input.text }] } },
       { type: 'session.status_running', payload: {} },
     ]);
-    this.ctx.storage.sql.exec(`INSERT INTO turns (turn_key, state, seq, at) VALUES (?, 'started', ?, ?)`, input.turnKey, accepted[0]!.seq, now());
+    this.sql.exec(`INSERT INTO turns (turn_key, state, seq, at) VALUES (?, 'started', ?, ?)`, input.turnKey, accepted[0]!.seq, now());
     void this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_MS);
     this.ctx.waitUntil(this.runTurn(input, now(), { runningSeq: accepted[1]!.seq, sealed }));
     return { accepted: true, events: accepted };
@@ -138,14 +166,47 @@ export class ExecutionSession extends DurableObject<Env> {
    * The heartbeat. While a turn runs here it re-arms itself; a turn recorded in storage with no
    * run in this instance was lost to an eviction or restart, and is resumed from the last
    * checkpointed conversation (or ended with `error` once past the 65-minute cap), so an
-   * execution never hangs in `working`.
+   * execution never hangs in `working`. With no turn held, the expiry of the ended log.
    */
   override async alarm(): Promise<void> {
     const turn = this.ctx.storage.kv.get<RunningTurn>('turn');
-    if (!turn) return;
+    if (!turn) return this.expireIfDue();
     await this.ctx.storage.setAlarm(Date.now() + HEARTBEAT_MS);
     if (this.running) return;
     await this.resume(turn);
+  }
+
+  /** Records when the log ended and arms the alarm for the end of its window (replacing a heartbeat). */
+  private armExpiry(expiry: ExecutionExpiry) {
+    this.ctx.storage.kv.put('expiry', expiry);
+    void this.ctx.storage.setAlarm(expiryAlarmTime(expiry));
+  }
+
+  /** The alarm of an ended log: past the workspace's window, the execution's row goes, then this storage; else the alarm is armed again. */
+  private async expireIfDue(): Promise<void> {
+    const expiry = this.ctx.storage.kv.get<ExecutionExpiry>('expiry');
+    if (!expiry) return;
+    const db = directoryRoutedShardDb(this.env, expiry.workspaceId, expiry.shard);
+    const decision = await expiryDecision(db, expiry.workspaceId, 'executions', expiry);
+    if (decision !== 'expire') return this.armExpiry(decision.wait);
+    const gone = await deleteExecutionRow(db, expiry.executionId);
+    // A turn claimed meanwhile keeps the row, and so this log: its heartbeat holds the alarm, and its end arms expiry again.
+    if (this.ctx.storage.kv.get('turn') !== undefined) return;
+    if (gone) await this.erase();
+    else this.armExpiry(postponed(expiry));
+  }
+
+  /**
+   * Erases this execution's storage: its log, conversation, turn records, expiry and alarm. For
+   * retention and a workspace's deletion (workspace-erasure.ts, after the turn was cancelled), once its row is gone (so no reader finds
+   * a row whose log is empty) and no turn runs here. A call after it finds an empty log.
+   */
+  async erase(): Promise<void> {
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.hasSchema = false;
+    this.seq = undefined;
+    this.interrupted = false;
   }
 
   /** Goes on with a turn recorded in storage but not running here; the run's notice comes first, synchronously, so nothing starts it twice. */
@@ -154,7 +215,7 @@ export class ExecutionSession extends DurableObject<Env> {
     const saved = this.ctx.storage.kv.get<Checkpoint>('checkpoint');
     const resumesAfter =
       (saved?.turnKey === turn.input.turnKey ? saved.seq : undefined) ??
-      this.ctx.storage.sql.exec<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM events WHERE type = 'session.status_running'`).one().seq ??
+      this.sql.exec<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM events WHERE type = 'session.status_running'`).one().seq ??
       0;
     this.append([{ type: 'agent.info', payload: { message: 'The run was interrupted by a restart and resumes now.', resumesAfter } }]);
     return this.runTurn(turn.input, turn.startedAt);
@@ -222,9 +283,7 @@ export class ExecutionSession extends DurableObject<Env> {
 
   /** What this object recorded of a turn key: started (with its `user.message` seq) or abandoned. */
   private turn(turnKey: string): { state: 'started' | 'abandoned'; seq: number | null } | undefined {
-    return this.ctx.storage.sql
-      .exec<{ state: 'started' | 'abandoned'; seq: number | null }>(`SELECT state, seq FROM turns WHERE turn_key = ?`, turnKey)
-      .toArray()[0];
+    return this.sql.exec<{ state: 'started' | 'abandoned'; seq: number | null }>(`SELECT state, seq FROM turns WHERE turn_key = ?`, turnKey).toArray()[0];
   }
 
   /**
@@ -237,7 +296,10 @@ export class ExecutionSession extends DurableObject<Env> {
     if (known?.state === 'started') return { state: 'finished' };
     const closed = known !== undefined && known.seq !== null;
     const events = closing.length > 0 && !closed ? this.append(closing) : [];
-    this.ctx.storage.sql.exec(
+    // A log that ran turns before ends again now (an object that never ran one expires with its row, by the sweep).
+    const expiry = this.ctx.storage.kv.get<ExecutionExpiry>('expiry');
+    if (events.length > 0 && expiry) this.armExpiry({ ...expiry, ...expiryFrom('executions') });
+    this.sql.exec(
       `INSERT OR REPLACE INTO turns (turn_key, state, seq, at) VALUES (?, 'abandoned', ?, ?)`,
       turnKey,
       events.at(-1)?.seq ?? known?.seq ?? null,
@@ -295,6 +357,7 @@ export class ExecutionSession extends DurableObject<Env> {
         kv.delete('turn');
         kv.delete('checkpoint');
         this.append(events);
+        this.armExpiry({ executionId: input.executionId, workspaceId: input.actor.workspaceId, shard: input.actor.shard, ...expiryFrom('executions') });
       },
       waitUntil: (work) => this.ctx.waitUntil(work),
     };
@@ -318,7 +381,7 @@ export class ExecutionSession extends DurableObject<Env> {
   }
 
   private stored(afterSeq: number, limit = 10_000): StoredEvent[] {
-    return this.ctx.storage.sql.exec<StoredEvent>(`SELECT seq, type, payload, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit).toArray();
+    return this.sql.exec<StoredEvent>(`SELECT seq, type, payload, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit).toArray();
   }
 
   private lastEvent(): StoredEvent | undefined {
@@ -327,18 +390,8 @@ export class ExecutionSession extends DurableObject<Env> {
   }
 
   lastSeq(): number {
-    this.seq ??= this.ctx.storage.sql.exec<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM events`).one().seq ?? 0;
+    this.seq ??= this.sql.exec<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM events`).one().seq ?? 0;
     return this.seq;
-  }
-
-  /**
-   * Its workspace is being deleted (workers/services/workspace-erasure.ts, after the turn was
-   * cancelled): the log, the conversation and the heartbeat go; nothing stays in storage.
-   */
-  async erase(): Promise<void> {
-    await this.ctx.storage.deleteAlarm();
-    await this.ctx.storage.deleteAll();
-    this.seq = undefined;
   }
 
   override async fetch(request: Request): Promise<Response> {

@@ -9,6 +9,7 @@ import { hasScope } from '../workers/auth/scopes';
 import type { ShardDb, Env } from '../workers/env';
 import type { Resumer } from '../workers/services/workflow-runs';
 import { isoNow, now } from '../workers/lib/clock';
+import { deleteWorkflowRunRow, expiryAlarmTime, expiryDecision, expiryFrom, postponed, type Expiry } from '../workers/services/object-expiry';
 import type { CompiledWorkflow, Json } from '../workers/workflows/compiler';
 import {
   FINAL,
@@ -177,24 +178,42 @@ const stopsIn = (effects: Effect[]) => effects.flatMap((e) => (e.type === 'stop-
  * and cut-off steps. `cancel` is one storage change (run canceled, open units canceled, alarm
  * cleared) followed by interrupting the executions those units started. After each change the
  * run record and changed step results go to D1 by versioned upsert, one write at a time.
+ *
+ * Expiry (docs/operations.md, Retention): once the run is final and D1 holds its last write, kv
+ * `expiry` records when it ended and the alarm is armed for the end of the default window. When
+ * it rings it reads the workspace's window: not yet past (lengthened), it is armed again; past,
+ * the run's row is deleted, then this storage (`erase`). The hourly sweep deletes rows whose
+ * window passed sooner (shortened) and erases their objects the same way, row first.
  */
 export class WorkflowRun extends DurableObject<Env> {
   private persisting: Promise<void> = Promise.resolve();
   private run: Loaded | undefined;
 
+  /** Whether this instance's storage has its tables: not after `erase`, until a call needs them again. */
+  private hasSchema = false;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.blockConcurrencyWhile(async () => {
-      const s = ctx.storage.sql;
-      s.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
-      s.exec(`CREATE TABLE IF NOT EXISTS tasks (
-        key TEXT PRIMARY KEY, node INTEGER NOT NULL, step_id TEXT NOT NULL, item INTEGER NOT NULL,
-        status TEXT NOT NULL, input TEXT NOT NULL, attempt INTEGER NOT NULL, sent INTEGER NOT NULL,
-        failures INTEGER NOT NULL DEFAULT 0, wait TEXT, due_at INTEGER, execution_id TEXT, updated_at INTEGER NOT NULL)`);
-      s.exec(`CREATE TABLE IF NOT EXISTS results (step_id TEXT PRIMARY KEY, status TEXT NOT NULL, output TEXT, rev INTEGER NOT NULL)`);
-      s.exec(`CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, payload TEXT NOT NULL, at INTEGER NOT NULL)`);
-      s.exec(`INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)`, String(SCHEMA_VERSION));
-    });
+    ctx.blockConcurrencyWhile(async () => this.createSchema());
+  }
+
+  private createSchema() {
+    const s = this.ctx.storage.sql;
+    s.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+    s.exec(`CREATE TABLE IF NOT EXISTS tasks (
+      key TEXT PRIMARY KEY, node INTEGER NOT NULL, step_id TEXT NOT NULL, item INTEGER NOT NULL,
+      status TEXT NOT NULL, input TEXT NOT NULL, attempt INTEGER NOT NULL, sent INTEGER NOT NULL,
+      failures INTEGER NOT NULL DEFAULT 0, wait TEXT, due_at INTEGER, execution_id TEXT, updated_at INTEGER NOT NULL)`);
+    s.exec(`CREATE TABLE IF NOT EXISTS results (step_id TEXT PRIMARY KEY, status TEXT NOT NULL, output TEXT, rev INTEGER NOT NULL)`);
+    s.exec(`CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, payload TEXT NOT NULL, at INTEGER NOT NULL)`);
+    s.exec(`INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)`, String(SCHEMA_VERSION));
+    this.hasSchema = true;
+  }
+
+  /** The object's SQL storage, its tables made again first if `erase` dropped them. */
+  private get sql(): SqlStorage {
+    if (!this.hasSchema) this.createSchema();
+    return this.ctx.storage.sql;
   }
 
   /** The shard of the run's workspace, as the directory names it at each statement (the workspace may move while the run goes on). */
@@ -210,7 +229,7 @@ export class WorkflowRun extends DurableObject<Env> {
     const kv = this.ctx.storage.kv;
     const meta = kv.get<RunMeta>('run');
     if (!meta) return (this.run = undefined);
-    const s = this.ctx.storage.sql;
+    const s = this.sql;
     const tasks = s.exec<TaskRow>(`SELECT * FROM tasks`).toArray().map(taskOf);
     const results = s
       .exec<{ step_id: string; status: RunState['results'][string]['status']; output: string | null }>(`SELECT step_id, status, output FROM results`)
@@ -240,7 +259,7 @@ export class WorkflowRun extends DurableObject<Env> {
   private commit({ state, effects }: Transition): Effect[] {
     const run = this.run!;
     const before = run.state;
-    const s = this.ctx.storage.sql;
+    const s = this.sql;
     const kv = this.ctx.storage.kv;
     this.ctx.storage.transactionSync(() => {
       if (state !== before) {
@@ -309,7 +328,7 @@ export class WorkflowRun extends DurableObject<Env> {
 
   /** The change log after `afterSeq`, oldest first. */
   events(afterSeq = 0): RunEvent[] {
-    return this.ctx.storage.sql
+    return this.sql
       .exec<{ seq: number; type: RunEventType; payload: string; at: number }>(
         `SELECT seq, type, payload, at FROM events WHERE seq > ? ORDER BY seq LIMIT ?`,
         afterSeq,
@@ -407,22 +426,13 @@ export class WorkflowRun extends DurableObject<Env> {
     return { canceled: true, status: 'canceled' };
   }
 
-  /**
-   * Its workspace is being deleted (workers/services/workspace-erasure.ts, after the run was
-   * canceled): the run, its units, results and log, and its alarm go; nothing stays in storage.
-   */
-  async erase(): Promise<void> {
-    await this.ctx.storage.deleteAlarm();
-    await this.ctx.storage.deleteAll();
-    this.run = undefined;
-  }
-
   /** The alarm: due sleeps, execution polls, backoffs, and the watchdog for lost messages and cut-off steps. */
   override async alarm(): Promise<void> {
     if (!this.load()) return;
     if (this.final) {
-      // Only a D1 write that failed brings a finished run's alarm back.
+      // A D1 write that failed, or the end of the run's retention window, brings a finished run's alarm back.
       await this.persist();
+      if (!this.unwritten && (await this.expireIfDue())) return;
       return this.rearm();
     }
     const t = now();
@@ -537,14 +547,19 @@ export class WorkflowRun extends DurableObject<Env> {
     this.apply({ type: 'sent', units: unsent.map((t) => ({ key: t.key, attempt: t.attempt })) });
   }
 
+  /** Whether a change is not yet in D1 (a write failed or is under way). */
+  private get unwritten(): boolean {
+    const kv = this.ctx.storage.kv;
+    return (kv.get<number>('rev') ?? 0) > (kv.get<number>('persisted') ?? 0);
+  }
+
   private async rearm() {
     const t = now();
-    const kv = this.ctx.storage.kv;
     // A D1 write that failed is tried again in a second, even for a finished run.
-    const unwritten = (kv.get<number>('rev') ?? 0) > (kv.get<number>('persisted') ?? 0) ? [t + OUTBOX_RETRY_MS] : [];
+    const unwritten = this.unwritten ? [t + OUTBOX_RETRY_MS] : [];
     if (this.final) {
       if (unwritten.length) return this.ctx.storage.setAlarm(Date.now() + OUTBOX_RETRY_MS);
-      return this.ctx.storage.deleteAlarm();
+      return this.armExpiry();
     }
     const { state } = this.run!;
     const candidates = [
@@ -556,6 +571,53 @@ export class WorkflowRun extends DurableObject<Env> {
     if (candidates.length === 0) return this.ctx.storage.deleteAlarm();
     // Due times are on the service clock; alarms run on the real one.
     await this.ctx.storage.setAlarm(Date.now() + Math.max(0, Math.min(...candidates) - t));
+  }
+
+  // ---- expiry --------------------------------------------------------------------------------
+
+  /** A finished run whose last write D1 holds: the alarm rings at the end of its retention window (the first time, from now). */
+  private armExpiry() {
+    const kv = this.ctx.storage.kv;
+    const expiry = kv.get<Expiry>('expiry') ?? expiryFrom('workflowRuns');
+    kv.put('expiry', expiry);
+    return this.ctx.storage.setAlarm(expiryAlarmTime(expiry));
+  }
+
+  /**
+   * Past the workspace's window: the run's row goes, then this storage; answers whether it did.
+   * A window lengthened since (or a row that could not go yet) is recorded, for `rearm` to arm
+   * the alarm from.
+   */
+  private async expireIfDue(): Promise<boolean> {
+    const kv = this.ctx.storage.kv;
+    const expiry = kv.get<Expiry>('expiry');
+    if (!expiry) return false;
+    const { meta } = this.run!;
+    const decision = await expiryDecision(this.db, meta.actor.workspaceId, 'workflowRuns', expiry);
+    if (decision !== 'expire') {
+      kv.put('expiry', decision.wait);
+      return false;
+    }
+    if (!(await deleteWorkflowRunRow(this.db, meta.runId))) {
+      kv.put('expiry', postponed(expiry));
+      return false;
+    }
+    await this.erase();
+    return true;
+  }
+
+  /**
+   * Erases this run's storage: its state, step results, change log, expiry and alarm. For
+   * retention and a workspace's deletion (workspace-erasure.ts, after the run was canceled), once its row is gone (so no reader finds a row
+   * whose object is empty) and the run is final. A D1 write under way lands first, so none is
+   * made after; a call after it finds no run.
+   */
+  async erase(): Promise<void> {
+    await this.persisting;
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.hasSchema = false;
+    this.run = undefined;
   }
 
   /** Queues a D1 write of the current state behind any write in flight. */
@@ -574,12 +636,8 @@ export class WorkflowRun extends DurableObject<Env> {
     const rev = kv.get<number>('rev') ?? 0;
     const persisted = kv.get<number>('persisted') ?? 0;
     if (rev <= persisted) return;
-    const results = this.ctx.storage.sql
-      .exec<{ step_id: string; status: string; output: string | null; rev: number }>(`SELECT * FROM results ORDER BY rev`)
-      .toArray();
-    const open = this.ctx.storage.sql
-      .exec<TaskRow>(`SELECT * FROM tasks WHERE status IN ('queued', 'running', 'waiting', 'suspended') ORDER BY node, item, key`)
-      .toArray();
+    const results = this.sql.exec<{ step_id: string; status: string; output: string | null; rev: number }>(`SELECT * FROM results ORDER BY rev`).toArray();
+    const open = this.sql.exec<TaskRow>(`SELECT * FROM tasks WHERE status IN ('queued', 'running', 'waiting', 'suspended') ORDER BY node, item, key`).toArray();
     const resumes = kv.get<ResumeRecord[]>('resumes') ?? [];
     const snapshot = {
       status: meta.status,

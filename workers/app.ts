@@ -17,6 +17,7 @@ import { stripeRoutes } from './routes/billing';
 import { apiEventsRoutes, controlRoutes } from './routes/control';
 import { wellKnownRoutes } from './routes/oauth';
 import { rootRoutes } from './routes/root';
+import { downloadsRoutes } from './routes/downloads';
 import { streamsRoutes } from './routes/streams';
 import { workflowStreamsRoutes } from './routes/workflows';
 import { openApiRoutes } from './routes/openapi';
@@ -40,6 +41,7 @@ export function createApp() {
   app.use('/api/v1/*', apiCors);
   app.use('/api/events', urlCredentialCors);
   app.use('/streams/*', urlCredentialCors);
+  app.use('/downloads/*', urlCredentialCors);
   app.use(requestContext);
   app.use(readBody);
   app.use('/api/v1/*', cookieSession);
@@ -59,6 +61,7 @@ export function createApp() {
   app.route('/api/events', apiEventsRoutes);
   app.route('/control', controlRoutes);
   app.route('/streams', streamsRoutes);
+  app.route('/downloads', downloadsRoutes);
   app.route('/operator', operatorRoutes);
 
   app.route('/api/v1', openApiRoutes(app));

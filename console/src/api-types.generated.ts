@@ -411,7 +411,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** How many days the workspace keeps its traces, workflow runs, activity and audit log (defaults filled in) */
+    /** How many days the workspace keeps its executions, traces, workflow runs, activity and audit log (defaults filled in) */
     get: operations['getApiV1WorkspacesByIdRetention'];
     /** Set retention windows in days (owners only) */
     put: operations['putApiV1WorkspacesByIdRetention'];
@@ -448,6 +448,40 @@ export interface paths {
     };
     /** The deletion job of a workspace, to the person who asked for it, also once the workspace is gone */
     get: operations['getApiV1WorkspacesByIdDeletion'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/workspaces/{id}/export': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Start an export of the workspace (owners only) */
+    post: operations['postApiV1WorkspacesByIdExport'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/workspaces/{id}/export/{exportId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** An export job; once ready, a download link that works for an hour (owners only) */
+    get: operations['getApiV1WorkspacesByIdExportByExportId'];
     put?: never;
     post?: never;
     delete?: never;
@@ -2009,6 +2043,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/downloads/exports/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A workspace export's archive (the signed downloadUrl of get-export)
+     * @description Wire format: a zip archive (APPNOTE 6.3), docs/export.md.
+     */
+    get: operations['getDownloadsExportsById'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2107,7 +2161,21 @@ export interface components {
       /** @enum {unknown} */
       toolId: 'execute-skill' | 'human-input' | 'read-memory';
       options?: {
-        retries?: number;
+        /** @description Retries after a failure: a count (waits 1, 2, 4... s, at most 60 s), or a retry policy. */
+        retries?:
+          | number
+          | {
+              /** @description Tries in all, the first included (default 1). */
+              attempts?: number;
+              /** @description The wait before the first retry (default 1000). */
+              initialIntervalMs?: number;
+              /** @description Each next wait is this many times the last (default 2). */
+              backoffCoefficient?: number;
+              /** @description The longest wait (default 60000). */
+              maximumIntervalMs?: number;
+              /** @description A failure whose message contains one of these (an error code such as NOT_FOUND, or any text) is not retried. */
+              nonRetryable?: string[];
+            };
         /** @description `human-input`: `prompt` is shown while the run waits. */
         metadata?: Record<string, never>;
       };
@@ -4409,6 +4477,8 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description Days an execution (its event log and its history entry) is kept after it ended, or an idle one after its latest run */
+            executions: number;
             /** @description Days a trace is kept after its last activity, once it is no longer running */
             traces: number;
             /** @description Days a workflow run is kept after it ended */
@@ -4506,6 +4576,8 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
+          /** @description Days an execution (its event log and its history entry) is kept after it ended, or an idle one after its latest run */
+          executions?: number;
           /** @description Days a trace is kept after its last activity, once it is no longer running */
           traces?: number;
           /** @description Days a workflow run is kept after it ended */
@@ -4527,6 +4599,8 @@ export interface operations {
         };
         content: {
           'application/json': {
+            /** @description Days an execution (its event log and its history entry) is kept after it ended, or an idle one after its latest run */
+            executions: number;
             /** @description Days a trace is kept after its last activity, once it is no longer running */
             traces: number;
             /** @description Days a workflow run is kept after it ended */
@@ -4764,6 +4838,230 @@ export interface operations {
             createdAt: string;
             updatedAt: string;
             completedAt: string | null;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  postApiV1WorkspacesByIdExport: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The workspace id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      201: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description exp_<n> */
+            id: string;
+            /** @enum {string} */
+            status: 'pending' | 'running' | 'ready' | 'failed';
+            createdAt: string;
+            completedAt?: string;
+            /** @description The archive, for 60 minutes; read the job again for a fresh link */
+            downloadUrl?: string;
+            /** @description When the archive is deleted */
+            expiresAt?: string;
+            /** @description The archive in bytes */
+            size?: number;
+            /** @description Why a failed export failed */
+            error?: string;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1WorkspacesByIdExportByExportId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The workspace id */
+        id: string;
+        /** @description The export id (exp_<n>) */
+        exportId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description exp_<n> */
+            id: string;
+            /** @enum {string} */
+            status: 'pending' | 'running' | 'ready' | 'failed';
+            createdAt: string;
+            completedAt?: string;
+            /** @description The archive, for 60 minutes; read the job again for a fresh link */
+            downloadUrl?: string;
+            /** @description When the archive is deleted */
+            expiresAt?: string;
+            /** @description The archive in bytes */
+            size?: number;
+            /** @description Why a failed export failed */
+            error?: string;
           };
         };
       };
@@ -16020,6 +16318,35 @@ export interface operations {
         };
       };
       /** @description Refused; the body is as Server-Sent Events (WHATWG HTML), spec 6.1 defines it, or the service's error envelope */
+      '4XX': {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  getDownloadsExportsById: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/zip': string;
+        };
+      };
+      /** @description Refused; the body is as a zip archive (APPNOTE 6.3), docs/export.md defines it, or the service's error envelope */
       '4XX': {
         headers: {
           [name: string]: unknown;

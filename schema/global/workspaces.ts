@@ -60,4 +60,5 @@ export const invitations = sqliteTable(
 );
 
 export type WorkspaceRow = typeof workspaces.$inferSelect;
+export type MemberRow = typeof members.$inferSelect;
 export type InvitationRow = typeof invitations.$inferSelect;

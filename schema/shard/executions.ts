@@ -55,6 +55,15 @@ export const executions = sqliteTable(
   },
   (t) => [
     index('executions_workspace_status_idx').on(t.workspaceId, t.status),
+    // The retention sweep: a workspace's executions that are not working, by when they last ran
+    // (retention-sweep.ts, the same expression). A CASE, not coalesce(): drizzle-kit splits an
+    // index expression at its commas.
+    index('executions_workspace_ended_idx')
+      .on(
+        t.workspaceId,
+        sql`CASE WHEN ${t.completedAt} IS NOT NULL THEN ${t.completedAt} WHEN ${t.claimedAt} IS NOT NULL THEN ${t.claimedAt} ELSE ${t.startedAt} END`,
+      )
+      .where(sql`${t.status} <> 'working'`),
     // The reconciler's sweep: working executions by claim age, across workspaces.
     index('executions_working_claimed_idx')
       .on(t.claimedAt)

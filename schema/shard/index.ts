@@ -1,6 +1,7 @@
 // A shard database (bindings SHARD_<n>): everything that belongs to one workspace.
 export * from './columns';
 export * from './executions';
+export * from './exports';
 export * from './connectors';
 export * from './idempotency';
 export * from './logs';

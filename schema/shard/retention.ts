@@ -8,6 +8,7 @@ import { shardWorkspaceIdColumn } from './columns';
  */
 export const retentionWindows = sqliteTable('retention_windows', {
   workspaceId: shardWorkspaceIdColumn().primaryKey(),
+  executionsDays: integer('executions_days'),
   tracesDays: integer('traces_days'),
   workflowRunsDays: integer('workflow_runs_days'),
   activityDays: integer('activity_days'),

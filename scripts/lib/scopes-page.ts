@@ -55,10 +55,11 @@ export const scopesPage = () =>
     '',
     'Each tool of the MCP endpoint (`POST /mcp`, [mcp.md](mcp.md)) is checked the same way. The connector',
     'tools also need `connector:<app>:read` to read sources and `connector:<app>:exec` to connect,',
-    'disconnect and run actions, which write to the provider.',
+    'disconnect and run actions, which write to the provider. "step-up" marks a scope an MCP client is',
+    'not asked for at sign-in but when it first calls the tool ([mcp.md](mcp.md)).',
     '',
     '| Tool | Scope |',
     '|---|---|',
-    ...MCP_TOOLS.map((tool) => `| \`${tool.name}\` | ${describeAccess(tool.access)} |`),
+    ...MCP_TOOLS.map((tool) => `| \`${tool.name}\` | ${describeAccess(tool.access)}${tool.stepUp ? ' (step-up)' : ''} |`),
     '',
   ].join('\n');

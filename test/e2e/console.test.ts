@@ -236,6 +236,8 @@ describe('the console in a browser', () => {
     // The launch form comes from the input schema.
     await page.getByRole('heading', { level: 1, name: 'Publish with approval' }).waitFor();
     await page.getByLabel('notes').fill('Ana ships Friday. Ben writes the notes.');
+    // The graph says how a step with a retry policy is tried again.
+    await page.getByText('Retries: up to 3 tries, 2 s apart ×2, at most 60 s; never on NOT_FOUND').waitFor();
     await check('workflow');
     await page.getByRole('button', { name: 'Launch' }).click();
     await page.waitForURL(/\/workflows\/runs\//);

@@ -14,7 +14,7 @@ describe('MCP protocol versions over wrangler dev', () => {
   afterAll(() => service?.stop());
 
   const headers = () => ({ 'x-api-key': service.apiKey });
-  const textOf = (result: { content?: unknown }) => JSON.parse((result.content as { text: string }[])[0]!.text);
+  const textOf = (result: object) => JSON.parse((result as { content: { text: string }[] }).content[0]!.text);
 
   it('a 2026-07-28 client discovers, lists tools and calls one without a handshake', async () => {
     const client = new ModernClient({ name: 'e2e-modern', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });

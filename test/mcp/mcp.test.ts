@@ -43,7 +43,12 @@ const TOOL_NAMES = [
   'search-connector-actions',
   'run-connector-action',
   'list-connector-triggers',
+  'get-retention',
+  'set-retention',
+  'set-limits',
 ];
+/** Tools whose scope a client is given through the step-up challenge when it calls them, not at sign-in. */
+const STEP_UP_TOOLS: Record<string, string> = { 'get-retention': 'profile:read', 'set-retention': 'profile:write', 'set-limits': 'profile:write' };
 
 const connect = (apiKey: string, headers: Record<string, string> = {}) => connectMcp({ 'x-api-key': apiKey, ...headers });
 
@@ -343,16 +348,53 @@ describe('the MCP endpoint over HTTP', () => {
     const auth = { authorization: `Bearer ${tokens.access_token}` };
     const { tools } = await (await connectMcp(auth)).listTools();
     expect(tools.length).toBe(TOOL_NAMES.length);
-    // The scope check of each listed tool comes before its arguments are read: none is a step-up 403.
+    // The scope check of each listed tool comes before its arguments are read: none but the step-up tools is a step-up 403.
     for (const tool of tools) {
       const res = await post(auth, 'POST', { method: 'tools/call', params: { name: tool.name, arguments: {} } });
-      expect(res.status, tool.name).toBe(200);
+      expect(res.status, tool.name).toBe(STEP_UP_TOOLS[tool.name] ? 403 : 200);
     }
     // Connector tools also check their app's own scopes, read and exec.
     const client = await connectMcp(auth);
     const token = `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
     expect(ok(await client.callTool({ name: 'connect-connector', arguments: { connector: 'github', token } })).status).toBe('connected');
     expect(ok(await client.callTool({ name: 'list-github-repos', arguments: { connector: 'github' } }))).toBeTruthy();
+  });
+
+  it('lists the step-up tools without asking for their scopes at sign-in, and answers their first call with the step-up challenge', async () => {
+    const mcp = { resource: `${BASE}/mcp` };
+    expect(MCP_STARTING_SCOPES).not.toContain('profile:read');
+    expect(MCP_STARTING_SCOPES).not.toContain('profile:write');
+    const first = await tokensFor(challengeOf(await post({})).scope!, { query: mcp });
+    const auth = { authorization: `Bearer ${first.tokens.access_token}` };
+    const { tools } = await (await connectMcp(auth)).listTools();
+    expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(Object.keys(STEP_UP_TOOLS)));
+    const { workspaceId } = first.user;
+
+    const read = await post(auth, 'POST', { method: 'tools/call', params: { name: 'get-retention', arguments: { workspaceId } } });
+    expect(read.status).toBe(403);
+    expect(challengeOf(read).error).toBe('insufficient_scope');
+    // What the token holds plus the one scope it lacks.
+    expect(challengeOf(read).scope!.split(' ').sort()).toEqual([...new Set([...first.tokens.scope.split(' '), 'profile:read', 'offline_access'])].sort());
+    expect(await read.json()).toMatchObject({ error: { code: 'FORBIDDEN', details: { scope: 'profile:read' } } });
+
+    // The client asks the person again for what the challenge names, then for profile:write the same way.
+    const reading = await exchange(await authorizeCode(challengeOf(read).scope!, { user: first.user, clientId: first.clientId }, { query: mcp }));
+    const readToken = ((await reading.json()) as { access_token: string }).access_token;
+    const reader = await connectMcp({ authorization: `Bearer ${readToken}` });
+    expect(ok(await reader.callTool({ name: 'get-retention', arguments: { workspaceId } }))).toMatchObject({ traces: 30, audit: 365 });
+    const write = await post({ authorization: `Bearer ${readToken}` }, 'POST', {
+      method: 'tools/call',
+      params: { name: 'set-retention', arguments: { workspaceId, traces: 7 } },
+    });
+    expect(write.status).toBe(403);
+    expect(challengeOf(write).scope!.split(' ')).toEqual(expect.arrayContaining(['profile:read', 'profile:write', 'memory:read']));
+    const writing = await exchange(await authorizeCode(challengeOf(write).scope!, { user: first.user, clientId: first.clientId }, { query: mcp }));
+    const writer = await connectMcp({ authorization: `Bearer ${((await writing.json()) as { access_token: string }).access_token}` });
+    expect(ok(await writer.callTool({ name: 'set-retention', arguments: { workspaceId, traces: 7 } }))).toMatchObject({ traces: 7, audit: 365 });
+    expect((await call(`/api/v1/workspaces/${workspaceId}/retention`, { token: first.user.token })).body.traces).toBe(7);
+    // The same token sets spend limits, and members read them with the starting grant (billing:read).
+    expect(ok(await writer.callTool({ name: 'set-limits', arguments: { workspaceId, monthly: 25 } }))).toMatchObject({ monthly: 25, daily: null });
+    expect(ok(await (await connectMcp(auth)).callTool({ name: 'get-limits', arguments: { workspaceId } }))).toMatchObject({ monthly: 25 });
   });
 
   it('answers GET and DELETE 405 before the transport, and a foreign Origin 403', async () => {

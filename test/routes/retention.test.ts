@@ -174,13 +174,13 @@ describe('GET and PUT /api/v1/workspaces/:id/retention', () => {
     const user = await signUp();
     const res = await retention(user);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ traces: 30, workflowRuns: 30, activity: 90, audit: 365 });
+    expect(res.body).toEqual({ executions: 30, traces: 30, workflowRuns: 30, activity: 90, audit: 365 });
 
     const set = await setRetention(user, { traces: 7, audit: 400 });
     expect(set.status).toBe(200);
-    expect(set.body).toEqual({ traces: 7, workflowRuns: 30, activity: 90, audit: 400 });
-    expect((await setRetention(user, { workflowRuns: 1 })).body).toEqual({ traces: 7, workflowRuns: 1, activity: 90, audit: 400 });
-    expect((await retention(user)).body).toEqual({ traces: 7, workflowRuns: 1, activity: 90, audit: 400 });
+    expect(set.body).toEqual({ executions: 30, traces: 7, workflowRuns: 30, activity: 90, audit: 400 });
+    expect((await setRetention(user, { workflowRuns: 1 })).body).toEqual({ executions: 30, traces: 7, workflowRuns: 1, activity: 90, audit: 400 });
+    expect((await retention(user)).body).toEqual({ executions: 30, traces: 7, workflowRuns: 1, activity: 90, audit: 400 });
     const audit = await call('/api/v1/audit-logs', { token: user.token });
     expect(audit.body.data[0]).toMatchObject({ action: 'workspace.retention_updated', resourceId: user.workspaceId, metadata: { workflowRuns: 1 } });
   });
@@ -196,7 +196,7 @@ describe('GET and PUT /api/v1/workspaces/:id/retention', () => {
       const error = expectError(await setRetention(user, body), 400, 'INVALID_INPUT');
       expect(error.details?.field).toBe(field);
     }
-    expect((await retention(user)).body).toEqual({ traces: 30, workflowRuns: 30, activity: 90, audit: 365 });
+    expect((await retention(user)).body).toEqual({ executions: 30, traces: 30, workflowRuns: 30, activity: 90, audit: 365 });
   });
 
   it('lets members read but not change them (403), and answers 404 for a workspace other than the current one', async () => {
@@ -208,7 +208,7 @@ describe('GET and PUT /api/v1/workspaces/:id/retention', () => {
     expect((await call('/api/v1/invitations/accept', { token: member.token, body: { token } })).status).toBe(200);
     expect((await call('/api/v1/workspaces/current', { token: member.token, method: 'PUT', body: { workspace: owner.workspaceId } })).status).toBe(200);
 
-    expect((await retention(member, owner.workspaceId)).body).toEqual({ traces: 30, workflowRuns: 30, activity: 90, audit: 365 });
+    expect((await retention(member, owner.workspaceId)).body).toEqual({ executions: 30, traces: 30, workflowRuns: 30, activity: 90, audit: 365 });
     expectError(await setRetention(member, { traces: 1 }, owner.workspaceId), 403, 'FORBIDDEN');
 
     expectError(await retention(outsider, owner.workspaceId), 404, 'NOT_FOUND');

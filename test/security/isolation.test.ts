@@ -538,6 +538,8 @@ const TOOL_CASES: Record<string, (a: Fixture) => Record<string, unknown>> = {
   'get-workflow-run': (a) => ({ runId: a.runId }),
   'cancel-workflow-run': (a) => ({ runId: a.runId }),
   'resume-workflow-run': (a) => ({ runId: a.runId, resumeData: { ok: true } }),
+  'get-retention': (a) => ({ workspaceId: a.workspaceId }),
+  'set-retention': (a) => ({ workspaceId: a.workspaceId, traces: 1 }),
 };
 
 /** Tools with an argument named like an id that names no resource of a workspace. */

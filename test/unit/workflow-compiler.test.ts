@@ -143,11 +143,32 @@ describe('tools (rules 2 and 10)', () => {
       type: 'tool',
       id: 't',
       toolId: 'human-input',
-      retries: 2,
+      retry: { attempts: 3, initialIntervalMs: 1000, backoffCoefficient: 2, maximumIntervalMs: 60_000, nonRetryable: [] },
       metadata: { prompt: 'ok?' },
     });
     expect(failure(def([tool('t', 'execute-skill', { options: { timeout: 5 } })]))).toMatchObject({ field: 'graph.0.options.timeout', rule: 'unknown_key' });
     expect(failure(def([tool('t', 'execute-skill', { options: { retries: -1 } })]))).toMatchObject({ field: 'graph.0.options.retries', rule: 'range' });
+  });
+
+  it('takes a retry policy in place of a count, with defaults for what it leaves out, and names the field of a bad one', () => {
+    const retried = (retries: unknown) => def([tool('t', 'execute-skill', { options: { retries } })]);
+    const policy = { attempts: 4, initialIntervalMs: 500, backoffCoefficient: 3, maximumIntervalMs: 5000, nonRetryable: ['NOT_FOUND'] };
+    expect(compileWorkflow(retried(policy), resolvers).nodes[0]).toMatchObject({ retry: policy });
+    expect(compileWorkflow(retried({ attempts: 2 }), resolvers).nodes[0]).toMatchObject({
+      retry: { attempts: 2, initialIntervalMs: 1000, backoffCoefficient: 2, maximumIntervalMs: 60_000, nonRetryable: [] },
+    });
+    for (const [bad, field] of [
+      [{ attempts: 0 }, 'graph.0.options.retries.attempts'],
+      [{ attempts: 12 }, 'graph.0.options.retries.attempts'],
+      [{ backoffCoefficient: 0.5 }, 'graph.0.options.retries.backoffCoefficient'],
+      [{ initialIntervalMs: 10_000, maximumIntervalMs: 1000 }, 'graph.0.options.retries.maximumIntervalMs'],
+      [{ initialIntervalMs: 2 * 86_400_000 }, 'graph.0.options.retries.initialIntervalMs'],
+      [{ nonRetryable: [''] }, 'graph.0.options.retries.nonRetryable.0'],
+      [{ nonRetryable: 'NOT_FOUND' }, 'graph.0.options.retries.nonRetryable'],
+      [{ jitter: true }, 'graph.0.options.retries.jitter'],
+      ['3', 'graph.0.options.retries'],
+    ] as const)
+      expect(failure(retried(bad))).toMatchObject({ field });
   });
 });
 

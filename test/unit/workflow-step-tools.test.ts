@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { retryPolicyOf } from '../../workers/workflows/compiler';
 import { stepKind, stepScope } from '../../workers/runtime/step-tools';
 import { workflowDefinitionDocument } from '../../workers/workflows/definition-schema';
 import { stepToolIds } from '../../workers/workflows/step-tool-ids';
 
-const tool = (toolId: string) => ({ type: 'tool' as const, id: 't', toolId, retries: 0, metadata: {} });
+const tool = (toolId: string) => ({ type: 'tool' as const, id: 't', toolId, retry: retryPolicyOf(0), metadata: {} });
 
 describe('workflow tool steps, as the capabilities declare them', () => {
   it('publishes the ids the capabilities declare in the served definition schema', () => {

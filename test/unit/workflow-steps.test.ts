@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { retryPolicyOf } from '../../workers/workflows/compiler';
 import { executionOutput, StepError } from '../../workers/workflows/steps';
 
 const done = (text: string) => ({ text, executionId: 'exec_4' });
@@ -6,7 +7,7 @@ const typed = { type: 'agent' as const, id: 'write', agentSlug: 'writer', output
 
 describe('executionOutput, a finished execution as a step output', () => {
   it('is the execution, its status and text for a skill or an agent without an outputSchema', () => {
-    const step = { type: 'tool' as const, id: 'run', toolId: 'execute-skill', retries: 0, metadata: {} };
+    const step = { type: 'tool' as const, id: 'run', toolId: 'execute-skill', retry: retryPolicyOf(0), metadata: {} };
     expect(executionOutput(step, done('Summary.'))).toEqual({ executionId: 'exec_4', status: 'completed', text: 'Summary.' });
   });
 

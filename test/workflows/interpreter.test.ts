@@ -250,6 +250,35 @@ describe('retries', () => {
     expect(run.state).toMatchObject({ status: 'failed', error: 'Step mem failed: NOT_FOUND: gone' });
   });
 
+  it('a retry policy sets the waits and their ceiling, the attempts in all, and the failures never retried', () => {
+    const policy = { attempts: 4, initialIntervalMs: 500, backoffCoefficient: 3, maximumIntervalMs: 2000, nonRetryable: ['INVALID_INPUT'] };
+    const run = Run.of([tool('mem', 'lookup', { retries: policy })]);
+    const fail = (message = 'SERVICE_UNAVAILABLE: try later') => {
+      run.claim('0');
+      run.send({ type: 'refused', key: '0', message, retryable: false });
+    };
+    fail();
+    expect(run.task('0')).toMatchObject({ wait: 'backoff', failures: 1, dueAt: run.now + 500 });
+    run.now += 500;
+    run.send({ type: 'timer', key: '0' });
+    fail();
+    expect(run.task('0')).toMatchObject({ wait: 'backoff', failures: 2, dueAt: run.now + 1500 });
+    run.now += 1500;
+    run.send({ type: 'timer', key: '0' });
+    fail();
+    // 500 × 3² = 4500, held to the 2000 ceiling.
+    expect(run.task('0')).toMatchObject({ wait: 'backoff', failures: 3, dueAt: run.now + 2000 });
+    run.now += 2000;
+    run.send({ type: 'timer', key: '0' });
+    fail();
+    expect(run.state).toMatchObject({ status: 'failed', error: 'Step mem failed: SERVICE_UNAVAILABLE: try later' });
+
+    const never = Run.of([tool('mem', 'lookup', { retries: policy })]);
+    never.claim('0');
+    never.send({ type: 'refused', key: '0', message: 'INVALID_INPUT: key is required', retryable: false });
+    expect(never.state).toMatchObject({ status: 'failed', error: 'Step mem failed: INVALID_INPUT: key is required' });
+  });
+
   it('a capacity refusal waits and tries again without spending a retry', () => {
     const run = Run.of([tool('run', 'work')]);
     run.claim('0');

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { globalDbOf, shardDbOf } from '../lib/db';
 import { CursorQuery, cursorEnvelope } from '../lib/pagination';
 import { idempotent } from '../middleware/idempotency';
 import { AccountDeletion, DeleteAccountBody, getAccountDeletion, requestAccountDeletion } from '../services/account-deletion';
@@ -16,6 +17,7 @@ import {
 import { getRetention, RetentionPatch, RetentionWindows, setRetention } from '../services/retention';
 import { getSpendLimits, setSpendLimits, SpendLimits, SpendLimitsBody } from '../services/spend-limits';
 import { DeleteWorkspaceBody, getDeletion, requestDeletion, WorkspaceDeletion } from '../services/workspace-deletion';
+import { ExportJob, getExport, logFailure, runExport, startExport } from '../services/workspace-exports';
 import {
   createWorkspace,
   CreateWorkspaceBody,
@@ -220,19 +222,20 @@ export const workspacesArea: Area = {
       output: SpendLimits,
       annotations: { ...WRITE, idempotentHint: true },
       http: { method: 'PUT', path: '/:id/limits', params: byId, summary: 'Set spend limits in Ds (owners only)' },
-      mcp: false,
+      mcp: { stepUp: true },
       run: (ctx, { workspaceId, ...patch }) => setSpendLimits(ctx.db, ctx.globalDb, ctx.actor, workspaceId, patch),
     }),
     defineCapability({
       name: 'get-retention',
       title: 'Get retention windows',
-      description: 'How many days the workspace keeps its traces, workflow runs, activity and audit log (defaults filled in).',
+      description: 'How many days the workspace keeps its executions, traces, workflow runs, activity and audit log (defaults filled in).',
       access: { auth: 'credential', scope: 'profile:read' },
       input: WorkspaceId,
       output: RetentionWindows,
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/:id/retention', params: byId },
-      mcp: false,
+      // profile:read and profile:write reach far beyond retention: asked for when called, not at every MCP sign-in.
+      mcp: { stepUp: true },
       run: (ctx, { workspaceId }) => getRetention(ctx.db, ctx.globalDb, ctx.actor, workspaceId),
     }),
     defineCapability({
@@ -244,7 +247,7 @@ export const workspacesArea: Area = {
       output: RetentionWindows,
       annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
       http: { method: 'PUT', path: '/:id/retention', params: byId, summary: 'Set retention windows in days (owners only)' },
-      mcp: false,
+      mcp: { stepUp: true },
       run: (ctx, { workspaceId, ...patch }) => setRetention(ctx.db, ctx.globalDb, ctx.env, ctx.actor, workspaceId, patch),
     }),
     defineCapability({
@@ -278,6 +281,37 @@ export const workspacesArea: Area = {
       http: { method: 'GET', path: '/:id/deletion', params: byId },
       mcp: false,
       run: (ctx, { workspaceId }) => getDeletion(ctx.globalDb, ctx.actor, workspaceId),
+    }),
+    defineCapability({
+      name: 'start-export',
+      title: 'Export the workspace',
+      description:
+        'Starts writing the whole workspace into one zip archive (owners only; docs/export.md), or answers the export already under way. Read the job until it is ready for its download link.',
+      access: { auth: 'credential', scope: 'profile:write' },
+      input: WorkspaceId,
+      output: ExportJob,
+      annotations: WRITE,
+      http: { method: 'POST', path: '/:id/export', params: byId, status: 201, summary: 'Start an export of the workspace (owners only)' },
+      mcp: false,
+      run: async (ctx, { workspaceId }) => {
+        const { job, started } = await startExport(ctx.db, ctx.globalDb, ctx.env, ctx.actor, workspaceId, ctx.baseUrl);
+        // Outside the request's database session, which ends with the answer.
+        const work = () => runExport(ctx.env, shardDbOf(ctx.env, ctx.actor.shard), globalDbOf(ctx.env), started!).catch(logFailure(started!));
+        if (started !== null) ctx.waitUntil?.(work());
+        return job;
+      },
+    }),
+    defineCapability({
+      name: 'get-export',
+      title: 'Get an export',
+      description: 'An export job; once ready, a download link that works for an hour (owners only).',
+      access: { auth: 'credential', scope: 'profile:read' },
+      input: WorkspaceId.extend({ exportId: z.string().min(1).max(40).describe('The export id (exp_<n>)') }),
+      output: ExportJob,
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/:id/export/:exportId', params: byId },
+      mcp: false,
+      run: (ctx, { workspaceId, exportId }) => getExport(ctx.db, ctx.globalDb, ctx.env, ctx.actor, workspaceId, exportId, ctx.baseUrl),
     }),
   ],
 };

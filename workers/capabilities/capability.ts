@@ -29,6 +29,8 @@ export interface CapabilityContext {
   idempotencyKey?: string;
   /** `x-permission-grant`: which one-time grant a scope check spends (spec 5.5); runs send none. */
   grantToken?: string;
+  /** Keeps work going after the answer is sent (REST: the request's execution context); absent where a surface cannot. */
+  waitUntil?: (work: Promise<unknown>) => void;
   /** In a run, the tool call this is (workers/services/run-tool-calls.ts): an effect in D1 is made once for it, however often a cut-off turn makes the call. */
   toolCallKey?: string;
 }
@@ -92,6 +94,13 @@ export interface McpView<Output> {
    * that work until it ends, before the answer is sent (the response is then an SSE stream).
    */
   follow?: (ctx: CapabilityContext, output: Output, report: ProgressReport) => Promise<void>;
+  /**
+   * The tool is listed, but its scope is left out of what an MCP client asks for at sign-in
+   * (MCP_STARTING_SCOPES): an OAuth client is given it through the step-up challenge when it
+   * first calls the tool. For a scope that allows far more than the tool (`profile:write` also
+   * creates API keys and workspaces), which would otherwise join every MCP client's grant.
+   */
+  stepUp?: true;
 }
 
 /**

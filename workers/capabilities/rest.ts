@@ -28,6 +28,7 @@ export const restContext = (c: Context<AppEnv>): CapabilityContext => ({
   source: 'api',
   idempotencyKey: c.req.header('idempotency-key'),
   grantToken: c.req.header(GRANT_TOKEN_HEADER),
+  waitUntil: (work) => c.executionCtx.waitUntil(work),
 });
 
 const pick = (schema: z.ZodObject, keys: string[]) => schema.pick(Object.fromEntries(keys.map((key) => [key, true])) as never) as z.ZodObject;

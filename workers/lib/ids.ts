@@ -1,8 +1,8 @@
 import { now } from './clock';
 import { randomBytes } from './crypto';
 
-/** Public id prefixes of spec 2.1 for integer-keyed resources. */
-export type IdPrefix = 'exec' | 'art' | 'sec' | 'key';
+/** Public id prefixes of spec 2.1 for integer-keyed resources (and `exp`, workspace exports). */
+export type IdPrefix = 'exec' | 'art' | 'sec' | 'key' | 'exp';
 
 export const formatId = (prefix: IdPrefix, id: number): string => `${prefix}_${id}`;
 

@@ -3,9 +3,10 @@ import { now } from './clock';
 
 /**
  * Short-lived signed URLs: an HS256 JWT under
- * SIGNING_SECRET, in the query string, naming what it opens (`aud`) and for whom.
+ * SIGNING_SECRET, in the query string, naming what it opens (`aud`) and for whom: an event
+ * stream, the control channel, or a workspace export's archive.
  */
-export type StreamAudience = 'execution-stream' | 'control-channel';
+export type StreamAudience = 'execution-stream' | 'control-channel' | 'workspace-export';
 
 export interface StreamClaims {
   /** What the token opens, e.g. an execution id. */

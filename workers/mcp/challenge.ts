@@ -13,12 +13,13 @@ const vocabularyOrder = (scope: string) => {
 };
 
 /**
- * Every API scope the MCP surface uses: each listed tool's, each resource's and the prompts'
- * operation, and each connector's `read` and `exec`, which its tools check per app.
+ * Every API scope the MCP surface asks for at sign-in: each listed tool's (but a step-up tool's,
+ * which is asked for when it is called), each resource's and the prompts' operation, and each
+ * connector's `read` and `exec`, which its tools check per app.
  */
 export const MCP_SCOPES: readonly string[] = [
   ...new Set([
-    ...[...MCP_TOOLS.map((t) => t.access), ...RESOURCE_CAPABILITIES.map((c) => c.access), PROMPT_CAPABILITY.access].flatMap(scopeOf),
+    ...[...MCP_TOOLS.filter((t) => !t.stepUp).map((t) => t.access), ...RESOURCE_CAPABILITIES.map((c) => c.access), PROMPT_CAPABILITY.access].flatMap(scopeOf),
     ...CONNECTORS.flatMap((c) => [`connector:${c.app}:read`, `connector:${c.app}:exec`]),
   ]),
 ].sort((a, b) => vocabularyOrder(a) - vocabularyOrder(b));
@@ -26,7 +27,7 @@ export const MCP_SCOPES: readonly string[] = [
 /**
  * What an MCP client asks for when it first signs in (the 401 challenge's `scope`, and the
  * default of an authorization request for `/mcp` that names none): every scope the tools it
- * lists need, and staying signed in. The person may untick any of them on the consent page.
+ * lists need (but the step-up tools'), and staying signed in. The person may untick any of them on the consent page.
  * Asking for all at once matters: the TypeScript SDK, once it holds a refresh token, answers a
  * step-up challenge by refreshing, which can never widen a grant.
  */

@@ -57,6 +57,8 @@ interface ServiceTool<Shape extends z.ZodRawShape> {
    * work until it ends, before the result is answered (the response is then an SSE stream).
    */
   follow?: (ctx: ToolContext, result: never, report: ProgressReport) => Promise<void>;
+  /** Its scope is asked for through the step-up challenge, not at sign-in (McpView.stepUp). */
+  stepUp?: true;
 }
 
 /** A failed call: an MCP tool error whose text is the service's error envelope, code first. */
@@ -76,6 +78,7 @@ function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
     name: tool.name,
     access: tool.access,
     follows: tool.follow !== undefined,
+    stepUp: tool.stepUp === true,
     register(server: McpServer, ctx: ToolContext) {
       server.registerTool(
         tool.name,
@@ -128,5 +131,6 @@ export function capabilityTool(capability: Capability) {
       return view?.present ? view.present(ctx, output) : (output as object);
     },
     follow: view?.follow,
+    stepUp: view?.stepUp,
   });
 }

@@ -8,6 +8,7 @@ import { deleteExpiredActivations } from './device-activation';
 import { reconcileStale, releaseOrphanedHolds } from './execution-reconciler';
 import { deleteExpiredOAuthRecords } from './oauth';
 import { expireRetainedData } from './retention-sweep';
+import { maintainExports } from './workspace-exports';
 import { deleteExpiredToolCalls } from './run-tool-calls';
 import { forgetPastSpend } from './spend-limits';
 import { resumeStaleAccountDeletions } from './account-erasure';
@@ -22,10 +23,10 @@ const logged = (task: string) => (error: unknown) =>
  * activations and OAuth records, the signing keys' rotation and the change outbox's delivery;
  * on every shard, expired idempotency records and run tool calls, and the run reconciler's
  * sweep of claims a crash left `working`, so no workspace stays locked, and the data past its
- * workspace's retention window (retention-sweep.ts), and spend counts of past months and days
- * (spend-limits.ts); and the credit holds whose claim is gone, so no user's credits stay held;
- * and workspace and account deletions that stalled are driven again (workspace-erasure.ts,
- * account-erasure.ts).
+ * workspace's retention window (retention-sweep.ts), spend counts of past months and days
+ * (spend-limits.ts), and workspace exports to start again or delete (workspace-exports.ts); and
+ * the credit holds whose claim is gone, so no user's credits stay held; and workspace deletions
+ * and account deletions that stalled are driven again (workspace-erasure.ts, account-erasure.ts).
  */
 export function housekeeping(env: Env): Promise<unknown> {
   const db = globalDbOf(env);
@@ -44,8 +45,9 @@ export function housekeeping(env: Env): Promise<unknown> {
         deleteExpiredIdempotencyRecords(shardDb).catch(logged(`idempotency records, shard ${shard}`)),
         deleteExpiredToolCalls(shardDb).catch(logged(`run tool calls, shard ${shard}`)),
         reconcileStale(shardDb, env).catch(logged(`run reconciler, shard ${shard}`)),
-        expireRetainedData(db, shardDb).catch(logged(`retention, shard ${shard}`)),
+        expireRetainedData(env, db, shardDb).catch(logged(`retention, shard ${shard}`)),
         forgetPastSpend(shardDb).catch(logged(`past spend counts, shard ${shard}`)),
+        maintainExports(env, shardDb, db).catch(logged(`workspace exports, shard ${shard}`)),
       ]);
     }),
   ]);

@@ -17,6 +17,7 @@ export const retentionMaxDays = (env: Env): number => Number(env.RETENTION_MAX_D
 
 /** Where a workspace's own window for each kind is kept. */
 const RETENTION_COLUMNS = {
+  executions: 'executionsDays',
   traces: 'tracesDays',
   workflowRuns: 'workflowRunsDays',
   activity: 'activityDays',
@@ -25,6 +26,7 @@ const RETENTION_COLUMNS = {
 
 const Days = z.number().int().min(1);
 export const RetentionWindows = z.object({
+  executions: Days.describe('Days an execution (its event log and its history entry) is kept after it ended, or an idle one after its latest run'),
   traces: Days.describe('Days a trace is kept after its last activity, once it is no longer running'),
   workflowRuns: Days.describe('Days a workflow run is kept after it ended'),
   activity: Days.describe('Days an activity entry is kept'),
@@ -40,6 +42,9 @@ export const windowsOf = (row: RetentionWindowsRow | undefined): RetentionWindow
 
 const readRow = async (db: ShardDb, workspaceId: string) =>
   (await db.select().from(retentionWindows).where(eq(retentionWindows.workspaceId, workspaceId)).limit(1))[0];
+
+/** A workspace's window for one kind, in days: its own, or the default. */
+export const windowOf = async (db: ShardDb, workspaceId: string, kind: RetentionKind): Promise<number> => windowsOf(await readRow(db, workspaceId))[kind];
 
 export async function getRetention(db: ShardDb, globalDb: GlobalDb, principal: Principal, workspace: string): Promise<RetentionWindows> {
   const ws = await requireCurrentWorkspace(globalDb, principal, workspace);

@@ -37,8 +37,8 @@ function keyMatch(table: WorkspaceTable, rows: Row[], alias = 'r.') {
 const keyOf = (table: WorkspaceTable, row: Row) => JSON.stringify(table.key.map((k) => row[k]));
 const valueOf = (table: WorkspaceTable, row: Row) => JSON.stringify(table.columns.map((c) => row[c]));
 
-/** Pages of the workspace's rows of `table` in `db` (the columns named, in rowid order). */
-async function* pages(db: D1Database, table: WorkspaceTable, workspaceId: string, columns: string[]): AsyncGenerator<Row[]> {
+/** Pages of the workspace's rows of `table` in `db` (the columns named, in rowid order); also what an export reads (export-archive.ts). */
+export async function* pages(db: D1Database, table: WorkspaceTable, workspaceId: string, columns: string[]): AsyncGenerator<Row[]> {
   const size = pageSize(table);
   const select = `SELECT r.rowid AS __rowid, ${columns.map((c) => `r.${quote(c)}`).join(', ')} ${scopeOf(table)} AND r.rowid > ? ORDER BY r.rowid LIMIT ?`;
   let after = 0;

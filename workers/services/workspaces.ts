@@ -1,6 +1,6 @@
 import { and, eq, or } from 'drizzle-orm';
 import { z } from 'zod';
-import { apiKeys, members, ROLES, sessions, users, workspaces, type Role, type WorkspaceRow } from '../../schema';
+import { apiKeys, members, ROLES, sessions, users, workspaces, type MemberRow, type Role, type UserRow, type WorkspaceRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
 import type { Env, GlobalDb } from '../env';
@@ -41,6 +41,14 @@ export const MemberRecord = z.object({
   joinedAt: z.string(),
 });
 export type MemberRecord = z.infer<typeof MemberRecord>;
+
+export const presentMember = ({ member, user }: { member: MemberRow; user: UserRow }): MemberRecord => ({
+  userId: user.id,
+  email: user.email,
+  name: user.name,
+  role: member.role,
+  joinedAt: toIso(member.createdAt),
+});
 
 /** `personal` is true only for the person whose sign-up made the workspace. */
 export const presentWorkspace = (row: WorkspaceRow, role: Role, viewerId: string): WorkspaceRecord => ({
@@ -187,11 +195,5 @@ export async function listMembers(db: GlobalDb, principal: Principal, workspace:
     },
     eq(members.workspaceId, ws.id),
   );
-  return mapPage(page, ({ member, user }): MemberRecord => ({
-    userId: user.id,
-    email: user.email,
-    name: user.name,
-    role: member.role,
-    joinedAt: toIso(member.createdAt),
-  }));
+  return mapPage(page, presentMember);
 }

@@ -24,10 +24,36 @@ export const LIMITS = {
   maxIterations: 1000,
   foreachConcurrency: 10,
   retries: 10,
+  /** A retry waits at most a day, and a policy names at most 20 errors that never retry. */
+  retryIntervalMs: 24 * 3600_000,
+  nonRetryable: 20,
   /** A year, in milliseconds. */
   sleepMs: 365 * 24 * 3600_000,
   mappingFields: 100,
 } as const;
+
+/**
+ * When a failed tool step is tried again (docs/workflows.md, Retry policy): up to `attempts` in
+ * all, the first wait `initialIntervalMs`, each next one `backoffCoefficient` times longer up to
+ * `maximumIntervalMs`; a failure whose message contains one of `nonRetryable` (an error code such
+ * as `NOT_FOUND`, or any text) fails the step at once.
+ */
+export interface RetryPolicy {
+  attempts: number;
+  initialIntervalMs: number;
+  backoffCoefficient: number;
+  maximumIntervalMs: number;
+  nonRetryable: string[];
+}
+
+/** The policy of `options.retries: n`, and of a step without options: n retries after 1, 2, 4... s, at most 60 s apart. */
+export const retryPolicyOf = (retries: number): RetryPolicy => ({
+  attempts: retries + 1,
+  initialIntervalMs: 1000,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 60_000,
+  nonRetryable: [],
+});
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -41,7 +67,7 @@ export type MapSource =
 /** A single-step entry: what a container may hold, plus mapping at the top level. */
 export type LeafStep =
   | { type: 'agent'; id: string; agentSlug: string; outputSchema?: Json; budget?: number }
-  | { type: 'tool'; id: string; toolId: string; retries: number; metadata: Record<string, Json> }
+  | { type: 'tool'; id: string; toolId: string; retry: RetryPolicy; metadata: Record<string, Json> }
   | { type: 'sleep'; id: string; duration: number }
   | { type: 'sleepUntil'; id: string; date: string };
 
@@ -127,6 +153,34 @@ function requireArray(v: unknown, at: Path, what: string): unknown[] {
 function runBudget(v: unknown, at: Path): number {
   if (!Credits.safeParse(v).success) at.fail('range', 'must be a positive number of Ds with at most two decimals');
   return hundredthsOf(v as number);
+}
+
+/** `options.retries`: a count of retries (the default policy's intervals), or a whole policy. */
+function retryPolicy(v: unknown, at: Path): RetryPolicy {
+  if (v === undefined || typeof v === 'number') return retryPolicyOf(requireInt(v, at, 0, 0, LIMITS.retries));
+  const policy = requireRecord(v, at);
+  onlyKeys(policy, ['attempts', 'initialIntervalMs', 'backoffCoefficient', 'maximumIntervalMs', 'nonRetryable'], at);
+  const defaults = retryPolicyOf(0);
+  const attempts = requireInt(policy.attempts, at.at('attempts'), 1, 1, LIMITS.retries + 1);
+  const initialIntervalMs = requireInt(policy.initialIntervalMs, at.at('initialIntervalMs'), defaults.initialIntervalMs, 0, LIMITS.retryIntervalMs);
+  const maximumIntervalMs = requireInt(
+    policy.maximumIntervalMs,
+    at.at('maximumIntervalMs'),
+    Math.max(defaults.maximumIntervalMs, initialIntervalMs),
+    0,
+    LIMITS.retryIntervalMs,
+  );
+  if (maximumIntervalMs < initialIntervalMs) at.at('maximumIntervalMs').fail('range', `must be at least initialIntervalMs (${initialIntervalMs})`);
+  const backoffCoefficient = policy.backoffCoefficient ?? defaults.backoffCoefficient;
+  if (typeof backoffCoefficient !== 'number' || !Number.isFinite(backoffCoefficient) || backoffCoefficient < 1 || backoffCoefficient > 10)
+    at.at('backoffCoefficient').fail('range', 'must be a number 1..10');
+  const nonRetryable = policy.nonRetryable === undefined ? [] : requireArray(policy.nonRetryable, at.at('nonRetryable'), 'error codes or texts');
+  if (nonRetryable.length > LIMITS.nonRetryable) at.at('nonRetryable').fail('range', `at most ${LIMITS.nonRetryable} entries`);
+  nonRetryable.forEach((entry, i) => {
+    if (typeof entry !== 'string' || entry.length === 0 || entry.length > 200)
+      at.at('nonRetryable').at(String(i)).fail('type', 'must be a non-empty string of at most 200 characters');
+  });
+  return { attempts, initialIntervalMs, backoffCoefficient: backoffCoefficient as number, maximumIntervalMs, nonRetryable: nonRetryable as string[] };
 }
 
 function requireInt(v: unknown, at: Path, fallback: number, min: number, max: number): number {
@@ -261,11 +315,11 @@ class Compilation {
         }
         const options = entry.options === undefined ? {} : requireRecord(entry.options, at.at('options'));
         onlyKeys(options, ['retries', 'metadata'], at.at('options'));
-        const retries = requireInt(options.retries, at.at('options').at('retries'), 0, 0, LIMITS.retries);
+        const retry = retryPolicy(options.retries, at.at('options').at('retries'));
         const metadata = options.metadata === undefined ? {} : requireRecord(options.metadata, at.at('options').at('metadata'));
         // A human-input step may declare the resume data it takes; resumes are checked against it.
         if (metadata.resumeSchema !== undefined) jsonSchema(metadata.resumeSchema, at.at('options').at('metadata').at('resumeSchema'));
-        return { type, id, toolId, retries, metadata: metadata as Record<string, Json> };
+        return { type, id, toolId, retry, metadata: metadata as Record<string, Json> };
       }
       case 'sleep': {
         const duration = entry.duration;

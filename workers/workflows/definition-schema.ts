@@ -103,7 +103,27 @@ export function workflowSchemas(ref: (name: string) => string): Record<string, S
         toolId: { enum: [...stepToolIds()] },
         options: object(
           {
-            retries: { type: 'integer', minimum: 0, maximum: LIMITS.retries },
+            retries: {
+              description: 'Retries after a failure: a count (waits 1, 2, 4... s, at most 60 s), or a retry policy.',
+              oneOf: [
+                { type: 'integer', minimum: 0, maximum: LIMITS.retries },
+                object(
+                  {
+                    attempts: { type: 'integer', minimum: 1, maximum: LIMITS.retries + 1, description: 'Tries in all, the first included (default 1).' },
+                    initialIntervalMs: { type: 'integer', minimum: 0, maximum: LIMITS.retryIntervalMs, description: 'The wait before the first retry (default 1000).' },
+                    backoffCoefficient: { type: 'number', minimum: 1, maximum: 10, description: 'Each next wait is this many times the last (default 2).' },
+                    maximumIntervalMs: { type: 'integer', minimum: 0, maximum: LIMITS.retryIntervalMs, description: 'The longest wait (default 60000).' },
+                    nonRetryable: {
+                      type: 'array',
+                      maxItems: LIMITS.nonRetryable,
+                      items: { type: 'string', minLength: 1, maxLength: 200 },
+                      description: 'A failure whose message contains one of these (an error code such as NOT_FOUND, or any text) is not retried.',
+                    },
+                  },
+                  [],
+                ),
+              ],
+            },
             metadata: { type: 'object', description: '`human-input`: `prompt` is shown while the run waits.' },
           },
           [],

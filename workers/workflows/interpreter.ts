@@ -164,7 +164,6 @@ const CLOSED: readonly TaskStatus[] = ['done', 'failed', 'canceled'];
 export const POLL_MS = 500;
 /** How long a step waits when the workspace's execution slot is taken. */
 export const CAPACITY_WAIT_MS = 2_000;
-const MAX_BACKOFF_MS = 60_000;
 /** How much of an output or result the event log keeps as its summary. */
 const SUMMARY_CHARS = 280;
 
@@ -449,14 +448,19 @@ function closeRun(d: Draft, status: 'success' | 'failed' | 'canceled', error?: s
 
 // ---- running units ----------------------------------------------------------------------------
 
-/** A failed step: retried with backoff while `options.retries` allows (and `retry`), else the run fails. */
+/**
+ * A failed step: a tool step is tried again after its retry policy's wait while the policy
+ * allows (and `retry`: a revoked launcher spends none) and the failure is not one it never
+ * retries; else the run fails.
+ */
 function failTask(d: Draft, key: string, message: string, retry = true) {
   const task = d.task(key);
   if (!task || (task.status !== 'running' && task.status !== 'waiting') || FINAL.includes(d.state.status)) return;
   const step = stepOf(d.program.workflow, task);
-  const retries = retry && step.type === 'tool' ? step.retries : 0;
-  if (task.failures < retries) {
-    d.setTask(key, { status: 'waiting', wait: 'backoff', failures: task.failures + 1, dueAt: d.now + Math.min(MAX_BACKOFF_MS, 1000 * 2 ** task.failures) });
+  const policy = retry && step.type === 'tool' ? step.retry : undefined;
+  if (policy && task.failures + 1 < policy.attempts && !policy.nonRetryable.some((entry) => message.includes(entry))) {
+    const wait = Math.min(policy.maximumIntervalMs, Math.round(policy.initialIntervalMs * policy.backoffCoefficient ** task.failures));
+    d.setTask(key, { status: 'waiting', wait: 'backoff', failures: task.failures + 1, dueAt: d.now + wait });
     return;
   }
   d.setTask(key, { status: 'failed' });

@@ -4,6 +4,7 @@ import { RETENTION_DEFAULTS, type RetentionKind } from '../../../workers/service
 import { failure, section } from './settings-more';
 
 const LABELS: Record<RetentionKind, string> = {
+  executions: 'Executions (days)',
   traces: 'Traces (days)',
   workflowRuns: 'Workflow runs (days)',
   activity: 'Activity (days)',
@@ -12,7 +13,7 @@ const LABELS: Record<RetentionKind, string> = {
 const KINDS = Object.keys(LABELS) as RetentionKind[];
 
 /**
- * Retention: how many days the workspace keeps each kind of data. The owner edits the four
+ * Retention: how many days the workspace keeps each kind of data. The owner edits the
  * windows and saves them at once (a refusal is shown at the field the API names); others see them read-only.
  */
 export async function retention(box: HTMLElement) {

@@ -19,8 +19,30 @@ interface Entry {
   agentId?: string;
   duration?: number;
   loopType?: string;
+  options?: { retries?: number | RetryOptions };
   steps?: Entry[];
   step?: Entry;
+}
+
+/** A tool step's retry policy as its definition writes it (docs/workflows.md, Retry policy). */
+interface RetryOptions {
+  attempts?: number;
+  initialIntervalMs?: number;
+  backoffCoefficient?: number;
+  maximumIntervalMs?: number;
+  nonRetryable?: string[];
+}
+
+const seconds = (ms: number) => `${ms / 1000} s`;
+
+/** A tool step's retries in words: none when it has none. */
+function retriesOf(retries: number | RetryOptions | undefined): string | null {
+  const policy = typeof retries === 'number' ? { attempts: retries + 1 } : (retries ?? {});
+  const attempts = policy.attempts ?? 1;
+  if (attempts <= 1) return null;
+  const first = policy.initialIntervalMs ?? 1000;
+  const never = policy.nonRetryable?.length ? `; never on ${policy.nonRetryable.join(', ')}` : '';
+  return `up to ${attempts} tries, ${seconds(first)} apart ×${policy.backoffCoefficient ?? 2}, at most ${seconds(Math.max(policy.maximumIntervalMs ?? 60_000, first))}${never}`;
 }
 
 const path = (slug: string) => `/workflows/${encodeURIComponent(slug)}`;
@@ -199,6 +221,7 @@ function drawGraph(graph: Entry[], stepOf: (id: string) => StepView | undefined)
     const step = stepOf(entry.id);
     const status = step?.status ?? (parent && ['success', 'failed'].includes(parent.status) ? 'skipped' : 'pending');
     const children = entry.steps ?? (entry.step ? [entry.step] : []);
+    const retries = entry.type === 'tool' ? retriesOf(entry.options?.retries) : null;
     return h(
       'li',
       { class: `step status-${status}`, 'aria-label': `${entry.id}: ${status}` },
@@ -210,6 +233,7 @@ function drawGraph(graph: Entry[], stepOf: (id: string) => StepView | undefined)
         h('span', { class: 'muted' }, kindOf(entry)),
         ' ',
         statusBadge(status),
+        retries ? h('p', { class: 'muted' }, `Retries: ${retries}`) : null,
         step?.executionId ? h('p', {}, h('a', { href: `/runs/${encodeURIComponent(step.executionId)}` }, `Open the run of ${entry.id}`)) : null,
         step?.output !== undefined ? h('details', {}, h('summary', {}, `Output of ${entry.id}`), h('pre', {}, JSON.stringify(step.output, null, 2))) : null,
       ),

@@ -42,12 +42,32 @@ CREATE TABLE `executions` (
 );
 --> statement-breakpoint
 CREATE INDEX `executions_workspace_status_idx` ON `executions` (`workspace_id`,`status`);--> statement-breakpoint
+CREATE INDEX `executions_workspace_ended_idx` ON `executions` (`workspace_id`,CASE WHEN "completed_at" IS NOT NULL THEN "completed_at" WHEN "claimed_at" IS NOT NULL THEN "claimed_at" ELSE "started_at" END) WHERE "executions"."status" <> 'working';--> statement-breakpoint
 CREATE INDEX `executions_working_claimed_idx` ON `executions` (`claimed_at`) WHERE "executions"."status" = 'working';--> statement-breakpoint
 CREATE TABLE `run_tool_calls` (
 	`key` text PRIMARY KEY NOT NULL,
 	`created_at` integer NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE `workspace_exports` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`status` text NOT NULL,
+	`requested_by` text NOT NULL,
+	`attempts` integer DEFAULT 0 NOT NULL,
+	`lease_until` integer,
+	`upload_id` text,
+	`r2_key` text,
+	`size` integer,
+	`error` text,
+	`created_at` integer NOT NULL,
+	`completed_at` integer,
+	`expires_at` integer
+);
+--> statement-breakpoint
+CREATE INDEX `workspace_exports_workspace_idx` ON `workspace_exports` (`workspace_id`,`id`);--> statement-breakpoint
+CREATE INDEX `workspace_exports_status_lease_idx` ON `workspace_exports` (`status`,`lease_until`);--> statement-breakpoint
+CREATE INDEX `workspace_exports_expires_idx` ON `workspace_exports` (`expires_at`);--> statement-breakpoint
 CREATE TABLE `connector_connections` (
 	`workspace_id` text NOT NULL,
 	`connector_type` text NOT NULL,
@@ -120,6 +140,7 @@ CREATE TABLE `memory` (
 --> statement-breakpoint
 CREATE TABLE `retention_windows` (
 	`workspace_id` text PRIMARY KEY NOT NULL,
+	`executions_days` integer,
 	`traces_days` integer,
 	`workflow_runs_days` integer,
 	`activity_days` integer,
