@@ -290,11 +290,29 @@ export interface paths {
     get: operations['getApiV1Profile'];
     put?: never;
     post?: never;
-    delete?: never;
+    /** Delete the caller's account (a session, with its password); answers the deletion's job and its status URL */
+    delete: operations['deleteApiV1Profile'];
     options?: never;
     head?: never;
     /** Rename the caller */
     patch: operations['patchApiV1Profile'];
+    trace?: never;
+  };
+  '/api/v1/account-deletions/{token}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** An account deletion's job and its workspaces' jobs, to whoever holds the status token from the deletion's answer */
+    get: operations['getApiV1AccountDeletionsByToken'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
     trace?: never;
   };
   '/api/v1/workspaces': {
@@ -3183,6 +3201,125 @@ export interface operations {
       };
     };
   };
+  deleteApiV1Profile: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The account’s password; may be left out within 10 minutes of signing in (a fresh session) */
+          password?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      202: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description The job id */
+            id: string;
+            /** @enum {string} */
+            status: 'running' | 'completed';
+            /** @description Where the job can be read without a credential (the account has none left); only in the answer to the deletion */
+            statusUrl: string | null;
+            /** @description The workspaces deleted with the account, each its own deletion job */
+            workspaces: {
+              workspaceId: string;
+              jobId: string;
+              /** @enum {string} */
+              status: 'running' | 'completed';
+              /** @enum {string} */
+              step: 'credentials' | 'cancel' | 'directory' | 'objects' | 'storage' | 'rows' | 'records' | 'done';
+            }[];
+            createdAt: string;
+            updatedAt: string;
+            completedAt: string | null;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
   patchApiV1Profile: {
     parameters: {
       query?: never;
@@ -3226,6 +3363,121 @@ export interface operations {
               apiKeyId: string | null;
             };
             scopes: string[];
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1AccountDeletionsByToken: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The status token (`adel_…`), from the status URL */
+        token: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description The job id */
+            id: string;
+            /** @enum {string} */
+            status: 'running' | 'completed';
+            /** @description Where the job can be read without a credential (the account has none left); only in the answer to the deletion */
+            statusUrl: string | null;
+            /** @description The workspaces deleted with the account, each its own deletion job */
+            workspaces: {
+              workspaceId: string;
+              jobId: string;
+              /** @enum {string} */
+              status: 'running' | 'completed';
+              /** @enum {string} */
+              step: 'credentials' | 'cancel' | 'directory' | 'objects' | 'storage' | 'rows' | 'records' | 'done';
+            }[];
+            createdAt: string;
+            updatedAt: string;
+            completedAt: string | null;
           };
         };
       };

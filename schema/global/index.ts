@@ -11,3 +11,4 @@ export * from './catalog';
 export * from './mcp';
 export * from './change-outbox';
 export * from './workspace-deletions';
+export * from './account-deletions';

@@ -27,7 +27,10 @@ export const workspaceDeletions = sqliteTable(
     workspaceName: text('workspace_name').notNull(),
     /** The shard the directory named then: its rows are found there once the directory row is gone. */
     shard: integer('shard').notNull(),
+    /** The person who asked; for a workspace deleted with an account, that account's anonymous id. */
     requestedBy: text('requested_by').notNull(),
+    /** The account deletion this job is part of (`account_deletions.id`), if any: it goes on when the job completes. */
+    accountDeletionId: text('account_deletion_id'),
     /** The members when the deletion was asked for (their memberships went then): whose credential gates forget. */
     memberIds: text('member_ids', { mode: 'json' }).$type<string[]>().notNull(),
     status: text('status', { enum: DELETION_STATUSES }).notNull(),
@@ -40,13 +43,15 @@ export const workspaceDeletions = sqliteTable(
     updatedAt: integer('updated_at').notNull(),
     completedAt: integer('completed_at'),
   },
-  (t) => [index('workspace_deletions_status_idx').on(t.status, t.updatedAt)],
+  (t) => [index('workspace_deletions_status_idx').on(t.status, t.updatedAt), index('workspace_deletions_account_idx').on(t.accountDeletionId)],
 );
 
 /**
  * The audit records of workspace deletions (`workspace.deletion_requested`, then
- * `workspace.deleted`): a workspace's own audit log is on its shard and goes with it, so these
- * are kept here, with the same columns, for as long as the ledger is.
+ * `workspace.deleted`) and of account deletions (`account.deletion_requested`, then
+ * `account.deleted`, under the account's anonymous id in `workspace_id`): a workspace's own
+ * audit log is on its shard and goes with it, so these are kept here, with the same columns, for
+ * as long as the ledger is.
  */
 export const workspaceDeletionAudit = sqliteTable(
   'workspace_deletion_audit',

@@ -63,6 +63,11 @@ describe('the console in a browser', () => {
     await page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true });
   };
   const output = () => page.getByRole('region', { name: 'Output' });
+  /** A call to the API from `person`'s page, with its cookie session: a GET, or a POST of `body`. */
+  const inPage = (person: Page, path: string, body?: object) =>
+    person.evaluate<{ id: string; email: string }>(
+      `fetch(${JSON.stringify(path)}, { method: ${JSON.stringify(body ? 'POST' : 'GET')}, headers: { 'content-type': 'application/json', 'x-csrf-token': document.querySelector('meta[name="csrf-token"]').content }, body: ${JSON.stringify(body ? JSON.stringify(body) : null)} }).then((r) => r.json())`,
+    );
 
   beforeAll(async () => {
     // Words 40 ms apart: a run streams for a few seconds, long enough to watch, reload and interrupt.
@@ -415,10 +420,6 @@ describe('the console in a browser', () => {
 
     // A member of the owner's workspace, acting there, sees the same windows and no way to change them.
     const member = await signUp('Retention Member');
-    const inPage = (person: Page, path: string, body?: object) =>
-      person.evaluate<{ id: string; email: string }>(
-        `fetch(${JSON.stringify(path)}, { method: ${JSON.stringify(body ? 'POST' : 'GET')}, headers: { 'content-type': 'application/json', 'x-csrf-token': document.querySelector('meta[name="csrf-token"]').content }, body: ${JSON.stringify(body ? JSON.stringify(body) : null)} }).then((r) => r.json())`,
-      );
     const workspace = await inPage(owner, '/api/v1/workspaces/current');
     await owner.goto(`${service.base}/settings`);
     await owner.getByLabel('Email to invite').fill((await inPage(member, '/api/v1/profile')).email);
@@ -552,6 +553,40 @@ describe('the console in a browser', () => {
       .waitFor();
     expect(await page.locator('#app').getAttribute('aria-busy')).toBe('true');
     await check('rate-limited');
+  });
+
+  it('deletes a workspace whose name its owner types back, following the job until it completes, then deletes the account with its password', async () => {
+    page = await signUp('Leaving Person');
+    const team = await inPage(page, '/api/v1/workspaces', { name: 'Doomed Team', slug: `doomed-${Date.now()}` });
+    await page.reload();
+    await page.getByRole('combobox', { name: 'Workspace' }).selectOption(team.id);
+    await page.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
+    await page.goto(`${service.base}/settings`);
+
+    const workspace = page.getByRole('region', { name: 'Delete workspace' });
+    const confirm = workspace.getByLabel('Type the workspace’s name (Doomed Team) to confirm');
+    await confirm.fill('doomed team');
+    await workspace.getByRole('button', { name: 'Delete workspace' }).click();
+    await workspace.getByRole('alert').getByText("Type the workspace's name exactly to confirm its deletion").waitFor();
+    expect(await confirm.getAttribute('aria-invalid')).toBe('true');
+    await check('settings-delete-workspace-refused');
+    await confirm.fill('Doomed Team');
+    await workspace.getByRole('button', { name: 'Delete workspace' }).click();
+    await workspace.getByText('Everything in it is gone.').waitFor({ timeout: 60_000 });
+    await workspace.getByText('completed').waitFor();
+    await check('settings-delete-workspace-done');
+    expect((await inPage(page, '/api/v1/workspaces/current')).id).not.toBe(team.id);
+
+    // Back in the personal workspace, which goes only with the account.
+    await page.goto(`${service.base}/settings`);
+    await page.getByRole('region', { name: 'Delete workspace' }).getByText('Your personal workspace is deleted only with your account').waitFor();
+    const account = page.getByRole('region', { name: 'Delete account' });
+    await account.getByLabel('Your password').fill('console password long enough');
+    await account.getByRole('button', { name: 'Delete account' }).click();
+    await account.getByText('Your account is deleted.').waitFor({ timeout: 60_000 });
+    await account.getByText('workspaces deleted: 1 of 1').waitFor();
+    await check('settings-delete-account-done');
+    expect(await page.evaluate(`fetch('/api/v1/profile').then((r) => r.status)`)).toBe(401);
   });
 
   it('shows the other sections accessibly, and no page was refused by its CSP or failed', async () => {

@@ -8,7 +8,7 @@ describe('error envelope', () => {
     expectError(await call('/api/v1/no-such-thing'), 404, 'NOT_FOUND');
     expectError(await call('/api/v1/no-such-thing', { token: user.token }), 404, 'NOT_FOUND');
     expectError(await call('/nowhere'), 404, 'NOT_FOUND');
-    expectError(await call('/api/v1/profile', { method: 'DELETE', token: user.token }), 404, 'NOT_FOUND');
+    expectError(await call('/api/v1/profile', { method: 'PUT', token: user.token, body: {} }), 404, 'NOT_FOUND');
   });
 
   it('answers malformed JSON with 400 INVALID_INPUT on field body', async () => {

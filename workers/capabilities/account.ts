@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { globalDbOf, shardDbOf } from '../lib/db';
 import { CursorQuery, cursorEnvelope } from '../lib/pagination';
 import { idempotent } from '../middleware/idempotency';
+import { AccountDeletion, DeleteAccountBody, getAccountDeletion, requestAccountDeletion } from '../services/account-deletion';
 import { getProfile, Profile, ProfilePatch, updateProfile } from '../services/accounts';
 import { ApiKeyRecord, createApiKey, CreateApiKeyBody, CreatedApiKey, listApiKeys, revokeApiKey } from '../services/api-keys';
 import {
@@ -58,6 +59,45 @@ export const profileArea: Area = {
       http: { method: 'PATCH', path: '/', summary: 'Rename the caller' },
       mcp: false,
       run: (ctx, patch) => updateProfile(ctx.globalDb, ctx.actor, patch),
+    }),
+    defineCapability({
+      name: 'delete-account',
+      title: 'Delete the account',
+      description:
+        "Deletes the caller's account (a session only, with its password unless signed in within 10 minutes): its workspaces no one else owns and everything in them, its memberships, every session, key and OAuth grant; the ledger keeps its entries under an anonymous id. Answers the deletion's job with a status URL that needs no credential.",
+      access: { auth: 'session' },
+      input: DeleteAccountBody,
+      output: AccountDeletion,
+      annotations: { ...WRITE, destructiveHint: true },
+      http: {
+        method: 'DELETE',
+        path: '/',
+        body: DeleteAccountBody,
+        status: 202,
+        summary: "Delete the caller's account (a session, with its password); answers the deletion's job and its status URL",
+      },
+      mcp: false,
+      run: (ctx, body) => requestAccountDeletion(ctx.globalDb, ctx.env, ctx.actor, body, ctx.baseUrl),
+    }),
+  ],
+};
+
+/** An account deletion's progress, read with the status token its answer carried (the account has no credential left). */
+export const accountDeletionsArea: Area = {
+  mount: '/api/v1/account-deletions',
+  tag: 'Profile',
+  capabilities: [
+    defineCapability({
+      name: 'get-account-deletion',
+      title: "Get an account's deletion",
+      description: "An account deletion's job and its workspaces' jobs, to whoever holds the status token from the deletion's answer.",
+      access: { auth: 'public' },
+      input: z.object({ token: z.string().min(1).max(100).describe('The status token (`adel_…`), from the status URL') }),
+      output: AccountDeletion,
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/:token' },
+      mcp: false,
+      run: (ctx, { token }) => getAccountDeletion(ctx.globalDb, token),
     }),
   ],
 };

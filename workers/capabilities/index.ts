@@ -1,5 +1,5 @@
 import { activityArea, auditLogsArea } from './activity';
-import { apiKeysArea, invitationsArea, profileArea, workspacesArea } from './account';
+import { accountDeletionsArea, apiKeysArea, invitationsArea, profileArea, workspacesArea } from './account';
 import { agentPermissionsArea } from './agent-permissions';
 import { agentsArea } from './agents';
 import { artifactsArea } from './artifacts';
@@ -22,6 +22,7 @@ import { workflowsArea } from './workflows';
 /** Every area declared as capabilities; its REST routes, access entries, MCP tools and run tools are generated from these. */
 export const AREAS: readonly Area[] = [
   profileArea,
+  accountDeletionsArea,
   workspacesArea,
   invitationsArea,
   apiKeysArea,

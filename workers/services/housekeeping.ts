@@ -11,6 +11,7 @@ import { expireRetainedData } from './retention-sweep';
 import { maintainExports } from './workspace-exports';
 import { deleteExpiredToolCalls } from './run-tool-calls';
 import { forgetPastSpend } from './spend-limits';
+import { resumeStaleAccountDeletions } from './account-erasure';
 import { resumeStaleDeletions } from './workspace-erasure';
 
 /** Logs a housekeeping task that failed; the others go on, and the next hour tries again. */
@@ -25,7 +26,7 @@ const logged = (task: string) => (error: unknown) =>
  * workspace's retention window (retention-sweep.ts), spend counts of past months and days
  * (spend-limits.ts), and workspace exports to start again or delete (workspace-exports.ts); and
  * the credit holds whose claim is gone, so no user's credits stay held; and workspace deletions
- * that stalled are driven again (workspace-erasure.ts).
+ * and account deletions that stalled are driven again (workspace-erasure.ts, account-erasure.ts).
  */
 export function housekeeping(env: Env): Promise<unknown> {
   const db = globalDbOf(env);
@@ -37,6 +38,7 @@ export function housekeeping(env: Env): Promise<unknown> {
     deliverAllChanges(db, env).catch(logged('change outbox')),
     releaseOrphanedHolds(env).catch(logged('orphaned holds')),
     resumeStaleDeletions(env).catch(logged('workspace deletions')),
+    resumeStaleAccountDeletions(env).catch(logged('account deletions')),
     ...boundShards(env).map((shard) => {
       const shardDb = shardDbOf(env, shard);
       return Promise.all([

@@ -16,11 +16,11 @@ const DELETE_ROWS = 500;
 
 const quote = (name: string) => `"${name}"`;
 
-/** The rows of `table` that belong to the workspace, as `r`; binds the workspace id. */
-const scopeOf = (table: WorkspaceTable) =>
+/** The rows of `table` that belong to the workspace, as `r`; binds the workspace id at `param`. */
+export const scopeOf = (table: WorkspaceTable, param = '?') =>
   table.parent
-    ? `FROM ${quote(table.name)} AS r JOIN ${quote(table.parent.name)} AS o ON o.${quote(table.parent.parentColumn)} = r.${quote(table.parent.column)} WHERE o.workspace_id = ?`
-    : `FROM ${quote(table.name)} AS r WHERE r.workspace_id = ?`;
+    ? `FROM ${quote(table.name)} AS r JOIN ${quote(table.parent.name)} AS o ON o.${quote(table.parent.parentColumn)} = r.${quote(table.parent.column)} WHERE o.workspace_id = ${param}`
+    : `FROM ${quote(table.name)} AS r WHERE r.workspace_id = ${param}`;
 
 const pageSize = (table: WorkspaceTable) => Math.min(PAGE_ROWS, Math.floor(MAX_PARAMS / table.key.length));
 

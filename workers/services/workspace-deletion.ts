@@ -1,3 +1,4 @@
+import type { BatchItem } from 'drizzle-orm/batch';
 import { and, eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import {
@@ -9,6 +10,7 @@ import {
   workspaceDeletionAudit,
   workspaceDeletions,
   type WorkspaceDeletionRow,
+  type WorkspaceRow,
 } from '../../schema';
 import { credentialsChanged } from '../auth/credential-changes';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
@@ -68,6 +70,69 @@ const checkConfirm = (name: string, confirm: string) => {
 /** Starts (or, for an unfinished job, wakes) the object that drives a deletion. */
 export const driveDeletion = (env: Env, workspaceId: string) => env.WORKSPACE_DELETION.getByName(workspaceId).begin(workspaceId);
 
+/** Who asked for a deletion, as its audit record names them. */
+type DeletionActor = { userId: string; apiKeyId: number | null; ip: string | null; userAgent: string | null; requestId: string };
+
+/** What starting a workspace's deletion writes. */
+export interface DeletionStart {
+  workspace: WorkspaceRow;
+  shard: number;
+  /** Who reads the job: the person who asked, or the anonymous id of the account being deleted with it. */
+  requestedBy: string;
+  actor: DeletionActor | Principal;
+  /** The account deletion this is part of: its personal workspace's name and slug (the person's name) are not recorded. */
+  accountDeletionId?: string;
+}
+
+const actorOf = (actor: DeletionStart['actor']): DeletionActor =>
+  'credential' in actor
+    ? { userId: actor.userId, apiKeyId: apiKeyIdOf(actor), ip: actor.origin.ip, userAgent: actor.origin.userAgent, requestId: actor.origin.requestId }
+    : actor;
+
+/**
+ * The batch that starts a workspace's deletion: the job and its audit record, and every
+ * membership and invitation of the workspace removed, so no credential resolves into it any more.
+ */
+export function deletionStatements(db: GlobalDb, start: DeletionStart): [BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]] {
+  const { workspace } = start;
+  const actor = actorOf(start.actor);
+  const anonymous = start.accountDeletionId !== undefined && workspace.personal;
+  const at = now();
+  const job = {
+    id: uuidv7(),
+    workspaceId: workspace.id,
+    workspaceName: anonymous ? 'Personal workspace' : workspace.name,
+    shard: start.shard,
+    requestedBy: start.requestedBy,
+    accountDeletionId: start.accountDeletionId ?? null,
+    // Read in the batch that removes them, so a member who joined a moment before is not missed.
+    memberIds: sql`(SELECT json_group_array(user_id) FROM ${members} WHERE ${members.workspaceId} = ${workspace.id})` as unknown as string[],
+    status: 'running' as const,
+    step: DELETION_STEPS[0],
+    createdAt: at,
+    updatedAt: at,
+  };
+  return [
+    db.insert(workspaceDeletions).values(job).onConflictDoNothing(),
+    db.insert(workspaceDeletionAudit).values({
+      workspaceId: workspace.id,
+      actorUserId: actor.userId,
+      actorApiKeyId: actor.apiKeyId,
+      action: 'workspace.deletion_requested',
+      resourceType: 'workspace',
+      resourceId: workspace.id,
+      ip: actor.ip,
+      userAgent: actor.userAgent,
+      requestId: actor.requestId,
+      metadata: anonymous ? { jobId: job.id, accountDeletionId: start.accountDeletionId } : { name: workspace.name, slug: workspace.slug, jobId: job.id },
+      createdAt: at,
+    }),
+    db.delete(invitations).where(eq(invitations.workspaceId, workspace.id)),
+    db.delete(members).where(eq(members.workspaceId, workspace.id)),
+    db.update(sessions).set({ workspaceId: null }).where(eq(sessions.workspaceId, workspace.id)),
+  ];
+}
+
 /**
  * `DELETE /api/v1/workspaces/:id {confirm}`: owners only, not a personal workspace, not during a
  * move. Asked again by the same person, answers the same job.
@@ -88,39 +153,7 @@ export async function requestDeletion(db: GlobalDb, env: Env, principal: Princip
   const place = await placeOf(db, row.id);
   if (!place) throw notFound('Workspace');
   if (place.movingTo !== null) throw conflict('The workspace is being moved to another database; delete it once the move is done');
-  const at = now();
-  const job = {
-    id: uuidv7(),
-    workspaceId: row.id,
-    workspaceName: row.name,
-    shard: place.shard,
-    requestedBy: principal.userId,
-    // Read in the batch that removes them, so a member who joined a moment before is not missed.
-    memberIds: sql`(SELECT json_group_array(user_id) FROM ${members} WHERE ${members.workspaceId} = ${row.id})` as unknown as string[],
-    status: 'running' as const,
-    step: DELETION_STEPS[0],
-    createdAt: at,
-    updatedAt: at,
-  };
-  await db.batch([
-    db.insert(workspaceDeletions).values(job).onConflictDoNothing(),
-    db.insert(workspaceDeletionAudit).values({
-      workspaceId: row.id,
-      actorUserId: principal.userId,
-      actorApiKeyId: apiKeyIdOf(principal),
-      action: 'workspace.deletion_requested',
-      resourceType: 'workspace',
-      resourceId: row.id,
-      ip: principal.origin.ip,
-      userAgent: principal.origin.userAgent,
-      requestId: principal.origin.requestId,
-      metadata: { name: row.name, slug: row.slug, jobId: job.id },
-      createdAt: at,
-    }),
-    db.delete(invitations).where(eq(invitations.workspaceId, row.id)),
-    db.delete(members).where(eq(members.workspaceId, row.id)),
-    db.update(sessions).set({ workspaceId: null }).where(eq(sessions.workspaceId, row.id)),
-  ]);
+  await db.batch(deletionStatements(db, { workspace: row, shard: place.shard, requestedBy: principal.userId, actor: principal }));
   const started = (await deletionOf(db, row.id))!;
   await credentialsChanged(env.CREDENTIAL_GATE, principal.userId, ...started.memberIds);
   await driveDeletion(env, row.id);

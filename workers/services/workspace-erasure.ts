@@ -27,6 +27,7 @@ import { blobKey, MANIFEST_PREFIX, type BundleManifest } from '../lib/bundle';
 import { now } from '../lib/clock';
 import { boundShards, globalDbOf, shardBinding, shardDbOf } from '../lib/db';
 import { formatId } from '../lib/ids';
+import { advanceAccountDeletion, type Progress } from './account-erasure';
 import { workspacePrefix } from './archive-install';
 import { releaseReservation } from './credits';
 import { PLACE_TTL_MS } from './directory-routed';
@@ -293,8 +294,6 @@ const STEPS: Record<Exclude<DeletionStep, 'done'>, (env: Env, job: Job) => Promi
   records: deleteRecords,
 };
 
-export type Progress = { done: true } | { done: false; againInMs: number };
-
 /** How long one call goes on taking steps before it hands back (its object's alarm calls again at once). */
 const SLICE_MS = 20_000;
 
@@ -308,7 +307,9 @@ export async function advanceDeletion(env: Env, workspaceId: string): Promise<Pr
   const started = Date.now();
   for (;;) {
     const [job] = await db.select().from(workspaceDeletions).where(eq(workspaceDeletions.workspaceId, workspaceId)).limit(1);
-    if (!job || job.status === 'completed' || job.step === 'done') return { done: true };
+    if (!job) return { done: true };
+    // A workspace deleted with its account: the account's deletion goes on from its last workspace's completion.
+    if (job.status === 'completed' || job.step === 'done') return job.accountDeletionId ? advanceAccountDeletion(env, job.accountDeletionId) : { done: true };
     let result: StepResult;
     try {
       result = await STEPS[job.step](env, job);
@@ -336,7 +337,7 @@ export async function advanceDeletion(env: Env, workspaceId: string): Promise<Pr
         .where(and(eq(workspaceDeletions.id, job.id), eq(workspaceDeletions.step, job.step), isNull(workspaceDeletions.completedAt))),
       ...(result.statements ?? []),
     ]);
-    if (done) return { done: true };
+    if (done) continue;
     if (Date.now() - started > SLICE_MS) return { done: false, againInMs: 0 };
   }
 }

@@ -1,6 +1,7 @@
 import { api, post, type Answer } from '../api';
 import { field, h, show, when } from '../dom';
 import { consents, permissionRequests } from './approvals';
+import { deleteAccount, deleteWorkspace } from './deletion';
 import { limits } from './limits';
 import { retention } from './retention';
 import { billing, byok, connectors, failure, members, secrets, section } from './settings-more';
@@ -20,12 +21,14 @@ const PARTS = [
   ['Your own model key', byok],
   ['Connectors', connectors],
   ['Billing', billing],
+  ['Delete workspace', deleteWorkspace],
+  ['Delete account', deleteAccount],
 ] as const;
 
 /**
  * Settings: API keys (created with chosen scopes, shown once, revoked), agents' pending
  * consents and permission requests, members and invitations, retention, spend limits, secrets, the model key, connectors,
- * billing.
+ * billing, and deleting the workspace or the account.
  */
 export async function settings(app: HTMLElement) {
   const boxes = PARTS.map(() => h('div'));

@@ -350,6 +350,7 @@ CREATE TABLE `workspace_deletions` (
 	`workspace_name` text NOT NULL,
 	`shard` integer NOT NULL,
 	`requested_by` text NOT NULL,
+	`account_deletion_id` text,
 	`member_ids` text NOT NULL,
 	`status` text NOT NULL,
 	`step` text NOT NULL,
@@ -361,4 +362,22 @@ CREATE TABLE `workspace_deletions` (
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `workspace_deletions_workspace_id_unique` ON `workspace_deletions` (`workspace_id`);--> statement-breakpoint
-CREATE INDEX `workspace_deletions_status_idx` ON `workspace_deletions` (`status`,`updated_at`);
+CREATE INDEX `workspace_deletions_status_idx` ON `workspace_deletions` (`status`,`updated_at`);--> statement-breakpoint
+CREATE INDEX `workspace_deletions_account_idx` ON `workspace_deletions` (`account_deletion_id`);--> statement-breakpoint
+CREATE TABLE `account_deletions` (
+	`id` text PRIMARY KEY NOT NULL,
+	`token_hash` text NOT NULL,
+	`anonymous_id` text NOT NULL,
+	`account` text,
+	`workspace_ids` text NOT NULL,
+	`kept_workspace_ids` text NOT NULL,
+	`status` text NOT NULL,
+	`last_error` text,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL,
+	`completed_at` integer
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX `account_deletions_token_hash_unique` ON `account_deletions` (`token_hash`);--> statement-breakpoint
+CREATE UNIQUE INDEX `account_deletions_anonymous_id_unique` ON `account_deletions` (`anonymous_id`);--> statement-breakpoint
+CREATE INDEX `account_deletions_status_idx` ON `account_deletions` (`status`,`updated_at`);
