@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import { z } from 'zod';
 import { threads } from '../../schema';
-import { workflowRuns, workflowStepResults, type WorkflowRunRow } from '../../schema/shard/workflows';
+import { workflowRuns, workflowStepResults, type WorkflowRow, type WorkflowRunRow } from '../../schema/shard/workflows';
 import { runActor } from '../auth/actor';
 import type { CredentialKind } from '../auth/credentials';
 import type { Principal } from '../auth/principal';
@@ -40,6 +40,27 @@ export type Launched = z.infer<typeof Launched>;
 const runIdOf = (key: string) => `${key.slice(0, 8)}-${key.slice(8, 12)}-${key.slice(12, 16)}-${key.slice(16, 20)}-${key.slice(20)}`;
 
 /**
+ * The installed definition compiled, with `inputs` checked against its inputSchema: 400 naming
+ * `<field>.<path>` otherwise (launch's `inputs`, a schedule's `input`).
+ */
+export async function compileWithInputs(db: ShardDb, principal: Principal, row: WorkflowRow, inputs: Record<string, unknown>, field: string) {
+  let stored: unknown;
+  try {
+    stored = JSON.parse(row.definition);
+  } catch {
+    // Spec 7.3: a launch that cannot load its definition is 400.
+    throw invalidInput('definition', 'json', 'The stored definition is not valid JSON; install it again');
+  }
+  const compiled = await compileFor(db, principal.workspaceId, stored);
+  const problem = valueProblem(compiled.inputSchema, inputs);
+  if (problem) {
+    const path = [field, ...problem.pointer.split('/').filter(Boolean)].join('.');
+    throw invalidInput(path, 'input_schema', `${path}: ${problem.message}`);
+  }
+  return compiled;
+}
+
+/**
  * Recompiles the installed definition, validates the inputs against its inputSchema and hands
  * the run to a fresh WorkflowRun object, which writes the run record and queues the first step.
  * Without the queue binding nothing is created (503). Launched by a run's tool call
@@ -57,19 +78,7 @@ export async function launchWorkflow(db: ShardDb, env: Env, principal: Principal
       .limit(1);
     if (!thread) throw new AppError('NOT_FOUND', 404, 'Thread not found', { field: 'threadId' });
   }
-  let stored: unknown;
-  try {
-    stored = JSON.parse(row.definition);
-  } catch {
-    // Spec 7.3: a launch that cannot load its definition is 400.
-    throw invalidInput('definition', 'json', 'The stored definition is not valid JSON; install it again');
-  }
-  const compiled = await compileFor(db, principal.workspaceId, stored);
-  const problem = valueProblem(compiled.inputSchema, inputs);
-  if (problem) {
-    const field = ['inputs', ...problem.pointer.split('/').filter(Boolean)].join('.');
-    throw invalidInput(field, 'input_schema', `${field}: ${problem.message}`);
-  }
+  const compiled = await compileWithInputs(db, principal, row, inputs, 'inputs');
   if (!env.WORKFLOW_STEPS || !env.WORKFLOW_RUN) {
     throw new AppError(
       'SERVICE_UNAVAILABLE',
