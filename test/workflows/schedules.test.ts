@@ -2,6 +2,8 @@ import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { WorkflowSchedule } from '../../durable-objects/WorkflowSchedule';
+import triageSchedule from '../../examples/workflows/triage-schedule.json?raw';
+import triage from '../../examples/workflows/triage.json?raw';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 import { definition, install, mapping } from '../helpers/workflows';
@@ -87,6 +89,15 @@ describe('schedules: settings', () => {
     expect(new Date(changed.body.nextFireTimes[0]).getUTCDate()).toBe(1);
     const paused = await schedules(user, `/${created.id}/pause`, { method: 'POST' });
     expect(paused.body).toMatchObject({ paused: true, state: 'paused', nextFireTimes: [] });
+  });
+
+  it('takes the example of docs/workflows.md for the triage example', async () => {
+    const user = await signUp();
+    await install(user, 'triage', JSON.parse(triage));
+    const res = await call('/api/v1/workflows/triage/schedules', { token: user.token, body: JSON.parse(triageSchedule) });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const paris = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Paris', weekday: 'short', hour: '2-digit', minute: '2-digit' });
+    for (const time of res.body.nextFireTimes as string[]) expect(paris.format(new Date(time))).toMatch(/^(Mon|Tue|Wed|Thu|Fri) 09:00$/);
   });
 
   it('refuses a bad cron, an unknown time zone and input the inputSchema refuses, naming the field', async () => {

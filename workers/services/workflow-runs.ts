@@ -24,7 +24,7 @@ export const LaunchInput = z.object({
   inputs: z.record(z.string(), z.unknown()).optional().describe('The run’s input data (initData), validated against the workflow’s inputSchema'),
   threadId: z.string().min(1).max(100).optional().describe('The chat thread the run was started from; it gets the run’s outcome as a message'),
 });
-/** A launch: what a caller asks for, and the tool call that makes it when a run's turn does. */
+/** A launch: what a caller asks for, and the key that makes it once (a run's tool call, a schedule's fire time). */
 export type LaunchRequest = z.infer<typeof LaunchInput> & { toolCallKey?: string };
 
 export const Launched = z.object({
@@ -65,7 +65,8 @@ export async function compileWithInputs(db: ShardDb, principal: Principal, row: 
  * the run to a fresh WorkflowRun object, which writes the run record and queues the first step.
  * Without the queue binding nothing is created (503). Launched by a run's tool call
  * (`toolCallKey`), the run's id is the call's, so the call made again by a cut-off turn starts
- * the same run (its object takes a start once) and records the launch once.
+ * the same run (its object takes a start once) and records the launch once; a schedule's fire
+ * time passes a key of the same kind (workers/services/schedule-firing.ts).
  */
 export async function launchWorkflow(db: ShardDb, env: Env, principal: Principal, launch: LaunchRequest): Promise<Launched> {
   const { inputs = {}, threadId, toolCallKey } = launch;
