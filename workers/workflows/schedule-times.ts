@@ -36,6 +36,14 @@ export function cronProblem(setting: CronSetting): { field: 'cron' | 'timezone';
     return { field: 'timezone', rule: 'timezone', message: `timezone: unknown time zone "${setting.timezone}" (an IANA name such as Europe/Paris, or UTC)` };
   }
   if (setting.cron.length > MAX_CRON_LENGTH) return { field: 'cron', rule: 'cron', message: `cron: at most ${MAX_CRON_LENGTH} characters` };
+  const fields = setting.cron.trim().split(/\s+/).length;
+  if (!setting.cron.trim().startsWith('@') && fields !== 5) {
+    return {
+      field: 'cron',
+      rule: 'cron',
+      message: `cron: five fields are needed (minute hour day-of-month month day-of-week), not ${fields}, or a nickname such as @daily`,
+    };
+  }
   let cron: Cron;
   try {
     cron = cronOf(setting);
