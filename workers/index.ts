@@ -9,6 +9,7 @@ export { ExecutionSession } from '../durable-objects/ExecutionSession';
 export { RateLimiter } from '../durable-objects/RateLimiter';
 export { WorkspaceChannel } from '../durable-objects/WorkspaceChannel';
 export { WorkflowRun } from '../durable-objects/WorkflowRun';
+export { WorkflowSchedule } from '../durable-objects/WorkflowSchedule';
 export { WorkspaceDeletion } from '../durable-objects/WorkspaceDeletion';
 
 const app = createApp();

@@ -1742,6 +1742,77 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/workflows/{slug}/schedules': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Schedules of a workflow */
+    get: operations['getApiV1WorkflowsBySlugSchedules'];
+    put?: never;
+    /** Schedule a workflow */
+    post: operations['postApiV1WorkflowsBySlugSchedules'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/workflows/{slug}/schedules/{scheduleId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One schedule */
+    get: operations['getApiV1WorkflowsBySlugSchedulesByScheduleId'];
+    put?: never;
+    post?: never;
+    /** Delete a schedule */
+    delete: operations['deleteApiV1WorkflowsBySlugSchedulesByScheduleId'];
+    options?: never;
+    head?: never;
+    /** Change a schedule */
+    patch: operations['patchApiV1WorkflowsBySlugSchedulesByScheduleId'];
+    trace?: never;
+  };
+  '/api/v1/workflows/{slug}/schedules/{scheduleId}/pause': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Pause a schedule */
+    post: operations['postApiV1WorkflowsBySlugSchedulesByScheduleIdPause'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/workflows/{slug}/schedules/{scheduleId}/resume': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Resume a schedule */
+    post: operations['postApiV1WorkflowsBySlugSchedulesByScheduleIdResume'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/connectors': {
     parameters: {
       query?: never;
@@ -14416,6 +14487,973 @@ export interface operations {
             /** @constant */
             status: 'started';
             conversationId?: string;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1WorkflowsBySlugSchedules: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        slug: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            schedules: {
+              id: string;
+              /** @description The workflow’s slug */
+              workflowId: string;
+              cron: string;
+              timezone: string;
+              input: {
+                [key: string]: unknown;
+              };
+              /** @enum {string} */
+              overlap: 'skip' | 'queue_one' | 'allow';
+              /** @enum {string} */
+              catchUp: 'skip' | 'run_once';
+              paused: boolean;
+              /** @enum {string} */
+              state: 'active' | 'paused' | 'stopped';
+              /** @description Why it stopped (state stopped): its credential no longer acts here, or its run could not be launched */
+              stoppedReason: string | null;
+              actsFor: {
+                userId: string;
+                credential: {
+                  /** @enum {string} */
+                  type: 'session' | 'api_key' | 'oauth';
+                  apiKeyId: string | null;
+                };
+              };
+              /** @description The next five fire times (ISO 8601); empty unless active */
+              nextFireTimes: string[];
+              lastFire: {
+                fireTime: string;
+                /** @enum {string} */
+                outcome: 'started' | 'queued' | 'skipped' | 'missed';
+                runId?: string;
+                reason?: string;
+              } | null;
+              createdBy: string;
+              createdAt: string;
+              updatedAt: string;
+            }[];
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  postApiV1WorkflowsBySlugSchedules: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        slug: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Five-field cron expression (minute hour day-of-month month day-of-week) or a nickname such as @daily */
+          cron: string;
+          /**
+           * @description IANA time zone the cron expression is read in (default UTC)
+           * @default UTC
+           */
+          timezone?: string;
+          /**
+           * @description The input of every run it launches, checked against the workflow’s inputSchema
+           * @default {}
+           */
+          input?: {
+            [key: string]: unknown;
+          };
+          /**
+           * @description A fire time while a run it started is unfinished: skip it, queue one run for when that ends, or allow both (default skip)
+           * @default skip
+           * @enum {string}
+           */
+          overlap?: 'skip' | 'queue_one' | 'allow';
+          /**
+           * @description Fire times missed while paused or down: skip them, or start one run for them all (default skip)
+           * @default skip
+           * @enum {string}
+           */
+          catchUp?: 'skip' | 'run_once';
+          /**
+           * @description Create it paused
+           * @default false
+           */
+          paused?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      201: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @description The workflow’s slug */
+            workflowId: string;
+            cron: string;
+            timezone: string;
+            input: {
+              [key: string]: unknown;
+            };
+            /** @enum {string} */
+            overlap: 'skip' | 'queue_one' | 'allow';
+            /** @enum {string} */
+            catchUp: 'skip' | 'run_once';
+            paused: boolean;
+            /** @enum {string} */
+            state: 'active' | 'paused' | 'stopped';
+            /** @description Why it stopped (state stopped): its credential no longer acts here, or its run could not be launched */
+            stoppedReason: string | null;
+            actsFor: {
+              userId: string;
+              credential: {
+                /** @enum {string} */
+                type: 'session' | 'api_key' | 'oauth';
+                apiKeyId: string | null;
+              };
+            };
+            /** @description The next five fire times (ISO 8601); empty unless active */
+            nextFireTimes: string[];
+            lastFire: {
+              fireTime: string;
+              /** @enum {string} */
+              outcome: 'started' | 'queued' | 'skipped' | 'missed';
+              runId?: string;
+              reason?: string;
+            } | null;
+            createdBy: string;
+            createdAt: string;
+            updatedAt: string;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1WorkflowsBySlugSchedulesByScheduleId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        slug: string;
+        /** @description The schedule id */
+        scheduleId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @description The workflow’s slug */
+            workflowId: string;
+            cron: string;
+            timezone: string;
+            input: {
+              [key: string]: unknown;
+            };
+            /** @enum {string} */
+            overlap: 'skip' | 'queue_one' | 'allow';
+            /** @enum {string} */
+            catchUp: 'skip' | 'run_once';
+            paused: boolean;
+            /** @enum {string} */
+            state: 'active' | 'paused' | 'stopped';
+            /** @description Why it stopped (state stopped): its credential no longer acts here, or its run could not be launched */
+            stoppedReason: string | null;
+            actsFor: {
+              userId: string;
+              credential: {
+                /** @enum {string} */
+                type: 'session' | 'api_key' | 'oauth';
+                apiKeyId: string | null;
+              };
+            };
+            /** @description The next five fire times (ISO 8601); empty unless active */
+            nextFireTimes: string[];
+            lastFire: {
+              fireTime: string;
+              /** @enum {string} */
+              outcome: 'started' | 'queued' | 'skipped' | 'missed';
+              runId?: string;
+              reason?: string;
+            } | null;
+            createdBy: string;
+            createdAt: string;
+            updatedAt: string;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  deleteApiV1WorkflowsBySlugSchedulesByScheduleId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        slug: string;
+        /** @description The schedule id */
+        scheduleId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @constant */
+            success: true;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  patchApiV1WorkflowsBySlugSchedulesByScheduleId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        slug: string;
+        /** @description The schedule id */
+        scheduleId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Five-field cron expression (minute hour day-of-month month day-of-week) or a nickname such as @daily */
+          cron?: string;
+          /** @description IANA time zone the cron expression is read in (default UTC) */
+          timezone?: string;
+          /** @description The input of every run it launches, checked against the workflow’s inputSchema */
+          input?: {
+            [key: string]: unknown;
+          };
+          /**
+           * @description A fire time while a run it started is unfinished: skip it, queue one run for when that ends, or allow both (default skip)
+           * @enum {string}
+           */
+          overlap?: 'skip' | 'queue_one' | 'allow';
+          /**
+           * @description Fire times missed while paused or down: skip them, or start one run for them all (default skip)
+           * @enum {string}
+           */
+          catchUp?: 'skip' | 'run_once';
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @description The workflow’s slug */
+            workflowId: string;
+            cron: string;
+            timezone: string;
+            input: {
+              [key: string]: unknown;
+            };
+            /** @enum {string} */
+            overlap: 'skip' | 'queue_one' | 'allow';
+            /** @enum {string} */
+            catchUp: 'skip' | 'run_once';
+            paused: boolean;
+            /** @enum {string} */
+            state: 'active' | 'paused' | 'stopped';
+            /** @description Why it stopped (state stopped): its credential no longer acts here, or its run could not be launched */
+            stoppedReason: string | null;
+            actsFor: {
+              userId: string;
+              credential: {
+                /** @enum {string} */
+                type: 'session' | 'api_key' | 'oauth';
+                apiKeyId: string | null;
+              };
+            };
+            /** @description The next five fire times (ISO 8601); empty unless active */
+            nextFireTimes: string[];
+            lastFire: {
+              fireTime: string;
+              /** @enum {string} */
+              outcome: 'started' | 'queued' | 'skipped' | 'missed';
+              runId?: string;
+              reason?: string;
+            } | null;
+            createdBy: string;
+            createdAt: string;
+            updatedAt: string;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  postApiV1WorkflowsBySlugSchedulesByScheduleIdPause: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        slug: string;
+        /** @description The schedule id */
+        scheduleId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @description The workflow’s slug */
+            workflowId: string;
+            cron: string;
+            timezone: string;
+            input: {
+              [key: string]: unknown;
+            };
+            /** @enum {string} */
+            overlap: 'skip' | 'queue_one' | 'allow';
+            /** @enum {string} */
+            catchUp: 'skip' | 'run_once';
+            paused: boolean;
+            /** @enum {string} */
+            state: 'active' | 'paused' | 'stopped';
+            /** @description Why it stopped (state stopped): its credential no longer acts here, or its run could not be launched */
+            stoppedReason: string | null;
+            actsFor: {
+              userId: string;
+              credential: {
+                /** @enum {string} */
+                type: 'session' | 'api_key' | 'oauth';
+                apiKeyId: string | null;
+              };
+            };
+            /** @description The next five fire times (ISO 8601); empty unless active */
+            nextFireTimes: string[];
+            lastFire: {
+              fireTime: string;
+              /** @enum {string} */
+              outcome: 'started' | 'queued' | 'skipped' | 'missed';
+              runId?: string;
+              reason?: string;
+            } | null;
+            createdBy: string;
+            createdAt: string;
+            updatedAt: string;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  postApiV1WorkflowsBySlugSchedulesByScheduleIdResume: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        slug: string;
+        /** @description The schedule id */
+        scheduleId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @description The workflow’s slug */
+            workflowId: string;
+            cron: string;
+            timezone: string;
+            input: {
+              [key: string]: unknown;
+            };
+            /** @enum {string} */
+            overlap: 'skip' | 'queue_one' | 'allow';
+            /** @enum {string} */
+            catchUp: 'skip' | 'run_once';
+            paused: boolean;
+            /** @enum {string} */
+            state: 'active' | 'paused' | 'stopped';
+            /** @description Why it stopped (state stopped): its credential no longer acts here, or its run could not be launched */
+            stoppedReason: string | null;
+            actsFor: {
+              userId: string;
+              credential: {
+                /** @enum {string} */
+                type: 'session' | 'api_key' | 'oauth';
+                apiKeyId: string | null;
+              };
+            };
+            /** @description The next five fire times (ISO 8601); empty unless active */
+            nextFireTimes: string[];
+            lastFire: {
+              fireTime: string;
+              /** @enum {string} */
+              outcome: 'started' | 'queued' | 'skipped' | 'missed';
+              runId?: string;
+              reason?: string;
+            } | null;
+            createdBy: string;
+            createdAt: string;
+            updatedAt: string;
           };
         };
       };

@@ -48,7 +48,7 @@ export const alertBox = (message: string) => h('p', { class: 'error', role: 'ale
  * (`details.field`) invalid with the text beside it, or shows the text in `message` when no
  * control has that name; `clear()` removes every mark and the message.
  */
-export function fieldErrors(controls: Record<string, HTMLInputElement>, message: HTMLElement) {
+export function fieldErrors(controls: Record<string, HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement>, message: HTMLElement) {
   return {
     clear() {
       show(message);

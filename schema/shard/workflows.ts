@@ -93,3 +93,55 @@ export const workflowStepResults = sqliteTable(
 export type AgentRow = typeof agents.$inferSelect;
 export type WorkflowRow = typeof workflows.$inferSelect;
 export type WorkflowRunRow = typeof workflowRuns.$inferSelect;
+
+/** What a schedule does with a fire time that comes while a run it started is still going (docs/workflows.md, Schedules). */
+export const SCHEDULE_OVERLAPS = ['skip', 'queue_one', 'allow'] as const;
+/** What a schedule does with fire times missed while it was paused or its object was down: nothing, or one run for them all. */
+export const SCHEDULE_CATCH_UPS = ['skip', 'run_once'] as const;
+/** `stopped`: its credential no longer acts in the workspace, or its workflow cannot be launched as set (`stopped_reason` says why). */
+export const SCHEDULE_STATES = ['active', 'paused', 'stopped'] as const;
+export type ScheduleState = (typeof SCHEDULE_STATES)[number];
+
+/** The outcome of a schedule's last fire time, as its WorkflowSchedule object records it. */
+export interface ScheduleFire {
+  /** The fire time (ms) this outcome is for. */
+  fireTime: number;
+  outcome: 'started' | 'queued' | 'skipped' | 'missed';
+  runId?: string;
+  /** Why nothing started (`overlap`, `catch_up`, `queue_full`), or how many fire times a catch-up covered. */
+  reason?: string;
+}
+
+/**
+ * Cron schedules of installed workflows. The row is the schedule's settings, read by its
+ * WorkflowSchedule Durable Object (addressed by `id`) at each alarm; the credential its runs act
+ * for is kept in that object's storage, the row only says whose it is.
+ */
+export const workflowSchedules = sqliteTable(
+  'workflow_schedules',
+  {
+    /** A UUID: also the name of the schedule's object. */
+    id: text('id').primaryKey(),
+    workspaceId: shardWorkspaceIdColumn(),
+    workflowSlug: text('workflow_slug').notNull(),
+    cron: text('cron').notNull(),
+    timezone: text('timezone').notNull(),
+    /** The runs' input as JSON text. */
+    input: text('input').notNull(),
+    overlap: text('overlap', { enum: SCHEDULE_OVERLAPS }).notNull(),
+    catchUp: text('catch_up', { enum: SCHEDULE_CATCH_UPS }).notNull(),
+    state: text('state', { enum: SCHEDULE_STATES }).notNull(),
+    stoppedReason: text('stopped_reason'),
+    /** Whose credential the runs act for: the member who created or last resumed the schedule, and their key, if a key. */
+    actorUserId: text('actor_user_id').notNull(),
+    actorCredentialType: text('actor_credential_type', { enum: ['session', 'api_key', 'oauth'] }).notNull(),
+    actorApiKeyId: integer('actor_api_key_id'),
+    lastFire: text('last_fire', { mode: 'json' }).$type<ScheduleFire>(),
+    createdBy: text('created_by').notNull(),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [index('workflow_schedules_workspace_workflow_idx').on(t.workspaceId, t.workflowSlug)],
+);
+
+export type WorkflowScheduleRow = typeof workflowSchedules.$inferSelect;

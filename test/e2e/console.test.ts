@@ -284,6 +284,45 @@ describe('the console in a browser', () => {
     expect(await page.getByRole('button', { name: 'Cancel' }).count()).toBe(0);
   });
 
+  it('schedules a workflow from its page: a refused cron shown at its field, next fire times, pause, resume and delete', async () => {
+    page = await signUp('Schedule Person');
+    await page.goto(`${service.base}/workflows`);
+    await page.getByLabel('Definition (JSON)').fill(readFileSync('examples/workflows/triage.json', 'utf8'));
+    await page.getByRole('button', { name: 'Install' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Triage' }).waitFor();
+
+    const schedules = page.getByRole('region', { name: 'Schedules' });
+    await schedules.getByText('No schedules yet.').waitFor();
+    const cron = schedules.getByLabel('Cron expression');
+    await cron.fill('every weekday');
+    await schedules.getByLabel('Time zone').fill('Europe/Paris');
+    await schedules.getByLabel('Run input (JSON)').fill('{"title": "Weekly triage", "labels": ["chore"]}');
+    await schedules.getByLabel('If a run is still going').selectOption({ label: 'Queue one run for when it ends' });
+    await schedules.getByRole('button', { name: 'Add schedule' }).click();
+    await schedules
+      .getByRole('alert')
+      .getByText(/^cron: /)
+      .waitFor();
+    expect(await cron.getAttribute('aria-invalid')).toBe('true');
+    await check('workflow-schedule-refused');
+
+    await cron.fill('0 9 * * 1-5');
+    await schedules.getByRole('button', { name: 'Add schedule' }).click();
+    const item = schedules.getByRole('list', { name: 'Schedules' }).getByRole('listitem').filter({ hasText: '0 9 * * 1-5 (Europe/Paris)' });
+    await item.getByRole('list', { name: 'Next fire times of 0 9 * * 1-5' }).waitFor();
+    expect(await item.getByRole('list', { name: 'Next fire times of 0 9 * * 1-5' }).getByRole('listitem').count()).toBe(5);
+    expect(await item.getByText('If a run is still going: queue one run for when it ends.', { exact: false }).isVisible()).toBe(true);
+    await check('workflow-schedules');
+
+    await item.getByRole('button', { name: 'Pause 0 9 * * 1-5' }).click();
+    await item.getByText('paused', { exact: true }).waitFor();
+    expect(await item.getByRole('list', { name: 'Next fire times of 0 9 * * 1-5' }).count()).toBe(0);
+    await item.getByRole('button', { name: 'Resume 0 9 * * 1-5' }).click();
+    await item.getByText('active', { exact: true }).waitFor();
+    await item.getByRole('button', { name: 'Delete 0 9 * * 1-5' }).click();
+    await schedules.getByText('No schedules yet.').waitFor();
+  });
+
   it('creates a key with chosen scopes, shows it once, answers its permission request, sees its memory write and revokes it', async () => {
     page = administrator = await signUp('Settings Person');
     await page.goto(`${service.base}/settings`);

@@ -56,6 +56,9 @@ describe('DELETE /api/v1/workspaces/:id', () => {
     await waitForRun(owner, runs.finished, ['success']);
     await waitForRun(owner, runs.suspended, ['suspended']);
     await waitForRun(owner, runs.asleep, ['running']);
+    // A schedule, its object's alarm set for the next hour.
+    const schedule = await call('/api/v1/workflows/flow/schedules', { token: owner.token, body: { cron: '0 * * * *' } });
+    expect(schedule.status).toBe(201);
     // Secrets, a connector connection, memory, an invitation nobody accepted.
     expect((await call('/api/v1/secrets', { token: owner.token, body: { name: 'CRM_TOKEN', value: 'crm-secret-value' } })).status).toBe(201);
     const githubToken = `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
@@ -137,9 +140,10 @@ describe('DELETE /api/v1/workspaces/:id', () => {
     // The ledger keeps the runs' charges: they are the user's.
     expect(rowsMarked({ ledger: ledger! }, [`exec_${executionIds[0]}`])).toHaveLength(1);
     expect(global.credit_reservations!.filter((row) => row.settled_at === null && row.user_id === owner.user.id)).toEqual([]);
-    // Its objects hold nothing: the executions' logs, the workflow runs (with the sleeper's alarm), the channel, the deletion's own driver.
+    // Its objects hold nothing: the executions' logs, the workflow runs (with the sleeper's alarm), the schedule, the channel, the deletion's own driver.
     for (const id of executionIds) expect(await heldBy(env.EXECUTION_SESSION.getByName(`exec_${id}`))).toEqual({ rows: [], alarm: null });
     for (const runId of Object.values(runs)) expect(await heldBy(env.WORKFLOW_RUN.getByName(runId))).toEqual({ rows: [], alarm: null });
+    expect(await heldBy(env.WORKFLOW_SCHEDULE.getByName(schedule.body.id))).toEqual({ rows: [], alarm: null });
     expect(await heldBy(env.WORKSPACE_CHANNEL.getByName(W))).toEqual({ rows: [], alarm: null });
     expect(await heldBy(env.WORKSPACE_DELETION.getByName(W))).toEqual({ rows: [], alarm: null });
     // R2: nothing under its prefix, the authored bundle gone; the catalog's bundle, shared, stays.

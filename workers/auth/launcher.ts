@@ -15,7 +15,8 @@ export type LauncherNow = { ok: true; actor: Actor } | { ok: false; reason: stri
  */
 export type Held = ({ role: Role | null; scopes: string[] } | { gone: string }) & { until?: number };
 
-const LAUNCHED = 'The credential that launched this run';
+/** How the reasons below name the credential; a schedule says it its own way (workers/services/schedule-firing.ts). */
+export const LAUNCHED = 'The credential that launched this run';
 
 /** A run's launcher is a member of the run's workspace, or its credential acts for nobody there. */
 const memberOf = (actor: Actor, userId: typeof apiKeys.userId | typeof sessions.userId | typeof oauthGrants.userId) =>
@@ -106,6 +107,11 @@ export async function heldNow(db: GlobalDb, actor: Actor): Promise<Held> {
  */
 export async function launcherNow(env: Env, actor: Actor): Promise<LauncherNow> {
   if (!actor.run) return { ok: true, actor };
+  return credentialNow(env, actor);
+}
+
+/** `launcherNow` for any stored actor, a run's or not: a schedule's, before it launches a run for it. */
+export async function credentialNow(env: Env, actor: Actor): Promise<LauncherNow> {
   const held = await env.CREDENTIAL_GATE.getByName(actor.userId).launcher(actor);
   if ('gone' in held) return { ok: false, reason: held.gone };
   if (held.role === null) return { ok: false, reason: `${LAUNCHED} belongs to someone no longer a member of this workspace` };

@@ -35,7 +35,9 @@ import {
   RunRecord,
   RunsQuery,
 } from '../services/workflow-runs';
+import { deleteSchedulesOf } from '../services/workflow-schedules';
 import { defineCapability, READ_ONLY, ToolFailure, type Area } from './capability';
+import { scheduleCapabilities } from './workflow-schedules';
 
 // Reading workflows and their runs needs library:read, installing library:write, running workflow:run.
 const READ = { auth: 'credential', scope: 'library:read' } as const;
@@ -55,14 +57,18 @@ const uninstallCapability = (name: string, method: 'POST' | 'DELETE', path: stri
   defineCapability({
     name,
     title: 'Uninstall a workflow',
-    description: 'Uninstalls a workflow: its record and its stored definition; runs already started keep going.',
+    description: 'Uninstalls a workflow: its record, its stored definition and its schedules; runs already started keep going.',
     access: WRITE,
     input: Slug,
     output: Success,
     annotations: REMOVES,
     http: { method, path, summary: 'Uninstall' },
     mcp: false,
-    run: (ctx, { slug }) => uninstallWorkflow(ctx.db, ctx.env.BUCKET, ctx.actor, slug),
+    run: async (ctx, { slug }) => {
+      const uninstalled = await uninstallWorkflow(ctx.db, ctx.env.BUCKET, ctx.actor, slug);
+      await deleteSchedulesOf(ctx.db, ctx.env, ctx.actor.workspaceId, slug);
+      return uninstalled;
+    },
   });
 
 /** One installed workflow: the MCP resource workflow://{workflowId} reads through it too. */
@@ -279,5 +285,6 @@ export const workflowsArea: Area = {
       // In a run, the tool call launches once however often a cut-off turn makes it.
       run: (ctx, input) => launchWorkflow(ctx.db, ctx.env, ctx.actor, { ...input, toolCallKey: ctx.toolCallKey }),
     }),
+    ...scheduleCapabilities,
   ],
 };

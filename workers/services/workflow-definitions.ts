@@ -86,7 +86,7 @@ export const InstallBody = z.unknown().transform((body) => ({ definition: defini
 
 const metaString = (metadata: Record<string, Json>, key: string) => (typeof metadata[key] === 'string' ? (metadata[key] as string) : null);
 
-const findBySlug = async (db: ShardDb, workspaceId: string, slug: string) =>
+export const findBySlug = async (db: ShardDb, workspaceId: string, slug: string) =>
   (
     await db
       .select()

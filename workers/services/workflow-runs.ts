@@ -32,7 +32,7 @@ export const LaunchInput = z.object({
   inputs: z.record(z.string(), z.unknown()).optional().describe('The run’s input data (initData), validated against the workflow’s inputSchema'),
   threadId: z.string().min(1).max(100).optional().describe('The chat thread the run was started from; it gets the run’s outcome as a message'),
 });
-/** A launch: what a caller asks for, and the tool call that makes it when a run's turn does. */
+/** A launch: what a caller asks for, and the key that makes it once (a run's tool call, a schedule's fire time). */
 export type LaunchRequest = z.infer<typeof LaunchInput> & { toolCallKey?: string };
 
 export const Launched = z.object({
@@ -48,11 +48,26 @@ export type Launched = z.infer<typeof Launched>;
 const runIdOf = (key: string) => `${key.slice(0, 8)}-${key.slice(8, 12)}-${key.slice(12, 16)}-${key.slice(16, 20)}-${key.slice(20)}`;
 
 /**
+ * The installed definition compiled, with `inputs` checked against its inputSchema: 400 naming
+ * `<field>.<path>` otherwise (launch's `inputs`, a schedule's `input`).
+ */
+export async function compileWithInputs(db: ShardDb, principal: Principal, row: WorkflowRow, inputs: Record<string, unknown>, field: string) {
+  const compiled = await compiledDefinition(db, principal, row);
+  const problem = valueProblem(compiled.inputSchema, inputs);
+  if (problem) {
+    const path = [field, ...problem.pointer.split('/').filter(Boolean)].join('.');
+    throw invalidInput(path, 'input_schema', `${path}: ${problem.message}`);
+  }
+  return compiled;
+}
+
+/**
  * Recompiles the installed definition, validates the inputs against its inputSchema and hands
  * the run to a fresh WorkflowRun object, which writes the run record and queues the first step.
  * Without the queue binding nothing is created (503). Launched by a run's tool call
  * (`toolCallKey`), the run's id is the call's, so the call made again by a cut-off turn starts
- * the same run (its object takes a start once) and records the launch once.
+ * the same run (its object takes a start once) and records the launch once; a schedule's fire
+ * time passes a key of the same kind (workers/services/schedule-firing.ts).
  */
 export async function launchWorkflow(db: ShardDb, env: Env, principal: Principal, launch: LaunchRequest): Promise<Launched> {
   const { inputs = {}, threadId, toolCallKey } = launch;
@@ -65,12 +80,7 @@ export async function launchWorkflow(db: ShardDb, env: Env, principal: Principal
       .limit(1);
     if (!thread) throw new AppError('NOT_FOUND', 404, 'Thread not found', { field: 'threadId' });
   }
-  const compiled = await compiledDefinition(db, principal, row);
-  const problem = valueProblem(compiled.inputSchema, inputs);
-  if (problem) {
-    const field = ['inputs', ...problem.pointer.split('/').filter(Boolean)].join('.');
-    throw invalidInput(field, 'input_schema', `${field}: ${problem.message}`);
-  }
+  const compiled = await compileWithInputs(db, principal, row, inputs, 'inputs');
   const runId = toolCallKey === undefined ? crypto.randomUUID() : runIdOf(toolCallKey);
   await startRunObject(env, principal, {
     runId,

@@ -15,6 +15,7 @@ import {
   sessions,
   skillVersions,
   workflowRuns,
+  workflowSchedules,
   workspaceDeletionAudit,
   workspaceDeletions,
   workspaces,
@@ -51,7 +52,7 @@ import { DEFAULT_DRAIN_MS } from './workspace-move';
  *    turns settle and release their holds), holds still open released;
  * 3. directory: the directory row goes and its shard's count with it; objects that were still
  *    writing find no place for the workspace from then on;
- * 4. objects: the storage of every execution's and workflow run's object, then the channel's;
+ * 4. objects: the storage of every execution's, workflow run's and workflow schedule's object, then the channel's;
  * 5. storage: R2 objects under `workspaces/<id>/`, and the skill bundles no one else refers to;
  * 6. rows: every row of the workspace on every shard;
  * 7. records: global rows left (outbox, settled holds, session defaults) and the workspace row;
@@ -67,7 +68,7 @@ type StepResult = { to: DeletionStep; cursor?: Job['cursor']; statements?: Batch
 const CANCEL_DEADLINE_MS = 120_000;
 /** How often a step waiting for turns to stop looks again. */
 const CANCEL_POLL_MS = 2_000;
-/** Objects erased per step run (a page of executions or of workflow runs). */
+/** Objects erased per step run (a page of executions, workflow runs or schedules). */
 const OBJECTS_PAGE = 50;
 /** Keys R2 deletes in one call at most. */
 const R2_DELETE_KEYS = 1_000;
@@ -152,7 +153,7 @@ async function removeFromDirectory(env: Env, job: Job): Promise<StepResult> {
   return { to: 'objects' };
 }
 
-/** A page of objects erased: executions' first (by id), then workflow runs' (by run id), then the channel's. */
+/** A page of objects erased: executions' first (by id), then workflow runs' (by run id), then schedules' (by id), then the channel's. */
 async function eraseObjects(env: Env, job: Job): Promise<StepResult> {
   const db = shardDbOf(env, job.shard);
   const cursor = job.cursor ?? {};
@@ -166,14 +167,24 @@ async function eraseObjects(env: Env, job: Job): Promise<StepResult> {
     await Promise.all(page.map(({ id }) => env.EXECUTION_SESSION.getByName(formatId('exec', id)).erase()));
     if (page.length === OBJECTS_PAGE) return { to: 'objects', cursor: { execution: page.at(-1)!.id } };
   }
-  const runs = await db
-    .select({ runId: workflowRuns.runId })
-    .from(workflowRuns)
-    .where(and(eq(workflowRuns.workspaceId, job.workspaceId), gt(workflowRuns.runId, cursor.run ?? '')))
-    .orderBy(asc(workflowRuns.runId))
+  if (cursor.schedule === undefined) {
+    const runs = await db
+      .select({ runId: workflowRuns.runId })
+      .from(workflowRuns)
+      .where(and(eq(workflowRuns.workspaceId, job.workspaceId), gt(workflowRuns.runId, cursor.run ?? '')))
+      .orderBy(asc(workflowRuns.runId))
+      .limit(OBJECTS_PAGE);
+    await Promise.all(runs.map(({ runId }) => env.WORKFLOW_RUN.getByName(runId).erase()));
+    if (runs.length === OBJECTS_PAGE) return { to: 'objects', cursor: { run: runs.at(-1)!.runId } };
+  }
+  const schedules = await db
+    .select({ id: workflowSchedules.id })
+    .from(workflowSchedules)
+    .where(and(eq(workflowSchedules.workspaceId, job.workspaceId), gt(workflowSchedules.id, cursor.schedule ?? '')))
+    .orderBy(asc(workflowSchedules.id))
     .limit(OBJECTS_PAGE);
-  await Promise.all(runs.map(({ runId }) => env.WORKFLOW_RUN.getByName(runId).erase()));
-  if (runs.length === OBJECTS_PAGE) return { to: 'objects', cursor: { run: runs.at(-1)!.runId } };
+  await Promise.all(schedules.map(({ id }) => env.WORKFLOW_SCHEDULE.getByName(id).erase()));
+  if (schedules.length === OBJECTS_PAGE) return { to: 'objects', cursor: { run: '', schedule: schedules.at(-1)!.id } };
   await env.WORKSPACE_CHANNEL.getByName(job.workspaceId).erase();
   return { to: 'storage', cursor: null };
 }

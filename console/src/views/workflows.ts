@@ -2,6 +2,7 @@ import { api, ApiError, post, type Call } from '../api';
 import { alertBox, field, h, show, statusBadge, when } from '../dom';
 import { readApiStream } from '../live';
 import { FieldError, schemaForm, type SchemaForm } from '../schema-form';
+import { schedulesSection } from './schedules';
 
 /** What the console reads of a run's snapshot, which the API describes only as an object. */
 interface Snapshot {
@@ -164,7 +165,7 @@ export async function workflows(app: HTMLElement) {
   );
 }
 
-/** One workflow: its steps and a launch form generated from its input schema. */
+/** One workflow: its steps, a launch form generated from its input schema, and its schedules. */
 export async function workflow(app: HTMLElement, slug: string) {
   const record = await api('/workflows/{slug}', { path: { slug } });
   const definition = JSON.parse(record.definition) as { inputSchema?: object; graph: Entry[] };
@@ -193,6 +194,7 @@ export async function workflow(app: HTMLElement, slug: string) {
     ),
     h('h2', {}, 'Steps'),
     drawGraph(definition.graph, () => undefined),
+    await schedulesSection(slug, definition.inputSchema),
   );
 }
 

@@ -321,6 +321,27 @@ CREATE TABLE `workflow_runs` (
 CREATE INDEX `workflow_runs_workspace_created_idx` ON `workflow_runs` (`workspace_id`,`created_at`);--> statement-breakpoint
 CREATE INDEX `workflow_runs_workspace_status_idx` ON `workflow_runs` (`workspace_id`,`status`);--> statement-breakpoint
 CREATE INDEX `workflow_runs_workspace_updated_idx` ON `workflow_runs` (`workspace_id`,`updated_at`);--> statement-breakpoint
+CREATE TABLE `workflow_schedules` (
+	`id` text PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`workflow_slug` text NOT NULL,
+	`cron` text NOT NULL,
+	`timezone` text NOT NULL,
+	`input` text NOT NULL,
+	`overlap` text NOT NULL,
+	`catch_up` text NOT NULL,
+	`state` text NOT NULL,
+	`stopped_reason` text,
+	`actor_user_id` text NOT NULL,
+	`actor_credential_type` text NOT NULL,
+	`actor_api_key_id` integer,
+	`last_fire` text,
+	`created_by` text NOT NULL,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `workflow_schedules_workspace_workflow_idx` ON `workflow_schedules` (`workspace_id`,`workflow_slug`);--> statement-breakpoint
 CREATE TABLE `workflow_step_results` (
 	`run_id` text NOT NULL,
 	`step_id` text NOT NULL,
