@@ -63,7 +63,17 @@ async function pollTask(key: string, taskId: string, wanted: string[]) {
   throw new Error(`task ${taskId} never reached ${wanted.join('|')}: ${JSON.stringify(last)}`);
 }
 
-const approve = { type: 'tool', id: 'approve', toolId: 'human-input', options: { metadata: { prompt: 'Ship it?', resumeSchema: { type: 'object', required: ['ok'], properties: { ok: { type: 'boolean', title: 'Ship' }, note: { type: 'string' } } } } } };
+const approve = {
+  type: 'tool',
+  id: 'approve',
+  toolId: 'human-input',
+  options: {
+    metadata: {
+      prompt: 'Ship it?',
+      resumeSchema: { type: 'object', required: ['ok'], properties: { ok: { type: 'boolean', title: 'Ship' }, note: { type: 'string' } } },
+    },
+  },
+};
 const shipWorkflow = (user: TestUser) => install(user, 'ship', definition('ship', [approve, mapping('after', { answer: { step: 'approve', path: 'ok' } })]));
 
 describe('runs as MCP Tasks', () => {
@@ -172,7 +182,9 @@ describe('decisions as input requests', () => {
     });
     const declined = await callTool(key, 'resume-workflow-run', { runId }, TASKING, { inputResponses: { 'approve#1': { action: 'decline' } } });
     expect(declined).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('INPUT_DECLINED') }] });
-    const resumed = await callTool(key, 'resume-workflow-run', { runId }, TASKING, { inputResponses: { 'approve#1': { action: 'accept', content: { ok: false } } } });
+    const resumed = await callTool(key, 'resume-workflow-run', { runId }, TASKING, {
+      inputResponses: { 'approve#1': { action: 'accept', content: { ok: false } } },
+    });
     expect(resumed).toMatchObject({ resultType: 'complete', structuredContent: { runId, status: 'running' } });
     expect((await waitForRun(user, runId, ['success'])).run.snapshot.result).toEqual({ answer: false });
   });

@@ -16,7 +16,9 @@ export type Ask = (ctx: CapabilityContext, args: Args, call: ServerContext) => P
 
 const declined: CallToolResult = {
   isError: true,
-  content: [{ type: 'text', text: JSON.stringify({ error: { code: 'INPUT_DECLINED', message: 'The person declined to answer; the run is still suspended' } }) }],
+  content: [
+    { type: 'text', text: JSON.stringify({ error: { code: 'INPUT_DECLINED', message: 'The person declined to answer; the run is still suspended' } }) },
+  ],
 };
 
 /**

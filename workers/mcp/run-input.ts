@@ -11,7 +11,24 @@ const Snapshot = z.object({
 });
 
 /** What of a property's JSON Schema a form elicitation may carry. */
-const FORM_KEYWORDS = ['type', 'title', 'description', 'default', 'enum', 'enumNames', 'oneOf', 'anyOf', 'items', 'minimum', 'maximum', 'minLength', 'maxLength', 'minItems', 'maxItems', 'format'];
+const FORM_KEYWORDS = [
+  'type',
+  'title',
+  'description',
+  'default',
+  'enum',
+  'enumNames',
+  'oneOf',
+  'anyOf',
+  'items',
+  'minimum',
+  'maximum',
+  'minLength',
+  'maxLength',
+  'minItems',
+  'maxItems',
+  'format',
+];
 
 type JsonSchema = { type?: unknown; properties?: Record<string, Record<string, unknown>>; required?: unknown };
 type FormSchema = ElicitRequestFormParams['requestedSchema'];
@@ -71,7 +88,11 @@ export function runQuestions(run: { runId: string; status: string; snapshot: Rec
     const form = schema && formOf(schema);
     if (form) return { key, stepId, request: inputRequired.elicit({ mode: 'form', message, requestedSchema: form }), resumeDataOf: (content) => content };
     const described = schema ? `The answer as JSON, matching this JSON Schema: ${JSON.stringify(schema)}` : 'The answer (JSON, or text)';
-    const requestedSchema: FormSchema = { type: 'object', properties: { answer: { type: 'string', title: 'Answer', description: described } }, required: ['answer'] };
+    const requestedSchema: FormSchema = {
+      type: 'object',
+      properties: { answer: { type: 'string', title: 'Answer', description: described } },
+      required: ['answer'],
+    };
     return { key, stepId, request: inputRequired.elicit({ mode: 'form', message, requestedSchema }), resumeDataOf: parsedAnswer };
   });
 }

@@ -98,7 +98,12 @@ function runTaskState(run: RunRecord, threadId: string | null, ttlMs: number): T
     case 'suspended': {
       const questions = runQuestions(run);
       return questions.length
-        ? { ...base, status: 'input_required', statusMessage: `Waiting for input at ${questions.map((q) => q.stepId).join(', ')}`, inputRequests: inputRequestsOf(questions) }
+        ? {
+            ...base,
+            status: 'input_required',
+            statusMessage: `Waiting for input at ${questions.map((q) => q.stepId).join(', ')}`,
+            inputRequests: inputRequestsOf(questions),
+          }
         : { ...base, status: 'working', statusMessage: 'The run is suspended' };
     }
     case 'success':
@@ -140,7 +145,6 @@ export async function createdTask(ctx: CapabilityContext, toolName: string, answ
 export type TaskAccess = (method: 'tasks/get' | 'tasks/update' | 'tasks/cancel', taskId: string) => RouteAccess | undefined;
 
 const TaskParams = z.object({ taskId: z.string().min(1).max(100) });
-const UpdateParams = TaskParams.extend({ inputResponses: z.record(z.string(), z.unknown()) });
 
 /** An operation's refusal (a scope the key lacks, a resume refused) as a JSON-RPC error carrying the service's envelope. */
 function refusal(error: unknown): never {
@@ -163,7 +167,8 @@ export function registerTasks(server: McpServer, ctx: CapabilityContext, accessO
     await authorized('tasks/get', taskId);
     return { ...(await taskState(ctx, taskId)) };
   });
-  server.server.setRequestHandler('tasks/update', { params: UpdateParams }, async ({ taskId, inputResponses }) => {
+  // The SDK lifts `inputResponses` off the params, as it does for a retried call.
+  server.server.setRequestHandler('tasks/update', { params: TaskParams }, async ({ taskId }, call) => {
     await authorized('tasks/update', taskId);
     if (isExecution(taskId)) {
       await executionTask(ctx, taskId);
@@ -171,7 +176,7 @@ export function registerTasks(server: McpServer, ctx: CapabilityContext, accessO
     }
     const row = await requireRun(ctx, taskId);
     // Answers to questions no longer asked (already answered, or of another suspension) are ignored.
-    const { accepted } = answerTo(runQuestions(presentRun(row)), inputResponses);
+    const { accepted } = answerTo(runQuestions(presentRun(row)), call.mcpReq.inputResponses);
     const resumed = accepted && (await resumeRun(ctx.db, ctx.env, ctx.actor, row.runId, accepted));
     // A refused answer (not what the step's resume schema asks, a scope the resumer lacks) is a clearly invalid update.
     if (resumed && resumed.status !== 200) throw new JsonRpcError(ProtocolErrorCode.InvalidParams, 'The run did not take the answer', resumed.body);
