@@ -167,6 +167,17 @@ describe('runs as MCP Tasks', () => {
     }
     expect((await waitForRun(user, run, ['suspended'])).run.status).toBe('suspended');
   });
+
+  it('checks each task method as the tool that does the same: a key that may read runs but not run them cannot cancel one', async () => {
+    const { user, key } = await setup();
+    await shipWorkflow(user);
+    const taskId = String((await callTool(key, 'start-workflow', { workflowId: 'ship' })).taskId);
+    const reader = (await createKey(user, ['library:read'])).key;
+    expect(await result(rpc(reader, 'tasks/get', { taskId }))).toMatchObject({ taskId });
+    const refused = await rpc(reader, 'tasks/cancel', { taskId });
+    expect(refused.error).toMatchObject({ code: -32600, data: { error: { code: 'FORBIDDEN', details: { scope: 'workflow:run' } } } });
+    expect((await waitForRun(user, taskId, ['suspended'])).run.status).toBe('suspended');
+  });
 });
 
 describe('decisions as input requests', () => {
