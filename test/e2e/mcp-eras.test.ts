@@ -16,7 +16,7 @@ describe('MCP protocol versions over wrangler dev', () => {
   afterAll(() => service?.stop());
 
   const headers = () => ({ 'x-api-key': service.apiKey });
-  const textOf = (result: { content?: unknown }) => JSON.parse((result.content as { text: string }[])[0]!.text);
+  const textOf = (result: object) => JSON.parse((result as { content: { text: string }[] }).content[0]!.text);
 
   it('a 2026-07-28 client discovers, lists tools and calls one without a handshake', async () => {
     const client = new ModernClient({ name: 'e2e-modern', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
@@ -97,9 +97,9 @@ describe('MCP protocol versions over wrangler dev', () => {
       const id = `task-${++sent}`;
       const answered = new Promise<Record<string, unknown>>((resolve) => {
         const next = transport.onmessage!;
-        transport.onmessage = (message: JSONRPCMessage, extra) => {
+        transport.onmessage = (message: JSONRPCMessage) => {
           if ('id' in message && message.id === id && 'result' in message) resolve(message.result as Record<string, unknown>);
-          else next(message, extra);
+          else next(message);
         };
       });
       const _meta = {
