@@ -3,10 +3,22 @@ import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/server/valida
 import { CAPABILITIES } from '../capabilities';
 import { handleSetLevel } from './logging';
 import { registerResourcesAndPrompts } from './resources';
+import { TASKS_EXTENSION } from './client-capabilities';
+import { registerTasks, type TaskAccess } from './tasks';
 import { capabilityTool, offersTool, type ToolContext } from './tool';
 
 /** Every tool the endpoint offers: the MCP view of each capability that has one. */
 export const MCP_TOOLS = CAPABILITIES.filter(offersTool).map(capabilityTool);
+
+const accessOfTool = (name: string) => MCP_TOOLS.find((tool) => tool.name === name)?.access;
+
+/** A task method needs the access of the tool doing the same to the execution (`exec_<n>`) or the workflow run. */
+export const taskAccess: TaskAccess = (method, taskId) => {
+  const execution = taskId.startsWith('exec_');
+  if (method === 'tasks/get') return accessOfTool(execution ? 'get-execution-status' : 'get-workflow-run');
+  if (method === 'tasks/cancel') return accessOfTool(execution ? 'cancel-execution' : 'cancel-workflow-run');
+  return accessOfTool(execution ? 'get-execution-status' : 'resume-workflow-run');
+};
 
 /** The server's name and version, in `initialize` results and in every 2026-07-28 result's `_meta`. */
 export const SERVER_INFO = { name: 'workspace-skills-service', version: '1.0.0' };
@@ -34,18 +46,27 @@ const CACHE_HINTS = {
  * A fresh server per request, for either era. 2026-07-28 clients learn of prompt and resource
  * list changes on a `subscriptions/listen` stream; a 2025 client gets no stream it could hear
  * them on (stateless), so none is claimed. The tool list never changes while a deployment runs.
- * The SDK's default JSON Schema validator compiles with `new Function`, which Workers forbid;
+ * 2026-07-28 clients are offered Tasks (`tasks/get`, `tasks/update`, `tasks/cancel`); the 2025
+ * revisions' experimental tasks are not offered. The SDK's default JSON Schema validator compiles with `new Function`, which Workers forbid;
  * @cfworker's does not.
  */
 export function createMcpServer(ctx: ToolContext, era: McpRequestContext['era']): McpServer {
-  const listChanged = era === 'modern';
+  const modern = era === 'modern';
   const server = new McpServer(SERVER_INFO, {
-    capabilities: { tools: { listChanged: false }, logging: {}, resources: { listChanged }, prompts: { listChanged }, completions: {} },
+    capabilities: {
+      tools: { listChanged: false },
+      logging: {},
+      resources: { listChanged: modern },
+      prompts: { listChanged: modern },
+      completions: {},
+      ...(modern ? { extensions: { [TASKS_EXTENSION]: {} } } : {}),
+    },
     jsonSchemaValidator: new CfWorkerJsonSchemaValidator(),
     cacheHints: CACHE_HINTS,
   });
   for (const tool of MCP_TOOLS) tool.register(server, ctx);
   registerResourcesAndPrompts(server, ctx);
   handleSetLevel(server, ctx.globalDb, ctx.actor);
+  if (modern) registerTasks(server, ctx, taskAccess);
   return server;
 }

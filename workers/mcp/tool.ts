@@ -1,6 +1,7 @@
 import {
   LOG_LEVEL_META_KEY,
   type CallToolResult,
+  type InputRequiredResult,
   type LoggingLevel,
   type McpServer,
   type ServerContext,
@@ -12,6 +13,9 @@ import { ToolFailure, type Capability, type CapabilityContext, type ProgressRepo
 import { AppError } from '../errors';
 import { authorizeWithGrants } from '../auth/actor';
 import { announceToolChange } from './changes';
+import { ASKS } from './asks';
+import { takesTasks } from './client-capabilities';
+import { createdTask, TASK_TOOLS, toolResult } from './tasks';
 
 /** What every tool call runs with: what a REST call's operation gets, plus the MCP request's own settings. */
 export interface ToolContext extends CapabilityContext {
@@ -74,6 +78,8 @@ function toolError(error: unknown, requestId: string): CallToolResult {
 
 /** The MCP tool: `access` checked (with grants), `run`, and its answer as JSON text plus `structuredContent`. */
 function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
+  const ask = ASKS[tool.name];
+  const startsTask = tool.name in TASK_TOOLS;
   return {
     name: tool.name,
     access: tool.access,
@@ -91,14 +97,18 @@ function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
         },
         // The SDK's callback type cannot be resolved for a generic shape; at run time `args` is
         // the input parsed against `tool.input`.
-        (async (args: z.infer<z.ZodObject<Shape>>, call: ServerContext): Promise<CallToolResult> => {
+        (async (given: z.infer<z.ZodObject<Shape>>, call: ServerContext): Promise<CallToolResult | InputRequiredResult> => {
           try {
             await authorizeWithGrants(ctx.globalDb, tool.access, ctx.actor, ctx.grantToken);
-            const result = await tool.run(ctx, args);
+            const asked = ask ? await ask(ctx, given, call) : { args: given };
+            if ('answer' in asked) return asked.answer;
+            const result = await tool.run(ctx, asked.args as z.infer<z.ZodObject<Shape>>);
             if (!tool.annotations.readOnlyHint) await announceToolChange(ctx, tool.name);
+            // A client that takes tasks polls the run instead of following it on this call.
+            if (startsTask && takesTasks(call)) return (await createdTask(ctx, tool.name, result)) as CallToolResult;
             const progressToken = call.mcpReq._meta?.progressToken;
             if (progressToken !== undefined && tool.follow) await tool.follow(ctx, result as never, progressReport(ctx, call, progressToken, tool.name));
-            return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result as Record<string, unknown> };
+            return toolResult(result);
           } catch (error) {
             return toolError(error, ctx.requestId);
           }

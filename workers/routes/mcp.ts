@@ -1,4 +1,11 @@
-import { createMcpHandler, InMemoryServerEventBus, isLegacyRequest, type McpRequestContext } from '@modelcontextprotocol/server';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  createMcpHandler,
+  InMemoryServerEventBus,
+  isLegacyRequest,
+  type ClientCapabilities,
+  type McpRequestContext,
+} from '@modelcontextprotocol/server';
 import { Hono, type Context } from 'hono';
 import { cors } from 'hono/cors';
 import { GRANT_TOKEN_HEADER } from '../auth/grants';
@@ -16,7 +23,8 @@ import { logLevelOf } from '../mcp/logging';
 import { PROMPT_CAPABILITY, resourceCapability } from '../mcp/resources';
 import { followWorkspaceChanges } from '../mcp/changes';
 import { legacyTransport } from '../mcp/legacy-transport';
-import { createMcpServer, MCP_TOOLS } from '../mcp/server';
+import { TASKS_EXTENSION } from '../mcp/client-capabilities';
+import { createMcpServer, MCP_TOOLS, taskAccess } from '../mcp/server';
 import type { ToolContext } from '../mcp/tool';
 import { documentedProtocol } from './openapi';
 
@@ -92,7 +100,11 @@ const mcpCors = cors({
   maxAge: 600,
 });
 
-type JsonRpcMessage = { id?: string | number | null; method?: unknown; params?: { name?: unknown; uri?: unknown; _meta?: { progressToken?: unknown } } };
+type JsonRpcMessage = {
+  id?: string | number | null;
+  method?: unknown;
+  params?: { name?: unknown; uri?: unknown; taskId?: unknown; _meta?: { progressToken?: unknown; [CLIENT_CAPABILITIES_META_KEY]?: ClientCapabilities } };
+};
 
 /** The request body, parsed once here and handed to the transport; undefined if it is not JSON (the transport answers that). */
 async function bodyOf(c: Context<AppEnv>): Promise<unknown> {
@@ -130,6 +142,8 @@ function accessOf(message: JsonRpcMessage): RouteAccess | undefined {
   if (message.method === 'tools/call') return toolNamed(message.params?.name)?.access;
   if (message.method === 'resources/read' && typeof message.params?.uri === 'string') return resourceCapability(message.params.uri)?.access;
   if (message.method === 'prompts/get') return PROMPT_CAPABILITY.access;
+  if ((message.method === 'tasks/get' || message.method === 'tasks/update' || message.method === 'tasks/cancel') && typeof message.params?.taskId === 'string')
+    return taskAccess(message.method, message.params.taskId);
   return undefined;
 }
 
@@ -145,9 +159,15 @@ function scopeMissing(principal: Principal, messages: JsonRpcMessage[]): Scope |
   return null;
 }
 
-/** A tools/call of a tool that follows its run when the client sent a progressToken: answered as SSE. */
+/**
+ * A tools/call of a tool that follows its run when the client sent a progressToken: answered as
+ * SSE. A 2026-07-28 client that takes tasks gets the run as a task instead, answered at once.
+ */
 const followsProgress = (message: JsonRpcMessage) =>
-  message.method === 'tools/call' && message.params?._meta?.progressToken !== undefined && toolNamed(message.params.name)?.follows === true;
+  message.method === 'tools/call' &&
+  message.params?._meta?.progressToken !== undefined &&
+  message.params._meta[CLIENT_CAPABILITIES_META_KEY]?.extensions?.[TASKS_EXTENSION] === undefined &&
+  toolNamed(message.params.name)?.follows === true;
 
 async function handle(c: Context<AppEnv>): Promise<Response> {
   const foreignOrigin = originRefusal(c);

@@ -20,6 +20,8 @@ import { requireSkill } from './skills';
 import { budgetOf, RunBudget } from './spend-limits';
 import { requireTraceByKey, traceExecutionRemoved, traceUpsert } from './traces';
 
+type ExecutionRow = typeof executions.$inferSelect;
+
 /** Spec 8: the offset form of the history defaults to 10 items. */
 const HISTORY_PAGE = 10;
 
@@ -212,14 +214,17 @@ async function createAndStart(db: ShardDb, env: Env, principal: Principal, input
     if (await removeUnstarted(db, execution.id)) await traceExecutionRemoved(db, principal.workspaceId, execution.traceKey);
     throw error;
   }
-  return {
-    executionId: idle.id,
-    skillName: idle.skill_name,
-    status: 'started' as const,
-    message: `Running ${idle.skill_name}; mint a stream URL at /api/v1/executions/${idle.id}/stream-token`,
-    sseUrl: streamPath(execution.id),
-  };
+  return startedRunOf(execution);
 }
+
+/** What starting a run answers (`StartedRun`), from the execution it started. */
+export const startedRunOf = (execution: Pick<ExecutionRow, 'id' | 'skillName'>): z.infer<typeof StartedRun> => ({
+  executionId: formatId('exec', execution.id),
+  skillName: execution.skillName,
+  status: 'started',
+  message: `Running ${execution.skillName}; mint a stream URL at /api/v1/executions/${formatId('exec', execution.id)}/stream-token`,
+  sseUrl: streamPath(execution.id),
+});
 
 /** POST /skills/:slug/run: create and start in one call (spec 4.3). */
 /**
@@ -409,6 +414,18 @@ function outputBlocks(events: ExecutionEvent[]) {
     }
   }
   return blocks.filter((b) => b.text);
+}
+
+/**
+ * An execution of this workspace and, once its run has stopped and left it idle, why it stopped
+ * (`interrupt` or `limit_reached`; spec 6.1): what an MCP task of the run reports.
+ */
+export async function executionOutcome(db: ShardDb, env: Env, principal: Principal, rawId: string) {
+  const execution = await currentExecution(db, env, principal, rawId);
+  if (execution.status !== 'idle') return { execution, stopReason: null };
+  const events = await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).read(0);
+  const stopped = events.findLast((e) => e.type === 'session.status_idle');
+  return { execution, stopReason: (stopped?.payload.stop_reason as { type?: string } | undefined)?.type ?? null };
 }
 
 export async function getExecutionStatus(db: ShardDb, env: Env, principal: Principal, rawId: string, blocksAfter = 0) {

@@ -1,0 +1,212 @@
+import { exports } from 'cloudflare:workers';
+import { describe, expect, it } from 'vitest';
+import { BASE, call, createKey, signUp, waitForStatus, type TestUser } from '../helpers/api';
+import { definition, install, mapping, waitForRun } from '../helpers/workflows';
+
+/** Runs as MCP Tasks and decisions as input requests, spoken as raw 2026-07-28 JSON-RPC. */
+
+const VERSION = '2026-07-28';
+const TASKS = 'io.modelcontextprotocol/tasks';
+const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
+const envelope = (capabilities: Record<string, unknown>) => ({
+  'io.modelcontextprotocol/protocolVersion': VERSION,
+  'io.modelcontextprotocol/clientInfo': { name: 'raw-client', version: '1.0.0' },
+  'io.modelcontextprotocol/clientCapabilities': capabilities,
+});
+/** A client that takes tasks and answers form elicitations. */
+const TASKING = envelope({ extensions: { [TASKS]: {} }, elicitation: { form: {} } });
+
+async function setup() {
+  const user = await signUp();
+  await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: SKILL });
+  return { user, key: (await createKey(user, ['*'])).key };
+}
+
+type Body = { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } };
+let ids = 0;
+
+/** One request as a 2026-07-28 client sends it: `Mcp-Method`, and `Mcp-Name` (the tool, or the task id). */
+async function rpc(key: string, method: string, params: Record<string, unknown>, meta: Record<string, unknown> = TASKING): Promise<Body> {
+  const name = params.name ?? params.taskId;
+  const response = await exports.default.fetch(`${BASE}/mcp`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'x-api-key': key,
+      'mcp-protocol-version': VERSION,
+      'mcp-method': method,
+      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: ++ids, method, params: { ...params, _meta: meta } }),
+  });
+  return (await response.json()) as Body;
+}
+
+async function result(body: Promise<Body>) {
+  const { result, error } = await body;
+  expect(error).toBeUndefined();
+  return result!;
+}
+
+const callTool = (key: string, name: string, args: Record<string, unknown>, meta?: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+  result(rpc(key, 'tools/call', { name, arguments: args, ...extra }, meta));
+
+/** Polls `tasks/get` until the task's status is one of `wanted`. */
+async function pollTask(key: string, taskId: string, wanted: string[]) {
+  let last: Record<string, unknown> = {};
+  for (let i = 0; i < 400; i++) {
+    last = await result(rpc(key, 'tasks/get', { taskId }));
+    if (wanted.includes(String(last.status))) return last;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`task ${taskId} never reached ${wanted.join('|')}: ${JSON.stringify(last)}`);
+}
+
+const approve = {
+  type: 'tool',
+  id: 'approve',
+  toolId: 'human-input',
+  options: {
+    metadata: {
+      prompt: 'Ship it?',
+      resumeSchema: { type: 'object', required: ['ok'], properties: { ok: { type: 'boolean', title: 'Ship' }, note: { type: 'string' } } },
+    },
+  },
+};
+const shipWorkflow = (user: TestUser) => install(user, 'ship', definition('ship', [approve, mapping('after', { answer: { step: 'approve', path: 'ok' } })]));
+
+describe('runs as MCP Tasks', () => {
+  it('server/discover offers the tasks extension to 2026-07-28 clients', async () => {
+    const { key } = await setup();
+    expect((await result(rpc(key, 'server/discover', {}))).capabilities).toMatchObject({ extensions: { [TASKS]: {} } });
+  });
+
+  it('runs a skill as a task: created working, polled with tasks/get to completed with the tool’s own result', async () => {
+    const { user, key } = await setup();
+    const created = await callTool(key, 'execute-skill', { slug: 'notes', input: 'We ship Friday.' });
+    expect(created).toMatchObject({
+      resultType: 'task',
+      taskId: expect.stringMatching(/^exec_\d+$/),
+      status: 'working',
+      createdAt: expect.any(String),
+      lastUpdatedAt: expect.any(String),
+      ttlMs: 30 * 86_400_000,
+      pollIntervalMs: 2_000,
+    });
+    const taskId = String(created.taskId);
+    const done = await pollTask(key, taskId, ['completed', 'failed', 'cancelled']);
+    expect(done).toMatchObject({ resultType: 'complete', taskId, status: 'completed' });
+    expect((done.result as { structuredContent: object }).structuredContent).toEqual({
+      executionId: taskId,
+      skillName: 'Notes',
+      status: 'started',
+      message: expect.any(String),
+      sseUrl: expect.any(String),
+    });
+    expect((await waitForStatus(user, taskId, 'completed')).outputBlocks).not.toHaveLength(0);
+  });
+
+  it('answers the plain result to a client that does not take tasks', async () => {
+    const { key } = await setup();
+    const plain = await callTool(key, 'execute-skill', { slug: 'notes', input: 'We ship Friday.' }, envelope({}));
+    expect(plain).toMatchObject({ resultType: 'complete', structuredContent: { status: 'started' } });
+    expect(plain.taskId).toBeUndefined();
+  });
+
+  it('tasks/cancel cancels the run: the execution is idle and the task cancelled', async () => {
+    const { user, key } = await setup();
+    const created = await callTool(key, 'execute-skill', { slug: 'notes', input: 'A long plan. With steps. And more steps. And even more.' });
+    const taskId = String(created.taskId);
+    expect(await result(rpc(key, 'tasks/cancel', { taskId }))).toEqual({ resultType: 'complete', _meta: expect.any(Object) });
+    await waitForStatus(user, taskId, 'idle');
+    expect(await pollTask(key, taskId, ['cancelled', 'completed'])).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('runs a workflow as a task: input_required with a form from the resume schema, resumed by tasks/update, then completed', async () => {
+    const { user, key } = await setup();
+    await shipWorkflow(user);
+    const created = await callTool(key, 'start-workflow', { workflowId: 'ship' });
+    expect(created).toMatchObject({ resultType: 'task', status: 'working', structuredContent: { workflowId: 'ship', status: 'started' } });
+    const taskId = String(created.taskId);
+    const waiting = await pollTask(key, taskId, ['input_required']);
+    expect(waiting.inputRequests).toEqual({
+      'approve#1': {
+        method: 'elicitation/create',
+        params: {
+          mode: 'form',
+          message: 'Ship it?',
+          requestedSchema: { type: 'object', properties: { ok: { type: 'boolean', title: 'Ship' }, note: { type: 'string' } }, required: ['ok'] },
+        },
+      },
+    });
+    // An answer the step's schema refuses is a clearly invalid update; the run still waits.
+    const refused = await rpc(key, 'tasks/update', { taskId, inputResponses: { 'approve#1': { action: 'accept', content: { note: 'no ok' } } } });
+    expect(refused.error).toMatchObject({ code: -32602, data: { error: { code: 'INVALID_INPUT' } } });
+    expect(await result(rpc(key, 'tasks/update', { taskId, inputResponses: { 'approve#1': { action: 'accept', content: { ok: true } } } }))).toMatchObject({
+      resultType: 'complete',
+    });
+    const done = await pollTask(key, taskId, ['completed']);
+    expect((done.result as { structuredContent: object }).structuredContent).toEqual({ runId: taskId, workflowId: 'ship', status: 'started' });
+    expect(done.statusMessage).toBe('The run succeeded');
+    expect((await waitForRun(user, taskId, ['success'])).run.snapshot.result).toEqual({ answer: true });
+  });
+
+  it('finds no task of another workspace, for an execution or a run', async () => {
+    const { user, key } = await setup();
+    await shipWorkflow(user);
+    const execution = String((await callTool(key, 'execute-skill', { slug: 'notes', input: 'We ship Friday.' })).taskId);
+    const run = String((await callTool(key, 'start-workflow', { workflowId: 'ship' })).taskId);
+    const other = await setup();
+    for (const taskId of [execution, run]) {
+      for (const method of ['tasks/get', 'tasks/cancel']) {
+        expect((await rpc(other.key, method, { taskId })).error).toMatchObject({ code: -32602, message: 'Task not found' });
+      }
+      const update = await rpc(other.key, 'tasks/update', { taskId, inputResponses: {} });
+      expect(update.error).toMatchObject({ code: -32602, message: 'Task not found' });
+    }
+    expect((await waitForRun(user, run, ['suspended'])).run.status).toBe('suspended');
+  });
+
+  it('checks each task method as the tool that does the same: a key that may read runs but not run them cannot cancel one', async () => {
+    const { user, key } = await setup();
+    await shipWorkflow(user);
+    const taskId = String((await callTool(key, 'start-workflow', { workflowId: 'ship' })).taskId);
+    const reader = (await createKey(user, ['library:read'])).key;
+    expect(await result(rpc(reader, 'tasks/get', { taskId }))).toMatchObject({ taskId });
+    const refused = await rpc(reader, 'tasks/cancel', { taskId });
+    expect(refused.error).toMatchObject({ code: -32600, data: { error: { code: 'FORBIDDEN', details: { scope: 'workflow:run' } } } });
+    expect((await waitForRun(user, taskId, ['suspended'])).run.status).toBe('suspended');
+  });
+});
+
+describe('decisions as input requests', () => {
+  it('resume-workflow-run without data asks for it (input_required); the retry with inputResponses resumes the run', async () => {
+    const { user, key } = await setup();
+    await shipWorkflow(user);
+    const { runId } = (await callTool(key, 'start-workflow', { workflowId: 'ship' }, envelope({}))).structuredContent as { runId: string };
+    await waitForRun(user, runId, ['suspended']);
+    const asked = await callTool(key, 'resume-workflow-run', { runId });
+    expect(asked).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { 'approve#1': { method: 'elicitation/create', params: { mode: 'form', message: 'Ship it?' } } },
+    });
+    const declined = await callTool(key, 'resume-workflow-run', { runId }, TASKING, { inputResponses: { 'approve#1': { action: 'decline' } } });
+    expect(declined).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('INPUT_DECLINED') }] });
+    const resumed = await callTool(key, 'resume-workflow-run', { runId }, TASKING, {
+      inputResponses: { 'approve#1': { action: 'accept', content: { ok: false } } },
+    });
+    expect(resumed).toMatchObject({ resultType: 'complete', structuredContent: { runId, status: 'running' } });
+    expect((await waitForRun(user, runId, ['success'])).run.snapshot.result).toEqual({ answer: false });
+  });
+
+  it('a client that cannot elicit resumes as before: without data, with none', async () => {
+    const { user, key } = await setup();
+    await install(user, 'wait', definition('wait', [{ ...approve, options: { metadata: { prompt: 'Go?' } } }]));
+    const { runId } = (await callTool(key, 'start-workflow', { workflowId: 'wait' }, envelope({}))).structuredContent as { runId: string };
+    await waitForRun(user, runId, ['suspended']);
+    const resumed = await callTool(key, 'resume-workflow-run', { runId }, envelope({}));
+    expect(resumed).toMatchObject({ resultType: 'complete', structuredContent: { runId, status: 'running' } });
+    await waitForRun(user, runId, ['success']);
+  });
+});
