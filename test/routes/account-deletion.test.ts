@@ -3,7 +3,8 @@ import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { boundShards, shardBinding } from '../../workers/lib/db';
 import { call, createKey, expectError, sessionIdOf, signUp, type TestUser } from '../helpers/api';
-import { everyRow, join, rowsMarked, sleep, teamOf, type Row } from '../helpers/deletion';
+import { everyRow, rowsMarked, sleep, type Row } from '../helpers/deletion';
+import { join, teamOf } from '../helpers/members';
 import { authorizeCode, exchange, token } from '../helpers/oauth';
 import { SUMMARIZER } from '../helpers/skills';
 

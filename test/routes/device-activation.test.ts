@@ -1,9 +1,8 @@
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
-import worker from '../../workers/index';
 import { afterEach, describe, expect, it } from 'vitest';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
+import { runHousekeeping } from '../helpers/housekeeping';
 
 const USER_CODE = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/;
 const KEY_FORMAT = /^sk_live_[A-Za-z0-9_-]{43}$/;
@@ -174,9 +173,7 @@ describe('denied, expired and used codes', () => {
     wait(600 + 24 * 3600);
     const fresh = (await start()).body;
     expect((await poll(old.device_code)).body).toEqual({ status: 'expired' });
-    const ctx = createExecutionContext();
-    await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env, ctx);
-    await waitOnExecutionContext(ctx);
+    await runHousekeeping();
     expectError(await poll(old.device_code), 404, 'NOT_FOUND');
     expect((await poll(fresh.device_code)).body.status).toBe('pending');
   });

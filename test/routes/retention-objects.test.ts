@@ -1,23 +1,16 @@
-import { createExecutionContext, createScheduledController, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test';
+import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import worker from '../../workers/index';
 import { advanceClock, freezeClock, resetClock } from '../../workers/lib/clock';
 import { call, createKey, waitForStatus, type TestUser } from '../helpers/api';
 import { signUpWithSummarizer } from '../helpers/skills';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
+import { runHousekeeping } from '../helpers/housekeeping';
 
 beforeEach(() => freezeClock());
 afterEach(() => resetClock());
 
 const DAY = 86_400_000;
-
-/** The hourly housekeeping, as its cron trigger runs it. */
-async function sweep() {
-  const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env, ctx);
-  await waitOnExecutionContext(ctx);
-}
 
 /** An API key of every scope: unlike a session, it outlasts the months these tests move the clock. */
 const readerOf = async (user: TestUser) => ({ apiKey: (await createKey(user, ['*'])).key });
@@ -81,11 +74,11 @@ describe('retention of executions', () => {
     const idle = (await call('/api/v1/executions', { token: user.token, body: { skill_slug: 'meeting-summarizer', input: 'Later.' } })).body.id as string;
 
     advanceClock(30 * DAY - 1);
-    await sweep();
+    await runHousekeeping();
     expect(await listedExecutions(reader)).toEqual(expect.arrayContaining([old, edge, idle]));
 
     advanceClock(1);
-    await sweep();
+    await runHousekeeping();
     expect(await executionFound(reader, old)).toBe(404);
     expect((await call(`/api/v1/executions/${old}/status`, reader)).status).toBe(404);
     expect(await storageOf(executionObject(old))).toEqual(EMPTY);
@@ -96,7 +89,7 @@ describe('retention of executions', () => {
     expect((await call(`/api/v1/artifacts?executionId=${old}`, reader)).body.data.map((a: { name: string }) => a.name)).toContain('output.md');
 
     advanceClock(1);
-    await sweep();
+    await runHousekeeping();
     expect(await executionFound(reader, edge)).toBe(404);
     expect(await storageOf(executionObject(edge))).toEqual(EMPTY);
     expect(await executionFound(reader, idle)).toBe(404);
@@ -133,7 +126,7 @@ describe('retention of executions', () => {
     const reader = await readerOf(user);
     const id = await completedExecution(user);
     advanceClock(DAY + 1);
-    await sweep();
+    await runHousekeeping();
     expect(await executionFound(reader, id)).toBe(404);
     expect(await storageOf(executionObject(id))).toEqual(EMPTY);
   });
@@ -171,7 +164,7 @@ describe('retention of workflow runs', () => {
     expect(await runFound(reader, edge)).toBe(200);
     expect((await storageOf(runObject(edge))).alarm).not.toBeNull();
 
-    await sweep();
+    await runHousekeeping();
     expect(await runFound(reader, swept)).toBe(404);
     expect(await storageOf(runObject(swept))).toEqual(EMPTY);
     expect(await runFound(reader, edge)).toBe(200);

@@ -1,23 +1,15 @@
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
-import { env } from 'cloudflare:workers';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { activityLog, auditLog, traces, traceTurns, workflowRuns, workflowStepResults } from '../../schema';
-import worker from '../../workers/index';
 import { advanceClock, freezeClock, now, resetClock } from '../../workers/lib/clock';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 import { shardD1, shardDbFor } from '../helpers/shards';
+import { runHousekeeping } from '../helpers/housekeeping';
+import { join } from '../helpers/members';
 
 beforeEach(() => freezeClock());
 afterEach(() => resetClock());
 
 const DAY = 86_400_000;
-
-/** The hourly housekeeping, as its cron trigger runs it. */
-async function sweep() {
-  const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env, ctx);
-  await waitOnExecutionContext(ctx);
-}
 
 const retention = (user: TestUser, workspaceId = user.workspaceId) => call(`/api/v1/workspaces/${workspaceId}/retention`, { token: user.token });
 const setRetention = (user: TestUser, body: unknown, workspaceId = user.workspaceId) =>
@@ -101,11 +93,11 @@ describe('the retention sweep', () => {
     const edge = await seed(user, 'edge', t0);
 
     advanceClock(30 * DAY - 1);
-    await sweep();
+    await runHousekeeping();
     expect(await visible(reader, 'old', old)).toEqual(ALL);
 
     advanceClock(1);
-    await sweep();
+    await runHousekeeping();
     expect(await visible(reader, 'old', old)).toEqual(ENDED_TRACES_AND_RUNS_GONE);
     expect(await visible(reader, 'edge', edge)).toEqual(ALL);
     expect((await call('/api/v1/traces?limit=100', reader)).body.items.map((t: { id: string }) => t.id)).not.toContain(old.traces.ended);
@@ -125,12 +117,12 @@ describe('the retention sweep', () => {
     expect(steps!.n).toBe(0);
 
     advanceClock(60 * DAY);
-    await sweep();
+    await runHousekeeping();
     expect(await visible(reader, 'old', old)).toEqual({ ...ENDED_TRACES_AND_RUNS_GONE, activity: false });
     expect((await visible(reader, 'edge', edge)).activity).toBe(true);
 
     advanceClock(275 * DAY);
-    await sweep();
+    await runHousekeeping();
     expect(await visible(reader, 'old', old)).toEqual({ ...ENDED_TRACES_AND_RUNS_GONE, activity: false, audit: false });
     expect(await visible(reader, 'edge', edge)).toEqual({ ...ENDED_TRACES_AND_RUNS_GONE, activity: false, audit: true });
   });
@@ -146,25 +138,25 @@ describe('the retention sweep', () => {
     const seeded = { shorter: await seed(shorter, 'item', t0), longer: await seed(longer, 'item', t0), standard: await seed(standard, 'item', t0) };
 
     advanceClock(DAY + 1);
-    await sweep();
+    await runHousekeeping();
     expect(await visible(readers.shorter, 'item', seeded.shorter)).toEqual({ ...ALL, audit: false });
     expect(await visible(readers.standard, 'item', seeded.standard)).toEqual(ALL);
 
     advanceClock(DAY);
-    await sweep();
+    await runHousekeeping();
     expect(await visible(readers.shorter, 'item', seeded.shorter)).toEqual({ ...ALL, audit: false, activity: false });
 
     advanceClock(28 * DAY);
-    await sweep();
+    await runHousekeeping();
     expect(await visible(readers.standard, 'item', seeded.standard)).toEqual(ENDED_TRACES_AND_RUNS_GONE);
     expect(await visible(readers.longer, 'item', seeded.longer)).toEqual(ALL);
 
     advanceClock(15 * DAY);
-    await sweep();
+    await runHousekeeping();
     expect(await visible(readers.longer, 'item', seeded.longer)).toEqual({ ...ALL, successRun: false, failedRun: false, canceledRun: false });
 
     advanceClock(15 * DAY);
-    await sweep();
+    await runHousekeeping();
     expect(await visible(readers.longer, 'item', seeded.longer)).toEqual(ENDED_TRACES_AND_RUNS_GONE);
   });
 });
@@ -203,10 +195,7 @@ describe('GET and PUT /api/v1/workspaces/:id/retention', () => {
     const owner = await signUp();
     const member = await signUp();
     const outsider = await signUp();
-    const { token } = (await call(`/api/v1/workspaces/${owner.workspaceId}/invitations`, { token: owner.token, body: { email: member.email, role: 'member' } }))
-      .body;
-    expect((await call('/api/v1/invitations/accept', { token: member.token, body: { token } })).status).toBe(200);
-    expect((await call('/api/v1/workspaces/current', { token: member.token, method: 'PUT', body: { workspace: owner.workspaceId } })).status).toBe(200);
+    await join(owner, member, 'member');
 
     expect((await retention(member, owner.workspaceId)).body).toEqual({ executions: 30, traces: 30, workflowRuns: 30, activity: 90, audit: 365 });
     expectError(await setRetention(member, { traces: 1 }, owner.workspaceId), 403, 'FORBIDDEN');

@@ -10,6 +10,7 @@ import { executions } from '../../schema';
 import { call, expectError, sessionPrincipal, signUp, waitForStatus, type TestUser } from '../helpers/api';
 import { shardDbFor } from '../helpers/shards';
 import { eq } from 'drizzle-orm';
+import { join } from '../helpers/members';
 
 afterEach(() => resetClock());
 
@@ -76,10 +77,7 @@ describe('GET and PUT /api/v1/workspaces/:id/limits', () => {
     const owner = await signUp();
     const member = await signUp();
     const outsider = await signUp();
-    const { token } = (await call(`/api/v1/workspaces/${owner.workspaceId}/invitations`, { token: owner.token, body: { email: member.email, role: 'member' } }))
-      .body;
-    expect((await call('/api/v1/invitations/accept', { token: member.token, body: { token } })).status).toBe(200);
-    expect((await call('/api/v1/workspaces/current', { token: member.token, method: 'PUT', body: { workspace: owner.workspaceId } })).status).toBe(200);
+    await join(owner, member, 'member');
     await setLimits(owner, { monthly: 10 });
 
     expect((await limits(member, owner.workspaceId)).body).toMatchObject({ monthly: 10 });

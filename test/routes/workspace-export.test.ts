@@ -1,10 +1,8 @@
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { unzipSync } from 'fflate';
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { traces, traceTurns } from '../../schema';
-import worker from '../../workers/index';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { globalDbOf } from '../../workers/lib/db';
 import { loadBundle } from '../../workers/lib/bundle-store';
@@ -14,19 +12,13 @@ import { call, createKey, expectError, sessionPrincipal, signUp, waitForStatus, 
 import { shardD1, shardDbFor } from '../helpers/shards';
 import { catalogEntry, seedArtifact, seedCatalog, signUpWithSummarizer, SUMMARIZER } from '../helpers/skills';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
+import { runHousekeeping } from '../helpers/housekeeping';
 
 afterEach(() => resetClock());
 
 const SECRET_VALUE = 'sk-export-test-value-7f3a9c1e5b';
 const CONNECTOR_TOKEN = `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
 const decoder = new TextDecoder();
-
-/** The hourly housekeeping, as its cron trigger runs it. */
-async function sweep() {
-  const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env, ctx);
-  await waitOnExecutionContext(ctx);
-}
 
 const exportPath = (user: TestUser, workspaceId = user.workspaceId) => `/api/v1/workspaces/${workspaceId}/export`;
 
@@ -372,7 +364,7 @@ describe('export jobs in the hourly housekeeping', () => {
     const dead = await deadAttempt(owner, 1);
     const other = await signUp();
     const spent = await deadAttempt(other, MAX_ATTEMPTS);
-    await sweep();
+    await runHousekeeping();
 
     const job = (await call(`${exportPath(owner)}/${dead.job.id}`, { token: owner.token })).body;
     expect(job.status).toBe('ready');
@@ -401,12 +393,12 @@ describe('export jobs in the hourly housekeeping', () => {
     expect(await env.BUCKET.head(row!.r2_key)).not.toBeNull();
 
     advanceClock(EXPORT_TTL_MS - 60_000);
-    await sweep();
+    await runHousekeeping();
     expect((await call(`${exportPath(owner)}/${job.id}`, { token: owner.token })).status).toBe(200);
     advanceClock(120_000);
     // Past its expiry the job offers no link, even before the sweep deletes it.
     expect((await call(`${exportPath(owner)}/${job.id}`, { token: owner.token })).body.downloadUrl).toBeUndefined();
-    await sweep();
+    await runHousekeeping();
     expectError(await call(`${exportPath(owner)}/${job.id}`, { token: owner.token }), 404, 'NOT_FOUND');
     expect(await env.BUCKET.head(row!.r2_key)).toBeNull();
   });

@@ -59,6 +59,13 @@ const NO_BODY: Record<string, string> = {
   'DELETE /api/v1/workflows/:slug': 'no body; the slug is the input',
   'POST /api/v1/connectors/:type/disconnect': 'no body; the connector type is the input',
   'POST /api/v1/traces/:id/continue': 'no body; the trace id is the input',
+  'POST /api/v1/workspaces/:id/export': 'no body; the workspace id is the input',
+  'POST /api/v1/workflows/:slug/schedules/:scheduleId/pause': 'no body; slug and schedule id are the input',
+  'POST /api/v1/workflows/:slug/schedules/:scheduleId/resume': 'no body; slug and schedule id are the input',
+  'DELETE /api/v1/workflows/:slug/schedules/:scheduleId': 'no body; slug and schedule id are the input',
+  'DELETE /api/v1/webhooks/:id': 'no body; the endpoint id is the input',
+  'POST /api/v1/webhooks/:id/rotate-secret': 'no body; the endpoint id is the input',
+  'POST /api/v1/webhooks/:id/deliveries/:deliveryId/redeliver': 'no body; endpoint and delivery ids are the input',
 };
 
 /** Write routes left out of the batteries, each for a reason. */
@@ -255,6 +262,8 @@ interface World {
   threadId: string;
   traceId: string;
   workflow: string;
+  webhookId: string;
+  scheduleId: string;
 }
 
 let world: World;
@@ -289,6 +298,12 @@ async function buildWorld(): Promise<World> {
   const thread = await ok(call('/api/v1/threads', { token, body: { skill_slug: skill } }), 'create thread');
   const workflow = 'hostile-flow';
   await install(user, workflow, definition(workflow, [mapping('m', { a: { value: 1 } })]));
+  const webhook = await ok(
+    call('/api/v1/webhooks', { token, body: { url: 'https://hooks.example.test/hostile', events: ['execution.completed'] } }),
+    'webhook',
+  );
+  // Next fire in January: nothing fires while routes are measured.
+  const schedule = await ok(call(`/api/v1/workflows/${workflow}/schedules`, { token, body: { cron: '0 0 1 1 *', timezone: 'UTC', input: {} } }), 'schedule');
   return {
     user,
     key,
@@ -301,6 +316,8 @@ async function buildWorld(): Promise<World> {
     threadId: thread.id,
     traceId: thread.traceId,
     workflow,
+    webhookId: webhook.id,
+    scheduleId: schedule.id,
   };
 }
 
@@ -328,6 +345,11 @@ function realParam(path: string, name: string): string {
     runs: crypto.randomUUID(),
     queue: crypto.randomUUID(),
     connectors: 'github',
+    webhooks: world.webhookId,
+    schedules: world.scheduleId,
+    // The endpoint has delivered nothing, and no export was made: well-formed ids of none.
+    deliveries: 'dlv_999999',
+    export: 'exp_999999',
   };
   const value = byResource[before];
   if (value === undefined) throw new Error(`No fixture for :${name} in ${path}: add one to realParam`);

@@ -62,6 +62,10 @@ interface Fixture {
   requestLinkCode: string;
   workflowSlug: string;
   runId: string;
+  workspaceName: string;
+  webhookId: string;
+  scheduleId: string;
+  exportId: string;
 }
 
 interface Probe {
@@ -78,6 +82,19 @@ const CASES: Record<string, (a: Fixture) => Probe> = {
   'POST /api/v1/workspaces/:id/invitations': (a) => ({ params: { id: a.workspaceId }, body: { email: 'mallory@example.test', role: 'admin' } }),
   'GET /api/v1/workspaces/:id/retention': (a) => ({ params: { id: a.workspaceId } }),
   'PUT /api/v1/workspaces/:id/retention': (a) => ({ params: { id: a.workspaceId }, body: { traces: 1 } }),
+  'GET /api/v1/workspaces/:id/limits': (a) => ({ params: { id: a.workspaceId } }),
+  'PUT /api/v1/workspaces/:id/limits': (a) => ({ params: { id: a.workspaceId }, body: { monthly: 1 } }),
+  'DELETE /api/v1/workspaces/:id': (a) => ({ params: { id: a.workspaceId }, body: { confirm: a.workspaceName } }),
+  'POST /api/v1/workspaces/:id/export': (a) => ({ params: { id: a.workspaceId }, body: {} }),
+  'GET /api/v1/workspaces/:id/export/:exportId': (a) => ({ params: { id: a.workspaceId, exportId: a.exportId } }),
+
+  'GET /api/v1/webhooks/:id': (a) => ({ params: { id: a.webhookId } }),
+  'PATCH /api/v1/webhooks/:id': (a) => ({ params: { id: a.webhookId }, body: { enabled: false } }),
+  'DELETE /api/v1/webhooks/:id': (a) => ({ params: { id: a.webhookId } }),
+  'GET /api/v1/webhooks/:id/deliveries': (a) => ({ params: { id: a.webhookId } }),
+  // A's endpoint has delivered nothing: the endpoint's id is what names A's resource here.
+  'POST /api/v1/webhooks/:id/deliveries/:deliveryId/redeliver': (a) => ({ params: { id: a.webhookId, deliveryId: 'dlv_1' }, body: {} }),
+  'POST /api/v1/webhooks/:id/rotate-secret': (a) => ({ params: { id: a.webhookId }, body: {} }),
   'POST /api/v1/api-keys/:id/revoke': (a) => ({ params: { id: a.keyId }, body: {} }),
   'GET /api/v1/agents/connect/poll/:consentId': (a) => ({ params: { consentId: a.consentId } }),
   'POST /api/v1/agents/consents/:consentId/approve': (a) => ({ params: { consentId: a.consentId }, body: {} }),
@@ -122,6 +139,14 @@ const CASES: Record<string, (a: Fixture) => Probe> = {
   'POST /api/v1/workflows/runs/:runId/resume': (a) => ({ params: { runId: a.runId }, body: { resumeData: { ok: true } } }),
   'POST /api/v1/workflows/runs/:runId/cancel': (a) => ({ params: { runId: a.runId }, body: {} }),
   'DELETE /api/v1/workflows/queue/:runId': (a) => ({ params: { runId: a.runId } }),
+  'POST /api/v1/workflows/runs/:runId/rerun': (a) => ({ params: { runId: a.runId }, body: { fromStep: 'approve' } }),
+  'GET /api/v1/workflows/:slug/schedules': (a) => ({ params: { slug: a.workflowSlug } }),
+  'POST /api/v1/workflows/:slug/schedules': (a) => ({ params: { slug: a.workflowSlug }, body: { cron: '0 0 1 1 *', timezone: 'UTC', input: {} } }),
+  'GET /api/v1/workflows/:slug/schedules/:scheduleId': (a) => ({ params: { slug: a.workflowSlug, scheduleId: a.scheduleId } }),
+  'PATCH /api/v1/workflows/:slug/schedules/:scheduleId': (a) => ({ params: { slug: a.workflowSlug, scheduleId: a.scheduleId }, body: { cron: '0 0 2 1 *' } }),
+  'DELETE /api/v1/workflows/:slug/schedules/:scheduleId': (a) => ({ params: { slug: a.workflowSlug, scheduleId: a.scheduleId } }),
+  'POST /api/v1/workflows/:slug/schedules/:scheduleId/pause': (a) => ({ params: { slug: a.workflowSlug, scheduleId: a.scheduleId }, body: {} }),
+  'POST /api/v1/workflows/:slug/schedules/:scheduleId/resume': (a) => ({ params: { slug: a.workflowSlug, scheduleId: a.scheduleId }, body: {} }),
   'GET /api/v1/workflows/:slug': (a) => ({ params: { slug: a.workflowSlug } }),
   'POST /api/v1/workflows/:slug/uninstall': (a) => ({ params: { slug: a.workflowSlug }, body: {} }),
   'DELETE /api/v1/workflows/:slug': (a) => ({ params: { slug: a.workflowSlug } }),
@@ -157,6 +182,9 @@ const EXCLUDED: Record<string, string> = {
   'POST /api/v1/connectors/:type/connect': "the parameter is a connector type (github); B's connection is its own (checked below)",
   'POST /api/v1/connectors/:type/disconnect': "the parameter is a connector type (github); B's connection is its own (checked below)",
   'GET /api/v1/connectors/:type/status': "the parameter is a connector type (github); B's connection is its own (checked below)",
+  'GET /api/v1/workspaces/:id/deletion':
+    "a deletion job is the person's who asked, not a workspace's (its workspace is gone): they read it from any workspace, anyone else gets 404 (workspace-deletion.test.ts)",
+  'GET /api/v1/account-deletions/:token': 'an unguessable token handed to the person deleting their account, not a workspace resource; it needs no credential',
 };
 
 /** Sessions slide their expiry on use; these columns are stamped on every use. Everything else of A's must stay as it was. */
@@ -306,6 +334,21 @@ beforeAll(async () => {
   );
   const runId = await launch(A, workflowSlug);
   await until('the workflow suspending', async () => ((await runStatus(runId)) === 'suspended' ? true : undefined));
+  const webhook = await ok(
+    await call('/api/v1/webhooks', { ...as, body: { url: 'https://hooks.example.test/alpha', events: ['execution.completed'] } }),
+    201,
+    'webhook',
+  );
+  // Next fire in January: nothing fires while the tests run.
+  const schedule = await ok(
+    await call(`/api/v1/workflows/${workflowSlug}/schedules`, { ...as, body: { cron: '0 0 1 1 *', timezone: 'UTC', input: {} } }),
+    201,
+    'schedule',
+  );
+  const started = await ok(await call(`/api/v1/workspaces/${A.workspaceId}/export`, { ...as, body: {} }), 201, 'export');
+  await until('the export being written', async () =>
+    (await call(`/api/v1/workspaces/${A.workspaceId}/export/${started.id}`, as)).body.status === 'ready' ? true : undefined,
+  );
 
   fixture = {
     workspaceId: A.workspaceId,
@@ -329,6 +372,10 @@ beforeAll(async () => {
     requestLinkCode: request.link_code,
     workflowSlug,
     runId,
+    workspaceName: workspace.name,
+    webhookId: webhook.id,
+    scheduleId: schedule.id,
+    exportId: started.id,
   };
 
   // B's own skill and workflow, for the references to A's ids in bodies.
@@ -540,6 +587,14 @@ const TOOL_CASES: Record<string, (a: Fixture) => Record<string, unknown>> = {
   'resume-workflow-run': (a) => ({ runId: a.runId, resumeData: { ok: true } }),
   'get-retention': (a) => ({ workspaceId: a.workspaceId }),
   'set-retention': (a) => ({ workspaceId: a.workspaceId, traces: 1 }),
+  'get-limits': (a) => ({ workspaceId: a.workspaceId }),
+  'set-limits': (a) => ({ workspaceId: a.workspaceId, monthly: 1 }),
+  'rerun-workflow-run': (a) => ({ runId: a.runId, fromStep: 'approve' }),
+  'list-workflow-schedules': (a) => ({ slug: a.workflowSlug }),
+  'create-workflow-schedule': (a) => ({ slug: a.workflowSlug, cron: '0 0 1 1 *', timezone: 'UTC', input: {} }),
+  'pause-workflow-schedule': (a) => ({ slug: a.workflowSlug, scheduleId: a.scheduleId }),
+  'resume-workflow-schedule': (a) => ({ slug: a.workflowSlug, scheduleId: a.scheduleId }),
+  'delete-workflow-schedule': (a) => ({ slug: a.workflowSlug, scheduleId: a.scheduleId }),
 };
 
 /** Tools with an argument named like an id that names no resource of a workspace. */

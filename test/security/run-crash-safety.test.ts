@@ -6,10 +6,8 @@
  * credit hold may be left, the balance must be the start minus what was charged, and every
  * stream of the lost run must end.
  */
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
-import worker from '../../workers/index';
 import type { Env } from '../../workers/env';
 import type { TurnInput } from '../../workers/services/execution-events';
 import { AppError } from '../../workers/errors';
@@ -22,6 +20,7 @@ import { turnOf } from '../helpers/turns';
 import { globalDbOf, openShard } from '../../workers/lib/db';
 import { closeTurn } from '../../workers/services/execution-runs';
 import { reserveCredits } from '../helpers/credits';
+import { runHousekeeping } from '../helpers/housekeeping';
 
 afterEach(() => resetClock());
 
@@ -147,13 +146,6 @@ function faultyD1(database: D1Database, failOn: RegExp): D1Database {
 }
 
 const withSessions = (namespace: Env['EXECUTION_SESSION']): Env => ({ ...env, EXECUTION_SESSION: namespace });
-
-/** The hourly housekeeping, as its cron trigger runs it. */
-async function sweep() {
-  const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env, ctx);
-  await waitOnExecutionContext(ctx);
-}
 
 /** What a service call threw, as the API would answer it. */
 async function refusal(promise: Promise<unknown>) {
@@ -451,7 +443,7 @@ describe('the process dies between the claim and the object', () => {
     const second = await setup();
     const lost = [await crashMidStart(first, false), await crashMidStart(second, false)];
     advanceClock(CLAIM_GRACE_MS + 1000);
-    await sweep();
+    await runHousekeeping();
     for (const id of lost) expect(await executionRow(id)).toMatchObject({ status: 'failed' });
     await expectSettledLedger(first);
     await expectSettledLedger(second);

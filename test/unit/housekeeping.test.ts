@@ -1,10 +1,9 @@
-import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { afterEach, expect, it } from 'vitest';
-import worker from '../../workers/index';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { call, signUp } from '../helpers/api';
 import { boundShards, shardBinding } from '../../workers/lib/db';
+import { runHousekeeping } from '../helpers/housekeeping';
 
 afterEach(() => resetClock());
 
@@ -24,9 +23,7 @@ it('the hourly job deletes expired sessions and idempotency records, and keeps l
   advanceClock(31 * 24 * 3600_000);
   const fresh = await signUp();
 
-  const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env, ctx);
-  await waitOnExecutionContext(ctx);
+  await runHousekeeping();
 
   expect(await count(env.DB, 'SELECT COUNT(*) AS n FROM sessions WHERE user_id = ?', stale.user.id)).toBe(0);
   expect(await count(env.DB, 'SELECT COUNT(*) AS n FROM sessions WHERE user_id = ?', fresh.user.id)).toBe(1);
@@ -45,9 +42,7 @@ it('the hourly job deletes the keys of run tool calls a day old, and keeps newer
     await database.batch([insert.bind(old, now() - 24 * 3600_000 - 60_000), insert.bind(recent, now() - 3600_000)]);
   }
 
-  const ctx = createExecutionContext();
-  await worker.scheduled(createScheduledController({ cron: '17 * * * *' }), env, ctx);
-  await waitOnExecutionContext(ctx);
+  await runHousekeeping();
 
   for (const shard of shards) {
     const keys = await shardBinding(env, shard).prepare('SELECT key FROM run_tool_calls WHERE key IN (?, ?)').bind(old, recent).all<{ key: string }>();
