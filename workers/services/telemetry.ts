@@ -22,7 +22,7 @@ const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;
 
 const Headers = z
   .record(
-    z.string().regex(HEADER_NAME, 'a header name (letters, digits and !#$%&\'*+.^_`|~-)'),
+    z.string().regex(HEADER_NAME, "a header name (letters, digits and !#$%&'*+.^_`|~-)"),
     z
       .string()
       .trim()
