@@ -540,6 +540,8 @@ const TOOL_CASES: Record<string, (a: Fixture) => Record<string, unknown>> = {
   'resume-workflow-run': (a) => ({ runId: a.runId, resumeData: { ok: true } }),
   'get-retention': (a) => ({ workspaceId: a.workspaceId }),
   'set-retention': (a) => ({ workspaceId: a.workspaceId, traces: 1 }),
+  'get-telemetry': (a) => ({ workspaceId: a.workspaceId }),
+  'set-telemetry': (a) => ({ workspaceId: a.workspaceId, endpoint: null }),
 };
 
 /** Tools with an argument named like an id that names no resource of a workspace. */
