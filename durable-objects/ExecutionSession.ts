@@ -17,6 +17,7 @@ import type { ModelMessage } from '../workers/runtime/provider';
 import type { StoredArtifact } from '../workers/services/execution-runs';
 import { announceRunStarted, settleTurn, type SettleHooks } from '../workers/services/execution-lifecycle';
 import { deleteExecutionRow, expiryAlarmTime, expiryDecision, expiryFrom, postponed, type Expiry } from '../workers/services/object-expiry';
+import { queueRunExport } from '../workers/services/telemetry-export';
 import { HeldDeltas } from './held-deltas';
 import { isEnd, LogStreams, type StoredEvent } from './log-streams';
 
@@ -281,6 +282,15 @@ export class ExecutionSession extends DurableObject<Env> {
     return this.abandon(turnKey, []);
   }
 
+  /** A turn's events: its `user.message` through the `session.status_idle` that ended it (none for a turn not started here). */
+  turnEvents(turnKey: string): ExecutionEvent[] {
+    const first = this.turn(turnKey)?.seq;
+    if (first == null) return [];
+    const events = this.events(first - 1);
+    const end = events.findIndex((e) => e.type === 'session.status_idle');
+    return end === -1 ? events : events.slice(0, end + 1);
+  }
+
   /** What this object recorded of a turn key: started (with its `user.message` seq) or abandoned. */
   private turn(turnKey: string): { state: 'started' | 'abandoned'; seq: number | null } | undefined {
     return this.sql.exec<{ state: 'started' | 'abandoned'; seq: number | null }>(`SELECT state, seq FROM turns WHERE turn_key = ?`, turnKey).toArray()[0];
@@ -349,7 +359,7 @@ export class ExecutionSession extends DurableObject<Env> {
   }
 
   /** Asks the run lifecycle to settle an ended turn; once it has, the turn is over here and its log closed. */
-  private settle(db: ShardDb, input: TurnInput, startedAt: number, checkpoint: Checkpoint & { ended: TurnEnding }): Promise<void> {
+  private async settle(db: ShardDb, input: TurnInput, startedAt: number, checkpoint: Checkpoint & { ended: TurnEnding }): Promise<void> {
     const kv = this.ctx.storage.kv;
     const hooks: SettleHooks = {
       closing: (output) => kv.put('checkpoint', { ...checkpoint, closing: { output } } satisfies Checkpoint),
@@ -361,7 +371,8 @@ export class ExecutionSession extends DurableObject<Env> {
       },
       waitUntil: (work) => this.ctx.waitUntil(work),
     };
-    return settleTurn(db, this.env, input, { ...checkpoint, startedAt }, hooks);
+    await settleTurn(db, this.env, input, { ...checkpoint, startedAt }, hooks);
+    this.ctx.waitUntil(queueRunExport(db, this.env, input, checkpoint.ended));
   }
 
   /** The log as a reader (a status read, a workflow's poll) sees it: a turn cut off by a restart resumes now, not at the next heartbeat. */

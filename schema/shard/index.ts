@@ -13,3 +13,4 @@ export * from './spend';
 export * from './traces';
 export * from './workflows';
 export * from './webhooks';
+export * from './telemetry';

@@ -52,9 +52,17 @@ const TOOL_NAMES = [
   'get-retention',
   'set-retention',
   'set-limits',
+  'get-telemetry',
+  'set-telemetry',
 ];
 /** Tools whose scope a client is given through the step-up challenge when it calls them, not at sign-in. */
-const STEP_UP_TOOLS: Record<string, string> = { 'get-retention': 'profile:read', 'set-retention': 'profile:write', 'set-limits': 'profile:write' };
+const STEP_UP_TOOLS: Record<string, string> = {
+  'get-retention': 'profile:read',
+  'set-retention': 'profile:write',
+  'set-limits': 'profile:write',
+  'get-telemetry': 'profile:read',
+  'set-telemetry': 'profile:write',
+};
 
 const connect = (apiKey: string, headers: Record<string, string> = {}) => connectMcp({ 'x-api-key': apiKey, ...headers });
 

@@ -84,6 +84,8 @@ const CASES: Record<string, (a: Fixture) => Probe> = {
   'PUT /api/v1/workspaces/:id/retention': (a) => ({ params: { id: a.workspaceId }, body: { traces: 1 } }),
   'GET /api/v1/workspaces/:id/limits': (a) => ({ params: { id: a.workspaceId } }),
   'PUT /api/v1/workspaces/:id/limits': (a) => ({ params: { id: a.workspaceId }, body: { monthly: 1 } }),
+  'GET /api/v1/workspaces/:id/telemetry': (a) => ({ params: { id: a.workspaceId } }),
+  'PUT /api/v1/workspaces/:id/telemetry': (a) => ({ params: { id: a.workspaceId }, body: { endpoint: null } }),
   'DELETE /api/v1/workspaces/:id': (a) => ({ params: { id: a.workspaceId }, body: { confirm: a.workspaceName } }),
   'POST /api/v1/workspaces/:id/export': (a) => ({ params: { id: a.workspaceId }, body: {} }),
   'GET /api/v1/workspaces/:id/export/:exportId': (a) => ({ params: { id: a.workspaceId, exportId: a.exportId } }),
@@ -595,6 +597,8 @@ const TOOL_CASES: Record<string, (a: Fixture) => Record<string, unknown>> = {
   'pause-workflow-schedule': (a) => ({ slug: a.workflowSlug, scheduleId: a.scheduleId }),
   'resume-workflow-schedule': (a) => ({ slug: a.workflowSlug, scheduleId: a.scheduleId }),
   'delete-workflow-schedule': (a) => ({ slug: a.workflowSlug, scheduleId: a.scheduleId }),
+  'get-telemetry': (a) => ({ workspaceId: a.workspaceId }),
+  'set-telemetry': (a) => ({ workspaceId: a.workspaceId, endpoint: null }),
 };
 
 /** Tools with an argument named like an id that names no resource of a workspace. */

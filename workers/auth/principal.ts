@@ -8,6 +8,8 @@ export interface RequestOrigin {
   userAgent: string | null;
   /** `x-agent-slug`: attribution on traces (spec 4.7 rule 3), never an access check. */
   agentSlug?: string | null;
+  /** The caller's W3C `traceparent` (normalized), or null: the parent of the traces of runs it starts (docs/telemetry.md). */
+  traceparent?: string | null;
 }
 
 export type Credential =

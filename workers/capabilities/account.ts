@@ -16,6 +16,7 @@ import {
 } from '../services/invitations';
 import { getRetention, RetentionPatch, RetentionWindows, setRetention } from '../services/retention';
 import { getSpendLimits, setSpendLimits, SpendLimits, SpendLimitsBody } from '../services/spend-limits';
+import { getTelemetry, setTelemetry, TelemetryBody, TelemetryDestination } from '../services/telemetry';
 import { DeleteWorkspaceBody, getDeletion, requestDeletion, WorkspaceDeletion } from '../services/workspace-deletion';
 import { ExportJob, getExport, logFailure, runExport, startExport } from '../services/workspace-exports';
 import {
@@ -224,6 +225,32 @@ export const workspacesArea: Area = {
       http: { method: 'PUT', path: '/:id/limits', params: byId, summary: 'Set spend limits in Ds (owners only)' },
       mcp: { stepUp: true },
       run: (ctx, { workspaceId, ...patch }) => setSpendLimits(ctx.db, ctx.globalDb, ctx.actor, workspaceId, patch),
+    }),
+    defineCapability({
+      name: 'get-telemetry',
+      title: 'Get the OpenTelemetry destination',
+      description:
+        'Where the workspace’s runs are exported as OpenTelemetry traces (docs/telemetry.md): the OTLP/HTTP endpoint, the names of the headers sent (never their values), and how many traces were exported and dropped.',
+      access: { auth: 'credential', scope: 'profile:read' },
+      input: WorkspaceId,
+      output: TelemetryDestination,
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/:id/telemetry', params: byId },
+      mcp: { stepUp: true },
+      run: (ctx, { workspaceId }) => getTelemetry(ctx.db, ctx.globalDb, ctx.actor, workspaceId),
+    }),
+    defineCapability({
+      name: 'set-telemetry',
+      title: 'Set the OpenTelemetry destination',
+      description:
+        'Sets the OTLP/HTTP endpoint (https, a public host) and headers the workspace’s runs are exported to as OpenTelemetry traces, or removes it (endpoint null); owners only. Headers omitted are kept; the counts start over.',
+      access: { auth: 'credential', scope: 'profile:write' },
+      input: WorkspaceId.extend(TelemetryBody.shape),
+      output: TelemetryDestination,
+      annotations: { ...WRITE, idempotentHint: true },
+      http: { method: 'PUT', path: '/:id/telemetry', params: byId, summary: 'Set the OpenTelemetry destination (owners only)' },
+      mcp: { stepUp: true },
+      run: (ctx, { workspaceId, ...body }) => setTelemetry(ctx.db, ctx.globalDb, ctx.env, ctx.actor, workspaceId, body),
     }),
     defineCapability({
       name: 'get-retention',

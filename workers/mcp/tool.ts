@@ -11,6 +11,7 @@ import { z } from 'zod';
 import type { RouteAccess } from '../auth/access';
 import { ToolFailure, type Capability, type CapabilityContext, type ProgressReport } from '../capabilities/capability';
 import { AppError } from '../errors';
+import { traceparentOf } from '../lib/otlp';
 import { authorizeWithGrants } from '../auth/actor';
 import { announceToolChange } from './changes';
 import { ASKS } from './asks';
@@ -76,6 +77,12 @@ function toolError(error: unknown, requestId: string): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(known.toEnvelope()) }] };
 }
 
+/** The call's context, its actor carrying the `_meta.traceparent` the call sent (the parent of the traces of runs it starts). */
+function withTraceparent(ctx: ToolContext, value: unknown): ToolContext {
+  const traceparent = traceparentOf(value);
+  return traceparent === null ? ctx : { ...ctx, actor: { ...ctx.actor, origin: { ...ctx.actor.origin, traceparent } } };
+}
+
 /** The MCP tool: `access` checked (with grants), `run`, and its answer as JSON text plus `structuredContent`. */
 function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
   const ask = ASKS[tool.name];
@@ -85,7 +92,7 @@ function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
     access: tool.access,
     follows: tool.follow !== undefined,
     stepUp: tool.stepUp === true,
-    register(server: McpServer, ctx: ToolContext) {
+    register(server: McpServer, registered: ToolContext) {
       server.registerTool(
         tool.name,
         {
@@ -98,6 +105,7 @@ function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
         // The SDK's callback type cannot be resolved for a generic shape; at run time `args` is
         // the input parsed against `tool.input`.
         (async (given: z.infer<z.ZodObject<Shape>>, call: ServerContext): Promise<CallToolResult | InputRequiredResult> => {
+          const ctx = withTraceparent(registered, call.mcpReq._meta?.traceparent);
           try {
             await authorizeWithGrants(ctx.globalDb, tool.access, ctx.actor, ctx.grantToken);
             const asked = ask ? await ask(ctx, given, call) : { args: given };

@@ -3,6 +3,7 @@ import { createMiddleware } from 'hono/factory';
 import { openGlobal, openShard, refusingWrites, shardBinding } from '../lib/db';
 import type { AppEnv } from '../env';
 import { invalidInput } from '../errors';
+import { traceparentOf } from '../lib/otlp';
 
 /** A caller's request id is kept if it is short and printable; otherwise we make one. */
 const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
@@ -88,6 +89,7 @@ export const requestContext = createMiddleware<AppEnv>(async (c, next) => {
     ip: c.req.header('cf-connecting-ip') ?? null,
     userAgent: c.req.header('user-agent')?.slice(0, 512) ?? null,
     agentSlug: agentSlugOf(c.req.header('x-agent-slug')),
+    traceparent: traceparentOf(c.req.header('traceparent')),
   });
   c.set('principal', undefined);
   const version = c.req.header('service-version');

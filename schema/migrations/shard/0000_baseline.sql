@@ -415,4 +415,15 @@ CREATE TABLE `webhook_endpoints` (
 	`updated_at` integer NOT NULL
 );
 --> statement-breakpoint
-CREATE INDEX `webhook_endpoints_workspace_idx` ON `webhook_endpoints` (`workspace_id`,`id`);
+CREATE INDEX `webhook_endpoints_workspace_idx` ON `webhook_endpoints` (`workspace_id`,`id`);--> statement-breakpoint
+CREATE TABLE `telemetry_destinations` (
+	`workspace_id` text PRIMARY KEY NOT NULL,
+	`endpoint` text NOT NULL,
+	`header_names` text NOT NULL,
+	`headers` text NOT NULL,
+	`exported` integer DEFAULT 0 NOT NULL,
+	`dropped` integer DEFAULT 0 NOT NULL,
+	`last_error` text,
+	`last_error_at` integer,
+	`updated_at` integer NOT NULL
+);
