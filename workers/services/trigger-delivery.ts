@@ -68,7 +68,8 @@ function inputOf(body: string): Record<string, unknown> {
   } catch {
     throw invalidInput('body', 'json', 'The request body is not valid JSON');
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw invalidInput('body', 'type', 'The body must be a JSON object: the run’s input');
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw invalidInput('body', 'type', 'The body must be a JSON object: the run’s input');
   return parsed as Record<string, unknown>;
 }
 
@@ -124,11 +125,16 @@ export async function receiveDelivery(db: ShardDb, env: Env, workspaceId: string
     await stopTrigger(db, row, stored, actor);
     throw stopped(actor);
   }
-  const launched = await launchWorkflow(db, env, { ...actor, origin: delivery.origin }, {
-    workflowId: row.workflowSlug,
-    inputs: inputOf(delivery.body),
-    ...(deliveryId === undefined || deliveryId === '' ? {} : { toolCallKey: await deliveryKey(row.id, deliveryId) }),
-  });
+  const launched = await launchWorkflow(
+    db,
+    env,
+    { ...actor, origin: delivery.origin },
+    {
+      workflowId: row.workflowSlug,
+      inputs: inputOf(delivery.body),
+      ...(deliveryId === undefined || deliveryId === '' ? {} : { toolCallKey: await deliveryKey(row.id, deliveryId) }),
+    },
+  );
   await db.update(workflowTriggers).set({ lastDeliveryAt: now() }).where(eq(workflowTriggers.id, row.id));
   return launched;
 }
