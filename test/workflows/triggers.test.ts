@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { advanceClock, freezeClock, now, resetClock } from '../../workers/lib/clock';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 import { definition, install } from '../helpers/workflows';
 
@@ -7,6 +8,8 @@ import { definition, install } from '../helpers/workflows';
 const waiting = definition('intake', [{ type: 'tool', id: 'wait', toolId: 'human-input', options: { metadata: { prompt: 'Go on?' } } }], {
   inputSchema: { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] },
 });
+
+afterEach(() => resetClock());
 
 async function setUp() {
   const user = await signUp();
@@ -166,6 +169,9 @@ describe('workflow triggers: bearer deliveries, access and limits', () => {
     const user = await setUp();
     const trigger = await createTrigger(user);
     const spare = await createTrigger(user);
+    // Windows are minutes of the service clock: start just inside one and hold it there.
+    advanceClock(60_000 - (now() % 60_000) + 1);
+    freezeClock();
     // Input the schema refuses: counted, yet no run to start.
     for (let i = 0; i < 60; i++) expect((await deliver(trigger, { title: i })).status).toBe(400);
     const limited = await deliver(trigger, { title: 'one more' });
