@@ -57,6 +57,8 @@ const NO_BODY: Record<string, string> = {
   'DELETE /api/v1/workflows/queue/:runId': 'no body; the run id is the input',
   'POST /api/v1/workflows/:slug/uninstall': 'no body; the slug is the input',
   'DELETE /api/v1/workflows/:slug': 'no body; the slug is the input',
+  'POST /api/v1/workflows/:slug/triggers/:triggerId/rotate-secret': 'no body; slug and trigger id are the input',
+  'DELETE /api/v1/workflows/:slug/triggers/:triggerId': 'no body; slug and trigger id are the input',
   'POST /api/v1/connectors/:type/disconnect': 'no body; the connector type is the input',
   'POST /api/v1/traces/:id/continue': 'no body; the trace id is the input',
 };
@@ -255,6 +257,7 @@ interface World {
   threadId: string;
   traceId: string;
   workflow: string;
+  triggerId: string;
 }
 
 let world: World;
@@ -289,6 +292,7 @@ async function buildWorld(): Promise<World> {
   const thread = await ok(call('/api/v1/threads', { token, body: { skill_slug: skill } }), 'create thread');
   const workflow = 'hostile-flow';
   await install(user, workflow, definition(workflow, [mapping('m', { a: { value: 1 } })]));
+  const trigger = await ok(call(`/api/v1/workflows/${workflow}/triggers`, { token, body: {} }), 'create trigger');
   return {
     user,
     key,
@@ -301,6 +305,7 @@ async function buildWorld(): Promise<World> {
     threadId: thread.id,
     traceId: thread.traceId,
     workflow,
+    triggerId: trigger.id,
   };
 }
 
@@ -328,6 +333,7 @@ function realParam(path: string, name: string): string {
     runs: crypto.randomUUID(),
     queue: crypto.randomUUID(),
     connectors: 'github',
+    triggers: world.triggerId,
   };
   const value = byResource[before];
   if (value === undefined) throw new Error(`No fixture for :${name} in ${path}: add one to realParam`);
