@@ -22,6 +22,8 @@ import { streamsRoutes } from './routes/streams';
 import { workflowStreamsRoutes } from './routes/workflows';
 import { openApiRoutes } from './routes/openapi';
 import { operatorRoutes } from './routes/operator';
+import { triggerRoutes } from './routes/triggers';
+import { TRIGGER_PATH } from './services/workflow-triggers';
 
 /** Maps anything thrown to an AppError; internals are logged, never sent. */
 function toAppError(error: Error, requestId: string): AppError {
@@ -63,6 +65,7 @@ export function createApp() {
   app.route('/streams', streamsRoutes);
   app.route('/downloads', downloadsRoutes);
   app.route('/operator', operatorRoutes);
+  app.route(TRIGGER_PATH, triggerRoutes);
 
   app.route('/api/v1', openApiRoutes(app));
 

@@ -145,3 +145,39 @@ export const workflowSchedules = sqliteTable(
 );
 
 export type WorkflowScheduleRow = typeof workflowSchedules.$inferSelect;
+
+/** How a trigger's sender proves itself: a Standard Webhooks signature, or the secret as a bearer token. */
+export const TRIGGER_AUTHS = ['signature', 'bearer'] as const;
+/** `stopped`: the credential it acts for no longer acts in the workspace (`stopped_reason` says why). */
+export const TRIGGER_STATES = ['active', 'stopped'] as const;
+
+/**
+ * Inbound trigger URLs of installed workflows (docs/workflows.md, Triggers): a POST to
+ * `/hooks/workflows/<id>` proven by `secret` launches a run. The id carries the workspace's id,
+ * so the public route finds the shard through the directory.
+ */
+export const workflowTriggers = sqliteTable(
+  'workflow_triggers',
+  {
+    /** `trg_<workspace id's 32 hex digits>_<16 random hex digits>`. */
+    id: text('id').primaryKey(),
+    workspaceId: shardWorkspaceIdColumn(),
+    workflowSlug: text('workflow_slug').notNull(),
+    name: text('name'),
+    auth: text('auth', { enum: TRIGGER_AUTHS }).notNull(),
+    /** The secret (`whsec_…`), AES-GCM ciphertext under ENCRYPTION_KEY bound to the workspace and the trigger. */
+    secret: text('secret').notNull(),
+    state: text('state', { enum: TRIGGER_STATES }).notNull(),
+    stoppedReason: text('stopped_reason'),
+    /** Who the runs act for: the creator, and their credential (an Actor as JSON text), read again as it stands at every launch. */
+    actorUserId: text('actor_user_id').notNull(),
+    actor: text('actor').notNull(),
+    lastDeliveryAt: integer('last_delivery_at'),
+    createdBy: text('created_by').notNull(),
+    createdAt: integer('created_at').notNull(),
+    updatedAt: integer('updated_at').notNull(),
+  },
+  (t) => [index('workflow_triggers_workspace_workflow_idx').on(t.workspaceId, t.workflowSlug)],
+);
+
+export type WorkflowTriggerRow = typeof workflowTriggers.$inferSelect;

@@ -57,6 +57,8 @@ const NO_BODY: Record<string, string> = {
   'DELETE /api/v1/workflows/queue/:runId': 'no body; the run id is the input',
   'POST /api/v1/workflows/:slug/uninstall': 'no body; the slug is the input',
   'DELETE /api/v1/workflows/:slug': 'no body; the slug is the input',
+  'POST /api/v1/workflows/:slug/triggers/:triggerId/rotate-secret': 'no body; slug and trigger id are the input',
+  'DELETE /api/v1/workflows/:slug/triggers/:triggerId': 'no body; slug and trigger id are the input',
   'POST /api/v1/connectors/:type/disconnect': 'no body; the connector type is the input',
   'POST /api/v1/traces/:id/continue': 'no body; the trace id is the input',
   'POST /api/v1/workspaces/:id/export': 'no body; the workspace id is the input',
@@ -264,6 +266,7 @@ interface World {
   workflow: string;
   webhookId: string;
   scheduleId: string;
+  triggerId: string;
 }
 
 let world: World;
@@ -304,6 +307,7 @@ async function buildWorld(): Promise<World> {
   );
   // Next fire in January: nothing fires while routes are measured.
   const schedule = await ok(call(`/api/v1/workflows/${workflow}/schedules`, { token, body: { cron: '0 0 1 1 *', timezone: 'UTC', input: {} } }), 'schedule');
+  const trigger = await ok(call(`/api/v1/workflows/${workflow}/triggers`, { token, body: {} }), 'create trigger');
   return {
     user,
     key,
@@ -318,6 +322,7 @@ async function buildWorld(): Promise<World> {
     workflow,
     webhookId: webhook.id,
     scheduleId: schedule.id,
+    triggerId: trigger.id,
   };
 }
 
@@ -350,6 +355,7 @@ function realParam(path: string, name: string): string {
     // The endpoint has delivered nothing, and no export was made: well-formed ids of none.
     deliveries: 'dlv_999999',
     export: 'exp_999999',
+    triggers: world.triggerId,
   };
   const value = byResource[before];
   if (value === undefined) throw new Error(`No fixture for :${name} in ${path}: add one to realParam`);

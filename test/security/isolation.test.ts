@@ -66,6 +66,7 @@ interface Fixture {
   webhookId: string;
   scheduleId: string;
   exportId: string;
+  triggerId: string;
 }
 
 interface Probe {
@@ -149,6 +150,11 @@ const CASES: Record<string, (a: Fixture) => Probe> = {
   'DELETE /api/v1/workflows/:slug/schedules/:scheduleId': (a) => ({ params: { slug: a.workflowSlug, scheduleId: a.scheduleId } }),
   'POST /api/v1/workflows/:slug/schedules/:scheduleId/pause': (a) => ({ params: { slug: a.workflowSlug, scheduleId: a.scheduleId }, body: {} }),
   'POST /api/v1/workflows/:slug/schedules/:scheduleId/resume': (a) => ({ params: { slug: a.workflowSlug, scheduleId: a.scheduleId }, body: {} }),
+  'GET /api/v1/workflows/:slug/triggers': (a) => ({ params: { slug: a.workflowSlug } }),
+  'POST /api/v1/workflows/:slug/triggers': (a) => ({ params: { slug: a.workflowSlug }, body: {} }),
+  'GET /api/v1/workflows/:slug/triggers/:triggerId': (a) => ({ params: { slug: a.workflowSlug, triggerId: a.triggerId } }),
+  'DELETE /api/v1/workflows/:slug/triggers/:triggerId': (a) => ({ params: { slug: a.workflowSlug, triggerId: a.triggerId } }),
+  'POST /api/v1/workflows/:slug/triggers/:triggerId/rotate-secret': (a) => ({ params: { slug: a.workflowSlug, triggerId: a.triggerId }, body: {} }),
   'GET /api/v1/workflows/:slug': (a) => ({ params: { slug: a.workflowSlug } }),
   'POST /api/v1/workflows/:slug/uninstall': (a) => ({ params: { slug: a.workflowSlug }, body: {} }),
   'DELETE /api/v1/workflows/:slug': (a) => ({ params: { slug: a.workflowSlug } }),
@@ -347,6 +353,7 @@ beforeAll(async () => {
     201,
     'schedule',
   );
+  const trigger = await ok(await call(`/api/v1/workflows/${workflowSlug}/triggers`, { ...as, body: {} }), 201, 'trigger');
   const started = await ok(await call(`/api/v1/workspaces/${A.workspaceId}/export`, { ...as, body: {} }), 201, 'export');
   await until('the export being written', async () =>
     (await call(`/api/v1/workspaces/${A.workspaceId}/export/${started.id}`, as)).body.status === 'ready' ? true : undefined,
@@ -378,6 +385,7 @@ beforeAll(async () => {
     webhookId: webhook.id,
     scheduleId: schedule.id,
     exportId: started.id,
+    triggerId: trigger.id,
   };
 
   // B's own skill and workflow, for the references to A's ids in bodies.
@@ -597,6 +605,9 @@ const TOOL_CASES: Record<string, (a: Fixture) => Record<string, unknown>> = {
   'pause-workflow-schedule': (a) => ({ slug: a.workflowSlug, scheduleId: a.scheduleId }),
   'resume-workflow-schedule': (a) => ({ slug: a.workflowSlug, scheduleId: a.scheduleId }),
   'delete-workflow-schedule': (a) => ({ slug: a.workflowSlug, scheduleId: a.scheduleId }),
+  'list-workflow-triggers': (a) => ({ slug: a.workflowSlug }),
+  'create-workflow-trigger': (a) => ({ slug: a.workflowSlug }),
+  'delete-workflow-trigger': (a) => ({ slug: a.workflowSlug, triggerId: a.triggerId }),
   'get-telemetry': (a) => ({ workspaceId: a.workspaceId }),
   'set-telemetry': (a) => ({ workspaceId: a.workspaceId, endpoint: null }),
 };

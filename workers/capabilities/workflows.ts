@@ -36,8 +36,10 @@ import {
   RunsQuery,
 } from '../services/workflow-runs';
 import { deleteSchedulesOf } from '../services/workflow-schedules';
+import { deleteTriggersOf } from '../services/workflow-triggers';
 import { defineCapability, READ_ONLY, ToolFailure, type Area } from './capability';
 import { scheduleCapabilities } from './workflow-schedules';
+import { triggerCapabilities } from './workflow-triggers';
 
 // Reading workflows and their runs needs library:read, installing library:write, running workflow:run.
 const READ = { auth: 'credential', scope: 'library:read' } as const;
@@ -57,7 +59,7 @@ const uninstallCapability = (name: string, method: 'POST' | 'DELETE', path: stri
   defineCapability({
     name,
     title: 'Uninstall a workflow',
-    description: 'Uninstalls a workflow: its record, its stored definition and its schedules; runs already started keep going.',
+    description: 'Uninstalls a workflow: its record, its stored definition, its schedules and its trigger URLs; runs already started keep going.',
     access: WRITE,
     input: Slug,
     output: Success,
@@ -67,6 +69,7 @@ const uninstallCapability = (name: string, method: 'POST' | 'DELETE', path: stri
     run: async (ctx, { slug }) => {
       const uninstalled = await uninstallWorkflow(ctx.db, ctx.env.BUCKET, ctx.actor, slug);
       await deleteSchedulesOf(ctx.db, ctx.env, ctx.actor.workspaceId, slug);
+      await deleteTriggersOf(ctx.db, ctx.actor.workspaceId, slug);
       return uninstalled;
     },
   });
@@ -286,5 +289,6 @@ export const workflowsArea: Area = {
       run: (ctx, input) => launchWorkflow(ctx.db, ctx.env, ctx.actor, { ...input, toolCallKey: ctx.toolCallKey }),
     }),
     ...scheduleCapabilities,
+    ...triggerCapabilities,
   ],
 };

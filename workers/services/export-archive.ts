@@ -23,6 +23,7 @@ const NOT_EXPORTED = new Set(['idempotency_records', 'workspace_exports']);
 const WITHHELD: Readonly<Record<string, readonly string[]>> = {
   secrets: ['ciphertext'],
   connector_connections: ['ciphertext', 'token_preview'],
+  workflow_triggers: ['secret', 'actor'],
 };
 
 /** The shard tables an export writes, each as `records/<name>.jsonl`, and the columns it keeps. */

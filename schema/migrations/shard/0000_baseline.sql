@@ -352,6 +352,24 @@ CREATE TABLE `workflow_step_results` (
 	FOREIGN KEY (`run_id`) REFERENCES `workflow_runs`(`run_id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
+CREATE TABLE `workflow_triggers` (
+	`id` text PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`workflow_slug` text NOT NULL,
+	`name` text,
+	`auth` text NOT NULL,
+	`secret` text NOT NULL,
+	`state` text NOT NULL,
+	`stopped_reason` text,
+	`actor_user_id` text NOT NULL,
+	`actor` text NOT NULL,
+	`last_delivery_at` integer,
+	`created_by` text NOT NULL,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `workflow_triggers_workspace_workflow_idx` ON `workflow_triggers` (`workspace_id`,`workflow_slug`);--> statement-breakpoint
 CREATE TABLE `workflows` (
 	`id` integer PRIMARY KEY NOT NULL,
 	`workspace_id` text NOT NULL,

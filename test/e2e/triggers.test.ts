@@ -1,0 +1,79 @@
+import { readFileSync } from 'node:fs';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningService } from './helpers';
+import { startPrepared } from './prepared';
+
+/** Generous: two cores shared with other work can make a start slow. */
+const READY_MS = 150_000;
+
+describe('workflow triggers against wrangler dev', () => {
+  let service: RunningService;
+  beforeAll(async () => {
+    service = await startPrepared(READY_MS);
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  const api = async (path: string, body?: unknown) => {
+    const res = await fetch(`${service.base}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { 'x-api-key': service.apiKey, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+
+  /** POSTs `payload` to the trigger URL as a Standard Webhooks sender does, signed with `secret`. */
+  const deliver = async (url: string, secret: string, messageId: string, payload: unknown) => {
+    const body = JSON.stringify(payload);
+    const at = new Date();
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': messageId,
+        'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+        'webhook-signature': new Webhook(secret).sign(messageId, at, body),
+      },
+      body,
+    });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+
+  const triageRuns = async () =>
+    ((await api('/api/v1/workflows/runs?limit=200')).body.runs as { runId: string; workflowId: string }[]).filter((r) => r.workflowId === 'triage');
+
+  it('a signed POST to the trigger URL starts the run; the replayed delivery starts nothing new; a bad signature is 401', async () => {
+    const triage = JSON.parse(readFileSync('examples/workflows/triage.json', 'utf8'));
+    expect((await api('/api/v1/workflows/triage/install', triage)).status).toBe(201);
+    const created = await api('/api/v1/workflows/triage/triggers', { name: 'issue tracker' });
+    expect(created.status).toBe(201);
+    const { url, secret } = created.body as { url: string; secret: string };
+    expect(url).toBe(`${service.base}/hooks/workflows/${created.body.id}`);
+
+    const input = { title: 'Login fails', priority: 4, labels: ['bug'] };
+    const started = await deliver(url, secret, 'msg_e2e_1', input);
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    const { runId } = started.body as { runId: string };
+    let run: any;
+    for (let i = 0; i < 100; i++) {
+      run = (await api(`/api/v1/workflows/runs/${runId}`)).body.run;
+      if (run?.status === 'success') break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(run.status).toBe('success');
+    expect(run.snapshot.context.input).toEqual(input);
+    expect(run.snapshot.result).toEqual({ urgent: { title: 'Login fails' }, bug: { title: 'Login fails' }, unassigned: { title: 'Login fails' } });
+
+    const replayed = await deliver(url, secret, 'msg_e2e_1', input);
+    expect(replayed.status).toBe(202);
+    expect(replayed.body.runId).toBe(runId);
+
+    const forged = await deliver(url, `whsec_${Buffer.from('not the secret, 32 bytes long!!!').toString('base64')}`, 'msg_e2e_2', input);
+    expect(forged.status).toBe(401);
+    expect(forged.body.error.code).toBe('UNAUTHORIZED');
+    expect((await triageRuns()).map((r) => r.runId)).toEqual([runId]);
+  });
+});

@@ -1,0 +1,140 @@
+import { and, eq } from 'drizzle-orm';
+import { Webhook } from 'standardwebhooks';
+import { workflowTriggers, type WorkflowTriggerRow } from '../../schema/shard/workflows';
+import type { Actor } from '../auth/actor';
+import { credentialNow, LAUNCHED } from '../auth/launcher';
+import type { RequestOrigin } from '../auth/principal';
+import { hasScope } from '../auth/scopes';
+import type { Env, ShardDb } from '../env';
+import { AppError, forbidden, invalidInput, notFound, unauthorized } from '../errors';
+import { now } from '../lib/clock';
+import { sha256Hex, timingSafeEqual } from '../lib/crypto';
+import { decryptSecret } from '../lib/encryption';
+import { hitRateLimit } from '../lib/rate-limit';
+import { recordChangeAfter } from './audit';
+import { storedActorOf, triggerSecretContext } from './workflow-triggers';
+import { launchWorkflow, type Launched } from './workflow-runs';
+
+/**
+ * A POST to a trigger URL (docs/workflows.md, Triggers): proven by the trigger's secret, it
+ * launches a run of the workflow with the JSON body as input, once per delivery id.
+ */
+
+/** Deliveries one trigger takes per window: a sender looping on it stops here, not in the run queue. */
+export const TRIGGER_RATE_LIMIT = 60;
+const TRIGGER_RATE_WINDOW_MS = 60_000;
+/** The scope a trigger's runs are launched under, as the launch route asks it. */
+const RUN_SCOPE = 'workflow:run';
+
+/** What a trigger URL was sent: the exact body bytes (the signature covers them) and the headers. */
+export interface Delivery {
+  body: string;
+  headers: Headers;
+  origin: RequestOrigin;
+}
+
+/**
+ * The delivery id the run is keyed on: for a signed POST its `webhook-id` (signed with the
+ * body), for a bearer one the `Idempotency-Key` it may send; without one every POST launches.
+ * A 401 when the secret is not proven.
+ */
+function provenDeliveryId(row: WorkflowTriggerRow, secret: string, delivery: Delivery): string | undefined {
+  if (row.auth === 'bearer') {
+    const given = /^Bearer (.+)$/i.exec(delivery.headers.get('authorization') ?? '')?.[1];
+    if (given === undefined || !timingSafeEqual(given, secret)) throw unauthorized('The trigger’s secret is required as Authorization: Bearer <secret>');
+    return delivery.headers.get('idempotency-key') ?? undefined;
+  }
+  const headers = Object.fromEntries(['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => [name, delivery.headers.get(name) ?? '']));
+  try {
+    // Checks the signature over `<webhook-id>.<webhook-timestamp>.<body>` and a timestamp within 5 minutes of now.
+    new Webhook(secret).verify(delivery.body, headers);
+  } catch {
+    throw unauthorized('The Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature) does not verify under this trigger’s secret');
+  }
+  return headers['webhook-id'];
+}
+
+/**
+ * The run's id is made from (trigger, delivery id) through launch's `toolCallKey`: a replayed
+ * delivery starts the same run, which its object takes once, and answers its id.
+ */
+const deliveryKey = async (triggerId: string, deliveryId: string) => (await sha256Hex(`trigger:${triggerId}:${deliveryId}`)).slice(0, 32);
+
+function inputOf(body: string): Record<string, unknown> {
+  if (body.trim() === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    throw invalidInput('body', 'json', 'The request body is not valid JSON');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw invalidInput('body', 'type', 'The body must be a JSON object: the run’s input');
+  return parsed as Record<string, unknown>;
+}
+
+/** Stops the trigger, recording why, as its credential's holder (audit `workflow.trigger_stopped`); its URL answers 403 from then on. */
+async function stopTrigger(db: ShardDb, row: WorkflowTriggerRow, stored: Actor, reason: string): Promise<void> {
+  await db
+    .update(workflowTriggers)
+    .set({ state: 'stopped', stoppedReason: reason, updatedAt: now() })
+    .where(and(eq(workflowTriggers.id, row.id), eq(workflowTriggers.state, 'active')));
+  await recordChangeAfter(db, stored, {
+    action: 'workflow.trigger_stopped',
+    resourceType: 'workflow_trigger',
+    resourceId: row.id,
+    metadata: { workflowId: row.workflowSlug, reason },
+    activity: `A trigger of workflow ${row.workflowSlug} stopped: ${reason}`,
+  });
+}
+
+/**
+ * The actor the trigger's run acts for, as its credential stands now, or why it no longer can:
+ * revoked, signed out, expired, rebound to another workspace, its holder gone, or without `workflow:run`.
+ */
+async function actorNow(env: Env, stored: Actor): Promise<Actor | string> {
+  const held = await credentialNow(env, stored);
+  if (!held.ok) return held.reason.replace(LAUNCHED, 'The credential this trigger acts for');
+  if (!hasScope(held.actor.scopes, RUN_SCOPE)) return `The credential this trigger acts for no longer holds "${RUN_SCOPE}"`;
+  return held.actor;
+}
+
+const stopped = (reason: string) => forbidden(`This trigger is stopped: ${reason}`, { reason });
+
+/** Receives one POST to trigger `triggerId` of the workspace `db` holds; answers the run it launched (or launched before, for a replay). */
+export async function receiveDelivery(db: ShardDb, env: Env, workspaceId: string, triggerId: string, delivery: Delivery): Promise<Launched> {
+  const [row] = await db
+    .select()
+    .from(workflowTriggers)
+    .where(and(eq(workflowTriggers.workspaceId, workspaceId), eq(workflowTriggers.id, triggerId)))
+    .limit(1);
+  if (!row) throw notFound('Trigger');
+  const secret = await decryptSecret(env.ENCRYPTION_KEY, triggerSecretContext(row.workspaceId, row.id), row.secret);
+  if (secret === null) throw new Error(`The secret of trigger ${row.id} does not decrypt under its workspace`);
+  const deliveryId = provenDeliveryId(row, secret, delivery);
+  if (row.state === 'stopped') throw stopped(row.stoppedReason ?? 'stopped');
+  const count = await hitRateLimit(env, `trigger:${row.id}`, TRIGGER_RATE_LIMIT, TRIGGER_RATE_WINDOW_MS);
+  if (!count.allowed) {
+    throw new AppError('RATE_LIMITED', 429, `A trigger takes at most ${TRIGGER_RATE_LIMIT} deliveries a minute`, {
+      retryAfterSeconds: Math.ceil(count.resetMs / 1000),
+    });
+  }
+  const stored = storedActorOf(row);
+  const actor = await actorNow(env, stored);
+  if (typeof actor === 'string') {
+    await stopTrigger(db, row, stored, actor);
+    throw stopped(actor);
+  }
+  const launched = await launchWorkflow(
+    db,
+    env,
+    { ...actor, origin: delivery.origin },
+    {
+      workflowId: row.workflowSlug,
+      inputs: inputOf(delivery.body),
+      ...(deliveryId === undefined || deliveryId === '' ? {} : { toolCallKey: await deliveryKey(row.id, deliveryId) }),
+    },
+  );
+  await db.update(workflowTriggers).set({ lastDeliveryAt: now() }).where(eq(workflowTriggers.id, row.id));
+  return launched;
+}

@@ -1,0 +1,222 @@
+import { and, asc, count, eq } from 'drizzle-orm';
+import { z } from 'zod';
+import { TRIGGER_AUTHS, TRIGGER_STATES, workflowTriggers, type WorkflowTriggerRow } from '../../schema/shard/workflows';
+import type { Actor } from '../auth/actor';
+import type { Principal } from '../auth/principal';
+import type { Env, ShardDb } from '../env';
+import { invalidInput, notFound } from '../errors';
+import { now, toIso } from '../lib/clock';
+import { randomBytes } from '../lib/crypto';
+import { encryptSecret } from '../lib/encryption';
+import { formatId } from '../lib/ids';
+import { newWebhookSecret } from '../lib/webhook-signing';
+import { recordChange } from './audit';
+import { findBySlug } from './workflow-definitions';
+
+/**
+ * Inbound workflow triggers (docs/workflows.md, Triggers): URLs that launch a run of an
+ * installed workflow when a sender proves it holds the trigger's secret. This module is their
+ * settings: create, list, read, rotate the secret, delete; trigger-delivery.ts receives the POSTs.
+ */
+
+/** Triggers one workflow may have. */
+export const MAX_TRIGGERS_PER_WORKFLOW = 20;
+/** Where the public trigger URLs live, outside /api/v1: they take no API credential. */
+export const TRIGGER_PATH = '/hooks/workflows';
+
+export const TriggerBody = z.object({
+  name: z.string().min(1).max(100).optional().describe('A label for the sender, e.g. "GitHub Actions"'),
+  auth: z
+    .enum(TRIGGER_AUTHS)
+    .default('signature')
+    .describe('How the sender proves itself: Standard Webhooks signature headers (default), or the secret as `Authorization: Bearer`'),
+});
+export type TriggerBody = z.output<typeof TriggerBody>;
+
+export const TriggerId = z.string().min(1).max(80).describe('The trigger id (trg_…)');
+
+export const Trigger = z.object({
+  id: z.string(),
+  workflowId: z.string().describe('The workflow’s slug'),
+  name: z.string().nullable(),
+  auth: z.enum(TRIGGER_AUTHS),
+  url: z.string().describe('Where the sender POSTs: no API key, the secret proves it'),
+  state: z.enum(TRIGGER_STATES),
+  stoppedReason: z.string().nullable().describe('Why it stopped (state stopped): the credential it acts for no longer acts here'),
+  actsFor: z.object({
+    userId: z.string(),
+    credential: z.object({ type: z.enum(['session', 'api_key', 'oauth']), apiKeyId: z.string().nullable() }),
+  }),
+  lastDeliveryAt: z.string().nullable().describe('When a delivery last launched (or replayed) a run'),
+  createdBy: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type Trigger = z.infer<typeof Trigger>;
+
+export const TriggerWithSecret = Trigger.extend({ secret: z.string().describe('The trigger’s secret (whsec_…), shown only in this answer') });
+
+/** The GCM additional data of a trigger's secret: a ciphertext copied to another workspace or trigger does not decrypt. */
+export const triggerSecretContext = (workspaceId: string, triggerId: string) => `trigger-secret:${workspaceId}:${triggerId}`;
+
+/** The actor a trigger's row holds: its creator's credential as it was at creation. */
+export const storedActorOf = (row: WorkflowTriggerRow): Actor => JSON.parse(row.actor) as Actor;
+
+/**
+ * A new trigger id. It carries the workspace's id (a UUID, its dashes dropped), so the public
+ * route finds the workspace's shard in the directory from the id alone, wherever a move took it.
+ */
+const newTriggerId = (workspaceId: string) =>
+  `trg_${workspaceId.replaceAll('-', '')}_${Array.from(randomBytes(8), (b) => b.toString(16).padStart(2, '0')).join('')}`;
+
+const TRIGGER_ID = /^trg_([0-9a-f]{8})([0-9a-f]{4})([0-9a-f]{4})([0-9a-f]{4})([0-9a-f]{12})_[0-9a-f]{16}$/;
+
+/** The workspace id a trigger id carries, or null for anything that is no trigger id of ours. */
+export function workspaceOfTrigger(triggerId: string): string | null {
+  const parts = TRIGGER_ID.exec(triggerId);
+  return parts ? parts.slice(1).join('-') : null;
+}
+
+const present = (row: WorkflowTriggerRow, baseUrl: string): Trigger => {
+  const { credential } = storedActorOf(row);
+  return {
+    id: row.id,
+    workflowId: row.workflowSlug,
+    name: row.name,
+    auth: row.auth,
+    url: `${baseUrl}${TRIGGER_PATH}/${row.id}`,
+    state: row.state,
+    stoppedReason: row.stoppedReason,
+    actsFor: {
+      userId: row.actorUserId,
+      credential: { type: credential.type, apiKeyId: credential.type === 'api_key' ? formatId('key', credential.apiKeyId) : null },
+    },
+    lastDeliveryAt: row.lastDeliveryAt === null ? null : toIso(row.lastDeliveryAt),
+    createdBy: row.createdBy,
+    createdAt: toIso(row.createdAt),
+    updatedAt: toIso(row.updatedAt),
+  };
+};
+
+/** What the trigger's runs act for: the caller's credential, as a run keeps its launcher's. */
+const storedActor = (principal: Principal): Actor => ({
+  userId: principal.userId,
+  workspaceId: principal.workspaceId,
+  shard: principal.shard,
+  role: principal.role,
+  credential: { ...principal.credential },
+  scopes: [...principal.scopes],
+  origin: { ...principal.origin },
+});
+
+async function requireWorkflow(db: ShardDb, principal: Principal, slug: string) {
+  const row = await findBySlug(db, principal.workspaceId, slug);
+  if (!row) throw notFound('Workflow');
+  return row;
+}
+
+/** The trigger of this workflow in this workspace, or 404: another workspace's answers exactly like a missing one. */
+async function requireTrigger(db: ShardDb, principal: Principal, slug: string, id: string): Promise<WorkflowTriggerRow> {
+  const [row] = await db
+    .select()
+    .from(workflowTriggers)
+    .where(and(eq(workflowTriggers.workspaceId, principal.workspaceId), eq(workflowTriggers.workflowSlug, slug), eq(workflowTriggers.id, id)))
+    .limit(1);
+  if (!row) throw notFound('Trigger');
+  return row;
+}
+
+export async function createTrigger(db: ShardDb, env: Env, principal: Principal, baseUrl: string, slug: string, body: TriggerBody) {
+  const workflow = await requireWorkflow(db, principal, slug);
+  const [existing] = await db
+    .select({ n: count() })
+    .from(workflowTriggers)
+    .where(and(eq(workflowTriggers.workspaceId, principal.workspaceId), eq(workflowTriggers.workflowSlug, slug)));
+  if ((existing?.n ?? 0) >= MAX_TRIGGERS_PER_WORKFLOW) {
+    throw invalidInput('slug', 'limit', `A workflow has at most ${MAX_TRIGGERS_PER_WORKFLOW} triggers; delete one first`, { limit: MAX_TRIGGERS_PER_WORKFLOW });
+  }
+  const id = newTriggerId(principal.workspaceId);
+  const secret = newWebhookSecret();
+  const t = now();
+  await db.batch([
+    db.insert(workflowTriggers).values({
+      id,
+      workspaceId: principal.workspaceId,
+      workflowSlug: slug,
+      name: body.name ?? null,
+      auth: body.auth,
+      secret: await encryptSecret(env.ENCRYPTION_KEY, triggerSecretContext(principal.workspaceId, id), secret),
+      state: 'active',
+      actorUserId: principal.userId,
+      actor: JSON.stringify(storedActor(principal)),
+      createdBy: principal.userId,
+      createdAt: t,
+      updatedAt: t,
+    }),
+    ...recordChange(db, principal, {
+      action: 'workflow.trigger_created',
+      resourceType: 'workflow_trigger',
+      resourceId: id,
+      metadata: { workflowId: slug, auth: body.auth },
+      activity: `A trigger URL of workflow ${workflow.name} was created`,
+    }),
+  ]);
+  return { ...(await getTrigger(db, principal, baseUrl, slug, id)), secret };
+}
+
+export async function listTriggers(db: ShardDb, principal: Principal, baseUrl: string, slug: string): Promise<{ triggers: Trigger[] }> {
+  await requireWorkflow(db, principal, slug);
+  const rows = await db
+    .select()
+    .from(workflowTriggers)
+    .where(and(eq(workflowTriggers.workspaceId, principal.workspaceId), eq(workflowTriggers.workflowSlug, slug)))
+    .orderBy(asc(workflowTriggers.createdAt), asc(workflowTriggers.id));
+  return { triggers: rows.map((row) => present(row, baseUrl)) };
+}
+
+export async function getTrigger(db: ShardDb, principal: Principal, baseUrl: string, slug: string, id: string): Promise<Trigger> {
+  return present(await requireTrigger(db, principal, slug, id), baseUrl);
+}
+
+/**
+ * A new secret, answered once; the old one stops working at once. The trigger acts for the
+ * caller's credential from now on, so rotating also sets a stopped trigger going again.
+ */
+export async function rotateTriggerSecret(db: ShardDb, env: Env, principal: Principal, baseUrl: string, slug: string, id: string) {
+  await requireTrigger(db, principal, slug, id);
+  const secret = newWebhookSecret();
+  await db.batch([
+    db
+      .update(workflowTriggers)
+      .set({
+        secret: await encryptSecret(env.ENCRYPTION_KEY, triggerSecretContext(principal.workspaceId, id), secret),
+        state: 'active',
+        stoppedReason: null,
+        actorUserId: principal.userId,
+        actor: JSON.stringify(storedActor(principal)),
+        updatedAt: now(),
+      })
+      .where(eq(workflowTriggers.id, id)),
+    ...recordChange(db, principal, {
+      action: 'workflow.trigger_secret_rotated',
+      resourceType: 'workflow_trigger',
+      resourceId: id,
+      metadata: { workflowId: slug },
+    }),
+  ]);
+  return { ...(await getTrigger(db, principal, baseUrl, slug, id)), secret };
+}
+
+export async function deleteTrigger(db: ShardDb, principal: Principal, slug: string, id: string): Promise<{ success: true }> {
+  await requireTrigger(db, principal, slug, id);
+  await db.batch([
+    db.delete(workflowTriggers).where(eq(workflowTriggers.id, id)),
+    ...recordChange(db, principal, { action: 'workflow.trigger_deleted', resourceType: 'workflow_trigger', resourceId: id, metadata: { workflowId: slug } }),
+  ]);
+  return { success: true };
+}
+
+/** Uninstalling a workflow deletes its triggers: their URLs answer 404 from then on. */
+export async function deleteTriggersOf(db: ShardDb, workspaceId: string, slug: string): Promise<void> {
+  await db.delete(workflowTriggers).where(and(eq(workflowTriggers.workspaceId, workspaceId), eq(workflowTriggers.workflowSlug, slug)));
+}
