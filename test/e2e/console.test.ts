@@ -72,7 +72,11 @@ describe('the console in a browser', () => {
 
   beforeAll(async () => {
     // Words 40 ms apart: a run streams for a few seconds, long enough to watch, reload and interrupt.
-    [service, browser] = await Promise.all([startPrepared(120_000, { args: ['--var', 'LOCAL_MODEL_DELAY_MS:40'] }), launchChromium()]);
+    // LOCAL_DEVELOPMENT: a webhook endpoint on this machine's loopback receives the runs' events.
+    [service, browser] = await Promise.all([
+      startPrepared(120_000, { args: ['--var', 'LOCAL_MODEL_DELAY_MS:40', '--var', 'LOCAL_DEVELOPMENT:true'] }),
+      launchChromium(),
+    ]);
   });
   afterAll(async () => {
     await browser?.close();
@@ -496,7 +500,7 @@ describe('the console in a browser', () => {
       await page.goto(`${service.base}/settings`);
       const hooks = page.getByRole('region', { name: 'Webhooks' });
       await hooks.getByText('No endpoints yet.').waitFor();
-      await hooks.getByLabel('Endpoint URL').fill('http://10.0.0.1/hooks');
+      await hooks.getByLabel('Endpoint URL').fill('http://example.com/hooks');
       await hooks.getByLabel(/^A run completed/).check();
       await hooks.getByRole('button', { name: 'Add endpoint' }).click();
       const refused = hooks.getByRole('alert');
