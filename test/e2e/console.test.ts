@@ -1,10 +1,11 @@
 import { mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
-import { type RunningService } from './helpers';
+import { freePort, type RunningService } from './helpers';
 import { startPrepared } from './prepared';
 
 const screenshots = join('.wrangler', 'screenshots', 'console');
@@ -71,7 +72,11 @@ describe('the console in a browser', () => {
 
   beforeAll(async () => {
     // Words 40 ms apart: a run streams for a few seconds, long enough to watch, reload and interrupt.
-    [service, browser] = await Promise.all([startPrepared(120_000, { args: ['--var', 'LOCAL_MODEL_DELAY_MS:40'] }), launchChromium()]);
+    // LOCAL_DEVELOPMENT: a webhook endpoint on this machine's loopback receives the runs' events.
+    [service, browser] = await Promise.all([
+      startPrepared(120_000, { args: ['--var', 'LOCAL_MODEL_DELAY_MS:40', '--var', 'LOCAL_DEVELOPMENT:true'] }),
+      launchChromium(),
+    ]);
   });
   afterAll(async () => {
     await browser?.close();
@@ -476,6 +481,83 @@ describe('the console in a browser', () => {
     expect(await seen.getByLabel('Audit log (days)').getAttribute('readonly')).toBe('');
     expect(await seen.getByRole('button', { name: 'Save' }).count()).toBe(0);
     await check('settings-retention-member');
+  });
+
+  it('adds a webhook endpoint (its secret shown once), lists its delivery of a run and redelivers it, disables it, and sets and removes a telemetry destination', async () => {
+    // A receiver on this machine: loopback endpoints are accepted under LOCAL_DEVELOPMENT.
+    const received: string[] = [];
+    const receiver = createServer((req, res) => {
+      req.on('data', () => {});
+      req.on('end', () => {
+        received.push(String(req.headers['webhook-id']));
+        res.writeHead(204).end();
+      });
+    });
+    const port = await freePort();
+    await new Promise<void>((resolve) => receiver.listen(port, '127.0.0.1', resolve));
+    try {
+      page = await signUp('Hooks Owner');
+      await page.goto(`${service.base}/settings`);
+      const hooks = page.getByRole('region', { name: 'Webhooks' });
+      await hooks.getByText('No endpoints yet.').waitFor();
+      await hooks.getByLabel('Endpoint URL').fill('http://example.com/hooks');
+      await hooks.getByLabel(/^A run completed/).check();
+      await hooks.getByRole('button', { name: 'Add endpoint' }).click();
+      const refused = hooks.getByRole('alert');
+      await refused.waitFor();
+      expect(await hooks.getByLabel('Endpoint URL').getAttribute('aria-invalid')).toBe('true');
+
+      await hooks.getByLabel('Endpoint URL').fill(`http://127.0.0.1:${port}/hooks`);
+      await hooks.getByLabel('Description (optional)').fill('Local receiver');
+      await hooks.getByRole('button', { name: 'Add endpoint' }).click();
+      await expect(hooks.getByLabel('Signing secret').textContent()).resolves.toMatch(/^whsec_/);
+      const endpoint = hooks.getByRole('listitem', { name: 'Local receiver' });
+      await endpoint.getByText('Events: A run completed').waitFor();
+      await endpoint.getByText('enabled', { exact: true }).waitFor();
+
+      // A run that completes is delivered to the receiver and listed under Deliveries.
+      await page.evaluate(`(async () => {
+        const headers = { 'content-type': 'application/json', 'x-csrf-token': document.querySelector('meta[name="csrf-token"]').content };
+        await fetch('/api/v1/skills/hook-notes', { method: 'PUT', headers, body: JSON.stringify({ name: 'Hook notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\\nSummarise.' }) });
+        await fetch('/api/v1/skills/hook-notes/run', { method: 'POST', headers, body: JSON.stringify({ input: 'Ship it.' }) });
+      })()`);
+      await expect.poll(() => received.length, { timeout: 60_000 }).toBeGreaterThan(0);
+      await endpoint.getByText('Deliveries').click();
+      const deliveries = endpoint.getByRole('list', { name: 'Deliveries' });
+      await deliveries.getByText('execution.completed').waitFor();
+      await deliveries.getByRole('cell', { name: '204' }).waitFor();
+      await deliveries.getByRole('button', { name: /^Redeliver dlv_/ }).click();
+      await deliveries.getByRole('cell', { name: '2', exact: true }).waitFor();
+      expect(new Set(received).size).toBe(1);
+      expect(received.length).toBe(2);
+      await check('settings-webhooks');
+
+      await hooks.getByRole('button', { name: 'Rotate secret of Local receiver' }).click();
+      await hooks.getByText(/^The new signing secret of Local receiver/).waitFor();
+      await hooks.getByRole('button', { name: 'Disable Local receiver' }).click();
+      await hooks.getByRole('listitem', { name: 'Local receiver' }).getByText('disabled', { exact: true }).waitFor();
+      await hooks.getByRole('button', { name: 'Delete Local receiver' }).click();
+      await hooks.getByText('No endpoints yet.').waitFor();
+
+      // Telemetry: an endpoint and a write-only header, then removed.
+      const otel = page.getByRole('region', { name: 'Telemetry' });
+      await otel.getByText('No destination: runs are not exported.').waitFor();
+      await otel.getByLabel('OTLP traces endpoint').fill('https://collector.example.com/v1/traces');
+      await otel.getByLabel('Header 1 name').fill('x-honeycomb-team');
+      await otel.getByLabel('Header 1 value').fill('team-key');
+      await otel.getByRole('button', { name: 'Save' }).click();
+      await otel.getByText('Exported: 0 traces. Dropped: 0.').waitFor();
+      await otel.getByText('Headers sent (values hidden): x-honeycomb-team').waitFor();
+      await check('settings-telemetry');
+      await page.reload();
+      const again = page.getByRole('region', { name: 'Telemetry' });
+      await expect(again.getByLabel('OTLP traces endpoint').inputValue()).resolves.toBe('https://collector.example.com/v1/traces');
+      expect(await again.getByText('team-key').count()).toBe(0);
+      await again.getByRole('button', { name: 'Remove' }).click();
+      await again.getByText('No destination: runs are not exported.').waitFor();
+    } finally {
+      receiver.close();
+    }
   });
 
   it('writes a new skill, approves an agent asking to connect with fewer scopes than it asked for, and edits the skill into a new version, restores the old one and binds a secret', async () => {

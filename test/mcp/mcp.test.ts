@@ -57,6 +57,14 @@ const TOOL_NAMES = [
   'set-limits',
   'get-telemetry',
   'set-telemetry',
+  'list-webhooks',
+  'create-webhook',
+  'get-webhook',
+  'update-webhook',
+  'delete-webhook',
+  'rotate-webhook-secret',
+  'list-webhook-deliveries',
+  'redeliver-webhook',
 ];
 /** Tools whose scope a client is given through the step-up challenge when it calls them, not at sign-in. */
 const STEP_UP_TOOLS: Record<string, string> = {
@@ -65,6 +73,14 @@ const STEP_UP_TOOLS: Record<string, string> = {
   'set-limits': 'profile:write',
   'get-telemetry': 'profile:read',
   'set-telemetry': 'profile:write',
+  'list-webhooks': 'profile:read',
+  'create-webhook': 'profile:write',
+  'get-webhook': 'profile:read',
+  'update-webhook': 'profile:write',
+  'delete-webhook': 'profile:write',
+  'rotate-webhook-secret': 'profile:write',
+  'list-webhook-deliveries': 'profile:read',
+  'redeliver-webhook': 'profile:write',
 };
 
 const connect = (apiKey: string, headers: Record<string, string> = {}) => connectMcp({ 'x-api-key': apiKey, ...headers });

@@ -610,6 +610,12 @@ const TOOL_CASES: Record<string, (a: Fixture) => Record<string, unknown>> = {
   'delete-workflow-trigger': (a) => ({ slug: a.workflowSlug, triggerId: a.triggerId }),
   'get-telemetry': (a) => ({ workspaceId: a.workspaceId }),
   'set-telemetry': (a) => ({ workspaceId: a.workspaceId, endpoint: null }),
+  'get-webhook': (a) => ({ webhookId: a.webhookId }),
+  'update-webhook': (a) => ({ webhookId: a.webhookId, enabled: false }),
+  'delete-webhook': (a) => ({ webhookId: a.webhookId }),
+  'rotate-webhook-secret': (a) => ({ webhookId: a.webhookId }),
+  'list-webhook-deliveries': (a) => ({ webhookId: a.webhookId }),
+  'redeliver-webhook': (a) => ({ webhookId: a.webhookId, deliveryId: 'dlv_1' }),
 };
 
 /** Tools with an argument named like an id that names no resource of a workspace. */

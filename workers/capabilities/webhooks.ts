@@ -24,7 +24,8 @@ const byId = { id: 'webhookId' };
 
 /**
  * Webhook endpoints of the current workspace and their delivery log (docs/webhooks.md), for its
- * owners and admins. Not MCP tools: an endpoint sends the workspace's events outside it.
+ * owners and admins. MCP tools too, asked for when called: profile:read and profile:write reach
+ * far beyond webhooks, and an endpoint sends the workspace's events outside it.
  */
 export const webhooksArea: Area = {
   mount: '/api/v1/webhooks',
@@ -39,7 +40,7 @@ export const webhooksArea: Area = {
       output: cursorEnvelope(WebhookEndpoint),
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/' },
-      mcp: false,
+      mcp: { stepUp: true },
       run: (ctx, query) => listWebhooks(ctx.db, ctx.actor, query),
     }),
     defineCapability({
@@ -51,7 +52,7 @@ export const webhooksArea: Area = {
       output: WebhookEndpointWithSecret,
       annotations: WRITE,
       http: { method: 'POST', path: '/', status: 201, before: [idempotent], summary: 'Add a webhook endpoint; its signing secret is shown once' },
-      mcp: false,
+      mcp: { stepUp: true },
       run: (ctx, body) => createWebhook(ctx.db, ctx.env, ctx.actor, body),
     }),
     defineCapability({
@@ -63,7 +64,7 @@ export const webhooksArea: Area = {
       output: WebhookEndpoint,
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/:id', params: byId },
-      mcp: false,
+      mcp: { stepUp: true },
       run: (ctx, { webhookId }) => getWebhook(ctx.db, ctx.actor, webhookId),
     }),
     defineCapability({
@@ -75,7 +76,7 @@ export const webhooksArea: Area = {
       output: WebhookEndpoint,
       annotations: WRITE,
       http: { method: 'PATCH', path: '/:id', params: byId, body: PatchWebhookBody, summary: 'Change, disable or enable a webhook endpoint' },
-      mcp: false,
+      mcp: { stepUp: true },
       run: (ctx, { webhookId, ...patch }) => updateWebhook(ctx.db, ctx.env, ctx.actor, webhookId, patch),
     }),
     defineCapability({
@@ -87,7 +88,7 @@ export const webhooksArea: Area = {
       output: z.object({ success: z.literal(true) }),
       annotations: { ...WRITE, destructiveHint: true, idempotentHint: true },
       http: { method: 'DELETE', path: '/:id', params: byId, summary: 'Delete the endpoint and its delivery log' },
-      mcp: false,
+      mcp: { stepUp: true },
       run: (ctx, { webhookId }) => deleteWebhook(ctx.db, ctx.actor, webhookId),
     }),
     defineCapability({
@@ -99,7 +100,7 @@ export const webhooksArea: Area = {
       output: WebhookEndpointWithSecret,
       annotations: WRITE,
       http: { method: 'POST', path: '/:id/rotate-secret', params: byId, summary: 'A new signing secret, shown once; the old one signs beside it for 24 hours' },
-      mcp: false,
+      mcp: { stepUp: true },
       run: (ctx, { webhookId }) => rotateWebhookSecret(ctx.db, ctx.env, ctx.actor, webhookId),
     }),
     defineCapability({
@@ -111,7 +112,7 @@ export const webhooksArea: Area = {
       output: cursorEnvelope(WebhookDelivery),
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/:id/deliveries', params: byId },
-      mcp: false,
+      mcp: { stepUp: true },
       run: (ctx, { webhookId, ...query }) => listDeliveries(ctx.db, ctx.actor, webhookId, query),
     }),
     defineCapability({
@@ -129,7 +130,7 @@ export const webhooksArea: Area = {
         status: 202,
         summary: 'Send a delivery again now (one attempt)',
       },
-      mcp: false,
+      mcp: { stepUp: true },
       run: (ctx, { webhookId, deliveryId }) => redeliver(ctx.db, ctx.env, ctx.actor, webhookId, deliveryId),
     }),
   ],

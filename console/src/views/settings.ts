@@ -4,6 +4,8 @@ import { consents, permissionRequests } from './approvals';
 import { deleteAccount, deleteWorkspace } from './deletion';
 import { limits } from './limits';
 import { retention } from './retention';
+import { telemetry } from './telemetry';
+import { webhooks } from './webhooks';
 import { billing, byok, connectors, failure, members, secrets, section } from './settings-more';
 
 type Key = Answer<'/api-keys'>['data'][number];
@@ -17,6 +19,8 @@ const PARTS = [
   ['Members and invitations', members],
   ['Retention', retention],
   ['Spend limits', limits],
+  ['Webhooks', webhooks],
+  ['Telemetry', telemetry],
   ['Secrets', secrets],
   ['Your own model key', byok],
   ['Connectors', connectors],
@@ -27,7 +31,7 @@ const PARTS = [
 
 /**
  * Settings: API keys (created with chosen scopes, shown once, revoked), agents' pending
- * consents and permission requests, members and invitations, retention, spend limits, secrets, the model key, connectors,
+ * consents and permission requests, members and invitations, retention, spend limits, webhooks and their deliveries, the telemetry destination, secrets, the model key, connectors,
  * billing, and deleting the workspace or the account.
  */
 export async function settings(app: HTMLElement) {
