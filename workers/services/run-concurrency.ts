@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { workflowRuns } from '../../schema/shard/workflows';
 import type { ShardDb } from '../env';
 
@@ -13,15 +13,19 @@ import type { ShardDb } from '../env';
 /** Admits the queued run `runId` if its key has a slot for it; answers whether the run is admitted (now or already). */
 export async function admitQueuedRun(db: ShardDb, runId: string, limit: number): Promise<boolean> {
   const [, [row]] = await db.batch([
-    db.run(sql`UPDATE workflow_runs SET status = 'running'
-      WHERE run_id = ${runId} AND status = 'queued' AND concurrency_key IS NOT NULL AND (
-        SELECT count(*) FROM workflow_runs o
-        WHERE o.workspace_id = workflow_runs.workspace_id AND o.workflow_id = workflow_runs.workflow_id
-          AND o.concurrency_key = workflow_runs.concurrency_key AND o.run_id <> workflow_runs.run_id
-          AND (o.status IN ('running', 'suspended')
-            OR (o.status = 'queued' AND (o.created_at < workflow_runs.created_at
-              OR (o.created_at = workflow_runs.created_at AND o.rowid < workflow_runs.rowid))))
-      ) < ${limit}`),
+    db
+      .update(workflowRuns)
+      .set({ status: 'running' })
+      .where(
+        sql`run_id = ${runId} AND status = 'queued' AND concurrency_key IS NOT NULL AND (
+          SELECT count(*) FROM workflow_runs o
+          WHERE o.workspace_id = workflow_runs.workspace_id AND o.workflow_id = workflow_runs.workflow_id
+            AND o.concurrency_key = workflow_runs.concurrency_key AND o.run_id <> workflow_runs.run_id
+            AND (o.status IN ('running', 'suspended')
+              OR (o.status = 'queued' AND (o.created_at < workflow_runs.created_at
+                OR (o.created_at = workflow_runs.created_at AND o.rowid < workflow_runs.rowid))))
+        ) < ${limit}`,
+      ),
     db
       .select({ status: workflowRuns.status })
       .from(workflowRuns)
@@ -37,7 +41,12 @@ export async function oldestQueuedRuns(db: ShardDb, of: { workspaceId: string; w
     .select({ runId: workflowRuns.runId })
     .from(workflowRuns)
     .where(
-      sql`${workflowRuns.workspaceId} = ${of.workspaceId} AND ${workflowRuns.workflowId} = ${of.workflowId} AND ${workflowRuns.concurrencyKey} = ${of.concurrencyKey} AND ${workflowRuns.status} = 'queued'`,
+      and(
+        eq(workflowRuns.workspaceId, of.workspaceId),
+        eq(workflowRuns.workflowId, of.workflowId),
+        eq(workflowRuns.concurrencyKey, of.concurrencyKey),
+        eq(workflowRuns.status, 'queued'),
+      ),
     )
     .orderBy(workflowRuns.createdAt, sql`rowid`)
     .limit(limit);
