@@ -1,6 +1,9 @@
+import { runDurableObjectAlarm } from 'cloudflare:test';
+import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { call, expectError, signUp, type TestUser } from '../helpers/api';
 import { definition, install, launch, waitForRun } from '../helpers/workflows';
+import { shardD1 } from '../helpers/shards';
 
 /** Concurrency keys (docs/workflows.md): runs over a key's limit wait queued and start in launch order when a slot frees. */
 
@@ -78,6 +81,19 @@ describe('concurrency keys', () => {
     expect(after.steps).toEqual({});
     queue = await queueStatuses(user);
     expect(queue.get(last!)?.status).toBe('suspended');
+  });
+
+  it('a queued run whose slot freed without a wake-up starts at its own alarm', async () => {
+    const user = await signUp();
+    await install(user, 'per-repo', perRepo());
+    const [holder, waiting] = [await launch(user, 'per-repo', { repo: 'a' }), await launch(user, 'per-repo', { repo: 'a' })];
+    await waitForRun(user, holder!, ['suspended']);
+    await waitForRun(user, waiting!, ['queued']);
+    // The slot's holder ends as far as D1 knows, but its object never wakes the queue (as if it stopped first).
+    await (await shardD1(user.workspaceId)).prepare(`UPDATE workflow_runs SET status = 'failed' WHERE run_id = ?`).bind(holder).run();
+    expect((await queueStatuses(user)).get(waiting!)?.status).toBe('queued');
+    expect(await runDurableObjectAlarm(env.WORKFLOW_RUN.getByName(waiting!))).toBe(true);
+    await waitForRun(user, waiting!, ['suspended']);
   });
 
   it('refuses a bad concurrency declaration at install, naming the field', async () => {
