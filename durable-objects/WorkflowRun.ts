@@ -9,6 +9,7 @@ import { hasScope } from '../workers/auth/scopes';
 import type { ShardDb, Env } from '../workers/env';
 import type { Resumer } from '../workers/services/workflow-runs';
 import { emitWebhookEvent } from '../workers/services/webhook-events';
+import { admitQueuedRun, oldestQueuedRuns } from '../workers/services/run-concurrency';
 import type { WebhookEventType } from '../schema/shard/webhooks';
 import { isoNow, now } from '../workers/lib/clock';
 import { deleteWorkflowRunRow, expiryAlarmTime, expiryDecision, expiryFrom, postponed, type Expiry } from '../workers/services/object-expiry';
@@ -78,6 +79,8 @@ interface RunMeta extends Pick<RunState, 'status' | 'cursor' | 'input' | 'result
   state: Json;
   threadId: string | null;
   rerunOf?: RerunOf;
+  /** Its concurrency key (docs/workflows.md, Concurrency keys): the run starts `queued` and waits for a slot of it. */
+  concurrencyKey?: string;
   createdAt: number;
 }
 
@@ -112,6 +115,11 @@ const OUTBOX_RETRY_MS = 1_000;
 const PURE_SLICE_STEPS = 64;
 const PURE_SLICE_MS = 50;
 const SCHEMA_VERSION = 1;
+/**
+ * A queued run asks for a slot again this often: the run that frees one wakes the oldest queued
+ * runs of its key, and this covers a finisher that crashed before it could.
+ */
+const QUEUED_RECHECK_MS = 30_000;
 
 const parse = (text: string | null): Json => (text === null ? null : (JSON.parse(text) as Json));
 
@@ -302,7 +310,10 @@ export class WorkflowRun extends DurableObject<Env> {
       }
     });
     run.state = state;
-    if (state.status !== before.status) this.announce(state.status);
+    if (state.status !== before.status) {
+      this.announce(state.status);
+      if (run.meta.concurrencyKey !== undefined && FINAL.includes(state.status)) this.ctx.waitUntil(this.freeSlot());
+    }
     return effects.filter((e) => e.type !== 'event' && e.type !== 'notify');
   }
 
@@ -344,9 +355,13 @@ export class WorkflowRun extends DurableObject<Env> {
       .toArray();
   }
 
-  /** Writes the new run (status running), queues its first entry, and waits until D1 shows it. */
+  /**
+   * Writes the new run (status running), queues its first entry, and waits until D1 shows it. A
+   * run with a concurrency key is written `queued` first and starts only once admitted to a slot.
+   */
   async start(input: StartInput): Promise<void> {
     if (this.load()) return;
+    const queued = typeof input.concurrencyKey === 'string';
     const workflow = JSON.parse(input.workflow) as CompiledWorkflow;
     const initData = JSON.parse(input.initData) as Json;
     const meta: RunMeta = {
@@ -359,7 +374,8 @@ export class WorkflowRun extends DurableObject<Env> {
       state: initialWorkflowState(workflow),
       threadId: input.threadId ?? null,
       ...(input.rerunOf ? { rerunOf: input.rerunOf } : {}),
-      status: 'running',
+      ...(queued ? { concurrencyKey: input.concurrencyKey! } : {}),
+      status: queued ? 'queued' : 'running',
       cursor: 0,
       input: initData,
       resuming: false,
@@ -367,8 +383,57 @@ export class WorkflowRun extends DurableObject<Env> {
     };
     const program = programOf(meta);
     this.run = { meta, program, state: initialRunState(program) };
+    if (queued) {
+      this.ctx.storage.transactionSync(() => {
+        this.ctx.storage.kv.put('run', meta);
+        this.bump();
+      });
+      this.run.state = { ...this.run.state, status: 'queued' };
+      return this.admitIfFree();
+    }
     this.inBackground(this.apply({ type: 'start', ...(input.from ? { from: JSON.parse(input.from) as RerunFrom } : {}) }));
     await this.afterChange();
+  }
+
+  /** A slot of this queued run's key may have freed (the run that held it finished): it asks for it. */
+  async admitQueued(): Promise<void> {
+    if (this.load()?.meta.status === 'queued') await this.admitIfFree();
+  }
+
+  /**
+   * A queued run's D1 row asks for a slot of its key (run-concurrency.ts); admitted, the run
+   * starts as a launch would. Not admitted, or its row not yet written, its alarm asks again.
+   */
+  private async admitIfFree(): Promise<void> {
+    const { meta } = this.run!;
+    await this.persist();
+    const admitted = !this.unwritten && (await admitQueuedRun(this.db, meta.runId, meta.workflow.concurrency?.limit ?? 1));
+    const run = this.load();
+    if (!run || run.meta.status !== 'queued') return;
+    if (!admitted) return this.rearm();
+    this.commit({ state: { ...run.state, status: 'running' }, effects: [] });
+    this.inBackground(this.apply({ type: 'start' }));
+    await this.afterChange();
+  }
+
+  /** This run ended: D1 shows it, then the oldest queued runs of its key are asked to take the slot. */
+  private async freeSlot(): Promise<void> {
+    const { meta } = this.run!;
+    await this.persist();
+    // Unwritten, the slot still looks taken; the queued runs' alarms ask again.
+    if (this.unwritten || meta.concurrencyKey === undefined) return;
+    const next = await oldestQueuedRuns(
+      this.db,
+      { workspaceId: meta.workspaceId, workflowId: meta.workflowId, concurrencyKey: meta.concurrencyKey },
+      meta.workflow.concurrency?.limit ?? 1,
+    );
+    for (const runId of next) {
+      try {
+        await this.env.WORKFLOW_RUN.getByName(runId).admitQueued();
+      } catch (error) {
+        console.error(JSON.stringify({ level: 'error', runId: meta.runId, queuedRunId: runId, error: `waking a queued run failed: ${String(error)}` }));
+      }
+    }
   }
 
   /** A queue message: runs the unit if it is still queued under this attempt; anything else is a duplicate or stale. */
@@ -437,6 +502,7 @@ export class WorkflowRun extends DurableObject<Env> {
   /** The alarm: due sleeps, execution polls, backoffs, and the watchdog for lost messages and cut-off steps. */
   override async alarm(): Promise<void> {
     if (!this.load()) return;
+    if (this.run!.meta.status === 'queued') return this.admitIfFree();
     if (this.final) {
       // A D1 write that failed, or the end of the run's retention window, brings a finished run's alarm back.
       await this.persist();
@@ -572,6 +638,7 @@ export class WorkflowRun extends DurableObject<Env> {
     const { state } = this.run!;
     const candidates = [
       ...unwritten,
+      ...(state.status === 'queued' ? [t + QUEUED_RECHECK_MS] : []),
       ...tasksIn(state, 'waiting').map((task) => task.dueAt ?? t),
       ...tasksIn(state, 'queued').map((task) => (task.sent ? task.updatedAt + REDELIVER_MS : t + OUTBOX_RETRY_MS)),
       ...tasksIn(state, 'running').map((task) => task.updatedAt + LEASE_MS),
@@ -670,6 +737,7 @@ export class WorkflowRun extends DurableObject<Env> {
       threadId: meta.threadId,
       rerunOf: meta.rerunOf?.runId ?? null,
       rerunFromStep: meta.rerunOf?.fromStep ?? null,
+      concurrencyKey: meta.concurrencyKey ?? null,
       createdAt: meta.createdAt,
       updatedAt: t,
     };

@@ -2350,6 +2350,13 @@ export interface components {
       /** @description A JSON Schema (draft-07); its property defaults are the read-only `state`. */
       stateSchema?: Record<string, never> | boolean;
       graph: components['schemas']['WorkflowEntry'][];
+      /** @description At most `limit` unfinished runs per key; extra launches wait, queued, in launch order. */
+      concurrency?: {
+        /** @description A template of the launch inputs (`${initData.repo}`); runs whose keys are equal share the limit. */
+        key: string;
+        /** @description How many runs of one key go at once; later launches queue. */
+        limit: number;
+      };
     };
     /** @description Unique in the whole graph. */
     WorkflowStepId: string;
@@ -13304,6 +13311,8 @@ export interface operations {
                 runId: string;
                 fromStep: string;
               };
+              /** @description Its concurrency key, when its workflow declares one: runs of one key share the limit */
+              concurrencyKey?: string;
             }[];
           };
         };
@@ -13417,6 +13426,8 @@ export interface operations {
                 runId: string;
                 fromStep: string;
               };
+              /** @description Its concurrency key, when its workflow declares one: runs of one key share the limit */
+              concurrencyKey?: string;
             };
             steps: {
               [key: string]: {
@@ -14167,7 +14178,9 @@ export interface operations {
               runId: string;
               workflowSlug: string;
               enqueuedAt: string;
+              /** @description `queued` while it waits for a slot of its concurrency key, then `running` or `suspended` */
               status: string;
+              concurrencyKey?: string;
             }[];
             total: number;
           };

@@ -2,8 +2,13 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'driz
 import { shardIdColumn } from '../row-ids';
 import { shardWorkspaceIdColumn } from './columns';
 
-/** Spec 3.2: the states of a workflow run (`canceled` with one l). */
-export const WORKFLOW_RUN_STATUSES = ['running', 'suspended', 'success', 'failed', 'canceled'] as const;
+/**
+ * Spec 3.2: the states of a workflow run (`canceled` with one l); `queued` is ours: a run waiting
+ * for a slot of its concurrency key (docs/workflows.md, Concurrency keys).
+ */
+export const WORKFLOW_RUN_STATUSES = ['queued', 'running', 'suspended', 'success', 'failed', 'canceled'] as const;
+/** The states of a run that has not finished. */
+export const UNFINISHED_RUN_STATUSES = ['queued', 'running', 'suspended'] as const;
 export type WorkflowRunStatus = (typeof WORKFLOW_RUN_STATUSES)[number];
 
 /** Workspace agents that `agent` steps run (docs/workflows.md): id `<workspace_id>:<slug>`. */
@@ -63,6 +68,8 @@ export const workflowRuns = sqliteTable(
     /** A rerun (docs/workflows.md, Rerun from a step): the run it reruns and the step it started from. */
     rerunOf: text('rerun_of'),
     rerunFromStep: text('rerun_from_step'),
+    /** The run's concurrency key as its launch inputs filled it; null when its workflow declares none. */
+    concurrencyKey: text('concurrency_key'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
@@ -71,6 +78,8 @@ export const workflowRuns = sqliteTable(
     index('workflow_runs_workspace_status_idx').on(t.workspaceId, t.status),
     // The retention sweep's: a workspace's runs last written longer ago than its window.
     index('workflow_runs_workspace_updated_idx').on(t.workspaceId, t.updatedAt),
+    // Admission and the next queued run: a key's runs by status, oldest first.
+    index('workflow_runs_concurrency_idx').on(t.workspaceId, t.workflowId, t.concurrencyKey, t.status, t.createdAt),
   ],
 );
 

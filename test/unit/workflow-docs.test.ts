@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import guide from '../../docs/workflows.md?raw';
 import publishWithApproval from '../../examples/workflows/publish-with-approval.json?raw';
 import triage from '../../examples/workflows/triage.json?raw';
+import reviewPerRepo from '../../examples/workflows/review-per-repo.json?raw';
 // The capabilities declare the tool ids the served schema lists.
 import '../../workers/capabilities';
 import { compileWorkflow, type Resolvers } from '../../workers/workflows/compiler';
@@ -66,6 +67,7 @@ describe('examples/workflows', () => {
   it.each([
     ['triage.json', triage],
     ['publish-with-approval.json', publishWithApproval],
+    ['review-per-repo.json', reviewPerRepo],
   ])('%s fits the JSON Schema and compiles', (_, text) => {
     const example = JSON.parse(text);
     expect(schemaErrors(example)).toEqual([]);

@@ -22,6 +22,7 @@ import {
   LaunchInput,
   launchWorkflow,
   listQueue,
+  QueueEntry,
   listRuns,
   ListRunsInput,
   Rerun,
@@ -210,11 +211,12 @@ export const workflowsArea: Area = {
     defineCapability({
       name: 'list-workflow-queue',
       title: 'List queued workflow runs',
-      description: 'The runs of this workspace that have not finished, oldest first.',
+      description:
+        'The runs of this workspace that have not finished, oldest first: those waiting for a slot of their concurrency key (status queued), running or suspended.',
       access: READ,
       input: z.object({}),
       output: z.object({
-        queued: z.array(z.object({ runId: z.string(), workflowSlug: z.string(), enqueuedAt: z.string(), status: z.string() })),
+        queued: z.array(QueueEntry),
         total: z.number(),
       }),
       annotations: READ_ONLY,

@@ -11,6 +11,7 @@ import {
   invitations,
   oauthClients,
   users,
+  UNFINISHED_RUN_STATUSES,
   workflowRuns,
   workspaceDeletionAudit,
   workspaceDeletions,
@@ -59,8 +60,6 @@ const REWRITE_ROWS = 500;
 /** A step waiting for a workspace move to finish looks again after this. */
 const MOVE_POLL_MS = 5_000;
 
-const OPEN_RUN_STATUSES = ['running', 'suspended'] as const;
-
 /** Stops what the person started in a workspace they left: their open workflow runs, then their working executions. */
 async function stopWork(env: Env, job: Job, workspaceId: string, shard: number): Promise<void> {
   const db = shardDbOf(env, shard);
@@ -68,7 +67,7 @@ async function stopWork(env: Env, job: Job, workspaceId: string, shard: number):
   const runs = await db
     .select({ runId: workflowRuns.runId })
     .from(workflowRuns)
-    .where(and(eq(workflowRuns.workspaceId, workspaceId), eq(workflowRuns.resourceId, userId), inArray(workflowRuns.status, OPEN_RUN_STATUSES)));
+    .where(and(eq(workflowRuns.workspaceId, workspaceId), eq(workflowRuns.resourceId, userId), inArray(workflowRuns.status, UNFINISHED_RUN_STATUSES)));
   for (const { runId } of runs) await env.WORKFLOW_RUN.getByName(runId).cancel();
   const working = await db
     .select()

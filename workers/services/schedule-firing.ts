@@ -1,5 +1,5 @@
 import { and, eq, inArray } from 'drizzle-orm';
-import { workflowRuns, workflowSchedules, type ScheduleFire, type WorkflowScheduleRow } from '../../schema/shard/workflows';
+import { UNFINISHED_RUN_STATUSES, workflowRuns, workflowSchedules, type ScheduleFire, type WorkflowScheduleRow } from '../../schema/shard/workflows';
 import type { Actor } from '../auth/actor';
 import { credentialNow, LAUNCHED } from '../auth/launcher';
 import { hasScope } from '../auth/scopes';
@@ -17,7 +17,6 @@ import { launchWorkflow } from './workflow-runs';
 
 /** The scope a schedule's runs are launched under, as the launch route asks it. */
 const RUN_SCOPE = 'workflow:run';
-const UNFINISHED = ['running', 'suspended'] as const;
 
 /** A schedule that cannot fire as set any more: it is stopped with this reason. */
 export class ScheduleStopped extends Error {}
@@ -62,7 +61,7 @@ export async function unfinishedRuns(db: ShardDb, workspaceId: string, runIds: s
   const rows = await db
     .select({ runId: workflowRuns.runId })
     .from(workflowRuns)
-    .where(and(eq(workflowRuns.workspaceId, workspaceId), inArray(workflowRuns.runId, runIds), inArray(workflowRuns.status, UNFINISHED)));
+    .where(and(eq(workflowRuns.workspaceId, workspaceId), inArray(workflowRuns.runId, runIds), inArray(workflowRuns.status, UNFINISHED_RUN_STATUSES)));
   const open = new Set(rows.map((r) => r.runId));
   return runIds.filter((id) => open.has(id));
 }

@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import { z } from 'zod';
 import { threads } from '../../schema';
-import { workflowRuns, workflowStepResults, type WorkflowRow, type WorkflowRunRow } from '../../schema/shard/workflows';
+import { UNFINISHED_RUN_STATUSES, workflowRuns, workflowStepResults, type WorkflowRow, type WorkflowRunRow } from '../../schema/shard/workflows';
 import { runActor } from '../auth/actor';
 import type { CredentialKind } from '../auth/credentials';
 import type { Principal } from '../auth/principal';
@@ -9,7 +9,8 @@ import type { ShardDb, Env } from '../env';
 import { AppError, conflict, forbidden, invalidInput, notFound } from '../errors';
 import { toIso } from '../lib/clock';
 import { formatId } from '../lib/ids';
-import type { CompiledWorkflow, Json } from '../workflows/compiler';
+import type { CompiledWorkflow, Concurrency, Json } from '../workflows/compiler';
+import { fillTemplate } from '../workflows/predicates';
 import type { RerunFrom } from '../workflows/interpreter';
 import type { StartInput } from '../workflows/run-start';
 import { valueProblem } from '../workflows/json-schema';
@@ -88,6 +89,7 @@ export async function launchWorkflow(db: ShardDb, env: Env, principal: Principal
     workflow: JSON.stringify(compiled),
     initData: JSON.stringify(inputs),
     threadId: threadId ?? null,
+    concurrencyKey: compiled.concurrency ? concurrencyKeyOf(compiled.concurrency, inputs) : null,
   });
   await recordChangeAfter(
     db,
@@ -103,6 +105,10 @@ export async function launchWorkflow(db: ShardDb, env: Env, principal: Principal
   );
   return { runId, workflowId: row.slug, status: 'started', ...(threadId === undefined ? {} : { conversationId: threadId }) };
 }
+
+/** A run's concurrency key: the workflow's template filled from the launch inputs, as a mapping's template is. */
+const concurrencyKeyOf = (concurrency: Concurrency, inputs: Record<string, unknown>) =>
+  fillTemplate(concurrency.key, { initData: inputs, inputData: inputs, state: null, stepResults: {} });
 
 /** The installed definition compiled as a launch runs it; one that no longer loads is 400 (spec 7.3). */
 async function compiledDefinition(db: ShardDb, principal: Principal, row: WorkflowRow) {
@@ -211,6 +217,7 @@ export const RunRecord = z.object({
   updatedAt: z.string(),
   snapshot: z.record(z.string(), z.unknown()),
   rerunOf: z.object({ runId: z.string(), fromStep: z.string() }).optional().describe('The run this one reruns, and the step it started from'),
+  concurrencyKey: z.string().optional().describe('Its concurrency key, when its workflow declares one: runs of one key share the limit'),
 });
 export type RunRecord = z.infer<typeof RunRecord>;
 
@@ -223,6 +230,7 @@ export const presentRun = (row: WorkflowRunRow): RunRecord => ({
   updatedAt: toIso(row.updatedAt),
   snapshot: JSON.parse(row.snapshot) as Record<string, unknown>,
   ...(row.rerunOf ? { rerunOf: { runId: row.rerunOf, fromStep: row.rerunFromStep ?? '' } } : {}),
+  ...(row.concurrencyKey === null ? {} : { concurrencyKey: row.concurrencyKey }),
 });
 
 export const ListRunsInput = z.object({ limit: z.number().int().min(1).max(MAX_RUNS_PAGE).optional().describe('How many (default 50)') });
@@ -363,14 +371,28 @@ export async function cancelRun(db: ShardDb, env: Env, principal: Principal, run
   return { success: true as const, runId: row.runId };
 }
 
-/** The queue: runs of this workspace that have not finished, oldest first. */
+export const QueueEntry = z.object({
+  runId: z.string(),
+  workflowSlug: z.string(),
+  enqueuedAt: z.string(),
+  status: z.string().describe('`queued` while it waits for a slot of its concurrency key, then `running` or `suspended`'),
+  concurrencyKey: z.string().optional(),
+});
+
+/** The queue: runs of this workspace that have not finished (waiting for a slot of their key, running or suspended), oldest first. */
 export async function listQueue(db: ShardDb, principal: Principal) {
   const rows = await db
     .select()
     .from(workflowRuns)
-    .where(and(eq(workflowRuns.workspaceId, principal.workspaceId), inArray(workflowRuns.status, ['running', 'suspended'])))
+    .where(and(eq(workflowRuns.workspaceId, principal.workspaceId), inArray(workflowRuns.status, UNFINISHED_RUN_STATUSES)))
     .orderBy(workflowRuns.createdAt);
-  const queued = rows.map((r) => ({ runId: r.runId, workflowSlug: r.workflowId, enqueuedAt: toIso(r.createdAt), status: r.status }));
+  const queued = rows.map((r): z.infer<typeof QueueEntry> => ({
+    runId: r.runId,
+    workflowSlug: r.workflowId,
+    enqueuedAt: toIso(r.createdAt),
+    status: r.status,
+    ...(r.concurrencyKey === null ? {} : { concurrencyKey: r.concurrencyKey }),
+  }));
   return { queued, total: queued.length };
 }
 

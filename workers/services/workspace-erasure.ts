@@ -14,6 +14,7 @@ import {
   oauthGrants,
   sessions,
   skillVersions,
+  UNFINISHED_RUN_STATUSES,
   workflowRuns,
   workflowSchedules,
   workspaceDeletionAudit,
@@ -73,8 +74,6 @@ const OBJECTS_PAGE = 50;
 /** Keys R2 deletes in one call at most. */
 const R2_DELETE_KEYS = 1_000;
 
-const OPEN_RUN_STATUSES = ['running', 'suspended'] as const;
-
 const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function revokeCredentials(env: Env, job: Job): Promise<StepResult> {
@@ -116,7 +115,7 @@ async function cancelWork(env: Env, job: Job): Promise<StepResult> {
   const runs = await db
     .select({ runId: workflowRuns.runId })
     .from(workflowRuns)
-    .where(and(eq(workflowRuns.workspaceId, job.workspaceId), inArray(workflowRuns.status, OPEN_RUN_STATUSES)));
+    .where(and(eq(workflowRuns.workspaceId, job.workspaceId), inArray(workflowRuns.status, UNFINISHED_RUN_STATUSES)));
   // A run canceled here stops the executions its steps started; the record may lag, so its object is asked each time.
   for (const { runId } of runs) await env.WORKFLOW_RUN.getByName(runId).cancel();
   const working = await db

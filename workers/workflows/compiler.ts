@@ -23,6 +23,9 @@ export const LIMITS = {
   /** Loops default to and are capped at 1000 iterations. */
   maxIterations: 1000,
   foreachConcurrency: 10,
+  /** A concurrency key lets at most this many runs go at once, and its template is at most this long. */
+  concurrencyLimit: 100,
+  concurrencyKeyLength: 500,
   retries: 10,
   /** A retry waits at most a day, and a policy names at most 20 errors that never retry. */
   retryIntervalMs: 24 * 3600_000,
@@ -89,6 +92,13 @@ export interface CompiledWorkflow {
   stateSchema: Json | null;
   metadata: Record<string, Json>;
   nodes: GraphNode[];
+  /** At most `limit` unfinished runs per key, the key filled from the launch inputs (docs/workflows.md, Concurrency keys). */
+  concurrency?: Concurrency;
+}
+
+export interface Concurrency {
+  key: string;
+  limit: number;
 }
 
 export interface Resolvers {
@@ -103,7 +113,7 @@ const LEAF_TYPES = ['agent', 'tool', 'sleep', 'sleepUntil'] as const;
 const CONTAINER_TYPES = ['parallel', 'conditional', 'loop', 'foreach'] as const;
 const ENTRY_TYPES = [...LEAF_TYPES, 'mapping', ...CONTAINER_TYPES] as const;
 
-const TOP_KEYS = ['id', 'graph', 'inputSchema', 'outputSchema', 'description', 'metadata', 'stateSchema'];
+const TOP_KEYS = ['id', 'graph', 'inputSchema', 'outputSchema', 'description', 'metadata', 'stateSchema', 'concurrency'];
 
 /** Which keys each entry type may carry (a tool has no `args`: rule 2). */
 const ENTRY_KEYS: Record<(typeof ENTRY_TYPES)[number], string[]> = {
@@ -211,6 +221,22 @@ function jsonSchema(v: unknown, at: Path): Json {
   if (problem)
     (problem.pointer ? at.at(problem.pointer.slice(1).replaceAll('/', '.')) : at).fail('json_schema', `is not a valid JSON Schema: ${problem.message}`);
   return v as Json;
+}
+
+/** `concurrency`: a template of launch inputs only (`${initData.<field>}`, nothing runs before launch) and a limit. */
+function concurrencyOf(v: unknown, at: Path): Concurrency {
+  const raw = requireRecord(v, at);
+  onlyKeys(raw, ['key', 'limit'], at);
+  if (raw.key === undefined) at.at('key').fail('required', 'is required');
+  const key = requireString(raw.key, at.at('key'));
+  if (key.length === 0 || key.length > LIMITS.concurrencyKeyLength) at.at('key').fail('length', `must be 1..${LIMITS.concurrencyKeyLength} characters`);
+  for (const [, inner] of key.matchAll(PLACEHOLDER)) {
+    if (!TEMPLATE_PATH.test(inner!) || !inner!.startsWith('initData'))
+      at.at('key').fail('template', `"\${${inner}}" is not \${initData} or \${initData.<field>}: a key is filled from the launch inputs`);
+  }
+  if (raw.limit === undefined) at.at('limit').fail('required', 'is required');
+  const limit = requireInt(raw.limit, at.at('limit'), 1, 1, LIMITS.concurrencyLimit);
+  return { key, limit };
 }
 
 /** Everything that reads step results must name a step that ran before. */
@@ -484,9 +510,19 @@ export function compileWorkflow(definition: unknown, resolvers: Resolvers): Comp
   const inputSchema = jsonSchema(raw.inputSchema, root.at('inputSchema'));
   const outputSchema = jsonSchema(raw.outputSchema, root.at('outputSchema'));
   const stateSchema = raw.stateSchema === undefined ? null : jsonSchema(raw.stateSchema, root.at('stateSchema'));
+  const concurrency = raw.concurrency === undefined ? undefined : concurrencyOf(raw.concurrency, root.at('concurrency'));
 
   const graph = interpolate(raw.graph, resolvers.workspaceId) as unknown[];
   const compilation = new Compilation(resolvers);
   const nodes = graph.map((entry, i) => compilation.node(entry, root.at('graph').at(i)));
-  return { id, description, inputSchema, outputSchema, stateSchema, metadata: metadata as Record<string, Json>, nodes };
+  return {
+    id,
+    description,
+    inputSchema,
+    outputSchema,
+    stateSchema,
+    metadata: metadata as Record<string, Json>,
+    nodes,
+    ...(concurrency ? { concurrency } : {}),
+  };
 }

@@ -50,6 +50,19 @@ export function workflowSchemas(ref: (name: string) => string): Record<string, S
         outputSchema: { ...jsonSchema, description: 'A JSON Schema (draft-07) describing the run result, for clients.' },
         stateSchema: { ...jsonSchema, description: 'A JSON Schema (draft-07); its property defaults are the read-only `state`.' },
         graph: { type: 'array', minItems: 1, maxItems: LIMITS.topLevelEntries, items: $ref('WorkflowEntry') },
+        concurrency: object(
+          {
+            key: {
+              type: 'string',
+              minLength: 1,
+              maxLength: LIMITS.concurrencyKeyLength,
+              description: 'A template of the launch inputs (`${initData.repo}`); runs whose keys are equal share the limit.',
+            },
+            limit: { type: 'integer', minimum: 1, maximum: LIMITS.concurrencyLimit, description: 'How many runs of one key go at once; later launches queue.' },
+          },
+          ['key', 'limit'],
+          'At most `limit` unfinished runs per key; extra launches wait, queued, in launch order.',
+        ),
       },
       ['id', 'graph', 'inputSchema', 'outputSchema'],
       'A workflow definition. Each entry gets the previous entry’s output as its input; the first gets the launch inputs.',

@@ -13,6 +13,8 @@ export interface StartInput {
   workflow: string;
   initData: string;
   threadId?: string | null;
+  /** The run's concurrency key, filled from its inputs, when its workflow declares `concurrency`: it starts queued. */
+  concurrencyKey?: string | null;
   /** A rerun: the run it reruns and the step it starts from, and (JSON of RerunFrom) where it starts and what it keeps. */
   rerunOf?: RerunOf;
   from?: string;

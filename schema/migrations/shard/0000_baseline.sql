@@ -314,6 +314,7 @@ CREATE TABLE `workflow_runs` (
 	`thread_id` text,
 	`rerun_of` text,
 	`rerun_from_step` text,
+	`concurrency_key` text,
 	`created_at` integer NOT NULL,
 	`updated_at` integer NOT NULL
 );
@@ -321,6 +322,7 @@ CREATE TABLE `workflow_runs` (
 CREATE INDEX `workflow_runs_workspace_created_idx` ON `workflow_runs` (`workspace_id`,`created_at`);--> statement-breakpoint
 CREATE INDEX `workflow_runs_workspace_status_idx` ON `workflow_runs` (`workspace_id`,`status`);--> statement-breakpoint
 CREATE INDEX `workflow_runs_workspace_updated_idx` ON `workflow_runs` (`workspace_id`,`updated_at`);--> statement-breakpoint
+CREATE INDEX `workflow_runs_concurrency_idx` ON `workflow_runs` (`workspace_id`,`workflow_id`,`concurrency_key`,`status`,`created_at`);--> statement-breakpoint
 CREATE TABLE `workflow_schedules` (
 	`id` text PRIMARY KEY NOT NULL,
 	`workspace_id` text NOT NULL,
