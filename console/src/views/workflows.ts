@@ -237,9 +237,7 @@ function drawGraph(graph: Entry[], stepOf: (id: string) => StepView | undefined,
         statusBadge(status),
         retries ? h('p', { class: 'muted' }, `Retries: ${retries}`) : null,
         // Top-level steps of a finished run only: a rerun starts at one of them.
-        rerunFrom && !parent
-          ? h('p', {}, h('button', { type: 'button', 'aria-label': `Rerun from ${entry.id}`, onclick: () => rerunFrom(entry.id) }, 'Rerun from here'))
-          : null,
+        rerunFrom && !parent ? h('p', {}, h('button', { type: 'button', onclick: () => rerunFrom(entry.id) }, `Rerun from ${entry.id}`)) : null,
         step?.executionId ? h('p', {}, h('a', { href: `/runs/${encodeURIComponent(step.executionId)}` }, `Open the run of ${entry.id}`)) : null,
         step?.output !== undefined ? h('details', {}, h('summary', {}, `Output of ${entry.id}`), h('pre', {}, JSON.stringify(step.output, null, 2))) : null,
       ),
