@@ -78,3 +78,17 @@ export async function requireScope(db: GlobalDb, actor: Actor, scope: string, gr
   if (hasScope(actor.scopes, scope) || (await grantCovers(db, actor, scope, grantToken))) return;
   throw lacksScope(actor, scope);
 }
+
+/**
+ * A copy of `principal` to keep, for work that acts for it later (a schedule's fires, a
+ * trigger's deliveries), as a run keeps its launcher.
+ */
+export const actorToKeep = (principal: Principal): Actor => ({
+  userId: principal.userId,
+  workspaceId: principal.workspaceId,
+  shard: principal.shard,
+  role: principal.role,
+  credential: { ...principal.credential },
+  scopes: [...principal.scopes],
+  origin: { ...principal.origin },
+});

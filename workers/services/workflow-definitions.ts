@@ -188,10 +188,15 @@ export async function listWorkflows(db: ShardDb, principal: Principal): Promise<
   return rows.map(present);
 }
 
-export async function getWorkflow(db: ShardDb, principal: Principal, slug: string): Promise<WorkflowRecord> {
+/** The workflow installed under `slug` in the caller's workspace, or 404. */
+export async function requireInstalled(db: ShardDb, principal: Principal, slug: string): Promise<WorkflowRow> {
   const row = await findBySlug(db, principal.workspaceId, slug);
   if (!row) throw notFound('Workflow');
-  return present(row);
+  return row;
+}
+
+export async function getWorkflow(db: ShardDb, principal: Principal, slug: string): Promise<WorkflowRecord> {
+  return present(await requireInstalled(db, principal, slug));
 }
 
 export const DefinitionItem = z.object({

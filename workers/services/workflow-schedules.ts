@@ -1,14 +1,7 @@
 import { and, asc, count, eq } from 'drizzle-orm';
 import { z } from 'zod';
-import {
-  SCHEDULE_CATCH_UPS,
-  SCHEDULE_OVERLAPS,
-  SCHEDULE_STATES,
-  workflowSchedules,
-  type WorkflowRow,
-  type WorkflowScheduleRow,
-} from '../../schema/shard/workflows';
-import type { Actor } from '../auth/actor';
+import { SCHEDULE_CATCH_UPS, SCHEDULE_OVERLAPS, SCHEDULE_STATES, workflowSchedules, type WorkflowScheduleRow } from '../../schema/shard/workflows';
+import { actorToKeep } from '../auth/actor';
 import type { Principal } from '../auth/principal';
 import type { Env, ShardDb } from '../env';
 import { AppError, invalidInput, notFound } from '../errors';
@@ -16,7 +9,7 @@ import { now, toIso } from '../lib/clock';
 import { formatId } from '../lib/ids';
 import { cronProblem, nextFireTimes, type CronSetting } from '../workflows/schedule-times';
 import { recordChange, recordChangeAfter } from './audit';
-import { findBySlug } from './workflow-definitions';
+import { requireInstalled } from './workflow-definitions';
 import { compileWithInputs } from './workflow-runs';
 
 /**
@@ -104,17 +97,6 @@ const present = (row: WorkflowScheduleRow): Schedule => ({
   updatedAt: toIso(row.updatedAt),
 });
 
-/** What the schedule's runs act for: the caller's credential, as a run keeps its launcher's. */
-const storedActor = (principal: Principal): Actor => ({
-  userId: principal.userId,
-  workspaceId: principal.workspaceId,
-  shard: principal.shard,
-  role: principal.role,
-  credential: { ...principal.credential },
-  scopes: [...principal.scopes],
-  origin: { ...principal.origin },
-});
-
 const actorColumns = (principal: Principal) => ({
   actorUserId: principal.userId,
   actorCredentialType: principal.credential.type,
@@ -122,12 +104,6 @@ const actorColumns = (principal: Principal) => ({
 });
 
 const objectOf = (env: Env, id: string) => env.WORKFLOW_SCHEDULE.getByName(id);
-
-async function requireWorkflow(db: ShardDb, principal: Principal, slug: string): Promise<WorkflowRow> {
-  const row = await findBySlug(db, principal.workspaceId, slug);
-  if (!row) throw notFound('Workflow');
-  return row;
-}
 
 /** The schedule of this workflow in this workspace, or 404: another workspace's answers exactly like a missing one. */
 async function requireSchedule(db: ShardDb, principal: Principal, slug: string, id: string): Promise<WorkflowScheduleRow> {
@@ -152,7 +128,7 @@ const unreachable = (error: unknown) =>
   });
 
 export async function createSchedule(db: ShardDb, env: Env, principal: Principal, slug: string, body: ScheduleBody): Promise<Schedule> {
-  const workflow = await requireWorkflow(db, principal, slug);
+  const workflow = await requireInstalled(db, principal, slug);
   checkCron(body);
   await compileWithInputs(db, principal, workflow, body.input, 'input');
   const [existing] = await db
@@ -193,7 +169,7 @@ export async function createSchedule(db: ShardDb, env: Env, principal: Principal
   ]);
   // The row first: the object's first alarm reads it.
   try {
-    await objectOf(env, id).begin({ scheduleId: id, workspaceId: principal.workspaceId, shard: principal.shard }, storedActor(principal), {
+    await objectOf(env, id).begin({ scheduleId: id, workspaceId: principal.workspaceId, shard: principal.shard }, actorToKeep(principal), {
       cron: body.cron,
       timezone: body.timezone,
       active: state === 'active',
@@ -206,7 +182,7 @@ export async function createSchedule(db: ShardDb, env: Env, principal: Principal
 }
 
 export async function listSchedules(db: ShardDb, principal: Principal, slug: string): Promise<{ schedules: Schedule[] }> {
-  await requireWorkflow(db, principal, slug);
+  await requireInstalled(db, principal, slug);
   const rows = await db
     .select()
     .from(workflowSchedules)
@@ -224,7 +200,7 @@ export async function changeSchedule(db: ShardDb, env: Env, principal: Principal
   const timing = { cron: change.cron ?? row.cron, timezone: change.timezone ?? row.timezone };
   const retimed = timing.cron !== row.cron || timing.timezone !== row.timezone;
   if (retimed) checkCron(timing);
-  if (change.input !== undefined) await compileWithInputs(db, principal, await requireWorkflow(db, principal, slug), change.input, 'input');
+  if (change.input !== undefined) await compileWithInputs(db, principal, await requireInstalled(db, principal, slug), change.input, 'input');
   await db.batch([
     db
       .update(workflowSchedules)
@@ -278,7 +254,7 @@ export async function resumeSchedule(db: ShardDb, env: Env, principal: Principal
     .set({ state: 'active', stoppedReason: null, ...actorColumns(principal), updatedAt: now() })
     .where(eq(workflowSchedules.id, id));
   try {
-    await objectOf(env, id).resume(storedActor(principal));
+    await objectOf(env, id).resume(actorToKeep(principal));
   } catch (error) {
     await db.update(workflowSchedules).set(restore).where(eq(workflowSchedules.id, id));
     throw unreachable(error);

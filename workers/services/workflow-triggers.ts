@@ -1,7 +1,7 @@
 import { and, asc, count, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { TRIGGER_AUTHS, TRIGGER_STATES, workflowTriggers, type WorkflowTriggerRow } from '../../schema/shard/workflows';
-import type { Actor } from '../auth/actor';
+import { actorToKeep, type Actor } from '../auth/actor';
 import type { Principal } from '../auth/principal';
 import type { Env, ShardDb } from '../env';
 import { invalidInput, notFound } from '../errors';
@@ -11,7 +11,7 @@ import { encryptSecret } from '../lib/encryption';
 import { formatId } from '../lib/ids';
 import { newWebhookSecret } from '../lib/webhook-signing';
 import { recordChange } from './audit';
-import { findBySlug } from './workflow-definitions';
+import { requireInstalled } from './workflow-definitions';
 
 /**
  * Inbound workflow triggers (docs/workflows.md, Triggers): URLs that launch a run of an
@@ -98,23 +98,6 @@ const present = (row: WorkflowTriggerRow, baseUrl: string): Trigger => {
   };
 };
 
-/** What the trigger's runs act for: the caller's credential, as a run keeps its launcher's. */
-const storedActor = (principal: Principal): Actor => ({
-  userId: principal.userId,
-  workspaceId: principal.workspaceId,
-  shard: principal.shard,
-  role: principal.role,
-  credential: { ...principal.credential },
-  scopes: [...principal.scopes],
-  origin: { ...principal.origin },
-});
-
-async function requireWorkflow(db: ShardDb, principal: Principal, slug: string) {
-  const row = await findBySlug(db, principal.workspaceId, slug);
-  if (!row) throw notFound('Workflow');
-  return row;
-}
-
 /** The trigger of this workflow in this workspace, or 404: another workspace's answers exactly like a missing one. */
 async function requireTrigger(db: ShardDb, principal: Principal, slug: string, id: string): Promise<WorkflowTriggerRow> {
   const [row] = await db
@@ -127,7 +110,7 @@ async function requireTrigger(db: ShardDb, principal: Principal, slug: string, i
 }
 
 export async function createTrigger(db: ShardDb, env: Env, principal: Principal, baseUrl: string, slug: string, body: TriggerBody) {
-  const workflow = await requireWorkflow(db, principal, slug);
+  const workflow = await requireInstalled(db, principal, slug);
   const [existing] = await db
     .select({ n: count() })
     .from(workflowTriggers)
@@ -148,7 +131,7 @@ export async function createTrigger(db: ShardDb, env: Env, principal: Principal,
       secret: await encryptSecret(env.ENCRYPTION_KEY, triggerSecretContext(principal.workspaceId, id), secret),
       state: 'active',
       actorUserId: principal.userId,
-      actor: JSON.stringify(storedActor(principal)),
+      actor: JSON.stringify(actorToKeep(principal)),
       createdBy: principal.userId,
       createdAt: t,
       updatedAt: t,
@@ -165,7 +148,7 @@ export async function createTrigger(db: ShardDb, env: Env, principal: Principal,
 }
 
 export async function listTriggers(db: ShardDb, principal: Principal, baseUrl: string, slug: string): Promise<{ triggers: Trigger[] }> {
-  await requireWorkflow(db, principal, slug);
+  await requireInstalled(db, principal, slug);
   const rows = await db
     .select()
     .from(workflowTriggers)
@@ -193,7 +176,7 @@ export async function rotateTriggerSecret(db: ShardDb, env: Env, principal: Prin
         state: 'active',
         stoppedReason: null,
         actorUserId: principal.userId,
-        actor: JSON.stringify(storedActor(principal)),
+        actor: JSON.stringify(actorToKeep(principal)),
         updatedAt: now(),
       })
       .where(eq(workflowTriggers.id, id)),
