@@ -134,6 +134,8 @@ describe('the home page, the API reference and the examples', () => {
       'no-ambiguous-paths #/paths/~1api~1v1~1workflows~1{slug}~1uninstall',
       'no-ambiguous-paths #/paths/~1api~1v1~1workflows~1{id}~1launch',
       'no-ambiguous-paths #/paths/~1api~1v1~1workflows~1{id}~1stream',
+      'no-ambiguous-paths #/paths/~1api~1v1~1workflows~1{slug}~1schedules',
+      'no-ambiguous-paths #/paths/~1api~1v1~1workflows~1{slug}~1triggers',
       'operation-2xx-response #/paths/~1control~1ws/get/responses',
     ];
     expect(found.filter((p) => !accepted.includes(p))).toEqual([]);
@@ -183,15 +185,20 @@ describe('the home page, the API reference and the examples', () => {
   it('installs every example workflow and runs it to the result docs/workflows.md gives', async () => {
     const guide = readFileSync('docs/workflows.md', 'utf8');
     const examples = readdirSync('examples/workflows').filter((f) => f.endsWith('.json'));
-    expect(examples.sort()).toEqual(['publish-with-approval.json', 'triage.json']);
+    expect(examples.sort()).toEqual(['publish-with-approval.json', 'review-per-repo.json', 'triage-schedule.json', 'triage.json']);
     // The typed-client test above may have installed the first already (200); a first install is 201.
     for (const slug of ['meeting-notes-summarizer', 'stakeholder-update-writer'])
       expect([200, 201]).toContain((await api(`/api/v1/skills/${slug}/install`, {})).status);
+    const read = (file: string) => JSON.parse(readFileSync(join('examples/workflows', file), 'utf8'));
     for (const file of examples) {
-      const definition = JSON.parse(readFileSync(join('examples/workflows', file), 'utf8'));
       expect(guide, `docs/workflows.md shows examples/workflows/${file}`).toContain(`examples/workflows/${file}`);
-      expect((await api(`/api/v1/workflows/${definition.id}/install`, definition)).status).toBe(201);
+      const definition = read(file);
+      // A definition has a graph; triage-schedule.json is a schedule of triage (below).
+      if (definition.graph) expect((await api(`/api/v1/workflows/${definition.id}/install`, definition)).status).toBe(201);
     }
+    const schedule = await api('/api/v1/workflows/triage/schedules', read('triage-schedule.json'));
+    expect(schedule.status).toBe(201);
+    expect(schedule.body.nextFireTimes).toHaveLength(5);
 
     const settle = async (runId: string) => {
       for (let i = 0; i < 120; i++) {
@@ -230,5 +237,19 @@ describe('the home page, the API reference and the examples', () => {
       expect(done.status).toBe('success');
       expect(Object.keys(done.snapshot.result)).toEqual([branch]);
     }
+
+    // review-per-repo: a second review of the same repository waits for the first.
+    const statusOf = async (runId: string) => (await api(`/api/v1/workflows/runs/${runId}`)).body.run.status as string;
+    const until = async (runId: string, status: string) => {
+      for (let i = 0; i < 120 && (await statusOf(runId)) !== status; i++) await new Promise((r) => setTimeout(r, 500));
+      expect(await statusOf(runId)).toBe(status);
+    };
+    const first = await api('/api/v1/workflows/review-per-repo/launch', { inputs: { repo: 'acme/api', change: 'one' } });
+    await until(first.body.runId, 'suspended');
+    const second = await api('/api/v1/workflows/review-per-repo/launch', { inputs: { repo: 'acme/api', change: 'two' } });
+    await until(second.body.runId, 'queued');
+    expect((await api(`/api/v1/workflows/runs/${first.body.runId}/resume`, { resumeData: { approved: true } })).status).toBe(200);
+    await until(first.body.runId, 'success');
+    await until(second.body.runId, 'suspended');
   });
 });
