@@ -34,3 +34,40 @@ export const failure = (result: ToolResult, code: string) => {
   expect(toolJson(result).error.code).toBe(code);
   return toolJson(result).error;
 };
+
+/** The 2026-07-28 revision, which the raw JSON-RPC tests speak: no handshake, an envelope on every request. */
+export const MCP_2026 = '2026-07-28';
+
+/** The `_meta` envelope a 2026-07-28 request carries, declaring `capabilities`. */
+export const envelope2026 = (capabilities: Record<string, unknown> = {}) => ({
+  'io.modelcontextprotocol/protocolVersion': MCP_2026,
+  'io.modelcontextprotocol/clientInfo': { name: 'raw-client', version: '1.0.0' },
+  'io.modelcontextprotocol/clientCapabilities': capabilities,
+});
+
+/**
+ * One request as a 2026-07-28 client sends it, with `key`: `Mcp-Method`, and `Mcp-Name` for a
+ * request naming a tool, a resource or a task; `headers` add to those or override them.
+ */
+export function post2026(
+  key: string,
+  method: string,
+  params: Record<string, unknown>,
+  meta: Record<string, unknown>,
+  { id = 1, headers = {} }: { id?: number | string; headers?: Record<string, string> } = {},
+) {
+  const name = params.name ?? params.uri ?? params.taskId;
+  return exports.default.fetch(`${BASE}/mcp`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'x-api-key': key,
+      'mcp-protocol-version': MCP_2026,
+      'mcp-method': method,
+      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+      ...headers,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } }),
+  });
+}

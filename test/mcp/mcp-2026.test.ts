@@ -1,17 +1,14 @@
 import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
 import { BASE, call, createKey, signUp } from '../helpers/api';
+import { envelope2026, MCP_2026, post2026 } from '../helpers/mcp';
 import { definition, install } from '../helpers/workflows';
 
 /** The 2026-07-28 revision spoken as raw JSON-RPC: no handshake, every request carries its `_meta` envelope and `Mcp-*` headers. */
 
-const VERSION = '2026-07-28';
+const VERSION = MCP_2026;
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
-const ENVELOPE = {
-  'io.modelcontextprotocol/protocolVersion': VERSION,
-  'io.modelcontextprotocol/clientInfo': { name: 'raw-client', version: '1.0.0' },
-  'io.modelcontextprotocol/clientCapabilities': {},
-};
+const ENVELOPE = envelope2026();
 
 async function setup(scopes: string[] = ['*']) {
   const user = await signUp();
@@ -28,23 +25,9 @@ interface Rpc {
   headers?: Record<string, string>;
 }
 
-/** One request as a 2026-07-28 client sends it: `Mcp-Method`, and `Mcp-Name` for the methods that name something. */
-function post(key: string, { method, params = {}, meta = ENVELOPE, headers = {} }: Rpc, id: number | string = 1) {
-  const name = params.name ?? params.uri;
-  return exports.default.fetch(`${BASE}/mcp`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'x-api-key': key,
-      'mcp-protocol-version': VERSION,
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-      ...headers,
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } }),
-  });
-}
+/** One request as a 2026-07-28 client sends it (the envelope unless `meta` is given). */
+const post = (key: string, { method, params = {}, meta = ENVELOPE, headers = {} }: Rpc, id: number | string = 1) =>
+  post2026(key, method, params, meta, { id, headers });
 
 async function result(response: Response) {
   expect(response.status).toBe(200);

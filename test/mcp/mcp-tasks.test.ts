@@ -1,20 +1,14 @@
-import { exports } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { BASE, call, createKey, signUp, waitForStatus, type TestUser } from '../helpers/api';
+import { call, createKey, signUp, waitForStatus, type TestUser } from '../helpers/api';
+import { envelope2026, post2026 } from '../helpers/mcp';
 import { definition, install, mapping, waitForRun } from '../helpers/workflows';
 
 /** Runs as MCP Tasks and decisions as input requests, spoken as raw 2026-07-28 JSON-RPC. */
 
-const VERSION = '2026-07-28';
 const TASKS = 'io.modelcontextprotocol/tasks';
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
-const envelope = (capabilities: Record<string, unknown>) => ({
-  'io.modelcontextprotocol/protocolVersion': VERSION,
-  'io.modelcontextprotocol/clientInfo': { name: 'raw-client', version: '1.0.0' },
-  'io.modelcontextprotocol/clientCapabilities': capabilities,
-});
 /** A client that takes tasks and answers form elicitations. */
-const TASKING = envelope({ extensions: { [TASKS]: {} }, elicitation: { form: {} } });
+const TASKING = envelope2026({ extensions: { [TASKS]: {} }, elicitation: { form: {} } });
 
 async function setup() {
   const user = await signUp();
@@ -25,22 +19,9 @@ async function setup() {
 type Body = { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } };
 let ids = 0;
 
-/** One request as a 2026-07-28 client sends it: `Mcp-Method`, and `Mcp-Name` (the tool, or the task id). */
+/** One request as a 2026-07-28 client sends it, its answer's body. */
 async function rpc(key: string, method: string, params: Record<string, unknown>, meta: Record<string, unknown> = TASKING): Promise<Body> {
-  const name = params.name ?? params.taskId;
-  const response = await exports.default.fetch(`${BASE}/mcp`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'x-api-key': key,
-      'mcp-protocol-version': VERSION,
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: ++ids, method, params: { ...params, _meta: meta } }),
-  });
-  return (await response.json()) as Body;
+  return (await (await post2026(key, method, params, meta, { id: ++ids })).json()) as Body;
 }
 
 async function result(body: Promise<Body>) {
@@ -109,7 +90,7 @@ describe('runs as MCP Tasks', () => {
 
   it('answers the plain result to a client that does not take tasks', async () => {
     const { key } = await setup();
-    const plain = await callTool(key, 'execute-skill', { slug: 'notes', input: 'We ship Friday.' }, envelope({}));
+    const plain = await callTool(key, 'execute-skill', { slug: 'notes', input: 'We ship Friday.' }, envelope2026({}));
     expect(plain).toMatchObject({ resultType: 'complete', structuredContent: { status: 'started' } });
     expect(plain.taskId).toBeUndefined();
   });
@@ -184,7 +165,7 @@ describe('decisions as input requests', () => {
   it('resume-workflow-run without data asks for it (input_required); the retry with inputResponses resumes the run', async () => {
     const { user, key } = await setup();
     await shipWorkflow(user);
-    const { runId } = (await callTool(key, 'start-workflow', { workflowId: 'ship' }, envelope({}))).structuredContent as { runId: string };
+    const { runId } = (await callTool(key, 'start-workflow', { workflowId: 'ship' }, envelope2026({}))).structuredContent as { runId: string };
     await waitForRun(user, runId, ['suspended']);
     const asked = await callTool(key, 'resume-workflow-run', { runId });
     expect(asked).toMatchObject({
@@ -203,9 +184,9 @@ describe('decisions as input requests', () => {
   it('a client that cannot elicit resumes as before: without data, with none', async () => {
     const { user, key } = await setup();
     await install(user, 'wait', definition('wait', [{ ...approve, options: { metadata: { prompt: 'Go?' } } }]));
-    const { runId } = (await callTool(key, 'start-workflow', { workflowId: 'wait' }, envelope({}))).structuredContent as { runId: string };
+    const { runId } = (await callTool(key, 'start-workflow', { workflowId: 'wait' }, envelope2026({}))).structuredContent as { runId: string };
     await waitForRun(user, runId, ['suspended']);
-    const resumed = await callTool(key, 'resume-workflow-run', { runId }, envelope({}));
+    const resumed = await callTool(key, 'resume-workflow-run', { runId }, envelope2026({}));
     expect(resumed).toMatchObject({ resultType: 'complete', structuredContent: { runId, status: 'running' } });
     await waitForRun(user, runId, ['success']);
   });
