@@ -3,11 +3,11 @@ import { z } from 'zod';
 import { retentionWindows, type RetentionWindowsRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Env, GlobalDb, ShardDb } from '../env';
-import { forbidden, invalidInput } from '../errors';
+import { invalidInput } from '../errors';
 import { now } from '../lib/clock';
 import { recordChange } from './audit';
 import { RETENTION_DEFAULTS, type RetentionKind } from './retention-defaults';
-import { requireCurrentWorkspace } from './workspaces';
+import { requireCurrentWorkspace, requireOwnedWorkspace } from './workspaces';
 
 const KINDS = Object.keys(RETENTION_DEFAULTS) as RetentionKind[];
 
@@ -60,8 +60,7 @@ export async function setRetention(
   workspace: string,
   patch: RetentionPatch,
 ): Promise<RetentionWindows> {
-  const ws = await requireCurrentWorkspace(globalDb, principal, workspace);
-  if (principal.role !== 'owner') throw forbidden('Only the workspace owner can change retention');
+  const ws = await requireOwnedWorkspace(globalDb, principal, workspace, 'Only the workspace owner can change retention');
   const max = retentionMaxDays(env);
   const changed = KINDS.filter((kind) => patch[kind] !== undefined);
   if (changed.length === 0) return windowsOf(await readRow(db, ws.id));

@@ -3,12 +3,12 @@ import { z } from 'zod';
 import { executions, spendLimits, workspaceSpend, type SpendLimitsRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { GlobalDb, ShardDb } from '../env';
-import { AppError, forbidden } from '../errors';
+import { AppError } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { Credits, ds, hundredthsOf } from '../lib/money';
 import { recordChange } from './audit';
 import { RUN_BUDGET } from './credits';
-import { requireCurrentWorkspace } from './workspaces';
+import { requireCurrentWorkspace, requireOwnedWorkspace } from './workspaces';
 
 /**
  * Spend limits of a workspace and budgets of a run (docs/limits.md). Amounts are stored in
@@ -146,8 +146,7 @@ export async function getSpendLimits(db: ShardDb, globalDb: GlobalDb, principal:
 
 /** Sets or clears (null) the limits named in `patch`; owners only. A limit below what is already spent stops new runs until it resets. */
 export async function setSpendLimits(db: ShardDb, globalDb: GlobalDb, principal: Principal, workspace: string, patch: SpendLimitsBody): Promise<SpendLimits> {
-  const ws = await requireCurrentWorkspace(globalDb, principal, workspace);
-  if (principal.role !== 'owner') throw forbidden('Only the workspace owner can change spend limits');
+  const ws = await requireOwnedWorkspace(globalDb, principal, workspace, 'Only the workspace owner can change spend limits');
   const changed = LIMIT_KINDS.filter((kind) => patch[kind] !== undefined);
   if (changed.length > 0) {
     const set = Object.fromEntries(changed.map((kind) => [kind, patch[kind] === null ? null : hundredthsOf(patch[kind]!)]));

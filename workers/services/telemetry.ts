@@ -3,12 +3,12 @@ import { z } from 'zod';
 import { telemetryDestinations, type TelemetryDestinationRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Env, GlobalDb, ShardDb } from '../env';
-import { forbidden, invalidInput } from '../errors';
+import { invalidInput } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { decryptSecret, encryptSecret } from '../lib/encryption';
 import { outboundUrl } from '../lib/outbound';
 import { recordChange } from './audit';
-import { requireCurrentWorkspace } from './workspaces';
+import { requireCurrentWorkspace, requireOwnedWorkspace } from './workspaces';
 
 /**
  * A workspace's OpenTelemetry destination (docs/telemetry.md): where its runs' traces are
@@ -95,8 +95,7 @@ export async function setTelemetry(
   workspace: string,
   body: TelemetryBody,
 ): Promise<TelemetryDestination> {
-  const ws = await requireCurrentWorkspace(globalDb, principal, workspace);
-  if (principal.role !== 'owner') throw forbidden('Only the workspace owner can change the telemetry destination');
+  const ws = await requireOwnedWorkspace(globalDb, principal, workspace, 'Only the workspace owner can change the telemetry destination');
   if (body.endpoint === null) {
     await db.batch([
       db.delete(telemetryDestinations).where(eq(telemetryDestinations.workspaceId, ws.id)),

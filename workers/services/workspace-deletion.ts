@@ -15,11 +15,11 @@ import {
 import { credentialsChanged } from '../auth/credential-changes';
 import { apiKeyIdOf, type Principal } from '../auth/principal';
 import type { Env, GlobalDb } from '../env';
-import { conflict, forbidden, invalidInput, notFound } from '../errors';
+import { conflict, invalidInput, notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { uuidv7 } from '../lib/ids';
 import { placeOf } from './directory';
-import { requireCurrentWorkspace } from './workspaces';
+import { requireOwnedWorkspace } from './workspaces';
 
 /**
  * Asking for a workspace's deletion, and reading how it goes (docs/behaviour.md, "Deleting a
@@ -144,8 +144,7 @@ export async function requestDeletion(db: GlobalDb, env: Env, principal: Princip
     if (earlier.status !== 'completed') await driveDeletion(env, earlier.workspaceId);
     return present(earlier);
   }
-  const row = await requireCurrentWorkspace(db, principal, workspace);
-  if (principal.role !== 'owner') throw forbidden('Only an owner of the workspace can delete it');
+  const row = await requireOwnedWorkspace(db, principal, workspace, 'Only an owner of the workspace can delete it');
   if (row.personal) {
     throw conflict('A personal workspace is deleted only with its account', { reason: 'personal_workspace' });
   }

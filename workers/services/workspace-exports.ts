@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { workspaceExports, type WorkspaceExportRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { Env, GlobalDb, ShardDb } from '../env';
-import { forbidden, notFound } from '../errors';
+import { notFound } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { shardBinding } from '../lib/db';
 import { formatId, parseId } from '../lib/ids';
@@ -12,7 +12,7 @@ import { ArchiveTooLarge, ZipUpload } from '../lib/zip-upload';
 import { workspacePrefix } from './archive-install';
 import { deliverChanges, recordChange } from './audit';
 import { writeWorkspaceArchive } from './export-archive';
-import { requireCurrentWorkspace } from './workspaces';
+import { requireOwnedWorkspace } from './workspaces';
 
 const HOUR_MS = 3_600_000;
 /** How long a ready archive is kept before the housekeeping deletes it (docs/export.md). */
@@ -62,11 +62,8 @@ async function present(env: Env, row: WorkspaceExportRow, baseUrl: string): Prom
 }
 
 /** Exports are the owners': an archive holds everything, the audit log and every member's email included. */
-async function requireOwnerOf(globalDb: GlobalDb, principal: Principal, workspace: string) {
-  const ws = await requireCurrentWorkspace(globalDb, principal, workspace);
-  if (principal.role !== 'owner') throw forbidden('Only a workspace owner can export it');
-  return ws;
-}
+const requireOwnerOf = (globalDb: GlobalDb, principal: Principal, workspace: string) =>
+  requireOwnedWorkspace(globalDb, principal, workspace, 'Only a workspace owner can export it');
 
 const unfinished = inArray(workspaceExports.status, ['pending', 'running']);
 

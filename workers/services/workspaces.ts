@@ -83,6 +83,13 @@ export async function requireCurrentWorkspace(db: GlobalDb, principal: Principal
   return found.workspace;
 }
 
+/** The caller's current workspace for what only its owner may do: 404 for another workspace, else 403 `refusal` to a non-owner. */
+export async function requireOwnedWorkspace(db: GlobalDb, principal: Principal, workspace: string, refusal: string): Promise<WorkspaceRow> {
+  const ws = await requireCurrentWorkspace(db, principal, workspace);
+  if (principal.role !== 'owner') throw forbidden(refusal);
+  return ws;
+}
+
 export async function listWorkspaces(db: GlobalDb, principal: Principal, query: CursorQuery) {
   const page = await cursorPage(
     query,
