@@ -149,6 +149,18 @@ describe('runs as MCP Tasks', () => {
     expect((await waitForRun(user, run, ['suspended'])).run.status).toBe('suspended');
   });
 
+  it('refuses the task methods to a request whose client did not declare the extension: 400, -32021, naming it', async () => {
+    const { key } = await setup();
+    const taskId = String((await callTool(key, 'execute-skill', { slug: 'notes', input: 'We ship Friday.' })).taskId);
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const answer = await post2026(key, method, { taskId }, envelope2026({}), { id: ++ids });
+      expect(answer.status).toBe(400);
+      const { error } = (await answer.json()) as Body;
+      expect(error).toMatchObject({ code: -32021, data: { requiredCapabilities: { extensions: { [TASKS]: {} } } } });
+    }
+    expect(await result(rpc(key, 'tasks/get', { taskId }))).toMatchObject({ taskId });
+  });
+
   it('checks each task method as the tool that does the same: a key that may read runs but not run them cannot cancel one', async () => {
     const { user, key } = await setup();
     await shipWorkflow(user);

@@ -1,4 +1,4 @@
-import { ProtocolErrorCode, type InputRequests, type McpServer } from '@modelcontextprotocol/server';
+import { MissingRequiredClientCapabilityError, ProtocolErrorCode, type InputRequests, type McpServer, type ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { RouteAccess } from '../auth/access';
 import { authorizeWithGrants } from '../auth/actor';
@@ -8,6 +8,7 @@ import { toIso } from '../lib/clock';
 import { cancelExecution, executionOutcome, startedRunOf } from '../services/executions';
 import { windowOf } from '../services/retention';
 import { cancelRun, findRun, presentRun, resumeRun, type RunRecord } from '../services/workflow-runs';
+import { TASKS_EXTENSION, takesTasks } from './client-capabilities';
 import { JsonRpcError } from './json-rpc-error';
 import { answerTo, inputRequestsOf, runQuestions } from './run-input';
 
@@ -159,17 +160,19 @@ function refusal(error: unknown): never {
  * execution or the run through the cancel routes' services. Both acknowledge with an empty result.
  */
 export function registerTasks(server: McpServer, ctx: CapabilityContext, accessOf: TaskAccess) {
-  const authorized = async (method: Parameters<TaskAccess>[0], taskId: string) => {
+  // The task methods belong to the extension: a request whose client did not declare it is refused as the extension requires.
+  const authorized = async (method: Parameters<TaskAccess>[0], taskId: string, call: ServerContext) => {
+    if (!takesTasks(call)) throw new MissingRequiredClientCapabilityError({ requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } });
     const access = accessOf(method, taskId);
     if (access) await authorizeWithGrants(ctx.globalDb, access, ctx.actor, ctx.grantToken).catch(refusal);
   };
-  server.server.setRequestHandler('tasks/get', { params: TaskParams }, async ({ taskId }) => {
-    await authorized('tasks/get', taskId);
+  server.server.setRequestHandler('tasks/get', { params: TaskParams }, async ({ taskId }, call) => {
+    await authorized('tasks/get', taskId, call);
     return { ...(await taskState(ctx, taskId)) };
   });
   // The SDK lifts `inputResponses` off the params, as it does for a retried call.
   server.server.setRequestHandler('tasks/update', { params: TaskParams }, async ({ taskId }, call) => {
-    await authorized('tasks/update', taskId);
+    await authorized('tasks/update', taskId, call);
     if (isExecution(taskId)) {
       await executionTask(ctx, taskId);
       return {};
@@ -182,8 +185,8 @@ export function registerTasks(server: McpServer, ctx: CapabilityContext, accessO
     if (resumed && resumed.status !== 200) throw new JsonRpcError(ProtocolErrorCode.InvalidParams, 'The run did not take the answer', resumed.body);
     return {};
   });
-  server.server.setRequestHandler('tasks/cancel', { params: TaskParams }, async ({ taskId }) => {
-    await authorized('tasks/cancel', taskId);
+  server.server.setRequestHandler('tasks/cancel', { params: TaskParams }, async ({ taskId }, call) => {
+    await authorized('tasks/cancel', taskId, call);
     if (isExecution(taskId)) await cancelExecution(ctx.db, ctx.env, ctx.actor, taskId).catch(orNotFound(taskId));
     else await cancelRun(ctx.db, ctx.env, ctx.actor, (await requireRun(ctx, taskId)).runId);
     return {};

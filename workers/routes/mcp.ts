@@ -191,8 +191,10 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
   // RFC 9728 §5.1: point the client at the protected resource metadata to find the authorization server.
   if (!principal) return refuse(c, unauthorized());
   if (batchRefused) return jsonRpcError(null, -32600, batchRefused, 400);
-  // The SDK would answer an unknown tool as a tool result; the MCP spec makes it a protocol error.
-  const unknownTool = messages.find((m) => m.method === 'tools/call' && !toolNamed(m.params?.name));
+  const legacy = Array.isArray(body) || (await isLegacyRequest(c.req.raw, body));
+  // A 2025 request naming an unknown tool is answered with the protocol error before anything else; a
+  // 2026-07-28 request's envelope and Mcp-* headers are checked first, by the SDK, which then answers the same.
+  const unknownTool = legacy && messages.find((m) => m.method === 'tools/call' && !toolNamed(m.params?.name));
   if (unknownTool && !Array.isArray(body)) return jsonRpcError(unknownTool.id, -32602, `Unknown tool: ${String(unknownTool.params?.name)}`);
   const missing = principal.credential.type === 'oauth' ? scopeMissing(principal, messages) : null;
   if (missing) {
@@ -216,7 +218,7 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
   };
   const holder = streamHolderOf(principal);
   let response: Response;
-  if (Array.isArray(body) || (await isLegacyRequest(c.req.raw, body))) {
+  if (legacy) {
     // 2025 revisions: a stateless server per request, JSON answers unless a followed call streams.
     if (live) ctx.logLevel = await logLevelOf(c.var.globalDb, principal);
     const transport = legacyTransport(!live);
