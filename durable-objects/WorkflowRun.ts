@@ -375,7 +375,8 @@ export class WorkflowRun extends DurableObject<Env> {
       error: meta.error ?? null,
       createdAt: meta.createdAt,
       nodes: meta.workflow.nodes.map((node) => {
-        const inner = node.type === 'parallel' ? node.steps : node.type === 'conditional' ? node.branches.map((b) => b.step) : 'step' in node ? [node.step] : [];
+        const inner =
+          node.type === 'parallel' ? node.steps : node.type === 'conditional' ? node.branches.map((b) => b.step) : 'step' in node ? [node.step] : [];
         return { id: node.id, type: node.type, inner: inner.map(facts) };
       }),
       events: this.sql.exec<{ type: RunEventType; at: number; payload: string }>(`SELECT type, at, payload FROM events ORDER BY seq`).toArray(),
