@@ -9,11 +9,13 @@ import { hasScope } from '../workers/auth/scopes';
 import type { ShardDb, Env } from '../workers/env';
 import type { Resumer } from '../workers/services/workflow-runs';
 import { emitWebhookEvent } from '../workers/services/webhook-events';
+import { queueWorkflowExport } from '../workers/services/telemetry-export';
+import { stepTraceparent, type StepFacts, type WorkflowTraceSource } from '../workers/services/workflow-spans';
 import { admitQueuedRun, oldestQueuedRuns } from '../workers/services/run-concurrency';
 import type { WebhookEventType } from '../schema/shard/webhooks';
 import { isoNow, now } from '../workers/lib/clock';
 import { deleteWorkflowRunRow, expiryAlarmTime, expiryDecision, expiryFrom, postponed, type Expiry } from '../workers/services/object-expiry';
-import type { CompiledWorkflow, Json } from '../workers/workflows/compiler';
+import type { CompiledWorkflow, Json, LeafStep, MappingStep } from '../workers/workflows/compiler';
 import type { RerunOf, StartInput } from '../workers/workflows/run-start';
 import {
   FINAL,
@@ -312,7 +314,11 @@ export class WorkflowRun extends DurableObject<Env> {
     run.state = state;
     if (state.status !== before.status) {
       this.announce(state.status);
-      if (run.meta.concurrencyKey !== undefined && FINAL.includes(state.status)) this.ctx.waitUntil(this.freeSlot());
+      if (FINAL.includes(state.status)) {
+        if (run.meta.concurrencyKey !== undefined) this.ctx.waitUntil(this.freeSlot());
+        const { runId, workspaceId, actor } = run.meta;
+        this.ctx.waitUntil(queueWorkflowExport(this.db, this.env, { workspaceId, shard: actor.shard, runId, traceparent: actor.origin.traceparent ?? null }));
+      }
     }
     return effects.filter((e) => e.type !== 'event' && e.type !== 'notify');
   }
@@ -353,6 +359,28 @@ export class WorkflowRun extends DurableObject<Env> {
         EVENTS_PAGE,
       )
       .toArray();
+  }
+
+  /** What the run's trace is built from (workers/services/workflow-spans.ts): the run, its graph's steps and its whole change log. */
+  traceSource(): WorkflowTraceSource | null {
+    const run = this.load();
+    if (!run) return null;
+    const { meta } = run;
+    const facts = (step: LeafStep | MappingStep): StepFacts => ({ id: step.id, type: step.type, ...(step.type === 'tool' ? { toolId: step.toolId } : {}) });
+    return {
+      runId: meta.runId,
+      workspaceId: meta.workspaceId,
+      workflowId: meta.workflowId,
+      status: meta.status,
+      error: meta.error ?? null,
+      createdAt: meta.createdAt,
+      nodes: meta.workflow.nodes.map((node) => {
+        const inner =
+          node.type === 'parallel' ? node.steps : node.type === 'conditional' ? node.branches.map((b) => b.step) : 'step' in node ? [node.step] : [];
+        return { id: node.id, type: node.type, inner: inner.map(facts) };
+      }),
+      events: this.sql.exec<{ type: RunEventType; at: number; payload: string }>(`SELECT type, at, payload FROM events ORDER BY seq`).toArray(),
+    };
   }
 
   /**
@@ -534,7 +562,11 @@ export class WorkflowRun extends DurableObject<Env> {
           break;
         }
         case 'start-execution': {
-          const started = await this.attempt(effect.key, () => startStep(this.db, this.env, actor!, effect.step, effect.input, this.run!.meta.runId));
+          // The execution's trace hangs under its step's span (workers/services/workflow-spans.ts).
+          const { runId, actor: launcher } = this.run!.meta;
+          const traceparent = await stepTraceparent(runId, launcher.origin.traceparent ?? null, effect.key);
+          const stepActor: Actor = { ...actor!, origin: { ...actor!.origin, traceparent } };
+          const started = await this.attempt(effect.key, () => startStep(this.db, this.env, stepActor, effect.step, effect.input, runId));
           // Canceled (or failed) while the execution was starting, it is stopped before going on.
           if (started) await this.stopAll(stopsIn(this.apply({ type: 'execution-started', key: effect.key, executionId: started.executionId })));
           break;

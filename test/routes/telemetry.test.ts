@@ -3,9 +3,11 @@ import { createExecutionContext, createMessageBatch, getQueueResult } from 'clou
 import { describe, expect, inject, it } from 'vitest';
 import { consumeTelemetryExport } from '../../workers/queues/telemetry-export';
 import type { TelemetryMessage } from '../../workers/services/telemetry-export';
-import { call, expectError, signUp, waitForStatus, type TestUser } from '../helpers/api';
+import { call, createKey, expectError, signUp, waitForStatus, type TestUser } from '../helpers/api';
+import { connectMcp, ok } from '../helpers/mcp';
 import { shardD1 } from '../helpers/shards';
 import { signUpWithSummarizer } from '../helpers/skills';
+import { definition, install, mapping, waitForRun } from '../helpers/workflows';
 
 let inboxes = 0;
 /** A fresh inbox of the fixture server (test/setup/fixture-server.ts); `fail<n>-` answers 500 to its first n requests. */
@@ -46,6 +48,31 @@ const attr = (span: OtlpSpan, key: string) => {
   const value = span.attributes.find((a) => a.key === key)?.value;
   return value?.stringValue ?? (value?.intValue === undefined ? value?.doubleValue : Number(value.intValue));
 };
+
+/** Every span of `traceId` the inbox got, across its requests, once `complete` holds of them. */
+async function traceReceived(url: string, traceId: string, complete: (spans: OtlpSpan[]) => boolean): Promise<OtlpSpan[]> {
+  const until = Date.now() + 20_000;
+  for (;;) {
+    const got: Received[] = await (await fetch(`${url}/__read`)).json();
+    const spans = got
+      .flatMap((r) => JSON.parse(r.body).resourceSpans.flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans as OtlpSpan[])))
+      .filter((s) => s.traceId === traceId);
+    if (complete(spans)) return spans;
+    if (Date.now() > until) throw new Error(`${url} received ${JSON.stringify(spans.map((s) => s.name))} of trace ${traceId}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** A user with a telemetry destination at a fresh inbox and an agent for workflow steps. */
+async function withDestinationAndAgent() {
+  const user = await signUpWithSummarizer();
+  const url = inboxUrl();
+  expect((await setTelemetry(user, { endpoint: url })).status).toBe(200);
+  await call('/api/v1/agents', { token: user.token, body: { slug: 'writer', name: 'Writer', instructions: '# Release Writer\nYou write release notes.' } });
+  return { user, url };
+}
+
+const hasRoot = (name: string) => (spans: OtlpSpan[]) => spans.some((s) => s.name === name);
 
 describe('/api/v1/workspaces/:id/telemetry', () => {
   it('shows the endpoint and header names only, refuses what the service may not call naming the field, and is 404 to another workspace', async () => {
@@ -174,5 +201,100 @@ describe('export', () => {
     const shown = await call(`/api/v1/workspaces/${user.workspaceId}/telemetry`, { token: user.token });
     expect(shown.body).toMatchObject({ endpoint: url, exported: 0, dropped: 1, lastError: 'HTTP 500', lastErrorAt: expect.any(String) });
     expect((await call(`/api/v1/executions/${run.body.executionId}/status`, { token: user.token })).body.status).toBe('completed');
+  });
+});
+
+describe('workflow runs', () => {
+  it("export the run, a span per step and the agent step's skill run under its step, in the launch request's trace", async () => {
+    const { user, url } = await withDestinationAndAgent();
+    await install(
+      user,
+      'notes-flow',
+      definition('notes-flow', [
+        mapping('brief', { topic: { value: 'The new search' } }),
+        { type: 'agent', id: 'write', agentId: '${workspaceId}:writer' },
+        {
+          type: 'parallel',
+          id: 'both',
+          steps: [
+            { type: 'sleep', id: 'a', duration: 1 },
+            { type: 'sleep', id: 'b', duration: 1 },
+          ],
+        },
+      ]),
+    );
+    const [traceId, parentSpanId] = [hex(32), hex(16)];
+    const launched = await call('/api/v1/workflows/notes-flow/launch', {
+      token: user.token,
+      body: {},
+      headers: { traceparent: `00-${traceId}-${parentSpanId}-01` },
+    });
+    expect(launched.status).toBe(201);
+    expect((await waitForRun(user, launched.body.runId)).run.status).toBe('success');
+
+    const spans = await traceReceived(url, traceId, (got) => hasRoot('invoke_workflow notes-flow')(got) && hasRoot('invoke_agent Writer')(got));
+    const byName = (name: string) => spans.find((s) => s.name === name)!;
+    const root = byName('invoke_workflow notes-flow');
+    expect(root.parentSpanId).toBe(parentSpanId);
+    expect(attr(root, 'gen_ai.operation.name')).toBe('invoke_workflow');
+    expect(attr(root, 'gen_ai.workflow.name')).toBe('notes-flow');
+    expect(attr(root, 'workspace_skills.workflow_run.id')).toBe(launched.body.runId);
+    expect(attr(root, 'workspace_skills.workflow_run.status')).toBe('success');
+
+    const steps = ['brief', 'write', 'both', 'a', 'b'].map((id) => byName(`step ${id}`));
+    const [brief, write, both, a, b] = steps;
+    for (const step of [brief!, write!, both!]) expect(step.parentSpanId).toBe(root.spanId);
+    for (const step of [a!, b!]) expect(step.parentSpanId).toBe(both!.spanId);
+    expect(steps.map((s) => [attr(s, 'workspace_skills.workflow.step.type'), attr(s, 'workspace_skills.workflow.step.status')])).toEqual([
+      ['mapping', 'success'],
+      ['agent', 'success'],
+      ['parallel', 'success'],
+      ['sleep', 'success'],
+      ['sleep', 'success'],
+    ]);
+    for (const span of steps) {
+      expect(BigInt(span.startTimeUnixNano) >= BigInt(root.startTimeUnixNano)).toBe(true);
+      expect(BigInt(span.endTimeUnixNano) <= BigInt(root.endTimeUnixNano)).toBe(true);
+    }
+
+    // The agent step's execution is a skill run whose spans hang under the step.
+    const agent = byName('invoke_agent Writer');
+    expect(agent.parentSpanId).toBe(write!.spanId);
+    expect(attr(agent, 'workspace_skills.execution.id')).toBe(attr(write!, 'workspace_skills.execution.id'));
+    expect(spans.filter((s) => s.parentSpanId === agent.spanId).map((s) => attr(s, 'gen_ai.operation.name'))).toContain('chat');
+    expect(new Set(spans.map((s) => s.spanId)).size).toBe(spans.length);
+  });
+
+  it("take an MCP call's _meta.traceparent as the parent of a skill run's trace and of a workflow run's", async () => {
+    const { user, url } = await withDestinationAndAgent();
+    await install(user, 'mcp-flow', definition('mcp-flow', [{ type: 'agent', id: 'write', agentId: '${workspaceId}:writer' }]));
+    const client = await connectMcp({ 'x-api-key': (await createKey(user, ['*'])).key });
+
+    const skill = { traceId: hex(32), spanId: hex(16) };
+    const started = ok(
+      await client.callTool({
+        name: 'execute-skill',
+        arguments: { slug: 'meeting-summarizer', input: 'Notes of the weekly meeting.' },
+        _meta: { traceparent: `00-${skill.traceId}-${skill.spanId}-01` },
+      }),
+    );
+    await waitForStatus(user, started.executionId, 'completed');
+    const flow = { traceId: hex(32), spanId: hex(16) };
+    const launched = ok(
+      await client.callTool({ name: 'start-workflow', arguments: { workflowId: 'mcp-flow' }, _meta: { traceparent: `00-${flow.traceId}-${flow.spanId}-01` } }),
+    );
+    expect((await waitForRun(user, launched.runId)).run.status).toBe('success');
+
+    const skillSpans = await traceReceived(url, skill.traceId, hasRoot('invoke_agent Meeting Summarizer'));
+    const skillRoot = skillSpans.find((s) => s.name === 'invoke_agent Meeting Summarizer')!;
+    expect(skillRoot.parentSpanId).toBe(skill.spanId);
+    expect(attr(skillRoot, 'workspace_skills.execution.id')).toBe(started.executionId);
+
+    const flowSpans = await traceReceived(url, flow.traceId, (got) => hasRoot('invoke_workflow mcp-flow')(got) && hasRoot('invoke_agent Writer')(got));
+    const flowRoot = flowSpans.find((s) => s.name === 'invoke_workflow mcp-flow')!;
+    expect(flowRoot.parentSpanId).toBe(flow.spanId);
+    const step = flowSpans.find((s) => s.name === 'step write')!;
+    expect(step.parentSpanId).toBe(flowRoot.spanId);
+    expect(flowSpans.find((s) => s.name === 'invoke_agent Writer')!.parentSpanId).toBe(step.spanId);
   });
 });

@@ -9,12 +9,13 @@ import type { TurnInput } from './execution-events';
 import { sessionOf } from './execution-reconciler';
 import { runSpans } from './run-spans';
 import { destinationOf, exportHeaders } from './telemetry';
+import { workflowSpans } from './workflow-spans';
 
 /**
  * Exporting runs to a workspace's OpenTelemetry destination (docs/telemetry.md). When a run
- * has ended and its record is settled, one message goes to the `telemetry-export` queue (only
- * for a workspace with a destination); the consumer builds the run's spans from what its log
- * recorded and POSTs them, one request per workspace per batch. A failed POST is retried by the
+ * has ended and its record is settled, or a workflow run has finished, one message goes to the
+ * `telemetry-export` queue (only for a workspace with a destination); the consumer builds the
+ * run's spans from what its log recorded and POSTs them, one request per workspace per batch. A failed POST is retried by the
  * queue; after the last attempt the trace is counted as dropped. Nothing here waits on or
  * fails a run.
  */
@@ -25,7 +26,7 @@ export const EXPORT_ATTEMPTS = 3;
 export const retryDelaySeconds = (attempt: number) => 10 * 4 ** (attempt - 1);
 
 /** A run to export: the execution's turn, the model that ran it and the caller's trace it continues. */
-export interface TelemetryMessage {
+export interface RunTelemetryMessage {
   kind: 'execution';
   workspaceId: string;
   shard: number;
@@ -36,41 +37,58 @@ export interface TelemetryMessage {
   traceparent: string | null;
 }
 
+/** A finished workflow run to export, and the trace of the request that launched it. */
+export interface WorkflowTelemetryMessage {
+  kind: 'workflow_run';
+  workspaceId: string;
+  shard: number;
+  runId: string;
+  traceparent: string | null;
+}
+
+export type TelemetryMessage = RunTelemetryMessage | WorkflowTelemetryMessage;
+
 export const isTelemetryMessage = (body: unknown): body is TelemetryMessage => {
-  const b = body as Partial<TelemetryMessage> | null;
-  return (
-    b?.kind === 'execution' &&
-    typeof b.workspaceId === 'string' &&
-    Number.isInteger(b.shard) &&
-    Number.isInteger(b.executionId) &&
-    typeof b.turnKey === 'string' &&
-    typeof b.model === 'string'
-  );
+  const b = body as Record<string, unknown> | null;
+  if (typeof b?.workspaceId !== 'string' || !Number.isInteger(b.shard)) return false;
+  if (b.kind === 'workflow_run') return typeof b.runId === 'string';
+  return b.kind === 'execution' && Number.isInteger(b.executionId) && typeof b.turnKey === 'string' && typeof b.model === 'string';
 };
 
-/** Queues the export of a settled turn when its workspace has a destination; never throws. */
-export async function queueRunExport(db: ShardDb, env: Env, turn: TurnInput, ended: { model: string; ownKey: boolean }): Promise<void> {
-  const { workspaceId, shard } = turn.actor;
+/** Queues a message when its workspace has a destination; never throws. */
+async function queueExport(db: ShardDb, env: Env, message: TelemetryMessage): Promise<void> {
   try {
-    if (!(await destinationOf(db, workspaceId))) return;
-    const message: TelemetryMessage = {
-      kind: 'execution',
-      workspaceId,
-      shard,
-      executionId: turn.executionId,
-      turnKey: turn.turnKey,
-      model: ended.model,
-      ownKey: ended.ownKey,
-      traceparent: turn.actor.origin.traceparent ?? null,
-    };
+    if (!(await destinationOf(db, message.workspaceId))) return;
     await env.TELEMETRY_EXPORT.send(message);
   } catch (error) {
-    console.error(JSON.stringify({ level: 'warn', message: 'run export not queued', workspaceId, executionId: turn.executionId, error: String(error) }));
+    const run = message.kind === 'execution' ? { executionId: message.executionId } : { runId: message.runId };
+    console.error(JSON.stringify({ level: 'warn', message: 'run export not queued', workspaceId: message.workspaceId, ...run, error: String(error) }));
   }
 }
 
-/** The spans of the run a message names, or none when the execution is gone (deleted, or past retention). */
+/** Queues the export of a settled turn when its workspace has a destination; never throws. */
+export const queueRunExport = (db: ShardDb, env: Env, turn: TurnInput, ended: { model: string; ownKey: boolean }) =>
+  queueExport(db, env, {
+    kind: 'execution',
+    workspaceId: turn.actor.workspaceId,
+    shard: turn.actor.shard,
+    executionId: turn.executionId,
+    turnKey: turn.turnKey,
+    model: ended.model,
+    ownKey: ended.ownKey,
+    traceparent: turn.actor.origin.traceparent ?? null,
+  });
+
+/** Queues the export of a finished workflow run when its workspace has a destination; never throws. */
+export const queueWorkflowExport = (db: ShardDb, env: Env, run: Omit<WorkflowTelemetryMessage, 'kind'>) =>
+  queueExport(db, env, { kind: 'workflow_run', ...run });
+
+/** The spans of the run a message names, or none when it is gone (deleted, or past retention). */
 async function spansOf(db: ShardDb, env: Env, message: TelemetryMessage): Promise<Span[]> {
+  if (message.kind === 'workflow_run') {
+    const source = await env.WORKFLOW_RUN.getByName(message.runId).traceSource();
+    return source?.workspaceId === message.workspaceId ? workflowSpans(source, message.traceparent) : [];
+  }
   const [execution] = await db
     .select({ skillName: executions.skillName, skillSlug: executions.skillSlug })
     .from(executions)
