@@ -1,6 +1,6 @@
 import { describe, expect, inject, it } from 'vitest';
 import { call, createKey, signUp } from '../helpers/api';
-import { connectMcp, failure, ok } from '../helpers/mcp';
+import { connectMcp, envelope2026, failure, ok, post2026 } from '../helpers/mcp';
 
 const REPO = 'octo-org/widgets';
 const newToken = () => `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
@@ -262,5 +262,46 @@ describe('execute-skill with a connector', () => {
       await client.callTool({ name: 'execute-skill', arguments: { slug: 'reviewer', input: 'Review', connector: { type: 'svn', fields: {} } } }),
       'INVALID_CONNECTOR',
     );
+  });
+});
+
+describe('connector sign-in as an input request (2026-07-28)', () => {
+  const ASKS_URLS = envelope2026({ elicitation: { url: {} } });
+  type Body = { result?: Record<string, any>; error?: unknown };
+  const listRepos = async (key: string, meta: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    ((await (await post2026(key, 'tools/call', { name: 'list-github-repos', arguments: {}, ...extra }, meta)).json()) as Body).result!;
+
+  it('sends a client that opens URLs to the settings to connect, and the retry once connected runs the tool', async () => {
+    const user = await signUp();
+    const key = (await createKey(user, ['*'])).key;
+    const asked = await listRepos(key, ASKS_URLS);
+    expect(asked).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: {
+        'connect-github': {
+          method: 'elicitation/create',
+          params: { mode: 'url', url: 'https://service.test/settings#connectors', message: expect.stringContaining('github') },
+        },
+      },
+    });
+    const connect = await call('/api/v1/connectors/github/connect', { method: 'POST', token: user.token, body: { token: newToken() } });
+    expect(connect.status).toBe(200);
+    const answered = await listRepos(key, ASKS_URLS, { inputResponses: { 'connect-github': { action: 'accept' } } });
+    expect(answered.isError).toBeFalsy();
+    expect(answered.structuredContent).toBeDefined();
+  });
+
+  it('answers the refusal as before to a client that cannot open URLs, and to a retry that still finds it not connected', async () => {
+    const user = await signUp();
+    const key = (await createKey(user, ['*'])).key;
+    for (const [meta, extra] of [
+      [envelope2026({ elicitation: { form: {} } }), {}],
+      [ASKS_URLS, { inputResponses: { 'connect-github': { action: 'accept' } } }],
+      [ASKS_URLS, { inputResponses: { 'connect-github': { action: 'decline' } } }],
+    ] as const) {
+      const answer = await listRepos(key, meta, extra);
+      expect(answer.isError).toBe(true);
+      expect(JSON.parse(answer.content[0].text).error.code).toBe('CONNECTOR_NOT_CONNECTED');
+    }
   });
 });

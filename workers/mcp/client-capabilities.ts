@@ -19,3 +19,6 @@ export function elicitsForms(call: ServerContext): boolean {
   const elicitation = declared(call)?.elicitation;
   return elicitation !== undefined && (elicitation.form !== undefined || elicitation.url === undefined);
 }
+
+/** Whether the request's client sends the person to a URL the server names (URL-mode elicitation). */
+export const elicitsUrls = (call: ServerContext): boolean => declared(call)?.elicitation?.url !== undefined;

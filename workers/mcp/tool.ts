@@ -15,6 +15,7 @@ import { traceparentOf } from '../lib/otlp';
 import { authorizeWithGrants } from '../auth/actor';
 import { announceToolChange } from './changes';
 import { ASKS } from './asks';
+import { connectorSignIn } from './connector-sign-in';
 import { takesTasks } from './client-capabilities';
 import { createdTask, TASK_TOOLS, toolResult } from './tasks';
 
@@ -118,7 +119,7 @@ function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
             if (progressToken !== undefined && tool.follow) await tool.follow(ctx, result as never, progressReport(ctx, call, progressToken, tool.name));
             return toolResult(result);
           } catch (error) {
-            return toolError(error, ctx.requestId);
+            return connectorSignIn(error, call, ctx.baseUrl) ?? toolError(error, ctx.requestId);
           }
         }) as never,
       );

@@ -29,6 +29,9 @@ const PARTS = [
   ['Delete account', deleteAccount],
 ] as const;
 
+/** A section's anchor, from its name: links elsewhere (an MCP client sent to connect a connector) name it, e.g. `/settings#connectors`. */
+const anchorOf = (name: string) => name.toLowerCase().replace(/[^a-z0-9]+/g, '-');
+
 /**
  * Settings: API keys (created with chosen scopes, shown once, revoked), agents' pending
  * consents and permission requests, members and invitations, retention, spend limits, webhooks and their deliveries, the telemetry destination, secrets, the model key, connectors,
@@ -44,11 +47,14 @@ export async function settings(app: HTMLElement) {
       h(
         'ul',
         { class: 'inline-list' },
-        PARTS.map(([name], i) => h('li', {}, h('a', { href: `#part-${i}` }, name))),
+        PARTS.map(([name]) => h('li', {}, h('a', { href: `#${anchorOf(name)}` }, name))),
       ),
     ),
-    boxes.map((b, i) => ((b.id = `part-${i}`), b)),
+    boxes.map((b, i) => ((b.id = anchorOf(PARTS[i]![0])), b)),
   );
+  // The sections are drawn by this script, after the browser looked for the link's anchor.
+  const linked = location.hash.length > 1 ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
+  linked?.scrollIntoView();
   await Promise.all(PARTS.map(([, draw], i) => draw(boxes[i]!).catch((error) => show(boxes[i]!, failure(error, 'This section could not be loaded.')))));
 }
 
