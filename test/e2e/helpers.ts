@@ -112,3 +112,14 @@ export async function newAccount(base: string, name: string) {
   const { token } = (await res.json()) as { token: string };
   return { email, password, token };
 }
+
+/** The first value `read` gives that is not undefined, read every 200 ms for up to `timeoutMs`. */
+export async function until<T>(what: string, read: () => T | undefined | Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, type RunningService } from './helpers';
+import { freePort, type RunningService, until } from './helpers';
 import { startPrepared } from './prepared';
 
 /** Generous: two cores shared with other work can make a start slow. */
@@ -82,16 +82,6 @@ function decodeExport(type: protobuf.Type, body: string): { resource: Record<str
       }),
     ),
   }));
-}
-
-async function until<T>(what: string, read: () => T | undefined | Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 const hexOf = (bytes: number) => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString('hex');

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, type RunningService } from './helpers';
+import { freePort, type RunningService, until } from './helpers';
 import { startPrepared } from './prepared';
 
 /** Generous: two cores shared with other work can make a start slow. */
@@ -35,16 +35,6 @@ function receiver() {
     res.writeHead(answered).end();
   });
   return { server, requests };
-}
-
-async function until<T>(what: string, read: () => T | undefined | Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 describe('webhooks against wrangler dev', () => {
