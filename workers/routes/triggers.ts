@@ -31,9 +31,9 @@ export const triggerRoutes = new Hono<AppEnv>().post(
     // A launch writes: while a move fences the workspace the sender is asked to retry, as a write through the API is.
     if (place.movingTo !== null) throw workspaceMoving();
     useShard(c, place.shard);
-    // The signature covers the exact bytes, so the body is read raw, never parsed first.
+    // The signature covers the exact bytes, so the body is read raw, never parsed first (GitHub may send it as a form).
     const answer = await receiveDelivery(c.var.db, c.env, workspaceId, triggerId, {
-      body: await c.req.text(),
+      body: new TextDecoder().decode(await c.req.arrayBuffer()),
       headers: c.req.raw.headers,
       origin: c.var.origin,
     });
