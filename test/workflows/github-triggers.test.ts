@@ -168,7 +168,7 @@ describe('GitHub triggers: deliveries', () => {
     expect(await runsOf(user)).toHaveLength(1);
   });
 
-  it('a bad or missing signature is 401 and starts nothing', async () => {
+  it('a bad or missing signature is 401 and starts nothing; the trigger’s own secret’s is taken', async () => {
     const user = await setUp();
     const trigger = await createGithubTrigger(user);
     const other = await createGithubTrigger(user);
@@ -176,6 +176,10 @@ describe('GitHub triggers: deliveries', () => {
     // A Standard Webhooks sender's headers do not open a GitHub trigger.
     expectError(await call(new URL(trigger.url).pathname, { method: 'POST', body: push, headers: { 'x-github-event': 'push' } }), 401, 'UNAUTHORIZED');
     expect(await runsOf(user)).toEqual([]);
+    // The same delivery signed with the trigger's own secret is taken.
+    const signed = await deliver(trigger, 'push', push);
+    expect(signed.status).toBe(202);
+    expect((await runsOf(user)).map((r) => r.runId)).toEqual([signed.body.runId]);
   });
 
   it('answers a ping 200, and events, actions or repositories the trigger did not ask for 200 without a run', async () => {
