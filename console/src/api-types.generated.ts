@@ -2319,7 +2319,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Launch a run from a trigger URL: a Standard Webhooks signed POST or the bearer secret; the JSON body is the input */
+    /** Launch a run from a trigger URL: a Standard Webhooks signed POST or the bearer secret, the JSON body the input; or GitHub’s webhook delivery, the input built from the event */
     post: operations['postHooksWorkflowsByTriggerId'];
     delete?: never;
     options?: never;
@@ -2341,6 +2341,7 @@ export interface components {
         name?: string;
         category?: string;
         requiresConnector?: string | null;
+        /** @description Catalog metadata, kept as written; an entry with `source: "github"` declares the GitHub events a trigger may start runs on (at most one). */
         triggers?: unknown[];
       };
       /** @description A JSON Schema (draft-07) that launch inputs must satisfy. */
@@ -2357,6 +2358,39 @@ export interface components {
         /** @description How many runs of one key go at once; later launches queue. */
         limit: number;
       };
+    };
+    /** @description The GitHub events a workspace may create a trigger of source `github` for (docs/workflows.md, GitHub triggers). */
+    WorkflowGithubTrigger: {
+      /** @constant */
+      source: 'github';
+      /** @description `push`, `pull_request` (every action) or `pull_request.<action>`. */
+      events: (
+        | 'push'
+        | 'pull_request'
+        | 'pull_request.assigned'
+        | 'pull_request.auto_merge_disabled'
+        | 'pull_request.auto_merge_enabled'
+        | 'pull_request.closed'
+        | 'pull_request.converted_to_draft'
+        | 'pull_request.demilestoned'
+        | 'pull_request.dequeued'
+        | 'pull_request.edited'
+        | 'pull_request.enqueued'
+        | 'pull_request.labeled'
+        | 'pull_request.locked'
+        | 'pull_request.milestoned'
+        | 'pull_request.opened'
+        | 'pull_request.ready_for_review'
+        | 'pull_request.reopened'
+        | 'pull_request.review_request_removed'
+        | 'pull_request.review_requested'
+        | 'pull_request.synchronize'
+        | 'pull_request.unassigned'
+        | 'pull_request.unlabeled'
+        | 'pull_request.unlocked'
+      )[];
+      /** @description owner/repo: triggers take this repository’s events only. */
+      repository?: string;
     };
     /** @description Unique in the whole graph. */
     WorkflowStepId: string;
@@ -15884,7 +15918,42 @@ export interface operations {
               workflowId: string;
               name: string | null;
               /** @enum {string} */
-              auth: 'signature' | 'bearer';
+              source: 'webhook' | 'github';
+              /**
+               * @description How the sender proves itself; a github trigger’s is GitHub’s X-Hub-Signature-256
+               * @enum {string}
+               */
+              auth: 'signature' | 'bearer' | 'github_signature';
+              /** @description A github trigger’s events; null for a webhook trigger */
+              events:
+                | (
+                    | 'push'
+                    | 'pull_request'
+                    | 'pull_request.assigned'
+                    | 'pull_request.auto_merge_disabled'
+                    | 'pull_request.auto_merge_enabled'
+                    | 'pull_request.closed'
+                    | 'pull_request.converted_to_draft'
+                    | 'pull_request.demilestoned'
+                    | 'pull_request.dequeued'
+                    | 'pull_request.edited'
+                    | 'pull_request.enqueued'
+                    | 'pull_request.labeled'
+                    | 'pull_request.locked'
+                    | 'pull_request.milestoned'
+                    | 'pull_request.opened'
+                    | 'pull_request.ready_for_review'
+                    | 'pull_request.reopened'
+                    | 'pull_request.review_request_removed'
+                    | 'pull_request.review_requested'
+                    | 'pull_request.synchronize'
+                    | 'pull_request.unassigned'
+                    | 'pull_request.unlabeled'
+                    | 'pull_request.unlocked'
+                  )[]
+                | null;
+              /** @description A github trigger’s one repository, or null for any */
+              repository: string | null;
               /** @description Where the sender POSTs: no API key, the secret proves it */
               url: string;
               /** @enum {string} */
@@ -15996,11 +16065,44 @@ export interface operations {
           /** @description A label for the sender, e.g. "GitHub Actions" */
           name?: string;
           /**
-           * @description How the sender proves itself: Standard Webhooks signature headers (default), or the secret as `Authorization: Bearer`
-           * @default signature
+           * @description Who sends: any sender, its JSON body the input (webhook, default), or GitHub’s webhook delivery of the events the workflow declares (github)
+           * @default webhook
+           * @enum {string}
+           */
+          source?: 'webhook' | 'github';
+          /**
+           * @description A webhook trigger: how the sender proves itself, Standard Webhooks signature headers (signature, default) or the secret as `Authorization: Bearer`
            * @enum {string}
            */
           auth?: 'signature' | 'bearer';
+          /** @description A github trigger: the events that start a run (push, pull_request, pull_request.<action>), among those the workflow declares; default: all of them */
+          events?: (
+            | 'push'
+            | 'pull_request'
+            | 'pull_request.assigned'
+            | 'pull_request.auto_merge_disabled'
+            | 'pull_request.auto_merge_enabled'
+            | 'pull_request.closed'
+            | 'pull_request.converted_to_draft'
+            | 'pull_request.demilestoned'
+            | 'pull_request.dequeued'
+            | 'pull_request.edited'
+            | 'pull_request.enqueued'
+            | 'pull_request.labeled'
+            | 'pull_request.locked'
+            | 'pull_request.milestoned'
+            | 'pull_request.opened'
+            | 'pull_request.ready_for_review'
+            | 'pull_request.reopened'
+            | 'pull_request.review_request_removed'
+            | 'pull_request.review_requested'
+            | 'pull_request.synchronize'
+            | 'pull_request.unassigned'
+            | 'pull_request.unlabeled'
+            | 'pull_request.unlocked'
+          )[];
+          /** @description A github trigger: only events of this repository (owner/repo) start runs; default: the declared one, else any */
+          repository?: string;
         };
       };
     };
@@ -16019,7 +16121,42 @@ export interface operations {
             workflowId: string;
             name: string | null;
             /** @enum {string} */
-            auth: 'signature' | 'bearer';
+            source: 'webhook' | 'github';
+            /**
+             * @description How the sender proves itself; a github trigger’s is GitHub’s X-Hub-Signature-256
+             * @enum {string}
+             */
+            auth: 'signature' | 'bearer' | 'github_signature';
+            /** @description A github trigger’s events; null for a webhook trigger */
+            events:
+              | (
+                  | 'push'
+                  | 'pull_request'
+                  | 'pull_request.assigned'
+                  | 'pull_request.auto_merge_disabled'
+                  | 'pull_request.auto_merge_enabled'
+                  | 'pull_request.closed'
+                  | 'pull_request.converted_to_draft'
+                  | 'pull_request.demilestoned'
+                  | 'pull_request.dequeued'
+                  | 'pull_request.edited'
+                  | 'pull_request.enqueued'
+                  | 'pull_request.labeled'
+                  | 'pull_request.locked'
+                  | 'pull_request.milestoned'
+                  | 'pull_request.opened'
+                  | 'pull_request.ready_for_review'
+                  | 'pull_request.reopened'
+                  | 'pull_request.review_request_removed'
+                  | 'pull_request.review_requested'
+                  | 'pull_request.synchronize'
+                  | 'pull_request.unassigned'
+                  | 'pull_request.unlabeled'
+                  | 'pull_request.unlocked'
+                )[]
+              | null;
+            /** @description A github trigger’s one repository, or null for any */
+            repository: string | null;
             /** @description Where the sender POSTs: no API key, the secret proves it */
             url: string;
             /** @enum {string} */
@@ -16144,7 +16281,42 @@ export interface operations {
             workflowId: string;
             name: string | null;
             /** @enum {string} */
-            auth: 'signature' | 'bearer';
+            source: 'webhook' | 'github';
+            /**
+             * @description How the sender proves itself; a github trigger’s is GitHub’s X-Hub-Signature-256
+             * @enum {string}
+             */
+            auth: 'signature' | 'bearer' | 'github_signature';
+            /** @description A github trigger’s events; null for a webhook trigger */
+            events:
+              | (
+                  | 'push'
+                  | 'pull_request'
+                  | 'pull_request.assigned'
+                  | 'pull_request.auto_merge_disabled'
+                  | 'pull_request.auto_merge_enabled'
+                  | 'pull_request.closed'
+                  | 'pull_request.converted_to_draft'
+                  | 'pull_request.demilestoned'
+                  | 'pull_request.dequeued'
+                  | 'pull_request.edited'
+                  | 'pull_request.enqueued'
+                  | 'pull_request.labeled'
+                  | 'pull_request.locked'
+                  | 'pull_request.milestoned'
+                  | 'pull_request.opened'
+                  | 'pull_request.ready_for_review'
+                  | 'pull_request.reopened'
+                  | 'pull_request.review_request_removed'
+                  | 'pull_request.review_requested'
+                  | 'pull_request.synchronize'
+                  | 'pull_request.unassigned'
+                  | 'pull_request.unlabeled'
+                  | 'pull_request.unlocked'
+                )[]
+              | null;
+            /** @description A github trigger’s one repository, or null for any */
+            repository: string | null;
             /** @description Where the sender POSTs: no API key, the secret proves it */
             url: string;
             /** @enum {string} */
@@ -16367,7 +16539,42 @@ export interface operations {
             workflowId: string;
             name: string | null;
             /** @enum {string} */
-            auth: 'signature' | 'bearer';
+            source: 'webhook' | 'github';
+            /**
+             * @description How the sender proves itself; a github trigger’s is GitHub’s X-Hub-Signature-256
+             * @enum {string}
+             */
+            auth: 'signature' | 'bearer' | 'github_signature';
+            /** @description A github trigger’s events; null for a webhook trigger */
+            events:
+              | (
+                  | 'push'
+                  | 'pull_request'
+                  | 'pull_request.assigned'
+                  | 'pull_request.auto_merge_disabled'
+                  | 'pull_request.auto_merge_enabled'
+                  | 'pull_request.closed'
+                  | 'pull_request.converted_to_draft'
+                  | 'pull_request.demilestoned'
+                  | 'pull_request.dequeued'
+                  | 'pull_request.edited'
+                  | 'pull_request.enqueued'
+                  | 'pull_request.labeled'
+                  | 'pull_request.locked'
+                  | 'pull_request.milestoned'
+                  | 'pull_request.opened'
+                  | 'pull_request.ready_for_review'
+                  | 'pull_request.reopened'
+                  | 'pull_request.review_request_removed'
+                  | 'pull_request.review_requested'
+                  | 'pull_request.synchronize'
+                  | 'pull_request.unassigned'
+                  | 'pull_request.unlabeled'
+                  | 'pull_request.unlocked'
+                )[]
+              | null;
+            /** @description A github trigger’s one repository, or null for any */
+            repository: string | null;
             /** @description Where the sender POSTs: no API key, the secret proves it */
             url: string;
             /** @enum {string} */
@@ -19547,7 +19754,25 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description OK */
+      /** @description A GitHub trigger: a ping, or an event it did not ask for; no run */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @enum {string} */
+            status: 'pong' | 'ignored';
+            /** @description The GitHub event (`pull_request.closed`: the event and its action) */
+            event: string;
+            /** @description Why no run started */
+            message: string;
+          };
+        };
+      };
+      /** @description The run started (or, for a replayed delivery id, started before) */
       202: {
         headers: {
           /** @description The database session bookmark after this request; send it back to read at least this fresh. */

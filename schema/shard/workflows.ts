@@ -155,14 +155,18 @@ export const workflowSchedules = sqliteTable(
 
 export type WorkflowScheduleRow = typeof workflowSchedules.$inferSelect;
 
-/** How a trigger's sender proves itself: a Standard Webhooks signature, or the secret as a bearer token. */
-export const TRIGGER_AUTHS = ['signature', 'bearer'] as const;
+/** Who sends a trigger's deliveries: any sender (`webhook`), or GitHub's webhook delivery for the events the trigger asks for. */
+export const TRIGGER_SOURCES = ['webhook', 'github'] as const;
+/** How a `webhook` trigger's sender proves itself: a Standard Webhooks signature, or the secret as a bearer token. */
+export const SENDER_AUTHS = ['signature', 'bearer'] as const;
+/** How any trigger's sender proves itself: a `github` trigger's by GitHub's `X-Hub-Signature-256`. */
+export const TRIGGER_AUTHS = [...SENDER_AUTHS, 'github_signature'] as const;
 /** `stopped`: the credential it acts for no longer acts in the workspace (`stopped_reason` says why). */
 export const TRIGGER_STATES = ['active', 'stopped'] as const;
 
 /**
  * Inbound trigger URLs of installed workflows (docs/workflows.md, Triggers): a POST to
- * `/hooks/workflows/<id>` proven by `secret` launches a run. The id carries the workspace's id,
+ * `/hooks/workflows/<id>` proven by `secret` launches a run (for a `github` trigger, an event it asks for). The id carries the workspace's id,
  * so the public route finds the shard through the directory.
  */
 export const workflowTriggers = sqliteTable(
@@ -173,7 +177,12 @@ export const workflowTriggers = sqliteTable(
     workspaceId: shardWorkspaceIdColumn(),
     workflowSlug: text('workflow_slug').notNull(),
     name: text('name'),
+    source: text('source', { enum: TRIGGER_SOURCES }).notNull(),
     auth: text('auth', { enum: TRIGGER_AUTHS }).notNull(),
+    /** A `github` trigger's events (JSON text of an array: `push`, `pull_request`, `pull_request.<action>`); null for a `webhook` one. */
+    events: text('events'),
+    /** A `github` trigger's one repository (`owner/repo`), or null for any repository whose webhook sends to it. */
+    repository: text('repository'),
     /** The secret (`whsec_…`), AES-GCM ciphertext under ENCRYPTION_KEY bound to the workspace and the trigger. */
     secret: text('secret').notNull(),
     state: text('state', { enum: TRIGGER_STATES }).notNull(),

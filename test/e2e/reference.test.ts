@@ -185,7 +185,7 @@ describe('the home page, the API reference and the examples', () => {
   it('installs every example workflow and runs it to the result docs/workflows.md gives', async () => {
     const guide = readFileSync('docs/workflows.md', 'utf8');
     const examples = readdirSync('examples/workflows').filter((f) => f.endsWith('.json'));
-    expect(examples.sort()).toEqual(['publish-with-approval.json', 'review-per-repo.json', 'triage-schedule.json', 'triage.json']);
+    expect(examples.sort()).toEqual(['publish-with-approval.json', 'review-per-repo.json', 'review-pull-request.json', 'triage-schedule.json', 'triage.json']);
     // The typed-client test above may have installed the first already (200); a first install is 201.
     for (const slug of ['meeting-notes-summarizer', 'stakeholder-update-writer'])
       expect([200, 201]).toContain((await api(`/api/v1/skills/${slug}/install`, {})).status);

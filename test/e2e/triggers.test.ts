@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -75,5 +76,55 @@ describe('workflow triggers against wrangler dev', () => {
     expect(forged.status).toBe(401);
     expect(forged.body.error.code).toBe('UNAUTHORIZED');
     expect((await triageRuns()).map((r) => r.runId)).toEqual([runId]);
+  });
+
+  it('a GitHub webhook delivery of an opened pull request starts the declaring workflow with the pull request as input', async () => {
+    const review = JSON.parse(readFileSync('examples/workflows/review-pull-request.json', 'utf8'));
+    expect((await api('/api/v1/workflows/review-pull-request/install', review)).status).toBe(201);
+    const created = await api('/api/v1/workflows/review-pull-request/triggers', { source: 'github', repository: 'octo/hello' });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const { url, secret } = created.body as { url: string; secret: string };
+
+    /** As GitHub's webhook delivery sends an event: X-Hub-Signature-256 over the body, keyed with the secret. */
+    const github = async (event: string, delivery: string, payload: unknown) => {
+      const body = JSON.stringify(payload);
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-github-event': event,
+          'x-github-delivery': delivery,
+          'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+        },
+        body,
+      });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const repository = { full_name: 'octo/hello' };
+    expect((await github('ping', 'gh-e2e-0', { zen: 'Design for failure.', repository })).body.status).toBe('pong');
+    const opened = {
+      action: 'opened',
+      number: 12,
+      pull_request: { number: 12, title: 'Add dark mode', html_url: 'https://github.com/octo/hello/pull/12', head: { ref: 'dark', sha: 'c'.repeat(40) } },
+      repository,
+      sender: { login: 'ana' },
+    };
+    const started = await github('pull_request', 'gh-e2e-1', opened);
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    let run: any;
+    for (let i = 0; i < 100; i++) {
+      run = (await api(`/api/v1/workflows/runs/${started.body.runId}`)).body.run;
+      if (run?.status === 'suspended') break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(run.status).toBe('suspended');
+    expect(run.snapshot.context.input).toMatchObject({
+      event: 'pull_request',
+      action: 'opened',
+      repository: 'octo/hello',
+      pullRequest: { number: 12, title: 'Add dark mode' },
+    });
+    expect((await github('pull_request', 'gh-e2e-1', opened)).body.runId).toBe(started.body.runId);
+    expect((await github('pull_request', 'gh-e2e-2', { ...opened, action: 'closed' })).body.status).toBe('ignored');
   });
 });

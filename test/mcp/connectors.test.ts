@@ -145,8 +145,8 @@ describe('connector tools over MCP', () => {
     ).toEqual(['open_pull_request']);
     expect(ok(await client.callTool({ name: 'search-connector-actions', arguments: { query: 'calendar' } })).actions).toEqual([]);
     expect(ok(await client.callTool({ name: 'list-connector-triggers', arguments: {} })).triggers).toEqual([
-      { connector: 'github', name: 'push', description: expect.any(String), delivery: 'not_wired' },
-      { connector: 'github', name: 'pull_request', description: expect.any(String), delivery: 'not_wired' },
+      { connector: 'github', name: 'push', description: expect.any(String), delivery: 'workflow_trigger' },
+      { connector: 'github', name: 'pull_request', description: expect.any(String), delivery: 'workflow_trigger' },
     ]);
   });
 

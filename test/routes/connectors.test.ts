@@ -55,8 +55,8 @@ describe('GET /api/v1/connectors', () => {
       expect.objectContaining({ name: 'open_pull_request', writes: true }),
     ]);
     expect(github.triggers).toEqual([
-      expect.objectContaining({ name: 'push', delivery: 'not_wired' }),
-      expect.objectContaining({ name: 'pull_request', delivery: 'not_wired' }),
+      expect.objectContaining({ name: 'push', delivery: 'workflow_trigger' }),
+      expect.objectContaining({ name: 'pull_request', delivery: 'workflow_trigger' }),
     ]);
   });
 

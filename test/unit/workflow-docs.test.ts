@@ -4,6 +4,7 @@ import guide from '../../docs/workflows.md?raw';
 import publishWithApproval from '../../examples/workflows/publish-with-approval.json?raw';
 import triage from '../../examples/workflows/triage.json?raw';
 import reviewPerRepo from '../../examples/workflows/review-per-repo.json?raw';
+import reviewPullRequest from '../../examples/workflows/review-pull-request.json?raw';
 // The capabilities declare the tool ids the served schema lists.
 import '../../workers/capabilities';
 import { compileWorkflow, type Resolvers } from '../../workers/workflows/compiler';
@@ -68,6 +69,7 @@ describe('examples/workflows', () => {
     ['triage.json', triage],
     ['publish-with-approval.json', publishWithApproval],
     ['review-per-repo.json', reviewPerRepo],
+    ['review-pull-request.json', reviewPullRequest],
   ])('%s fits the JSON Schema and compiles', (_, text) => {
     const example = JSON.parse(text);
     expect(schemaErrors(example)).toEqual([]);
@@ -88,5 +90,25 @@ describe('the JSON Schema of a definition', () => {
       expect(schemaErrors(definition(graph)), JSON.stringify(graph)).not.toEqual([]);
       expect(() => compileWorkflow(definition(graph), resolvers), JSON.stringify(graph)).toThrow();
     }
+  });
+
+  it('checks a GitHub entry of metadata.triggers as the compiler does, and leaves other entries free', () => {
+    const declaring = (triggers: unknown[]) => ({ ...definition([{ type: 'sleep', id: 's', duration: 1 }]), metadata: { triggers } });
+    for (const entry of [
+      { source: 'github', events: ['issues'] },
+      { source: 'github', events: [] },
+      { source: 'github', events: ['push'], repository: 'no-slash' },
+      { source: 'github', events: ['push'], branch: 'main' },
+    ]) {
+      expect(schemaErrors(declaring([entry])), JSON.stringify(entry)).not.toEqual([]);
+      expect(() => compileWorkflow(declaring([entry]), resolvers), JSON.stringify(entry)).toThrow();
+    }
+    const free = declaring([
+      'manual',
+      { source: 'slack', channel: '#ops' },
+      { source: 'github', events: ['push', 'pull_request.opened'], repository: 'octo/hello' },
+    ]);
+    expect(schemaErrors(free)).toEqual([]);
+    expect(compileWorkflow(free, resolvers).metadata).toEqual(free.metadata);
   });
 });

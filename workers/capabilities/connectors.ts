@@ -219,7 +219,7 @@ export const connectorsArea: Area = {
       name: 'list-connector-triggers',
       title: 'List connector triggers',
       description:
-        'Lists the trigger types connectors declare (GitHub: push, pull_request). delivery not_wired: the type is declared, but this deployment receives no events for it yet.',
+        'Lists the trigger types connectors declare (GitHub: push, pull_request). delivery workflow_trigger: the provider’s webhook delivers them to a workflow trigger (source github), which starts a run of a workflow that declares them.',
       access: CONNECTOR_ACCESS,
       input: z.object({ connector: connector.optional().describe('Only this connector’s triggers') }),
       output: ProviderAnswer,

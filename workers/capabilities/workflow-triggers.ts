@@ -27,7 +27,7 @@ export const triggerCapabilities: Capability[] = [
   defineCapability({
     name: 'list-workflow-triggers',
     title: 'List workflow triggers',
-    description: 'Lists the trigger URLs of an installed workflow, each with its auth mode and state (never its secret).',
+    description: 'Lists the trigger URLs of an installed workflow, each with its source, auth mode, GitHub events and state (never its secret).',
     access: READ,
     input: Slug,
     output: z.object({ triggers: z.array(Trigger) }),
@@ -39,7 +39,7 @@ export const triggerCapabilities: Capability[] = [
     name: 'create-workflow-trigger',
     title: 'Create a workflow trigger URL',
     description:
-      'Creates a public URL that launches the workflow when POSTed to, with the JSON body as input: signed with Standard Webhooks headers (auth "signature") or carrying the secret as a bearer token (auth "bearer"). Answers the secret once. Runs act for the credential that creates the trigger.',
+      'Creates a public URL that launches the workflow when POSTed to. Source "webhook" (default): the JSON body is the input, signed with Standard Webhooks headers (auth "signature") or carrying the secret as a bearer token (auth "bearer"). Source "github": the URL and secret are a GitHub webhook’s Payload URL and Secret; GitHub’s deliveries of the chosen events (push, pull_request, pull_request.<action>, among those the workflow declares in metadata.triggers) start runs whose input is built from the event. Answers the secret once. Runs act for the credential that creates the trigger.',
     access: RUN,
     input: Slug.extend(TriggerBody.shape),
     output: TriggerWithSecret,

@@ -19,10 +19,10 @@ export interface ConnectorTrigger {
   name: string;
   description: string;
   /**
-   * How events reach the service. `not_wired`: the type is declared (what an automation could
-   * listen to) but this deployment receives no deliveries for it yet.
+   * How events reach the service. `workflow_trigger`: the provider's webhook posts them to a
+   * workflow trigger of this connector's source (docs/workflows.md, GitHub triggers), which starts a run.
    */
-  delivery: 'not_wired';
+  delivery: 'workflow_trigger';
 }
 
 /** Whether this deployment can use a connector type, and if not, which setting is missing or wrong. */
@@ -126,8 +126,8 @@ export const github: ConnectorDefinition = {
     },
   ],
   triggers: [
-    { name: 'push', description: 'Commits were pushed to a branch or a tag of a repository.', delivery: 'not_wired' },
-    { name: 'pull_request', description: 'A pull request was opened, edited, closed, reopened or synchronised.', delivery: 'not_wired' },
+    { name: 'push', description: 'Commits were pushed to a branch or a tag of a repository.', delivery: 'workflow_trigger' },
+    { name: 'pull_request', description: 'A pull request was opened, edited, closed, reopened or synchronised.', delivery: 'workflow_trigger' },
   ],
 };
 

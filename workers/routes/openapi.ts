@@ -53,6 +53,23 @@ export const documented = (tag: string, summary: string, status: 200 | 201 | 202
     responses: { [status]: { ...json(schema, description), headers: { 'x-d1-bookmark': bookmark.header } }, ...errors },
   });
 
+/** As `documented`, for a route whose successful answers differ by status, each with its own body. */
+export const documentedAnswers = (tag: string, summary: string, answers: Partial<Record<200 | 201 | 202, { schema: z.ZodType; description: string }>>) =>
+  describeRoute({
+    tags: [tag],
+    summary,
+    parameters: [bookmark.parameter],
+    responses: {
+      ...Object.fromEntries(
+        Object.entries(answers).map(([status, { schema, description }]) => [
+          status,
+          { ...json(schema, description), headers: { 'x-d1-bookmark': bookmark.header } },
+        ]),
+      ),
+      ...errors,
+    },
+  });
+
 const componentRef = (name: string) => `#/components/schemas/${name}`;
 
 /** The install body: a definition, `{definition}`, or `{content}` holding it as JSON text. */

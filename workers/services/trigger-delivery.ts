@@ -1,10 +1,12 @@
 import { and, eq } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
+import { z } from 'zod';
 import { workflowTriggers, type WorkflowTriggerRow } from '../../schema/shard/workflows';
 import type { Actor } from '../auth/actor';
 import { credentialNow, LAUNCHED } from '../auth/launcher';
 import type { RequestOrigin } from '../auth/principal';
 import { hasScope } from '../auth/scopes';
+import { covers, eventName, payloadOf, repositoryOf, runInputOf, verifyHubSignature, type GithubTriggerEvent } from '../connectors/github-events';
 import type { Env, ShardDb } from '../env';
 import { AppError, forbidden, invalidInput, notFound, unauthorized } from '../errors';
 import { now } from '../lib/clock';
@@ -17,7 +19,8 @@ import { launchWorkflow, type Launched } from './workflow-runs';
 
 /**
  * A POST to a trigger URL (docs/workflows.md, Triggers): proven by the trigger's secret, it
- * launches a run of the workflow with the JSON body as input, once per delivery id.
+ * launches a run of the workflow, once per delivery id. A `webhook` trigger's input is the JSON
+ * body; a `github` trigger's is built from the GitHub event, and events it did not ask for start nothing.
  */
 
 /** Deliveries one trigger takes per window: a sender looping on it stops here, not in the run queue. */
@@ -33,12 +36,25 @@ export interface Delivery {
   origin: RequestOrigin;
 }
 
+/** What a proven delivery starts no run for, answered 200 so the sender does not retry it: GitHub's ping, an event the trigger did not ask for. */
+export const DeliveryIgnored = z.object({
+  status: z.enum(['pong', 'ignored']),
+  event: z.string().describe('The GitHub event (`pull_request.closed`: the event and its action)'),
+  message: z.string().describe('Why no run started'),
+});
+export type DeliveryIgnored = z.infer<typeof DeliveryIgnored>;
+
 /**
  * The delivery id the run is keyed on: for a signed POST its `webhook-id` (signed with the
- * body), for a bearer one the `Idempotency-Key` it may send; without one every POST launches.
- * A 401 when the secret is not proven.
+ * body), for a bearer one the `Idempotency-Key` it may send, for GitHub's its `X-GitHub-Delivery`;
+ * without one every POST launches. A 401 when the secret is not proven.
  */
-function provenDeliveryId(row: WorkflowTriggerRow, secret: string, delivery: Delivery): string | undefined {
+async function provenDeliveryId(row: WorkflowTriggerRow, secret: string, delivery: Delivery): Promise<string | undefined> {
+  if (row.auth === 'github_signature') {
+    if (!(await verifyHubSignature(secret, delivery.body, delivery.headers.get('x-hub-signature-256'))))
+      throw unauthorized('The X-Hub-Signature-256 header does not verify under this trigger’s secret (the Secret of the GitHub webhook)');
+    return delivery.headers.get('x-github-delivery') ?? undefined;
+  }
   if (row.auth === 'bearer') {
     const given = /^Bearer (.+)$/i.exec(delivery.headers.get('authorization') ?? '')?.[1];
     if (given === undefined || !timingSafeEqual(given, secret)) throw unauthorized('The trigger’s secret is required as Authorization: Bearer <secret>');
@@ -60,7 +76,7 @@ function provenDeliveryId(row: WorkflowTriggerRow, secret: string, delivery: Del
  */
 const deliveryKey = async (triggerId: string, deliveryId: string) => (await sha256Hex(`trigger:${triggerId}:${deliveryId}`)).slice(0, 32);
 
-function inputOf(body: string): Record<string, unknown> {
+function bodyInput(body: string): Record<string, unknown> {
   if (body.trim() === '') return {};
   let parsed: unknown;
   try {
@@ -101,8 +117,41 @@ async function actorNow(env: Env, stored: Actor): Promise<Actor | string> {
 
 const stopped = (reason: string) => forbidden(`This trigger is stopped: ${reason}`, { reason });
 
-/** Receives one POST to trigger `triggerId` of the workspace `db` holds; answers the run it launched (or launched before, for a replay). */
-export async function receiveDelivery(db: ShardDb, env: Env, workspaceId: string, triggerId: string, delivery: Delivery): Promise<Launched> {
+type Planned = { input: Record<string, unknown> } | { ignored: DeliveryIgnored };
+
+/** A GitHub delivery's run input, or why it starts nothing: a ping, an event or a repository the trigger did not ask for. */
+function githubInput(row: WorkflowTriggerRow, deliveryId: string | null, delivery: Delivery): Planned {
+  const asked = JSON.parse(row.events ?? '[]') as GithubTriggerEvent[];
+  const event = delivery.headers.get('x-github-event') ?? '';
+  if (event === 'ping') return { ignored: { status: 'pong', event, message: `This trigger’s URL and secret work; it starts a run on ${asked.join(', ')}` } };
+  const payload = payloadOf(delivery.body, delivery.headers.get('content-type'));
+  if (payload === null) throw invalidInput('body', 'json', 'The delivery carries no JSON object, as the body or as the form field payload');
+  const name = eventName(event, payload.action);
+  if ((event !== 'push' && event !== 'pull_request') || !asked.some((a) => covers(a, name)))
+    return {
+      ignored: {
+        status: 'ignored',
+        event: name,
+        message: `This trigger starts runs on ${asked.join(', ')}, not ${name || 'a delivery without X-GitHub-Event'}`,
+      },
+    };
+  const repository = repositoryOf(payload);
+  if (row.repository !== null && repository?.toLowerCase() !== row.repository.toLowerCase())
+    return {
+      ignored: {
+        status: 'ignored',
+        event: name,
+        message: `This trigger takes events of ${row.repository} only, not ${repository ?? 'an event without a repository'}`,
+      },
+    };
+  return { input: runInputOf(event, deliveryId, payload) };
+}
+
+/**
+ * Receives one POST to trigger `triggerId` of the workspace `db` holds; answers the run it
+ * launched (or launched before, for a replay), or why a proven GitHub delivery starts none.
+ */
+export async function receiveDelivery(db: ShardDb, env: Env, workspaceId: string, triggerId: string, delivery: Delivery): Promise<Launched | DeliveryIgnored> {
   const [row] = await db
     .select()
     .from(workflowTriggers)
@@ -111,8 +160,11 @@ export async function receiveDelivery(db: ShardDb, env: Env, workspaceId: string
   if (!row) throw notFound('Trigger');
   const secret = await decryptSecret(env.ENCRYPTION_KEY, triggerSecretContext(row.workspaceId, row.id), row.secret);
   if (secret === null) throw new Error(`The secret of trigger ${row.id} does not decrypt under its workspace`);
-  const deliveryId = provenDeliveryId(row, secret, delivery);
+  const deliveryId = await provenDeliveryId(row, secret, delivery);
   if (row.state === 'stopped') throw stopped(row.stoppedReason ?? 'stopped');
+  const planned: Planned = row.source === 'github' ? githubInput(row, deliveryId ?? null, delivery) : { input: bodyInput(delivery.body) };
+  if ('ignored' in planned) return planned.ignored;
+  // Counted once the secret is proven and the delivery is meant to start a run: pings and a repository's other events cost nothing.
   const count = await hitRateLimit(env, `trigger:${row.id}`, TRIGGER_RATE_LIMIT, TRIGGER_RATE_WINDOW_MS);
   if (!count.allowed) {
     throw new AppError('RATE_LIMITED', 429, `A trigger takes at most ${TRIGGER_RATE_LIMIT} deliveries a minute`, {
@@ -131,7 +183,7 @@ export async function receiveDelivery(db: ShardDb, env: Env, workspaceId: string
     { ...actor, origin: delivery.origin },
     {
       workflowId: row.workflowSlug,
-      inputs: inputOf(delivery.body),
+      inputs: planned.input,
       ...(deliveryId === undefined || deliveryId === '' ? {} : { toolCallKey: await deliveryKey(row.id, deliveryId) }),
     },
   );

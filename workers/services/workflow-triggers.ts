@@ -1,7 +1,17 @@
 import { and, asc, count, eq } from 'drizzle-orm';
 import { z } from 'zod';
-import { TRIGGER_AUTHS, TRIGGER_STATES, workflowTriggers, type WorkflowTriggerRow } from '../../schema/shard/workflows';
+import {
+  SENDER_AUTHS,
+  TRIGGER_AUTHS,
+  TRIGGER_SOURCES,
+  TRIGGER_STATES,
+  workflowTriggers,
+  type WorkflowRow,
+  type WorkflowTriggerRow,
+} from '../../schema/shard/workflows';
 import { actorToKeep, type Actor } from '../auth/actor';
+import { GithubRepo } from '../connectors/github';
+import { covers, GithubTriggerEvent } from '../connectors/github-events';
 import type { Principal } from '../auth/principal';
 import type { Env, ShardDb } from '../env';
 import { invalidInput, notFound } from '../errors';
@@ -10,13 +20,17 @@ import { randomBytes } from '../lib/crypto';
 import { encryptSecret } from '../lib/encryption';
 import { formatId } from '../lib/ids';
 import { newWebhookSecret } from '../lib/webhook-signing';
+import { declaredGithubTrigger } from '../workflows/trigger-declarations';
 import { recordChange } from './audit';
 import { requireInstalled } from './workflow-definitions';
 
 /**
  * Inbound workflow triggers (docs/workflows.md, Triggers): URLs that launch a run of an
- * installed workflow when a sender proves it holds the trigger's secret. This module is their
- * settings: create, list, read, rotate the secret, delete; trigger-delivery.ts receives the POSTs.
+ * installed workflow when a sender proves it holds the trigger's secret. A `webhook` trigger
+ * takes any sender's JSON as the input; a `github` one takes GitHub's webhook deliveries of the
+ * events it asks for, which its workflow declares (docs/workflows.md, GitHub triggers). This
+ * module is their settings: create, list, read, rotate the secret, delete; trigger-delivery.ts
+ * receives the POSTs.
  */
 
 /** Triggers one workflow may have. */
@@ -26,10 +40,25 @@ export const TRIGGER_PATH = '/hooks/workflows';
 
 export const TriggerBody = z.object({
   name: z.string().min(1).max(100).optional().describe('A label for the sender, e.g. "GitHub Actions"'),
+  source: z
+    .enum(TRIGGER_SOURCES)
+    .default('webhook')
+    .describe('Who sends: any sender, its JSON body the input (webhook, default), or GitHub’s webhook delivery of the events the workflow declares (github)'),
   auth: z
-    .enum(TRIGGER_AUTHS)
-    .default('signature')
-    .describe('How the sender proves itself: Standard Webhooks signature headers (default), or the secret as `Authorization: Bearer`'),
+    .enum(SENDER_AUTHS)
+    .optional()
+    .describe(
+      'A webhook trigger: how the sender proves itself, Standard Webhooks signature headers (signature, default) or the secret as `Authorization: Bearer`',
+    ),
+  events: z
+    .array(GithubTriggerEvent)
+    .min(1)
+    .max(30)
+    .optional()
+    .describe(
+      'A github trigger: the events that start a run (push, pull_request, pull_request.<action>), among those the workflow declares; default: all of them',
+    ),
+  repository: GithubRepo.optional().describe('A github trigger: only events of this repository (owner/repo) start runs; default: the declared one, else any'),
 });
 export type TriggerBody = z.output<typeof TriggerBody>;
 
@@ -39,7 +68,10 @@ export const Trigger = z.object({
   id: z.string(),
   workflowId: z.string().describe('The workflow’s slug'),
   name: z.string().nullable(),
-  auth: z.enum(TRIGGER_AUTHS),
+  source: z.enum(TRIGGER_SOURCES),
+  auth: z.enum(TRIGGER_AUTHS).describe('How the sender proves itself; a github trigger’s is GitHub’s X-Hub-Signature-256'),
+  events: z.array(GithubTriggerEvent).nullable().describe('A github trigger’s events; null for a webhook trigger'),
+  repository: z.string().nullable().describe('A github trigger’s one repository, or null for any'),
   url: z.string().describe('Where the sender POSTs: no API key, the secret proves it'),
   state: z.enum(TRIGGER_STATES),
   stoppedReason: z.string().nullable().describe('Why it stopped (state stopped): the credential it acts for no longer acts here'),
@@ -83,7 +115,10 @@ const present = (row: WorkflowTriggerRow, baseUrl: string): Trigger => {
     id: row.id,
     workflowId: row.workflowSlug,
     name: row.name,
+    source: row.source,
     auth: row.auth,
+    events: row.events === null ? null : (JSON.parse(row.events) as GithubTriggerEvent[]),
+    repository: row.repository,
     url: `${baseUrl}${TRIGGER_PATH}/${row.id}`,
     state: row.state,
     stoppedReason: row.stoppedReason,
@@ -109,6 +144,39 @@ async function requireTrigger(db: ShardDb, principal: Principal, slug: string, i
   return row;
 }
 
+/**
+ * What the body asks for, checked against the workflow: a webhook trigger's auth, or a github
+ * trigger's events (each covered by one the definition declares) and repository (the declared
+ * one, if it names one).
+ */
+function triggerKind(workflow: WorkflowRow, body: TriggerBody) {
+  if (body.source === 'webhook') {
+    for (const field of ['events', 'repository'] as const) {
+      if (body[field] !== undefined) throw invalidInput(field, 'source', `${field} is for a trigger of source "github"`);
+    }
+    return { source: body.source, auth: body.auth ?? 'signature', events: null, repository: null };
+  }
+  if (body.auth !== undefined)
+    throw invalidInput('auth', 'source', 'A github trigger is proven by GitHub’s X-Hub-Signature-256; auth is for a webhook trigger');
+  const declared = declaredGithubTrigger((JSON.parse(workflow.definition) as { metadata?: unknown }).metadata);
+  if (!declared) {
+    throw invalidInput(
+      'source',
+      'not_declared',
+      `Workflow ${workflow.slug} declares no GitHub events: its definition needs metadata.triggers [{"source": "github", "events": [...]}]`,
+    );
+  }
+  const events = body.events ?? declared.events;
+  events.forEach((event, i) => {
+    if (!declared.events.some((asked) => covers(asked, event)))
+      throw invalidInput(`events.${i}`, 'not_declared', `Workflow ${workflow.slug} declares the GitHub events ${declared.events.join(', ')}, not ${event}`);
+  });
+  const repository = body.repository ?? declared.repository ?? null;
+  if (declared.repository !== undefined && repository?.toLowerCase() !== declared.repository.toLowerCase())
+    throw invalidInput('repository', 'not_declared', `Workflow ${workflow.slug} takes GitHub events of ${declared.repository} only`);
+  return { source: body.source, auth: 'github_signature' as const, events: JSON.stringify([...new Set(events)]), repository };
+}
+
 export async function createTrigger(db: ShardDb, env: Env, principal: Principal, baseUrl: string, slug: string, body: TriggerBody) {
   const workflow = await requireInstalled(db, principal, slug);
   const [existing] = await db
@@ -118,6 +186,7 @@ export async function createTrigger(db: ShardDb, env: Env, principal: Principal,
   if ((existing?.n ?? 0) >= MAX_TRIGGERS_PER_WORKFLOW) {
     throw invalidInput('slug', 'limit', `A workflow has at most ${MAX_TRIGGERS_PER_WORKFLOW} triggers; delete one first`, { limit: MAX_TRIGGERS_PER_WORKFLOW });
   }
+  const kind = triggerKind(workflow, body);
   const id = newTriggerId(principal.workspaceId);
   const secret = newWebhookSecret();
   const t = now();
@@ -127,7 +196,7 @@ export async function createTrigger(db: ShardDb, env: Env, principal: Principal,
       workspaceId: principal.workspaceId,
       workflowSlug: slug,
       name: body.name ?? null,
-      auth: body.auth,
+      ...kind,
       secret: await encryptSecret(env.ENCRYPTION_KEY, triggerSecretContext(principal.workspaceId, id), secret),
       state: 'active',
       actorUserId: principal.userId,
@@ -140,7 +209,7 @@ export async function createTrigger(db: ShardDb, env: Env, principal: Principal,
       action: 'workflow.trigger_created',
       resourceType: 'workflow_trigger',
       resourceId: id,
-      metadata: { workflowId: slug, auth: body.auth },
+      metadata: { workflowId: slug, source: kind.source, auth: kind.auth },
       activity: `A trigger URL of workflow ${workflow.name} was created`,
     }),
   ]);

@@ -1,6 +1,7 @@
 import { invalidInput } from '../errors';
 import { Credits, hundredthsOf } from '../lib/money';
 import { schemaProblem } from './json-schema';
+import { checkTriggerDeclarations } from './trigger-declarations';
 import { COMPARISON_OPS, PATH_ROOTS, PLACEHOLDER, PREDICATE_OPS, TEMPLATE_PATH, segmentsOf, type Operand, type Predicate } from './predicates';
 
 /**
@@ -507,6 +508,7 @@ export function compileWorkflow(definition: unknown, resolvers: Resolvers): Comp
   if (raw.graph.length > LIMITS.topLevelEntries) root.at('graph').fail('max_entries', `holds at most ${LIMITS.topLevelEntries} entries`);
   const description = raw.description === undefined ? '' : requireString(raw.description, root.at('description'));
   const metadata = raw.metadata === undefined ? {} : requireRecord(raw.metadata, root.at('metadata'));
+  checkTriggerDeclarations(metadata.triggers);
   const inputSchema = jsonSchema(raw.inputSchema, root.at('inputSchema'));
   const outputSchema = jsonSchema(raw.outputSchema, root.at('outputSchema'));
   const stateSchema = raw.stateSchema === undefined ? null : jsonSchema(raw.stateSchema, root.at('stateSchema'));

@@ -1,3 +1,5 @@
+import { GITHUB_TRIGGER_EVENTS } from '../connectors/github-events';
+import { REPO_PATTERN } from '../connectors/github';
 import { LIMITS, MAX_SLUG_LENGTH, WORKFLOW_SLUG } from './compiler';
 import { stepToolIds } from './step-tool-ids';
 import { COMPARISON_OPS, PATH_ROOTS } from './predicates';
@@ -44,7 +46,17 @@ export function workflowSchemas(ref: (name: string) => string): Record<string, S
         metadata: {
           type: 'object',
           description: '`name`, `category`, `requiresConnector` and `triggers` fill the record and the definitions listing.',
-          properties: { name: { type: 'string' }, category: { type: 'string' }, requiresConnector: { type: ['string', 'null'] }, triggers: { type: 'array' } },
+          properties: {
+            name: { type: 'string' },
+            category: { type: 'string' },
+            requiresConnector: { type: ['string', 'null'] },
+            triggers: {
+              type: 'array',
+              description:
+                'Catalog metadata, kept as written; an entry with `source: "github"` declares the GitHub events a trigger may start runs on (at most one).',
+              items: { if: { type: 'object', properties: { source: { const: 'github' } }, required: ['source'] }, then: $ref('WorkflowGithubTrigger') },
+            },
+          },
         },
         inputSchema: { ...jsonSchema, description: 'A JSON Schema (draft-07) that launch inputs must satisfy.' },
         outputSchema: { ...jsonSchema, description: 'A JSON Schema (draft-07) describing the run result, for clients.' },
@@ -66,6 +78,21 @@ export function workflowSchemas(ref: (name: string) => string): Record<string, S
       },
       ['id', 'graph', 'inputSchema', 'outputSchema'],
       'A workflow definition. Each entry gets the previous entry’s output as its input; the first gets the launch inputs.',
+    ),
+    WorkflowGithubTrigger: object(
+      {
+        source: { const: 'github' },
+        events: {
+          type: 'array',
+          minItems: 1,
+          maxItems: 30,
+          items: { enum: [...GITHUB_TRIGGER_EVENTS] },
+          description: '`push`, `pull_request` (every action) or `pull_request.<action>`.',
+        },
+        repository: { type: 'string', pattern: REPO_PATTERN, description: 'owner/repo: triggers take this repository’s events only.' },
+      },
+      ['source', 'events'],
+      'The GitHub events a workspace may create a trigger of source `github` for (docs/workflows.md, GitHub triggers).',
     ),
     WorkflowStepId: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'Unique in the whole graph.' },
     WorkflowEntry: {
