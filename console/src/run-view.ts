@@ -55,7 +55,9 @@ const hostArtifacts: ArtifactSource = {
   },
   download: async (artifact) => {
     const { encoding, content } = await tool<Downloaded>('download-artifact', { artifactId: artifact.id });
-    const resource = { uri: `artifact://${artifact.id}`, mimeType: artifact.contentType, ...(encoding === 'base64' ? { blob: content } : { text: content }) };
+    // Hosts name the saved file after the URI's last segment, as the extension's examples do (file:///export.json).
+    const uri = `file:///${encodeURIComponent(artifact.name)}`;
+    const resource = { uri, mimeType: artifact.contentType, ...(encoding === 'base64' ? { blob: content } : { text: content }) };
     const saved = await app.downloadFile({ contents: [{ type: 'resource', resource }] });
     if (saved.isError) throw new ApiError(0, 'ERROR', `${artifact.name} was not saved.`);
   },

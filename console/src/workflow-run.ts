@@ -189,25 +189,27 @@ export function workflowRunPanel(graph: Entry[], run: RunState, actions: RunActi
 
   const resumeForm = (stepId: string, step: { prompt?: string; metadata?: { resumeSchema?: object } }) => {
     const form = schemaForm(step.metadata?.resumeSchema, `resume-${stepId}`, 'Answer (JSON)');
-    return h(
+    // Sent from the button's click (which Enter in a field makes too), not the form's submit
+    // event: a host may frame the run view without `allow-forms`, which blocks submitting (and
+    // its event) but not clicks. The browser's own checks of the fields still run first.
+    const resume = (e: Event) => {
+      e.preventDefault();
+      if (!element.reportValidity()) return;
+      void submitForm(form, 'resumeData', async (resumeData) => {
+        await actions.resume(stepId, resumeData);
+        status = 'running';
+        draw();
+      });
+    };
+    const element = h(
       'form',
-      {
-        class: 'card',
-        'aria-labelledby': `human-${stepId}`,
-        onsubmit: (e: Event) => {
-          e.preventDefault();
-          void submitForm(form, 'resumeData', async (resumeData) => {
-            await actions.resume(stepId, resumeData);
-            status = 'running';
-            draw();
-          });
-        },
-      },
+      { class: 'card', 'aria-labelledby': `human-${stepId}` },
       h('h2', { id: `human-${stepId}` }, `Input needed: ${stepId}`),
       step.prompt ? h('p', {}, step.prompt) : null,
       form.element,
-      h('button', { type: 'submit' }, 'Resume'),
+      h('button', { type: 'submit', onclick: resume }, 'Resume'),
     );
+    return element;
   };
 
   function draw() {
