@@ -119,7 +119,7 @@ export const executionsArea: Area = {
       name: 'get-execution-status',
       title: 'Get execution status',
       description:
-        'Shows an execution’s status (idle, working, completed, failed), its output blocks so far, cost in Ds and time in ms. Pass blocksAfter to get only newer blocks. The MCP tool answers the run’s tool calls (name and label) too.',
+        'Shows an execution’s status (idle, working, completed, failed), its output blocks so far, cost in Ds and time in ms. Pass blocksAfter to get only newer blocks. Also answers the run’s tool calls so far (name and label).',
       access: { auth: 'credential', scope: 'tool:execute' },
       input: ExecutionId.extend({ blocksAfter: z.number().int().min(0).max(100_000).optional().describe('Skip the first n output blocks (delta polling)') }),
       output: ExecutionStatus,
