@@ -77,11 +77,13 @@ async function showExecution(executionId: string) {
   const time = h('span');
   const output = outputRegion();
   const files = artifactsSection(executionId, hostArtifacts);
+  const notice = h('div');
   show(
     root,
     heading,
     h('dl', { class: 'facts' }, h('dt', {}, 'Status'), h('dd', {}, statusText), h('dt', {}, 'Cost'), h('dd', {}, cost), h('dt', {}, 'Time'), h('dd', {}, time)),
     output.element,
+    notice,
     files.element,
   );
 
@@ -114,7 +116,7 @@ async function showExecution(executionId: string) {
     try {
       status = await tool<ExecutionStatus>('get-execution-status', { executionId, blocksAfter: from });
     } catch (error) {
-      return show(files.element, alertBox(error instanceof ApiError ? error.message : 'The run could not be read.'));
+      return show(notice, alertBox(error instanceof ApiError ? error.message : 'The run could not be read.'));
     }
     draw(status, from);
   }
