@@ -66,7 +66,12 @@ describe('MCP 2026-07-28', () => {
     expect(prompts).toMatchObject({ resultType: 'complete', ttlMs: 60_000, cacheScope: 'private', prompts: [{ name: 'notes', title: 'Notes' }] });
     const resources = await result(await post(key, { method: 'resources/list' }));
     expect(resources).toMatchObject({ resultType: 'complete', ttlMs: 60_000, cacheScope: 'private' });
-    expect((resources.resources as { uri: string }[]).map((r) => r.uri)).toEqual(['memory://workspace', 'skill://notes/SKILL.md', 'workflow://wait']);
+    expect((resources.resources as { uri: string }[]).map((r) => r.uri)).toEqual([
+      'ui://workspace-skills/run-view',
+      'memory://workspace',
+      'skill://notes/SKILL.md',
+      'workflow://wait',
+    ]);
     expect((await result(await post(key, { method: 'resources/list' }))).resources).toEqual(resources.resources);
     const templates = await result(await post(key, { method: 'resources/templates/list' }));
     expect(templates).toMatchObject({ resultType: 'complete', cacheScope: 'public' });

@@ -6,6 +6,7 @@ import { createStreamUrl } from '../services/execution-streams';
 import {
   CancelResult,
   cancelExecution,
+  executionToolCalls,
   createExecution,
   CreateExecutionBody,
   ExecutionStatus,
@@ -22,6 +23,7 @@ import {
   postEvents,
   PostEventsBody,
   StatusQuery,
+  ToolCall,
 } from '../services/executions';
 import { defineCapability, READ_ONLY, type Area } from './capability';
 
@@ -117,12 +119,17 @@ export const executionsArea: Area = {
       name: 'get-execution-status',
       title: 'Get execution status',
       description:
-        'Shows an execution’s status (idle, working, completed, failed), its output blocks so far, cost in Ds and time in ms. Pass blocksAfter to get only newer blocks.',
+        'Shows an execution’s status (idle, working, completed, failed), its output blocks so far, cost in Ds and time in ms. Pass blocksAfter to get only newer blocks. Also answers the run’s tool calls so far (name and label).',
       access: { auth: 'credential', scope: 'tool:execute' },
       input: ExecutionId.extend({ blocksAfter: z.number().int().min(0).max(100_000).optional().describe('Skip the first n output blocks (delta polling)') }),
       output: ExecutionStatus,
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/:id/status', params: byId, query: StatusQuery, summary: 'Status, output blocks (delta with blocksAfter), cost and time' },
+      // The tool answers the run's tool calls too, which the run view (an MCP App) draws as the console does from the stream.
+      mcp: {
+        output: ExecutionStatus.extend({ toolCalls: z.array(ToolCall) }),
+        present: async (ctx, status) => ({ ...status, toolCalls: await executionToolCalls(ctx.db, ctx.env, ctx.actor, status.executionId) }),
+      },
       run: (ctx, { executionId, blocksAfter }) => getExecutionStatus(ctx.db, ctx.env, ctx.actor, executionId, blocksAfter ?? 0),
     }),
     defineCapability({

@@ -6,12 +6,14 @@ import { artifactContent, downloadArtifact, listArtifacts } from '../services/ar
 import { readMemory } from '../services/memory';
 import { getInstalledSkill, type InstalledSkill, listSkills } from '../services/skills';
 import { getWorkflow, listWorkflows } from '../services/workflow-definitions';
+import { CAPABILITIES } from '../capabilities';
 import { downloadArtifactCapability } from '../capabilities/artifacts';
 import type { Capability } from '../capabilities/capability';
 import { readMemoryCapability } from '../capabilities/memory';
 import { listInstalledSkillsCapability } from '../capabilities/skills';
 import { getWorkflowCapability } from '../capabilities/workflows';
 import { JsonRpcError } from './json-rpc-error';
+import { RUN_VIEW_RESOURCE, RUN_VIEW_TOOLS, RUN_VIEW_URI, runViewContents } from './run-view';
 import type { ToolContext } from './tool';
 
 type Contents = { uri: string; mimeType: string; text: string } | { uri: string; mimeType: string; blob: string };
@@ -156,6 +158,9 @@ function mayRead(ctx: ToolContext, capability: Capability): boolean {
   }
 }
 
+/** The operations of the tools that point to the run view. */
+const RUN_VIEW_CAPABILITIES = CAPABILITIES.filter((c) => RUN_VIEW_TOOLS.includes(c.name));
+
 /** The operation whose access a `resources/read` of `uri` needs (the /mcp route's step-up check uses it too). */
 export function resourceCapability(uri: string): Capability | undefined {
   const parsed = URL.canParse(uri) ? new URL(uri) : null;
@@ -176,18 +181,24 @@ async function asJsonRpc<T>(uri: string | undefined, work: () => Promise<T>): Pr
 /**
  * Resources (artifacts, working memory, installed skills' files, workflow definitions), one
  * prompt per installed skill, and completion of skill slugs and workflow ids. Read through the
- * same services and scope checks as the tools.
+ * same services and scope checks as the tools. The run view (an MCP App, ./run-view.ts) is
+ * listed to a credential that may call a tool pointing to it, and read by any: it is the same
+ * document for everyone and carries no data.
  */
 export function registerResourcesAndPrompts(server: McpServer, ctx: ToolContext): void {
   const low = server.server;
 
   low.setRequestHandler('resources/list', async () => ({
-    resources: (await Promise.all(KINDS.filter((k) => mayRead(ctx, k.capability)).map((k) => k.list(ctx)))).flat(),
+    resources: [
+      ...(RUN_VIEW_CAPABILITIES.some((c) => mayRead(ctx, c)) ? [RUN_VIEW_RESOURCE] : []),
+      ...(await Promise.all(KINDS.filter((k) => mayRead(ctx, k.capability)).map((k) => k.list(ctx)))).flat(),
+    ],
   }));
   low.setRequestHandler('resources/templates/list', async () => ({
     resourceTemplates: KINDS.filter((k) => k.template.uriTemplate.includes('{')).map((k) => k.template),
   }));
   low.setRequestHandler('resources/read', async ({ params: { uri } }) => {
+    if (uri === RUN_VIEW_URI) return { contents: runViewContents() };
     const parsed = URL.canParse(uri) ? new URL(uri) : null;
     const kind = parsed && KINDS.find((k) => k.match(parsed));
     if (!kind || !parsed) throw new JsonRpcError(RESOURCE_NOT_FOUND, 'Resource not found', { uri });

@@ -3,6 +3,7 @@ import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/server/valida
 import { CAPABILITIES } from '../capabilities';
 import { handleSetLevel } from './logging';
 import { registerResourcesAndPrompts } from './resources';
+import { UI_EXTENSION } from './run-view';
 import { TASKS_EXTENSION } from './client-capabilities';
 import { registerTasks, type TaskAccess } from './tasks';
 import { capabilityTool, offersTool, type ToolContext } from './tool';
@@ -47,7 +48,8 @@ const CACHE_HINTS = {
  * list changes on a `subscriptions/listen` stream; a 2025 client gets no stream it could hear
  * them on (stateless), so none is claimed. The tool list never changes while a deployment runs.
  * 2026-07-28 clients are offered Tasks (`tasks/get`, `tasks/update`, `tasks/cancel`); the 2025
- * revisions' experimental tasks are not offered. The SDK's default JSON Schema validator compiles with `new Function`, which Workers forbid;
+ * revisions' experimental tasks are not offered. Both eras are offered the MCP Apps extension
+ * (the run view, ./run-view.ts). The SDK's default JSON Schema validator compiles with `new Function`, which Workers forbid;
  * @cfworker's does not.
  */
 export function createMcpServer(ctx: ToolContext, era: McpRequestContext['era']): McpServer {
@@ -59,7 +61,7 @@ export function createMcpServer(ctx: ToolContext, era: McpRequestContext['era'])
       resources: { listChanged: modern },
       prompts: { listChanged: modern },
       completions: {},
-      ...(modern ? { extensions: { [TASKS_EXTENSION]: {} } } : {}),
+      extensions: { ...UI_EXTENSION, ...(modern ? { [TASKS_EXTENSION]: {} } : {}) },
     },
     jsonSchemaValidator: new CfWorkerJsonSchemaValidator(),
     cacheHints: CACHE_HINTS,

@@ -17,6 +17,7 @@ import { announceToolChange } from './changes';
 import { ASKS } from './asks';
 import { connectorSignIn } from './connector-sign-in';
 import { takesTasks } from './client-capabilities';
+import { runViewToolMeta } from './run-view';
 import { createdTask, TASK_TOOLS, toolResult } from './tasks';
 
 /** What every tool call runs with: what a REST call's operation gets, plus the MCP request's own settings. */
@@ -102,6 +103,7 @@ function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
           inputSchema: tool.input,
           outputSchema: tool.output,
           annotations: { title: tool.title, ...tool.annotations },
+          _meta: runViewToolMeta(tool.name),
         },
         // The SDK's callback type cannot be resolved for a generic shape; at run time `args` is
         // the input parsed against `tool.input`.

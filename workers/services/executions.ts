@@ -402,6 +402,9 @@ export const ExecutionStatus = z.object({
   executionTime: z.number(),
 });
 
+/** A run's tool call as its `agent.tool_use` event names it: the tool's display name and what this call does. */
+export const ToolCall = z.object({ name: z.string(), label: z.string() });
+
 export const StatusQuery = z.object({ blocksAfter: z.coerce.number().int().min(0).max(100_000).optional() });
 
 /** One text block per turn: the agent's streamed message text between running and idle. */
@@ -426,6 +429,15 @@ export async function executionOutcome(db: ShardDb, env: Env, principal: Princip
   const events = await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).read(0);
   const stopped = events.findLast((e) => e.type === 'session.status_idle');
   return { execution, stopReason: (stopped?.payload.stop_reason as { type?: string } | undefined)?.type ?? null };
+}
+
+/** The tool calls of an execution's runs so far, in the order they were made. */
+export async function executionToolCalls(db: ShardDb, env: Env, principal: Principal, rawId: string): Promise<z.infer<typeof ToolCall>[]> {
+  const execution = await currentExecution(db, env, principal, rawId);
+  const events = await env.EXECUTION_SESSION.getByName(formatId('exec', execution.id)).read(0);
+  return events
+    .filter((e) => e.type === 'agent.tool_use')
+    .map((e) => ({ name: String(e.payload.name ?? e.payload.tool), label: String(e.payload.label ?? '') }));
 }
 
 export async function getExecutionStatus(db: ShardDb, env: Env, principal: Principal, rawId: string, blocksAfter = 0) {

@@ -2,7 +2,14 @@ import { ApiError, api, apiHeaders, fetchPolitely, type Answer } from '../api';
 import { alertBox, h, show } from '../dom';
 import { markdownNodes } from '../rich-text';
 
-type Artifact = Answer<'/artifacts'>['data'][number];
+export type Artifact = Answer<'/artifacts'>['data'][number];
+
+/** Where a list of a run's files comes from, and how a file is read and saved. */
+export interface ArtifactSource {
+  list: (executionId: string) => Promise<Artifact[]>;
+  bytes: (artifact: Artifact) => Promise<Blob>;
+  download: (artifact: Artifact) => Promise<void>;
+}
 
 const isMarkdown = (a: Artifact) => a.contentType.startsWith('text/markdown') || /\.(md|markdown)$/i.test(a.name);
 const isText = (a: Artifact) => a.contentType.startsWith('text/') || a.contentType.startsWith('application/json');
@@ -17,41 +24,51 @@ async function bytesOf(artifact: Artifact): Promise<Blob> {
   return res.blob();
 }
 
+/** The console's files: listed and read through /api/v1, saved through a link to the bytes. */
+const consoleArtifacts: ArtifactSource = {
+  list: async (executionId) => (await api('/artifacts', { query: { executionId, limit: 100 } })).data,
+  bytes: bytesOf,
+  download: async (artifact) => {
+    const url = URL.createObjectURL(await bytesOf(artifact));
+    h('a', { href: url, download: artifact.name }).click();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  },
+};
+
 /**
  * A run's files, under its output: each with Download and, for Markdown and text, a preview drawn
  * with the DOM API only (the document's own HTML shows as text; links only to the web or mail).
+ * The console's come through /api/v1; the run view's (an MCP App) through the host's tool calls.
  */
-export function artifactsSection(executionId: string) {
+export function artifactsSection(executionId: string, source: ArtifactSource = consoleArtifacts) {
   const list = h('div');
   const message = h('div', { role: 'status' });
   const refresh = async () => {
-    let page: Answer<'/artifacts'>;
+    let artifacts: Artifact[];
     try {
-      page = await api('/artifacts', { query: { executionId, limit: 100 } });
+      artifacts = await source.list(executionId);
     } catch (error) {
       return show(list, alertBox(error instanceof ApiError ? error.message : 'The files could not be listed.'));
     }
     show(
       list,
-      page.data.length
+      artifacts.length
         ? h(
             'ul',
             { class: 'plain', 'aria-label': 'Artifacts' },
-            page.data.map((artifact) => {
+            artifacts.map((artifact) => {
               const preview = h('div');
               const fail = (error: unknown) => show(message, alertBox(error instanceof ApiError ? error.message : 'The file could not be read.'));
               const download = async () => {
                 try {
-                  const url = URL.createObjectURL(await bytesOf(artifact));
-                  h('a', { href: url, download: artifact.name }).click();
-                  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+                  await source.download(artifact);
                 } catch (error) {
                   fail(error);
                 }
               };
               const showPreview = async () => {
                 try {
-                  const text = await (await bytesOf(artifact)).text();
+                  const text = await (await source.bytes(artifact)).text();
                   show(
                     preview,
                     h(

@@ -2,9 +2,7 @@ import { api, ApiError, post } from '../api';
 import { alertBox, field, h, show, statusBadge } from '../dom';
 import { onThisOrigin } from '../live';
 import { artifactsSection } from './artifacts';
-import { growingMarkdown } from '../rich-text';
-
-type Part = { kind: 'text' | 'you' | 'info'; text: string } | { kind: 'tool'; text: string; detail: string };
+import { outputRegion, type Part } from '../run-output';
 
 /** What the view has seen of a run, kept per tab so a reload goes on from the last sequence. */
 interface Seen {
@@ -41,14 +39,7 @@ export async function run(app: HTMLElement, id: string) {
   const statusText = h('span', { role: 'status' });
   const tokens = h('span');
   const cost = h('span');
-  const output = h('div', { class: 'output' });
-  // The Output region is the live region, busy while an answer grows (see drawAnswer).
-  const region = h(
-    'section',
-    { 'aria-labelledby': 'output-h', class: 'output-section', 'aria-live': 'polite', 'aria-busy': 'false' },
-    h('h2', { id: 'output-h' }, 'Output'),
-    output,
-  );
+  const output = outputRegion();
   const controls = h('div', { class: 'controls' });
   const notice = h('div');
   const timeline = h('ol', { class: 'timeline', 'aria-label': 'Event timeline' });
@@ -59,41 +50,11 @@ export async function run(app: HTMLElement, id: string) {
   let watching = status.status === 'working';
   let drawnWorking: boolean | undefined;
 
-  // The answer is drawn as Markdown while it streams, at most once a frame (the parser is linear
-  // and blocks already drawn keep their nodes). Output is busy meanwhile, so a screen reader reads
-  // the answer when it is whole instead of each paragraph again as it grows.
-  let answer: { text: string; draw: (text: string) => void } | undefined;
-  let frame = 0;
-  const drawAnswer = () => {
-    frame = 0;
-    answer?.draw(answer.text);
-  };
-  const finishAnswer = () => {
-    cancelAnimationFrame(frame);
-    drawAnswer();
-    answer = undefined;
-    region.setAttribute('aria-busy', 'false');
-  };
-  const drawPart = (part: Part) => {
-    if (part.kind === 'text') {
-      if (!answer) {
-        answer = { text: '', draw: growingMarkdown(output.appendChild(h('div', { class: 'markdown' }))) };
-        region.setAttribute('aria-busy', 'true');
-      }
-      answer.text += part.text;
-      frame ||= requestAnimationFrame(drawAnswer);
-      return;
-    }
-    finishAnswer();
-    if (part.kind === 'you') output.append(h('p', { class: 'you' }, h('strong', {}, 'You: '), part.text));
-    else if (part.kind === 'tool') output.append(h('details', { class: 'tool' }, h('summary', {}, `Tool: ${part.text}`), h('pre', {}, part.detail)));
-    else output.append(h('p', { class: 'muted' }, part.text));
-  };
   const addPart = (part: Part) => {
     const last = seen.parts.at(-1);
     if (part.kind === 'text' && last?.kind === 'text') last.text += part.text;
     else seen.parts.push(part);
-    drawPart(part);
+    output.drawPart(part);
   };
 
   const drawState = () => {
@@ -115,7 +76,7 @@ export async function run(app: HTMLElement, id: string) {
     else if (event.type === 'session.status_running') [seen.working, seen.stopReason] = [true, undefined];
     else if (event.type === 'session.status_idle') {
       [seen.working, seen.stopReason] = [false, (p.stop_reason as { type?: string } | undefined)?.type];
-      finishAnswer();
+      output.finishAnswer();
     } else if (event.type === 'execution.result') {
       const usage = p.tokenUsage as { input_tokens?: number; output_tokens?: number; inputTokens?: number; outputTokens?: number } | undefined;
       seen.cost = Number(p.cost ?? 0);
@@ -218,7 +179,7 @@ export async function run(app: HTMLElement, id: string) {
       h('dt', {}, 'Cost'),
       h('dd', {}, cost),
     ),
-    region,
+    output.element,
     files.element,
     notice,
     controls,
@@ -231,8 +192,8 @@ export async function run(app: HTMLElement, id: string) {
       h('a', { href: '/runs' }, 'All runs'),
     ),
   );
-  for (const part of seen.parts) drawPart(part);
-  if (!seen.working) finishAnswer();
+  for (const part of seen.parts) output.drawPart(part);
+  if (!seen.working) output.finishAnswer();
   seen.timeline.forEach(drawEvent);
   drawState();
   await Promise.all([stream(), files.refresh()]);
