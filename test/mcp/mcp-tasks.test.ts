@@ -202,4 +202,47 @@ describe('decisions as input requests', () => {
     expect(resumed).toMatchObject({ resultType: 'complete', structuredContent: { runId, status: 'running' } });
     await waitForRun(user, runId, ['success']);
   });
+
+  it('a scope the key lacks: the person gives a reason, a permission request is filed, and the retry after the owner approves runs the tool', async () => {
+    const { user } = await setup();
+    const key = (await createKey(user, ['memory:read'])).key;
+    const write = (extra: Record<string, unknown> = {}) => callTool(key, 'write-memory', { content: 'Ship on Friday.' }, TASKING, extra);
+    const asked = await write();
+    expect(asked).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: {
+        'scope-memory:write': { method: 'elicitation/create', params: { mode: 'form', requestedSchema: { required: ['reason'] } } },
+      },
+    });
+    const filed = await write({ inputResponses: { 'scope-memory:write': { action: 'accept', content: { reason: 'To keep the notes', mode: 'session' } } } });
+    const [approvalKey] = Object.keys(filed.inputRequests as object);
+    expect(approvalKey).toMatch(/^approval-[0-9a-f-]{36}$/);
+    expect(JSON.stringify(filed)).toMatch(/\/approve\?code=[A-Z]{4}-[A-Z]{4}/);
+    const requestId = approvalKey!.slice('approval-'.length);
+    // Going ahead before the owner decided asks again, and grants nothing.
+    const goAhead = { inputResponses: { [approvalKey!]: { action: 'accept', content: {} } } };
+    expect(Object.keys((await write(goAhead)).inputRequests as object)).toEqual([approvalKey]);
+    const pending = await call(`/api/v1/agents/permission-requests?status=pending`, { token: user.token });
+    expect(pending.body.data).toMatchObject([{ request_id: requestId, scope: 'memory:write', reason: 'To keep the notes' }]);
+    expect((await call(`/api/v1/agents/permission-requests/${requestId}/approve`, { method: 'POST', token: user.token, body: {} })).status).toBe(200);
+    expect(await write(goAhead)).toMatchObject({ resultType: 'complete', structuredContent: { content: 'Ship on Friday.' } });
+  });
+
+  it('the refusal stands as before for a client that cannot ask, an answer declined, and a request denied', async () => {
+    const { user } = await setup();
+    const key = (await createKey(user, ['memory:read'])).key;
+    const refusal = async (meta: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
+      const answer = await callTool(key, 'write-memory', { content: 'x' }, meta, extra);
+      expect(answer.isError).toBe(true);
+      return JSON.parse((answer.content as { text: string }[])[0]!.text).error;
+    };
+    expect(await refusal(envelope2026({}))).toMatchObject({ code: 'FORBIDDEN', details: { scope: 'memory:write' } });
+    expect(await refusal(TASKING, { inputResponses: { 'scope-memory:write': { action: 'decline' } } })).toMatchObject({ code: 'FORBIDDEN' });
+    const filed = await callTool(key, 'write-memory', { content: 'x' }, TASKING, {
+      inputResponses: { 'scope-memory:write': { action: 'accept', content: { reason: 'Notes' } } },
+    });
+    const [approvalKey] = Object.keys(filed.inputRequests as object);
+    await call(`/api/v1/agents/permission-requests/${approvalKey!.slice('approval-'.length)}/deny`, { method: 'POST', token: user.token, body: {} });
+    expect(await refusal(TASKING, { inputResponses: { [approvalKey!]: { action: 'accept', content: {} } } })).toMatchObject({ code: 'FORBIDDEN' });
+  });
 });

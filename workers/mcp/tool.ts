@@ -16,6 +16,7 @@ import { authorizeWithGrants } from '../auth/actor';
 import { announceToolChange } from './changes';
 import { ASKS } from './asks';
 import { connectorSignIn } from './connector-sign-in';
+import { askForScope } from './scope-request';
 import { takesTasks } from './client-capabilities';
 import { runViewToolMeta } from './run-view';
 import { createdTask, TASK_TOOLS, toolResult } from './tasks';
@@ -110,7 +111,11 @@ function mcpTool<Shape extends z.ZodRawShape>(tool: ServiceTool<Shape>) {
         (async (given: z.infer<z.ZodObject<Shape>>, call: ServerContext): Promise<CallToolResult | InputRequiredResult> => {
           const ctx = withTraceparent(registered, call.mcpReq._meta?.traceparent);
           try {
-            await authorizeWithGrants(ctx.globalDb, tool.access, ctx.actor, ctx.grantToken);
+            const refused = await authorizeWithGrants(ctx.globalDb, tool.access, ctx.actor, ctx.grantToken).then(
+              () => null,
+              async (error: unknown) => (await askForScope(ctx, tool.name, error, call)) ?? Promise.reject(error),
+            );
+            if (refused) return refused;
             const asked = ask ? await ask(ctx, given, call) : { args: given };
             if ('answer' in asked) return asked.answer;
             const result = await tool.run(ctx, asked.args as z.infer<z.ZodObject<Shape>>);

@@ -193,12 +193,8 @@ export type RequestPoll =
   | { status: 'granted'; mode: 'persistent' }
   | { status: 'granted'; mode: 'session' | 'one_time'; expires_at: string | null; grant_token?: string; token_header?: string };
 
-/**
- * `GET /agents/request-permission/poll/:requestId`. A persistent grant answers status and mode
- * only (spec 5.5); a time-boxed one adds `expires_at`, and its first granted answer carries the
- * grant's `x-permission-grant` token, stored hashed and claimed by one conditional UPDATE.
- */
-export async function pollPermissionRequest(db: GlobalDb, principal: Principal, requestId: string): Promise<RequestPoll> {
+/** A permission request of the calling key, or 404. */
+async function keysRequest(db: GlobalDb, principal: Principal, requestId: string): Promise<PermissionRequestRow> {
   const keyId = apiKeyIdOf(principal);
   const [row] =
     keyId === null || !isUuid(requestId)
@@ -209,6 +205,19 @@ export async function pollPermissionRequest(db: GlobalDb, principal: Principal, 
           .where(and(eq(permissionRequests.id, requestId), eq(permissionRequests.apiKeyId, keyId)))
           .limit(1);
   if (!row) throw notFound('Permission request');
+  return row;
+}
+
+/** Where the calling key's request stands, read without claiming its grant token (the poll's first granted answer keeps it). */
+export const permissionRequestStatus = async (db: GlobalDb, principal: Principal, requestId: string) => decisionOf(await keysRequest(db, principal, requestId));
+
+/**
+ * `GET /agents/request-permission/poll/:requestId`. A persistent grant answers status and mode
+ * only (spec 5.5); a time-boxed one adds `expires_at`, and its first granted answer carries the
+ * grant's `x-permission-grant` token, stored hashed and claimed by one conditional UPDATE.
+ */
+export async function pollPermissionRequest(db: GlobalDb, principal: Principal, requestId: string): Promise<RequestPoll> {
+  const row = await keysRequest(db, principal, requestId);
   const decision = decisionOf(row);
   if (decision !== 'granted') return { status: decision };
   if (row.mode === 'persistent' || row.mode === null) return { status: 'granted', mode: 'persistent' };
