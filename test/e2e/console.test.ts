@@ -480,6 +480,9 @@ describe('the console in a browser', () => {
     await expect(seen.getByLabel('Traces (days)').inputValue()).resolves.toBe('7');
     expect(await seen.getByLabel('Audit log (days)').getAttribute('readonly')).toBe('');
     expect(await seen.getByRole('button', { name: 'Save' }).count()).toBe(0);
+    const people = page.getByRole('region', { name: 'Members and invitations' });
+    await people.getByText('Owners and admins invite people to this workspace.').waitFor();
+    expect(await people.getByLabel('Email to invite').count()).toBe(0);
     await check('settings-retention-member');
   });
 

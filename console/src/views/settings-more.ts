@@ -35,7 +35,7 @@ const ROLES = ['member', 'admin'] as const;
 
 /** Members and invitations of the current workspace; inviting shows the acceptance token once. */
 export async function members(box: HTMLElement) {
-  const { id } = await api('/workspaces/current');
+  const { id, role: myRole } = await api('/workspaces/current');
   const list = h('div');
   const draw = async () => {
     const [people, invitations] = await Promise.all([
@@ -73,20 +73,23 @@ export async function members(box: HTMLElement) {
       'members',
       'Members and invitations',
       list,
-      actionForm(
-        'Invite someone',
-        'Invite',
-        [field('Email to invite', email), field('Role', role)],
-        async () => {
-          const created = await post('/workspaces/{id}/invitations', {
-            path: { id },
-            body: { email: email.value, role: ROLES.find((r) => r === role.value) ?? 'member' },
-          });
-          email.value = '';
-          return `Invited. Send them this acceptance token (shown once): ${created.token}`;
-        },
-        draw,
-      ),
+      // Only owners and admins may invite; a member is told so instead of offered a form the service refuses.
+      myRole === 'member'
+        ? h('p', {}, 'Owners and admins invite people to this workspace.')
+        : actionForm(
+            'Invite someone',
+            'Invite',
+            [field('Email to invite', email), field('Role', role)],
+            async () => {
+              const created = await post('/workspaces/{id}/invitations', {
+                path: { id },
+                body: { email: email.value, role: ROLES.find((r) => r === role.value) ?? 'member' },
+              });
+              email.value = '';
+              return `Invited. Send them this acceptance token (shown once): ${created.token}`;
+            },
+            draw,
+          ),
     ),
   );
 }
