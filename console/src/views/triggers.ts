@@ -243,7 +243,12 @@ export async function triggersSection(slug: string, github: GithubDeclaration | 
     const kind = source.value as Source;
     const body: Body =
       kind === 'github'
-        ? { source: kind, events: boxes.filter((b) => b.checked).map((b) => b.value as GithubEvent), repository: repository.value.trim() || undefined }
+        ? {
+            source: kind,
+            // None to send when the definition declares none: the service refuses that at the source.
+            events: github ? boxes.filter((b) => b.checked).map((b) => b.value as GithubEvent) : undefined,
+            repository: repository.value.trim() || undefined,
+          }
         : { source: kind, auth: auth.value as Body['auth'] };
     try {
       const created = await post('/workflows/{slug}/triggers', { path: { slug }, body: { name: name.value.trim() || undefined, ...body } });
