@@ -408,6 +408,7 @@ describe('the console in a browser', () => {
     await again.getByRole('button', { name: 'Keep it' }).click();
     expect(await again.getByRole('button', { name: 'Yes, delete Issue tracker' }).count()).toBe(0);
     await again.getByRole('button', { name: 'Delete Issue tracker' }).click();
+    await check('workflow-trigger-delete');
     await again.getByRole('button', { name: 'Yes, delete Issue tracker' }).click();
     await page.getByRole('region', { name: 'Triggers' }).getByText('No triggers yet.').waitFor();
     expect((await deliver(newSecret, 'msg_console_4')).status).toBe(404);
