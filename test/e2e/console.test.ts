@@ -1,8 +1,10 @@
+import { createHmac } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
 import { freePort, type RunningService } from './helpers';
@@ -326,6 +328,128 @@ describe('the console in a browser', () => {
     await item.getByText('active', { exact: true }).waitFor();
     await item.getByRole('button', { name: 'Delete 0 9 * * 1-5' }).click();
     await schedules.getByText('No schedules yet.').waitFor();
+  });
+
+  it('adds trigger URLs from a workflow page: a refused source shown at its field, the secret shown once, a signed POST starts a run, rotate and delete; a GitHub trigger of declared events', async () => {
+    page = await signUp('Trigger Person');
+    await page.goto(`${service.base}/workflows`);
+    await page.getByLabel('Definition (JSON)').fill(readFileSync('examples/workflows/triage.json', 'utf8'));
+    await page.getByRole('button', { name: 'Install' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Triage' }).waitFor();
+
+    // Triage declares no GitHub events: the API's refusal is shown at the source.
+    const triggers = page.getByRole('region', { name: 'Triggers' });
+    await triggers.getByText('No triggers yet.').waitFor();
+    const source = triggers.getByLabel('Sent by');
+    await source.selectOption({ label: 'GitHub: a repository webhook’s events' });
+    await triggers.getByText('This workflow’s definition declares no GitHub events').waitFor();
+    await triggers.getByRole('button', { name: 'Add trigger' }).click();
+    await triggers
+      .getByRole('alert')
+      .getByText(/declares no GitHub events/)
+      .waitFor();
+    expect(await source.getAttribute('aria-invalid')).toBe('true');
+    await check('workflow-trigger-refused');
+
+    await source.selectOption({ label: 'Any sender (webhook): its JSON body is the run input' });
+    await triggers.getByLabel('Name (optional)').fill('Issue tracker');
+    await triggers.getByLabel('How the sender proves itself').selectOption('signature');
+    await triggers.getByRole('button', { name: 'Add trigger' }).click();
+    const shown = triggers.getByRole('group', { name: 'Issue tracker is ready' });
+    await shown.getByText('Copy the secret now: it will not be shown again.').waitFor();
+    const url = (await shown.getByLabel('Trigger URL').textContent())!;
+    const secret = (await shown.getByLabel('Trigger secret').textContent())!;
+    expect(url).toMatch(new RegExp(`^${service.base}/hooks/workflows/trg_`));
+    expect(secret).toMatch(/^whsec_/);
+    const item = triggers.getByRole('list', { name: 'Triggers' }).getByRole('listitem', { name: 'Issue tracker' });
+    await item.getByText(url, { exact: true }).waitFor();
+    await item.getByText('none yet', { exact: true }).waitFor();
+
+    // The URL works: a POST signed as triggers.test.ts signs starts a run with its body as input.
+    const deliver = async (key: string, id: string) => {
+      const body = JSON.stringify({ title: 'Login fails', priority: 4, labels: ['bug'] });
+      const at = new Date();
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': id,
+          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+          'webhook-signature': new Webhook(key).sign(id, at, body),
+        },
+        body,
+      });
+      return { status: res.status, body: (await res.json()) as { runId?: string } };
+    };
+    const started = await deliver(secret, 'msg_console_1');
+    expect(started.status).toBe(202);
+    await page.goto(`${service.base}/workflows/runs/${started.body.runId}`);
+    await page.getByRole('status').getByText('success').waitFor({ timeout: 30_000 });
+
+    // Back on the workflow's page the secret is gone for good, and the delivery is listed.
+    await page.goto(`${service.base}/workflows/triage`);
+    const again = page.getByRole('region', { name: 'Triggers' }).getByRole('listitem', { name: 'Issue tracker' });
+    await again.getByText('Last delivery').waitFor();
+    expect(await again.getByText('none yet', { exact: true }).count()).toBe(0);
+    expect(await page.getByText(secret).count()).toBe(0);
+    await check('workflow-triggers');
+
+    // Rotating shows a new secret once; the old one is refused at once.
+    await again.getByRole('button', { name: 'Rotate secret of Issue tracker' }).click();
+    const rotated = page.getByRole('group', { name: 'New secret of Issue tracker' });
+    const newSecret = (await rotated.getByLabel('Trigger secret').textContent())!;
+    expect(newSecret).toMatch(/^whsec_/);
+    expect(newSecret).not.toBe(secret);
+    expect((await deliver(secret, 'msg_console_2')).status).toBe(401);
+    expect((await deliver(newSecret, 'msg_console_3')).status).toBe(202);
+
+    // Delete asks first; "Keep it" keeps it, then the URL is gone.
+    await again.getByRole('button', { name: 'Delete Issue tracker' }).click();
+    await again.getByRole('button', { name: 'Keep it' }).click();
+    expect(await again.getByRole('button', { name: 'Yes, delete Issue tracker' }).count()).toBe(0);
+    await again.getByRole('button', { name: 'Delete Issue tracker' }).click();
+    await check('workflow-trigger-delete');
+    await again.getByRole('button', { name: 'Yes, delete Issue tracker' }).click();
+    await page.getByRole('region', { name: 'Triggers' }).getByText('No triggers yet.').waitFor();
+    expect((await deliver(newSecret, 'msg_console_4')).status).toBe(404);
+
+    // A workflow that declares GitHub events: they are the form's checkboxes, and the steps for GitHub come with the secret.
+    await page.goto(`${service.base}/workflows`);
+    await page.getByLabel('Definition (JSON)').fill(readFileSync('examples/workflows/review-pull-request.json', 'utf8'));
+    await page.getByRole('button', { name: 'Install' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Review pull requests' }).waitFor();
+    const github = page.getByRole('region', { name: 'Triggers' });
+    await github.getByLabel('Sent by').selectOption('github');
+    expect(await github.getByLabel('How the sender proves itself').isVisible()).toBe(false);
+    const events = github.getByRole('group', { name: 'Events that start a run' });
+    expect(await events.getByRole('checkbox').count()).toBe(2);
+    expect(await events.getByLabel(/^Pull request opened/).isChecked()).toBe(true);
+    await events.getByLabel(/^Pull request reopened/).uncheck();
+    await github.getByLabel('Repository (optional)').fill('octo/hello');
+    await github.getByRole('button', { name: 'Add trigger' }).click();
+    const ready = github.getByRole('group', { name: /^GitHub trigger \w+ is ready$/ });
+    const steps = ready.getByRole('list', { name: 'GitHub webhook settings' });
+    await steps.getByText('Content type: application/json.').waitFor();
+    expect(await steps.getByText('“Let me select individual events”, then Pull requests.', { exact: false }).isVisible()).toBe(true);
+    const hook = github.getByRole('list', { name: 'Triggers' }).getByRole('listitem');
+    await hook.getByText('Pull request opened', { exact: true }).waitFor();
+    await hook.getByText('octo/hello', { exact: true }).waitFor();
+    // GitHub's ping, signed with the secret shown, is answered.
+    const ping = JSON.stringify({ zen: 'Design for failure.', repository: { full_name: 'octo/hello' } });
+    const pong = await fetch((await ready.getByLabel('Trigger URL').textContent())!, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'ping',
+        'x-github-delivery': 'gh-console-0',
+        'x-hub-signature-256': `sha256=${createHmac('sha256', (await ready.getByLabel('Trigger secret').textContent())!)
+          .update(ping)
+          .digest('hex')}`,
+      },
+      body: ping,
+    });
+    expect(((await pong.json()) as { status: string }).status).toBe('pong');
+    await check('workflow-trigger-github');
   });
 
   it('creates a key with chosen scopes, shows it once, answers its permission request, sees its memory write and revokes it', async () => {

@@ -4,6 +4,7 @@ import { readApiStream } from '../live';
 import { schemaForm } from '../schema-form';
 import { drawGraph, submitForm, workflowRunPanel, type Entry, type Snapshot } from '../workflow-run';
 import { schedulesSection } from './schedules';
+import { declaredGithub, triggersSection } from './triggers';
 
 const path = (slug: string) => `/workflows/${encodeURIComponent(slug)}`;
 const runPath = (runId: string) => `/workflows/runs/${encodeURIComponent(runId)}`;
@@ -108,13 +109,14 @@ export async function workflows(app: HTMLElement) {
   );
 }
 
-/** One workflow: its steps, a launch form generated from its input schema, and its schedules. */
+/** One workflow: its steps, a launch form generated from its input schema, its schedules and its triggers. */
 export async function workflow(app: HTMLElement, slug: string) {
   const record = await api('/workflows/{slug}', { path: { slug } });
-  const definition = JSON.parse(record.definition) as { inputSchema?: object; graph: Entry[] };
+  const definition = JSON.parse(record.definition) as { inputSchema?: object; graph: Entry[]; metadata?: { triggers?: unknown[] } };
   document.querySelector('h1')!.textContent = record.name;
   const form = schemaForm(definition.inputSchema, 'input', 'Inputs (JSON)');
   const button = h('button', { type: 'submit' }, 'Launch');
+  const [schedules, triggers] = await Promise.all([schedulesSection(slug, definition.inputSchema), triggersSection(slug, declaredGithub(definition.metadata))]);
   show(
     app,
     h('p', {}, record.description),
@@ -137,7 +139,8 @@ export async function workflow(app: HTMLElement, slug: string) {
     ),
     h('h2', {}, 'Steps'),
     drawGraph(definition.graph, () => undefined, runPage),
-    await schedulesSection(slug, definition.inputSchema),
+    schedules,
+    triggers,
   );
 }
 
