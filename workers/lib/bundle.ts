@@ -161,7 +161,7 @@ function readEvals(files: BundleFile[], slug: string): EvalsFile | null {
   if (!file) return null;
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(file.bytes);
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(file.bytes);
   } catch {
     throw new BundleError('encoding', `${EVALS_PATH} is not valid UTF-8`);
   }
