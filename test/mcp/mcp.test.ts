@@ -16,6 +16,8 @@ const TOOL_NAMES = [
   'install-skill',
   'uninstall-skill',
   'execute-skill',
+  'run-skill-eval',
+  'get-skill-eval',
   'list-executions',
   'get-execution-status',
   'cancel-execution',
