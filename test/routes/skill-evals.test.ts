@@ -1,5 +1,5 @@
 import { env } from 'cloudflare:workers';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { call, expectError, signUp, type TestUser } from '../helpers/api';
 import { seedArtifact, skillMd, zipOf } from '../helpers/skills';
 
@@ -159,5 +159,57 @@ describe('POST /api/v1/skills/:slug/evals/run', () => {
     const refused = await startEval(owner, 'release-notes', { provider: 'anthropic' });
     expectError(refused, 400, 'INVALID_INPUT');
     expect(refused.body.error.details.field).toBe('provider');
+  });
+});
+
+describe('grading expectations with a model', () => {
+  it('keeps the grader’s verdict and reasoning for each expectation, and grades both sides the same way', async () => {
+    const user = await signUp();
+    // The user's own OpenAI key reaches the fixture's scripted model (test/setup/eval-model.ts).
+    expect((await call('/api/v1/byok', { method: 'PUT', token: user.token, body: { key: inject('modelKeys').byok } })).status).toBe(200);
+    const cases = [
+      {
+        id: 'steps',
+        prompt: '[eval] list the release steps',
+        checks: [{ type: 'contains', value: 'Checklist' }],
+        expectations: ["The answer says 'Checklist'", "The answer names the 'release steps'"],
+      },
+      { id: 'greeting', prompt: '[eval] say hi', expectations: ["It says 'hi'"] },
+    ];
+    await author(user, 'release-notes', { ...SKILL, evals: cases });
+    const started = await startEval(user, 'release-notes');
+    const job = await finished(user, 'release-notes', started.body.id);
+    expect(job).toMatchObject({ status: 'succeeded', provider: 'openai', local: false, passRateWith: 1, passRateWithout: 0.5, difference: 0.5 });
+
+    const [steps, greeting] = job.cases;
+    expect(steps.runs[0].with).toMatchObject({
+      output: 'Checklist: list the release steps',
+      passed: true,
+      expectations: [
+        { expectation: "The answer says 'Checklist'", passed: true, reasoning: "The output contains 'Checklist'." },
+        { expectation: "The answer names the 'release steps'", passed: true, reasoning: "The output contains 'release steps'." },
+      ],
+    });
+    expect(steps.runs[0].without).toMatchObject({
+      output: 'Sure: list the release steps',
+      passed: false,
+      checks: [{ passed: false, detail: 'does not contain "Checklist"' }],
+      expectations: [
+        { passed: false, reasoning: "The output lacks 'Checklist'." },
+        { passed: true, reasoning: "The output contains 'release steps'." },
+      ],
+    });
+    expect(greeting).toMatchObject({ passRateWith: 1, passRateWithout: 1 });
+
+    // Each graded run had its own grading run, an execution tagged as the eval's grader.
+    const history = (await call('/api/v1/executions?limit=50', { token: user.token })).body.items as {
+      executionId: string;
+      evalId: string;
+      evalRole: string;
+    }[];
+    const graders = history.filter((e) => e.evalId === started.body.id && e.evalRole === 'grader').map((e) => e.executionId);
+    expect(graders.sort()).toEqual(
+      [steps.runs[0].with, steps.runs[0].without, greeting.runs[0].with, greeting.runs[0].without].map((r) => r.graderExecutionId).sort(),
+    );
   });
 });
