@@ -94,6 +94,7 @@ export class SkillEval extends DurableObject<Env> {
       if (!(await this.load())) return;
       const job = this.job!;
       const db = directoryRoutedShardDb(this.env, job.actor.workspaceId, job.actor.shard);
+      if (!(await this.rowExists(db))) return this.erase();
       let outcome: { status: 'running' | 'succeeded' | 'failed' | 'stopped'; stopReason?: string; wait?: number };
       try {
         await this.adoptCutOffStarts(db);
@@ -103,10 +104,28 @@ export class SkillEval extends DurableObject<Env> {
         console.error(JSON.stringify({ level: 'error', message: 'a skill eval failed', evalId: job.evalId, error: String(error) }));
         outcome = { status: 'failed', stopReason: error instanceof Error ? error.message : String(error) };
       }
-      const written = await this.writeRow(db, outcome);
-      if (outcome.status === 'running' && written) await this.ctx.storage.setAlarm(now() + (outcome.wait ?? POLL_MS));
-      else await this.ctx.storage.deleteAlarm();
+      await this.writeRow(db, outcome);
+      if (outcome.status === 'running') await this.ctx.storage.setAlarm(now() + (outcome.wait ?? POLL_MS));
+      else await this.erase();
     });
+  }
+
+  /** Deletes the job's storage and alarm: it ended, its skill was uninstalled, or its workspace is being deleted. */
+  async erase(): Promise<void> {
+    this.job = undefined;
+    this.units = [];
+    await this.ctx.storage.deleteAll();
+    await this.ctx.storage.deleteAlarm();
+  }
+
+  private async rowExists(db: ShardDb) {
+    const job = this.job!;
+    const [row] = await db
+      .select({ id: skillEvals.id })
+      .from(skillEvals)
+      .where(and(eq(skillEvals.workspaceId, job.actor.workspaceId), eq(skillEvals.id, job.evalId)))
+      .limit(1);
+    return row !== undefined;
   }
 
   /** A unit left `starting` by a restart takes the eval's execution of its part that no unit holds, or starts again. */
@@ -209,13 +228,15 @@ export class SkillEval extends DurableObject<Env> {
     const job = this.job!;
     const inFlight = () => this.units.filter((u) => u.phase === 'running' || u.phase === 'grading').length;
     const next = () => this.units.find((u) => u.phase === 'to_grade') ?? this.units.find((u) => u.phase === 'pending');
+    // A run stopped at a limit (the job's budget, a spend limit, the balance): no more start.
     const stoppedAtBudget = this.units.some((u) => u.run?.stopReason === 'limit_reached');
-    for (let unit = next(); unit; unit = next()) {
+    const limitReason = job.budget === null ? 'limit_reached' : 'budget';
+    for (let unit = next(); unit && !stoppedAtBudget; unit = next()) {
       let budget: number | undefined;
       if (job.budget !== null) {
         if (inFlight() > 0) return { status: 'running' };
         const left = job.budget - (await evalTotals(db, job.actor.workspaceId, job.evalId)).cost;
-        if (left <= 0 || stoppedAtBudget) return this.stop('budget');
+        if (left <= 0) return this.stop('budget');
         budget = left;
       }
       const launcher = await launcherNow(this.env, job.actor);
@@ -247,7 +268,7 @@ export class SkillEval extends DurableObject<Env> {
       }
     }
     if (inFlight() > 0) return { status: 'running' };
-    if (stoppedAtBudget) return this.stop('budget');
+    if (stoppedAtBudget) return this.stop(limitReason);
     const ran = this.units.filter((u) => u.run);
     const allFailed = ran.length > 0 && ran.every((u) => u.run!.passed === false && u.run!.stopReason !== 'end_turn');
     return allFailed ? { status: 'failed', stopReason: 'every run failed' } : { status: 'succeeded' };
@@ -265,13 +286,13 @@ export class SkillEval extends DurableObject<Env> {
     return { status, stopReason: reason };
   }
 
-  /** The job's row: its report and totals. False when the row is gone (the skill was uninstalled): the job ends there. */
+  /** The job's row: its report and totals. */
   private async writeRow(db: ShardDb, outcome: { status: string; stopReason?: string }) {
     const job = this.job!;
     const totals = await evalTotals(db, job.actor.workspaceId, job.evalId);
     const report = evalReport(job.cases, this.units);
     const final = outcome.status !== 'running';
-    const written = await db
+    await db
       .update(skillEvals)
       .set({
         status: outcome.status as 'running',
@@ -285,14 +306,6 @@ export class SkillEval extends DurableObject<Env> {
         report: JSON.stringify(report.cases),
         ...(final ? { completedAt: sql`${now()}` } : {}),
       })
-      .where(and(eq(skillEvals.workspaceId, job.actor.workspaceId), eq(skillEvals.id, job.evalId)))
-      .returning({ id: skillEvals.id });
-    if (written.length === 0 || final) {
-      this.job = undefined;
-      this.units = [];
-      await this.ctx.storage.deleteAll();
-      return false;
-    }
-    return true;
+      .where(and(eq(skillEvals.workspaceId, job.actor.workspaceId), eq(skillEvals.id, job.evalId)));
   }
 }
