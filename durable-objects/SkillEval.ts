@@ -11,7 +11,7 @@ import { formatId } from '../workers/lib/ids';
 import { directoryRoutedShardDb } from '../workers/services/directory-routed';
 import { lastTurnText } from '../workers/services/execution-events';
 import { gradeCheck, GRADER_SYSTEM, graderInput, readVerdicts, runPassed } from '../workers/services/eval-grading';
-import { evalReport, evalTotals, type EvalUnit, type UnitRun } from '../workers/services/eval-report';
+import { evalReport, evalTotals, reportText, type EvalUnit, type UnitRun } from '../workers/services/eval-report';
 import { startEvalRun } from '../workers/services/executions';
 
 /** What starting a job hands its object: everything it runs, so it reads no skill again. */
@@ -303,7 +303,7 @@ export class SkillEval extends DurableObject<Env> {
         inputTokens: totals.inputTokens,
         outputTokens: totals.outputTokens,
         elapsedMs: totals.elapsedMs,
-        report: JSON.stringify(report.cases),
+        report: reportText(report.cases),
         ...(final ? { completedAt: sql`${now()}` } : {}),
       })
       .where(and(eq(skillEvals.workspaceId, job.actor.workspaceId), eq(skillEvals.id, job.evalId)));

@@ -88,8 +88,20 @@ export function graderInput(testCase: EvalCase, output: string): string {
   ].join('\n');
 }
 
+const MAX_REASONING = 1_000;
+
 const Verdicts = z.object({
-  verdicts: z.array(z.object({ expectation: z.coerce.number().int(), passed: z.boolean(), reasoning: z.string().max(4_000).default('') })),
+  verdicts: z.array(
+    z.object({
+      expectation: z.coerce.number().int(),
+      passed: z.boolean(),
+      // Kept in the report: a long answer is cut rather than refused.
+      reasoning: z
+        .string()
+        .default('')
+        .transform((s) => s.slice(0, MAX_REASONING)),
+    }),
+  ),
 });
 
 /**

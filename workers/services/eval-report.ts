@@ -66,6 +66,39 @@ export function evalReport(cases: EvalCase[], units: EvalUnit[]) {
   return { cases: report, passRateWith: rate('skill', units), passRateWithout: rate('baseline', units) };
 }
 
+/** Past this, a report is stored trimmed: a D1 row holds at most 2 MB. */
+const REPORT_MAX_CHARS = 1_000_000;
+const TRIMMED_CHARS = 100;
+
+type Report = ReturnType<typeof evalReport>['cases'];
+
+/**
+ * The report as stored: whole, or, when it would not fit a row (many cases, repetitions and
+ * long answers), with its texts cut to their first TRIMMED_CHARS characters and `trimmed` set.
+ */
+export function reportText(cases: Report): string {
+  const whole = JSON.stringify(cases);
+  if (whole.length <= REPORT_MAX_CHARS) return whole;
+  const cut = (text: string) => (text.length > TRIMMED_CHARS ? `${text.slice(0, TRIMMED_CHARS)}…` : text);
+  const trimRun = (run: Report[number]['runs'][number]['with']) =>
+    run && {
+      ...run,
+      ...('output' in run && run.output !== undefined ? { output: cut(run.output) } : {}),
+      ...('expectations' in run && run.expectations !== undefined
+        ? { expectations: run.expectations.map((e) => ({ ...e, expectation: cut(e.expectation), reasoning: cut(e.reasoning) })) }
+        : {}),
+      trimmed: true,
+    };
+  return JSON.stringify(
+    cases.map((c) => ({
+      ...c,
+      prompt: cut(c.prompt),
+      ...(c.expected_output === undefined ? {} : { expected_output: cut(c.expected_output) }),
+      runs: c.runs.map((r) => ({ ...r, with: trimRun(r.with), without: trimRun(r.without) })),
+    })),
+  );
+}
+
 /** What every run of the job (grading runs included) was charged and used, from their executions. */
 export async function evalTotals(db: ShardDb, workspaceId: string, evalId: number) {
   const [row] = await db

@@ -47,6 +47,7 @@ const ReportRun = z
     expectations: z.array(z.object({ expectation: z.string(), passed: z.boolean().nullable(), reasoning: z.string() })).optional(),
     passed: z.boolean().nullable().optional(),
     note: z.string().optional(),
+    trimmed: z.boolean().optional().describe('Its texts were cut to fit the stored report (a job with many cases and long answers)'),
   })
   .optional();
 
