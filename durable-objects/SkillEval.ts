@@ -1,6 +1,6 @@
 import { DurableObject } from 'cloudflare:workers';
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { artifacts, executions, skillEvals, type EvalRole } from '../schema/shard';
+import { artifacts, executions, skillEvals, type EvalRole, type EvalStatus } from '../schema/shard';
 import type { Actor } from '../workers/auth/actor';
 import { launcherNow } from '../workers/auth/launcher';
 import type { Env, ShardDb } from '../workers/env';
@@ -31,6 +31,12 @@ export interface EvalJob {
   /** Whether expectations are graded by a model (not on the built-in local one). */
   grade: boolean;
 }
+
+/** Where a pass leaves the job; `wait`, for one still running, is how soon to look again. */
+type Outcome = { status: Exclude<EvalStatus, 'queued'>; stopReason?: string; wait?: number };
+
+/** Passes in a row that may fail (a D1 or object request) before the job is given up as failed. */
+const MAX_FAILED_PASSES = 5;
 
 /** How often running runs are looked at when no end was announced (a lost notice). */
 const POLL_MS = 5_000;
@@ -95,14 +101,21 @@ export class SkillEval extends DurableObject<Env> {
       const job = this.job!;
       const db = directoryRoutedShardDb(this.env, job.actor.workspaceId, job.actor.shard);
       if (!(await this.rowExists(db))) return this.erase();
-      let outcome: { status: 'running' | 'succeeded' | 'failed' | 'stopped'; stopReason?: string; wait?: number };
+      let outcome: Outcome;
       try {
         await this.adoptCutOffStarts(db);
         await this.collect(db);
         outcome = await this.startWhatMay(db);
+        await this.ctx.storage.delete('failures');
       } catch (error) {
-        console.error(JSON.stringify({ level: 'error', message: 'a skill eval failed', evalId: job.evalId, error: String(error) }));
-        outcome = { status: 'failed', stopReason: error instanceof Error ? error.message : String(error) };
+        // Tried again at the next alarm (what was done is stored); a fault that keeps coming fails the job.
+        const failures = ((await this.ctx.storage.get<number>('failures')) ?? 0) + 1;
+        console.error(JSON.stringify({ level: 'error', message: 'a skill eval pass failed', evalId: job.evalId, failures, error: String(error) }));
+        await this.ctx.storage.put('failures', failures);
+        outcome =
+          failures < MAX_FAILED_PASSES
+            ? { status: 'running', wait: RETRY_MS * failures }
+            : { status: 'failed', stopReason: error instanceof Error ? error.message : String(error) };
       }
       await this.writeRow(db, outcome);
       if (outcome.status === 'running') await this.ctx.storage.setAlarm(now() + (outcome.wait ?? POLL_MS));
@@ -224,7 +237,7 @@ export class SkillEval extends DurableObject<Env> {
    * soon) or the budget is spent. With a budget one run goes at a time, given what is left of
    * it, so the job never spends more.
    */
-  private async startWhatMay(db: ShardDb): Promise<{ status: 'running' | 'succeeded' | 'failed' | 'stopped'; stopReason?: string; wait?: number }> {
+  private async startWhatMay(db: ShardDb): Promise<Outcome> {
     const job = this.job!;
     const inFlight = () => this.units.filter((u) => u.phase === 'running' || u.phase === 'grading').length;
     const next = () => this.units.find((u) => u.phase === 'to_grade') ?? this.units.find((u) => u.phase === 'pending');
@@ -275,8 +288,8 @@ export class SkillEval extends DurableObject<Env> {
   }
 
   /** Ends the job once nothing is in flight: what has not run is skipped. */
-  private async stop(reason: string, status: 'stopped' | 'failed' = 'stopped') {
-    if (this.units.some((u) => u.phase === 'running' || u.phase === 'grading')) return { status: 'running' as const };
+  private async stop(reason: string, status: 'stopped' | 'failed' = 'stopped'): Promise<Outcome> {
+    if (this.units.some((u) => u.phase === 'running' || u.phase === 'grading')) return { status: 'running' };
     for (const unit of this.units.filter((u) => u.phase === 'pending' || u.phase === 'to_grade')) {
       if (unit.phase === 'to_grade') unit.run!.passed = runPassed(unit.run!.checks, []);
       unit.phase = unit.phase === 'to_grade' ? 'done' : 'skipped';
@@ -287,7 +300,7 @@ export class SkillEval extends DurableObject<Env> {
   }
 
   /** The job's row: its report and totals. */
-  private async writeRow(db: ShardDb, outcome: { status: string; stopReason?: string }) {
+  private async writeRow(db: ShardDb, outcome: Outcome) {
     const job = this.job!;
     const totals = await evalTotals(db, job.actor.workspaceId, job.evalId);
     const report = evalReport(job.cases, this.units);
@@ -295,7 +308,7 @@ export class SkillEval extends DurableObject<Env> {
     await db
       .update(skillEvals)
       .set({
-        status: outcome.status as 'running',
+        status: outcome.status,
         stopReason: outcome.stopReason ?? null,
         passRateWith: report.passRateWith,
         passRateWithout: report.passRateWithout,
