@@ -8,6 +8,7 @@ import { housekeeping } from './services/housekeeping';
 export { CredentialGate } from '../durable-objects/CredentialGate';
 export { ExecutionSession } from '../durable-objects/ExecutionSession';
 export { RateLimiter } from '../durable-objects/RateLimiter';
+export { SkillEval } from '../durable-objects/SkillEval';
 export { WorkspaceChannel } from '../durable-objects/WorkspaceChannel';
 export { WorkflowRun } from '../durable-objects/WorkflowRun';
 export { WorkflowSchedule } from '../durable-objects/WorkflowSchedule';

@@ -1022,6 +1022,57 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/skills/{slug}/evals/run': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Start an eval job of the skill: its cases with and without it, graded */
+    post: operations['postApiV1SkillsBySlugEvalsRun'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/skills/{slug}/evals': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The skill’s eval jobs, newest first (cursor pages) */
+    get: operations['getApiV1SkillsBySlugEvals'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/skills/{slug}/evals/{evalId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One eval job: status, totals, and each case’s runs with and without the skill, graded */
+    get: operations['getApiV1SkillsBySlugEvalsByEvalId'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/skills': {
     parameters: {
       query?: never;
@@ -1046,7 +1097,8 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** One installed skill, with the latest eval of each version */
+    get: operations['getApiV1SkillsBySlug'];
     /** Create or update a skill you author; every write adds a version */
     put: operations['putApiV1SkillsBySlug'];
     post?: never;
@@ -9482,6 +9534,447 @@ export interface operations {
       };
     };
   };
+  postApiV1SkillsBySlugEvalsRun: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The installed skill’s slug */
+        slug: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The version to evaluate (its number); the active one when omitted */
+          version?: number;
+          /**
+           * @description The provider the runs must use: refused unless it is the one runs use here (the service’s, or your own key’s)
+           * @enum {string}
+           */
+          provider?: 'anthropic' | 'openai' | 'local';
+          /** @description The model to run, instead of the provider’s configured one (not for the built-in local model) */
+          model?: string;
+          /**
+           * @description Runs of each case with the skill, and as many without it (1 to 5)
+           * @default 1
+           */
+          repetitions?: number;
+          /** @description The most the whole job may be charged, in Ds: it stops cleanly (status stopped, stopReason budget) when that is spent */
+          budget?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      202: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @enum {string} */
+            status: 'queued' | 'running' | 'succeeded' | 'failed' | 'stopped';
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1SkillsBySlugEvals: {
+    parameters: {
+      query?: {
+        /** @description Page size (default 20) */
+        limit?: number;
+        /** @description Older items: continue after this id (last_id of the previous page) */
+        after_id?: string;
+        /** @description Newer items: the page before this id (first_id of a later page) */
+        before_id?: string;
+      };
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The installed skill’s slug */
+        slug: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              skillSlug: string;
+              versionNumber: number;
+              /** @enum {string} */
+              status: 'queued' | 'running' | 'succeeded' | 'failed' | 'stopped';
+              stopReason: string | null;
+              provider: string;
+              model: string;
+              /** @description Run on the built-in local model: the numbers say nothing of a hosted model */
+              local: boolean;
+              repetitions: number;
+              casesCount: number;
+              /** @description Fraction of graded runs with the skill that passed */
+              passRateWith: number | null;
+              /** @description The same for the runs without it (the baseline) */
+              passRateWithout: number | null;
+              /** @description passRateWith minus passRateWithout */
+              difference: number | null;
+              budget: number | null;
+              /** @description Ds charged for every run of the job, grading runs included */
+              cost: number;
+              inputTokens: number;
+              outputTokens: number;
+              /** @description The runs’ time, summed */
+              runTimeMs: number;
+              createdAt: string;
+              completedAt: string | null;
+            }[];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1SkillsBySlugEvalsByEvalId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The installed skill’s slug */
+        slug: string;
+        /** @description The eval’s id (eval_<n>) */
+        evalId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            skillSlug: string;
+            versionNumber: number;
+            /** @enum {string} */
+            status: 'queued' | 'running' | 'succeeded' | 'failed' | 'stopped';
+            stopReason: string | null;
+            provider: string;
+            model: string;
+            /** @description Run on the built-in local model: the numbers say nothing of a hosted model */
+            local: boolean;
+            repetitions: number;
+            casesCount: number;
+            /** @description Fraction of graded runs with the skill that passed */
+            passRateWith: number | null;
+            /** @description The same for the runs without it (the baseline) */
+            passRateWithout: number | null;
+            /** @description passRateWith minus passRateWithout */
+            difference: number | null;
+            budget: number | null;
+            /** @description Ds charged for every run of the job, grading runs included */
+            cost: number;
+            inputTokens: number;
+            outputTokens: number;
+            /** @description The runs’ time, summed */
+            runTimeMs: number;
+            createdAt: string;
+            completedAt: string | null;
+            cases: {
+              id: number | string;
+              prompt: string;
+              expected_output?: string;
+              passRateWith: number | null;
+              passRateWithout: number | null;
+              runs: {
+                repetition: number;
+                with?: {
+                  /** @enum {string} */
+                  status: 'pending' | 'running' | 'graded' | 'skipped';
+                  executionId: string | null;
+                  graderExecutionId: string | null;
+                  stopReason?: string;
+                  /** @description The start of the run’s final text; the whole is the execution’s */
+                  output?: string;
+                  outputChars?: number;
+                  checks?: {
+                    check: {
+                      [key: string]: unknown;
+                    };
+                    passed: boolean;
+                    detail?: string;
+                  }[];
+                  expectations?: {
+                    expectation: string;
+                    passed: boolean | null;
+                    reasoning: string;
+                  }[];
+                  passed?: boolean | null;
+                  note?: string;
+                };
+                without?: {
+                  /** @enum {string} */
+                  status: 'pending' | 'running' | 'graded' | 'skipped';
+                  executionId: string | null;
+                  graderExecutionId: string | null;
+                  stopReason?: string;
+                  /** @description The start of the run’s final text; the whole is the execution’s */
+                  output?: string;
+                  outputChars?: number;
+                  checks?: {
+                    check: {
+                      [key: string]: unknown;
+                    };
+                    passed: boolean;
+                    detail?: string;
+                  }[];
+                  expectations?: {
+                    expectation: string;
+                    passed: boolean | null;
+                    reasoning: string;
+                  }[];
+                  passed?: boolean | null;
+                  note?: string;
+                };
+              }[];
+            }[];
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
   getApiV1Skills: {
     parameters: {
       query?: {
@@ -9608,6 +10101,133 @@ export interface operations {
       };
     };
   };
+  getApiV1SkillsBySlug: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The skill’s slug, e.g. meeting-summarizer */
+        slug: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            name: string;
+            slug: string;
+            description: string;
+            category: string;
+            prompt: string;
+            repository?: string;
+            commitHash?: string;
+            source: string;
+            versionNumber: number;
+            contentChecksum: string;
+            bundleType: string;
+            storagePath: string;
+            filesCount: number;
+            evals: {
+              id: string;
+              versionNumber: number;
+              /** @enum {string} */
+              status: 'queued' | 'running' | 'succeeded' | 'failed' | 'stopped';
+              casesCount: number;
+              /** @description Fraction of graded runs with the skill that passed */
+              passRateWith: number | null;
+              /** @description The same for the runs without it (the baseline) */
+              passRateWithout: number | null;
+              /** @description passRateWith minus passRateWithout */
+              difference: number | null;
+              model: string;
+              /** @description Run on the built-in local model: the numbers say nothing of a hosted model */
+              local: boolean;
+              completedAt: string | null;
+            }[];
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
   putApiV1SkillsBySlug: {
     parameters: {
       query?: never;
@@ -9630,6 +10250,46 @@ export interface operations {
           category: ('general' | 'communication' | 'creative' | 'design' | 'development' | 'documents' | 'marketing' | 'productivity' | 'research') | string;
           prompt: string;
           note?: string;
+          /** @description The skill's eval cases (the `evals` array of evals/evals.json), stored in its bundle and versioned with it; a write without them leaves the new version without cases */
+          evals?: {
+            id: number | string;
+            prompt: string;
+            expected_output?: string;
+            files?: string[];
+            expectations?: string[];
+            checks?: (
+              | {
+                  /** @constant */
+                  type: 'contains';
+                  value: string;
+                  ignore_case?: boolean;
+                }
+              | {
+                  /** @constant */
+                  type: 'not_contains';
+                  value: string;
+                  ignore_case?: boolean;
+                }
+              | {
+                  /** @constant */
+                  type: 'regex';
+                  pattern: string;
+                  flags?: string;
+                }
+              | {
+                  /** @constant */
+                  type: 'json_schema';
+                  schema: {
+                    [key: string]: unknown;
+                  };
+                }
+              | {
+                  /** @constant */
+                  type: 'artifact';
+                  name: string;
+                }
+            )[];
+          }[];
         };
       };
     };
@@ -10885,6 +11545,10 @@ export interface operations {
                   inputText: string;
                   startedAt: string;
                   completedAt: string | null;
+                  /** @description The skill eval this run belongs to (`eval_<id>`), null for any other run */
+                  evalId: string | null;
+                  /** @description Its part in the eval: `skill`, `baseline` (the same input without the skill) or `grader` */
+                  evalRole: ('skill' | 'baseline' | 'grader') | null;
                 }[];
                 hasMore: boolean;
                 offset: number;
@@ -10903,6 +11567,10 @@ export interface operations {
                   inputText: string;
                   startedAt: string;
                   completedAt: string | null;
+                  /** @description The skill eval this run belongs to (`eval_<id>`), null for any other run */
+                  evalId: string | null;
+                  /** @description Its part in the eval: `skill`, `baseline` (the same input without the skill) or `grader` */
+                  evalRole: ('skill' | 'baseline' | 'grader') | null;
                 }[];
                 first_id: string | null;
                 last_id: string | null;
@@ -11475,6 +12143,10 @@ export interface operations {
             inputText: string;
             startedAt: string;
             completedAt: string | null;
+            /** @description The skill eval this run belongs to (`eval_<id>`), null for any other run */
+            evalId: string | null;
+            /** @description Its part in the eval: `skill`, `baseline` (the same input without the skill) or `grader` */
+            evalRole: ('skill' | 'baseline' | 'grader') | null;
             parentExecutionId: string | null;
             executionTime: number;
             tokenUsage: {

@@ -4,6 +4,8 @@ import { shardIdColumn } from '../row-ids';
 import { shardWorkspaceIdColumn } from './columns';
 
 export const EXECUTION_STATUSES = ['idle', 'working', 'completed', 'failed'] as const;
+export const EVAL_ROLES = ['skill', 'baseline', 'grader'] as const;
+export type EvalRole = (typeof EVAL_ROLES)[number];
 
 /**
  * The executions index (spec 2.2): what history, concurrency and billing read. The event log
@@ -52,6 +54,12 @@ export const executions = sqliteTable(
     turnAllowance: integer('turn_allowance').notNull().default(0),
     /** The run's budget over all its turns (hundredths), when its starter set one; a message may raise it. */
     budget: integer('budget'),
+    /**
+     * A run of a skill eval (`skill_evals.id`) and its part in it: `skill` runs the version's
+     * prompt, `baseline` the same input without it, `grader` grades a run's output.
+     */
+    evalId: integer('eval_id'),
+    evalRole: text('eval_role', { enum: EVAL_ROLES }),
   },
   (t) => [
     index('executions_workspace_status_idx').on(t.workspaceId, t.status),

@@ -1,5 +1,6 @@
 // A shard database (bindings SHARD_<n>): everything that belongs to one workspace.
 export * from './columns';
+export * from './evals';
 export * from './executions';
 export * from './exports';
 export * from './connectors';

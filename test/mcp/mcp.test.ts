@@ -16,6 +16,8 @@ const TOOL_NAMES = [
   'install-skill',
   'uninstall-skill',
   'execute-skill',
+  'run-skill-eval',
+  'get-skill-eval',
   'list-executions',
   'get-execution-status',
   'cancel-execution',
@@ -134,6 +136,24 @@ describe('the MCP endpoint', () => {
     failure(await client.callTool({ name: 'get-skill-details', arguments: { slug } }), 'NOT_FOUND');
     failure(await client.callTool({ name: 'uninstall-skill', arguments: { slug } }), 'NOT_FOUND');
     failure(await client.callTool({ name: 'install-skill', arguments: { slug: 'no-such-skill-anywhere' } }), 'NOT_FOUND');
+  });
+
+  it('runs a skill eval, reads it, and shows it in the skill’s details, labelled as a local run', async () => {
+    const { user, client } = await setup();
+    const evals = [{ id: 1, prompt: 'Summarise: we ship on Friday.', checks: [{ type: 'contains', value: '## Notes' }] }];
+    await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: { ...SKILL, evals } });
+    const started = ok(await client.callTool({ name: 'run-skill-eval', arguments: { slug: 'notes' } }));
+    expect(started).toEqual({ id: expect.stringMatching(/^eval_\d+$/), status: 'queued' });
+    let job = ok(await client.callTool({ name: 'get-skill-eval', arguments: { slug: 'notes', evalId: started.id } }));
+    for (let i = 0; i < 100 && ['queued', 'running'].includes(job.status); i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      job = ok(await client.callTool({ name: 'get-skill-eval', arguments: { slug: 'notes', evalId: started.id } }));
+    }
+    expect(job).toMatchObject({ status: 'succeeded', passRateWith: 1, passRateWithout: 0, difference: 1, local: true });
+    expect(ok(await client.callTool({ name: 'get-skill-details', arguments: { slug: 'notes' } })).evals).toEqual([
+      expect.objectContaining({ id: started.id, versionNumber: 2, casesCount: 1, passRateWith: 1, passRateWithout: 0, model: 'local-1', local: true }),
+    ]);
+    failure(await client.callTool({ name: 'get-skill-eval', arguments: { slug: 'notes', evalId: 'eval_1' } }), 'NOT_FOUND');
   });
 
   it('runs a skill (source mcp), follows it, lists it, reads and deletes what it produced', async () => {

@@ -356,6 +356,8 @@ function realParam(path: string, name: string): string {
     deliveries: 'dlv_999999',
     export: 'exp_999999',
     triggers: world.triggerId,
+    // The skill has no eval cases, so no eval was run: a well-formed id of none.
+    evals: 'eval_999999',
   };
   const value = byResource[before];
   if (value === undefined) throw new Error(`No fixture for :${name} in ${path}: add one to realParam`);

@@ -45,6 +45,7 @@ interface Fixture {
   invitationToken: string;
   skillSlug: string;
   versionNumber: string;
+  evalId: string;
   secretId: string;
   bindingId: string;
   executionId: string;
@@ -116,6 +117,10 @@ const CASES: Record<string, (a: Fixture) => Probe> = {
   'POST /api/v1/skills/:slug/secrets': (a) => ({ params: { slug: a.skillSlug }, body: { secretId: a.secretId, envVar: 'STOLEN' } }),
   'DELETE /api/v1/skills/:slug/secrets/:id': (a) => ({ params: { slug: a.skillSlug, id: a.bindingId } }),
   'POST /api/v1/skills/:slug/run': (a) => ({ params: { slug: a.skillSlug }, body: { input: 'Summarise.' } }),
+  'GET /api/v1/skills/:slug': (a) => ({ params: { slug: a.skillSlug } }),
+  'POST /api/v1/skills/:slug/evals/run': (a) => ({ params: { slug: a.skillSlug }, body: { budget: 0.01 } }),
+  'GET /api/v1/skills/:slug/evals': (a) => ({ params: { slug: a.skillSlug } }),
+  'GET /api/v1/skills/:slug/evals/:evalId': (a) => ({ params: { slug: a.skillSlug, evalId: a.evalId } }),
 
   'PATCH /api/v1/secrets/:id': (a) => ({ params: { id: a.secretId }, body: { value: 'overwritten' } }),
   'DELETE /api/v1/secrets/:id': (a) => ({ params: { id: a.secretId } }),
@@ -293,7 +298,13 @@ beforeAll(async () => {
     await call(`/api/v1/skills/${skillSlug}`, {
       ...as,
       method: 'PUT',
-      body: { name: 'Alpha', description: 'Summarises.', category: 'productivity', prompt: `# Alpha\n${MARK.prompt}` },
+      body: {
+        name: 'Alpha',
+        description: 'Summarises.',
+        category: 'productivity',
+        prompt: `# Alpha\n${MARK.prompt}`,
+        evals: [{ id: 1, prompt: MARK.input, checks: [{ type: 'contains', value: 'Alpha' }] }],
+      },
     }),
     200,
     'author skill',
@@ -313,6 +324,10 @@ beforeAll(async () => {
   const idle = await ok(await call('/api/v1/executions', { ...as, body: { skill_slug: skillSlug, input: MARK.input } }), 201, 'idle execution');
   const thread = await ok(await call('/api/v1/threads', { ...as, body: { skill_slug: skillSlug, title: 'Alpha chat' } }), 201, 'thread');
   await ok(await call(`/api/v1/threads/${thread.id}/messages`, { ...as, body: { content: MARK.message } }), 201, 'message');
+  const skillEval = await ok(await call(`/api/v1/skills/${skillSlug}/evals/run`, { ...as, body: { budget: 0.01 } }), 202, 'eval');
+  await until('the eval ending', async () =>
+    (await call(`/api/v1/skills/${skillSlug}/evals/${skillEval.id}`, as)).body.status === 'stopped' ? true : undefined,
+  );
 
   const key = await createKey(A, ['memory:read']);
   aKey = key.key;
@@ -365,6 +380,7 @@ beforeAll(async () => {
     invitationToken: invitation.token,
     skillSlug,
     versionNumber: '1',
+    evalId: skillEval.id,
     secretId: secret.id,
     bindingId: String(binding.id),
     executionId: run.executionId,
@@ -586,6 +602,8 @@ const TOOL_CASES: Record<string, (a: Fixture) => Record<string, unknown>> = {
   'get-skill-details': (a) => ({ slug: a.skillSlug }),
   'uninstall-skill': (a) => ({ slug: a.skillSlug }),
   'execute-skill': (a) => ({ slug: a.skillSlug, input: 'Summarise.' }),
+  'run-skill-eval': (a) => ({ slug: a.skillSlug, budget: 0.01 }),
+  'get-skill-eval': (a) => ({ slug: a.skillSlug, evalId: a.evalId }),
   'get-execution-status': (a) => ({ executionId: a.executionId }),
   'cancel-execution': (a) => ({ executionId: a.idleExecutionId }),
   'get-artifact': (a) => ({ artifactId: a.artifactId }),

@@ -19,6 +19,7 @@ import type { TestProject } from 'vitest/node';
 import { serveClientMetadata } from './client-metadata';
 import { serveGithub } from './fake-github';
 import { serveOutbound } from './outbound-fixtures';
+import { evalAnswer } from './eval-model';
 import { toolCallingAnswer } from './tool-calling-model';
 import { FIXTURE_PORT } from './fixture-port';
 import { MODEL_KEYS } from './provided';
@@ -453,7 +454,7 @@ async function serveModel(req: IncomingMessage, res: ServerResponse, route: NonN
   if (difference) return json(400, { error: { type: 'invalid_request_error', message: `fixture: ${difference}` } });
   const { status = 200, answer: scripted } = route.scenario;
   if (status !== 200) return json(status, scripted);
-  const answer = ((route.scenario.anyBody && toolCallingAnswer(body)) || scripted) as string[];
+  const answer = ((route.scenario.anyBody && (evalAnswer(body) ?? toolCallingAnswer(body))) || scripted) as string[];
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   const hold = JSON.stringify(body).includes(HELD_MARKER);
   for (const [i, frame] of answer.entries()) {

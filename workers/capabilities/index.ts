@@ -13,6 +13,7 @@ import { executionsArea } from './executions';
 import { marketplaceArea } from './marketplace';
 import { memoryArea } from './memory';
 import { secretsArea } from './secrets';
+import { skillEvalsArea } from './skill-evals';
 import { installArea, skillsArea, skillSecretsArea } from './skills';
 import { threadsArea } from './threads';
 import { tracesArea } from './traces';
@@ -35,6 +36,7 @@ export const AREAS: readonly Area[] = [
   marketplaceArea,
   skillsArea,
   skillSecretsArea,
+  skillEvalsArea,
   installArea,
   secretsArea,
   executionsArea,

@@ -5,12 +5,12 @@ import { legacyFlatErrors } from '../middleware/legacy-errors';
 import { optionalJsonBody } from '../middleware/validate';
 import { InstallFromSourceBody, installFromSource } from '../services/archive-install';
 import { runSkill, RunSkillBody, StartedRun } from '../services/executions';
+import { getSkillDetails, SkillDetails } from '../services/skill-evals';
 import { StepError } from '../workflows/steps';
 import { BindSecretBody, bindSecret, listBindings, SecretBinding, unbindSecret } from '../services/skill-secrets';
 import {
   AuthorSkillBody,
   authorSkill,
-  getInstalledSkill,
   InstallBody,
   InstalledSkill,
   InstallRecord,
@@ -115,12 +115,13 @@ export const skillsArea: Area = {
       name: 'get-skill-details',
       title: 'Get skill details',
       description:
-        'Shows one installed skill: its prompt, active version number, content checksum, bundle type and file count. Fails with NOT_FOUND if it is not installed.',
+        'Shows one installed skill: its prompt, active version number, content checksum, bundle type and file count, and the latest eval of each version (cases, pass rate with and without the skill, model, date; `local` marks a run on the built-in local model). Fails with NOT_FOUND if it is not installed.',
       access: LIBRARY_READ,
       input: BySlug,
-      output: InstallRecord,
+      output: SkillDetails,
       annotations: READ_ONLY,
-      run: (ctx, { slug }) => getInstalledSkill(ctx.db, ctx.actor, slug),
+      http: { method: 'GET', path: '/:slug', summary: 'One installed skill, with the latest eval of each version' },
+      run: (ctx, { slug }) => getSkillDetails(ctx.db, ctx.actor, slug),
     }),
     defineCapability({
       name: 'author-skill',

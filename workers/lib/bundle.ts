@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Category } from '../../schema/categories';
 import { CategoryId } from './categories';
 import { sha256HexBytes } from './crypto';
+import { EVALS_PATH, parseEvalsFile, type EvalsFile } from './eval-cases';
 
 /**
  * Skill bundles in the open Agent Skills format: a folder with `SKILL.md` (YAML frontmatter,
@@ -26,13 +27,18 @@ export interface BundleFile {
   bytes: Uint8Array;
 }
 
-/** A bundle that cannot be accepted; `rule` is machine-readable, the message says what to fix. */
+/**
+ * A bundle that cannot be accepted; `rule` is machine-readable, the message says what to fix,
+ * and `field`, for a problem inside one of its files (its eval cases), points at it.
+ */
 export class BundleError extends Error {
   readonly rule: string;
-  constructor(rule: string, message: string) {
+  readonly field?: string;
+  constructor(rule: string, message: string, field?: string) {
     super(message);
     this.name = 'BundleError';
     this.rule = rule;
+    if (field !== undefined) this.field = field;
   }
 }
 
@@ -69,6 +75,8 @@ export interface ParsedBundle {
   license: string | null;
   prompt: string;
   files: BundleFile[];
+  /** Its eval cases (`evals/evals.json`), when it carries them. */
+  evals: EvalsFile | null;
 }
 
 const FRONTMATTER = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/;
@@ -132,6 +140,7 @@ export function validateBundle(files: BundleFile[], expectedSlug?: string): Pars
     throw new BundleError('name_mismatch', `SKILL.md names the skill "${frontmatter.name}", expected "${expectedSlug}"`);
   }
   const meta = frontmatter.metadata ?? {};
+  const evals = readEvals(files, frontmatter.name);
   return {
     slug: frontmatter.name,
     name: meta.title ?? frontmatter.name,
@@ -142,7 +151,23 @@ export function validateBundle(files: BundleFile[], expectedSlug?: string): Pars
     license: frontmatter.license ?? null,
     prompt: body,
     files: [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+    evals,
   };
+}
+
+/** The bundle's eval cases, validated (a problem names the field inside evals.json), or null without the file. */
+function readEvals(files: BundleFile[], slug: string): EvalsFile | null {
+  const file = files.find((f) => f.path === EVALS_PATH);
+  if (!file) return null;
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(file.bytes);
+  } catch {
+    throw new BundleError('encoding', `${EVALS_PATH} is not valid UTF-8`);
+  }
+  const parsed = parseEvalsFile(text, slug, new Set(files.map((f) => f.path)));
+  if (!parsed.ok) throw new BundleError(`evals_${parsed.problem.rule}`, `${EVALS_PATH}: ${parsed.problem.message}`, parsed.problem.field);
+  return parsed.file;
 }
 
 export interface ManifestEntry {

@@ -141,7 +141,7 @@ async function equip(
   try {
     const keys = turn.sealed ?? (await sealedTurnKeys(db, env, turn.input.actor, turn.input.skillSlug));
     const [byok, secrets] = await Promise.all([openByokKey(env.ENCRYPTION_KEY, keys.byok), openRunSecrets(env.ENCRYPTION_KEY, keys.secrets)]);
-    const provider = selectProvider(env, byok);
+    const provider = selectProvider(env, byok, turn.input.model);
     const ownKey = byok !== null;
     const about = { provider: provider.name, model: provider.model, ...(ownKey ? { byok: true } : {}) };
     hooks.append([{ type: 'agent.info', payload: provider.name === 'local' ? { ...about, message: LOCAL_PROVIDER_NOTICE } : about }]);

@@ -1,5 +1,5 @@
 import { and, eq } from 'drizzle-orm';
-import { withoutSupersededText } from '../services/execution-events';
+import { lastTurnText } from '../services/execution-events';
 import { executions } from '../../schema';
 import { authorizeWithGrants, type Actor } from '../auth/actor';
 import { CAPABILITIES } from '../capabilities';
@@ -103,13 +103,7 @@ export async function checkExecution(db: ShardDb, env: Env, workspaceId: string,
   if (row.status === 'working') return { state: 'working' };
   const events = await env.EXECUTION_SESSION.getByName(executionId).read(0);
   if (row.status === 'completed') {
-    // The answer of the last turn: the agent's message text after the last status_running.
-    const start = events.map((e) => e.type).lastIndexOf('session.status_running');
-    const text = withoutSupersededText(events.slice(start + 1))
-      .filter((e) => e.type === 'agent.message')
-      .flatMap((e) => (e.payload.content as { type: string; text?: string }[]).map((c) => c.text ?? ''))
-      .join('');
-    return { state: 'completed', text, executionId };
+    return { state: 'completed', text: lastTurnText(events), executionId };
   }
   const idle = events.filter((e) => e.type === 'session.status_idle').at(-1);
   const reason = (idle?.payload.stop_reason as { type?: string } | undefined)?.type ?? row.status;

@@ -83,6 +83,10 @@ export interface TurnInput {
   /** The prompt of the skill version the execution was created with. */
   system: string;
   text: string;
+  /** The model to run instead of the provider's configured one (an eval's choice). */
+  model?: string;
+  /** The skill eval this run belongs to (`eval_<id>`): told when the turn ends, like a workflow run. */
+  evalId?: string;
 }
 
 /**
@@ -129,4 +133,13 @@ export type TurnOutcome = { state: 'live' | 'abandoned'; events: ExecutionEvent[
 export function withoutSupersededText(events: ExecutionEvent[]): ExecutionEvent[] {
   const cut = events.flatMap((e) => (e.type === 'agent.info' && typeof e.payload.resumesAfter === 'number' ? [[e.payload.resumesAfter, e.seq] as const] : []));
   return cut.length === 0 ? events : events.filter((e) => e.type !== 'agent.message' || !cut.some(([after, at]) => e.seq > after && e.seq < at));
+}
+
+/** The answer of the last turn: the agent's message text after the last `session.status_running`. */
+export function lastTurnText(events: ExecutionEvent[]): string {
+  const start = events.map((e) => e.type).lastIndexOf('session.status_running');
+  return withoutSupersededText(events.slice(start + 1))
+    .filter((e) => e.type === 'agent.message')
+    .flatMap((e) => (e.payload.content as { type: string; text?: string }[]).map((c) => c.text ?? ''))
+    .join('');
 }

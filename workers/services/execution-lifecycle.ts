@@ -131,6 +131,8 @@ export interface TurnRequest {
   text: string;
   system?: string;
   budget?: number;
+  /** The model to run instead of the provider's configured one. */
+  model?: string;
 }
 
 const runsOf = (principal: Principal) => `runs:user:${principal.userId}`;
@@ -387,7 +389,7 @@ function turnInput(
   principal: Actor,
   execution: ExecutionRow,
   context: NonNullable<Awaited<ReturnType<typeof claimHoldAndRead>>>['context'],
-  turn: { turnKey: string; budget: TurnInput['budget']; text: string; system?: string },
+  turn: { turnKey: string; budget: TurnInput['budget']; text: string; system?: string; model?: string },
 ): TurnInput {
   return {
     executionId: execution.id,
@@ -402,6 +404,8 @@ function turnInput(
     threadId: context.threadId,
     system: turn.system ?? context.prompt ?? '',
     text: turn.text,
+    ...(turn.model === undefined ? {} : { model: turn.model }),
+    ...(execution.evalId === null ? {} : { evalId: formatId('eval', execution.evalId) }),
   };
 }
 
@@ -505,6 +509,7 @@ export async function settleTurn(db: ShardDb, env: Env, turn: TurnInput, end: En
     { type: 'session.status_idle', payload: { stop_reason: stopReasonOf(ended.stopReason, turn.budget) } },
   ]);
   if (turn.workflowRunId) hooks.waitUntil(tellWorkflowRun(env, turn.workflowRunId, turn.executionId));
+  if (turn.evalId) hooks.waitUntil(tellSkillEval(env, turn.evalId, turn.executionId));
   hooks.waitUntil(announceTurnEnded(env, turn, ended.stopReason, charged));
 }
 
@@ -573,6 +578,15 @@ async function closeOnce(db: ShardDb, env: Env, turn: TurnInput, { ended, usage,
     totals: { ...usage, elapsedMs: now() - startedAt },
     output,
   });
+}
+
+/** The eval job goes on with its next run now rather than at its next poll (which stays the fallback). */
+async function tellSkillEval(env: Env, evalId: string, executionId: number) {
+  try {
+    await env.SKILL_EVAL.getByName(evalId).executionEnded(formatId('exec', executionId));
+  } catch (error) {
+    console.error(JSON.stringify({ level: 'warn', message: 'the skill eval was not told its run ended', evalId, executionId, error: String(error) }));
+  }
 }
 
 async function tellWorkflowRun(env: Env, runId: string, executionId: number) {

@@ -1,6 +1,6 @@
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { executions, skillVersions } from '../../schema';
+import { executions, skillVersions, type EvalRole, EVAL_ROLES } from '../../schema';
 import { withoutSupersededText, type ExecutionEvent } from './execution-events';
 import type { Principal } from '../auth/principal';
 import type { Env, GlobalDb, ShardDb } from '../env';
@@ -180,6 +180,70 @@ export async function runAgent(
   return formatId('exec', row!.id);
 }
 
+/** A run of a skill eval: its part, the skill version it measures, its input and what it may spend. */
+export interface EvalRun {
+  evalId: number;
+  role: EvalRole;
+  slug: string;
+  name: string;
+  /** The version measured: a `skill` run's system prompt is its prompt. */
+  skillVersionId: number;
+  input: string;
+  /** The system prompt instead of the version's: empty for a `baseline` run, the grader's for a `grader` run. */
+  system?: string;
+  model?: string;
+  /** Hundredths of a Ds. */
+  budget?: number;
+}
+
+/**
+ * Starts one run of a skill eval: an ordinary execution (charged, traced, in the history),
+ * tagged with the eval and its part in it. A grader's runs under its own slug, so the skill's
+ * bound secrets are not handed to it. One that cannot start is removed; answers its id.
+ */
+export async function startEvalRun(db: ShardDb, env: Env, principal: Principal, run: EvalRun): Promise<number> {
+  const grader = run.role === 'grader';
+  const traceKey = crypto.randomUUID();
+  const [[row]] = await db.batch([
+    db
+      .insert(executions)
+      .values({
+        workspaceId: principal.workspaceId,
+        userId: principal.userId,
+        skillSlug: grader ? `eval-grader:${run.slug}` : run.slug,
+        skillName: grader ? `Eval grader (${run.name})` : run.name,
+        skillVersionId: run.skillVersionId,
+        status: 'idle',
+        inputText: run.input,
+        source: 'eval',
+        interface: 'eval',
+        traceKey,
+        budget: run.budget ?? null,
+        evalId: run.evalId,
+        evalRole: run.role,
+        startedAt: now(),
+      })
+      .returning(),
+    traceUpsert(db, principal, {
+      traceKey,
+      kind: 'execution',
+      title: `${run.name} eval (${run.role}): ${run.input}`,
+      executionId: sql`(SELECT MAX(${executions.id}) FROM ${executions} WHERE ${executions.workspaceId} = ${principal.workspaceId})`,
+    }),
+  ]);
+  try {
+    await startTurn(db, env, principal, row!, {
+      text: run.input,
+      ...(run.system === undefined ? {} : { system: run.system }),
+      ...(run.model === undefined ? {} : { model: run.model }),
+    });
+  } catch (error) {
+    if (await removeUnstarted(db, row!.id)) await traceExecutionRemoved(db, principal.workspaceId, traceKey);
+    throw error;
+  }
+  return row!.id;
+}
+
 /** `github` with `fields.repo` (owner/repo) or `remote` with empty fields; any other type is 400 INVALID_CONNECTOR (services/connectors.ts). */
 const Connector = z.object({ type: z.string().trim().min(1).max(64), fields: z.record(z.string(), z.unknown()).default({}) });
 
@@ -340,6 +404,8 @@ export const HistoryItem = z.object({
   inputText: z.string(),
   startedAt: z.string(),
   completedAt: z.string().nullable(),
+  evalId: z.string().nullable().describe('The skill eval this run belongs to (`eval_<id>`), null for any other run'),
+  evalRole: z.enum(EVAL_ROLES).nullable().describe('Its part in the eval: `skill`, `baseline` (the same input without the skill) or `grader`'),
 });
 
 export const presentHistory = (row: typeof executions.$inferSelect) => ({
@@ -354,6 +420,8 @@ export const presentHistory = (row: typeof executions.$inferSelect) => ({
   inputText: row.inputText,
   startedAt: toIso(row.startedAt),
   completedAt: row.completedAt === null ? null : toIso(row.completedAt),
+  evalId: row.evalId === null ? null : formatId('eval', row.evalId),
+  evalRole: row.evalRole,
 });
 
 /**

@@ -8,6 +8,7 @@ import { AppError, invalidInput, notFound } from '../errors';
 import { BUNDLE_TYPE, BundleError, type BundleFile, type ParsedBundle, renderSkillMd, SKILL_SLUG, validateBundle } from '../lib/bundle';
 import { storeBundle, type StoredBundle } from '../lib/bundle-store';
 import { CategoryId } from '../lib/categories';
+import { EvalCases, EVALS_PATH, renderEvalsFile } from '../lib/eval-cases';
 import { now, toIso } from '../lib/clock';
 import { readArchive } from '../lib/archive';
 import { recordChange } from './audit';
@@ -255,6 +256,8 @@ export function validated(read: () => BundleFile[], slug?: string, fetchedFrom?:
   } catch (error) {
     if (!(error instanceof BundleError)) throw error;
     const message = fetchedFrom ? `What ${fetchedFrom} served is not an acceptable skill bundle (${error.rule})` : error.message;
+    // A problem inside the bundle's eval cases points at its field there, naming the file.
+    if (error.field !== undefined && !fetchedFrom) throw invalidInput(error.field, error.rule, message, { file: EVALS_PATH });
     throw invalidInput('bundle', error.rule, message);
   }
 }
@@ -355,6 +358,9 @@ export const AuthorSkillBody = z.object({
   category: CategoryId,
   prompt: z.string().trim().min(1).max(100_000),
   note: z.string().trim().max(500).optional(),
+  evals: EvalCases.optional().describe(
+    `The skill's eval cases (the \`evals\` array of ${EVALS_PATH}), stored in its bundle and versioned with it; a write without them leaves the new version without cases`,
+  ),
 });
 export type AuthorSkillBody = z.infer<typeof AuthorSkillBody>;
 
@@ -363,8 +369,10 @@ export type AuthorSkillBody = z.infer<typeof AuthorSkillBody>;
  * written this way becomes the user's (no repository or commit any more).
  */
 export async function authorSkill(db: ShardDb, bucket: R2Bucket, principal: Principal, slug: string, body: AuthorSkillBody) {
+  const encode = (text: string) => new TextEncoder().encode(text);
   const skillMd = renderSkillMd({ slug, ...body, author: principal.userId });
-  const bundle = validated(() => [{ path: 'SKILL.md', bytes: new TextEncoder().encode(skillMd) }], slug);
+  const files = [{ path: 'SKILL.md', bytes: encode(skillMd) }, ...(body.evals ? [{ path: EVALS_PATH, bytes: encode(renderEvalsFile(slug, body.evals)) }] : [])];
+  const bundle = validated(() => files, slug);
   const { record } = await writeVersion(
     db,
     principal,

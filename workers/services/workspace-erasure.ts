@@ -13,6 +13,7 @@ import {
   oauthCodes,
   oauthGrants,
   sessions,
+  skillEvals,
   skillVersions,
   UNFINISHED_RUN_STATUSES,
   workflowRuns,
@@ -118,6 +119,12 @@ async function cancelWork(env: Env, job: Job): Promise<StepResult> {
     .where(and(eq(workflowRuns.workspaceId, job.workspaceId), inArray(workflowRuns.status, UNFINISHED_RUN_STATUSES)));
   // A run canceled here stops the executions its steps started; the record may lag, so its object is asked each time.
   for (const { runId } of runs) await env.WORKFLOW_RUN.getByName(runId).cancel();
+  // An eval job still going starts no more runs.
+  const evals = await db
+    .select({ id: skillEvals.id })
+    .from(skillEvals)
+    .where(and(eq(skillEvals.workspaceId, job.workspaceId), inArray(skillEvals.status, ['queued', 'running'])));
+  for (const { id } of evals) await env.SKILL_EVAL.getByName(formatId('eval', id)).erase();
   const working = await db
     .select()
     .from(executions)

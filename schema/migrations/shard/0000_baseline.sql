@@ -3,6 +3,35 @@ CREATE TABLE `shard_identity` (
 	`shard` integer NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE `skill_evals` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`skill_id` integer NOT NULL,
+	`skill_slug` text NOT NULL,
+	`skill_version_id` integer NOT NULL,
+	`version_number` integer NOT NULL,
+	`user_id` text NOT NULL,
+	`status` text NOT NULL,
+	`stop_reason` text,
+	`provider` text NOT NULL,
+	`model` text NOT NULL,
+	`repetitions` integer NOT NULL,
+	`budget` integer,
+	`cases_count` integer NOT NULL,
+	`pass_rate_with` real,
+	`pass_rate_without` real,
+	`cost` integer DEFAULT 0 NOT NULL,
+	`input_tokens` integer DEFAULT 0 NOT NULL,
+	`output_tokens` integer DEFAULT 0 NOT NULL,
+	`elapsed_ms` integer DEFAULT 0 NOT NULL,
+	`report` text DEFAULT '[]' NOT NULL,
+	`created_at` integer NOT NULL,
+	`completed_at` integer,
+	FOREIGN KEY (`skill_id`) REFERENCES `skills`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
+CREATE INDEX `skill_evals_skill_idx` ON `skill_evals` (`workspace_id`,`skill_id`,`id`);--> statement-breakpoint
+CREATE INDEX `skill_evals_version_idx` ON `skill_evals` (`skill_version_id`,`id`);--> statement-breakpoint
 CREATE TABLE `artifacts` (
 	`id` integer PRIMARY KEY NOT NULL,
 	`workspace_id` text NOT NULL,
@@ -38,7 +67,9 @@ CREATE TABLE `executions` (
 	`turn_key` text,
 	`claimed_at` integer,
 	`turn_allowance` integer DEFAULT 0 NOT NULL,
-	`budget` integer
+	`budget` integer,
+	`eval_id` integer,
+	`eval_role` text
 );
 --> statement-breakpoint
 CREATE INDEX `executions_workspace_status_idx` ON `executions` (`workspace_id`,`status`);--> statement-breakpoint

@@ -53,13 +53,14 @@ function serviceProvider(config: ProviderConfig): ProviderName {
  * key is a configuration error; otherwise an Anthropic key, then an OpenAI key, else `local`.
  * A BYOK key picks its own provider and replaces the service's key (the service's base URL
  * still applies). MODEL names the model of the provider the settings choose; any other
- * provider, and `local` always, runs its default model. Configuration errors are 503
- * SERVICE_UNAVAILABLE naming the setting, like other missing settings.
+ * provider, and `local` always, runs its default model; `model` (a run's own choice, an eval's)
+ * replaces the hosted provider's. Configuration errors are 503 SERVICE_UNAVAILABLE naming the
+ * setting, like other missing settings.
  */
-export function selectProvider(config: ProviderConfig, byok?: ByokKey | null): ModelProvider {
+export function selectProvider(config: ProviderConfig, byok?: ByokKey | null, model?: string): ModelProvider {
   const configured = serviceProvider(config);
   const name = byok?.provider ?? configured;
-  const model = (name === configured ? setting(config.MODEL) : undefined) ?? DEFAULT_MODELS[name];
+  model ??= (name === configured ? setting(config.MODEL) : undefined) ?? DEFAULT_MODELS[name];
   if (name === 'local') {
     const delay = Number(setting(config.LOCAL_MODEL_DELAY_MS) ?? 0);
     return new LocalProvider(Number.isFinite(delay) && delay > 0 ? delay : 0);
