@@ -9875,6 +9875,8 @@ export interface operations {
                   }[];
                   passed?: boolean | null;
                   note?: string;
+                  /** @description Its texts were cut to fit the stored report (a job with many cases and long answers) */
+                  trimmed?: boolean;
                 };
                 without?: {
                   /** @enum {string} */
@@ -9899,6 +9901,8 @@ export interface operations {
                   }[];
                   passed?: boolean | null;
                   note?: string;
+                  /** @description Its texts were cut to fit the stored report (a job with many cases and long answers) */
+                  trimmed?: boolean;
                 };
               }[];
             }[];
