@@ -216,6 +216,38 @@ describe('POST /api/v1/skills/:slug/run', () => {
     await waitForStatus(user, res.body.executionId, 'completed');
   });
 
+  it('gives the model its attachments with the input: each as a section, its text or its address', async () => {
+    const user = await setup();
+    const res = await run(user, {
+      input: 'Summarise the budget.',
+      attachments: [
+        { name: 'notes.md', content: 'The budget is 40k.' },
+        { name: 'spec.pdf', url: 'https://example.com/spec.pdf' },
+      ],
+    });
+    expect(res.status).toBe(200);
+    const frames = await readStream(user, res.body.executionId);
+    const asked = frames.find((f) => f.type === 'user.message')!.payload as { content: { text: string }[] };
+    expect(asked.content[0]!.text).toBe(
+      'Summarise the budget.\n\n## Input files\n\n### notes.md\n\nThe budget is 40k.\n\n### spec.pdf\n\nAt https://example.com/spec.pdf',
+    );
+    await waitForStatus(user, res.body.executionId, 'completed');
+    for (const [attachments, field] of [
+      [[{ name: 'empty.md' }], 'attachments.0'],
+      [
+        [
+          { name: 'a', content: 'x'.repeat(60_000) },
+          { name: 'b', content: 'y'.repeat(60_000) },
+        ],
+        'attachments',
+      ],
+    ] as const) {
+      const refused = await run(user, { input: 'x', attachments });
+      expect(refused.status).toBe(400);
+      expect(refused.body).toMatchObject({ error: 'INVALID_INPUT', field });
+    }
+  });
+
   it('answers its own failures in the flat legacy shape with details.serviceCode, auth in the envelope', async () => {
     const user = await setup();
     const invalid = await run(user, { input: '' });

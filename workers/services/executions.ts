@@ -1,3 +1,4 @@
+import { MAX_RUN_INPUT, withAttachedFiles } from '../lib/attached-input';
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { executions, skillVersions, type EvalRole, EVAL_ROLES } from '../../schema';
@@ -5,7 +6,7 @@ import { withoutSupersededText, type ExecutionEvent } from './execution-events';
 import type { Principal } from '../auth/principal';
 import type { Env, GlobalDb, ShardDb } from '../env';
 import { globalDbOf } from '../lib/db';
-import { conflict } from '../errors';
+import { conflict, invalidInput } from '../errors';
 import { CANCEL_WAIT_MS, interruptTurn, startTurn, startTurnById } from './execution-lifecycle';
 import { currentExecution, withStaleSettled } from './execution-reconciler';
 import { now, toIso } from '../lib/clock';
@@ -247,13 +248,25 @@ export async function startEvalRun(db: ShardDb, env: Env, principal: Principal, 
 /** `github` with `fields.repo` (owner/repo) or `remote` with empty fields; any other type is 400 INVALID_CONNECTOR (services/connectors.ts). */
 const Connector = z.object({ type: z.string().trim().min(1).max(64), fields: z.record(z.string(), z.unknown()).default({}) });
 
+/** A file given with a run: its text, or where it is (the model is told the address). */
+const Attachment = z
+  .object({ name: z.string().trim().min(1).max(200), url: z.url().optional(), content: z.string().max(MAX_RUN_INPUT).optional() })
+  .refine((a) => a.content !== undefined || a.url !== undefined, { message: 'An attachment carries its content or its url' });
+
+/** The run's input as the model gets it: the input, then each attachment as a section of it; 400 on `attachments` past the limit. */
+function attachedInput(body: { input: string; attachments?: z.infer<typeof Attachment>[] }): string {
+  const input = withAttachedFiles(
+    body.input,
+    (body.attachments ?? []).map((a) => ({ name: a.name, text: a.content ?? `At ${a.url}` })),
+  );
+  if (input.length > MAX_RUN_INPUT) throw invalidInput('attachments', 'too_long', `The input with its attachments must be at most ${MAX_RUN_INPUT} characters`);
+  return input;
+}
+
 export const RunSkillBody = z.object({
-  input: z.string().trim().min(1).max(100_000),
+  input: z.string().trim().min(1).max(MAX_RUN_INPUT),
   interface: z.string().trim().min(1).max(40).optional(),
-  attachments: z
-    .array(z.object({ name: z.string().max(200), url: z.url().optional(), content: z.string().max(100_000).optional() }))
-    .max(10)
-    .optional(),
+  attachments: z.array(Attachment).max(10).optional(),
   connector: Connector.optional(),
   budget: RunBudget,
 });
@@ -308,7 +321,13 @@ export const runSkill = async (
     db,
     env,
     principal,
-    { skill_slug: slug, input: body.input, source, interface: body.interface ?? source, ...(body.budget === undefined ? {} : { budget: body.budget }) },
+    {
+      skill_slug: slug,
+      input: attachedInput(body),
+      source,
+      interface: body.interface ?? source,
+      ...(body.budget === undefined ? {} : { budget: body.budget }),
+    },
     undefined,
     body.connector && (await checkRunConnector(db, env, principal, body.connector, grantToken)),
   );

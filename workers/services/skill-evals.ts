@@ -1,3 +1,4 @@
+import { MAX_RUN_INPUT, withAttachedFiles } from '../lib/attached-input';
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import { z } from 'zod';
 import { EVAL_STATUSES, skillEvals, skillVersions, type SkillEvalRow } from '../../schema';
@@ -18,7 +19,6 @@ import { openByokKey, sealedByokKey } from './byok';
 import { getInstalledSkill, InstallRecord, requireSkill } from './skills';
 
 /** The most characters a run's input (the case's prompt and its input files) may hold: a run's own limit. */
-const MAX_RUN_INPUT = 100_000;
 
 export const StartEvalBody = z.object({
   version: z.number().int().min(1).optional().describe('The version to evaluate (its number); the active one when omitted'),
@@ -129,8 +129,8 @@ const presentSummary = (row: SkillEvalRow): z.infer<typeof EvalSummary> => ({
 /** A case's run input: its prompt, then each input file it names, as text. */
 function runInput(testCase: EvalCase, files: BundleFile[], index: number): string {
   const decoder = new TextDecoder();
-  const attached = (testCase.files ?? []).map((path) => `### ${path}\n\n${decoder.decode(files.find((f) => f.path === path)!.bytes)}`);
-  const input = attached.length ? `${testCase.prompt}\n\n## Input files\n\n${attached.join('\n\n')}` : testCase.prompt;
+  const attached = (testCase.files ?? []).map((path) => ({ name: path, text: decoder.decode(files.find((f) => f.path === path)!.bytes) }));
+  const input = withAttachedFiles(testCase.prompt, attached);
   if (input.length > MAX_RUN_INPUT) {
     throw invalidInput(`evals.${index}.files`, 'too_long', `Case ${index} with its input files is over ${MAX_RUN_INPUT} characters, more than a run takes`);
   }
