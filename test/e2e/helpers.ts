@@ -42,6 +42,18 @@ export interface StartOptions {
  * with its own state directory (or `options.stateDir`), and waits for the printed API key.
  */
 export async function startService(timeoutMs = 90_000, options: StartOptions = {}): Promise<RunningService & { readyAfterMs: number }> {
+  // A free port can be taken between being found and being bound (another file's service, a
+  // helper program): the start is tried again on a new one.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(timeoutMs, options);
+    } catch (error) {
+      if (attempt === 3 || !(error instanceof Error) || !error.message.includes('Address already in use')) throw error;
+    }
+  }
+}
+
+async function startOnce(timeoutMs: number, options: StartOptions): Promise<RunningService & { readyAfterMs: number }> {
   const port = await freePort();
   const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), 'wss-e2e-'));
   const base = `http://127.0.0.1:${port}`;
