@@ -88,7 +88,6 @@ export function shippedEvals(evals: ShippedEval[], contentChecksum: string) {
         casesCount: e.casesCount,
         e,
       })),
-      'Per case',
     ),
     evals.map((e) =>
       h(
