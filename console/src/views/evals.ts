@@ -220,7 +220,7 @@ function runPanel(id: string, title: string, caseLabel: string, run: Run | undef
     'section',
     { class: 'run-panel', 'aria-labelledby': id },
     heading,
-    run.stopReason && run.stopReason !== 'completed' ? h('p', {}, `Stopped: ${run.stopReason}`) : null,
+    run.note ? h('p', {}, run.note) : null,
     h('pre', { class: 'eval-output', tabindex: 0, 'aria-label': `${title}, ${caseLabel}: output` }, run.output || '(no output)'),
     run.outputChars !== undefined && run.output !== undefined && run.outputChars > run.output.length
       ? h('p', { class: 'muted' }, `The start of ${run.outputChars} characters; the whole is the run’s.`)
@@ -248,7 +248,6 @@ function runPanel(id: string, title: string, caseLabel: string, run: Run | undef
           ),
         ]
       : null,
-    run.note ? h('p', { class: 'muted' }, run.note) : null,
   );
 }
 
