@@ -1,19 +1,23 @@
 /**
- * npm run catalog:build [-- <folder>... --repository <url> --commit <sha> --out <file>]
+ * npm run catalog:build [-- <folder>... --repository <url> --commit <sha> --evals <dir> --out <file>]
  *
  * Reads skill bundles (each a folder with SKILL.md; a folder argument may be one bundle or a
  * folder of bundles), validates them with the same rules the service applies to uploads,
  * and writes catalog/dist/catalog.json for `npm run catalog:load`. Defaults: catalog/skills.
  * `repository` is `--repository <url>`, else the public URL of the folder's git remote (`origin`),
  * else the `repository` of package.json (which a deployer sets), else the stable name `built-in`:
- * always a string, never a local path. `commitHash` comes from git unless given.
+ * always a string, never a local path. `commitHash` comes from git unless given. A skill's eval
+ * results (`<evals dir>/<slug>.json`, default catalog/evals, written by `npm run catalog:eval`)
+ * ship with it.
  */
 import { execFileSync } from 'node:child_process';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { BundleError, type BundleFile, validateBundle } from '../workers/lib/bundle';
+import { BundleError, validateBundle } from '../workers/lib/bundle';
+import { EVAL_RESULTS_DIR, EvalResultsFile, type ShippedEval } from '../workers/lib/catalog-evals';
 import { BUILT_IN_REPOSITORY, type CatalogEntry } from '../workers/services/catalog';
+import { bundleFolders, readBundleFiles } from './lib/bundle-folder';
 import { publicRepositoryUrl } from './repository-url';
 
 const { values, positionals } = parseArgs({
@@ -21,27 +25,10 @@ const { values, positionals } = parseArgs({
   options: {
     repository: { type: 'string' },
     commit: { type: 'string' },
+    evals: { type: 'string', default: EVAL_RESULTS_DIR },
     out: { type: 'string', default: 'catalog/dist/catalog.json' },
   },
 });
-
-/** Every file under `dir`, refusing symlinks and anything that is not a plain file or folder. */
-function readBundleFiles(dir: string): BundleFile[] {
-  const files: BundleFile[] = [];
-  const walk = (current: string) => {
-    for (const name of readdirSync(current)) {
-      const full = join(current, name);
-      const stat = lstatSync(full);
-      const path = relative(dir, full).split('\\').join('/');
-      if (stat.isSymbolicLink()) throw new BundleError('symlink', `Symlinks are not allowed: ${path}`);
-      if (stat.isDirectory()) walk(full);
-      else if (stat.isFile()) files.push({ path, bytes: new Uint8Array(readFileSync(full)) });
-      else throw new BundleError('unsafe_path', `Not a regular file: ${path}`);
-    }
-  };
-  walk(dir);
-  return files;
-}
 
 const git = (cwd: string, args: string[]): string | undefined => {
   try {
@@ -74,12 +61,14 @@ function repositoryOf(dir: string): string {
 /** The last commit that touched the bundle, or `uncommitted`. */
 const commitOf = (dir: string): string => values.commit ?? git(dir, ['log', '-1', '--format=%H', '--', '.']) ?? 'uncommitted';
 
-function bundleFolders(root: string): string[] {
-  if (lstatSync(join(root, 'SKILL.md'), { throwIfNoEntry: false })) return [root];
-  return readdirSync(root)
-    .map((name) => join(root, name))
-    .filter((p) => lstatSync(p).isDirectory() && !p.split('/').pop()!.startsWith('.'))
-    .sort();
+/** The eval results shipped for `slug`, if its results file exists. */
+function shippedEvals(slug: string): ShippedEval[] {
+  const path = join(values.evals!, `${slug}.json`);
+  if (!lstatSync(path, { throwIfNoEntry: false })) return [];
+  const file = EvalResultsFile.safeParse(JSON.parse(readFileSync(path, 'utf8')));
+  if (!file.success) throw new BundleError('eval_results', `${path} is not an eval results file: ${file.error.issues[0]!.message}`);
+  if (file.data.slug !== slug) throw new BundleError('eval_results', `${path} is for "${file.data.slug}"`);
+  return file.data.evals;
 }
 
 const roots = positionals.length ? positionals : ['catalog/skills'];
@@ -98,6 +87,7 @@ for (const folder of roots.flatMap(bundleFolders)) {
       repository: repositoryOf(folder),
       commitHash: commitOf(folder),
       files: bundle.files.map((f) => ({ path: f.path, base64: Buffer.from(f.bytes).toString('base64') })),
+      evals: shippedEvals(bundle.slug),
     });
   } catch (error) {
     problems.push(`${folder}: ${(error as Error).message}`);

@@ -47,8 +47,8 @@ function run(command, commandArgs) {
 }
 
 const CATALOG = 'catalog/dist/catalog.json';
-/** What the built catalog is made from: the skills and the code that reads and validates them. */
-const CATALOG_SOURCES = ['catalog/skills', 'scripts', 'workers/lib', 'workers/services/catalog.ts'];
+/** What the built catalog is made from: the skills, their shipped eval results, and the code that reads and validates them. */
+const CATALOG_SOURCES = ['catalog/skills', 'catalog/evals', 'scripts', 'workers/lib', 'workers/services/catalog.ts'];
 
 /** The newest modification time under a path. */
 const newest = (path) => {
@@ -57,7 +57,7 @@ const newest = (path) => {
 };
 
 /** Whether catalog/dist/catalog.json was built after its last source changed (then it is not built again). */
-const catalogIsCurrent = () => existsSync(CATALOG) && CATALOG_SOURCES.every((path) => newest(path) < statSync(CATALOG).mtimeMs);
+const catalogIsCurrent = () => existsSync(CATALOG) && CATALOG_SOURCES.every((path) => !existsSync(path) || newest(path) < statSync(CATALOG).mtimeMs);
 
 /** Local D1 migrations, then the built-in catalog into the local marketplace (before wrangler dev opens the same files). */
 function prepareLocalState() {

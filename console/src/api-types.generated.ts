@@ -9040,6 +9040,36 @@ export interface operations {
             license: string | null;
             contentChecksum: string;
             filesCount: number;
+            /** @description The eval results the catalog ships: the latest eval of each version its deployer ran, newest first; the one whose contentChecksum is this detail’s is of the current version */
+            evals: {
+              /** @description The skill’s version (its `metadata.version`) when it was evaluated */
+              version: string;
+              /** @description The content evaluated: the marketplace detail’s `contentChecksum` when it is the current version */
+              contentChecksum: string;
+              provider: string;
+              model: string;
+              /** @description Run on the built-in local model: only the checks were graded, and its answers are not a model’s */
+              local: boolean;
+              repetitions: number;
+              casesCount: number;
+              /** @description Fraction of graded runs with the skill that passed */
+              passRateWith: number | null;
+              /** @description The same for the runs without it (the baseline) */
+              passRateWithout: number | null;
+              /** @description passRateWith minus passRateWithout */
+              difference: number | null;
+              /**
+               * Format: date-time
+               * @description When the eval ended
+               */
+              completedAt: string;
+              /** @description Per case, its pass rates with and without the skill */
+              cases: {
+                id: number | string;
+                passRateWith: number | null;
+                passRateWithout: number | null;
+              }[];
+            }[];
           };
         };
       };
@@ -10142,6 +10172,8 @@ export interface operations {
             bundleType: string;
             storagePath: string;
             filesCount: number;
+            /** @description The active version carries eval cases (evals/evals.json): POST /skills/:slug/evals/run can evaluate it */
+            hasEvalCases: boolean;
             evals: {
               id: string;
               versionNumber: number;

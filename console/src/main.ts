@@ -6,6 +6,7 @@ import { marketplace, marketplaceSkill } from './views/marketplace';
 import { run } from './views/run';
 import { runs, runSkill } from './views/runs';
 import { memory, skills } from './views/sections';
+import { skillEval } from './views/evals';
 import { skill } from './views/skill';
 import { trace, traces } from './views/traces';
 import { settings } from './views/settings';
@@ -19,6 +20,7 @@ const VIEWS: Record<View, (app: HTMLElement, item: string) => Promise<void>> = {
   skills,
   skill,
   'run-skill': runSkill,
+  'skill-eval': skillEval,
   runs,
   run,
   workflows,

@@ -21,6 +21,8 @@ export const catalogSkills = sqliteTable(
     /** R2 key of the bundle manifest (`manifests/<checksum>.json`). */
     storagePath: text('storage_path').notNull(),
     filesCount: integer('files_count').notNull(),
+    /** The eval results the catalog ships (JSON, workers/lib/catalog-evals.ts `ShippedEvals`), newest first. */
+    evals: text('evals').notNull().default('[]'),
     updatedAt: integer('updated_at').notNull(),
   },
   (t) => [index('catalog_category_idx').on(t.category, t.id)],

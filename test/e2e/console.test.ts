@@ -754,6 +754,74 @@ describe('the console in a browser', () => {
     await check('skill');
   });
 
+  it('installs a skill that ships eval cases, runs an eval of it on the local model, and reads each case’s runs with and without the skill side by side', async () => {
+    page = await signUp('Eval Person');
+    const slug = 'pull-request-reviewer';
+    await page.goto(`${service.base}/marketplace/${slug}`);
+    const evals = page.getByRole('region', { name: 'Evals' });
+    await evals.getByText('The catalog ships no eval results for this skill.').waitFor();
+    await page.getByRole('button', { name: 'Install' }).click();
+    await page
+      .getByRole('status')
+      .getByText(/^Installed /)
+      .waitFor();
+
+    await page.goto(`${service.base}/skills/${slug}`);
+    await evals.getByText('No finished eval yet.').waitFor();
+    await evals.getByLabel('Repetitions').fill('1');
+    await evals.getByRole('button', { name: 'Run eval' }).click();
+    await page.waitForURL(/\/skills\/pull-request-reviewer\/evals\/eval_\d+$/);
+    await page.getByRole('heading', { level: 1, name: `Eval of ${slug}, version 1` }).waitFor();
+    // The page follows the job until it ends.
+    await page.getByRole('status').getByText('Eval succeeded.').waitFor({ timeout: 90_000 });
+    const evalId = page.url().split('/').pop()!;
+    const job = (await inPage(page, `/api/v1/skills/${slug}/evals/${evalId}`)) as unknown as {
+      local: boolean;
+      cases: {
+        id: number | string;
+        runs: {
+          with: { output: string; checks: { passed: boolean }[]; expectations?: { passed: null }[] };
+          without: { output: string; checks: { passed: boolean }[] };
+        }[];
+      }[];
+    };
+    expect(job.local).toBe(true);
+    await page.getByText('marks a run on the built-in local model').first().waitFor();
+    // Each case: the run with the skill and the run without it, each with its output and each check's verdict as the service graded it.
+    for (const c of job.cases) {
+      const section = page.getByRole('region', { name: `Case ${c.id}`, exact: true });
+      const run = c.runs[0]!;
+      for (const [side, graded] of [
+        ['with the skill', run.with],
+        ['without the skill', run.without],
+      ] as const) {
+        const title = side === 'with the skill' ? 'With the skill' : 'Without the skill';
+        const output = section.getByRole('region', { name: new RegExp(`^${title}`) }).getByLabel(`${title}, case ${c.id}: output`);
+        expect((await output.textContent())!.trim()).toBe(graded.output.trim());
+        const verdicts = await section
+          .getByRole('list', { name: `Checks ${side}, case ${c.id}` })
+          .getByRole('listitem')
+          .allTextContents();
+        expect(verdicts.map((v) => v.trim().split(' ')[0])).toEqual(graded.checks.map((k) => (k.passed ? 'pass' : 'fail')));
+      }
+      // The local model grades no expectation: each is shown ungraded, with the reason.
+      if (run.with.expectations?.length) {
+        const expectations = section.getByRole('list', { name: `Expectations with the skill, case ${c.id}` }).getByRole('listitem');
+        expect(await expectations.first().textContent()).toMatch(/^not graded/);
+      }
+    }
+    await check('skill-eval');
+
+    // The skill shows it as the latest eval of version 1, labelled local, with a way back to it.
+    await page.getByRole('link', { name: `Back to ${slug}` }).click();
+    const latest = page.getByRole('table', { name: 'Latest eval of each version' });
+    await latest.waitFor();
+    expect(await latest.getByRole('row', { name: /Version 1/ }).textContent()).toContain('local model');
+    await check('skill-evals');
+    await latest.getByRole('link', { name: 'Open the eval of version 1' }).click();
+    await page.getByRole('heading', { level: 1, name: `Eval of ${slug}, version 1` }).waitFor();
+  });
+
   it('reruns and remixes a run, and reads its trace', async () => {
     page = runner;
     // The first run, again: Rerun in its lineage, then Remix.

@@ -11,6 +11,8 @@ import { PROMPT_CAPABILITY, resourceCapability } from '../../workers/mcp/resourc
 import { connectMcp, ok } from '../helpers/mcp';
 import { tokensFor } from '../helpers/oauth';
 import { catalogEntry, seedCatalog } from '../helpers/skills';
+import { bundleManifest } from '../../workers/lib/bundle';
+import { decodeFiles } from '../../workers/services/catalog';
 import { definition, install } from '../helpers/workflows';
 
 /** The MCP surface beyond tools: prompts, resources, completion, logging, live progress and protocol details. */
@@ -153,8 +155,46 @@ describe('search-marketplace', () => {
     await seedCatalog([catalogEntry(slug, { title: 'Zebra Finder', category: 'research', description: 'Finds striped animals.' })]);
     const { client } = await setup(['profile:read']);
     const found = ok(await client.callTool({ name: 'search-marketplace', arguments: { query: 'striped animals' } }));
-    expect(found.skills).toEqual([expect.objectContaining({ slug, name: 'Zebra Finder', category: 'research' })]);
+    expect(found.skills).toEqual([expect.objectContaining({ slug, name: 'Zebra Finder', category: 'research', eval: null })]);
     expect(ok(await client.callTool({ name: 'search-marketplace', arguments: { query: 'striped animals', category: 'design' } })).skills).toEqual([]);
+  });
+
+  it('shows the eval the catalog ships for a skill’s current version, not one of an older version', async () => {
+    const slug = `mcp-evald-${crypto.randomUUID().slice(0, 8)}`;
+    const entry = catalogEntry(slug, { title: 'Measured Okapi', description: 'Finds okapis, measurably.' });
+    const { checksum } = await bundleManifest(decodeFiles(entry.files));
+    const result = (contentChecksum: string, version: string) => ({
+      version,
+      contentChecksum,
+      provider: 'local',
+      model: 'local-1',
+      local: true,
+      repetitions: 1,
+      casesCount: 2,
+      passRateWith: 1,
+      passRateWithout: 0,
+      difference: 1,
+      completedAt: '2026-05-02T00:00:00.000Z',
+      cases: [],
+    });
+    await seedCatalog([{ ...entry, evals: [result('0'.repeat(64), '0.9.0'), result(checksum, '1.0.0')] }]);
+    const { client } = await setup(['profile:read']);
+    const found = ok(await client.callTool({ name: 'search-marketplace', arguments: { query: 'okapis, measurably' } }));
+    expect(found.skills).toEqual([
+      expect.objectContaining({
+        slug,
+        eval: {
+          version: '1.0.0',
+          model: 'local-1',
+          local: true,
+          casesCount: 2,
+          passRateWith: 1,
+          passRateWithout: 0,
+          difference: 1,
+          completedAt: '2026-05-02T00:00:00.000Z',
+        },
+      }),
+    ]);
   });
 });
 

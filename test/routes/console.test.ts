@@ -45,15 +45,16 @@ describe('the console pages', () => {
     expect(res.headers.get('cache-control')).toBe('no-store');
   });
 
-  it('serves every page of the one list with its heading, its view, the item its path names and its section current in the navigation', async () => {
+  it('serves every page of the one list with its heading, its view, the item its path names (its parameters joined by /) and its section current in the navigation', async () => {
     const user = await signUp();
     for (const page of CONSOLE_PAGES) {
-      const path = page.path.replace(/:\w+/, 'item-1');
+      let n = 0;
+      const path = page.path.replace(/:\w+/g, () => `item-${++n}`);
       const { res, html } = await consolePage(user, path);
       expect(res.status, path).toBe(200);
       expect(html, path).toContain(`<h1>${page.title}</h1>`);
       expect(html, path).toContain(`data-view="${page.view}"`);
-      if (path !== page.path) expect(html, path).toContain('data-item="item-1"');
+      if (n) expect(html, path).toContain(`data-item="${Array.from({ length: n }, (_, i) => `item-${i + 1}`).join('/')}"`);
       expect(html, path).toMatch(new RegExp(`<a href="[^"]*" aria-current="page">${page.section}</a>`));
       expect(html.match(/aria-current="page"/g), path).toHaveLength(1);
     }

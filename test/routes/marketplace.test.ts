@@ -81,6 +81,37 @@ describe('GET /api/v1/marketplace/skills/:slug', () => {
     });
   });
 
+  it('shows the eval results the catalog ships, the latest of each version, and none for a skill that ships none', async () => {
+    const entry = catalogEntry('eval-shipper', {
+      title: 'Eval Shipper',
+      extra: { 'evals/evals.json': '{"skill_name":"eval-shipper","evals":[{"id":1,"prompt":"Go","checks":[{"type":"contains","value":"x"}]}]}' },
+    });
+    const { checksum } = await bundleManifest(decodeFiles(entry.files));
+    const shipped = (contentChecksum: string, version: string, completedAt: string, local: boolean) => ({
+      version,
+      contentChecksum,
+      provider: local ? 'local' : 'anthropic',
+      model: local ? 'local-1' : 'claude-sonnet-5',
+      local,
+      repetitions: 2,
+      casesCount: 1,
+      passRateWith: 1,
+      passRateWithout: 0.5,
+      difference: 0.5,
+      completedAt,
+      cases: [{ id: 1, passRateWith: 1, passRateWithout: 0.5 }],
+    });
+    const current = shipped(checksum, '1.0.0', '2026-05-02T00:00:00.000Z', false);
+    const older = shipped('0'.repeat(64), '0.9.0', '2026-05-01T00:00:00.000Z', true);
+    expect((await seedCatalog([{ ...entry, evals: [current, older] }])).added).toEqual(['eval-shipper']);
+    expect((await call('/api/v1/marketplace/skills/eval-shipper')).body.evals).toEqual([current, older]);
+    expect((await call('/api/v1/marketplace/skills/code-reviewer')).body.evals).toEqual([]);
+    // New results alone are a change the next load writes; the same ones again are not.
+    expect((await seedCatalog([{ ...entry, evals: [current] }])).updated).toEqual(['eval-shipper']);
+    expect((await seedCatalog([{ ...entry, evals: [current] }])).unchanged).toEqual(['eval-shipper']);
+    expect((await call('/api/v1/marketplace/skills/eval-shipper')).body.evals).toEqual([current]);
+  });
+
   it('serves the bundle, whose files hash to the advertised checksum', async () => {
     const detail = await call('/api/v1/marketplace/skills/code-reviewer');
     const bundle = await call('/api/v1/marketplace/skills/code-reviewer/bundle');

@@ -50,6 +50,14 @@ describe('eval cases when authoring', () => {
     expect(none.body.error.details.field).toBe('evals.0.expectations');
   });
 
+  it('the skill says whether its active version carries cases', async () => {
+    const user = await signUp();
+    await author(user, 'release-notes', { ...SKILL, evals: CASES });
+    expect((await call('/api/v1/skills/release-notes', { token: user.token })).body).toMatchObject({ versionNumber: 1, hasEvalCases: true, evals: [] });
+    await author(user, 'release-notes', SKILL);
+    expect((await call('/api/v1/skills/release-notes', { token: user.token })).body).toMatchObject({ versionNumber: 2, hasEvalCases: false });
+  });
+
   it('stores them in the bundle, versioned with the skill', async () => {
     const user = await signUp();
     const first = await author(user, 'release-notes', { ...SKILL, evals: CASES });

@@ -3,6 +3,8 @@ import { cursorEnvelope } from '../lib/pagination';
 import {
   BundleDownload,
   CategoryItem,
+  CurrentEval,
+  currentEvals,
   getMarketplaceBundle,
   getMarketplaceSkill,
   listCategories,
@@ -27,7 +29,7 @@ export const marketplaceArea: Area = {
       name: 'search-marketplace',
       title: 'Search the skill marketplace',
       description:
-        'Searches the public skill catalog by words in a skill’s name or description, optionally within one category; answers slug, name, description, category and author of each match, alphabetical by slug. Install one with install-skill.',
+        'Searches the public skill catalog by words in a skill’s name or description, optionally within one category; answers slug, name, description, category and repository of each match, alphabetical by slug, and the eval the catalog ships for its current version (pass rate with and without the skill, model, date; `local` marks the built-in local model) or null. Install one with install-skill.',
       access: PUBLIC,
       input: MarketplaceInput,
       output: z.union([z.array(MarketplaceItem), cursorEnvelope(MarketplaceItem)]),
@@ -43,8 +45,15 @@ export const marketplaceArea: Area = {
         args: MarketplaceInput.pick({ query: true, category: true, offset: true }).extend({
           limit: z.number().int().min(1).max(100).default(20).describe('How many to answer (default 20)'),
         }),
-        output: z.object({ skills: z.array(MarketplaceItem) }),
-        present: async (_ctx, skills) => ({ skills }),
+        output: z.object({ skills: z.array(MarketplaceItem.extend({ eval: CurrentEval })) }),
+        present: async (ctx, answer) => {
+          const skills = Array.isArray(answer) ? answer : answer.data;
+          const evals = await currentEvals(
+            ctx.globalDb,
+            skills.map((s) => s.slug),
+          );
+          return { skills: skills.map((s) => ({ ...s, eval: evals.get(s.slug) ?? null })) };
+        },
       },
       run: (ctx, query) => listMarketplace(ctx.globalDb, query),
     }),

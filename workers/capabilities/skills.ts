@@ -115,13 +115,13 @@ export const skillsArea: Area = {
       name: 'get-skill-details',
       title: 'Get skill details',
       description:
-        'Shows one installed skill: its prompt, active version number, content checksum, bundle type and file count, and the latest eval of each version (cases, pass rate with and without the skill, model, date; `local` marks a run on the built-in local model). Fails with NOT_FOUND if it is not installed.',
+        'Shows one installed skill: its prompt, active version number, content checksum, bundle type and file count, whether its active version carries eval cases, and the latest eval of each version (cases, pass rate with and without the skill, model, date; `local` marks a run on the built-in local model). Fails with NOT_FOUND if it is not installed.',
       access: LIBRARY_READ,
       input: BySlug,
       output: SkillDetails,
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/:slug', summary: 'One installed skill, with the latest eval of each version' },
-      run: (ctx, { slug }) => getSkillDetails(ctx.db, ctx.actor, slug),
+      run: (ctx, { slug }) => getSkillDetails(ctx.db, ctx.env.BUCKET, ctx.actor, slug),
     }),
     defineCapability({
       name: 'author-skill',

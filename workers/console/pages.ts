@@ -2,7 +2,7 @@
  * The console's pages, listed once: the routes that serve them (workers/routes/console.tsx), the
  * navigation (its sections, in this order, each linking to its first page), the heading each page
  * starts with, and the view the script draws (console/src/main.ts has one for every `view` here,
- * or it does not compile). A page's one path parameter is the item its view is about.
+ * or it does not compile). A page's path parameters, joined by `/`, are the item its view is about.
  */
 export const CONSOLE_PAGES = [
   { path: '/', section: 'Home', title: 'Home', view: 'home' },
@@ -11,6 +11,7 @@ export const CONSOLE_PAGES = [
   { path: '/skills', section: 'Skills', title: 'Skills', view: 'skills' },
   { path: '/skills/:slug', section: 'Skills', title: 'Skill', view: 'skill' },
   { path: '/skills/:slug/run', section: 'Skills', title: 'Run a skill', view: 'run-skill' },
+  { path: '/skills/:slug/evals/:id', section: 'Skills', title: 'Eval', view: 'skill-eval' },
   { path: '/runs', section: 'Runs', title: 'Runs', view: 'runs' },
   { path: '/runs/:id', section: 'Runs', title: 'Run', view: 'run' },
   { path: '/workflows', section: 'Workflows', title: 'Workflows', view: 'workflows' },

@@ -12,7 +12,7 @@ export interface ShellProps {
   section: Section;
   /** The page's own heading (the section's name unless the page is one item of it). */
   title: string;
-  /** Which view the script draws, and the item it is about (a slug or an id). */
+  /** Which view the script draws, and the item it is about (a slug or an id; several path parameters joined by `/`). */
   view: View;
   item?: string;
 }

@@ -25,6 +25,12 @@ export async function storeBundle(bucket: R2Bucket, files: BundleFile[]): Promis
   return { contentChecksum: manifest.checksum, storagePath, bundleType: BUNDLE_TYPE, filesCount: manifest.files.length };
 }
 
+/** The paths of a stored bundle's files, from its manifest alone; null if it is missing. */
+export async function bundlePaths(bucket: R2Bucket, storagePath: string): Promise<string[] | null> {
+  const object = await bucket.get(storagePath);
+  return object ? ((await object.json()) as BundleManifest).files.map((f) => f.path) : null;
+}
+
 /** Reads a stored bundle back; null if its manifest or any blob is missing. */
 export async function loadBundle(bucket: R2Bucket, storagePath: string): Promise<BundleFile[] | null> {
   const object = await bucket.get(storagePath);

@@ -24,7 +24,7 @@ async function consolePage(c: Ctx, page: ConsolePage) {
   const nonce = newNonce();
   const csrf = csrfToken(c);
   pageSecurityHeaders(c, consoleCsp(nonce));
-  const [item] = Object.values(c.req.param() as Record<string, string>);
+  const item = Object.values(c.req.param() as Record<string, string>).join('/') || undefined;
   return c.html(<ConsoleShell nonce={nonce} csrf={csrf} section={page.section} title={page.title} view={page.view} item={item} />);
 }
 

@@ -1,10 +1,11 @@
-import { and, asc, count, eq, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { z } from 'zod';
 import { CATEGORIES, catalogSkills, type CatalogSkillRow } from '../../schema';
 import { CATEGORY_NAMES, CategoryId } from '../lib/categories';
 import type { GlobalDb } from '../env';
 import { invalidInput, notFound } from '../errors';
 import { fromBase64, toBase64 } from '../lib/base64';
+import { ShippedEval, ShippedEvals } from '../lib/catalog-evals';
 import { type BundleFile, bundleManifest, validateBundle } from '../lib/bundle';
 import { loadBundle, storeBundle } from '../lib/bundle-store';
 import { now } from '../lib/clock';
@@ -24,6 +25,8 @@ export const CatalogEntry = z.object({
   repository: z.union([z.url({ protocol: /^https?$/ }).max(500), z.literal(BUILT_IN_REPOSITORY)]),
   commitHash: z.string().min(1).max(64),
   files: z.array(z.object({ path: z.string(), base64: z.string() })),
+  /** The eval results shipped with the skill (catalog/evals/<slug>.json). */
+  evals: ShippedEvals.optional(),
 });
 export type CatalogEntry = z.infer<typeof CatalogEntry>;
 
@@ -39,7 +42,7 @@ export interface CatalogLoad {
 /**
  * Loads importer output into the marketplace: validates each bundle again (the file may have
  * been edited by hand), and stores the bundle in R2 and upserts its row only when something
- * changed (content, repository or commit). Loading the same catalog again writes nothing; a
+ * changed (content, repository, commit or shipped eval results). Loading the same catalog again writes nothing; a
  * skill whose content changed gets the new content, which installs as a new version.
  */
 export async function importCatalog(db: GlobalDb, bucket: R2Bucket, entries: CatalogEntry[]): Promise<CatalogLoad> {
@@ -51,6 +54,7 @@ export async function importCatalog(db: GlobalDb, bucket: R2Bucket, entries: Cat
           contentChecksum: catalogSkills.contentChecksum,
           repository: catalogSkills.repository,
           commitHash: catalogSkills.commitHash,
+          evals: catalogSkills.evals,
         })
         .from(catalogSkills)
     ).map((row) => [row.slug, row]),
@@ -62,7 +66,14 @@ export async function importCatalog(db: GlobalDb, bucket: R2Bucket, entries: Cat
         const bundle = validateBundle(decodeFiles(entry.files), entry.slug);
         const before = known.get(bundle.slug);
         const { checksum } = await bundleManifest(bundle.files);
-        if (before && before.contentChecksum === checksum && before.repository === entry.repository && before.commitHash === entry.commitHash) {
+        const evals = JSON.stringify(entry.evals ?? []);
+        if (
+          before &&
+          before.contentChecksum === checksum &&
+          before.repository === entry.repository &&
+          before.commitHash === entry.commitHash &&
+          before.evals === evals
+        ) {
           load.unchanged.push(bundle.slug);
           return null;
         }
@@ -82,6 +93,7 @@ export async function importCatalog(db: GlobalDb, bucket: R2Bucket, entries: Cat
           contentChecksum: stored.contentChecksum,
           storagePath: stored.storagePath,
           filesCount: stored.filesCount,
+          evals,
           updatedAt: now(),
         };
       }),
@@ -116,6 +128,9 @@ export const MarketplaceDetail = MarketplaceItem.extend({
   license: z.string().nullable(),
   contentChecksum: z.string(),
   filesCount: z.number().int(),
+  evals: ShippedEvals.describe(
+    'The eval results the catalog ships: the latest eval of each version its deployer ran, newest first; the one whose contentChecksum is this detail’s is of the current version',
+  ),
 });
 export type MarketplaceDetail = z.infer<typeof MarketplaceDetail>;
 
@@ -139,6 +154,7 @@ const presentDetail = (row: CatalogSkillRow): MarketplaceDetail => ({
   license: row.license,
   contentChecksum: row.contentChecksum,
   filesCount: row.filesCount,
+  evals: ShippedEvals.parse(JSON.parse(row.evals)),
 });
 
 /** The bare-array form lists the whole catalog unless `limit` says otherwise. */
@@ -216,6 +232,27 @@ export async function listCategories(db: GlobalDb) {
 export async function findCatalogSkill(db: GlobalDb, slug: string): Promise<CatalogSkillRow | null> {
   const [row] = await db.select().from(catalogSkills).where(eq(catalogSkills.slug, slug)).limit(1);
   return row ?? null;
+}
+
+/** What a search result shows of a skill's shipped evals: the one of its current content, if any. */
+export const CurrentEval = ShippedEval.omit({ cases: true, contentChecksum: true, provider: true, repetitions: true })
+  .nullable()
+  .describe('The shipped eval of the current version (pass rates with and without the skill, model, date; `local` for the built-in model), or null');
+
+/** The shipped eval of each skill's current content, by slug (null where the catalog ships none). */
+export async function currentEvals(db: GlobalDb, slugs: string[]): Promise<Map<string, z.infer<typeof CurrentEval>>> {
+  const rows = slugs.length
+    ? await db
+        .select({ slug: catalogSkills.slug, contentChecksum: catalogSkills.contentChecksum, evals: catalogSkills.evals })
+        .from(catalogSkills)
+        .where(inArray(catalogSkills.slug, slugs))
+    : [];
+  return new Map(
+    rows.map((row) => {
+      const current = ShippedEvals.parse(JSON.parse(row.evals)).find((e) => e.contentChecksum === row.contentChecksum);
+      return [row.slug, current ? CurrentEval.unwrap().parse(current) : null];
+    }),
+  );
 }
 
 export async function getMarketplaceSkill(db: GlobalDb, slug: string): Promise<MarketplaceDetail> {

@@ -14,7 +14,8 @@ export async function fetchRegistryBundle(
   env: OutboundSetting,
 ): Promise<{ files: BundleFile[]; repository: string | null; commitHash: string }> {
   const base = `${registry.replace(/\/+$/, '')}/api/v1/marketplace/skills/${encodeURIComponent(slug)}`;
-  const detail = MarketplaceDetail.safeParse(await fetchJson(base, 'registry', 1024 * 1024, env));
+  // Only what installing needs: a registry that ships no eval results is still one.
+  const detail = MarketplaceDetail.omit({ evals: true }).safeParse(await fetchJson(base, 'registry', 1024 * 1024, env));
   if (!detail.success) throw invalidInput('registry', 'response', 'The registry answered an unexpected skill detail');
   const download = BundleDownload.safeParse(await fetchJson(`${base}/bundle`, 'registry', BUNDLE_LIMITS.totalBytes * 2, env));
   const unexpectedBundle = () => invalidInput('registry', 'response', 'The registry answered an unexpected bundle');

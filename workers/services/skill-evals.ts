@@ -7,7 +7,7 @@ import type { Principal } from '../auth/principal';
 import type { Env, GlobalDb, ShardDb } from '../env';
 import { invalidInput, notFound } from '../errors';
 import { validateBundle, type BundleFile } from '../lib/bundle';
-import { loadBundle } from '../lib/bundle-store';
+import { bundlePaths, loadBundle } from '../lib/bundle-store';
 import { now, toIso } from '../lib/clock';
 import { globalDbOf } from '../lib/db';
 import { EVALS_PATH, type EvalCase } from '../lib/eval-cases';
@@ -287,10 +287,14 @@ export async function latestEvals(db: ShardDb, workspaceId: string, slug: string
     });
 }
 
-export const SkillDetails = InstallRecord.extend({ evals: LatestEvals });
+export const SkillDetails = InstallRecord.extend({
+  hasEvalCases: z.boolean().describe(`The active version carries eval cases (${EVALS_PATH}): POST /skills/:slug/evals/run can evaluate it`),
+  evals: LatestEvals,
+});
 
 /** One installed skill with its live version's storage fields and the latest eval of each version (`get-skill-details`). */
-export async function getSkillDetails(db: ShardDb, principal: Principal, slug: string): Promise<z.infer<typeof SkillDetails>> {
+export async function getSkillDetails(db: ShardDb, bucket: R2Bucket, principal: Principal, slug: string): Promise<z.infer<typeof SkillDetails>> {
   const [record, evals] = await Promise.all([getInstalledSkill(db, principal, slug), latestEvals(db, principal.workspaceId, slug)]);
-  return { ...record, evals };
+  const paths = await bundlePaths(bucket, record.storagePath);
+  return { ...record, hasEvalCases: paths?.includes(EVALS_PATH) ?? false, evals };
 }

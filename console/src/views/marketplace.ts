@@ -1,5 +1,6 @@
 import { api, ApiError, itemsOf, post, type Answer } from '../api';
 import { alertBox, field, h, show } from '../dom';
+import { shippedEvals } from './evals';
 
 /** What the page reads of an installed skill, in the install answer and the installed list alike. */
 type Installed = Pick<Answer<'/skills/{slug}/install', 'post'>, 'slug' | 'contentChecksum'>;
@@ -48,7 +49,7 @@ export async function marketplace(app: HTMLElement) {
   await refresh();
 }
 
-/** One catalog skill: what it is, its files, and Install (or Update when the catalog has a newer version). */
+/** One catalog skill: what it is, its shipped eval results, its files, and Install (or Update when the catalog has a newer version). */
 export async function marketplaceSkill(app: HTMLElement, slug: string) {
   const [skill, bundle, installed] = await Promise.all([
     api('/marketplace/skills/{slug}', { path: { slug } }),
@@ -82,6 +83,7 @@ export async function marketplaceSkill(app: HTMLElement, slug: string) {
     h('p', { class: 'muted' }, `${skill.category} · version ${skill.version} · by ${skill.author}${skill.license ? ` · ${skill.license}` : ''}`),
     action,
     message,
+    h('section', { 'aria-labelledby': 'evals-h' }, h('h2', { id: 'evals-h' }, 'Evals'), shippedEvals(skill.evals, skill.contentChecksum)),
     h('h2', { id: 'files-h' }, 'Files'),
     h(
       'ul',

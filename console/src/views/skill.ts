@@ -1,10 +1,12 @@
 import { api, del, itemsOf, post, put } from '../api';
 import { field, h, show, when } from '../dom';
+import { installedEvals } from './evals';
 import { failure, section } from './settings-more';
 
-/** One installed skill: an editor (every save is a version), its versions with Restore, and its secret bindings. */
+/** One installed skill: an editor (every save is a version), its evals with Run eval, its versions with Restore, and its secret bindings. */
 export async function skill(app: HTMLElement, slug: string) {
   const versionsBox = h('div');
+  const evalsBox = h('div');
   const bindingsBox = h('div');
   const name = h('input', { id: 'skill-name', required: true, maxlength: 100 });
   const description = h('textarea', { id: 'skill-description', rows: 2, required: true });
@@ -130,7 +132,9 @@ export async function skill(app: HTMLElement, slug: string) {
     );
   };
 
-  await Promise.all([load(), drawBindings()]);
+  const drawEvals = async () => show(evalsBox, await installedEvals(slug, await api('/skills/{slug}', { path: { slug } })));
+
+  await Promise.all([load(), drawBindings(), drawEvals()]);
   show(
     app,
     h('p', {}, h('a', { class: 'button', href: `/skills/${encodeURIComponent(slug)}/run` }, 'Run')),
@@ -169,6 +173,7 @@ export async function skill(app: HTMLElement, slug: string) {
         saved,
       ),
     ),
+    section('evals', 'Evals', evalsBox),
     section('versions', 'Versions', versionsBox),
     section('bindings', 'Secrets', bindingsBox),
   );

@@ -300,6 +300,7 @@ CREATE TABLE `catalog_skills` (
 	`content_checksum` text NOT NULL,
 	`storage_path` text NOT NULL,
 	`files_count` integer NOT NULL,
+	`evals` text DEFAULT '[]' NOT NULL,
 	`updated_at` integer NOT NULL
 );
 --> statement-breakpoint
