@@ -30,7 +30,10 @@ const promote = (user: TestUser, version: number) => call(`/api/v1/skills/releas
 /** The version's guard record once its evals ended. */
 async function decided(user: TestUser, version: number) {
   for (let i = 0; i < 150; i++) {
-    const versions = (await call('/api/v1/skills/release-notes/versions', { token: user.token })).body as { versionNumber: number; guard: { status: string } }[];
+    const versions = (await call('/api/v1/skills/release-notes/versions', { token: user.token })).body as {
+      versionNumber: number;
+      guard: { status: string };
+    }[];
     const guard = versions.find((v) => v.versionNumber === version)!.guard;
     if (guard.status !== 'evaluating') return guard;
     await new Promise((r) => setTimeout(r, 200));
