@@ -5,8 +5,9 @@ import { freePort, newAccount, until, type RunningService } from './helpers';
 import { startPrepared } from './prepared';
 
 /**
- * A skill eval end to end: the service (wrangler dev on the state `npm start` prepared) runs the
- * user's own OpenAI-compatible key against a model server in this process, scripted to answer
+ * A skill eval end to end: the service (wrangler dev on the state `npm start` prepared) runs its
+ * OpenAI-compatible provider, configured as a deployer would, against a model server in this
+ * process (a service key, so the runs are charged; a user's own key runs free), scripted to answer
  * better with the skill's instructions than without (test/setup/eval-model.ts), and to grade
  * expectations by their quoted word.
  */
@@ -48,6 +49,10 @@ describe('a skill eval against a hosted model', () => {
       let raw = '';
       req.on('data', (d) => (raw += d));
       req.on('end', () => {
+        if (req.headers.authorization !== 'Bearer e2e-service-key') {
+          res.writeHead(401).end();
+          return;
+        }
         const body = JSON.parse(raw) as { messages: { role: string; content: unknown }[] };
         const chunks = req.url?.endsWith('/chat/completions') ? evalAnswer(body) : null;
         if (!chunks) {
@@ -67,7 +72,9 @@ describe('a skill eval against a hosted model', () => {
       });
     });
     await new Promise<void>((resolve) => model.listen(port, '127.0.0.1', resolve));
-    service = await startPrepared(undefined, { args: ['--var', `OPENAI_BASE_URL:http://127.0.0.1:${port}/v1`] });
+    service = await startPrepared(undefined, {
+      args: ['--var', 'MODEL_PROVIDER:openai', '--var', 'OPENAI_API_KEY:e2e-service-key', '--var', `OPENAI_BASE_URL:http://127.0.0.1:${port}/v1`],
+    });
   });
 
   afterAll(async () => {
@@ -85,7 +92,6 @@ describe('a skill eval against a hosted model', () => {
       });
       return { status: res.status, body: (await res.json()) as any };
     };
-    expect((await api('/api/v1/byok', { method: 'PUT', body: { key: 'sk-e2e-eval-0123456789abcdef' } })).status).toBe(200);
     const skill = {
       name: 'Release Checklist',
       description: 'Turns a release task into a checklist.',
