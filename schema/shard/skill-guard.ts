@@ -40,7 +40,7 @@ export const skillVersionGuards = sqliteTable(
     note: text('note'),
     decidedAt: integer('decided_at'),
   },
-  (t) => [index('skill_version_guards_eval_idx').on(t.workspaceId, t.status)],
+  (t) => [index('skill_version_guards_status_idx').on(t.workspaceId, t.status)],
 );
 
 export type SkillVersionGuardRow = typeof skillVersionGuards.$inferSelect;

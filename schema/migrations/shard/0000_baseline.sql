@@ -224,7 +224,7 @@ CREATE TABLE `skill_version_guards` (
 	FOREIGN KEY (`skill_version_id`) REFERENCES `skill_versions`(`id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
-CREATE INDEX `skill_version_guards_eval_idx` ON `skill_version_guards` (`workspace_id`,`status`);--> statement-breakpoint
+CREATE INDEX `skill_version_guards_status_idx` ON `skill_version_guards` (`workspace_id`,`status`);--> statement-breakpoint
 CREATE TABLE `skill_versions` (
 	`id` integer PRIMARY KEY NOT NULL,
 	`workspace_id` text NOT NULL,
