@@ -13,6 +13,7 @@ import { lastTurnText } from '../workers/services/execution-events';
 import { gradeCheck, GRADER_SYSTEM, graderInput, readVerdicts, runPassed } from '../workers/services/eval-grading';
 import { evalReport, evalTotals, reportText, type EvalUnit, type UnitRun } from '../workers/services/eval-report';
 import { startEvalRun } from '../workers/services/executions';
+import { settleGuards } from '../workers/services/skill-guard';
 
 /** What starting a job hands its object: everything it runs, so it reads no skill again. */
 export interface EvalJob {
@@ -118,8 +119,12 @@ export class SkillEval extends DurableObject<Env> {
             : { status: 'failed', stopReason: error instanceof Error ? error.message : String(error) };
       }
       await this.writeRow(db, outcome);
-      if (outcome.status === 'running') await this.ctx.storage.setAlarm(now() + (outcome.wait ?? POLL_MS));
-      else await this.erase();
+      if (outcome.status === 'running') return this.ctx.storage.setAlarm(now() + (outcome.wait ?? POLL_MS));
+      // A version the guard held back on this eval is decided now; the owner's override stays open if this fails.
+      await settleGuards(db, job.actor, job.evalId).catch((error) =>
+        console.error(JSON.stringify({ level: 'error', message: 'a skill version guard was not settled', evalId: job.evalId, error: String(error) })),
+      );
+      await this.erase();
     });
   }
 

@@ -440,6 +440,24 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/workspaces/{id}/skill-guard': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Whether a new version of an authored skill must score at least as well as the current one in its eval before it becomes current */
+    get: operations['getApiV1WorkspacesByIdSkillGuard'];
+    /** Turn the skill version guard on or off (owners only) */
+    put: operations['putApiV1WorkspacesByIdSkillGuard'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/workspaces/{id}': {
     parameters: {
       query?: never;
@@ -1099,7 +1117,7 @@ export interface paths {
     };
     /** One installed skill, with the latest eval of each version */
     get: operations['getApiV1SkillsBySlug'];
-    /** Create or update a skill you author; every write adds a version */
+    /** Create or update a skill you author; every write adds a version (202 with `guard` when the version guard holds it back) */
     put: operations['putApiV1SkillsBySlug'];
     post?: never;
     delete?: never;
@@ -1187,6 +1205,23 @@ export interface paths {
     put?: never;
     /** Restore an old version as a new one (non-destructive) */
     post: operations['postApiV1SkillsBySlugVersionsByVersionNumberRestore'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/skills/{slug}/versions/{versionNumber}/promote': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Make a version the guard held back current (owners only) */
+    post: operations['postApiV1SkillsBySlugVersionsByVersionNumberPromote'];
     delete?: never;
     options?: never;
     head?: never;
@@ -5193,6 +5228,213 @@ export interface operations {
             activity: number;
             /** @description Days an audit entry is kept */
             audit: number;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1WorkspacesByIdSkillGuard: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The workspace id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Whether a new version of an authored skill must score at least as well as the current one before it becomes current */
+            enabled: boolean;
+            updatedAt: string | null;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  putApiV1WorkspacesByIdSkillGuard: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The workspace id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Whether a new version of an authored skill must score at least as well as the current one before it becomes current */
+          enabled: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description Whether a new version of an authored skill must score at least as well as the current one before it becomes current */
+            enabled: boolean;
+            updatedAt: string | null;
           };
         };
       };
@@ -10191,6 +10433,29 @@ export interface operations {
               local: boolean;
               completedAt: string | null;
             }[];
+            /** @description Versions the workspace’s version guard holds back (being evaluated, or refused with their numbers), newest first */
+            heldVersions: {
+              /** @description The version held back */
+              version: number;
+              /**
+               * @description evaluating until its eval ends; then accepted (it became current), refused (it stays non-current), or overridden by the owner
+               * @enum {string}
+               */
+              status: 'evaluating' | 'accepted' | 'refused' | 'overridden';
+              /** @description The eval measuring it, on the cases of the version it would replace */
+              evalId: string;
+              /** @description The eval of that previous version it is compared with (same cases, same model) */
+              baselineEvalId: string;
+              /** @description The version current when it was written */
+              previousVersion: number;
+              /** @description Its pass rate with the skill, once its eval ended */
+              passRate: number | null;
+              /** @description The previous version’s pass rate with the skill: the least it must score */
+              required: number | null;
+              /** @description Why it was refused, or that the owner overrode it */
+              note: string | null;
+              decidedAt: string | null;
+            }[];
           };
         };
       };
@@ -10352,6 +10617,29 @@ export interface operations {
             bundleType: string;
             storagePath: string;
             filesCount: number;
+            /** @description Present when the workspace’s guard held the new version back (answer 202): the record above is still the current version */
+            guard?: {
+              /** @description The version held back */
+              version: number;
+              /**
+               * @description evaluating until its eval ends; then accepted (it became current), refused (it stays non-current), or overridden by the owner
+               * @enum {string}
+               */
+              status: 'evaluating' | 'accepted' | 'refused' | 'overridden';
+              /** @description The eval measuring it, on the cases of the version it would replace */
+              evalId: string;
+              /** @description The eval of that previous version it is compared with (same cases, same model) */
+              baselineEvalId: string;
+              /** @description The version current when it was written */
+              previousVersion: number;
+              /** @description Its pass rate with the skill, once its eval ended */
+              passRate: number | null;
+              /** @description The previous version’s pass rate with the skill: the least it must score */
+              required: number | null;
+              /** @description Why it was refused, or that the owner overrode it */
+              note: string | null;
+              decidedAt: string | null;
+            };
           };
         };
       };
@@ -10811,6 +11099,29 @@ export interface operations {
             note: string | null;
             createdAt: string;
             active: boolean;
+            /** @description Set when the workspace’s version guard held this version back when it was written: its eval and outcome */
+            guard: {
+              /** @description The version held back */
+              version: number;
+              /**
+               * @description evaluating until its eval ends; then accepted (it became current), refused (it stays non-current), or overridden by the owner
+               * @enum {string}
+               */
+              status: 'evaluating' | 'accepted' | 'refused' | 'overridden';
+              /** @description The eval measuring it, on the cases of the version it would replace */
+              evalId: string;
+              /** @description The eval of that previous version it is compared with (same cases, same model) */
+              baselineEvalId: string;
+              /** @description The version current when it was written */
+              previousVersion: number;
+              /** @description Its pass rate with the skill, once its eval ended */
+              passRate: number | null;
+              /** @description The previous version’s pass rate with the skill: the least it must score */
+              required: number | null;
+              /** @description Why it was refused, or that the owner overrode it */
+              note: string | null;
+              decidedAt: string | null;
+            } | null;
           }[];
         };
       };
@@ -10916,6 +11227,141 @@ export interface operations {
             skill: {
               slug: string;
               contentChecksum: string;
+            };
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  postApiV1SkillsBySlugVersionsByVersionNumberPromote: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The skill’s slug, e.g. meeting-summarizer */
+        slug: string;
+        /** @description The version to make current */
+        versionNumber: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            name: string;
+            slug: string;
+            description: string;
+            category: string;
+            prompt: string;
+            repository?: string;
+            commitHash?: string;
+            source: string;
+            versionNumber: number;
+            contentChecksum: string;
+            bundleType: string;
+            storagePath: string;
+            filesCount: number;
+            /** @description Present when the workspace’s guard held the new version back (answer 202): the record above is still the current version */
+            guard: {
+              /** @description The version held back */
+              version: number;
+              /**
+               * @description evaluating until its eval ends; then accepted (it became current), refused (it stays non-current), or overridden by the owner
+               * @enum {string}
+               */
+              status: 'evaluating' | 'accepted' | 'refused' | 'overridden';
+              /** @description The eval measuring it, on the cases of the version it would replace */
+              evalId: string;
+              /** @description The eval of that previous version it is compared with (same cases, same model) */
+              baselineEvalId: string;
+              /** @description The version current when it was written */
+              previousVersion: number;
+              /** @description Its pass rate with the skill, once its eval ended */
+              passRate: number | null;
+              /** @description The previous version’s pass rate with the skill: the least it must score */
+              required: number | null;
+              /** @description Why it was refused, or that the owner overrode it */
+              note: string | null;
+              decidedAt: string | null;
             };
           };
         };

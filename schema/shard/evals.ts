@@ -33,6 +33,8 @@ export const skillEvals = sqliteTable(
     /** Most the job may be charged (hundredths of a Ds), when its starter set one. */
     budget: integer('budget'),
     casesCount: integer('cases_count').notNull(),
+    /** SHA-256 of the cases and their run inputs: two evals with the same one measured the same thing. */
+    casesChecksum: text('cases_checksum').notNull(),
     /** Fraction of graded runs that passed, with and without the skill; null until one is graded. */
     passRateWith: real('pass_rate_with'),
     passRateWithout: real('pass_rate_without'),

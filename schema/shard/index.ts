@@ -9,6 +9,7 @@ export * from './logs';
 export * from './memory';
 export * from './retention';
 export * from './secrets';
+export * from './skill-guard';
 export * from './skills';
 export * from './spend';
 export * from './traces';

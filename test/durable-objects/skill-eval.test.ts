@@ -34,6 +34,7 @@ describe('SkillEval after a restart', () => {
         model: 'local-1',
         repetitions: 1,
         casesCount: 1,
+        casesChecksum: '',
         createdAt: Date.now(),
       })
       .returning();

@@ -49,6 +49,7 @@ const NO_BODY: Record<string, string> = {
   'DELETE /api/v1/agents/:keyId/scopes/:scope': 'no body; key id and scope are the input',
   'POST /api/v1/skills/:slug/uninstall': 'no body; the slug is the input',
   'POST /api/v1/skills/:slug/versions/:versionNumber/restore': 'no body; slug and version are the input',
+  'POST /api/v1/skills/:slug/versions/:versionNumber/promote': 'no body; slug and version are the input',
   'DELETE /api/v1/skills/:slug/secrets/:id': 'no body; slug and binding id are the input',
   'DELETE /api/v1/secrets/:id': 'no body; the secret id is the input',
   'POST /api/v1/executions/:id/cancel': 'no body; the execution id is the input',

@@ -15,6 +15,7 @@ import {
   listInvitations,
 } from '../services/invitations';
 import { getRetention, RetentionPatch, RetentionWindows, setRetention } from '../services/retention';
+import { getSkillGuard, setSkillGuard, SkillGuardBody, SkillGuardSetting } from '../services/skill-guard';
 import { getSpendLimits, setSpendLimits, SpendLimits, SpendLimitsBody } from '../services/spend-limits';
 import { getTelemetry, setTelemetry, TelemetryBody, TelemetryDestination } from '../services/telemetry';
 import { DeleteWorkspaceBody, getDeletion, requestDeletion, WorkspaceDeletion } from '../services/workspace-deletion';
@@ -276,6 +277,31 @@ export const workspacesArea: Area = {
       http: { method: 'PUT', path: '/:id/retention', params: byId, summary: 'Set retention windows in days (owners only)' },
       mcp: { stepUp: true },
       run: (ctx, { workspaceId, ...patch }) => setRetention(ctx.db, ctx.globalDb, ctx.env, ctx.actor, workspaceId, patch),
+    }),
+    defineCapability({
+      name: 'get-skill-guard',
+      title: 'Get the skill version guard',
+      description: 'Whether a new version of an authored skill must score at least as well as the current one in its eval before it becomes current.',
+      access: { auth: 'credential', scope: 'profile:read' },
+      input: WorkspaceId,
+      output: SkillGuardSetting,
+      annotations: READ_ONLY,
+      http: { method: 'GET', path: '/:id/skill-guard', params: byId },
+      mcp: { stepUp: true },
+      run: (ctx, { workspaceId }) => getSkillGuard(ctx.db, ctx.globalDb, ctx.actor, workspaceId),
+    }),
+    defineCapability({
+      name: 'set-skill-guard',
+      title: 'Set the skill version guard',
+      description:
+        'Turns the skill version guard on or off (owners only): with it on, a new version of an authored skill whose current version carries eval cases is evaluated first and becomes current only if its pass rate with the skill is not below the current version’s.',
+      access: { auth: 'credential', scope: 'profile:write' },
+      input: WorkspaceId.extend(SkillGuardBody.shape),
+      output: SkillGuardSetting,
+      annotations: { ...WRITE, idempotentHint: true },
+      http: { method: 'PUT', path: '/:id/skill-guard', params: byId, summary: 'Turn the skill version guard on or off (owners only)' },
+      mcp: { stepUp: true },
+      run: (ctx, { workspaceId, ...body }) => setSkillGuard(ctx.db, ctx.globalDb, ctx.actor, workspaceId, body),
     }),
     defineCapability({
       name: 'delete-workspace',

@@ -6,11 +6,11 @@ import { optionalJsonBody } from '../middleware/validate';
 import { InstallFromSourceBody, installFromSource } from '../services/archive-install';
 import { runSkill, RunSkillBody, StartedRun } from '../services/executions';
 import { getSkillDetails, SkillDetails } from '../services/skill-evals';
+import { AuthoredSkill, promoteVersion, PromotedSkill, writeAuthoredSkill } from '../services/skill-guard';
 import { StepError } from '../workflows/steps';
 import { BindSecretBody, bindSecret, listBindings, SecretBinding, unbindSecret } from '../services/skill-secrets';
 import {
   AuthorSkillBody,
-  authorSkill,
   InstallBody,
   InstalledSkill,
   InstallRecord,
@@ -126,14 +126,20 @@ export const skillsArea: Area = {
     defineCapability({
       name: 'author-skill',
       title: 'Write a skill',
-      description: 'Creates or updates a skill you author; every write adds a version.',
+      description:
+        'Creates or updates a skill you author; every write adds a version. With the workspace’s version guard on and a current version carrying eval cases, the new version is held back (202, `guard`) until its eval shows it scores at least as well.',
       access: LIBRARY_WRITE,
       input: BySlug.extend(AuthorSkillBody.shape),
-      output: InstallRecord,
+      output: AuthoredSkill,
       annotations: WRITE,
-      http: { method: 'PUT', path: '/:slug', summary: 'Create or update a skill you author; every write adds a version' },
+      http: {
+        method: 'PUT',
+        path: '/:slug',
+        summary: 'Create or update a skill you author; every write adds a version (202 with `guard` when the version guard holds it back)',
+        respond: { schema: AuthoredSkill, send: (c, record) => c.json(record, record.guard ? 202 : 200) },
+      },
       mcp: false,
-      run: (ctx, { slug, ...body }) => authorSkill(ctx.db, ctx.env.BUCKET, ctx.actor, slug, body),
+      run: (ctx, { slug, ...body }) => writeAuthoredSkill(ctx.db, ctx.env, ctx.actor, slug, body, ctx.grantToken),
     }),
     executeSkillCapability,
     defineCapability({
@@ -190,6 +196,19 @@ export const skillsArea: Area = {
       http: { method: 'POST', path: '/:slug/versions/:versionNumber/restore', summary: 'Restore an old version as a new one (non-destructive)' },
       mcp: false,
       run: (ctx, { slug, versionNumber }) => restoreVersion(ctx.db, ctx.globalDb, ctx.actor, slug, versionNumber),
+    }),
+    defineCapability({
+      name: 'promote-skill-version',
+      title: 'Promote a held-back skill version',
+      description:
+        'Makes a version the workspace’s version guard holds back (being evaluated, or refused) current anyway (owners only); audited with its eval’s numbers.',
+      access: LIBRARY_WRITE,
+      input: BySlug.extend({ versionNumber: z.string().max(20).describe('The version to make current') }),
+      output: PromotedSkill,
+      annotations: WRITE,
+      http: { method: 'POST', path: '/:slug/versions/:versionNumber/promote', summary: 'Make a version the guard held back current (owners only)' },
+      mcp: false,
+      run: (ctx, { slug, versionNumber }) => promoteVersion(ctx.db, ctx.globalDb, ctx.actor, slug, versionNumber),
     }),
   ],
 };

@@ -1,7 +1,7 @@
 import { MAX_RUN_INPUT, withAttachedFiles } from '../lib/attached-input';
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import { z } from 'zod';
-import { EVAL_STATUSES, skillEvals, skillVersions, type SkillEvalRow } from '../../schema';
+import { EVAL_STATUSES, skillEvals, skills, skillVersionGuards, skillVersions, type SkillEvalRow, type SkillVersionRow } from '../../schema';
 import { actorToKeep } from '../auth/actor';
 import type { Principal } from '../auth/principal';
 import type { Env, GlobalDb, ShardDb } from '../env';
@@ -9,6 +9,7 @@ import { invalidInput, notFound } from '../errors';
 import { validateBundle, type BundleFile } from '../lib/bundle';
 import { bundlePaths, loadBundle } from '../lib/bundle-store';
 import { now, toIso } from '../lib/clock';
+import { sha256Hex } from '../lib/crypto';
 import { globalDbOf } from '../lib/db';
 import { EVALS_PATH, type EvalCase } from '../lib/eval-cases';
 import { formatId, parseId } from '../lib/ids';
@@ -17,6 +18,7 @@ import { byIntegerId, cursorEnvelope, CursorQuery, cursorPage, mapPage } from '.
 import { selectProvider } from '../runtime/providers/index';
 import { openByokKey, sealedByokKey } from './byok';
 import { getInstalledSkill, InstallRecord, requireSkill } from './skills';
+import { HELD, presentGuard, VersionGuard } from './version-guard';
 
 /** The most characters a run's input (the case's prompt and its input files) may hold: a run's own limit. */
 
@@ -154,7 +156,7 @@ async function versionOf(db: ShardDb, skill: { id: number; activeVersionId: numb
 }
 
 /** The provider and model the job's runs use: those of the launcher's runs, and `model` if given. */
-async function providerOf(env: Env, principal: Principal, body: StartEvalBody) {
+export async function providerOf(env: Env, principal: Principal, body: Pick<StartEvalBody, 'provider' | 'model'>) {
   const byok = await openByokKey(env.ENCRYPTION_KEY, (await sealedByokKey(globalDbOf(env), principal.userId))[0] ?? null);
   const provider = selectProvider(env, byok, body.model);
   if (body.provider !== undefined && body.provider !== provider.name) {
@@ -168,6 +170,82 @@ async function providerOf(env: Env, principal: Principal, body: StartEvalBody) {
   return provider;
 }
 
+/** A version's eval cases and each one's run input, with the checksum that tells evals of the same cases apart. */
+export interface EvalCasesOf {
+  cases: EvalCase[];
+  inputs: string[];
+  checksum: string;
+}
+
+/** The cases `version` carries in its bundle, or null when it carries none. */
+export async function evalCasesOf(env: Env, slug: string, version: SkillVersionRow): Promise<EvalCasesOf | null> {
+  const files = await loadBundle(env.BUCKET, version.storagePath);
+  if (!files) throw notFound(`The bundle of version ${version.versionNumber} of "${slug}"`);
+  const evals = validateBundle(files, slug).evals;
+  if (!evals) return null;
+  const inputs = evals.evals.map((c, i) => runInput(c, files, i));
+  return { cases: evals.evals, inputs, checksum: await sha256Hex(JSON.stringify({ cases: evals.evals, inputs })) };
+}
+
+/** What one eval job runs: `version` measured on `cases` (its own, or those of the version it would replace). */
+export interface EvalPlan {
+  skillId: number;
+  slug: string;
+  version: SkillVersionRow;
+  cases: EvalCasesOf;
+  provider: { name: string; model: string };
+  model?: string;
+  repetitions: number;
+  /** Hundredths of a Ds, or null for none. */
+  budget: number | null;
+}
+
+/** The job's row, `queued`: written before its object starts, so what refers to it can be written first. */
+export async function insertEval(db: ShardDb, principal: Principal, plan: EvalPlan): Promise<number> {
+  const [row] = await db
+    .insert(skillEvals)
+    .values({
+      workspaceId: principal.workspaceId,
+      skillId: plan.skillId,
+      skillSlug: plan.slug,
+      skillVersionId: plan.version.id,
+      versionNumber: plan.version.versionNumber,
+      userId: principal.userId,
+      status: 'queued',
+      provider: plan.provider.name,
+      model: plan.provider.model,
+      repetitions: plan.repetitions,
+      budget: plan.budget,
+      casesCount: plan.cases.cases.length,
+      casesChecksum: plan.cases.checksum,
+      createdAt: now(),
+    })
+    .returning({ id: skillEvals.id });
+  return row!.id;
+}
+
+/** Hands the job to its object (`SkillEval`), which runs it; a start that fails removes its row. */
+export async function launchEval(db: ShardDb, env: Env, principal: Principal, evalId: number, plan: EvalPlan): Promise<void> {
+  try {
+    await env.SKILL_EVAL.getByName(formatId('eval', evalId)).start({
+      evalId,
+      actor: actorToKeep(principal),
+      slug: plan.slug,
+      name: plan.version.name,
+      skillVersionId: plan.version.id,
+      cases: plan.cases.cases,
+      inputs: plan.cases.inputs,
+      repetitions: plan.repetitions,
+      budget: plan.budget,
+      ...(plan.model === undefined ? {} : { model: plan.model }),
+      grade: plan.provider.name !== 'local',
+    });
+  } catch (error) {
+    await db.delete(skillEvals).where(eq(skillEvals.id, evalId));
+    throw error;
+  }
+}
+
 /**
  * POST /skills/:slug/evals/run: starts the job for a version that carries eval cases. Its
  * object runs it (`SkillEval`); the answer is at once, the job `queued`.
@@ -175,57 +253,27 @@ async function providerOf(env: Env, principal: Principal, body: StartEvalBody) {
 export async function startEval(db: ShardDb, env: Env, principal: Principal, slug: string, body: StartEvalBody) {
   const skill = await requireSkill(db, globalDbOf(env), principal, slug);
   const version = await versionOf(db, skill, body.version);
-  const files = await loadBundle(env.BUCKET, version.storagePath);
-  if (!files) throw notFound(`The bundle of version ${version.versionNumber} of "${slug}"`);
-  const evals = validateBundle(files, slug).evals;
-  if (!evals) {
+  const cases = await evalCasesOf(env, slug, version);
+  if (!cases) {
     throw invalidInput(
       'version',
       'no_evals',
       `Version ${version.versionNumber} of "${slug}" has no eval cases: write them with PUT /api/v1/skills/${slug} (evals) or ship ${EVALS_PATH} in its bundle`,
     );
   }
-  const inputs = evals.evals.map((c, i) => runInput(c, files, i));
-  const provider = await providerOf(env, principal, body);
-  const budget = body.budget === undefined ? null : hundredthsOf(body.budget);
-  const [row] = await db
-    .insert(skillEvals)
-    .values({
-      workspaceId: principal.workspaceId,
-      skillId: skill.id,
-      skillSlug: slug,
-      skillVersionId: version.id,
-      versionNumber: version.versionNumber,
-      userId: principal.userId,
-      status: 'queued',
-      provider: provider.name,
-      model: provider.model,
-      repetitions: body.repetitions,
-      budget,
-      casesCount: evals.evals.length,
-      createdAt: now(),
-    })
-    .returning();
-  const id = formatId('eval', row!.id);
-  try {
-    await env.SKILL_EVAL.getByName(id).start({
-      evalId: row!.id,
-      actor: actorToKeep(principal),
-      slug,
-      name: version.name,
-      skillVersionId: version.id,
-      cases: evals.evals,
-      inputs,
-      repetitions: body.repetitions,
-      budget,
-      ...(body.model === undefined ? {} : { model: body.model }),
-      grade: provider.name !== 'local',
-    });
-  } catch (error) {
-    await db.delete(skillEvals).where(eq(skillEvals.id, row!.id));
-    throw error;
-  }
-  return { id, status: 'queued' as const };
+  const plan: EvalPlan = {
+    skillId: skill.id,
+    slug,
+    version,
+    cases,
+    provider: await providerOf(env, principal, body),
+    ...(body.model === undefined ? {} : { model: body.model }),
+    repetitions: body.repetitions,
+    budget: body.budget === undefined ? null : hundredthsOf(body.budget),
+  };
+  const id = await insertEval(db, principal, plan);
+  await launchEval(db, env, principal, id, plan);
+  return { id: formatId('eval', id), status: 'queued' as const };
 }
 
 const findEval = async (db: ShardDb, principal: Principal, skillId: number, rawId: string) => {
@@ -290,11 +338,30 @@ export async function latestEvals(db: ShardDb, workspaceId: string, slug: string
 export const SkillDetails = InstallRecord.extend({
   hasEvalCases: z.boolean().describe(`The active version carries eval cases (${EVALS_PATH}): POST /skills/:slug/evals/run can evaluate it`),
   evals: LatestEvals,
+  heldVersions: z
+    .array(VersionGuard)
+    .describe('Versions the workspace’s version guard holds back (being evaluated, or refused with their numbers), newest first'),
 });
 
-/** One installed skill with its live version's storage fields and the latest eval of each version (`get-skill-details`). */
+/** The skill's versions the guard holds back, newest first. */
+async function heldVersions(db: ShardDb, workspaceId: string, slug: string) {
+  const rows = await db
+    .select({ guard: skillVersionGuards, versionNumber: skillVersions.versionNumber })
+    .from(skillVersionGuards)
+    .innerJoin(skillVersions, eq(skillVersions.id, skillVersionGuards.skillVersionId))
+    .innerJoin(skills, eq(skills.id, skillVersions.skillId))
+    .where(and(eq(skills.workspaceId, workspaceId), eq(skills.slug, slug), inArray(skillVersionGuards.status, [...HELD])))
+    .orderBy(desc(skillVersions.versionNumber));
+  return rows.map((r) => presentGuard(r.guard, r.versionNumber));
+}
+
+/** One installed skill with its live version's storage fields, the latest eval of each version and the versions held back (`get-skill-details`). */
 export async function getSkillDetails(db: ShardDb, bucket: R2Bucket, principal: Principal, slug: string): Promise<z.infer<typeof SkillDetails>> {
-  const [record, evals] = await Promise.all([getInstalledSkill(db, principal, slug), latestEvals(db, principal.workspaceId, slug)]);
+  const [record, evals, held] = await Promise.all([
+    getInstalledSkill(db, principal, slug),
+    latestEvals(db, principal.workspaceId, slug),
+    heldVersions(db, principal.workspaceId, slug),
+  ]);
   const paths = await bundlePaths(bucket, record.storagePath);
-  return { ...record, hasEvalCases: paths?.includes(EVALS_PATH) ?? false, evals };
+  return { ...record, hasEvalCases: paths?.includes(EVALS_PATH) ?? false, evals, heldVersions: held };
 }

@@ -1,6 +1,6 @@
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { artifacts, executions, skills, skillVersions, type SkillRow, type SkillVersionRow } from '../../schema';
+import { artifacts, executions, skills, skillVersionGuards, skillVersions, type SkillRow, type SkillVersionGuardRow, type SkillVersionRow } from '../../schema';
 import { globalDbOf } from '../lib/db';
 import type { Principal } from '../auth/principal';
 import type { GlobalDb, ShardDb, Env } from '../env';
@@ -14,6 +14,7 @@ import { readArchive } from '../lib/archive';
 import { recordChange } from './audit';
 import { requireOwned } from './tenant';
 import { findCatalogSkill } from './catalog';
+import { HELD, presentGuard, VersionGuard } from './version-guard';
 import { fetchRegistryBundle } from './registry';
 
 export const SkillSlug = z.string().regex(SKILL_SLUG, 'lower-case letters, digits and single hyphens, at most 64 characters');
@@ -169,9 +170,10 @@ interface NewContent {
  * next version unless the active one already has this checksum and these fields (`force`
  * adds one anyway: authoring and restores always make a version). One D1 batch; the version
  * number is computed in SQL, and the unique (skill, number) index makes racing writers fail
- * rather than share a number.
+ * rather than share a number. A version the guard holds back (`hold`) is written without
+ * becoming active (skill-guard.ts makes it so once its eval passes).
  */
-async function writeVersion(db: ShardDb, principal: Principal, slug: string, content: NewContent, force: boolean, action: string) {
+async function writeVersion(db: ShardDb, principal: Principal, slug: string, content: NewContent, force: boolean, action: string, hold = false) {
   const t = now();
   const [existing] = await db
     .select({ skill: skills, version: skillVersions })
@@ -186,50 +188,54 @@ async function writeVersion(db: ShardDb, principal: Principal, slug: string, con
     active.name === content.name &&
     active.description === content.description &&
     active.category === content.category;
-  if (existing && active && unchanged && !force) return { record: presentInstalled(existing.skill, active), created: false };
+  if (existing && active && unchanged && !force) return { record: presentInstalled(existing.skill, active), created: false, version: active };
 
   const skillId = sql`(SELECT ${skills.id} FROM ${skills} WHERE ${skills.workspaceId} = ${principal.workspaceId} AND ${skills.slug} = ${slug})`;
   const nextNumber = sql`(SELECT COALESCE(MAX(${skillVersions.versionNumber}), 0) + 1 FROM ${skillVersions} WHERE ${skillVersions.skillId} = ${skillId})`;
   const provenance = { source: content.source, repository: content.repository, commitHash: content.commitHash };
-  await db.batch([
+  const activate = db
+    .update(skills)
+    .set({
+      activeVersionId: sql`(SELECT ${skillVersions.id} FROM ${skillVersions} WHERE ${skillVersions.skillId} = ${skills.id} ORDER BY ${skillVersions.versionNumber} DESC LIMIT 1)`,
+    })
+    .where(and(eq(skills.workspaceId, principal.workspaceId), eq(skills.slug, slug)));
+  const [, [written]] = await db.batch([
     db
       .insert(skills)
       .values({ workspaceId: principal.workspaceId, slug, ...provenance, activeVersionId: null, createdAt: t, updatedAt: t })
       .onConflictDoUpdate({ target: [skills.workspaceId, skills.slug], set: { ...provenance, updatedAt: t } }),
-    db.insert(skillVersions).values({
-      workspaceId: principal.workspaceId,
-      skillId: sql`${skillId}`,
-      versionNumber: sql`${nextNumber}`,
-      contentChecksum: content.stored.contentChecksum,
-      storagePath: content.stored.storagePath,
-      bundleType: content.stored.bundleType,
-      filesCount: content.stored.filesCount,
-      name: content.name,
-      description: content.description,
-      category: content.category,
-      prompt: content.prompt,
-      createdBy: principal.userId,
-      note: content.note,
-      createdAt: t,
-    }),
     db
-      .update(skills)
-      .set({
-        activeVersionId: sql`(SELECT ${skillVersions.id} FROM ${skillVersions} WHERE ${skillVersions.skillId} = ${skills.id} ORDER BY ${skillVersions.versionNumber} DESC LIMIT 1)`,
+      .insert(skillVersions)
+      .values({
+        workspaceId: principal.workspaceId,
+        skillId: sql`${skillId}`,
+        versionNumber: sql`${nextNumber}`,
+        contentChecksum: content.stored.contentChecksum,
+        storagePath: content.stored.storagePath,
+        bundleType: content.stored.bundleType,
+        filesCount: content.stored.filesCount,
+        name: content.name,
+        description: content.description,
+        category: content.category,
+        prompt: content.prompt,
+        createdBy: principal.userId,
+        note: content.note,
+        createdAt: t,
       })
-      .where(and(eq(skills.workspaceId, principal.workspaceId), eq(skills.slug, slug))),
+      .returning(),
+    ...(hold ? [] : [activate]),
     ...recordChange(db, principal, {
       action,
       resourceType: 'skill',
       resourceId: slug,
-      metadata: { source: content.source, contentChecksum: content.stored.contentChecksum, note: content.note },
+      metadata: { source: content.source, contentChecksum: content.stored.contentChecksum, note: content.note, ...(hold ? { held: true } : {}) },
       activity: existing ? `Skill "${content.name}" was updated` : `Skill "${content.name}" was added`,
     }),
   ]);
   // Just written in this batch.
   const skill = (await findSkill(db, principal, slug))!;
   const [version] = await db.select().from(skillVersions).where(eq(skillVersions.id, skill.activeVersionId!)).limit(1);
-  return { record: presentInstalled(skill, version!), created: true };
+  return { record: presentInstalled(skill, version!), created: true, version: written! };
 }
 
 export const InstallBody = z.object({
@@ -368,12 +374,12 @@ export type AuthorSkillBody = z.infer<typeof AuthorSkillBody>;
  * PUT /skills/:slug: the user's own content. Every write is a new version. A catalog skill
  * written this way becomes the user's (no repository or commit any more).
  */
-export async function authorSkill(db: ShardDb, bucket: R2Bucket, principal: Principal, slug: string, body: AuthorSkillBody) {
+export async function authorSkill(db: ShardDb, bucket: R2Bucket, principal: Principal, slug: string, body: AuthorSkillBody, hold = false) {
   const encode = (text: string) => new TextEncoder().encode(text);
   const skillMd = renderSkillMd({ slug, ...body, author: principal.userId });
   const files = [{ path: 'SKILL.md', bytes: encode(skillMd) }, ...(body.evals ? [{ path: EVALS_PATH, bytes: encode(renderEvalsFile(slug, body.evals)) }] : [])];
   const bundle = validated(() => files, slug);
-  const { record } = await writeVersion(
+  return writeVersion(
     db,
     principal,
     slug,
@@ -390,8 +396,8 @@ export async function authorSkill(db: ShardDb, bucket: R2Bucket, principal: Prin
     },
     true,
     'skill.authored',
+    hold,
   );
-  return record;
 }
 
 export const SkillVersion = z.object({
@@ -409,10 +415,11 @@ export const SkillVersion = z.object({
   note: z.string().nullable(),
   createdAt: z.string(),
   active: z.boolean(),
+  guard: VersionGuard.nullable().describe('Set when the workspace’s version guard held this version back when it was written: its eval and outcome'),
 });
 export type SkillVersion = z.infer<typeof SkillVersion>;
 
-const presentVersion = (row: SkillVersionRow, activeId: number | null): SkillVersion => ({
+const presentVersion = (row: SkillVersionRow, activeId: number | null, guard: SkillVersionGuardRow | null): SkillVersion => ({
   id: row.id,
   workspaceId: row.workspaceId,
   skillId: row.skillId,
@@ -427,13 +434,19 @@ const presentVersion = (row: SkillVersionRow, activeId: number | null): SkillVer
   note: row.note,
   createdAt: toIso(row.createdAt),
   active: row.id === activeId,
+  guard: guard && presentGuard(guard, row.versionNumber),
 });
 
 /** Newest first; exactly one is `active`. */
 export async function listVersions(db: ShardDb, globalDb: GlobalDb, principal: Principal, slug: string): Promise<SkillVersion[]> {
   const skill = await requireSkill(db, globalDb, principal, slug);
-  const rows = await db.select().from(skillVersions).where(eq(skillVersions.skillId, skill.id)).orderBy(desc(skillVersions.versionNumber));
-  return rows.map((r) => presentVersion(r, skill.activeVersionId));
+  const rows = await db
+    .select({ version: skillVersions, guard: skillVersionGuards })
+    .from(skillVersions)
+    .leftJoin(skillVersionGuards, eq(skillVersionGuards.skillVersionId, skillVersions.id))
+    .where(eq(skillVersions.skillId, skill.id))
+    .orderBy(desc(skillVersions.versionNumber));
+  return rows.map((r) => presentVersion(r.version, skill.activeVersionId, r.guard));
 }
 
 export const RestoreResult = z.object({
@@ -448,12 +461,25 @@ export async function restoreVersion(db: ShardDb, globalDb: GlobalDb, principal:
     throw invalidInput('versionNumber', 'positive_integer', 'versionNumber must be a positive integer');
   }
   const skill = await requireSkill(db, globalDb, principal, slug);
-  const [old] = await db
-    .select()
+  const [found] = await db
+    .select({ version: skillVersions, guard: skillVersionGuards })
     .from(skillVersions)
+    .leftJoin(skillVersionGuards, eq(skillVersionGuards.skillVersionId, skillVersions.id))
     .where(and(eq(skillVersions.skillId, skill.id), eq(skillVersions.versionNumber, Number(rawVersion))))
     .limit(1);
-  if (!old) throw notFound(`Version ${rawVersion} of "${slug}"`);
+  if (!found) throw notFound(`Version ${rawVersion} of "${slug}"`);
+  const old = found.version;
+  // A restore would make it current without passing: only the owner's promote does that.
+  if (found.guard && HELD.includes(found.guard.status)) {
+    throw new AppError(
+      'CONFLICT',
+      409,
+      `Version ${old.versionNumber} of "${slug}" is held back by the version guard (${found.guard.status}); the owner may promote it`,
+      {
+        guard: found.guard.status,
+      },
+    );
+  }
   const { record } = await writeVersion(
     db,
     principal,

@@ -18,6 +18,7 @@ CREATE TABLE `skill_evals` (
 	`repetitions` integer NOT NULL,
 	`budget` integer,
 	`cases_count` integer NOT NULL,
+	`cases_checksum` text NOT NULL,
 	`pass_rate_with` real,
 	`pass_rate_without` real,
 	`cost` integer DEFAULT 0 NOT NULL,
@@ -203,6 +204,27 @@ CREATE TABLE `skill_secret_bindings` (
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `bindings_skill_env_idx` ON `skill_secret_bindings` (`skill_id`,`env_var`);--> statement-breakpoint
+CREATE TABLE `skill_guard_settings` (
+	`workspace_id` text PRIMARY KEY NOT NULL,
+	`enabled` integer NOT NULL,
+	`updated_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE `skill_version_guards` (
+	`skill_version_id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`previous_version_number` integer NOT NULL,
+	`status` text NOT NULL,
+	`eval_id` integer NOT NULL,
+	`baseline_eval_id` integer NOT NULL,
+	`pass_rate` real,
+	`required` real,
+	`note` text,
+	`decided_at` integer,
+	FOREIGN KEY (`skill_version_id`) REFERENCES `skill_versions`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
+CREATE INDEX `skill_version_guards_status_idx` ON `skill_version_guards` (`workspace_id`,`status`);--> statement-breakpoint
 CREATE TABLE `skill_versions` (
 	`id` integer PRIMARY KEY NOT NULL,
 	`workspace_id` text NOT NULL,
