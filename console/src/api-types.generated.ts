@@ -10551,46 +10551,48 @@ export interface operations {
           category: ('general' | 'communication' | 'creative' | 'design' | 'development' | 'documents' | 'marketing' | 'productivity' | 'research') | string;
           prompt: string;
           note?: string;
-          /** @description The skill's eval cases (the `evals` array of evals/evals.json), stored in its bundle and versioned with it; a write without them leaves the new version without cases */
-          evals?: {
-            id: number | string;
-            prompt: string;
-            expected_output?: string;
-            files?: string[];
-            expectations?: string[];
-            checks?: (
-              | {
-                  /** @constant */
-                  type: 'contains';
-                  value: string;
-                  ignore_case?: boolean;
-                }
-              | {
-                  /** @constant */
-                  type: 'not_contains';
-                  value: string;
-                  ignore_case?: boolean;
-                }
-              | {
-                  /** @constant */
-                  type: 'regex';
-                  pattern: string;
-                  flags?: string;
-                }
-              | {
-                  /** @constant */
-                  type: 'json_schema';
-                  schema: {
-                    [key: string]: unknown;
-                  };
-                }
-              | {
-                  /** @constant */
-                  type: 'artifact';
-                  name: string;
-                }
-            )[];
-          }[];
+          /** @description The skill's eval cases (the `evals` array of evals/evals.json), stored in its bundle and versioned with it. Omitted: the new version keeps the current version's cases; null: it has none */
+          evals?:
+            | {
+                id: number | string;
+                prompt: string;
+                expected_output?: string;
+                files?: string[];
+                expectations?: string[];
+                checks?: (
+                  | {
+                      /** @constant */
+                      type: 'contains';
+                      value: string;
+                      ignore_case?: boolean;
+                    }
+                  | {
+                      /** @constant */
+                      type: 'not_contains';
+                      value: string;
+                      ignore_case?: boolean;
+                    }
+                  | {
+                      /** @constant */
+                      type: 'regex';
+                      pattern: string;
+                      flags?: string;
+                    }
+                  | {
+                      /** @constant */
+                      type: 'json_schema';
+                      schema: {
+                        [key: string]: unknown;
+                      };
+                    }
+                  | {
+                      /** @constant */
+                      type: 'artifact';
+                      name: string;
+                    }
+                )[];
+              }[]
+            | null;
         };
       };
     };

@@ -54,8 +54,11 @@ describe('eval cases when authoring', () => {
     const user = await signUp();
     await author(user, 'release-notes', { ...SKILL, evals: CASES });
     expect((await call('/api/v1/skills/release-notes', { token: user.token })).body).toMatchObject({ versionNumber: 1, hasEvalCases: true, evals: [] });
-    await author(user, 'release-notes', SKILL);
-    expect((await call('/api/v1/skills/release-notes', { token: user.token })).body).toMatchObject({ versionNumber: 2, hasEvalCases: false });
+    // A write that does not mention the cases keeps them; null leaves them out.
+    await author(user, 'release-notes', { ...SKILL, prompt: `${SKILL.prompt}\n3. Keep it short.` });
+    expect((await call('/api/v1/skills/release-notes', { token: user.token })).body).toMatchObject({ versionNumber: 2, hasEvalCases: true });
+    await author(user, 'release-notes', { ...SKILL, evals: null });
+    expect((await call('/api/v1/skills/release-notes', { token: user.token })).body).toMatchObject({ versionNumber: 3, hasEvalCases: false });
   });
 
   it('stores them in the bundle, versioned with the skill', async () => {
@@ -67,7 +70,7 @@ describe('eval cases when authoring', () => {
     const entry = manifest.files.find((f) => f.path === 'evals/evals.json')!;
     const stored = JSON.parse(await (await env.BUCKET.get(`blobs/${entry.sha256}`))!.text());
     expect(stored).toEqual({ skill_name: 'release-notes', evals: CASES });
-    const second = await author(user, 'release-notes', SKILL);
+    const second = await author(user, 'release-notes', { ...SKILL, evals: null });
     expect(second.body).toMatchObject({ versionNumber: 2, filesCount: 1 });
     // Version 2 has no cases; version 1 still has them.
     expectError(await startEval(user, 'release-notes'), 400, 'INVALID_INPUT');

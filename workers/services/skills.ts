@@ -6,7 +6,7 @@ import type { Principal } from '../auth/principal';
 import type { GlobalDb, ShardDb, Env } from '../env';
 import { AppError, invalidInput, notFound } from '../errors';
 import { BUNDLE_TYPE, BundleError, type BundleFile, type ParsedBundle, renderSkillMd, SKILL_SLUG, validateBundle } from '../lib/bundle';
-import { storeBundle, type StoredBundle } from '../lib/bundle-store';
+import { loadBundle, storeBundle, type StoredBundle } from '../lib/bundle-store';
 import { CategoryId } from '../lib/categories';
 import { EvalCases, EVALS_PATH, renderEvalsFile } from '../lib/eval-cases';
 import { now, toIso } from '../lib/clock';
@@ -364,11 +364,24 @@ export const AuthorSkillBody = z.object({
   category: CategoryId,
   prompt: z.string().trim().min(1).max(100_000),
   note: z.string().trim().max(500).optional(),
-  evals: EvalCases.optional().describe(
-    `The skill's eval cases (the \`evals\` array of ${EVALS_PATH}), stored in its bundle and versioned with it; a write without them leaves the new version without cases`,
-  ),
+  evals: EvalCases.nullable()
+    .optional()
+    .describe(
+      `The skill's eval cases (the \`evals\` array of ${EVALS_PATH}), stored in its bundle and versioned with it. Omitted: the new version keeps the current version's cases; null: it has none`,
+    ),
 });
 export type AuthorSkillBody = z.infer<typeof AuthorSkillBody>;
+
+/**
+ * The current version's eval files (its cases and the input files they name, under `evals/`):
+ * a write that does not replace the cases keeps them, so saving new instructions loses nothing.
+ */
+async function currentEvalFiles(db: ShardDb, bucket: R2Bucket, principal: Principal, slug: string): Promise<BundleFile[]> {
+  const [installed] = await installedQuery(db, principal, slug);
+  if (!installed) return [];
+  const files = await loadBundle(bucket, installed.version.storagePath);
+  return (files ?? []).filter((f) => f.path.startsWith('evals/'));
+}
 
 /**
  * PUT /skills/:slug: the user's own content. Every write is a new version. A catalog skill
@@ -377,7 +390,12 @@ export type AuthorSkillBody = z.infer<typeof AuthorSkillBody>;
 export async function authorSkill(db: ShardDb, bucket: R2Bucket, principal: Principal, slug: string, body: AuthorSkillBody, hold = false) {
   const encode = (text: string) => new TextEncoder().encode(text);
   const skillMd = renderSkillMd({ slug, ...body, author: principal.userId });
-  const files = [{ path: 'SKILL.md', bytes: encode(skillMd) }, ...(body.evals ? [{ path: EVALS_PATH, bytes: encode(renderEvalsFile(slug, body.evals)) }] : [])];
+  const kept = body.evals === null ? [] : await currentEvalFiles(db, bucket, principal, slug);
+  const files = [
+    { path: 'SKILL.md', bytes: encode(skillMd) },
+    ...kept.filter((f) => !(body.evals && f.path === EVALS_PATH)),
+    ...(body.evals ? [{ path: EVALS_PATH, bytes: encode(renderEvalsFile(slug, body.evals)) }] : []),
+  ];
   const bundle = validated(() => files, slug);
   return writeVersion(
     db,
