@@ -10456,6 +10456,38 @@ export interface operations {
               note: string | null;
               decidedAt: string | null;
             }[];
+            /** @description For a skill installed from the catalog: the eval results the catalog ships for its versions (as the marketplace detail’s `evals`); null for any other skill */
+            catalogEvals:
+              | {
+                  /** @description The skill’s version (its `metadata.version`) when it was evaluated */
+                  version: string;
+                  /** @description The content evaluated: the marketplace detail’s `contentChecksum` when it is the current version */
+                  contentChecksum: string;
+                  provider: string;
+                  model: string;
+                  /** @description Run on the built-in local model: only the checks were graded, and its answers are not a model’s */
+                  local: boolean;
+                  repetitions: number;
+                  casesCount: number;
+                  /** @description Fraction of graded runs with the skill that passed */
+                  passRateWith: number | null;
+                  /** @description The same for the runs without it (the baseline) */
+                  passRateWithout: number | null;
+                  /** @description passRateWith minus passRateWithout */
+                  difference: number | null;
+                  /**
+                   * Format: date-time
+                   * @description When the eval ended
+                   */
+                  completedAt: string;
+                  /** @description Per case, its pass rates with and without the skill */
+                  cases: {
+                    id: number | string;
+                    passRateWith: number | null;
+                    passRateWithout: number | null;
+                  }[];
+                }[]
+              | null;
           };
         };
       };

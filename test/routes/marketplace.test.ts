@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bundleManifest } from '../../workers/lib/bundle';
 import { decodeFiles } from '../../workers/services/catalog';
-import { call, expectError } from '../helpers/api';
+import { call, expectError, signUp } from '../helpers/api';
 import { catalogEntry, seedCatalog } from '../helpers/skills';
 
 beforeAll(async () => {
@@ -110,6 +110,12 @@ describe('GET /api/v1/marketplace/skills/:slug', () => {
     expect((await seedCatalog([{ ...entry, evals: [current] }])).updated).toEqual(['eval-shipper']);
     expect((await seedCatalog([{ ...entry, evals: [current] }])).unchanged).toEqual(['eval-shipper']);
     expect((await call('/api/v1/marketplace/skills/eval-shipper')).body.evals).toEqual([current]);
+    // Installed, the skill shows them too; an authored skill has none to show.
+    const user = await signUp();
+    expect((await call('/api/v1/skills/eval-shipper/install', { method: 'POST', token: user.token })).status).toBe(200);
+    expect((await call('/api/v1/skills/eval-shipper', { token: user.token })).body).toMatchObject({ source: 'catalog', catalogEvals: [current] });
+    await call('/api/v1/skills/mine', { method: 'PUT', token: user.token, body: { name: 'Mine', description: 'Mine.', category: 'productivity', prompt: '# Mine' } });
+    expect((await call('/api/v1/skills/mine', { token: user.token })).body.catalogEvals).toBeNull();
   });
 
   it('serves the bundle, whose files hash to the advertised checksum', async () => {

@@ -121,7 +121,7 @@ export const skillsArea: Area = {
       output: SkillDetails,
       annotations: READ_ONLY,
       http: { method: 'GET', path: '/:slug', summary: 'One installed skill, with the latest eval of each version' },
-      run: (ctx, { slug }) => getSkillDetails(ctx.db, ctx.env.BUCKET, ctx.actor, slug),
+      run: (ctx, { slug }) => getSkillDetails(ctx.db, ctx.globalDb, ctx.env.BUCKET, ctx.actor, slug),
     }),
     defineCapability({
       name: 'author-skill',

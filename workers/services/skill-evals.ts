@@ -1,3 +1,5 @@
+import { ShippedEvals } from '../lib/catalog-evals';
+import { findCatalogSkill } from './catalog';
 import { MAX_RUN_INPUT, withAttachedFiles } from '../lib/attached-input';
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import { z } from 'zod';
@@ -341,6 +343,9 @@ export const SkillDetails = InstallRecord.extend({
   heldVersions: z
     .array(VersionGuard)
     .describe('Versions the workspace’s version guard holds back (being evaluated, or refused with their numbers), newest first'),
+  catalogEvals: ShippedEvals.nullable().describe(
+    'For a skill installed from the catalog: the eval results the catalog ships for its versions (as the marketplace detail’s `evals`); null for any other skill',
+  ),
 });
 
 /** The skill's versions the guard holds back, newest first. */
@@ -356,12 +361,24 @@ async function heldVersions(db: ShardDb, workspaceId: string, slug: string) {
 }
 
 /** One installed skill with its live version's storage fields, the latest eval of each version and the versions held back (`get-skill-details`). */
-export async function getSkillDetails(db: ShardDb, bucket: R2Bucket, principal: Principal, slug: string): Promise<z.infer<typeof SkillDetails>> {
+export async function getSkillDetails(
+  db: ShardDb,
+  globalDb: GlobalDb,
+  bucket: R2Bucket,
+  principal: Principal,
+  slug: string,
+): Promise<z.infer<typeof SkillDetails>> {
   const [record, evals, held] = await Promise.all([
     getInstalledSkill(db, principal, slug),
     latestEvals(db, principal.workspaceId, slug),
     heldVersions(db, principal.workspaceId, slug),
   ]);
-  const paths = await bundlePaths(bucket, record.storagePath);
-  return { ...record, hasEvalCases: paths?.includes(EVALS_PATH) ?? false, evals, heldVersions: held };
+  const [paths, catalog] = await Promise.all([bundlePaths(bucket, record.storagePath), record.source === 'catalog' ? findCatalogSkill(globalDb, slug) : null]);
+  return {
+    ...record,
+    hasEvalCases: paths?.includes(EVALS_PATH) ?? false,
+    evals,
+    heldVersions: held,
+    catalogEvals: catalog ? ShippedEvals.parse(JSON.parse(catalog.evals)) : null,
+  };
 }
