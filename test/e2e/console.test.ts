@@ -4,10 +4,9 @@ import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
-import { freePort, type RunningService } from './helpers';
+import { freePort, type RunningService, signedDelivery } from './helpers';
 import { startPrepared } from './prepared';
 
 const screenshots = join('.wrangler', 'screenshots', 'console');
@@ -366,21 +365,7 @@ describe('the console in a browser', () => {
     await item.getByText('none yet', { exact: true }).waitFor();
 
     // The URL works: a POST signed as triggers.test.ts signs starts a run with its body as input.
-    const deliver = async (key: string, id: string) => {
-      const body = JSON.stringify({ title: 'Login fails', priority: 4, labels: ['bug'] });
-      const at = new Date();
-      const res = await fetch(url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'webhook-id': id,
-          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-          'webhook-signature': new Webhook(key).sign(id, at, body),
-        },
-        body,
-      });
-      return { status: res.status, body: (await res.json()) as { runId?: string } };
-    };
+    const deliver = (key: string, id: string) => signedDelivery(url, key, id, { title: 'Login fails', priority: 4, labels: ['bug'] });
     const started = await deliver(secret, 'msg_console_1');
     expect(started.status).toBe(202);
     await page.goto(`${service.base}/workflows/runs/${started.body.runId}`);

@@ -3,6 +3,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Webhook } from 'standardwebhooks';
 
 /** A free loopback port. */
 export const freePort = () =>
@@ -134,4 +135,21 @@ export async function until<T>(what: string, read: () => T | undefined | Promise
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/** POSTs `payload` to `url` as a Standard Webhooks sender does, signed with `secret`: the answer's status and JSON body. */
+export async function signedDelivery(url: string, secret: string, messageId: string, payload: unknown) {
+  const body = JSON.stringify(payload);
+  const at = new Date();
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'webhook-id': messageId,
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': new Webhook(secret).sign(messageId, at, body),
+    },
+    body,
+  });
+  return { status: res.status, body: (await res.json()) as any };
 }

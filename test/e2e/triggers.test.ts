@@ -1,8 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningService } from './helpers';
+import { type RunningService, signedDelivery } from './helpers';
 import { startPrepared } from './prepared';
 
 /** Generous: two cores shared with other work can make a start slow. */
@@ -26,23 +25,6 @@ describe('workflow triggers against wrangler dev', () => {
     return { status: res.status, body: (await res.json()) as any };
   };
 
-  /** POSTs `payload` to the trigger URL as a Standard Webhooks sender does, signed with `secret`. */
-  const deliver = async (url: string, secret: string, messageId: string, payload: unknown) => {
-    const body = JSON.stringify(payload);
-    const at = new Date();
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'webhook-id': messageId,
-        'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-        'webhook-signature': new Webhook(secret).sign(messageId, at, body),
-      },
-      body,
-    });
-    return { status: res.status, body: (await res.json()) as any };
-  };
-
   const triageRuns = async () =>
     ((await api('/api/v1/workflows/runs?limit=200')).body.runs as { runId: string; workflowId: string }[]).filter((r) => r.workflowId === 'triage');
 
@@ -55,7 +37,7 @@ describe('workflow triggers against wrangler dev', () => {
     expect(url).toBe(`${service.base}/hooks/workflows/${created.body.id}`);
 
     const input = { title: 'Login fails', priority: 4, labels: ['bug'] };
-    const started = await deliver(url, secret, 'msg_e2e_1', input);
+    const started = await signedDelivery(url, secret, 'msg_e2e_1', input);
     expect(started.status, JSON.stringify(started.body)).toBe(202);
     const { runId } = started.body as { runId: string };
     let run: any;
@@ -68,11 +50,11 @@ describe('workflow triggers against wrangler dev', () => {
     expect(run.snapshot.context.input).toEqual(input);
     expect(run.snapshot.result).toEqual({ urgent: { title: 'Login fails' }, bug: { title: 'Login fails' }, unassigned: { title: 'Login fails' } });
 
-    const replayed = await deliver(url, secret, 'msg_e2e_1', input);
+    const replayed = await signedDelivery(url, secret, 'msg_e2e_1', input);
     expect(replayed.status).toBe(202);
     expect(replayed.body.runId).toBe(runId);
 
-    const forged = await deliver(url, `whsec_${Buffer.from('not the secret, 32 bytes long!!!').toString('base64')}`, 'msg_e2e_2', input);
+    const forged = await signedDelivery(url, `whsec_${Buffer.from('not the secret, 32 bytes long!!!').toString('base64')}`, 'msg_e2e_2', input);
     expect(forged.status).toBe(401);
     expect(forged.body.error.code).toBe('UNAUTHORIZED');
     expect((await triageRuns()).map((r) => r.runId)).toEqual([runId]);

@@ -35,3 +35,13 @@ export async function waitForRun(user: TestUser, runId: string, wanted: string[]
   }
   throw new Error(`run ${runId} never reached ${wanted.join('|')}: ${JSON.stringify(last)}`);
 }
+
+/** The runs of workflow `workflowId` in the user's workspace, newest first. */
+export async function runsOf(user: TestUser, workflowId: string) {
+  const res = await call('/api/v1/workflows/runs?limit=200', { token: user.token });
+  return (res.body.runs as { runId: string; workflowId: string }[]).filter((r) => r.workflowId === workflowId);
+}
+
+/** The input a run was launched with. */
+export const inputOf = async (user: TestUser, runId: string) =>
+  (await call(`/api/v1/workflows/runs/${runId}`, { token: user.token })).body.run.snapshot.context.input as unknown;

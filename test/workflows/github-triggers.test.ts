@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { call, expectError, signUp, type TestUser } from '../helpers/api';
-import { definition, install } from '../helpers/workflows';
+import { definition, inputOf, install, runsOf } from '../helpers/workflows';
 
 /** Declares push and opened pull requests, and waits for input so a run's input can be read while it is unfinished. */
 const reviewer = definition('review', [{ type: 'tool', id: 'wait', toolId: 'human-input', options: { metadata: { prompt: 'Go on?' } } }], {
@@ -89,13 +89,7 @@ const pullRequest = (action: string) => ({
   sender: { login: 'ana' },
 });
 
-async function runsOf(user: TestUser) {
-  const res = await call('/api/v1/workflows/runs?limit=200', { token: user.token });
-  return (res.body.runs as { runId: string; workflowId: string }[]).filter((r) => r.workflowId === 'review');
-}
-
-const inputOf = async (user: TestUser, runId: string) =>
-  (await call(`/api/v1/workflows/runs/${runId}`, { token: user.token })).body.run.snapshot.context.input as unknown;
+const runs = (user: TestUser) => runsOf(user, 'review');
 
 describe('GitHub triggers: deliveries', () => {
   it('a signed push starts one run whose input is built from the event', async () => {
@@ -128,7 +122,7 @@ describe('GitHub triggers: deliveries', () => {
         headCommit: { id: 'b'.repeat(40), message: 'Fix login', author: 'ana', url: 'https://github.com/octo/hello/commit/bbb' },
       },
     });
-    expect((await runsOf(user)).map((r) => r.runId)).toEqual([res.body.runId]);
+    expect((await runs(user)).map((r) => r.runId)).toEqual([res.body.runId]);
     expect((await triggers(user, `/${trigger.id}`)).body.lastDeliveryAt).not.toBeNull();
   });
 
@@ -165,7 +159,7 @@ describe('GitHub triggers: deliveries', () => {
     const again = await deliver(trigger, 'push', push, { delivery: 'same-guid' });
     expect(again.status).toBe(202);
     expect(again.body.runId).toBe(first.body.runId);
-    expect(await runsOf(user)).toHaveLength(1);
+    expect(await runs(user)).toHaveLength(1);
   });
 
   it('a bad or missing signature is 401 and starts nothing; the trigger’s own secret’s is taken', async () => {
@@ -175,11 +169,11 @@ describe('GitHub triggers: deliveries', () => {
     expectError(await deliver(trigger, 'push', push, { secret: other.secret }), 401, 'UNAUTHORIZED');
     // A Standard Webhooks sender's headers do not open a GitHub trigger.
     expectError(await call(new URL(trigger.url).pathname, { method: 'POST', body: push, headers: { 'x-github-event': 'push' } }), 401, 'UNAUTHORIZED');
-    expect(await runsOf(user)).toEqual([]);
+    expect(await runs(user)).toEqual([]);
     // The same delivery signed with the trigger's own secret is taken.
     const signed = await deliver(trigger, 'push', push);
     expect(signed.status).toBe(202);
-    expect((await runsOf(user)).map((r) => r.runId)).toEqual([signed.body.runId]);
+    expect((await runs(user)).map((r) => r.runId)).toEqual([signed.body.runId]);
   });
 
   it('answers a ping 200, and events, actions or repositories the trigger did not ask for 200 without a run', async () => {
@@ -200,7 +194,7 @@ describe('GitHub triggers: deliveries', () => {
     expect(elsewhere.body).toMatchObject({ status: 'ignored', event: 'push' });
     expect(elsewhere.body.message).toMatch(/octo\/other/);
     expect((await deliver(pinned, 'pull_request', pullRequest('opened'))).body.status).toBe('ignored');
-    expect(await runsOf(user)).toEqual([]);
+    expect(await runs(user)).toEqual([]);
   });
 
   it('an event whose input the workflow’s inputSchema refuses is 400 naming the field, and starts nothing', async () => {
@@ -213,7 +207,7 @@ describe('GitHub triggers: deliveries', () => {
     const refused = expectError(await deliver(trigger, 'push', push), 400, 'INVALID_INPUT');
     expect(refused.details).toMatchObject({ field: 'inputs', rule: 'input_schema' });
     expect(refused.message).toMatch(/title/);
-    expect(await runsOf(user)).toEqual([]);
+    expect(await runs(user)).toEqual([]);
   });
 });
 

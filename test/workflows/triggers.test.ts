@@ -2,7 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { advanceClock, freezeClock, now, resetClock } from '../../workers/lib/clock';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
-import { definition, install } from '../helpers/workflows';
+import { definition, inputOf, install, runsOf } from '../helpers/workflows';
 
 /** A run that waits for input, so its input can be read while it is unfinished. */
 const waiting = definition('intake', [{ type: 'tool', id: 'wait', toolId: 'human-input', options: { metadata: { prompt: 'Go on?' } } }], {
@@ -41,13 +41,7 @@ function deliver(trigger: { url: string; secret: string }, payload: unknown, mes
   });
 }
 
-async function runsOf(user: TestUser) {
-  const res = await call('/api/v1/workflows/runs?limit=200', { token: user.token });
-  return (res.body.runs as { runId: string; workflowId: string }[]).filter((r) => r.workflowId === 'intake');
-}
-
-const inputOf = async (user: TestUser, runId: string) =>
-  (await call(`/api/v1/workflows/runs/${runId}`, { token: user.token })).body.run.snapshot.context.input as unknown;
+const runs = (user: TestUser) => runsOf(user, 'intake');
 
 describe('workflow triggers: signed deliveries', () => {
   it('creates a trigger answering its URL and secret once; a signed POST launches a run with the body as input', async () => {
@@ -66,7 +60,7 @@ describe('workflow triggers: signed deliveries', () => {
     expect(res.status, JSON.stringify(res.body)).toBe(202);
     expect(res.body).toMatchObject({ workflowId: 'intake', status: 'started' });
     expect(await inputOf(user, res.body.runId)).toEqual({ title: 'Deploy failed' });
-    expect((await runsOf(user)).map((r) => r.runId)).toEqual([res.body.runId]);
+    expect((await runs(user)).map((r) => r.runId)).toEqual([res.body.runId]);
   });
 
   it('answers a replayed webhook-id with the same run and starts nothing new', async () => {
@@ -78,7 +72,7 @@ describe('workflow triggers: signed deliveries', () => {
     expect(again.body.runId).toBe(first.body.runId);
     const other = await deliver(trigger, { title: 'Twice' }, 'msg_other');
     expect(other.body.runId).not.toBe(first.body.runId);
-    expect(await runsOf(user)).toHaveLength(2);
+    expect(await runs(user)).toHaveLength(2);
   });
 
   it('refuses a bad signature with 401 and starts nothing; an unknown trigger is 404', async () => {
@@ -87,7 +81,7 @@ describe('workflow triggers: signed deliveries', () => {
     const stranger = await createTrigger(user);
     expectError(await deliver(trigger, { title: 'x' }, 'msg_bad', stranger.secret), 401, 'UNAUTHORIZED');
     expectError(await call(new URL(trigger.url).pathname, { method: 'POST', body: { title: 'x' } }), 401, 'UNAUTHORIZED');
-    expect(await runsOf(user)).toEqual([]);
+    expect(await runs(user)).toEqual([]);
     const unknown = `${trigger.id.slice(0, -4)}0000`;
     expectError(await deliver({ url: `https://service.test/hooks/workflows/${unknown}`, secret: trigger.secret }, { title: 'x' }), 404, 'NOT_FOUND');
     expectError(await deliver({ url: 'https://service.test/hooks/workflows/trg_nothing', secret: trigger.secret }, { title: 'x' }), 404, 'NOT_FOUND');
@@ -99,7 +93,7 @@ describe('workflow triggers: signed deliveries', () => {
     const refused = expectError(await deliver(trigger, { title: 7 }), 400, 'INVALID_INPUT');
     expect(refused.details).toMatchObject({ field: 'inputs.title', rule: 'input_schema' });
     expect(expectError(await deliver(trigger, {}), 400, 'INVALID_INPUT').details?.field).toBe('inputs');
-    expect(await runsOf(user)).toEqual([]);
+    expect(await runs(user)).toEqual([]);
   });
 });
 
@@ -117,7 +111,7 @@ describe('workflow triggers: bearer deliveries, access and limits', () => {
     expect(first.status, JSON.stringify(first.body)).toBe(202);
     expect((await post(trigger.secret, 'delivery-1')).body.runId).toBe(first.body.runId);
     expect(await inputOf(user, first.body.runId)).toEqual({ title: 'Bearer' });
-    expect(await runsOf(user)).toHaveLength(1);
+    expect(await runs(user)).toHaveLength(1);
   });
 
   it('another workspace cannot read, rotate or delete a trigger: 404', async () => {
@@ -161,7 +155,7 @@ describe('workflow triggers: bearer deliveries, access and limits', () => {
     expect((await call(`/api/v1/api-keys/${key.id}/revoke`, { method: 'POST', token: user.token })).status).toBe(200);
     const refused = expectError(await deliver(trigger, { title: 'after' }), 403, 'FORBIDDEN');
     expect(refused.details?.reason).toMatch(/revoked/);
-    expect(await runsOf(user)).toHaveLength(1);
+    expect(await runs(user)).toHaveLength(1);
     expect((await triggers(user, `/${trigger.id}`)).body).toMatchObject({ state: 'stopped', stoppedReason: refused.details?.reason });
   });
 
