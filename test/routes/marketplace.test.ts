@@ -114,7 +114,11 @@ describe('GET /api/v1/marketplace/skills/:slug', () => {
     const user = await signUp();
     expect((await call('/api/v1/skills/eval-shipper/install', { method: 'POST', token: user.token })).status).toBe(200);
     expect((await call('/api/v1/skills/eval-shipper', { token: user.token })).body).toMatchObject({ source: 'catalog', catalogEvals: [current] });
-    await call('/api/v1/skills/mine', { method: 'PUT', token: user.token, body: { name: 'Mine', description: 'Mine.', category: 'productivity', prompt: '# Mine' } });
+    await call('/api/v1/skills/mine', {
+      method: 'PUT',
+      token: user.token,
+      body: { name: 'Mine', description: 'Mine.', category: 'productivity', prompt: '# Mine' },
+    });
     expect((await call('/api/v1/skills/mine', { token: user.token })).body.catalogEvals).toBeNull();
   });
 
