@@ -860,15 +860,17 @@ describe('the console in a browser', () => {
     const evalHref = await page.getByRole('link', { name: 'Follow the eval of version 2' }).getAttribute('href');
     expect(evalHref).toMatch(new RegExp(`^/skills/${slug}/evals/eval_\\d+$`));
     const versions = page.getByRole('list', { name: 'Versions' });
-    const [first, second] = [/^Version 1\b/, /^Version 2\b/].map((name) => versions.getByRole('listitem').filter({ hasText: name }));
+    const [first, second] = [/^Version 1(?!\d)/, /^Version 2(?!\d)/].map((name) => versions.getByRole('listitem').filter({ hasText: name }));
     await second!.getByText('evaluating', { exact: true }).waitFor();
     await first!.getByText('active', { exact: true }).waitFor();
     // The list follows the eval until the guard decides.
     await second!.getByText('refused', { exact: true }).waitFor({ timeout: 90_000 });
     await second!.getByText('50% with the skill; version 1 had 100%').waitFor();
     await second!.getByText(/below version 1/).waitFor();
-    expect(await second!.getByRole('link', { name: 'Open the eval of version 2' }).getAttribute('href')).toBe(evalHref);
+    expect(await second!.getByRole('link', { name: 'Open its eval, version 2' }).getAttribute('href')).toBe(evalHref);
     expect(await second!.getByRole('button', { name: 'Restore version 2' }).count()).toBe(0);
+    // The editor keeps what its writer wrote, to try again; the current version is still version 1.
+    expect(await page.getByLabel('Instructions').inputValue()).toBe('Be brief.');
     expect(await first!.getByText('active', { exact: true }).count()).toBe(1);
     await check('skill-guard-refused');
 
@@ -894,17 +896,17 @@ describe('the console in a browser', () => {
     await check('settings-skill-guard-member');
     await page.goto(`${service.base}/skills/${slug}`);
     await page.getByRole('list', { name: 'Versions' }).getByText('50% with the skill; version 1 had 100%').waitFor();
-    expect(await page.getByRole('button', { name: 'Make version 2 current anyway' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Make current anyway, version 2' }).count()).toBe(0);
 
     // The owner makes it current anyway, asked again first.
     page = owner;
-    await page.getByRole('button', { name: 'Make version 2 current anyway' }).click();
+    await page.getByRole('button', { name: 'Make current anyway, version 2' }).click();
     await page.getByText('Make version 2 current without passing its eval?').waitFor();
     await page.getByRole('button', { name: 'Yes, make version 2 current' }).click();
     await page.getByText('Version 2 is current, over the guard.').waitFor();
     await second!.getByText('active', { exact: true }).waitFor();
     await second!.getByText('overridden', { exact: true }).waitFor();
-    expect(await page.getByRole('button', { name: 'Make version 2 current anyway' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Make current anyway, version 2' }).count()).toBe(0);
     expect(await page.getByLabel('Instructions').inputValue()).toBe('Be brief.');
     await check('skill-guard-overridden');
   });

@@ -14,20 +14,19 @@ const held = (g: Guard | null) => g?.status === 'evaluating' || g?.status === 'r
 function guardState(slug: string, g: Guard) {
   const said =
     g.status === 'evaluating'
-      ? ` being evaluated against version ${g.previousVersion} `
+      ? ` being evaluated against version ${g.previousVersion}`
       : g.status === 'overridden'
-        ? ' '
-        : ` ${percent(g.passRate)} with the skill; version ${g.previousVersion} had ${percent(g.required)} `;
+        ? ''
+        : ` ${percent(g.passRate)} with the skill; version ${g.previousVersion} had ${percent(g.required)}`;
   return h(
     'p',
     {},
     'Guard: ',
     statusBadge(g.status),
     said,
-    '(',
-    h('a', { href: evalPath(slug, g.evalId), 'aria-label': `Open the eval of version ${g.version}` }, 'its eval'),
-    ')',
     g.note ? h('span', { class: 'muted' }, ` · ${g.note}`) : null,
+    ' · ',
+    h('a', { href: evalPath(slug, g.evalId), 'aria-label': `Open its eval, version ${g.version}` }, 'Open its eval'),
   );
 }
 
@@ -35,10 +34,10 @@ function guardState(slug: string, g: Guard) {
  * A skill's versions: each with what the version guard made of it, "Restore" for one not held
  * back, and for the owner "Make current anyway" on a held-back one, asked again in place. While
  * a version is being evaluated the list is read again every 2 s. `changed` is called when a
- * version became current or a guard decided (the editor and evals show the new state);
- * `message` is the status line actions report in.
+ * guard decided or a version became current (`current`: the editor shows it then); `message` is
+ * the status line actions report in.
  */
-export function skillVersions(slug: string, owner: boolean, message: HTMLElement, changed: () => Promise<void>) {
+export function skillVersions(slug: string, owner: boolean, message: HTMLElement, changed: (current: boolean) => Promise<void>) {
   const box = h('div');
   let timer: ReturnType<typeof setTimeout> | undefined;
   let seen: Version[] | undefined;
@@ -105,7 +104,7 @@ export function skillVersions(slug: string, owner: boolean, message: HTMLElement
       owner && held(v.guard)
         ? h(
             'button',
-            { type: 'button', class: 'secondary', 'aria-label': `Make version ${v.versionNumber} current anyway`, onclick: () => askPromote(v, confirm) },
+            { type: 'button', class: 'secondary', 'aria-label': `Make current anyway, version ${v.versionNumber}`, onclick: () => askPromote(v, confirm) },
             'Make current anyway',
           )
         : null,
@@ -125,7 +124,9 @@ export function skillVersions(slug: string, owner: boolean, message: HTMLElement
     show(box, h('ol', { class: 'plain', 'aria-label': 'Versions' }, versions.map(item)));
     const waiting = evaluating(versions);
     if (waiting.length) timer = setTimeout(() => void draw().catch((error) => show(message, failure(error, 'The versions could not be read.'))), POLL_MS);
-    if (before && (activeOf(before) !== activeOf(versions) || evaluating(before).some((n) => !waiting.includes(n)))) await changed();
+    if (!before) return;
+    const current = activeOf(before) !== activeOf(versions);
+    if (current || evaluating(before).some((n) => !waiting.includes(n))) await changed(current);
   }
 
   return { box, draw };

@@ -106,7 +106,10 @@ export async function skill(app: HTMLElement, slug: string) {
 
   const drawEvals = async () => show(evalsBox, await installedEvals(slug, await api('/skills/{slug}', { path: { slug } })));
   const { role } = await api('/workspaces/current');
-  const versions = skillVersions(slug, role === 'owner', saved, () => Promise.all([loadEditor(), drawEvals()]).then(() => undefined));
+  // A refused version leaves the editor as its writer left it, to try again; a version that became current is shown.
+  const versions = skillVersions(slug, role === 'owner', saved, async (current) => {
+    await Promise.all([current ? loadEditor() : null, drawEvals()]);
+  });
 
   await Promise.all([loadEditor(), versions.draw(), drawBindings(), drawEvals()]);
   show(
