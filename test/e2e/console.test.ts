@@ -866,6 +866,7 @@ describe('the console in a browser', () => {
     // The list follows the eval until the guard decides.
     await second!.getByText('refused', { exact: true }).waitFor({ timeout: 90_000 });
     await second!.getByText('50% with the skill; version 1 had 100%').waitFor();
+    await page.getByRole('status').getByText('Version 2 was refused: 50% with the skill; version 1 had 100%.').waitFor();
     await second!.getByText(/below version 1/).waitFor();
     expect(await second!.getByRole('link', { name: 'Open its eval, version 2' }).getAttribute('href')).toBe(evalHref);
     expect(await second!.getByRole('button', { name: 'Restore version 2' }).count()).toBe(0);

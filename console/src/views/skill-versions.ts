@@ -30,6 +30,14 @@ function guardState(slug: string, g: Guard) {
   );
 }
 
+/** What the status line says when the guard decided while the page watched. */
+const decision = (g: Guard) =>
+  g.status === 'accepted'
+    ? `Version ${g.version} passed its eval and is current.`
+    : g.status === 'refused'
+      ? `Version ${g.version} was refused: ${percent(g.passRate)} with the skill; version ${g.previousVersion} had ${percent(g.required)}.`
+      : `Version ${g.version} was made current by the owner.`;
+
 /**
  * A skill's versions: each with what the version guard made of it, "Restore" for one not held
  * back, and for the owner "Make current anyway" on a held-back one, asked again in place. While
@@ -126,7 +134,9 @@ export function skillVersions(slug: string, owner: boolean, message: HTMLElement
     if (waiting.length) timer = setTimeout(() => void draw().catch((error) => show(message, failure(error, 'The versions could not be read.'))), POLL_MS);
     if (!before) return;
     const current = activeOf(before) !== activeOf(versions);
-    if (current || evaluating(before).some((n) => !waiting.includes(n))) await changed(current);
+    const decided = versions.filter((v) => v.guard && v.guard.status !== 'evaluating' && evaluating(before).includes(v.versionNumber));
+    if (decided.length) show(message, decided.map((v) => decision(v.guard!)).join(' '));
+    if (current || decided.length) await changed(current);
   }
 
   return { box, draw };
