@@ -65,10 +65,10 @@ describe('the console in a browser', () => {
     await page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true });
   };
   const output = () => page.getByRole('region', { name: 'Output' });
-  /** A call to the API from `person`'s page, with its cookie session: a GET, or a POST of `body`. */
-  const inPage = (person: Page, path: string, body?: object) =>
+  /** A call to the API from `person`'s page, with its cookie session: a GET, or a POST (or `method`) of `body`. */
+  const inPage = (person: Page, path: string, body?: object, method = body ? 'POST' : 'GET') =>
     person.evaluate<{ id: string; email: string }>(
-      `fetch(${JSON.stringify(path)}, { method: ${JSON.stringify(body ? 'POST' : 'GET')}, headers: { 'content-type': 'application/json', 'x-csrf-token': document.querySelector('meta[name="csrf-token"]').content }, body: ${JSON.stringify(body ? JSON.stringify(body) : null)} }).then((r) => r.json())`,
+      `fetch(${JSON.stringify(path)}, { method: ${JSON.stringify(method)}, headers: { 'content-type': 'application/json', 'x-csrf-token': document.querySelector('meta[name="csrf-token"]').content }, body: ${JSON.stringify(body ? JSON.stringify(body) : null)} }).then((r) => r.json())`,
     );
 
   beforeAll(async () => {
@@ -805,6 +805,96 @@ describe('the console in a browser', () => {
     await check('skill-evals');
     await latest.getByRole('link', { name: 'Open the eval of version 1' }).click();
     await page.getByRole('heading', { level: 1, name: `Eval of ${slug}, version 1` }).waitFor();
+  });
+
+  it('holds back a skill version its eval scores lower, follows it to refused, lets the owner make it current anyway, and shows a member the guard read-only', async () => {
+    const owner = (page = await signUp('Guard Owner'));
+    await page.goto(`${service.base}/settings`);
+    const guard = page.getByRole('region', { name: 'Skill version guard' });
+    const enabled = guard.getByLabel('Hold back new skill versions until their eval passes');
+    expect(await enabled.isChecked()).toBe(false);
+    await enabled.check();
+    await guard.getByRole('button', { name: 'Save' }).click();
+    await guard.getByText(/^Saved\. New versions are held back/).waitFor();
+    await check('settings-skill-guard');
+
+    // Version 1 carries eval cases. The local model's answer shows the skill's steps under
+    // "### Approach": case 1 checks for them, so a version without steps passes one case of two.
+    const slug = 'release-digest';
+    await inPage(
+      owner,
+      `/api/v1/skills/${slug}`,
+      {
+        name: 'Release digest',
+        description: 'Writes release notes.',
+        category: 'productivity',
+        prompt: '# Release Notes Writer\n1. Group the changes by kind.\n2. Name breaking changes first.',
+        evals: [
+          { id: 1, prompt: 'Write release notes for: fixed login bug. Added dark mode.', checks: [{ type: 'contains', value: 'approach', ignore_case: true }] },
+          { id: 2, prompt: 'Write release notes for: faster search.', checks: [{ type: 'not_contains', value: 'lorem ipsum' }] },
+        ],
+      },
+      'PUT',
+    );
+    await page.goto(`${service.base}/skills/${slug}`);
+    await page.getByRole('heading', { level: 1, name: 'Release digest' }).waitFor();
+    await page.getByLabel('Instructions').fill('Be brief.');
+    await page.getByLabel('Version note').fill('no steps');
+    await page.getByRole('button', { name: 'Save version' }).click();
+    await page.getByText('Saved as version 2. It is being evaluated against version 1').waitFor();
+    const evalHref = await page.getByRole('link', { name: 'Follow the eval of version 2' }).getAttribute('href');
+    expect(evalHref).toMatch(new RegExp(`^/skills/${slug}/evals/eval_\\d+$`));
+    const versions = page.getByRole('list', { name: 'Versions' });
+    const [first, second] = [/^Version 1(?!\d)/, /^Version 2(?!\d)/].map((name) => versions.getByRole('listitem').filter({ hasText: name }));
+    await second!.getByText('evaluating', { exact: true }).waitFor();
+    await first!.getByText('active', { exact: true }).waitFor();
+    // The list follows the eval until the guard decides.
+    await second!.getByText('refused', { exact: true }).waitFor({ timeout: 90_000 });
+    await second!.getByText('50% with the skill; version 1 had 100%').waitFor();
+    await page.getByRole('status').getByText('Version 2 was refused: 50% with the skill; version 1 had 100%.').waitFor();
+    await second!.getByText(/below version 1/).waitFor();
+    expect(await second!.getByRole('link', { name: 'Open its eval, version 2' }).getAttribute('href')).toBe(evalHref);
+    expect(await second!.getByRole('button', { name: 'Restore version 2' }).count()).toBe(0);
+    // The editor keeps what its writer wrote, to try again; the current version is still version 1.
+    expect(await page.getByLabel('Instructions').inputValue()).toBe('Be brief.');
+    expect(await first!.getByText('active', { exact: true }).count()).toBe(1);
+    await check('skill-guard-refused');
+
+    // A member of the owner's workspace sees the guard on, read-only, and no override.
+    const member = await signUp('Guard Member');
+    const workspace = await inPage(owner, '/api/v1/workspaces/current');
+    const invited = (await inPage(owner, `/api/v1/workspaces/${workspace.id}/invitations`, {
+      email: (await inPage(member, '/api/v1/profile')).email,
+      role: 'member',
+    })) as unknown as { token: string };
+    await inPage(member, '/api/v1/invitations/accept', { token: invited.token });
+    await member.reload();
+    await member.getByRole('combobox', { name: 'Workspace' }).selectOption(workspace.id);
+    await member.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
+    await member.goto(`${service.base}/settings`);
+    page = member;
+    const seen = page.getByRole('region', { name: 'Skill version guard' });
+    await seen.getByText('Only the owner can change it.').waitFor();
+    const box = seen.getByLabel('Hold back new skill versions until their eval passes');
+    expect(await box.isChecked()).toBe(true);
+    expect(await box.isDisabled()).toBe(true);
+    expect(await seen.getByRole('button', { name: 'Save' }).count()).toBe(0);
+    await check('settings-skill-guard-member');
+    await page.goto(`${service.base}/skills/${slug}`);
+    await page.getByRole('list', { name: 'Versions' }).getByText('50% with the skill; version 1 had 100%').waitFor();
+    expect(await page.getByRole('button', { name: 'Make current anyway, version 2' }).count()).toBe(0);
+
+    // The owner makes it current anyway, asked again first.
+    page = owner;
+    await page.getByRole('button', { name: 'Make current anyway, version 2' }).click();
+    await page.getByText('Make version 2 current without passing its eval?').waitFor();
+    await page.getByRole('button', { name: 'Yes, make version 2 current' }).click();
+    await page.getByText('Version 2 is current, over the guard.').waitFor();
+    await second!.getByText('active', { exact: true }).waitFor();
+    await second!.getByText('overridden', { exact: true }).waitFor();
+    expect(await page.getByRole('button', { name: 'Make current anyway, version 2' }).count()).toBe(0);
+    expect(await page.getByLabel('Instructions').inputValue()).toBe('Be brief.');
+    await check('skill-guard-overridden');
   });
 
   it('reruns and remixes a run, and reads its trace', async () => {

@@ -11,7 +11,7 @@ const POLL_MS = 2000;
 
 export const evalPath = (slug: string, id: string) => `/skills/${encodeURIComponent(slug)}/evals/${encodeURIComponent(id)}`;
 
-const percent = (rate: number | null) => (rate === null ? 'not graded' : `${Math.round(rate * 100)}%`);
+export const percent = (rate: number | null) => (rate === null ? 'not graded' : `${Math.round(rate * 100)}%`);
 const points = (difference: number | null) => {
   if (difference === null) return 'none';
   const n = Math.round(difference * 100);

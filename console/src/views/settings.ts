@@ -4,6 +4,7 @@ import { consents, permissionRequests } from './approvals';
 import { deleteAccount, deleteWorkspace } from './deletion';
 import { limits } from './limits';
 import { retention } from './retention';
+import { skillGuard } from './skill-guard';
 import { telemetry } from './telemetry';
 import { webhooks } from './webhooks';
 import { billing, byok, connectors, failure, members, secrets, section } from './settings-more';
@@ -19,6 +20,7 @@ const PARTS = [
   ['Members and invitations', members],
   ['Retention', retention],
   ['Spend limits', limits],
+  ['Skill version guard', skillGuard],
   ['Webhooks', webhooks],
   ['Telemetry', telemetry],
   ['Secrets', secrets],
@@ -34,7 +36,7 @@ const anchorOf = (name: string) => name.toLowerCase().replace(/[^a-z0-9]+/g, '-'
 
 /**
  * Settings: API keys (created with chosen scopes, shown once, revoked), agents' pending
- * consents and permission requests, members and invitations, retention, spend limits, webhooks and their deliveries, the telemetry destination, secrets, the model key, connectors,
+ * consents and permission requests, members and invitations, retention, spend limits, the skill version guard, webhooks and their deliveries, the telemetry destination, secrets, the model key, connectors,
  * billing, and deleting the workspace or the account.
  */
 export async function settings(app: HTMLElement) {

@@ -1,11 +1,22 @@
-import { api, del, itemsOf, post, put } from '../api';
-import { field, h, show, when } from '../dom';
-import { installedEvals } from './evals';
+import { api, del, itemsOf, post, put, type Answer } from '../api';
+import { field, h, show } from '../dom';
+import { evalPath, installedEvals } from './evals';
 import { failure, section } from './settings-more';
+import { skillVersions } from './skill-versions';
 
-/** One installed skill: an editor (every save is a version), its evals with Run eval, its versions with Restore, and its secret bindings. */
+type Held = NonNullable<Answer<'/skills/{slug}', 'put'>['guard']>;
+
+/** What a save the version guard held back says: the version is being evaluated, and where to follow it. */
+const heldBack = (slug: string, guard: Held) =>
+  h(
+    'p',
+    {},
+    `Saved as version ${guard.version}. It is being evaluated against version ${guard.previousVersion} and becomes current if it scores at least as well. `,
+    h('a', { href: evalPath(slug, guard.evalId) }, `Follow the eval of version ${guard.version}`),
+  );
+
+/** One installed skill: an editor (every save is a version), its evals with Run eval, its versions (with what the version guard made of each, Restore, and the owner's override), and its secret bindings. */
 export async function skill(app: HTMLElement, slug: string) {
-  const versionsBox = h('div');
   const evalsBox = h('div');
   const bindingsBox = h('div');
   const name = h('input', { id: 'skill-name', required: true, maxlength: 100 });
@@ -15,50 +26,11 @@ export async function skill(app: HTMLElement, slug: string) {
   const note = h('input', { id: 'skill-note', maxlength: 500 });
   const saved = h('div', { role: 'status' });
 
-  const load = async () => {
+  const loadEditor = async () => {
     const mine = itemsOf(await api('/skills')).find((s) => s.slug === slug);
     if (!mine) throw new Error('This skill is not installed.');
     document.querySelector('h1')!.textContent = mine.name;
     [name.value, description.value, category.value, prompt.value] = [mine.name, mine.description, mine.category, mine.prompt];
-    const versions = await api('/skills/{slug}/versions', { path: { slug } });
-    show(
-      versionsBox,
-      h(
-        'ol',
-        { class: 'plain', 'aria-label': 'Versions' },
-        versions.map((v) =>
-          h(
-            'li',
-            {},
-            h('strong', {}, `Version ${v.versionNumber}`),
-            v.active ? h('span', { class: 'badge' }, 'active') : null,
-            ` ${v.name} · ${when(v.createdAt)}`,
-            v.note ? h('span', { class: 'muted' }, ` · ${v.note}`) : null,
-            v.active
-              ? null
-              : h(
-                  'button',
-                  {
-                    type: 'button',
-                    'aria-label': `Restore version ${v.versionNumber}`,
-                    onclick: async () => {
-                      try {
-                        const restored = await post('/skills/{slug}/versions/{versionNumber}/restore', {
-                          path: { slug, versionNumber: String(v.versionNumber) },
-                        });
-                        await load();
-                        show(saved, `Restored version ${restored.restoredFrom} as a new version.`);
-                      } catch (error) {
-                        show(saved, failure(error, 'The version could not be restored.'));
-                      }
-                    },
-                  },
-                  'Restore',
-                ),
-          ),
-        ),
-      ),
-    );
   };
 
   const drawBindings = async () => {
@@ -133,8 +105,13 @@ export async function skill(app: HTMLElement, slug: string) {
   };
 
   const drawEvals = async () => show(evalsBox, await installedEvals(slug, await api('/skills/{slug}', { path: { slug } })));
+  const { role } = await api('/workspaces/current');
+  // A refused version leaves the editor as its writer left it, to try again; a version that became current is shown.
+  const versions = skillVersions(slug, role === 'owner', saved, async (current) => {
+    await Promise.all([current ? loadEditor() : null, drawEvals()]);
+  });
 
-  await Promise.all([load(), drawBindings(), drawEvals()]);
+  await Promise.all([loadEditor(), versions.draw(), drawBindings(), drawEvals()]);
   show(
     app,
     h('p', {}, h('a', { class: 'button', href: `/skills/${encodeURIComponent(slug)}/run` }, 'Run')),
@@ -155,10 +132,11 @@ export async function skill(app: HTMLElement, slug: string) {
                 prompt: prompt.value,
                 ...(note.value ? { note: note.value } : {}),
               };
-              await put('/skills/{slug}', { path: { slug }, body });
+              const written = await put('/skills/{slug}', { path: { slug }, body });
               note.value = '';
-              await load();
-              show(saved, 'Saved as a new version.');
+              // A version the guard holds back leaves the editor as written: the current version is still the one before.
+              await versions.draw();
+              show(saved, written.guard ? heldBack(slug, written.guard) : 'Saved as a new version.');
             } catch (error) {
               show(saved, failure(error, 'The skill could not be saved.'));
             }
@@ -174,7 +152,7 @@ export async function skill(app: HTMLElement, slug: string) {
       ),
     ),
     section('evals', 'Evals', evalsBox),
-    section('versions', 'Versions', versionsBox),
+    section('versions', 'Versions', versions.box),
     section('bindings', 'Secrets', bindingsBox),
   );
 }
