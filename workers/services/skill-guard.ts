@@ -171,7 +171,8 @@ function verdict(guard: SkillVersionGuardRow, mine: SkillEvalRow | undefined, th
   if (failure) return { passed: false, passRate, required, note: failure };
   if (passRate === null || required === null) return { passed: false, passRate, required, note: 'No run was graded: there is nothing to compare' };
   const passed = passRate >= required;
-  const note = passed ? null : `Its pass rate with the skill, ${passRate}, is below version ${guard.previousVersionNumber}'s ${required}`;
+  const percent = (rate: number) => `${Math.round(rate * 1000) / 10}%`;
+  const note = passed ? null : `Its pass rate with the skill, ${percent(passRate)}, is below version ${guard.previousVersionNumber}'s ${percent(required)}`;
   return { passed, passRate, required, note };
 }
 
