@@ -102,6 +102,7 @@ export class SkillEval extends DurableObject<Env> {
       const job = this.job!;
       const db = directoryRoutedShardDb(this.env, job.actor.workspaceId, job.actor.shard);
       if (!(await this.rowExists(db))) return this.erase();
+      if (await this.ctx.storage.get<boolean>('ended')) return this.settle(db);
       let outcome: Outcome;
       try {
         await this.adoptCutOffStarts(db);
@@ -120,12 +121,29 @@ export class SkillEval extends DurableObject<Env> {
       }
       await this.writeRow(db, outcome);
       if (outcome.status === 'running') return this.ctx.storage.setAlarm(now() + (outcome.wait ?? POLL_MS));
-      // A version the guard held back on this eval is decided now; the owner's override stays open if this fails.
-      await settleGuards(db, job.actor, job.evalId).catch((error) =>
-        console.error(JSON.stringify({ level: 'error', message: 'a skill version guard was not settled', evalId: job.evalId, error: String(error) })),
-      );
-      await this.erase();
+      await this.ctx.storage.put('ended', true);
+      await this.settle(db);
     });
+  }
+
+  /**
+   * The job ended: a version the guard held back on this eval is decided now, then the object
+   * forgets the job. A decision that fails is tried again from the alarm (deciding is idempotent),
+   * up to MAX_FAILED_PASSES times; past that the version waits for the owner's override.
+   */
+  private async settle(db: ShardDb): Promise<void> {
+    const job = this.job!;
+    try {
+      await settleGuards(db, job.actor, job.evalId);
+    } catch (error) {
+      const failures = ((await this.ctx.storage.get<number>('settleFailures')) ?? 0) + 1;
+      console.error(JSON.stringify({ level: 'error', message: 'a skill version guard was not settled', evalId: job.evalId, failures, error: String(error) }));
+      if (failures < MAX_FAILED_PASSES) {
+        await this.ctx.storage.put('settleFailures', failures);
+        return this.ctx.storage.setAlarm(now() + RETRY_MS * failures);
+      }
+    }
+    await this.erase();
   }
 
   /** Deletes the job's storage and alarm: it ended, its skill was uninstalled, or its workspace is being deleted. */

@@ -1,5 +1,13 @@
+import { env } from 'cloudflare:workers';
+import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
+import { eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { call, expectError, signUp, type TestUser } from '../helpers/api';
+import type { EvalJob } from '../../durable-objects/SkillEval';
+import { skills, skillVersionGuards } from '../../schema';
+import { actorToKeep } from '../../workers/auth/actor';
+import { parseId } from '../../workers/lib/ids';
+import { shardDbFor } from '../helpers/shards';
+import { call, expectError, sessionPrincipal, signUp, type TestUser } from '../helpers/api';
 import { join } from '../helpers/members';
 
 /**
@@ -148,5 +156,27 @@ describe('the skill version guard', () => {
     expectError(await call(`/api/v1/workspaces/${owner.workspaceId}/skill-guard`, { token: other.token }), 404, 'NOT_FOUND');
     expectError(await setGuard({ ...other, workspaceId: owner.workspaceId }, false), 404, 'NOT_FOUND');
     expect((await current(owner)).versionNumber).toBe(1);
+  });
+
+  it('decides a held version from the eval object’s alarm when the decision at the end did not save', async () => {
+    const owner = await signUp();
+    await setGuard(owner, true);
+    await author(owner, GOOD);
+    const { evalId } = (await author(owner, BETTER)).body.guard;
+    expect((await decided(owner, 2)).status).toBe('accepted');
+    // As if saving the decision had failed: the version is still evaluating, the job ended, its object kept it.
+    const db = await shardDbFor(owner.workspaceId);
+    await db.update(skillVersionGuards).set({ status: 'evaluating', decidedAt: null }).where(eq(skillVersionGuards.workspaceId, owner.workspaceId));
+    await db
+      .update(skills)
+      .set({ activeVersionId: sql`(SELECT id FROM skill_versions WHERE skill_id = ${skills.id} AND version_number = 1)` })
+      .where(eq(skills.workspaceId, owner.workspaceId));
+    const job: Partial<EvalJob> = { evalId: parseId('eval', evalId)!, actor: actorToKeep(sessionPrincipal(owner)) };
+    const stub = env.SKILL_EVAL.getByName(evalId);
+    await runInDurableObject(stub, (_, state) => state.storage.put({ job, ended: true }).then(() => state.storage.setAlarm(Date.now())));
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await decided(owner, 2)).toMatchObject({ status: 'accepted' });
+    expect((await current(owner)).versionNumber).toBe(2);
+    expect(await runInDurableObject(stub, (_, state) => state.storage.list().then((m) => m.size))).toBe(0);
   });
 });
