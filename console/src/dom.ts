@@ -44,6 +44,16 @@ export const statusBadge = (status: string) => h('span', { class: `badge status-
 export const alertBox = (message: string) => h('p', { class: 'error', role: 'alert' }, message);
 
 /**
+ * A step that cannot be undone, asked again in place: `question` in `into`, the `yes` button
+ * (marked danger, focused) running `onYes`, and `no` putting things back as they were.
+ */
+export function askInPlace(into: HTMLElement, question: string, yes: string, no: string, onYes: () => void) {
+  const confirm = h('button', { type: 'button', class: 'danger', onclick: onYes }, yes);
+  show(into, h('p', {}, question), confirm, ' ', h('button', { type: 'button', onclick: () => show(into) }, no));
+  confirm.focus();
+}
+
+/**
  * Errors shown at their fields: `refuse(name, text)` marks the control the API named
  * (`details.field`) invalid with the text beside it, or shows the text in `message` when no
  * control has that name; `clear()` removes every mark and the message.

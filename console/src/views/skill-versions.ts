@@ -1,5 +1,5 @@
 import { api, post, type Answer } from '../api';
-import { h, show, statusBadge, when } from '../dom';
+import { askInPlace, h, show, statusBadge, when } from '../dom';
 import { evalPath, percent } from './evals';
 import { failure } from './settings-more';
 
@@ -68,33 +68,18 @@ export function skillVersions(slug: string, owner: boolean, message: HTMLElement
     }, 'The version could not be restored.');
 
   /** Making a held-back version current skips its eval: asked again in place, audited by the service. */
-  const askPromote = (v: Version, into: HTMLElement) => {
-    const yes = h(
-      'button',
-      {
-        type: 'button',
-        class: 'danger',
-        onclick: () =>
-          act(async () => {
-            await post('/skills/{slug}/versions/{versionNumber}/promote', { path: { slug, versionNumber: String(v.versionNumber) } });
-            return `Version ${v.versionNumber} is current, over the guard.`;
-          }, 'The version could not be made current.'),
-      },
-      `Yes, make version ${v.versionNumber} current`,
-    );
-    show(
+  const askPromote = (v: Version, into: HTMLElement) =>
+    askInPlace(
       into,
-      h(
-        'p',
-        {},
-        `Make version ${v.versionNumber} current without passing its eval? Runs that start from now on use it; the override is recorded in the audit log.`,
-      ),
-      yes,
-      ' ',
-      h('button', { type: 'button', onclick: () => show(into) }, 'Keep it held back'),
+      `Make version ${v.versionNumber} current without passing its eval? Runs that start from now on use it; the override is recorded in the audit log.`,
+      `Yes, make version ${v.versionNumber} current`,
+      'Keep it held back',
+      () =>
+        act(async () => {
+          await post('/skills/{slug}/versions/{versionNumber}/promote', { path: { slug, versionNumber: String(v.versionNumber) } });
+          return `Version ${v.versionNumber} is current, over the guard.`;
+        }, 'The version could not be made current.'),
     );
-    yes.focus();
-  };
 
   const item = (v: Version) => {
     const confirm = h('div');

@@ -1,5 +1,5 @@
 import { api, ApiError, del, post, type Answer, type Call } from '../api';
-import { alertBox, field, fieldErrors, h, show, statusBadge, when } from '../dom';
+import { alertBox, askInPlace, field, fieldErrors, h, show, statusBadge, when } from '../dom';
 
 type Trigger = Answer<'/workflows/{slug}/triggers'>['triggers'][number];
 type Body = NonNullable<Call<'/workflows/{slug}/triggers', 'post'>['body']>;
@@ -173,29 +173,13 @@ export async function triggersSection(slug: string, github: GithubDeclaration | 
     }, 'The secret could not be rotated.');
 
   /** Delete asks again in place: a sender using the URL is refused from then on. */
-  const askDelete = (t: Trigger, into: HTMLElement) => {
-    const yes = h(
-      'button',
-      {
-        type: 'button',
-        class: 'danger',
-        onclick: () =>
-          act(async () => {
-            await del('/workflows/{slug}/triggers/{triggerId}', { path: { slug, triggerId: t.id } });
-            show(message, `Deleted ${nameOf(t)}.`);
-          }, 'The trigger could not be deleted.'),
-      },
-      `Yes, delete ${nameOf(t)}`,
+  const askDelete = (t: Trigger, into: HTMLElement) =>
+    askInPlace(into, `Delete ${nameOf(t)}? Its URL stops working at once: deliveries to it are refused.`, `Yes, delete ${nameOf(t)}`, 'Keep it', () =>
+      act(async () => {
+        await del('/workflows/{slug}/triggers/{triggerId}', { path: { slug, triggerId: t.id } });
+        show(message, `Deleted ${nameOf(t)}.`);
+      }, 'The trigger could not be deleted.'),
     );
-    show(
-      into,
-      h('p', {}, `Delete ${nameOf(t)}? Its URL stops working at once: deliveries to it are refused.`),
-      yes,
-      ' ',
-      h('button', { type: 'button', onclick: () => show(into) }, 'Keep it'),
-    );
-    yes.focus();
-  };
 
   const item = (t: Trigger) => {
     const confirm = h('div');
