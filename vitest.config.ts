@@ -47,10 +47,6 @@ export default defineConfig(async () => {
       globalSetup: ['./test/setup/fixture-server.ts'],
       // The machines have 2 cores; wider only thrashes.
       maxWorkers: 2,
-      // Files share a worker one after another instead of each starting its own (about half the
-      // suite's time): every test makes its own users and workspaces, a test reading the whole
-      // catalog clears it first, and each file starts on the real clock (test/setup).
-      isolate: false,
       testTimeout: 30_000,
       hookTimeout: 30_000,
     },

@@ -1,7 +1,6 @@
 import { applyD1Migrations } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { boundShards, shardBinding } from '../../workers/lib/db';
-import { resetClock } from '../../workers/lib/clock';
 import { stampShard } from '../../workers/lib/shard-identity';
 
 // Setup files run outside per-file storage isolation and may run more than once;
@@ -11,7 +10,3 @@ for (const shard of boundShards(env)) {
   await applyD1Migrations(shardBinding(env, shard), env.TEST_SHARD_MIGRATIONS);
   await stampShard(shardBinding(env, shard), shard);
 }
-
-// Test files share a worker one after another (vitest.config.ts, isolate: false): each starts on
-// the real clock, whatever the file before it left.
-resetClock();
