@@ -8,8 +8,8 @@ export default defineConfig({
     environment: 'node',
     testTimeout: 120_000,
     hookTimeout: 120_000,
-    // Two files at a time, each with its own wrangler dev: much of an e2e test is waiting (on a
-    // restart, a queue, a browser), and the machines have 2 cores.
-    maxWorkers: 2,
+    // Three files at a time, each with its own wrangler dev: most of an e2e test is waiting (on a
+    // restart, a queue, a browser), so three keep the machines' 2 cores busy.
+    maxWorkers: 3,
   },
 });

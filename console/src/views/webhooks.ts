@@ -118,9 +118,12 @@ export async function webhooks(box: HTMLElement) {
     );
   };
 
+  /** The deliveries last drawn. */
+  let drawn: Delivery[] = [];
   const drawDeliveries = async (endpoint: Endpoint, into: HTMLElement) => {
     try {
       const page = await api('/webhooks/{id}/deliveries', { path: { id: endpoint.id }, query: { limit: 50 } });
+      drawn = page.data;
       show(
         into,
         page.data.length
@@ -182,7 +185,12 @@ export async function webhooks(box: HTMLElement) {
           onclick: async () => {
             try {
               await post('/webhooks/{id}/deliveries/{deliveryId}/redeliver', { path: { id: endpoint.id, deliveryId: delivery.id } });
-              await drawDeliveries(endpoint, into);
+              // The attempt is made from the delivery queue: the list is read again until it was made (30 s at most).
+              for (let i = 0; i < 30; i++) {
+                await drawDeliveries(endpoint, into);
+                if (drawn.find((d) => d.id === delivery.id)?.status !== 'pending') break;
+                await new Promise((resolve) => setTimeout(resolve, 1000));
+              }
             } catch (error) {
               show(into, failure(error, 'The delivery could not be sent again.'));
             }
