@@ -1,10 +1,10 @@
-import { MAX_RUN_INPUT, withAttachedFiles } from '../lib/attached-input';
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { executions, skillVersions, type EvalRole, EVAL_ROLES } from '../../schema';
 import { withoutSupersededText, type ExecutionEvent } from './execution-events';
 import type { Principal } from '../auth/principal';
 import type { Env, GlobalDb, ShardDb } from '../env';
+import { MAX_RUN_INPUT, withAttachedFiles } from '../lib/attached-input';
 import { globalDbOf } from '../lib/db';
 import { conflict, invalidInput } from '../errors';
 import { CANCEL_WAIT_MS, interruptTurn, startTurn, startTurnById } from './execution-lifecycle';

@@ -1,6 +1,3 @@
-import { ShippedEvals } from '../lib/catalog-evals';
-import { findCatalogSkill } from './catalog';
-import { MAX_RUN_INPUT, withAttachedFiles } from '../lib/attached-input';
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import { z } from 'zod';
 import { EVAL_STATUSES, skillEvals, skills, skillVersionGuards, skillVersions, type SkillEvalRow, type SkillVersionRow } from '../../schema';
@@ -8,8 +5,10 @@ import { actorToKeep } from '../auth/actor';
 import type { Principal } from '../auth/principal';
 import type { Env, GlobalDb, ShardDb } from '../env';
 import { invalidInput, notFound } from '../errors';
+import { MAX_RUN_INPUT, withAttachedFiles } from '../lib/attached-input';
 import { validateBundle, type BundleFile } from '../lib/bundle';
 import { bundlePaths, loadBundle } from '../lib/bundle-store';
+import { ShippedEvals } from '../lib/catalog-evals';
 import { now, toIso } from '../lib/clock';
 import { sha256Hex } from '../lib/crypto';
 import { globalDbOf } from '../lib/db';
@@ -19,10 +18,9 @@ import { Credits, hundredthsOf } from '../lib/money';
 import { byIntegerId, cursorEnvelope, CursorQuery, cursorPage, mapPage } from '../lib/pagination';
 import { selectProvider } from '../runtime/providers/index';
 import { openByokKey, sealedByokKey } from './byok';
+import { findCatalogSkill, shippedEvalsOf } from './catalog';
 import { getInstalledSkill, InstallRecord, requireSkill } from './skills';
 import { HELD, presentGuard, VersionGuard } from './version-guard';
-
-/** The most characters a run's input (the case's prompt and its input files) may hold: a run's own limit. */
 
 export const StartEvalBody = z.object({
   version: z.number().int().min(1).optional().describe('The version to evaluate (its number); the active one when omitted'),
@@ -91,21 +89,20 @@ export const EvalSummary = z.object(EvalSummaryFields);
 export const SkillEval = EvalSummary.extend({ cases: z.array(EvalCaseReport) });
 export const EvalPage = cursorEnvelope(EvalSummary);
 
-/** What a skill's GET and `get-skill-details` show: the latest eval of each version, newest version first. */
-export const LatestEvals = z.array(
-  EvalSummary.pick({
-    id: true,
-    versionNumber: true,
-    status: true,
-    casesCount: true,
-    passRateWith: true,
-    passRateWithout: true,
-    difference: true,
-    model: true,
-    local: true,
-    completedAt: true,
-  }),
-);
+/** What a skill's GET and `get-skill-details` show of an eval: the latest of each version, newest version first. */
+const LatestEval = EvalSummary.pick({
+  id: true,
+  versionNumber: true,
+  status: true,
+  casesCount: true,
+  passRateWith: true,
+  passRateWithout: true,
+  difference: true,
+  model: true,
+  local: true,
+  completedAt: true,
+});
+export const LatestEvals = z.array(LatestEval);
 
 const presentSummary = (row: SkillEvalRow): z.infer<typeof EvalSummary> => ({
   id: formatId('eval', row.id),
@@ -318,23 +315,7 @@ export async function latestEvals(db: ShardDb, workspaceId: string, slug: string
     .where(and(eq(skillEvals.workspaceId, workspaceId), eq(skillEvals.skillSlug, slug), inArray(skillEvals.status, ['succeeded', 'stopped'])))
     .orderBy(desc(skillEvals.versionNumber), desc(skillEvals.id));
   const seen = new Set<number>();
-  return rows
-    .filter((r) => !seen.has(r.versionNumber) && seen.add(r.versionNumber))
-    .map((r) => {
-      const s = presentSummary(r);
-      return {
-        id: s.id,
-        versionNumber: s.versionNumber,
-        status: s.status,
-        casesCount: s.casesCount,
-        passRateWith: s.passRateWith,
-        passRateWithout: s.passRateWithout,
-        difference: s.difference,
-        model: s.model,
-        local: s.local,
-        completedAt: s.completedAt,
-      };
-    });
+  return rows.filter((r) => !seen.has(r.versionNumber) && seen.add(r.versionNumber)).map((r) => LatestEval.parse(presentSummary(r)));
 }
 
 export const SkillDetails = InstallRecord.extend({
@@ -379,6 +360,6 @@ export async function getSkillDetails(
     hasEvalCases: paths?.includes(EVALS_PATH) ?? false,
     evals,
     heldVersions: held,
-    catalogEvals: catalog ? ShippedEvals.parse(JSON.parse(catalog.evals)) : null,
+    catalogEvals: catalog ? shippedEvalsOf(catalog) : null,
   };
 }
