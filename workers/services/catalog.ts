@@ -145,6 +145,9 @@ const presentItem = (row: CatalogSkillRow): MarketplaceItem => ({
   repository: row.repository ?? BUILT_IN_REPOSITORY,
 });
 
+/** The eval results a catalog skill ships, from its stored column (JSON text). */
+export const shippedEvalsOf = (row: Pick<CatalogSkillRow, 'evals'>) => ShippedEvals.parse(JSON.parse(row.evals));
+
 const presentDetail = (row: CatalogSkillRow): MarketplaceDetail => ({
   ...presentItem(row),
   prompt: row.prompt,
@@ -154,7 +157,7 @@ const presentDetail = (row: CatalogSkillRow): MarketplaceDetail => ({
   license: row.license,
   contentChecksum: row.contentChecksum,
   filesCount: row.filesCount,
-  evals: ShippedEvals.parse(JSON.parse(row.evals)),
+  evals: shippedEvalsOf(row),
 });
 
 /** The bare-array form lists the whole catalog unless `limit` says otherwise. */
@@ -249,7 +252,7 @@ export async function currentEvals(db: GlobalDb, slugs: string[]): Promise<Map<s
     : [];
   return new Map(
     rows.map((row) => {
-      const current = ShippedEvals.parse(JSON.parse(row.evals)).find((e) => e.contentChecksum === row.contentChecksum);
+      const current = shippedEvalsOf(row).find((e) => e.contentChecksum === row.contentChecksum);
       return [row.slug, current ? CurrentEval.unwrap().parse(current) : null];
     }),
   );
