@@ -4,13 +4,13 @@ import { skillEvals, skillGuardSettings, skills, skillVersionGuards, skillVersio
 import { requireScope, type Actor } from '../auth/actor';
 import type { Principal } from '../auth/principal';
 import type { Env, GlobalDb, ShardDb } from '../env';
-import { conflict, forbidden, invalidInput, notFound } from '../errors';
+import { conflict, forbidden } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { globalDbOf } from '../lib/db';
 import { formatId } from '../lib/ids';
 import { recordChange } from './audit';
 import { evalCasesOf, insertEval, launchEval, providerOf, type EvalCasesOf, type EvalPlan } from './skill-evals';
-import { authorSkill, getInstalledSkill, InstallRecord, requireSkill, type AuthorSkillBody } from './skills';
+import { authorSkill, getInstalledSkill, InstallRecord, installedQuery, requireSkill, versionNumberOf, versionWithGuard, type AuthorSkillBody } from './skills';
 import { HELD, presentGuard, VersionGuard } from './version-guard';
 import { requireCurrentWorkspace, requireOwnedWorkspace } from './workspaces';
 
@@ -71,12 +71,7 @@ export type AuthoredSkill = z.infer<typeof AuthoredSkill>;
 /** The bar a new version must reach, when the guard is on and the current version carries cases; null otherwise. */
 async function guardBar(db: ShardDb, env: Env, principal: Principal, slug: string) {
   if (!(await readSetting(db, principal.workspaceId))?.enabled) return null;
-  const [current] = await db
-    .select({ skill: skills, version: skillVersions })
-    .from(skills)
-    .innerJoin(skillVersions, eq(skillVersions.id, skills.activeVersionId))
-    .where(and(eq(skills.workspaceId, principal.workspaceId), eq(skills.slug, slug)))
-    .limit(1);
+  const [current] = await installedQuery(db, principal, slug);
   if (!current) return null;
   const cases = await evalCasesOf(env, slug, current.version);
   return cases && { ...current, cases };
@@ -246,17 +241,10 @@ export const PromotedSkill = AuthoredSkill.required({ guard: true });
  * back (evaluating, or refused) current anyway; audited with its eval's numbers.
  */
 export async function promoteVersion(db: ShardDb, globalDb: GlobalDb, principal: Principal, slug: string, rawVersion: string) {
-  if (!/^[1-9][0-9]{0,8}$/.test(rawVersion)) throw invalidInput('versionNumber', 'positive_integer', 'versionNumber must be a positive integer');
+  const number = versionNumberOf(rawVersion);
   const skill = await requireSkill(db, globalDb, principal, slug);
   if (principal.role !== 'owner') throw forbidden('Only the workspace owner can make a version the guard held back current');
-  const [row] = await db
-    .select({ version: skillVersions, guard: skillVersionGuards })
-    .from(skillVersions)
-    .leftJoin(skillVersionGuards, eq(skillVersionGuards.skillVersionId, skillVersions.id))
-    .where(and(eq(skillVersions.skillId, skill.id), eq(skillVersions.versionNumber, Number(rawVersion))))
-    .limit(1);
-  if (!row) throw notFound(`Version ${rawVersion} of "${slug}"`);
-  const { version, guard } = row;
+  const { version, guard } = await versionWithGuard(db, skill, slug, number);
   if (!guard || !HELD.includes(guard.status)) {
     throw conflict(
       `Version ${version.versionNumber} of "${slug}" is not held back by the guard: restore it with POST /api/v1/skills/${slug}/versions/${version.versionNumber}/restore`,

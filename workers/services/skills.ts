@@ -107,7 +107,7 @@ function presentInstalled(skill: SkillRow, version: SkillVersionRow): InstallRec
 const withoutStorage = ({ bundleType: _b, storagePath: _s, filesCount: _f, ...rest }: InstallRecord): InstalledSkill => rest;
 
 /** The workspace's installed skills with their live versions; `slug` narrows it to one. */
-const installedQuery = (db: ShardDb, principal: Principal, slug?: string) =>
+export const installedQuery = (db: ShardDb, principal: Principal, slug?: string) =>
   db
     .select({ skill: skills, version: skillVersions })
     .from(skills)
@@ -473,19 +473,29 @@ export const RestoreResult = z.object({
   skill: z.object({ slug: z.string(), contentChecksum: z.string() }),
 });
 
-/** Non-destructive: a new version carrying the old content; later versions stay in the history. */
-export async function restoreVersion(db: ShardDb, globalDb: GlobalDb, principal: Principal, slug: string, rawVersion: string) {
-  if (!/^[1-9][0-9]{0,8}$/.test(rawVersion)) {
-    throw invalidInput('versionNumber', 'positive_integer', 'versionNumber must be a positive integer');
-  }
-  const skill = await requireSkill(db, globalDb, principal, slug);
+/** A `:versionNumber` path parameter: a positive integer, else 400 naming it. */
+export function versionNumberOf(raw: string): number {
+  if (!/^[1-9][0-9]{0,8}$/.test(raw)) throw invalidInput('versionNumber', 'positive_integer', 'versionNumber must be a positive integer');
+  return Number(raw);
+}
+
+/** Version `number` of the skill with the guard's record of it (null when written without the guard), or 404. */
+export async function versionWithGuard(db: ShardDb, skill: { id: number }, slug: string, number: number) {
   const [found] = await db
     .select({ version: skillVersions, guard: skillVersionGuards })
     .from(skillVersions)
     .leftJoin(skillVersionGuards, eq(skillVersionGuards.skillVersionId, skillVersions.id))
-    .where(and(eq(skillVersions.skillId, skill.id), eq(skillVersions.versionNumber, Number(rawVersion))))
+    .where(and(eq(skillVersions.skillId, skill.id), eq(skillVersions.versionNumber, number)))
     .limit(1);
-  if (!found) throw notFound(`Version ${rawVersion} of "${slug}"`);
+  if (!found) throw notFound(`Version ${number} of "${slug}"`);
+  return found;
+}
+
+/** Non-destructive: a new version carrying the old content; later versions stay in the history. */
+export async function restoreVersion(db: ShardDb, globalDb: GlobalDb, principal: Principal, slug: string, rawVersion: string) {
+  const number = versionNumberOf(rawVersion);
+  const skill = await requireSkill(db, globalDb, principal, slug);
+  const found = await versionWithGuard(db, skill, slug, number);
   const old = found.version;
   // A restore would make it current without passing: only the owner's promote does that.
   if (found.guard && HELD.includes(found.guard.status)) {
