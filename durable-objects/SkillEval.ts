@@ -111,9 +111,7 @@ export class SkillEval extends DurableObject<Env> {
         await this.ctx.storage.delete('failures');
       } catch (error) {
         // Tried again at the next alarm (what was done is stored); a fault that keeps coming fails the job.
-        const failures = ((await this.ctx.storage.get<number>('failures')) ?? 0) + 1;
-        console.error(JSON.stringify({ level: 'error', message: 'a skill eval pass failed', evalId: job.evalId, failures, error: String(error) }));
-        await this.ctx.storage.put('failures', failures);
+        const failures = await this.failedAgain('failures', 'a skill eval pass failed', error);
         outcome =
           failures < MAX_FAILED_PASSES
             ? { status: 'running', wait: RETRY_MS * failures }
@@ -136,14 +134,18 @@ export class SkillEval extends DurableObject<Env> {
     try {
       await settleGuards(db, job.actor, job.evalId);
     } catch (error) {
-      const failures = ((await this.ctx.storage.get<number>('settleFailures')) ?? 0) + 1;
-      console.error(JSON.stringify({ level: 'error', message: 'a skill version guard was not settled', evalId: job.evalId, failures, error: String(error) }));
-      if (failures < MAX_FAILED_PASSES) {
-        await this.ctx.storage.put('settleFailures', failures);
-        return this.ctx.storage.setAlarm(now() + RETRY_MS * failures);
-      }
+      const failures = await this.failedAgain('settleFailures', 'a skill version guard was not settled', error);
+      if (failures < MAX_FAILED_PASSES) return this.ctx.storage.setAlarm(now() + RETRY_MS * failures);
     }
     await this.erase();
+  }
+
+  /** Counts one more failure in a row under `key` (kept in storage, so a restart keeps counting), logged; answers the count. */
+  private async failedAgain(key: 'failures' | 'settleFailures', message: string, error: unknown): Promise<number> {
+    const failures = ((await this.ctx.storage.get<number>(key)) ?? 0) + 1;
+    console.error(JSON.stringify({ level: 'error', message, evalId: this.job!.evalId, failures, error: String(error) }));
+    await this.ctx.storage.put(key, failures);
+    return failures;
   }
 
   /** Deletes the job's storage and alarm: it ended, its skill was uninstalled, or its workspace is being deleted. */
