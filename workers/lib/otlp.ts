@@ -46,10 +46,13 @@ export function parseTraceparent(value: unknown): TraceParent | null {
   return { traceId: traceId!, spanId: spanId! };
 }
 
+/** The `traceparent` value naming `parent` (version 00, sampled). */
+export const formatTraceparent = (parent: TraceParent) => `00-${parent.traceId}-${parent.spanId}-01`;
+
 /** A `traceparent` value, checked and normalized, or null: what a run keeps of its caller's. */
 export const traceparentOf = (value: unknown): string | null => {
   const parent = parseTraceparent(value);
-  return parent ? `00-${parent.traceId}-${parent.spanId}-01` : null;
+  return parent ? formatTraceparent(parent) : null;
 };
 
 /** An id of `hexDigits` derived from `key`: the same span exported again keeps its ids. */

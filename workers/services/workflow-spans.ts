@@ -1,4 +1,4 @@
-import { attributes, derivedId, nanos, parseTraceparent, SPAN_KIND, STATUS_CODE, type Span } from '../lib/otlp';
+import { attributes, derivedId, formatTraceparent, nanos, parseTraceparent, SPAN_KIND, STATUS_CODE, type Span } from '../lib/otlp';
 import type { RunEventType } from '../workflows/interpreter';
 
 /**
@@ -53,7 +53,7 @@ const unitSpanId = (runId: string, unitKey: string) => derivedId(`span:workflow:
 /** The `traceparent` an execution started by a unit carries: that unit's span in the run's trace. */
 export async function stepTraceparent(runId: string, traceparent: string | null, unitKey: string): Promise<string> {
   const { traceId } = await workflowTrace(runId, traceparent);
-  return `00-${traceId}-${await unitSpanId(runId, unitKey)}-01`;
+  return formatTraceparent({ traceId, spanId: await unitSpanId(runId, unitKey) });
 }
 
 /** A unit inside a top-level entry: the entry, and the item or iteration when it is one. */
