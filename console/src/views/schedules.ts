@@ -1,5 +1,6 @@
 import { api, ApiError, del, post, type Answer } from '../api';
 import { alertBox, field, fieldErrors, h, show, statusBadge, when } from '../dom';
+import { listActions } from './settings-more';
 
 type Schedule = Answer<'/workflows/{slug}/schedules'>['schedules'][number];
 
@@ -46,15 +47,7 @@ export async function schedulesSection(slug: string, inputSchema: { required?: s
   input.value = JSON.stringify(Object.fromEntries((inputSchema?.required ?? []).map((name) => [name, ''])));
   const { clear, refuse } = fieldErrors({ cron, timezone, input }, message);
 
-  const act = async (work: () => Promise<unknown>, failed: string) => {
-    show(message);
-    try {
-      await work();
-      await draw();
-    } catch (error) {
-      show(message, alertBox(error instanceof ApiError ? error.message : failed));
-    }
-  };
+  const act = listActions(message, () => draw());
 
   const item = (s: Schedule) =>
     h(

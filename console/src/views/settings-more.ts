@@ -7,6 +7,23 @@ export const section = (id: string, title: string, ...kids: (Node | null)[]) =>
 
 export const failure = (error: unknown, fallback: string) => alertBox(error instanceof ApiError ? error.message : fallback);
 
+/**
+ * What a list's buttons run: `act(work, failed)` clears the status line, does the work, draws
+ * the list again and, when the work answers a text, says it there; a refusal shows there instead.
+ */
+export const listActions =
+  (message: HTMLElement, redraw: () => Promise<void>) =>
+  async (work: () => Promise<unknown>, failed: string): Promise<void> => {
+    show(message);
+    try {
+      const done = await work();
+      await redraw();
+      if (typeof done === 'string') show(message, done);
+    } catch (error) {
+      show(message, failure(error, failed));
+    }
+  };
+
 /** A form that sends once, says how it went in its status line, and draws the section again. */
 function actionForm(label: string, button: string, fields: HTMLElement[], send: () => Promise<string>, after: () => Promise<void>) {
   const message = h('div', { role: 'status' });

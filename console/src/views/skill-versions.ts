@@ -1,7 +1,7 @@
 import { api, post, type Answer } from '../api';
 import { askInPlace, h, show, statusBadge, when } from '../dom';
 import { evalPath, percent } from './evals';
-import { failure } from './settings-more';
+import { failure, listActions } from './settings-more';
 
 type Version = Answer<'/skills/{slug}/versions'>[number];
 type Guard = NonNullable<Version['guard']>;
@@ -51,15 +51,7 @@ export function skillVersions(slug: string, owner: boolean, message: HTMLElement
   let seen: Version[] | undefined;
 
   /** Runs an owner's or writer's action, then reads the list again; a refusal goes to the status line. */
-  const act = async (work: () => Promise<string>, failed: string) => {
-    try {
-      const done = await work();
-      await draw();
-      show(message, done);
-    } catch (error) {
-      show(message, failure(error, failed));
-    }
-  };
+  const act = listActions(message, () => draw());
 
   const restore = (v: Version) =>
     act(async () => {

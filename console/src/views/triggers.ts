@@ -1,5 +1,6 @@
 import { api, ApiError, del, post, type Answer, type Call } from '../api';
 import { alertBox, askInPlace, field, fieldErrors, h, show, statusBadge, when } from '../dom';
+import { listActions } from './settings-more';
 
 type Trigger = Answer<'/workflows/{slug}/triggers'>['triggers'][number];
 type Body = NonNullable<Call<'/workflows/{slug}/triggers', 'post'>['body']>;
@@ -154,16 +155,11 @@ export async function triggersSection(slug: string, github: GithubDeclaration | 
     card.focus();
   };
 
-  /** Runs an action on the list: its refusal shown in the status line, the list drawn again. */
-  const act = async (work: () => Promise<unknown>, failed: string) => {
-    show(message);
+  const listAction = listActions(message, () => draw());
+  /** Runs an action on the list; a secret shown before goes. */
+  const act = (work: () => Promise<unknown>, failed: string) => {
     show(revealed);
-    try {
-      await work();
-      await draw();
-    } catch (error) {
-      show(message, alertBox(error instanceof ApiError ? error.message : failed));
-    }
+    return listAction(work, failed);
   };
 
   const rotate = (t: Trigger) =>
@@ -177,7 +173,7 @@ export async function triggersSection(slug: string, github: GithubDeclaration | 
     askInPlace(into, `Delete ${nameOf(t)}? Its URL stops working at once: deliveries to it are refused.`, `Yes, delete ${nameOf(t)}`, 'Keep it', () =>
       act(async () => {
         await del('/workflows/{slug}/triggers/{triggerId}', { path: { slug, triggerId: t.id } });
-        show(message, `Deleted ${nameOf(t)}.`);
+        return `Deleted ${nameOf(t)}.`;
       }, 'The trigger could not be deleted.'),
     );
 

@@ -1,6 +1,6 @@
 import { api, ApiError, del, patch, post, type Answer } from '../api';
 import { field, fieldErrors, h, show, statusBadge, when } from '../dom';
-import { failure, section } from './settings-more';
+import { failure, listActions, section } from './settings-more';
 
 type Endpoint = Answer<'/webhooks'>['data'][number];
 type Delivery = Answer<'/webhooks/{id}/deliveries'>['data'][number];
@@ -39,14 +39,7 @@ export async function webhooks(box: HTMLElement) {
     const page = await api('/webhooks', { query: { limit: 100 } });
     show(list, page.data.length ? page.data.map(drawEndpoint) : h('li', { class: 'muted' }, 'No endpoints yet.'));
   };
-  const act = async (failed: string, run: () => Promise<unknown>) => {
-    try {
-      await run();
-      await drawList();
-    } catch (error) {
-      show(message, failure(error, failed));
-    }
-  };
+  const act = listActions(message, () => drawList());
 
   const drawEndpoint = (endpoint: Endpoint) => {
     const name = endpoint.description || endpoint.url;
@@ -77,7 +70,7 @@ export async function webhooks(box: HTMLElement) {
             type: 'button',
             'aria-label': `${endpoint.enabled ? 'Disable' : 'Enable'} ${name}`,
             onclick: () =>
-              act('The endpoint could not be changed.', () => patch('/webhooks/{id}', { path: { id: endpoint.id }, body: { enabled: !endpoint.enabled } })),
+              act(() => patch('/webhooks/{id}', { path: { id: endpoint.id }, body: { enabled: !endpoint.enabled } }), 'The endpoint could not be changed.'),
           },
           endpoint.enabled ? 'Disable' : 'Enable',
         ),
@@ -88,13 +81,13 @@ export async function webhooks(box: HTMLElement) {
             type: 'button',
             'aria-label': `Rotate secret of ${name}`,
             onclick: () =>
-              act('The secret could not be rotated.', async () => {
+              act(async () => {
                 const rotated = await post('/webhooks/{id}/rotate-secret', { path: { id: endpoint.id } });
                 show(
                   message,
                   secretBox(`The new signing secret of ${name}. Copy it now: it is shown only once. The old one keeps signing for 24 hours.`, rotated.secret),
                 );
-              }),
+              }, 'The secret could not be rotated.'),
           },
           'Rotate secret',
         ),
@@ -106,10 +99,10 @@ export async function webhooks(box: HTMLElement) {
             class: 'danger',
             'aria-label': `Delete ${name}`,
             onclick: () =>
-              act('The endpoint could not be deleted.', async () => {
+              act(async () => {
                 await del('/webhooks/{id}', { path: { id: endpoint.id } });
-                show(message, `Deleted ${name}.`);
-              }),
+                return `Deleted ${name}.`;
+              }, 'The endpoint could not be deleted.'),
           },
           'Delete',
         ),
