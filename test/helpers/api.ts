@@ -20,9 +20,22 @@ export interface ApiResponse<T = any> {
   body: T;
 }
 
+/**
+ * The client address of a test file's requests that name none: unauthenticated requests are
+ * counted per address, and the files a pool worker runs one after another each start a fresh count.
+ */
+let fileAddress = '198.51.100.1';
+
+/** A fresh address for the requests of the test file about to run (test/setup). */
+export const useFreshAddress = (): void => {
+  const octet = () => Math.floor(Math.random() * 254) + 1;
+  fileAddress = `10.${octet()}.${octet()}.${octet()}`;
+};
+
 /** Calls the Worker's own fetch handler, as a client would over HTTP. */
 export async function call<T = any>(path: string, options: CallOptions = {}): Promise<ApiResponse<T>> {
   const headers = new Headers(options.headers);
+  if (!headers.has('cf-connecting-ip')) headers.set('cf-connecting-ip', fileAddress);
   if (options.apiKey) headers.set('x-api-key', options.apiKey);
   if (options.token) headers.set('x-auth-token', options.token);
   let body: string | undefined = options.rawBody;

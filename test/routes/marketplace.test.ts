@@ -1,10 +1,15 @@
+import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { catalogSkills } from '../../schema';
+import { globalDbOf } from '../../workers/lib/db';
 import { bundleManifest } from '../../workers/lib/bundle';
 import { decodeFiles } from '../../workers/services/catalog';
 import { call, expectError, signUp } from '../helpers/api';
 import { catalogEntry, seedCatalog } from '../helpers/skills';
 
 beforeAll(async () => {
+  // These tests read the whole catalog: it holds only what they seed, not what files before them in this worker did.
+  await globalDbOf(env).delete(catalogSkills);
   await seedCatalog([
     catalogEntry('code-reviewer', { title: 'Code Reviewer', category: 'development', extra: { 'references/checklist.md': '# Checklist\n' } }),
     catalogEntry('meeting-summarizer', { title: 'Meeting Summarizer', category: 'productivity', description: 'Summarises meeting notes into action items.' }),
