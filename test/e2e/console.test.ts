@@ -534,7 +534,7 @@ describe('the console in a browser', () => {
       expect((await asApp()).status).toBe(200);
       await app.getByRole('button', { name: `Revoke Notes Sync in ${workspace}` }).click();
       const yes = app.getByRole('button', { name: `Yes, revoke Notes Sync in ${workspace}` });
-      expect(await yes.evaluate('(el) => el === document.activeElement')).toBe(true);
+      expect(await page.evaluate('document.activeElement.textContent')).toBe(await yes.textContent()); // focused, as askInPlace puts it
       await check('settings-connected-apps-revoke');
       await yes.click();
       await apps.getByRole('status').getByText(`Revoked Notes Sync in ${workspace}.`).waitFor();
