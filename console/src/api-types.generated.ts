@@ -578,6 +578,40 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/oauth-grants': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The apps the signed-in person let in through the OAuth consent page that can still act, in any of their workspaces, newest first */
+    get: operations['getApiV1OauthGrants'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/oauth-grants/{id}/revoke': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Revoke a connected app: its tokens stop working at once */
+    post: operations['postApiV1OauthGrantsByIdRevoke'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/agents': {
     parameters: {
       query?: never;
@@ -6327,6 +6361,247 @@ export interface operations {
             status: 'active' | 'unactivated' | 'revoked';
             workspaceId: string;
             createdAt: string;
+            revokedAt: string | null;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1OauthGrants: {
+    parameters: {
+      query?: {
+        /** @description Page size (default 20) */
+        limit?: number;
+        /** @description Older items: continue after this id (last_id of the previous page) */
+        after_id?: string;
+        /** @description Newer items: the page before this id (first_id of a later page) */
+        before_id?: string;
+      };
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /** @description The grant id */
+              id: string;
+              clientId: string;
+              /** @description The name the app gave itself (claimed, not verified) */
+              clientName: string;
+              /** @description The https address the app is known by (its metadata document's URL); null for a registered app */
+              clientUri: string | null;
+              workspace: {
+                id: string;
+                name: string;
+              };
+              scopes: string[];
+              /** @description When the person consented */
+              createdAt: string;
+              /** @description When the app last got a token (its sign-in or its latest refresh); each call it makes is not recorded */
+              lastTokenAt: string | null;
+              /** @description When its last live token expires, unless the app refreshes; null once revoked or expired */
+              expiresAt: string | null;
+              revokedAt: string | null;
+            }[];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  postApiV1OauthGrantsByIdRevoke: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        /** @description The grant id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            /** @description The grant id */
+            id: string;
+            clientId: string;
+            /** @description The name the app gave itself (claimed, not verified) */
+            clientName: string;
+            /** @description The https address the app is known by (its metadata document's URL); null for a registered app */
+            clientUri: string | null;
+            workspace: {
+              id: string;
+              name: string;
+            };
+            scopes: string[];
+            /** @description When the person consented */
+            createdAt: string;
+            /** @description When the app last got a token (its sign-in or its latest refresh); each call it makes is not recorded */
+            lastTokenAt: string | null;
+            /** @description When its last live token expires, unless the app refreshes; null once revoked or expired */
+            expiresAt: string | null;
             revokedAt: string | null;
           };
         };

@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
@@ -478,6 +478,71 @@ describe('the console in a browser', () => {
     await page.goto(`${service.base}/memory`);
     await expect(page.getByLabel('Memory document').inputValue()).resolves.toBe('Notes from the agent');
     await check('memory');
+  });
+
+  it('lists an app let in through the OAuth consent page under Connected apps, and revokes it after asking again: its token stops at once', async () => {
+    // The app's redirect target: it only has to answer, the test reads the code from the browser's URL.
+    const callback = createServer((_req, res) => res.end('You can close this window.'));
+    const port = await freePort();
+    await new Promise<void>((resolve) => callback.listen(port, '127.0.0.1', resolve));
+    try {
+      page = await signUp('Apps Person');
+      const redirectUri = `http://127.0.0.1:${port}/callback`;
+      const registered = await fetch(`${service.base}/auth/oauth2/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_name: 'Notes Sync', redirect_uris: [redirectUri] }),
+      });
+      const { client_id: clientId } = (await registered.json()) as { client_id: string };
+      const verifier = randomBytes(32).toString('base64url');
+      const authorize = new URL(`${service.base}/auth/oauth2/authorize`);
+      authorize.search = new URLSearchParams({
+        client_id: clientId,
+        response_type: 'code',
+        redirect_uri: redirectUri,
+        scope: 'profile:read memory:read',
+        state: 'console-state',
+        code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+        code_challenge_method: 'S256',
+      }).toString();
+      await page.goto(authorize.href);
+      await Promise.all([page.waitForURL((url) => url.href.startsWith(redirectUri)), page.getByRole('button', { name: 'Allow' }).click()]);
+      const code = new URL(page.url()).searchParams.get('code')!;
+      const exchanged = await fetch(`${service.base}/auth/oauth2/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'authorization_code', code, client_id: clientId, redirect_uri: redirectUri, code_verifier: verifier }),
+      });
+      const { access_token: accessToken } = (await exchanged.json()) as { access_token: string };
+      const asApp = () => fetch(`${service.base}/api/v1/profile`, { headers: { authorization: `Bearer ${accessToken}` } });
+      expect((await asApp()).status).toBe(200);
+
+      await page.goto(`${service.base}/settings`);
+      const { name: workspace } = await inPage(page, '/api/v1/workspaces/current').then((w) => w as unknown as { name: string });
+      const apps = page.getByRole('region', { name: 'Connected apps' });
+      const app = apps.getByRole('list', { name: 'Connected apps' }).getByRole('listitem', { name: `Notes Sync in ${workspace}` });
+      await app.getByRole('heading', { name: 'Notes Sync' }).waitFor();
+      await app.getByText('profile:read, memory:read').waitFor();
+      await app.getByText(clientId).waitFor();
+      await check('settings-connected-apps');
+
+      // Revoking asks again in place; keeping it puts things back.
+      await app.getByRole('button', { name: `Revoke Notes Sync in ${workspace}` }).click();
+      await app.getByText(`Revoke Notes Sync in ${workspace}? It is signed out at once`).waitFor();
+      await app.getByRole('button', { name: 'Keep it' }).click();
+      expect(await app.getByRole('button', { name: /^Yes, revoke/ }).count()).toBe(0);
+      expect((await asApp()).status).toBe(200);
+      await app.getByRole('button', { name: `Revoke Notes Sync in ${workspace}` }).click();
+      const yes = app.getByRole('button', { name: `Yes, revoke Notes Sync in ${workspace}` });
+      expect(await page.evaluate('document.activeElement.textContent')).toBe(await yes.textContent()); // focused, as askInPlace puts it
+      await check('settings-connected-apps-revoke');
+      await yes.click();
+      await apps.getByRole('status').getByText(`Revoked Notes Sync in ${workspace}.`).waitFor();
+      await apps.getByText('No app is connected.').waitFor();
+      expect((await asApp()).status).toBe(401);
+    } finally {
+      callback.close();
+    }
   });
 
   it('invites a member, keeps a secret write-only, sets and removes a model key, and shows connectors and billing', async () => {

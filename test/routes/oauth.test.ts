@@ -439,6 +439,63 @@ describe('POST /auth/oauth2/token', () => {
   });
 });
 
+describe('client credentials in an HTTP Basic header (RFC 6749 2.3.1)', () => {
+  /** `id:secret`, each form-urlencoded as 2.3.1 asks, as a Basic header. */
+  const basic = (id: string, secret = '') => ({ authorization: `Basic ${btoa(`${id}:${secret}`)}` });
+  /** Every character percent-encoded: only a server that URL-decodes the id finds the client. */
+  const encodedWhole = (id: string) => [...id].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`).join('');
+  const tokenWith = (headers: Record<string, string>, form: Record<string, string>) =>
+    raw('/auth/oauth2/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: new URLSearchParams(form),
+    });
+  const codeForm = (flow: { code: string; verifier: string }) => ({
+    grant_type: 'authorization_code',
+    code: flow.code,
+    redirect_uri: REDIRECT,
+    code_verifier: flow.verifier,
+  });
+
+  it('name a public client by its URL-decoded id with an empty secret, for the code and the refresh', async () => {
+    const flow = await authorizeCode('profile:read offline_access');
+    const res = await tokenWith(basic(encodedWhole(flow.clientId)), codeForm(flow));
+    expect(res.status).toBe(200);
+    const tokens = (await res.json()) as Record<string, string>;
+    expect((await bearer(tokens.access_token!)).status).toBe(200);
+    // The same id in the body as well is the same client.
+    const refreshed = await tokenWith(basic(flow.clientId), { grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: flow.clientId });
+    expect(refreshed.status).toBe(200);
+    const revoked = await raw('/auth/oauth2/revoke', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...basic(flow.clientId) },
+      body: new URLSearchParams({ token: ((await refreshed.json()) as Record<string, string>).refresh_token! }),
+    });
+    expect(revoked.status).toBe(200);
+    expectError(await bearer(tokens.access_token!), 401, 'UNAUTHORIZED');
+  });
+
+  it('refuse a request whose header and body name different clients, and spend nothing', async () => {
+    const flow = await authorizeCode('profile:read');
+    const other = (await register()).body.client_id;
+    const res = await tokenWith(basic(other), { ...codeForm(flow), client_id: flow.clientId });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: 'invalid_request' });
+    expect((await exchange(flow)).status).toBe(200);
+  });
+
+  it('refuse a secret (none is ever issued) and a malformed header with 401 invalid_client and a Basic challenge', async () => {
+    const flow = await authorizeCode('profile:read');
+    for (const headers of [basic(flow.clientId, 'a-secret'), { authorization: 'Basic !!!' }, { authorization: `Basic ${btoa(flow.clientId)}` }, basic('')]) {
+      const res = await tokenWith(headers, codeForm(flow));
+      expect(res.status, headers.authorization).toBe(401);
+      expect(res.headers.get('www-authenticate')).toBe(`Basic realm="${BASE}/auth"`);
+      expect(await res.json()).toMatchObject({ error: 'invalid_client' });
+    }
+    expect((await exchange(flow)).status).toBe(200);
+  });
+});
+
 describe('bearer tokens at the API', () => {
   it('act in the consenting workspace within the granted scopes, 403 naming the scope outside', async () => {
     const { tokens, user } = await tokensFor('profile:read memory:read');

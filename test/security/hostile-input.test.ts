@@ -44,6 +44,7 @@ const PAGINATION_PARAMS = new Set(['limit', 'cursor', 'after_id', 'before_id', '
 /** Write routes that read no body: their path parameters are the whole input. */
 const NO_BODY: Record<string, string> = {
   'POST /api/v1/api-keys/:id/revoke': 'no body; the key id is the input',
+  'POST /api/v1/oauth-grants/:id/revoke': 'no body; the grant id is the input',
   'POST /api/v1/agents/consents/:consentId/deny': 'no body; the consent id is the input',
   'POST /api/v1/agents/permission-requests/:requestId/deny': 'no body; the request id is the input',
   'DELETE /api/v1/agents/:keyId/scopes/:scope': 'no body; key id and scope are the input',
@@ -335,6 +336,8 @@ function realParam(path: string, name: string): string {
   const byResource: Record<string, string> = {
     workspaces: world.user.workspaceId,
     'api-keys': world.key.id,
+    // No app signed in here: a well-formed id of none.
+    'oauth-grants': crypto.randomUUID(),
     executions: world.executionId,
     // No run has made an artifact here: a well-formed id of none.
     artifacts: 'art_999999',

@@ -8,6 +8,7 @@ import { MCP_TOOLS } from '../../workers/mcp/server';
 import { deliverAllChanges } from '../../workers/services/audit';
 import { type ApiResponse, BASE, call, type CallOptions, createKey, FLAT_ERRORS, signUp, type TestUser } from '../helpers/api';
 import { connectMcp, type ToolResult, toolJson } from '../helpers/mcp';
+import { authorizeCode, exchange } from '../helpers/oauth';
 import { shardD1, shardNumberOf } from '../helpers/shards';
 import { definition, install, launch } from '../helpers/workflows';
 
@@ -68,6 +69,8 @@ interface Fixture {
   scheduleId: string;
   exportId: string;
   triggerId: string;
+  /** The grant of an app A let in through the consent page. */
+  grantId: string;
 }
 
 interface Probe {
@@ -201,6 +204,8 @@ const EXCLUDED: Record<string, string> = {
   'GET /api/v1/workspaces/:id/deletion':
     "a deletion job is the person's who asked, not a workspace's (its workspace is gone): they read it from any workspace, anyone else gets 404 (workspace-deletion.test.ts)",
   'GET /api/v1/account-deletions/:token': 'an unguessable token handed to the person deleting their account, not a workspace resource; it needs no credential',
+  'POST /api/v1/oauth-grants/:id/revoke':
+    "an OAuth grant is its person's, across their workspaces (the consent picks one): they revoke it from any workspace, anyone else gets 404 (oauth-grants.test.ts)",
 };
 
 /** Sessions slide their expiry on use; these columns are stamped on every use. Everything else of A's must stay as it was. */
@@ -283,7 +288,7 @@ const outsiders = () => [
 /** Everything of A's that B's answers must not carry. */
 const aMarkers = () => [...Object.values(MARK), A.user.id, A.email, githubAccount];
 /** The string ids of A's workspace and its resources: a row written after the setup must not name any of them (A's user id may: A acts elsewhere too). */
-const aIds = () => [A.workspaceId, fixture.traceId, fixture.threadId, fixture.runId, fixture.consentId, fixture.requestId];
+const aIds = () => [A.workspaceId, fixture.traceId, fixture.threadId, fixture.runId, fixture.consentId, fixture.requestId, fixture.grantId];
 
 beforeAll(async () => {
   // One after the other: each new workspace goes to the shard with the fewest, so A's second
@@ -377,6 +382,10 @@ beforeAll(async () => {
     (await call(`/api/v1/workspaces/${A.workspaceId}/export/${started.id}`, as)).body.status === 'ready' ? true : undefined,
   );
 
+  const app = await authorizeCode('profile:read offline_access', { user: A });
+  expect((await exchange(app)).status).toBe(200);
+  const [grant] = (await ok(await call('/api/v1/oauth-grants', as), 200, 'grants')).data;
+
   fixture = {
     workspaceId: A.workspaceId,
     workspaceSlug: workspace.slug,
@@ -405,6 +414,7 @@ beforeAll(async () => {
     scheduleId: schedule.id,
     exportId: started.id,
     triggerId: trigger.id,
+    grantId: grant.id,
   };
 
   // B's own skill and workflow, for the references to A's ids in bodies.

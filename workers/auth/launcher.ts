@@ -1,8 +1,8 @@
-import { and, eq, gt, isNull, max, or, sql } from 'drizzle-orm';
-import { apiKeys, members, oauthGrants, oauthTokens, sessions, type Role } from '../../schema';
+import { and, eq, sql } from 'drizzle-orm';
+import { apiKeys, members, oauthGrants, sessions, type Role } from '../../schema';
 import type { Env, GlobalDb } from '../env';
 import { now } from '../lib/clock';
-import { apiScopesOf } from '../services/oauth';
+import { apiScopesOf, grantLiveUntil } from '../services/oauth';
 import type { Actor } from './actor';
 import { narrowScopes, WILDCARD } from './scopes';
 
@@ -56,18 +56,7 @@ async function sessionHeld(db: GlobalDb, actor: Actor, sessionId: string): Promi
  * with its client or user, or left with no live token stops it.
  */
 async function grantHeld(db: GlobalDb, actor: Actor, grantId: string): Promise<Held> {
-  // The family holds while it has a live token: until the last of them expires.
-  const liveUntil = db
-    .select({ until: max(oauthTokens.expiresAt) })
-    .from(oauthTokens)
-    .where(
-      and(
-        eq(oauthTokens.grantId, oauthGrants.id),
-        isNull(oauthTokens.revokedAt),
-        gt(oauthTokens.expiresAt, now()),
-        or(eq(oauthTokens.kind, 'access'), isNull(oauthTokens.usedAt)),
-      ),
-    );
+  const liveUntil = grantLiveUntil(db);
   const [row] = await db
     .select({
       revokedAt: oauthGrants.revokedAt,

@@ -12,6 +12,7 @@ import { eventsArea } from './events';
 import { executionsArea } from './executions';
 import { marketplaceArea } from './marketplace';
 import { memoryArea } from './memory';
+import { oauthGrantsArea } from './oauth-grants';
 import { secretsArea } from './secrets';
 import { skillEvalsArea } from './skill-evals';
 import { installArea, skillsArea, skillSecretsArea } from './skills';
@@ -27,6 +28,7 @@ export const AREAS: readonly Area[] = [
   workspacesArea,
   invitationsArea,
   apiKeysArea,
+  oauthGrantsArea,
   agentsArea,
   agentPermissionsArea,
   deviceActivationArea,

@@ -2,7 +2,8 @@ import { Hono, type Context } from 'hono';
 import { cors } from 'hono/cors';
 import { bearerTokenOf } from '../auth/credentials';
 import type { MetadataFetchOptions } from '../auth/oauth/client-metadata';
-import { API_SCOPES_SUPPORTED, authorizationServerMetadata, mcpResourceOf, protectedResourceMetadata } from '../auth/oauth/metadata';
+import { clientIdOf } from '../auth/oauth/client-authentication';
+import { API_SCOPES_SUPPORTED, authorizationServerMetadata, issuerOf, mcpResourceOf, protectedResourceMetadata } from '../auth/oauth/metadata';
 import { jwks } from '../auth/oauth/signing-keys';
 import { ConsentPage, MessagePage } from '../auth/pages';
 import { csrfToken, csrfValid, pagePrincipal, renderPage, signInThenReturn } from '../auth/web';
@@ -57,6 +58,10 @@ async function oauthEndpoint(c: Ctx, handler: () => Promise<Response>): Promise<
     // RFC 6750 3.1: a refused bearer token is announced in WWW-Authenticate.
     if (error.error === 'invalid_token' || error.error === 'insufficient_scope') {
       c.header('www-authenticate', `Bearer error="${error.error}", error_description="${error.description}"`);
+    }
+    // RFC 6749 5.2: a client that tried the Basic header is challenged in that scheme.
+    if (error.error === 'invalid_client' && /^Basic\b/i.test(c.req.header('authorization') ?? '')) {
+      c.header('www-authenticate', `Basic realm="${issuerOf(baseOf(c))}"`);
     }
     if (error.retryAfterSeconds !== undefined) c.header('retry-after', String(error.retryAfterSeconds));
     return c.json(error.toBody(), error.status);
@@ -224,7 +229,8 @@ export const oauthRoutes = new Hono<AppEnv>()
     documentedProtocol('OAuth', 'Exchange a code or a refresh token', 'OAuth 2.1 token endpoint (form body)', 200, 'application/json'),
     (c) =>
       oauthEndpoint(c, async () => {
-        const parsed = TokenForm.safeParse(await formOf(c));
+        const form = await formOf(c);
+        const parsed = TokenForm.safeParse({ ...form, client_id: clientIdOf(c.req.header('authorization'), form.client_id) });
         if (!parsed.success) throw new OAuthError('invalid_request', parsed.error.issues[0]!.message);
         const response = await exchangeToken(c.var.globalDb, c.env.CREDENTIAL_GATE, { base: baseOf(c), encryptionKey: c.env.ENCRYPTION_KEY }, parsed.data);
         noStore(c);
@@ -236,7 +242,7 @@ export const oauthRoutes = new Hono<AppEnv>()
   .post('/oauth2/revoke', documentedProtocol('OAuth', 'Revoke an access or refresh token', 'RFC 7009', 200, 'text/plain'), (c) =>
     oauthEndpoint(c, async () => {
       const form = await formOf(c);
-      await revokeToken(c.var.globalDb, c.env.CREDENTIAL_GATE, form.token, form.client_id);
+      await revokeToken(c.var.globalDb, c.env.CREDENTIAL_GATE, form.token, clientIdOf(c.req.header('authorization'), form.client_id));
       noStore(c);
       return c.body(null, 200);
     }),

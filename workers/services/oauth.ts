@@ -1,4 +1,4 @@
-import { and, eq, gt, isNull, lt, notExists, or } from 'drizzle-orm';
+import { and, eq, gt, isNull, lt, max, notExists, or } from 'drizzle-orm';
 import { z } from 'zod';
 import { members, oauthClients, oauthCodes, oauthGrants, oauthTokens, users, workspaceShards, workspaces, type OAuthClientRow } from '../../schema';
 import { sha256Hex as credentialHash } from '../lib/crypto';
@@ -408,6 +408,24 @@ async function revokeGrant(db: GlobalDb, gates: CredentialGates, grantId: string
     .returning({ userId: oauthGrants.userId });
   await credentialsChanged(gates, ...revoked.map((g) => g.userId));
 }
+
+/**
+ * A grant holds while it has a live token (an unexpired access token, or a refresh token not
+ * yet used): a subquery, correlated with `oauth_grants`, for when the last of them expires, null
+ * when none is left.
+ */
+export const grantLiveUntil = (db: GlobalDb) =>
+  db
+    .select({ until: max(oauthTokens.expiresAt) })
+    .from(oauthTokens)
+    .where(
+      and(
+        eq(oauthTokens.grantId, oauthGrants.id),
+        isNull(oauthTokens.revokedAt),
+        gt(oauthTokens.expiresAt, now()),
+        or(eq(oauthTokens.kind, 'access'), isNull(oauthTokens.usedAt)),
+      ),
+    );
 
 /** New access (and, with offline_access, refresh) token rows for a grant. */
 async function mintTokens(db: GlobalDb, grantId: string, scopes: string[]) {

@@ -1,6 +1,7 @@
 import { api, post, type Answer } from '../api';
 import { field, h, show, when } from '../dom';
 import { consents, permissionRequests } from './approvals';
+import { connectedApps } from './connected-apps';
 import { deleteAccount, deleteWorkspace } from './deletion';
 import { limits } from './limits';
 import { retention } from './retention';
@@ -17,6 +18,7 @@ const PARTS = [
   ['API keys', apiKeys],
   ['Agents asking to connect', consents],
   ['Agent permission requests', permissionRequests],
+  ['Connected apps', connectedApps],
   ['Members and invitations', members],
   ['Retention', retention],
   ['Spend limits', limits],
@@ -36,7 +38,7 @@ const anchorOf = (name: string) => name.toLowerCase().replace(/[^a-z0-9]+/g, '-'
 
 /**
  * Settings: API keys (created with chosen scopes, shown once, revoked), agents' pending
- * consents and permission requests, members and invitations, retention, spend limits, the skill version guard, webhooks and their deliveries, the telemetry destination, secrets, the model key, connectors,
+ * consents and permission requests, the apps let in through OAuth consent (revoked), members and invitations, retention, spend limits, the skill version guard, webhooks and their deliveries, the telemetry destination, secrets, the model key, connectors,
  * billing, and deleting the workspace or the account.
  */
 export async function settings(app: HTMLElement) {

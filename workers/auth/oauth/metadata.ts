@@ -39,7 +39,9 @@ export function authorizationServerMetadata(base: string) {
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     grant_types_supported: ['authorization_code', 'refresh_token'],
-    // Public clients only: PKCE replaces the client secret (OAuth 2.1 / RFC 9700 2.1.1).
+    // Public clients only: PKCE replaces the client secret (OAuth 2.1 / RFC 9700 2.1.1). No
+    // client holds a secret, so client_secret_basic is not offered, though a public client may
+    // send its id as Basic `client_id:` with an empty secret (client-authentication.ts).
     token_endpoint_auth_methods_supported: ['none'],
     revocation_endpoint_auth_methods_supported: ['none'],
     // RFC 9700 2.1.1: S256 only; `plain` is refused.
