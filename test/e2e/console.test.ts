@@ -688,6 +688,8 @@ describe('the console in a browser', () => {
       await hooks.getByLabel('Description (optional)').fill('Local receiver');
       await hooks.getByRole('button', { name: 'Add endpoint' }).click();
       await expect(hooks.getByLabel('Signing secret').textContent()).resolves.toMatch(/^whsec_/);
+      // The form starts over for the next endpoint: no event left ticked.
+      expect(await hooks.getByLabel(/^A run completed/).isChecked()).toBe(false);
       const endpoint = hooks.getByRole('listitem', { name: 'Local receiver' });
       await endpoint.getByText('Events: A run completed').waitFor();
       await endpoint.getByText('enabled', { exact: true }).waitFor();
@@ -725,6 +727,8 @@ describe('the console in a browser', () => {
       await otel.getByRole('button', { name: 'Save' }).click();
       await otel.getByText('Exported: 0 traces. Dropped: 0.').waitFor();
       await otel.getByText('Headers sent (values hidden): x-honeycomb-team').waitFor();
+      // The typed value is not kept in the page to be sent again with the next save.
+      await expect(otel.getByLabel('Header 1 value').inputValue()).resolves.toBe('');
       await check('settings-telemetry');
       await page.reload();
       const again = page.getByRole('region', { name: 'Telemetry' });

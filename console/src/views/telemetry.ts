@@ -40,13 +40,21 @@ export async function telemetry(box: HTMLElement) {
       d.lastError ? h('p', {}, `Last error: ${d.lastError} (${when(d.lastErrorAt)})`) : null,
     );
   };
+  // Typed values are sent once: after a save the rows start empty again, so a later save of the
+  // endpoint alone keeps the headers instead of sending the same values again.
+  const emptyRows = () => {
+    rows.replaceChildren();
+    count = 0;
+    addRow();
+  };
   drawState(current);
-  addRow();
+  emptyRows();
   const { clear, refuse } = fieldErrors({ endpoint }, message);
   const send = async (body: Parameters<typeof put<'/workspaces/{id}/telemetry'>>[1]['body'], done: string) => {
     clear();
     try {
       drawState(await put('/workspaces/{id}/telemetry', { path: { id }, body }));
+      emptyRows();
       show(message, done);
     } catch (error) {
       if (error instanceof ApiError && typeof error.details.field === 'string') refuse(error.details.field, error.message);

@@ -208,6 +208,7 @@ export async function webhooks(box: HTMLElement) {
       show(created, secretBox(`The signing secret of ${endpoint.url}. Copy it now: it is shown only once.`, endpoint.secret));
       url.value = '';
       description.value = '';
+      for (const b of boxes) b.checked = false;
       await drawList();
     } catch (error) {
       if (error instanceof ApiError && typeof error.details.field === 'string') refuse(error.details.field, error.message);
