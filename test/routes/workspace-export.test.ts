@@ -13,7 +13,7 @@ import { DOWNLOAD_LINK_TTL_MS, EXPORT_TTL_MS, startExport } from '../../workers/
 import type { Env } from '../../workers/env';
 import { allKeys, heldBy } from '../helpers/deletion';
 import { call, createKey, expectError, sessionPrincipal, signUp, waitForStatus, type TestUser } from '../helpers/api';
-import { shardD1, shardDbFor } from '../helpers/shards';
+import { shardD1, shardDbFor, shardNumberOf } from '../helpers/shards';
 import { catalogEntry, seedArtifact, seedCatalog, signUpWithSummarizer, SUMMARIZER } from '../helpers/skills';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 import { runHousekeeping } from '../helpers/housekeeping';
@@ -441,6 +441,40 @@ describe('an export written in slices by its object', () => {
     expect(job.downloadUrl).toBeUndefined();
     expect(await heldBy(stub)).toEqual({ rows: [], alarm: null });
     expect(await allKeys(`workspaces/${owner.workspaceId}/exports/`)).toEqual([]);
+  });
+});
+
+describe('an export while its workspace moves', () => {
+  it('reads every slice from the shard the directory names: the archive holds every row once', async () => {
+    const owner = await signUpWithSummarizer();
+    expect((await call('/api/v1/memory', { method: 'PUT', token: owner.token, body: { content: 'Remember the move.' } })).status).toBe(200);
+    // More artifacts than a page of rows.
+    for (let i = 0; i < 60; i++) await seedArtifact(owner.workspaceId, new Uint8Array([i]), `a-${i}.bin`);
+    const { id, number } = await createdJob(owner);
+    const target = owner.shard === 1 ? 2 : 1;
+    const headers = { authorization: `Bearer ${env.OPERATOR_SECRET}` };
+    await driveBySlices(owner.workspaceId, number, {
+      between: async (slice) => {
+        // Halfway through the tables: the move copies, fences, flips and deletes the rows on the old shard.
+        if (slice === 2 + Math.floor(EXPORTED_TABLES.length / 2)) {
+          const moved = await call(`/operator/workspaces/${owner.workspaceId}/move`, { body: { shard: target, drainMs: 0 }, headers });
+          expect(moved.status).toBe(200);
+        }
+      },
+    });
+    expect(await shardNumberOf(owner.workspaceId)).toBe(target);
+
+    const files = await archiveOf(owner, id);
+    for (const table of EXPORTED_TABLES) {
+      expect({ table: table.name, rows: sortBy(jsonLines(files[`records/${table.name}.jsonl`]!), rowKey) }).toEqual({
+        table: table.name,
+        rows: sortBy(await shardRows(owner.workspaceId, table), rowKey),
+      });
+    }
+    expect(jsonLines(files['records/artifacts.jsonl']!).length).toBeGreaterThanOrEqual(60);
+    expect(Object.keys(files).filter((path) => path.startsWith('artifacts/'))).toHaveLength(jsonLines(files['records/artifacts.jsonl']!).length);
+    expect(jsonLines(files['records/skills.jsonl']!).map((r) => r.slug)).toEqual(['meeting-summarizer']);
+    expect(Object.keys(files).some((path) => path.startsWith('skills/meeting-summarizer/v1/'))).toBe(true);
   });
 });
 
