@@ -13,6 +13,7 @@ export { WorkspaceChannel } from '../durable-objects/WorkspaceChannel';
 export { WorkflowRun } from '../durable-objects/WorkflowRun';
 export { WorkflowSchedule } from '../durable-objects/WorkflowSchedule';
 export { WorkspaceDeletion } from '../durable-objects/WorkspaceDeletion';
+export { WorkspaceExport } from '../durable-objects/WorkspaceExport';
 
 const app = createApp();
 

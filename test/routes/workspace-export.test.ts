@@ -1,3 +1,4 @@
+import { runInDurableObject } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
 import { unzipSync } from 'fflate';
 import { createHash } from 'node:crypto';
@@ -7,9 +8,12 @@ import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { globalDbOf } from '../../workers/lib/db';
 import { loadBundle } from '../../workers/lib/bundle-store';
 import { EXPORTED_TABLES } from '../../workers/services/export-archive';
-import { DOWNLOAD_LINK_TTL_MS, EXPORT_TTL_MS, MAX_ATTEMPTS, startExport } from '../../workers/services/workspace-exports';
+import { advanceExport, MAX_STALLS } from '../../workers/services/export-job';
+import { DOWNLOAD_LINK_TTL_MS, EXPORT_TTL_MS, startExport } from '../../workers/services/workspace-exports';
+import type { Env } from '../../workers/env';
+import { allKeys, heldBy } from '../helpers/deletion';
 import { call, createKey, expectError, sessionPrincipal, signUp, waitForStatus, type TestUser } from '../helpers/api';
-import { shardD1, shardDbFor } from '../helpers/shards';
+import { shardD1, shardDbFor, shardNumberOf } from '../helpers/shards';
 import { catalogEntry, seedArtifact, seedCatalog, signUpWithSummarizer, SUMMARIZER } from '../helpers/skills';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 import { runHousekeeping } from '../helpers/housekeeping';
@@ -336,46 +340,158 @@ describe('POST /api/v1/workspaces/:id/export', () => {
   });
 });
 
-describe('export jobs in the hourly housekeeping', () => {
-  /** A job whose attempt died mid-way: claimed, with an upload begun, its lease run out. */
-  async function deadAttempt(owner: TestUser, attempts: number) {
-    const { job, started } = await startExport(
-      await shardDbFor(owner.workspaceId),
-      globalDbOf(env),
-      env,
-      sessionPrincipal(owner),
-      owner.workspaceId,
-      'https://service.test',
+/** An export job as POST creates it, its object not started. */
+async function createdJob(owner: TestUser) {
+  const { job, started } = await startExport(
+    await shardDbFor(owner.workspaceId),
+    globalDbOf(env),
+    env,
+    sessionPrincipal(owner),
+    owner.workspaceId,
+    'https://service.test',
+  );
+  return { id: job.id, number: started! };
+}
+
+/** The archive of a ready job, unpacked, with its manifest. */
+async function archiveOf(user: TestUser, id: string) {
+  const job = (await call(`${exportPath(user)}/${id}`, { token: user.token })).body;
+  expect(job.status).toBe('ready');
+  const files = unzipSync(new Uint8Array(await (await download(job.downloadUrl)).arrayBuffer()));
+  const manifest = JSON.parse(decoder.decode(files['manifest.json'])) as { files: { path: string; bytes: number; sha256: string }[] };
+  for (const { path, sha256 } of manifest.files) expect({ path, sha256: createHash('sha256').update(files[path]!).digest('hex') }).toEqual({ path, sha256 });
+  expect(manifest.files.map((f) => f.path).sort()).toEqual(
+    Object.keys(files)
+      .filter((p) => p !== 'manifest.json')
+      .sort(),
+  );
+  return files;
+}
+
+/**
+ * Drives the job's object one slice at a time (each slice writes one file), as its alarm would,
+ * with `envOf(slice)` as the Worker's bindings; `between` runs after each slice. A slice that
+ * throws is counted and the next one runs, as the alarm tries it again. Answers the slices run.
+ */
+async function driveBySlices(
+  workspaceId: string,
+  number: number,
+  options: { envOf?: (slice: number) => Env; between?: (slice: number) => Promise<void> } = {},
+) {
+  const stub = env.WORKSPACE_EXPORT.getByName(`exp_${number}`);
+  await runInDurableObject(stub, (_, state) => state.storage.kv.put('job', { workspaceId, exportId: number }));
+  const outcomes: string[] = [];
+  for (let slice = 0; slice < 200; slice++) {
+    const sliceEnv = options.envOf?.(slice) ?? env;
+    const outcome = await runInDurableObject(stub, (_, state) => advanceExport(sliceEnv, state.storage, 0)).then(
+      (advance) => (advance.done ? 'done' : 'slice'),
+      () => 'thrown',
     );
-    const key = `workspaces/${owner.workspaceId}/exports/${job.id}-${attempts}.zip`;
-    const upload = await env.BUCKET.createMultipartUpload(key);
-    await upload.uploadPart(1, new Uint8Array(16));
+    outcomes.push(outcome);
+    if (outcome === 'done') return { outcomes, stub };
+    await options.between?.(slice);
+  }
+  throw new Error('the export never finished');
+}
+
+/** The bucket, but `get` of any key `failing` names throws. */
+const bucketFailing = (failing: (key: string) => boolean): R2Bucket =>
+  new Proxy(env.BUCKET, {
+    get(bucket, name: keyof R2Bucket) {
+      if (name === 'get') return (key: string) => (failing(key) ? Promise.reject(new Error('cut off')) : bucket.get(key));
+      const value = bucket[name];
+      return typeof value === 'function' ? value.bind(bucket) : value;
+    },
+  });
+
+describe('an export written in slices by its object', () => {
+  it('goes on from its last checkpoint after a slice is cut off, and its archive holds every file once', async () => {
+    const owner = await signUp();
+    const seeded: { id: string; key: string }[] = [];
+    for (let i = 0; i < 4; i++) seeded.push(await seedArtifact(owner.workspaceId, crypto.getRandomValues(new Uint8Array(2048 + i)), `part-${i}.bin`));
+    const { id, number } = await createdJob(owner);
+    // The first two slices that read the third artifact die (a restart, a crash); the next one goes on.
+    let cuts = 0;
+    const cutOff = { ...env, BUCKET: bucketFailing((key) => key === seeded[2]!.key && cuts++ < 2) };
+    const { outcomes, stub } = await driveBySlices(owner.workspaceId, number, { envOf: () => cutOff });
+    expect(outcomes.filter((o) => o === 'thrown')).toHaveLength(2);
+
+    const files = await archiveOf(owner, id);
+    for (const [i, artifact] of seeded.entries()) {
+      expect(files[`artifacts/${artifact.id}/part-${i}.bin`]).toEqual(new Uint8Array(await (await env.BUCKET.get(artifact.key))!.arrayBuffer()));
+    }
+    // One slice per file and per step: nothing was written twice, nothing started over.
+    const written = Object.keys(files).length;
+    expect(outcomes.filter((o) => o === 'slice').length).toBeLessThanOrEqual(written + 2);
+    // The object forgot the job, and no checkpoint's bytes are left in the bucket.
+    expect(await heldBy(stub)).toEqual({ rows: [], alarm: null });
+    expect((await allKeys(`workspaces/${owner.workspaceId}/exports/`)).filter((key) => key.includes('.tail-'))).toEqual([]);
+  });
+
+  it(`fails with its reason once ${MAX_STALLS} slices in a row get no further`, async () => {
+    const owner = await signUp();
+    const artifact = await seedArtifact(owner.workspaceId, new Uint8Array(64), 'unreadable.bin');
+    const { id, number } = await createdJob(owner);
+    const broken = { ...env, BUCKET: bucketFailing((key) => key === artifact.key) };
+    const { outcomes, stub } = await driveBySlices(owner.workspaceId, number, { envOf: () => broken });
+    expect(outcomes.slice(-MAX_STALLS - 1)).toEqual([...Array<string>(MAX_STALLS).fill('thrown'), 'done']);
+
+    const job = (await call(`${exportPath(owner)}/${id}`, { token: owner.token })).body;
+    expect(job).toMatchObject({ status: 'failed', error: `The export stopped ${MAX_STALLS} times at the first artifact without getting further` });
+    expect(job.downloadUrl).toBeUndefined();
+    expect(await heldBy(stub)).toEqual({ rows: [], alarm: null });
+    expect(await allKeys(`workspaces/${owner.workspaceId}/exports/`)).toEqual([]);
+  });
+});
+
+describe('an export while its workspace moves', () => {
+  it('reads every slice from the shard the directory names: the archive holds every row once', async () => {
+    const owner = await signUpWithSummarizer();
+    expect((await call('/api/v1/memory', { method: 'PUT', token: owner.token, body: { content: 'Remember the move.' } })).status).toBe(200);
+    // More artifacts than a page of rows.
+    for (let i = 0; i < 60; i++) await seedArtifact(owner.workspaceId, new Uint8Array([i]), `a-${i}.bin`);
+    const { id, number } = await createdJob(owner);
+    const target = owner.shard === 1 ? 2 : 1;
+    const headers = { authorization: `Bearer ${env.OPERATOR_SECRET}` };
+    await driveBySlices(owner.workspaceId, number, {
+      between: async (slice) => {
+        // Halfway through the tables: the move copies, fences, flips and deletes the rows on the old shard.
+        if (slice === 2 + Math.floor(EXPORTED_TABLES.length / 2)) {
+          const moved = await call(`/operator/workspaces/${owner.workspaceId}/move`, { body: { shard: target, drainMs: 0 }, headers });
+          expect(moved.status).toBe(200);
+        }
+      },
+    });
+    expect(await shardNumberOf(owner.workspaceId)).toBe(target);
+
+    const files = await archiveOf(owner, id);
+    for (const table of EXPORTED_TABLES) {
+      expect({ table: table.name, rows: sortBy(jsonLines(files[`records/${table.name}.jsonl`]!), rowKey) }).toEqual({
+        table: table.name,
+        rows: sortBy(await shardRows(owner.workspaceId, table), rowKey),
+      });
+    }
+    expect(jsonLines(files['records/artifacts.jsonl']!).length).toBeGreaterThanOrEqual(60);
+    expect(Object.keys(files).filter((path) => path.startsWith('artifacts/'))).toHaveLength(jsonLines(files['records/artifacts.jsonl']!).length);
+    expect(jsonLines(files['records/skills.jsonl']!).map((r) => r.slug)).toEqual(['meeting-summarizer']);
+    expect(Object.keys(files).some((path) => path.startsWith('skills/meeting-summarizer/v1/'))).toBe(true);
+  });
+});
+
+describe('export jobs in the hourly housekeeping', () => {
+  it('wakes the object of a job whose heartbeat lapsed, and the export finishes', async () => {
+    const owner = await signUp();
+    const { id, number } = await createdJob(owner);
     await (
       await shardD1(owner.workspaceId)
     )
-      .prepare("UPDATE workspace_exports SET status = 'running', attempts = ?, lease_until = ?, r2_key = ?, upload_id = ? WHERE id = ?")
-      .bind(attempts, Date.now() - 1000, key, upload.uploadId, started)
+      .prepare("UPDATE workspace_exports SET status = 'running', lease_until = ? WHERE id = ?")
+      .bind(Date.now() - 1000, number)
       .run();
-    return { job, upload };
-  }
-
-  it('starts again an export whose attempt died, and fails one that died every time', async () => {
-    const owner = await signUp();
-    const dead = await deadAttempt(owner, 1);
-    const other = await signUp();
-    const spent = await deadAttempt(other, MAX_ATTEMPTS);
     await runHousekeeping();
-
-    const job = (await call(`${exportPath(owner)}/${dead.job.id}`, { token: owner.token })).body;
+    const job = await waitForExport(owner, id);
     expect(job.status).toBe('ready');
-    const files = unzipSync(new Uint8Array(await (await download(job.downloadUrl)).arrayBuffer()));
-    expect(JSON.parse(decoder.decode(files['workspace.json'])).id).toBe(owner.workspaceId);
-    // The dead attempt's upload is aborted, never completed.
-    await expect(dead.upload.complete([])).rejects.toThrow();
-
-    const failed = (await call(`${exportPath(other)}/${spent.job.id}`, { token: other.token })).body;
-    expect(failed).toMatchObject({ status: 'failed', error: `The export stopped ${MAX_ATTEMPTS} times before it was written` });
-    expect(failed.downloadUrl).toBeUndefined();
+    expect(JSON.parse(decoder.decode((await archiveOf(owner, id))['workspace.json'])).id).toBe(owner.workspaceId);
   });
 
   it('deletes an archive and its job once it expires', async () => {

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { globalDbOf, shardDbOf } from '../lib/db';
 import { CursorQuery, cursorEnvelope } from '../lib/pagination';
 import { idempotent } from '../middleware/idempotency';
 import { AccountDeletion, DeleteAccountBody, getAccountDeletion, requestAccountDeletion } from '../services/account-deletion';
@@ -19,7 +18,7 @@ import { getSkillGuard, setSkillGuard, SkillGuardBody, SkillGuardSetting } from 
 import { getSpendLimits, setSpendLimits, SpendLimits, SpendLimitsBody } from '../services/spend-limits';
 import { getTelemetry, setTelemetry, TelemetryBody, TelemetryDestination } from '../services/telemetry';
 import { DeleteWorkspaceBody, getDeletion, requestDeletion, WorkspaceDeletion } from '../services/workspace-deletion';
-import { ExportJob, getExport, logFailure, runExport, startExport } from '../services/workspace-exports';
+import { driveExport, ExportJob, getExport, logFailure, startExport } from '../services/workspace-exports';
 import {
   createWorkspace,
   CreateWorkspaceBody,
@@ -348,9 +347,8 @@ export const workspacesArea: Area = {
       mcp: false,
       run: async (ctx, { workspaceId }) => {
         const { job, started } = await startExport(ctx.db, ctx.globalDb, ctx.env, ctx.actor, workspaceId, ctx.baseUrl);
-        // Outside the request's database session, which ends with the answer.
-        const work = () => runExport(ctx.env, shardDbOf(ctx.env, ctx.actor.shard), globalDbOf(ctx.env), started!).catch(logFailure(started!));
-        if (started !== null) ctx.waitUntil?.(work());
+        // Its object writes the archive in slices from an alarm; the housekeeping wakes it if this call fails.
+        if (started !== null) await driveExport(ctx.env, workspaceId, started).catch(logFailure(started));
         return job;
       },
     }),

@@ -84,13 +84,13 @@ class RoutedStatement {
 }
 
 /**
- * The query builder over the workspace's shard as the directory names it at each statement, for
- * the Durable Objects: a turn or a workflow run outlives requests, and the workspace may move
- * meanwhile. The directory is read again at the first statement after PLACE_TTL_MS, so a moved
- * workspace's rows are never written to its old shard, and a write during a move's fence waits
- * for it to lift. `shard` is the number the run started with (the builder's marker only).
+ * A D1 binding whose statements each go to the workspace's shard as the directory names it when
+ * they run, for the Durable Objects: a turn, a workflow run or an export outlives requests, and
+ * the workspace may move meanwhile. The directory is read again at the first statement after
+ * PLACE_TTL_MS, so a moved workspace's rows are never written to its old shard, nor read from it
+ * once the move deletes them there, and a write during a move's fence waits for it to lift.
  */
-export function directoryRoutedShardDb(env: Env, workspaceId: string, shard: number): ShardDb {
+export function directoryRoutedD1(env: Env, workspaceId: string): D1Database {
   const routed = {
     prepare: (query: string) => new RoutedStatement(env, workspaceId, query),
     batch: async (statements: RoutedStatement[]) => {
@@ -102,5 +102,8 @@ export function directoryRoutedShardDb(env: Env, workspaceId: string, shard: num
       return database.batch(statements.map((s) => s.on(database)));
     },
   };
-  return openShard(routed as unknown as D1Database, shard);
+  return routed as unknown as D1Database;
 }
+
+/** The query builder over directoryRoutedD1; `shard` is the number the run started with (the builder's marker only). */
+export const directoryRoutedShardDb = (env: Env, workspaceId: string, shard: number): ShardDb => openShard(directoryRoutedD1(env, workspaceId), shard);

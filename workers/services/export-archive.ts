@@ -4,8 +4,8 @@ import type { GlobalDb, ShardDb } from '../env';
 import { blobKey, type BundleManifest } from '../lib/bundle';
 import { toIso } from '../lib/clock';
 import { formatId } from '../lib/ids';
-import type { Push, WrittenFile, ZipUpload } from '../lib/zip-upload';
-import { pages } from './shard-copy';
+import type { Push, ZipEntry, ZipUpload } from '../lib/zip-upload';
+import { keyPages } from './shard-copy';
 import { WORKSPACE_TABLES } from './shard-tables';
 import { presentMember, presentWorkspace } from './workspaces';
 
@@ -32,8 +32,11 @@ export const EXPORTED_TABLES = WORKSPACE_TABLES.filter((table) => !NOT_EXPORTED.
   columns: table.columns.filter((column) => !WITHHELD[table.name]?.includes(column)),
 }));
 
-export interface ManifestFile extends WrittenFile {
+export interface ManifestFile {
   path: string;
+  /** Its size unpacked. */
+  bytes: number;
+  sha256: string;
   /** Lines of a JSON Lines file. */
   records?: number;
 }
@@ -46,10 +49,20 @@ export interface ExportManifest {
   files: ManifestFile[];
 }
 
-/** What an archive is written from: the workspace's shard, the global database and the bucket. */
+/** A file written into the archive: its central directory entry and what the manifest says of it. */
+export interface ExportedFile {
+  entry: ZipEntry;
+  sha256: string;
+  records: number | null;
+}
+
+/**
+ * What an archive is written from: the workspace's shard (routed by the directory at each
+ * statement, so a move between two reads is followed), the global database and the bucket.
+ */
 export interface ExportSource {
   db: ShardDb;
-  /** The same shard's binding, for the rows read table by table without the query builder. */
+  /** The same routed shard as a binding, for the rows read table by table without the query builder. */
   shard: D1Database;
   globalDb: GlobalDb;
   bucket: R2Bucket;
@@ -58,9 +71,26 @@ export interface ExportSource {
   createdAt: number;
 }
 
+/**
+ * Where writing an archive stands: the next file to write. Files are written in this order:
+ * `workspace.json`, `members.jsonl`, one `records/<table>.jsonl` per exported table, each
+ * artifact (by id), each file of each skill version (by version id, then the bundle's order),
+ * and last `manifest.json`.
+ */
+export type ExportCursor =
+  | { step: 'workspace' }
+  | { step: 'members' }
+  | { step: 'records'; table: number }
+  | { step: 'artifacts'; after: number }
+  | { step: 'skills'; after: number; file: number }
+  | { step: 'manifest' };
+
+export const FIRST_STEP: ExportCursor = { step: 'workspace' };
+
 const PAGE = 100;
 const encoder = new TextEncoder();
 const jsonLines = (rows: readonly unknown[]) => encoder.encode(rows.map((row) => `${JSON.stringify(row)}\n`).join(''));
+const pretty = (value: unknown) => encoder.encode(`${JSON.stringify(value, null, 2)}\n`);
 
 /** A name as one path segment: no separators, control characters or dot-only names. */
 const segment = (name: string) => name.replace(/[\u0000-\u001f/\\]/g, '_').replace(/^\.{1,2}$/, '_');
@@ -85,35 +115,37 @@ async function* keyset<Row, Key>(first: Key, fetch: (after: Key) => Promise<Row[
   }
 }
 
-/**
- * Writes the whole workspace into `zip`: its record and members, one JSON Lines file per shard
- * table, its artifacts' and skill versions' files, and last `manifest.json` listing every other
- * file with its size and SHA-256. Reads a page at a time; nothing is held beyond one page.
- */
-export async function writeWorkspaceArchive(zip: ZipUpload, source: ExportSource): Promise<ExportManifest> {
-  const { db, globalDb, bucket, workspaceId } = source;
-  const files: ManifestFile[] = [];
-  const jsonl = async (path: string, pagesOf: AsyncIterable<readonly unknown[]>) => {
-    let records = 0;
-    const written = await zip.file(path, async (push) => {
-      for await (const page of pagesOf) {
-        records += page.length;
-        await push(jsonLines(page));
-      }
-    });
-    files.push({ path, records, ...written });
-  };
-  const object = async (path: string, key: string) => {
-    const found = await bucket.get(key);
-    if (found) files.push({ path, ...(await zip.file(path, (push) => pushStream(found.body, push))) });
-  };
+async function bytesFile(zip: ZipUpload, path: string, bytes: Uint8Array): Promise<ExportedFile> {
+  const { written, entry } = await zip.file(path, (push) => push(bytes));
+  return { entry, sha256: written.sha256, records: null };
+}
 
-  const [workspace] = await globalDb.select().from(workspaces).where(eq(workspaces.id, workspaceId)).limit(1);
-  if (!workspace) throw new Error(`Workspace ${workspaceId} is gone`);
-  const record = presentWorkspace(workspace, 'owner', source.requestedBy);
-  files.push({ path: 'workspace.json', ...(await zip.file('workspace.json', (push) => push(encoder.encode(`${JSON.stringify(record, null, 2)}\n`)))) });
+async function jsonlFile(zip: ZipUpload, path: string, pagesOf: AsyncIterable<readonly unknown[]>): Promise<ExportedFile> {
+  let records = 0;
+  const { written, entry } = await zip.file(path, async (push) => {
+    for await (const page of pagesOf) {
+      records += page.length;
+      await push(jsonLines(page));
+    }
+  });
+  return { entry, sha256: written.sha256, records };
+}
 
-  const memberPages = async function* () {
+async function objectFile(zip: ZipUpload, bucket: R2Bucket, path: string, key: string): Promise<ExportedFile | null> {
+  const found = await bucket.get(key);
+  if (!found) return null;
+  const { written, entry } = await zip.file(path, (push) => pushStream(found.body, push));
+  return { entry, sha256: written.sha256, records: null };
+}
+
+async function workspaceFile(zip: ZipUpload, source: ExportSource): Promise<ExportedFile> {
+  const [workspace] = await source.globalDb.select().from(workspaces).where(eq(workspaces.id, source.workspaceId)).limit(1);
+  if (!workspace) throw new Error(`Workspace ${source.workspaceId} is gone`);
+  return bytesFile(zip, 'workspace.json', pretty(presentWorkspace(workspace, 'owner', source.requestedBy)));
+}
+
+function memberPages({ globalDb, workspaceId }: ExportSource) {
+  return (async function* () {
     const byUser = keyset(
       '',
       (after) =>
@@ -127,61 +159,86 @@ export async function writeWorkspaceArchive(zip: ZipUpload, source: ExportSource
       (row) => row.user.id,
     );
     for await (const page of byUser) yield page.map(presentMember);
-  };
-  await jsonl('members.jsonl', memberPages());
+  })();
+}
 
-  for (const table of EXPORTED_TABLES) {
-    const rows = async function* () {
-      for await (const page of pages(source.shard, table, workspaceId, table.columns)) {
-        yield page.map((row) => Object.fromEntries(table.columns.map((column) => [column, row[column]])));
-      }
-    };
-    await jsonl(`records/${table.name}.jsonl`, rows());
-  }
-
-  const artifactPages = keyset(
-    0,
-    (after) =>
-      db
-        .select({ id: artifacts.id, name: artifacts.name, r2Key: artifacts.r2Key })
-        .from(artifacts)
-        .where(and(eq(artifacts.workspaceId, workspaceId), gt(artifacts.id, after)))
-        .orderBy(asc(artifacts.id))
-        .limit(PAGE),
-    (row) => row.id,
-  );
-  for await (const page of artifactPages) {
-    for (const artifact of page) await object(`artifacts/${formatId('art', artifact.id)}/${segment(artifact.name)}`, artifact.r2Key);
-  }
-
-  const versionPages = keyset(
-    0,
-    (after) =>
-      db
-        .select({ id: skillVersions.id, version: skillVersions.versionNumber, storagePath: skillVersions.storagePath, slug: skills.slug })
-        .from(skillVersions)
-        .innerJoin(skills, eq(skills.id, skillVersions.skillId))
-        .where(and(eq(skillVersions.workspaceId, workspaceId), gt(skillVersions.id, after)))
-        .orderBy(asc(skillVersions.id))
-        .limit(PAGE),
-    (row) => row.id,
-  );
-  for await (const page of versionPages) {
-    for (const version of page) {
-      const stored = await bucket.get(version.storagePath);
-      if (!stored) continue;
-      const bundle = (await stored.json()) as BundleManifest;
-      for (const entry of bundle.files) await object(`skills/${version.slug}/v${version.version}/${entry.path}`, blobKey(entry.sha256));
+function recordPages(source: ExportSource, table: (typeof EXPORTED_TABLES)[number]) {
+  return (async function* () {
+    for await (const page of keyPages(source.shard, table, source.workspaceId, table.columns)) {
+      yield page.map((row) => Object.fromEntries(table.columns.map((column) => [column, row[column]])));
     }
-  }
+  })();
+}
 
+/** The artifact after `after` (by id), or none. */
+async function nextArtifact({ db, workspaceId }: ExportSource, after: number) {
+  const [artifact] = await db
+    .select({ id: artifacts.id, name: artifacts.name, r2Key: artifacts.r2Key })
+    .from(artifacts)
+    .where(and(eq(artifacts.workspaceId, workspaceId), gt(artifacts.id, after)))
+    .orderBy(asc(artifacts.id))
+    .limit(1);
+  return artifact;
+}
+
+/** The skill version after `after` (by id) with its bundle's files, or none; a version whose bundle is gone has no files. */
+async function nextVersion({ db, bucket, workspaceId }: ExportSource, after: number) {
+  const [version] = await db
+    .select({ id: skillVersions.id, version: skillVersions.versionNumber, storagePath: skillVersions.storagePath, slug: skills.slug })
+    .from(skillVersions)
+    .innerJoin(skills, eq(skills.id, skillVersions.skillId))
+    .where(and(eq(skillVersions.workspaceId, workspaceId), gt(skillVersions.id, after)))
+    .orderBy(asc(skillVersions.id))
+    .limit(1);
+  if (!version) return undefined;
+  const stored = await bucket.get(version.storagePath);
+  return { ...version, files: stored ? ((await stored.json()) as BundleManifest).files : [] };
+}
+
+/**
+ * Writes the file `at` names (none, for an artifact or a skill file whose object is gone) and
+ * answers it with where writing goes on. Each file is read a page at a time; nothing is held
+ * beyond one page. The manifest is not written here: it lists every file (`writeManifest`).
+ */
+export async function writeStep(zip: ZipUpload, source: ExportSource, at: ExportCursor): Promise<{ file: ExportedFile | null; next: ExportCursor }> {
+  switch (at.step) {
+    case 'workspace':
+      return { file: await workspaceFile(zip, source), next: { step: 'members' } };
+    case 'members':
+      return { file: await jsonlFile(zip, 'members.jsonl', memberPages(source)), next: { step: 'records', table: 0 } };
+    case 'records': {
+      const table = EXPORTED_TABLES[at.table]!;
+      const next: ExportCursor = at.table + 1 < EXPORTED_TABLES.length ? { step: 'records', table: at.table + 1 } : { step: 'artifacts', after: 0 };
+      return { file: await jsonlFile(zip, `records/${table.name}.jsonl`, recordPages(source, table)), next };
+    }
+    case 'artifacts': {
+      const artifact = await nextArtifact(source, at.after);
+      if (!artifact) return { file: null, next: { step: 'skills', after: 0, file: 0 } };
+      const path = `artifacts/${formatId('art', artifact.id)}/${segment(artifact.name)}`;
+      return { file: await objectFile(zip, source.bucket, path, artifact.r2Key), next: { step: 'artifacts', after: artifact.id } };
+    }
+    case 'skills': {
+      const version = await nextVersion(source, at.after);
+      if (!version) return { file: null, next: { step: 'manifest' } };
+      const entry = version.files[at.file];
+      const next: ExportCursor =
+        at.file + 1 < version.files.length ? { step: 'skills', after: at.after, file: at.file + 1 } : { step: 'skills', after: version.id, file: 0 };
+      if (!entry) return { file: null, next };
+      return { file: await objectFile(zip, source.bucket, `skills/${version.slug}/v${version.version}/${entry.path}`, blobKey(entry.sha256)), next };
+    }
+    case 'manifest':
+      throw new Error('The manifest is written by writeManifest');
+  }
+}
+
+/** Writes `manifest.json`, listing every other file with its size and SHA-256; the archive's last file. */
+export async function writeManifest(zip: ZipUpload, source: ExportSource, files: ManifestFile[]): Promise<ExportedFile> {
   const manifest: ExportManifest = {
     format: 'workspace-export',
     version: EXPORT_FORMAT_VERSION,
-    workspaceId,
+    workspaceId: source.workspaceId,
     createdAt: toIso(source.createdAt),
     files,
   };
-  await zip.file('manifest.json', (push) => push(encoder.encode(`${JSON.stringify(manifest, null, 2)}\n`)));
-  return manifest;
+  return bytesFile(zip, 'manifest.json', pretty(manifest));
 }

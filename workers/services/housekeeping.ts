@@ -47,7 +47,7 @@ export function housekeeping(env: Env): Promise<unknown> {
         reconcileStale(shardDb, env).catch(logged(`run reconciler, shard ${shard}`)),
         expireRetainedData(env, db, shardDb).catch(logged(`retention, shard ${shard}`)),
         forgetPastSpend(shardDb).catch(logged(`past spend counts, shard ${shard}`)),
-        maintainExports(env, shardDb, db).catch(logged(`workspace exports, shard ${shard}`)),
+        maintainExports(env, shardDb).catch(logged(`workspace exports, shard ${shard}`)),
       ]);
     }),
   ]);

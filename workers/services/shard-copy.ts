@@ -37,7 +37,7 @@ function keyMatch(table: WorkspaceTable, rows: Row[], alias = 'r.') {
 const keyOf = (table: WorkspaceTable, row: Row) => JSON.stringify(table.key.map((k) => row[k]));
 const valueOf = (table: WorkspaceTable, row: Row) => JSON.stringify(table.columns.map((c) => row[c]));
 
-/** Pages of the workspace's rows of `table` in `db` (the columns named, in rowid order); also what an export reads (export-archive.ts). */
+/** Pages of the workspace's rows of `table` in `db` (the columns named, in rowid order). */
 export async function* pages(db: D1Database, table: WorkspaceTable, workspaceId: string, columns: string[]): AsyncGenerator<Row[]> {
   const size = pageSize(table);
   const select = `SELECT r.rowid AS __rowid, ${columns.map((c) => `r.${quote(c)}`).join(', ')} ${scopeOf(table)} AND r.rowid > ? ORDER BY r.rowid LIMIT ?`;
@@ -48,6 +48,29 @@ export async function* pages(db: D1Database, table: WorkspaceTable, workspaceId:
     yield results;
     after = results.at(-1)!.__rowid as number;
     if (results.length < size) return;
+  }
+}
+
+/**
+ * Pages of the workspace's rows of `table` in `db` in primary-key order (the columns named, and
+ * the key's): a key, unlike a rowid, means the same on every shard, so reading can go on across a
+ * move (export-archive.ts).
+ */
+export async function* keyPages(db: D1Database, table: WorkspaceTable, workspaceId: string, columns: string[]): AsyncGenerator<Row[]> {
+  const size = pageSize(table);
+  const keys = table.key.map((k) => `r.${quote(k)}`).join(', ');
+  const selected = [...new Set([...table.key, ...columns])].map((c) => `r.${quote(c)}`).join(', ');
+  const first = `SELECT ${selected} ${scopeOf(table)} ORDER BY ${keys} LIMIT ?`;
+  const next = `SELECT ${selected} ${scopeOf(table)} AND (${keys}) > (${table.key.map(() => '?').join(', ')}) ORDER BY ${keys} LIMIT ?`;
+  let after: unknown[] | null = null;
+  for (;;) {
+    const statement: D1PreparedStatement = after === null ? db.prepare(first).bind(workspaceId, size) : db.prepare(next).bind(workspaceId, ...after, size);
+    const { results } = await statement.all<Row>();
+    if (results.length === 0) return;
+    yield results;
+    if (results.length < size) return;
+    const last: Row = results.at(-1)!;
+    after = table.key.map((k) => last[k]);
   }
 }
 
