@@ -299,7 +299,7 @@ export class SkillEval extends DurableObject<Env> {
       } catch (error) {
         unit.phase = grading ? 'to_grade' : 'pending';
         await this.save(unit);
-        const retry = error instanceof AppError && (error.code === 'EXECUTION_RUNNING' || error.code === 'RATE_LIMITED' || error.status === 503);
+        const retry = error instanceof AppError && (error.code === 'EXECUTION_RUNNING' || error.status === 503);
         if (retry) return { status: 'running', wait: RETRY_MS };
         // Out of credits, a spend limit, the version gone: the job cannot go on.
         return this.stop(error instanceof Error ? error.message : String(error), 'failed');

@@ -1186,7 +1186,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Install from the marketplace, an artifact bundle or another registry */
+    /** Install from the marketplace, an artifact bundle or another registry (202 with `guard` when the version guard holds it back) */
     post: operations['postApiV1SkillsBySlugInstall'];
     delete?: never;
     options?: never;
@@ -1237,7 +1237,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Restore an old version as a new one (non-destructive) */
+    /** Restore an old version as a new one (non-destructive; 202 with `guard` when the version guard holds it back) */
     post: operations['postApiV1SkillsBySlugVersionsByVersionNumberRestore'];
     delete?: never;
     options?: never;
@@ -1271,7 +1271,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Install a skill bundle from a zip or tar(.gz) archive in this workspace’s R2 prefix or at an https URL */
+    /** Install a skill bundle from a zip or tar(.gz) archive in this workspace’s R2 prefix or at an https URL (202 with `guard` when the version guard holds it back) */
     post: operations['postApiV1Install'];
     delete?: never;
     options?: never;
@@ -11198,6 +11198,29 @@ export interface operations {
             bundleType: string;
             storagePath: string;
             filesCount: number;
+            /** @description Present when the workspace’s guard held the new version back (answer 202): the record above is still the current version */
+            guard?: {
+              /** @description The version held back */
+              version: number;
+              /**
+               * @description evaluating until its eval ends; then accepted (it became current), refused (it stays non-current), or overridden by the owner
+               * @enum {string}
+               */
+              status: 'evaluating' | 'accepted' | 'refused' | 'overridden';
+              /** @description The eval measuring it, on the cases of the version it would replace */
+              evalId: string;
+              /** @description The eval of that previous version it is compared with (same cases, same model) */
+              baselineEvalId: string;
+              /** @description The version current when it was written */
+              previousVersion: number;
+              /** @description Its pass rate with the skill, once its eval ended */
+              passRate: number | null;
+              /** @description The previous version’s pass rate with the skill: the least it must score */
+              required: number | null;
+              /** @description Why it was refused, or that the owner overrode it */
+              note: string | null;
+              decidedAt: string | null;
+            };
           };
         };
       };
@@ -11533,9 +11556,33 @@ export interface operations {
             /** @constant */
             success: true;
             restoredFrom: number;
+            /** @description The current version: the restored one, or the one it would replace while the guard holds it back */
             skill: {
               slug: string;
               contentChecksum: string;
+            };
+            /** @description Present when the workspace’s guard held the restored version back (answer 202) */
+            guard?: {
+              /** @description The version held back */
+              version: number;
+              /**
+               * @description evaluating until its eval ends; then accepted (it became current), refused (it stays non-current), or overridden by the owner
+               * @enum {string}
+               */
+              status: 'evaluating' | 'accepted' | 'refused' | 'overridden';
+              /** @description The eval measuring it, on the cases of the version it would replace */
+              evalId: string;
+              /** @description The eval of that previous version it is compared with (same cases, same model) */
+              baselineEvalId: string;
+              /** @description The version current when it was written */
+              previousVersion: number;
+              /** @description Its pass rate with the skill, once its eval ended */
+              passRate: number | null;
+              /** @description The previous version’s pass rate with the skill: the least it must score */
+              required: number | null;
+              /** @description Why it was refused, or that the owner overrode it */
+              note: string | null;
+              decidedAt: string | null;
             };
           };
         };
@@ -11798,6 +11845,29 @@ export interface operations {
             bundleType: string;
             storagePath: string;
             filesCount: number;
+            /** @description Present when the workspace’s guard held the new version back (answer 202): the record above is still the current version */
+            guard?: {
+              /** @description The version held back */
+              version: number;
+              /**
+               * @description evaluating until its eval ends; then accepted (it became current), refused (it stays non-current), or overridden by the owner
+               * @enum {string}
+               */
+              status: 'evaluating' | 'accepted' | 'refused' | 'overridden';
+              /** @description The eval measuring it, on the cases of the version it would replace */
+              evalId: string;
+              /** @description The eval of that previous version it is compared with (same cases, same model) */
+              baselineEvalId: string;
+              /** @description The version current when it was written */
+              previousVersion: number;
+              /** @description Its pass rate with the skill, once its eval ended */
+              passRate: number | null;
+              /** @description The previous version’s pass rate with the skill: the least it must score */
+              required: number | null;
+              /** @description Why it was refused, or that the owner overrode it */
+              note: string | null;
+              decidedAt: string | null;
+            };
           };
         };
       };

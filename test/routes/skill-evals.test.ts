@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, inject, it } from 'vitest';
 import { call, expectError, signUp, type TestUser } from '../helpers/api';
+import { freezeClock, resetClock } from '../../workers/lib/clock';
 import { seedArtifact, skillMd, zipOf } from '../helpers/skills';
 
 /** A skill whose instructions the built-in local model shows in its answer (its heading and "Approach" steps). */
@@ -157,6 +158,27 @@ describe('POST /api/v1/skills/:slug/evals/run', () => {
     const runs = job.cases.flatMap((c: { runs: { with: { status: string }; without: { status: string } }[] }) => c.runs.flatMap((r) => [r.with, r.without]));
     expect(runs.some((r: { status: string }) => r.status === 'skipped')).toBe(true);
     expect(runs.every((r: { status: string }) => r.status === 'graded' || r.status === 'skipped')).toBe(true);
+  });
+
+  it('is one request of the user: its runs take none of the user’s run starts a minute, however many were spent', async () => {
+    const user = await signUp();
+    await author(user, 'release-notes', { ...SKILL, evals: CASES });
+    // One minute throughout, so a count spent here stays spent.
+    freezeClock();
+    try {
+      const runs = env.RATE_LIMITER.getByName(`runs:user:${user.user.id}`);
+      for (let i = 0; i < 19; i++) await runs.hit(20, 60_000);
+      const job = await finished(user, 'release-notes', (await startEval(user, 'release-notes')).body.id);
+      expect(job).toMatchObject({ status: 'succeeded', passRateWith: 1 });
+      // Its four runs took none of the minute: the user's own 20th start goes, the 21st does not.
+      const own = await call('/api/v1/skills/release-notes/run', { token: user.token, body: { input: 'Write release notes for: faster search.' } });
+      expect(own.status).toBe(200);
+      const limited = await call('/api/v1/skills/release-notes/run', { token: user.token, body: { input: 'One too many.' } });
+      expect(limited.status).toBe(429);
+      expect(limited.body).toMatchObject({ error: 'RATE_LIMITED' });
+    } finally {
+      resetClock();
+    }
   });
 
   it('answers 404 for another workspace’s eval, and refuses a provider that is not the one runs use', async () => {

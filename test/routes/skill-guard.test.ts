@@ -6,9 +6,12 @@ import type { EvalJob } from '../../durable-objects/SkillEval';
 import { skills, skillVersionGuards } from '../../schema';
 import { actorToKeep } from '../../workers/auth/actor';
 import { parseId } from '../../workers/lib/ids';
+import { writeAuthoredSkill } from '../../workers/services/skill-writes';
+import { AuthorSkillBody } from '../../workers/services/skills';
 import { shardDbFor } from '../helpers/shards';
 import { call, expectError, sessionPrincipal, signUp, type TestUser } from '../helpers/api';
 import { join } from '../helpers/members';
+import { catalogEntry, seedArtifact, seedCatalog, skillMd, zipOf } from '../helpers/skills';
 
 /**
  * The version guard on the built-in local model, whose answer shows the skill's steps under
@@ -34,11 +37,12 @@ const author = (user: TestUser, body: Record<string, unknown>) =>
 const setGuard = (user: TestUser, enabled: boolean) =>
   call(`/api/v1/workspaces/${user.workspaceId}/skill-guard`, { method: 'PUT', token: user.token, body: { enabled } });
 const promote = (user: TestUser, version: number) => call(`/api/v1/skills/release-notes/versions/${version}/promote`, { method: 'POST', token: user.token });
+const restore = (user: TestUser, version: number) => call(`/api/v1/skills/release-notes/versions/${version}/restore`, { method: 'POST', token: user.token });
 
 /** The version's guard record once its evals ended. */
-async function decided(user: TestUser, version: number) {
+async function decided(user: TestUser, version: number, slug = 'release-notes') {
   for (let i = 0; i < 150; i++) {
-    const versions = (await call('/api/v1/skills/release-notes/versions', { token: user.token })).body as {
+    const versions = (await call(`/api/v1/skills/${slug}/versions`, { token: user.token })).body as {
       versionNumber: number;
       guard: { status: string };
     }[];
@@ -49,7 +53,7 @@ async function decided(user: TestUser, version: number) {
   throw new Error(`version ${version} was never decided`);
 }
 
-const current = async (user: TestUser) => (await call('/api/v1/skills/release-notes', { token: user.token })).body;
+const current = async (user: TestUser, slug = 'release-notes') => (await call(`/api/v1/skills/${slug}`, { token: user.token })).body;
 
 describe('the skill version guard', () => {
   it('is off until the owner turns it on; only the owner may', async () => {
@@ -102,8 +106,6 @@ describe('the skill version guard', () => {
     const details = await current(owner);
     expect(details.versionNumber).toBe(1);
     expect(details.heldVersions).toEqual([expect.objectContaining({ version: 2, status: 'refused', passRate: 0.5, required: 1 })]);
-    // A restore would make it current without passing.
-    expectError(await call('/api/v1/skills/release-notes/versions/2/restore', { method: 'POST', token: owner.token }), 409, 'CONFLICT');
 
     // Version 1's eval of these cases is reused: only the new version is evaluated.
     const better = await author(owner, BETTER);
@@ -115,6 +117,106 @@ describe('the skill version guard', () => {
     const audit = (await call('/api/v1/audit-logs?resource_type=skill', { token: owner.token })).body.data as { action: string; metadata: object }[];
     expect(audit.find((e) => e.action === 'skill.version_refused')?.metadata).toEqual({ versionNumber: 2, evalId, baselineEvalId, passRate: 0.5, required: 1 });
     expect(audit.find((e) => e.action === 'skill.version_accepted')?.metadata).toMatchObject({ versionNumber: 3, passRate: 1, required: 1 });
+  });
+
+  it('holds a restore of a version that did not pass its eval like a write, and restores one that passed at once', async () => {
+    const owner = await signUp();
+    await setGuard(owner, true);
+    await author(owner, GOOD);
+    await author(owner, WORSE);
+    // Being evaluated: its eval decides it, not a restore.
+    expectError(await restore(owner, 2), 409, 'CONFLICT');
+    expect((await decided(owner, 2)).status).toBe('refused');
+    await author(owner, BETTER);
+    expect((await decided(owner, 3)).status).toBe('accepted');
+    const three = await current(owner);
+
+    // Version 2 failed its eval: restoring it is measured again, against the current version.
+    const again = await restore(owner, 2);
+    expect(again.status).toBe(202);
+    expect(again.body).toMatchObject({
+      restoredFrom: 2,
+      skill: { slug: 'release-notes', contentChecksum: three.contentChecksum },
+      guard: { version: 4, status: 'evaluating', previousVersion: 3 },
+    });
+    expect(await decided(owner, 4)).toMatchObject({ status: 'refused', passRate: 0.5, required: 1 });
+    expect(await current(owner)).toMatchObject({ versionNumber: 3, prompt: BETTER.prompt });
+
+    // Version 1 was never measured by the guard: held too, and accepted, as it scores as well.
+    const first = await restore(owner, 1);
+    expect(first.status).toBe(202);
+    expect(first.body.guard).toMatchObject({ version: 5, previousVersion: 3 });
+    expect(await decided(owner, 5)).toMatchObject({ status: 'accepted', passRate: 1, required: 1 });
+    expect(await current(owner)).toMatchObject({ versionNumber: 5, prompt: GOOD.prompt });
+
+    // Version 3 passed its eval: it is restored at once.
+    const passed = await restore(owner, 3);
+    expect(passed.status).toBe(200);
+    expect(passed.body.guard).toBeUndefined();
+    expect(await current(owner)).toMatchObject({ versionNumber: 6, prompt: BETTER.prompt });
+
+    // With the guard off nothing is measured, and a refused version stays the owner's to promote.
+    await setGuard(owner, false);
+    expectError(await restore(owner, 4), 409, 'CONFLICT');
+  });
+
+  it('holds an update from the marketplace or a bundle over a guarded version until its eval passes', async () => {
+    const owner = await signUp();
+    await setGuard(owner, true);
+    const slug = `guarded-${crypto.randomUUID().slice(0, 8)}`;
+    const extra = { 'evals/evals.json': JSON.stringify({ skill_name: slug, evals: CASES }) };
+    const install = (body?: object) => call(`/api/v1/skills/${slug}/install`, { method: 'POST', token: owner.token, ...(body ? { body } : {}) });
+    await seedCatalog([catalogEntry(slug, { body: GOOD.prompt, extra })]);
+    // The first install has nothing to replace; installing it again changes nothing.
+    expect(await install()).toMatchObject({ status: 200, body: { versionNumber: 1 } });
+    expect(await install()).toMatchObject({ status: 200, body: { versionNumber: 1 } });
+
+    await seedCatalog([catalogEntry(slug, { body: WORSE.prompt, extra, commitHash: 'c0ffee1111111111111111111111111111111111' })]);
+    const update = await install();
+    expect(update.status).toBe(202);
+    expect(update.body).toMatchObject({ versionNumber: 1, prompt: GOOD.prompt, guard: { version: 2, status: 'evaluating', previousVersion: 1 } });
+    expect(await decided(owner, 2, slug)).toMatchObject({ status: 'refused', passRate: 0.5, required: 1 });
+    expect(await current(owner, slug)).toMatchObject({ versionNumber: 1, prompt: GOOD.prompt });
+
+    // A bundle of a version as good, uploaded as an artifact: held, then accepted.
+    const artifact = await seedArtifact(owner.workspaceId, zipOf({ 'SKILL.md': skillMd(slug, { body: BETTER.prompt }), ...extra }));
+    const upload = await install({ artifactId: artifact.id });
+    expect(upload.status).toBe(202);
+    expect(upload.body.guard).toMatchObject({ version: 3, previousVersion: 1 });
+    expect(await decided(owner, 3, slug)).toMatchObject({ status: 'accepted' });
+    expect(await current(owner, slug)).toMatchObject({ versionNumber: 3, prompt: BETTER.prompt, source: 'artifact' });
+  });
+
+  it('reads the current version’s bundle once for a guarded write', async () => {
+    const owner = await signUp();
+    await setGuard(owner, true);
+    const first = (await author(owner, GOOD)).body;
+    const reads: string[] = [];
+    const bucket = new Proxy(env.BUCKET, {
+      get(target, prop) {
+        if (prop === 'get')
+          return (key: string, options?: R2GetOptions) => {
+            reads.push(key);
+            return target.get(key, options);
+          };
+        const value = Reflect.get(target, prop);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const db = await shardDbFor(owner.workspaceId);
+    // Without `evals` the write keeps the current version's eval files, which the guard measures too.
+    const written = await writeAuthoredSkill(
+      db,
+      { ...env, BUCKET: bucket },
+      sessionPrincipal(owner),
+      'release-notes',
+      AuthorSkillBody.parse(BETTER),
+      undefined,
+    );
+    expect(written.guard).toMatchObject({ version: 2, status: 'evaluating' });
+    expect(reads.filter((key) => key === first.storagePath)).toHaveLength(1);
+    expect(await decided(owner, 2)).toMatchObject({ status: 'accepted' });
+    expect(await current(owner)).toMatchObject({ versionNumber: 2, hasEvalCases: true });
   });
 
   it('lets the owner make a refused version current, audited with its numbers; not a member', async () => {

@@ -6,21 +6,19 @@ import { optionalJsonBody } from '../middleware/validate';
 import { InstallFromSourceBody, installFromSource } from '../services/archive-install';
 import { runSkill, RunSkillBody, StartedRun } from '../services/executions';
 import { getSkillDetails, SkillDetails } from '../services/skill-evals';
-import { AuthoredSkill, promoteVersion, PromotedSkill, writeAuthoredSkill } from '../services/skill-guard';
+import { AuthoredSkill, promoteVersion, PromotedSkill } from '../services/skill-guard';
+import { installSkill, restoreVersion, writeAuthoredSkill } from '../services/skill-writes';
 import { StepError } from '../workflows/steps';
 import { BindSecretBody, bindSecret, listBindings, SecretBinding, unbindSecret } from '../services/skill-secrets';
 import {
   AuthorSkillBody,
   InstallBody,
   InstalledSkill,
-  InstallRecord,
-  installSkill,
   listSkills,
   ListSkillsInput,
   ListSkillsQuery,
   listVersions,
   RestoreResult,
-  restoreVersion,
   SkillSlug,
   SkillVersion,
   uninstallSkill,
@@ -146,20 +144,21 @@ export const skillsArea: Area = {
       name: 'install-skill',
       title: 'Install a skill',
       description:
-        'Installs a skill from the marketplace catalog into this workspace (or reinstalls it, adding a version only if its content changed). Fails with EXECUTION_RUNNING while a run is in progress.',
+        'Installs a skill from the marketplace catalog into this workspace (or reinstalls it, adding a version only if its content changed). With the workspace’s version guard on and the installed version carrying eval cases, a new version is held back (`guard`) until its eval shows it scores at least as well. Fails with EXECUTION_RUNNING while a run is in progress.',
       access: LIBRARY_WRITE,
       input: BySlug.extend(InstallBody.shape),
-      output: InstallRecord,
+      output: AuthoredSkill,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
       http: {
         method: 'POST',
         path: '/:slug/install',
-        summary: 'Install from the marketplace, an artifact bundle or another registry',
+        summary: 'Install from the marketplace, an artifact bundle or another registry (202 with `guard` when the version guard holds it back)',
         before: [optionalJsonBody],
+        respond: { schema: AuthoredSkill, send: (c, record) => c.json(record, record.guard ? 202 : 200) },
       },
       // The tool installs from the catalog only.
       mcp: { args: z.object({ slug: BySlug.shape.slug.describe('The marketplace slug of the skill to install') }) },
-      run: async (ctx, { slug, ...body }) => (await installSkill(ctx.db, ctx.env, ctx.actor, slug, body)).record,
+      run: (ctx, { slug, ...body }) => installSkill(ctx.db, ctx.env, ctx.actor, slug, body, ctx.grantToken),
     }),
     defineCapability({
       name: 'uninstall-skill',
@@ -188,14 +187,20 @@ export const skillsArea: Area = {
     defineCapability({
       name: 'restore-skill-version',
       title: 'Restore a skill version',
-      description: 'Restores an old version of a skill as a new one (non-destructive).',
+      description:
+        'Restores an old version of a skill as a new one (non-destructive). With the workspace’s version guard on, a version that did not pass its eval is held back (`guard`) like a write.',
       access: LIBRARY_WRITE,
       input: BySlug.extend({ versionNumber: z.string().max(20).describe('The version to restore') }),
       output: RestoreResult,
       annotations: WRITE,
-      http: { method: 'POST', path: '/:slug/versions/:versionNumber/restore', summary: 'Restore an old version as a new one (non-destructive)' },
+      http: {
+        method: 'POST',
+        path: '/:slug/versions/:versionNumber/restore',
+        summary: 'Restore an old version as a new one (non-destructive; 202 with `guard` when the version guard holds it back)',
+        respond: { schema: RestoreResult, send: (c, result) => c.json(result, result.guard ? 202 : 200) },
+      },
       mcp: false,
-      run: (ctx, { slug, versionNumber }) => restoreVersion(ctx.db, ctx.globalDb, ctx.actor, slug, versionNumber),
+      run: (ctx, { slug, versionNumber }) => restoreVersion(ctx.db, ctx.env, ctx.actor, slug, versionNumber, ctx.grantToken),
     }),
     defineCapability({
       name: 'promote-skill-version',
@@ -265,18 +270,21 @@ export const installArea: Area = {
     defineCapability({
       name: 'install-from-source',
       title: 'Install a skill from an archive',
-      description: 'Installs a skill bundle from a zip or tar(.gz) archive in this workspace’s R2 prefix or at an https URL.',
+      description:
+        'Installs a skill bundle from a zip or tar(.gz) archive in this workspace’s R2 prefix or at an https URL; over an installed version the version guard holds back, it is held back (`guard`) like any install.',
       access: LIBRARY_WRITE,
       input: InstallFromSourceBody,
-      output: InstallRecord,
+      output: AuthoredSkill,
       annotations: { ...WRITE, openWorldHint: true },
       http: {
         method: 'POST',
         path: '/',
-        summary: 'Install a skill bundle from a zip or tar(.gz) archive in this workspace’s R2 prefix or at an https URL',
+        summary:
+          'Install a skill bundle from a zip or tar(.gz) archive in this workspace’s R2 prefix or at an https URL (202 with `guard` when the version guard holds it back)',
+        respond: { schema: AuthoredSkill, send: (c, record) => c.json(record, record.guard ? 202 : 200) },
       },
       mcp: false,
-      run: (ctx, body) => installFromSource(ctx.db, ctx.env, ctx.actor, body),
+      run: (ctx, body) => installFromSource(ctx.db, ctx.env, ctx.actor, body, ctx.grantToken),
     }),
   ],
 };

@@ -1,10 +1,11 @@
 import { z } from 'zod';
-import type { Principal } from '../auth/principal';
+import type { Actor } from '../auth/actor';
 import type { ShardDb, Env } from '../env';
 import { invalidInput, notFound } from '../errors';
 import { readArchive } from '../lib/archive';
 import { fetchLimited } from '../lib/outbound';
-import { SkillSlug, installBundle, validated } from './skills';
+import { installGuarded } from './skill-writes';
+import { bundleContent, SkillSlug, validated } from './skills';
 
 /** Largest archive downloaded or read for an install. */
 export const MAX_ARCHIVE_BYTES = 32 * 1024 * 1024;
@@ -34,9 +35,10 @@ const commitInUrl = (url: string) => /\b([0-9a-f]{40})\b/.exec(url)?.[1] ?? null
 /**
  * POST /api/v1/install: a skill bundle from a zip or tar(.gz) archive, either an object of
  * this workspace in our R2 bucket or an https URL (for example a git host's archive of a
- * commit), validated like every other bundle.
+ * commit), validated like every other bundle; over a guarded version it is held back like any
+ * install (skill-writes.ts).
  */
-export async function installFromSource(db: ShardDb, env: Env, principal: Principal, body: InstallFromSourceBody) {
+export async function installFromSource(db: ShardDb, env: Env, principal: Actor, body: InstallFromSourceBody, grantToken: string | undefined) {
   const bucket = env.BUCKET;
   let bytes: Uint8Array;
   let repository: string;
@@ -55,6 +57,6 @@ export async function installFromSource(db: ShardDb, env: Env, principal: Princi
   }
   const bundle = validated(() => readArchive(bytes, body.path), body.slug, fetchedFrom);
   const commitHash = body.source.type === 'url' ? commitInUrl(body.source.url) : null;
-  const { record } = await installBundle(db, bucket, principal, bundle, { source: 'archive', repository, commitHash });
-  return record;
+  const content = await bundleContent(bucket, bundle, { source: 'archive', repository, commitHash });
+  return installGuarded(db, env, principal, bundle.slug, content, grantToken);
 }

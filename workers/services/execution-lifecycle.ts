@@ -133,6 +133,12 @@ export interface TurnRequest {
   budget?: number;
   /** The model to run instead of the provider's configured one. */
   model?: string;
+  /**
+   * A run a skill eval starts (startEvalRun): the eval is the user's one request, its runs paced
+   * by the workspace's concurrency, the job's budget and the user's credits, so they do not take
+   * the user's RUNS_PER_MINUTE.
+   */
+  uncounted?: true;
 }
 
 const runsOf = (principal: Principal) => `runs:user:${principal.userId}`;
@@ -152,7 +158,7 @@ const giveBackRun = (env: Env, principal: Principal, count: RateDecision) =>
 /**
  * Steps 1 to 3 and the audit trail of the start. The claim (with the turn's context) and then
  * the hold (with the user's model key) are sent while the run is counted against the user's
- * RUNS_PER_MINUTE. Answers the claimed row and the turn's
+ * RUNS_PER_MINUTE (unless the turn is `uncounted`). Answers the claimed row and the turn's
  * opening events, or null when the claim did not take (its count given back). A refused count is
  * answered 429, once the claim and the hold (if they took) are given back.
  */
@@ -161,9 +167,10 @@ async function startIfClaimed(db: ShardDb, env: Env, principal: Principal, execu
   const holder = { id: executionId, userId: principal.userId };
   // Both land before anything is undone, so a release never runs ahead of a claim still being written.
   const [counted, batch] = await Promise.allSettled([
-    hitRateLimit(env, runsOf(principal), RUNS_PER_MINUTE, 60_000),
+    turn.uncounted ? null : hitRateLimit(env, runsOf(principal), RUNS_PER_MINUTE, 60_000),
     claimHoldAndRead(db, env, principal, executionId, turnKey, turn.budget),
   ]);
+  // null: not counted; undefined: the count failed.
   const count = counted.status === 'fulfilled' ? counted.value : undefined;
   const claim = batch.status === 'fulfilled' ? batch.value : undefined;
   if (claim === null) {
@@ -171,14 +178,14 @@ async function startIfClaimed(db: ShardDb, env: Env, principal: Principal, execu
     if (count) await giveBackRun(env, principal, count);
     return null;
   }
-  if (!claim || !count) {
+  if (!claim || count === undefined) {
     // The count or a D1 request failed (a batch is all or nothing, but whether it ran is unknown): undo whatever took.
     if (count?.allowed) await giveBackRun(env, principal, count);
     throw startUnavailable(
       await giveBackFailedStart(db, env, holder, turnKey, batch.status === 'rejected' ? batch.reason : counted.status === 'rejected' && counted.reason),
     );
   }
-  if (!count.allowed) throw await refuse(db, env, holder, turnKey, () => tooManyRuns(count));
+  if (count && !count.allowed) throw await refuse(db, env, holder, turnKey, () => tooManyRuns(count));
   const { execution, hold, context, keys } = claim;
   if (!hold.reserved) throw await refuse(db, env, holder, turnKey, () => insufficientCredits(globalDbOf(env), principal.userId));
   const budget = { amount: hold.amount, limit: allowanceLimit(execution, hold.amount), ...(execution.budget === null ? {} : { run: execution.budget }) };

@@ -199,8 +199,9 @@ export interface EvalRun {
 
 /**
  * Starts one run of a skill eval: an ordinary execution (charged, traced, in the history),
- * tagged with the eval and its part in it. A grader's runs under its own slug, so the skill's
- * bound secrets are not handed to it. One that cannot start is removed; answers its id.
+ * tagged with the eval and its part in it, not counted against the user's run starts per minute
+ * (the eval paces its own). A grader's runs under its own slug, so the skill's bound secrets are
+ * not handed to it. One that cannot start is removed; answers its id.
  */
 export async function startEvalRun(db: ShardDb, env: Env, principal: Principal, run: EvalRun): Promise<number> {
   const grader = run.role === 'grader';
@@ -235,6 +236,7 @@ export async function startEvalRun(db: ShardDb, env: Env, principal: Principal, 
   try {
     await startTurn(db, env, principal, row!, {
       text: run.input,
+      uncounted: true,
       ...(run.system === undefined ? {} : { system: run.system }),
       ...(run.model === undefined ? {} : { model: run.model }),
     });

@@ -177,8 +177,11 @@ export interface EvalCasesOf {
 }
 
 /** The cases `version` carries in its bundle, or null when it carries none. */
-export async function evalCasesOf(env: Env, slug: string, version: SkillVersionRow): Promise<EvalCasesOf | null> {
-  const files = await loadBundle(env.BUCKET, version.storagePath);
+export const evalCasesOf = async (env: Env, slug: string, version: SkillVersionRow): Promise<EvalCasesOf | null> =>
+  evalCasesIn(await loadBundle(env.BUCKET, version.storagePath), slug, version);
+
+/** The cases in `files`, the bundle of `version` already read (null when missing: 404), or null when it carries none. */
+export async function evalCasesIn(files: BundleFile[] | null, slug: string, version: SkillVersionRow): Promise<EvalCasesOf | null> {
   if (!files) throw notFound(`The bundle of version ${version.versionNumber} of "${slug}"`);
   const evals = validateBundle(files, slug).evals;
   if (!evals) return null;

@@ -7,16 +7,29 @@ import type { Env, GlobalDb, ShardDb } from '../env';
 import { conflict, forbidden } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { globalDbOf } from '../lib/db';
+import type { BundleFile } from '../lib/bundle';
+import { loadBundle } from '../lib/bundle-store';
 import { formatId } from '../lib/ids';
 import { recordChange } from './audit';
-import { evalCasesOf, insertEval, launchEval, providerOf, type EvalCasesOf, type EvalPlan } from './skill-evals';
-import { authorSkill, getInstalledSkill, InstallRecord, installedQuery, requireSkill, versionNumberOf, versionWithGuard, type AuthorSkillBody } from './skills';
+import { evalCasesIn, insertEval, launchEval, providerOf, type EvalCasesOf, type EvalPlan } from './skill-evals';
+import {
+  getInstalledSkill,
+  InstallRecord,
+  installedQuery,
+  requireSkill,
+  sameContent,
+  versionNumberOf,
+  versionWithGuard,
+  type NewContent,
+  type WrittenVersion,
+} from './skills';
 import { HELD, presentGuard, VersionGuard } from './version-guard';
 import { requireCurrentWorkspace, requireOwnedWorkspace } from './workspaces';
 
 /**
- * The version guard (docs/skills.md, "Guarding a version"): with it on, a new version of an
- * authored skill whose current version carries eval cases is written held back, measured on
+ * The version guard (docs/skills.md, "Guarding a version"): with it on, a new version of a
+ * skill whose current version carries eval cases (written, installed over it or restored:
+ * skill-writes.ts) is written held back, measured on
  * those cases, and becomes current only if its pass rate with the skill is at least the current
  * version's on the same cases and model; otherwise it stays refused until the owner overrides.
  */
@@ -68,13 +81,30 @@ export const AuthoredSkill = InstallRecord.extend({
 });
 export type AuthoredSkill = z.infer<typeof AuthoredSkill>;
 
-/** The bar a new version must reach, when the guard is on and the current version carries cases; null otherwise. */
-async function guardBar(db: ShardDb, env: Env, principal: Principal, slug: string) {
-  if (!(await readSetting(db, principal.workspaceId))?.enabled) return null;
-  const [current] = await installedQuery(db, principal, slug);
-  if (!current) return null;
-  const cases = await evalCasesOf(env, slug, current.version);
+/** Whether the workspace's guard is on. */
+export const guardOn = async (db: ShardDb, workspaceId: string) => (await readSetting(db, workspaceId))?.enabled ?? false;
+
+type Installed = Awaited<ReturnType<typeof installedQuery>>[number];
+
+/** The bar a new version must reach: the version it would replace, with that version's cases. */
+export type GuardBar = Installed & { cases: EvalCasesOf };
+
+/** The bar of a write over `current`, whose bundle `files` the caller read: null when it carries no cases. */
+export async function barOf(slug: string, current: Installed, files: BundleFile[] | null): Promise<GuardBar | null> {
+  const cases = await evalCasesIn(files, slug, current.version);
   return cases && { ...current, cases };
+}
+
+/**
+ * The bar a write of `content` over the current version must reach: null when the guard is off,
+ * the skill is new, `content` is the current version's own (an unchanged install adds nothing),
+ * or the current version carries no cases.
+ */
+export async function barFor(db: ShardDb, env: Env, principal: Principal, slug: string, content: NewContent): Promise<GuardBar | null> {
+  if (!(await guardOn(db, principal.workspaceId))) return null;
+  const [current] = await installedQuery(db, principal, slug);
+  if (!current || sameContent(current.version, content)) return null;
+  return barOf(slug, current, await loadBundle(env.BUCKET, current.version.storagePath));
 }
 
 /** The current version's latest eval that measured the same cases on the same model, which the new version must reach. */
@@ -98,25 +128,27 @@ async function baselineOf(db: ShardDb, principal: Principal, versionId: number, 
 }
 
 /**
- * PUT /skills/:slug: writes the version; with the guard on and a current version carrying cases,
- * the new version is written held back and its eval (and, when the current version has no
- * finished eval of those cases on this model, that version's too) is started, charged to the
- * writer, who must hold `tool:execute` as for any eval.
+ * Writes a new version through the guard (`write` writes it, held back or not). Without a `bar`
+ * it is current at once. With one it is written held back and its eval (and, when the current
+ * version has no finished eval of those cases on this model, that version's too) is started,
+ * charged to the writer, who must hold `tool:execute` as for any eval.
  */
-export async function writeAuthoredSkill(
+export async function guardedWrite(
   db: ShardDb,
   env: Env,
   actor: Actor,
   slug: string,
-  body: AuthorSkillBody,
+  bar: GuardBar | null,
   grantToken: string | undefined,
+  write: (hold: boolean) => Promise<WrittenVersion>,
 ): Promise<AuthoredSkill> {
-  const bar = await guardBar(db, env, actor, slug);
-  if (!bar) return (await authorSkill(db, env.BUCKET, actor, slug, body)).record;
+  if (!bar) return (await write(false)).record;
   await requireScope(globalDbOf(env), actor, 'tool:execute', grantToken);
   const provider = await providerOf(env, actor, {});
   const baseline = await baselineOf(db, actor, bar.version.id, bar.cases, provider);
-  const { record, version } = await authorSkill(db, env.BUCKET, actor, slug, body, true);
+  const { record, version, created } = await write(true);
+  // An install whose content a racing write made current meanwhile adds no version to hold.
+  if (!created) return record;
   const plan = (measured: typeof version, repetitions: number): EvalPlan => ({
     skillId: bar.skill.id,
     slug,

@@ -6,7 +6,7 @@ import type { Principal } from '../auth/principal';
 import type { GlobalDb, ShardDb, Env } from '../env';
 import { AppError, invalidInput, notFound } from '../errors';
 import { BUNDLE_TYPE, BundleError, type BundleFile, type ParsedBundle, renderSkillMd, SKILL_SLUG, validateBundle } from '../lib/bundle';
-import { loadBundle, storeBundle, type StoredBundle } from '../lib/bundle-store';
+import { storeBundle, type StoredBundle } from '../lib/bundle-store';
 import { CategoryId } from '../lib/categories';
 import { EvalCases, EVALS_PATH, renderEvalsFile } from '../lib/eval-cases';
 import { now, toIso } from '../lib/clock';
@@ -14,7 +14,7 @@ import { readArchive } from '../lib/archive';
 import { recordChange } from './audit';
 import { requireOwned } from './tenant';
 import { findCatalogSkill } from './catalog';
-import { HELD, presentGuard, VersionGuard } from './version-guard';
+import { presentGuard, VersionGuard } from './version-guard';
 import { fetchRegistryBundle } from './registry';
 
 export const SkillSlug = z.string().regex(SKILL_SLUG, 'lower-case letters, digits and single hyphens, at most 64 characters');
@@ -153,7 +153,7 @@ export async function getInstalledSkill(db: ShardDb, principal: Principal, slug:
 }
 
 /** Content for a new version: where it came from and what it holds. */
-interface NewContent {
+export interface NewContent {
   source: SkillRow['source'];
   repository: string | null;
   commitHash: string | null;
@@ -165,6 +165,13 @@ interface NewContent {
   note: string | null;
 }
 
+/** Whether `content` is what `version` holds already (same files and display fields): an install of it adds no version. */
+export const sameContent = (version: SkillVersionRow, content: NewContent) =>
+  version.contentChecksum === content.stored.contentChecksum &&
+  version.name === content.name &&
+  version.description === content.description &&
+  version.category === content.category;
+
 /**
  * Writes `content` as the skill's active version: creates the skill at version 1, or adds the
  * next version unless the active one already has this checksum and these fields (`force`
@@ -173,7 +180,7 @@ interface NewContent {
  * rather than share a number. A version the guard holds back (`hold`) is written without
  * becoming active (skill-guard.ts makes it so once its eval passes).
  */
-async function writeVersion(db: ShardDb, principal: Principal, slug: string, content: NewContent, force: boolean, action: string, hold = false) {
+export async function writeVersion(db: ShardDb, principal: Principal, slug: string, content: NewContent, force: boolean, action: string, hold = false) {
   const t = now();
   const [existing] = await db
     .select({ skill: skills, version: skillVersions })
@@ -182,13 +189,8 @@ async function writeVersion(db: ShardDb, principal: Principal, slug: string, con
     .where(and(eq(skills.workspaceId, principal.workspaceId), eq(skills.slug, slug)))
     .limit(1);
   const active = existing?.version;
-  const unchanged =
-    active &&
-    active.contentChecksum === content.stored.contentChecksum &&
-    active.name === content.name &&
-    active.description === content.description &&
-    active.category === content.category;
-  if (existing && active && unchanged && !force) return { record: presentInstalled(existing.skill, active), created: false, version: active };
+  if (existing && active && sameContent(active, content) && !force)
+    return { record: presentInstalled(existing.skill, active), created: false, version: active };
 
   const skillId = sql`(SELECT ${skills.id} FROM ${skills} WHERE ${skills.workspaceId} = ${principal.workspaceId} AND ${skills.slug} = ${slug})`;
   const nextNumber = sql`(SELECT COALESCE(MAX(${skillVersions.versionNumber}), 0) + 1 FROM ${skillVersions} WHERE ${skillVersions.skillId} = ${skillId})`;
@@ -238,6 +240,9 @@ async function writeVersion(db: ShardDb, principal: Principal, slug: string, con
   return { record: presentInstalled(skill, version!), created: true, version: written! };
 }
 
+/** What writing a version answers: the record of the current version, whether a version was added, and the version written (or the active one). */
+export type WrittenVersion = Awaited<ReturnType<typeof writeVersion>>;
+
 export const InstallBody = z.object({
   artifactId: z.string().min(1).max(40).optional(),
   name: z.string().trim().min(1).max(100).optional(),
@@ -277,70 +282,55 @@ async function bundleFromArtifact(db: ShardDb, bucket: R2Bucket, principal: Prin
   return validated(() => readArchive(bytes), slug);
 }
 
-/** Installs content already validated as `bundle`, with the caller's display overrides. */
-export async function installBundle(
-  db: ShardDb,
+/** The content of a bundle already validated as `parsed`, stored, with the caller's display overrides. */
+export async function bundleContent(
   bucket: R2Bucket,
-  principal: Principal,
   parsed: ParsedBundle,
   provenance: Pick<NewContent, 'source' | 'repository' | 'commitHash'>,
   overrides: Pick<InstallBody, 'name' | 'description' | 'category'> = {},
-) {
-  return writeVersion(
-    db,
-    principal,
-    parsed.slug,
-    {
-      ...provenance,
-      name: overrides.name ?? parsed.name,
-      description: overrides.description ?? parsed.description,
-      category: overrides.category ?? parsed.category,
-      prompt: parsed.prompt,
-      stored: await storeBundle(bucket, parsed.files),
-      note: null,
-    },
-    false,
-    'skill.installed',
-  );
+): Promise<NewContent> {
+  return {
+    ...provenance,
+    name: overrides.name ?? parsed.name,
+    description: overrides.description ?? parsed.description,
+    category: overrides.category ?? parsed.category,
+    prompt: parsed.prompt,
+    stored: await storeBundle(bucket, parsed.files),
+    note: null,
+  };
 }
 
 /**
- * POST /skills/:slug/install: from the catalog by default, from an artifact bundle with
- * `artifactId`, or from another instance of this API with `registry`.
+ * What POST /skills/:slug/install installs: from the catalog by default, from an artifact
+ * bundle with `artifactId`, or from another instance of this API with `registry`
+ * (skill-writes.ts writes it).
  */
-export async function installSkill(db: ShardDb, env: Env, principal: Principal, slug: string, body: InstallBody) {
+export async function installContent(db: ShardDb, env: Env, principal: Principal, slug: string, body: InstallBody): Promise<NewContent> {
   await refuseWhileRunning(db, principal);
   const bucket = env.BUCKET;
   const overrides = { name: body.name, description: body.description, category: body.category };
   if (body.artifactId !== undefined) {
     const bundle = await bundleFromArtifact(db, bucket, principal, body.artifactId, slug);
-    return installBundle(db, bucket, principal, bundle, { source: 'artifact', repository: null, commitHash: null }, overrides);
+    return bundleContent(bucket, bundle, { source: 'artifact', repository: null, commitHash: null }, overrides);
   }
   if (body.registry !== undefined) {
     const remote = await fetchRegistryBundle(body.registry, slug, env);
     const bundle = validated(() => remote.files, slug, new URL(body.registry).origin);
-    return installBundle(db, bucket, principal, bundle, { source: 'registry', repository: remote.repository, commitHash: remote.commitHash }, overrides);
+    return bundleContent(bucket, bundle, { source: 'registry', repository: remote.repository, commitHash: remote.commitHash }, overrides);
   }
   const entry = await findCatalogSkill(globalDbOf(env), slug);
   if (!entry) throw notFound(`Skill "${slug}" in the marketplace`);
-  return writeVersion(
-    db,
-    principal,
-    slug,
-    {
-      source: 'catalog',
-      repository: entry.repository,
-      commitHash: entry.commitHash,
-      name: overrides.name ?? entry.name,
-      description: overrides.description ?? entry.description,
-      category: overrides.category ?? entry.category,
-      prompt: entry.prompt,
-      stored: { contentChecksum: entry.contentChecksum, storagePath: entry.storagePath, bundleType: BUNDLE_TYPE, filesCount: entry.filesCount },
-      note: null,
-    },
-    false,
-    'skill.installed',
-  );
+  return {
+    source: 'catalog',
+    repository: entry.repository,
+    commitHash: entry.commitHash,
+    name: overrides.name ?? entry.name,
+    description: overrides.description ?? entry.description,
+    category: overrides.category ?? entry.category,
+    prompt: entry.prompt,
+    stored: { contentChecksum: entry.contentChecksum, storagePath: entry.storagePath, bundleType: BUNDLE_TYPE, filesCount: entry.filesCount },
+    note: null,
+  };
 }
 
 export async function uninstallSkill(db: ShardDb, globalDb: GlobalDb, principal: Principal, slug: string) {
@@ -373,24 +363,24 @@ export const AuthorSkillBody = z.object({
 export type AuthorSkillBody = z.infer<typeof AuthorSkillBody>;
 
 /**
- * The current version's eval files (its cases and the input files they name, under `evals/`):
- * a write that does not replace the cases keeps them, so saving new instructions loses nothing.
- */
-async function currentEvalFiles(db: ShardDb, bucket: R2Bucket, principal: Principal, slug: string): Promise<BundleFile[]> {
-  const [installed] = await installedQuery(db, principal, slug);
-  if (!installed) return [];
-  const files = await loadBundle(bucket, installed.version.storagePath);
-  return (files ?? []).filter((f) => f.path.startsWith('evals/'));
-}
-
-/**
  * PUT /skills/:slug: the user's own content. Every write is a new version. A catalog skill
- * written this way becomes the user's (no repository or commit any more).
+ * written this way becomes the user's (no repository or commit any more). `current` is the
+ * current version's files (read by the caller, who may need them for the guard too): a write
+ * that does not replace the cases keeps its eval files (the cases and the input files they
+ * name, under `evals/`), so saving new instructions loses nothing.
  */
-export async function authorSkill(db: ShardDb, bucket: R2Bucket, principal: Principal, slug: string, body: AuthorSkillBody, hold = false) {
+export async function authorSkill(
+  db: ShardDb,
+  bucket: R2Bucket,
+  principal: Principal,
+  slug: string,
+  body: AuthorSkillBody,
+  current: BundleFile[],
+  hold = false,
+) {
   const encode = (text: string) => new TextEncoder().encode(text);
   const skillMd = renderSkillMd({ slug, ...body, author: principal.userId });
-  const kept = body.evals === null ? [] : await currentEvalFiles(db, bucket, principal, slug);
+  const kept = body.evals === null ? [] : current.filter((f) => f.path.startsWith('evals/'));
   const files = [
     { path: 'SKILL.md', bytes: encode(skillMd) },
     ...kept.filter((f) => !(body.evals && f.path === EVALS_PATH)),
@@ -470,7 +460,10 @@ export async function listVersions(db: ShardDb, globalDb: GlobalDb, principal: P
 export const RestoreResult = z.object({
   success: z.literal(true),
   restoredFrom: z.number().int(),
-  skill: z.object({ slug: z.string(), contentChecksum: z.string() }),
+  skill: z
+    .object({ slug: z.string(), contentChecksum: z.string() })
+    .describe('The current version: the restored one, or the one it would replace while the guard holds it back'),
+  guard: VersionGuard.optional().describe('Present when the workspace’s guard held the restored version back (answer 202)'),
 });
 
 /** A `:versionNumber` path parameter: a positive integer, else 400 naming it. */
@@ -491,40 +484,15 @@ export async function versionWithGuard(db: ShardDb, skill: { id: number }, slug:
   return found;
 }
 
-/** Non-destructive: a new version carrying the old content; later versions stay in the history. */
-export async function restoreVersion(db: ShardDb, globalDb: GlobalDb, principal: Principal, slug: string, rawVersion: string) {
-  const number = versionNumberOf(rawVersion);
-  const skill = await requireSkill(db, globalDb, principal, slug);
-  const found = await versionWithGuard(db, skill, slug, number);
-  const old = found.version;
-  // A restore would make it current without passing: only the owner's promote does that.
-  if (found.guard && HELD.includes(found.guard.status)) {
-    throw new AppError(
-      'CONFLICT',
-      409,
-      `Version ${old.versionNumber} of "${slug}" is held back by the version guard (${found.guard.status}); the owner may promote it`,
-      {
-        guard: found.guard.status,
-      },
-    );
-  }
-  const { record } = await writeVersion(
-    db,
-    principal,
-    slug,
-    {
-      source: skill.source,
-      repository: skill.repository,
-      commitHash: skill.commitHash,
-      name: old.name,
-      description: old.description,
-      category: old.category,
-      prompt: old.prompt,
-      stored: { contentChecksum: old.contentChecksum, storagePath: old.storagePath, bundleType: BUNDLE_TYPE, filesCount: old.filesCount },
-      note: `Restored from version ${old.versionNumber}`,
-    },
-    true,
-    'skill.restored',
-  );
-  return { success: true as const, restoredFrom: old.versionNumber, skill: { slug, contentChecksum: record.contentChecksum } };
-}
+/** A restore's content: `old`'s, with the skill's provenance (skill-writes.ts writes it as a new version). */
+export const restoredContent = (skill: SkillRow, old: SkillVersionRow): NewContent => ({
+  source: skill.source,
+  repository: skill.repository,
+  commitHash: skill.commitHash,
+  name: old.name,
+  description: old.description,
+  category: old.category,
+  prompt: old.prompt,
+  stored: { contentChecksum: old.contentChecksum, storagePath: old.storagePath, bundleType: BUNDLE_TYPE, filesCount: old.filesCount },
+  note: `Restored from version ${old.versionNumber}`,
+});

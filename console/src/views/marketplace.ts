@@ -70,8 +70,12 @@ export async function marketplaceSkill(app: HTMLElement, slug: string) {
   const install = async (done: string) => {
     show(message);
     try {
-      drawAction(await post('/skills/{slug}/install', { path: { slug } }));
-      show(message, `${done} ${skill.name}.`);
+      const record = await post('/skills/{slug}/install', { path: { slug } });
+      drawAction(record);
+      show(
+        message,
+        record.guard ? `Version ${record.guard.version} of ${skill.name} is held back by the version guard until its eval passes.` : `${done} ${skill.name}.`,
+      );
     } catch (error) {
       show(message, alertBox(error instanceof ApiError ? error.message : 'The skill could not be installed.'));
     }

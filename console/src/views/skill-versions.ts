@@ -7,7 +7,7 @@ type Version = Answer<'/skills/{slug}/versions'>[number];
 type Guard = NonNullable<Version['guard']>;
 
 const POLL_MS = 2000;
-/** Statuses of a version the guard holds back: not current, and not restorable (restore would skip the eval). */
+/** Statuses of a version the guard holds back: not current; one being evaluated is not restorable (its eval decides it). */
 const held = (g: Guard | null) => g?.status === 'evaluating' || g?.status === 'refused';
 
 /** What the guard made of a version, in words: its status, its pass rate against the one it had to reach, its eval, and the service's note (why it was refused or overridden). */
@@ -39,8 +39,8 @@ const decision = (g: Guard) =>
       : `Version ${g.version} was made current by the owner.`;
 
 /**
- * A skill's versions: each with what the version guard made of it, "Restore" for one not held
- * back, and for the owner "Make current anyway" on a held-back one, asked again in place. While
+ * A skill's versions: each with what the version guard made of it, "Restore" for one not being
+ * evaluated (with the guard on, one that did not pass is held back again), and for the owner "Make current anyway" on a held-back one, asked again in place. While
  * a version is being evaluated the list is read again every 2 s. `changed` is called when a
  * guard decided or a version became current (`current`: the editor shows it then); `message` is
  * the status line actions report in.
@@ -56,7 +56,9 @@ export function skillVersions(slug: string, owner: boolean, message: HTMLElement
   const restore = (v: Version) =>
     act(async () => {
       const restored = await post('/skills/{slug}/versions/{versionNumber}/restore', { path: { slug, versionNumber: String(v.versionNumber) } });
-      return `Restored version ${restored.restoredFrom} as a new version.`;
+      return restored.guard
+        ? `Restored version ${restored.restoredFrom} as version ${restored.guard.version}, held back until its eval passes.`
+        : `Restored version ${restored.restoredFrom} as a new version.`;
     }, 'The version could not be restored.');
 
   /** Making a held-back version current skips its eval: asked again in place, audited by the service. */
@@ -82,7 +84,7 @@ export function skillVersions(slug: string, owner: boolean, message: HTMLElement
       v.active ? h('span', { class: 'badge' }, 'active') : null,
       ` ${v.name} · ${when(v.createdAt)}`,
       v.note ? h('span', { class: 'muted' }, ` · ${v.note}`) : null,
-      v.active || held(v.guard)
+      v.active || v.guard?.status === 'evaluating'
         ? null
         : h('button', { type: 'button', 'aria-label': `Restore version ${v.versionNumber}`, onclick: () => restore(v) }, 'Restore'),
       v.guard ? guardState(slug, v.guard) : null,
