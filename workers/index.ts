@@ -1,6 +1,7 @@
 import { createApp } from './app';
 import type { Env } from './env';
 import { consumeTelemetryExport } from './queues/telemetry-export';
+import { consumeWebhookDeadLetters } from './queues/webhook-dead-letters';
 import { consumeWebhookDeliveries } from './queues/webhook-deliveries';
 import { consumeWorkflowSteps } from './queues/workflow-steps';
 import { housekeeping } from './services/housekeeping';
@@ -27,11 +28,13 @@ export default {
   /**
    * The queue consumers: workflow-steps advances one run by one step per message
    * (workers/queues/workflow-steps.ts); webhook-deliveries delivers webhook events
-   * (workers/queues/webhook-deliveries.ts); telemetry-export exports ended runs to OpenTelemetry
+   * (workers/queues/webhook-deliveries.ts) and webhook-deliveries-dlq ends what it gave up on
+   * (workers/queues/webhook-dead-letters.ts); telemetry-export exports ended runs to OpenTelemetry
    * collectors (workers/queues/telemetry-export.ts).
    */
   async queue(batch, env) {
     if (batch.queue === 'webhook-deliveries') await consumeWebhookDeliveries(batch, env);
+    else if (batch.queue === 'webhook-deliveries-dlq') await consumeWebhookDeadLetters(batch, env);
     else if (batch.queue === 'telemetry-export') await consumeTelemetryExport(batch, env);
     else await consumeWorkflowSteps(batch, env);
   },
