@@ -381,9 +381,8 @@ describe('deliveries', () => {
     const { id } = await endpointFor(user, url, ['execution.completed']);
     const { sent } = await consume([await eventMessage(user, 'dead-lettered')]);
     const batch = createMessageBatch('webhook-deliveries-dlq', [{ id: `m-${Math.random()}`, timestamp: new Date(), attempts: 1, body: sent[0]!.body }]);
-    const ctx = createExecutionContext();
-    await worker.queue(batch, env, ctx);
-    expect((await getQueueResult(batch, ctx)).explicitAcks).toHaveLength(1);
+    await worker.queue(batch, env);
+    expect((await getQueueResult(batch, createExecutionContext())).explicitAcks).toHaveLength(1);
     const [delivery] = (await call(`/api/v1/webhooks/${id}/deliveries`, { token: user.token })).body.data;
     expect(delivery).toMatchObject({ status: 'failed', nextAttemptAt: null });
     expect(delivery.attempts.map((a: { attempt: number; statusCode: number | null; error: string }) => [a.attempt, a.statusCode, a.error])).toEqual([
