@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { createExecutionContext, createMessageBatch, getQueueResult } from 'cloudflare:test';
 import { describe, expect, inject, it } from 'vitest';
+import worker from '../../workers/index';
 import { consumeTelemetryExport } from '../../workers/queues/telemetry-export';
 import type { TelemetryMessage } from '../../workers/services/telemetry-export';
 import { call, createKey, expectError, signUp, waitForStatus, type TestUser } from '../helpers/api';
@@ -225,6 +226,20 @@ describe('export', () => {
     expect(last.retryMessages).toEqual([]);
     const shown = await call(`/api/v1/workspaces/${user.workspaceId}/telemetry`, { token: user.token });
     expect(shown.body).toMatchObject({ exported: 0, dropped: 1, lastError: 'the export could not be prepared', lastErrorAt: expect.any(String) });
+  });
+
+  it('counts as dropped the traces the queue dead-letters (their consumer cut off on every attempt)', async () => {
+    const user = await signUp();
+    expect((await setTelemetry(user, { endpoint: inboxUrl() })).status).toBe(200);
+    const message = (runId: string): TelemetryMessage => ({ kind: 'workflow_run', workspaceId: user.workspaceId, shard: user.shard, runId, traceparent: null });
+    const batch = createMessageBatch(
+      'telemetry-export-dlq',
+      ['run_a', 'run_b'].map((runId) => ({ id: `m-${Math.random()}`, timestamp: new Date(), attempts: 1, body: message(`${runId}_${hex(8)}`) })),
+    );
+    await worker.queue(batch, env);
+    expect((await getQueueResult(batch, createExecutionContext())).explicitAcks).toHaveLength(2);
+    const shown = await call(`/api/v1/workspaces/${user.workspaceId}/telemetry`, { token: user.token });
+    expect(shown.body).toMatchObject({ exported: 0, dropped: 2, lastError: 'the export could not be prepared' });
   });
 });
 
