@@ -8,7 +8,7 @@ import { launcherNow } from '../workers/auth/launcher';
 import { hasScope } from '../workers/auth/scopes';
 import type { ShardDb, Env } from '../workers/env';
 import type { Resumer } from '../workers/services/workflow-runs';
-import { emitWebhookEvent } from '../workers/services/webhook-events';
+import { outboxInsert, sendWebhookEvents, webhookEvent } from '../workers/services/webhook-events';
 import { queueWorkflowExport } from '../workers/services/telemetry-export';
 import { stepTraceparent, type StepFacts, type WorkflowTraceSource } from '../workers/services/workflow-spans';
 import { admitQueuedRun, oldestQueuedRuns } from '../workers/services/run-concurrency';
@@ -94,6 +94,15 @@ export interface RunEvent {
   payload: string;
 }
 
+/** A webhook event of the run (it ended or suspended), kept with the change that made it until the D1 write puts it in the outbox. */
+interface RunAnnouncement {
+  /** The occurrence: the write that made it so. */
+  key: string;
+  type: WebhookEventType;
+  status: RunState['status'];
+  at: string;
+}
+
 /** The run as loaded: its record, what the interpreter runs it on, and its state. */
 interface Loaded {
   meta: RunMeta;
@@ -171,7 +180,8 @@ const stopsIn = (effects: Effect[]) => effects.flatMap((e) => (e.type === 'stop-
  * its message was `sent`, retry `failures`, and what a waiting unit waits for (`wait`, `due_at`,
  * `execution_id`). `results` holds each step id's `{status, output}` with the `rev` it was
  * written at; kv holds the run (`run`), foreach progress (`foreach:<entry>`), who resumed
- * (`resumes`), thread notices not yet written (`notices`), the write counter (`rev`) and how far
+ * (`resumes`), thread notices not yet written (`notices`), webhook events of the run ending or
+ * suspending not yet in the shard's outbox (`webhooks`), the write counter (`rev`) and how far
  * D1 has caught up (`persisted`). `events` is the run's change log, written in the same
  * synchronous step as the change it describes and read by the run stream. The state is read
  * again at every call, so it is what storage holds.
@@ -184,7 +194,9 @@ const stopsIn = (effects: Effect[]) => effects.flatMap((e) => (e.type === 'stop-
  * multiplexed: due sleeps, execution polls, retry backoffs, and the watchdog for lost messages
  * and cut-off steps. `cancel` is one storage change (run canceled, open units canceled, alarm
  * cleared) followed by interrupting the executions those units started. After each change the
- * run record and changed step results go to D1 by versioned upsert, one write at a time.
+ * run record and changed step results go to D1 by versioned upsert, one write at a time, with
+ * the change's webhook events into the outbox (workers/services/webhook-events.ts), queued once
+ * the write has landed: an event is kept with the change that made it, so none is lost.
  *
  * Expiry (docs/operations.md, Retention): once the run is final and D1 holds its last write, kv
  * `expiry` records when it ended and the alarm is armed for the end of the default window. When
@@ -274,6 +286,11 @@ export class WorkflowRun extends DurableObject<Env> {
         const { status, cursor, input, result, error, resuming } = state;
         Object.assign(run.meta, { status, cursor, input, resuming }, result === undefined ? {} : { result }, error === undefined ? {} : { error });
         kv.put('run', run.meta);
+        const announced = status !== before.status ? RUN_WEBHOOK_EVENTS[status] : undefined;
+        if (announced) {
+          const announcement: RunAnnouncement = { key: `workflow_run:${run.meta.runId}:${rev}`, type: announced, status, at: isoNow() };
+          kv.put('webhooks', [...(kv.get<RunAnnouncement[]>('webhooks') ?? []), announcement]);
+        }
         for (const t of Object.values(state.tasks)) {
           if (before.tasks[t.key] === t) continue;
           s.exec(
@@ -313,7 +330,6 @@ export class WorkflowRun extends DurableObject<Env> {
     });
     run.state = state;
     if (state.status !== before.status) {
-      this.announce(state.status);
       if (FINAL.includes(state.status)) {
         if (run.meta.concurrencyKey !== undefined) this.ctx.waitUntil(this.freeSlot());
         const { runId, workspaceId, actor } = run.meta;
@@ -321,15 +337,6 @@ export class WorkflowRun extends DurableObject<Env> {
       }
     }
     return effects.filter((e) => e.type !== 'event' && e.type !== 'notify');
-  }
-
-  /** The webhook event of a run that ended or suspended, keyed by the write that made it so (sent in the background, never the run's failure). */
-  private announce(status: RunState['status']) {
-    const type = RUN_WEBHOOK_EVENTS[status];
-    if (!type) return;
-    const { runId, workflowId, workspaceId, actor } = this.run!.meta;
-    const rev = this.ctx.storage.kv.get<number>('rev') ?? 0;
-    this.ctx.waitUntil(emitWebhookEvent(this.env, { workspaceId, shard: actor.shard }, `workflow_run:${runId}:${rev}`, type, { runId, workflowId, status }));
   }
 
   private apply(input: RunInput): Effect[] {
@@ -758,6 +765,9 @@ export class WorkflowRun extends DurableObject<Env> {
     const db = this.db;
     const t = now();
     const notices = meta.threadId ? (kv.get<string[]>('notices') ?? []) : [];
+    const announcements = kv.get<RunAnnouncement[]>('webhooks') ?? [];
+    const { runId, workflowId, workspaceId } = meta;
+    const events = await Promise.all(announcements.map((a) => webhookEvent(workspaceId, a.key, a.type, { runId, workflowId, status: a.status }, a.at)));
     const run = {
       runId: meta.runId,
       workspaceId: meta.workspaceId,
@@ -791,10 +801,15 @@ export class WorkflowRun extends DurableObject<Env> {
             .onConflictDoUpdate({ target: [workflowStepResults.runId, workflowStepResults.stepId], set: { status: r.status, output: r.output, updatedAt: t } }),
         ),
       ...notices.map((content) => db.insert(threadMessages).values({ threadId: meta.threadId!, role: 'assistant', content, createdAt: t })),
+      ...events.map((event) => outboxInsert(db, event)),
     ]);
     kv.put('persisted', Math.max(rev, kv.get<number>('persisted') ?? 0));
     // Notices raised while this write was in flight stay for the next one.
     if (notices.length) kv.put('notices', (kv.get<string[]>('notices') ?? []).slice(notices.length));
+    if (events.length) {
+      kv.put('webhooks', (kv.get<RunAnnouncement[]>('webhooks') ?? []).slice(events.length));
+      this.ctx.waitUntil(sendWebhookEvents(db, this.env, meta.actor.shard, events));
+    }
   }
 
   /** What a suspended step asks: `options.metadata.prompt` of its input step. */

@@ -62,12 +62,35 @@ export const webhookDeliveries = sqliteTable(
     eventType: text('event_type').$type<WebhookEventType>().notNull(),
     payload: text('payload').notNull(),
     status: text('status', { enum: WEBHOOK_DELIVERY_STATUSES }).notNull(),
+    /** Attempts taken up: the last one is claimed before it is sent, so a message delivered twice sends it once. */
     attempts: integer('attempts').notNull().default(0),
+    /** When the last attempt was claimed, while it is not yet recorded; a claim older than the lease is the consumer's that died. */
+    claimedAt: integer('claimed_at'),
     nextAttemptAt: integer('next_attempt_at'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
   },
   (t) => [uniqueIndex('webhook_deliveries_endpoint_event_idx').on(t.endpointId, t.eventId), index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.id)],
+);
+
+/**
+ * Events emitted and not yet on the queue (docs/webhooks.md): written with (or before) the change
+ * they announce, deleted once the queue has taken the event; the housekeeping sweep sends again
+ * what is older than a minute, so a failed send or an emitter cut off in between loses nothing.
+ */
+export const webhookOutbox = sqliteTable(
+  'webhook_outbox',
+  {
+    /** The `webhook-id` (`msg_…`): an event written twice is one row. */
+    eventId: text('event_id').primaryKey(),
+    workspaceId: shardWorkspaceIdColumn(),
+    /** The event as the queue message carries it: what happened and the ids to fetch the details by. */
+    event: text('event', { mode: 'json' })
+      .$type<{ id: string; type: WebhookEventType; timestamp: string; data: Record<string, string | number | boolean | null> }>()
+      .notNull(),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [index('webhook_outbox_created_idx').on(t.createdAt)],
 );
 
 /** One HTTP attempt of a delivery: what the receiver answered (or why there was no answer) and how long it took. */
@@ -92,3 +115,4 @@ export const webhookAttempts = sqliteTable(
 export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;
 export type WebhookDeliveryRow = typeof webhookDeliveries.$inferSelect;
 export type WebhookAttemptRow = typeof webhookAttempts.$inferSelect;
+export type WebhookOutboxRow = typeof webhookOutbox.$inferSelect;

@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { createExecutionContext, createMessageBatch, getQueueResult } from 'cloudflare:test';
 import { describe, expect, inject, it } from 'vitest';
+import worker from '../../workers/index';
 import { consumeTelemetryExport } from '../../workers/queues/telemetry-export';
 import type { TelemetryMessage } from '../../workers/services/telemetry-export';
 import { call, createKey, expectError, signUp, waitForStatus, type TestUser } from '../helpers/api';
@@ -201,6 +202,44 @@ describe('export', () => {
     const shown = await call(`/api/v1/workspaces/${user.workspaceId}/telemetry`, { token: user.token });
     expect(shown.body).toMatchObject({ endpoint: url, exported: 0, dropped: 1, lastError: 'HTTP 500', lastErrorAt: expect.any(String) });
     expect((await call(`/api/v1/executions/${run.body.executionId}/status`, { token: user.token })).body.status).toBe('completed');
+  });
+
+  it('counts as dropped a trace whose export could not be made on its last attempt, and retries it before', async () => {
+    const user = await signUp();
+    const url = inboxUrl();
+    expect((await setTelemetry(user, { endpoint: url })).status).toBe(200);
+    const message: TelemetryMessage = { kind: 'workflow_run', workspaceId: user.workspaceId, shard: user.shard, runId: `run_${hex(16)}`, traceparent: null };
+    // The run's object cannot be reached, so its spans cannot be built.
+    const unreachable = {
+      getByName: () => ({ traceSource: async () => Promise.reject(new Error('object unreachable')) }),
+    } as unknown as typeof env.WORKFLOW_RUN;
+    const consume = async (attempts: number) => {
+      const batch = createMessageBatch('telemetry-export', [{ id: `m-${Math.random()}`, timestamp: new Date(), attempts, body: message }]);
+      await consumeTelemetryExport(batch, { ...env, WORKFLOW_RUN: unreachable });
+      return getQueueResult(batch, createExecutionContext());
+    };
+    const first = await consume(1);
+    expect(first.retryMessages).toHaveLength(1);
+    expect((await call(`/api/v1/workspaces/${user.workspaceId}/telemetry`, { token: user.token })).body).toMatchObject({ dropped: 0 });
+    const last = await consume(3);
+    expect(last.explicitAcks).toHaveLength(1);
+    expect(last.retryMessages).toEqual([]);
+    const shown = await call(`/api/v1/workspaces/${user.workspaceId}/telemetry`, { token: user.token });
+    expect(shown.body).toMatchObject({ exported: 0, dropped: 1, lastError: 'the export could not be prepared', lastErrorAt: expect.any(String) });
+  });
+
+  it('counts as dropped the traces the queue dead-letters (their consumer cut off on every attempt)', async () => {
+    const user = await signUp();
+    expect((await setTelemetry(user, { endpoint: inboxUrl() })).status).toBe(200);
+    const message = (runId: string): TelemetryMessage => ({ kind: 'workflow_run', workspaceId: user.workspaceId, shard: user.shard, runId, traceparent: null });
+    const batch = createMessageBatch(
+      'telemetry-export-dlq',
+      ['run_a', 'run_b'].map((runId) => ({ id: `m-${Math.random()}`, timestamp: new Date(), attempts: 1, body: message(`${runId}_${hex(8)}`) })),
+    );
+    await worker.queue(batch, env);
+    expect((await getQueueResult(batch, createExecutionContext())).explicitAcks).toHaveLength(2);
+    const shown = await call(`/api/v1/workspaces/${user.workspaceId}/telemetry`, { token: user.token });
+    expect(shown.body).toMatchObject({ exported: 0, dropped: 2, lastError: 'the export could not be prepared' });
   });
 });
 

@@ -4,9 +4,12 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { consumeWebhookDeliveries } from '../../workers/queues/webhook-deliveries';
-import { MAX_ATTEMPTS } from '../../workers/services/webhook-delivery';
-import { webhookEventId, type WebhookMessage } from '../../workers/services/webhook-events';
+import worker from '../../workers/index';
+import { CLAIM_LEASE_MS, DEAD_LETTERED, MAX_ATTEMPTS } from '../../workers/services/webhook-delivery';
+import { emitWebhookEvent, OUTBOX_GRACE_MS, webhookEventId, type WebhookMessage } from '../../workers/services/webhook-events';
 import { call, expectError, signUp, waitForStatus, type TestUser } from '../helpers/api';
+import { runHousekeeping } from '../helpers/housekeeping';
+import { shardD1, shardDbFor } from '../helpers/shards';
 import { signUpWithSummarizer } from '../helpers/skills';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 
@@ -171,6 +174,9 @@ describe('deliveries', () => {
         attempts: [{ attempt: 1, statusCode: 200, latencyMs: expect.any(Number), error: null, at: expect.any(String) }],
       }),
     ]);
+    // Queued, the event left the outbox.
+    const outbox = await (await shardD1(user.workspaceId)).prepare('SELECT event_id FROM webhook_outbox WHERE workspace_id = ?').bind(user.workspaceId).all();
+    expect(outbox.results).toEqual([]);
   });
 
   it('delivers workflow_run.succeeded when a run ends', async () => {
@@ -311,5 +317,81 @@ describe('deliveries', () => {
       { attempt: 2, statusCode: 200 },
     ]);
     expectError(await call(`/api/v1/webhooks/${id}/deliveries/dlv_1/redeliver`, { token: user.token, method: 'POST' }), 404, 'NOT_FOUND');
+  });
+
+  it('keeps an event the queue refused in the outbox and sends it from the hourly sweep', async () => {
+    const user = await signUp();
+    const url = inboxUrl();
+    const { secret } = await endpointFor(user, url, ['credits.low']);
+    const refusing = {
+      send: async () => Promise.reject(new Error('queue unavailable')),
+      sendBatch: async () => Promise.reject(new Error('queue unavailable')),
+    } as unknown as Queue;
+    const data = { userId: 'usr_1', availableBalance: 70, threshold: 75, executionId: 'exec_1' };
+    await emitWebhookEvent(await shardDbFor(user.workspaceId), { ...env, WEBHOOK_DELIVERIES: refusing }, user, 'outbox-refused', 'credits.low', data);
+    // Within the emitter's grace the sweep leaves it alone; after it, the sweep sends it.
+    await runHousekeeping();
+    expect(await received(url)).toEqual([]);
+    advanceClock(OUTBOX_GRACE_MS + 1000);
+    await runHousekeeping();
+    const [delivery] = await receivedAtLeast(url, 1);
+    expect(delivery!.headers['webhook-id']).toBe(await webhookEventId('outbox-refused'));
+    // Signed at the moved clock, so the signature is checked without the verifier's timestamp window.
+    const at = new Date(Number(delivery!.headers['webhook-timestamp']) * 1000);
+    expect(delivery!.headers['webhook-signature']).toBe(new Webhook(secret).sign(delivery!.headers['webhook-id']!, at, delivery!.body));
+    expect(JSON.parse(delivery!.body)).toMatchObject({ type: 'credits.low', data });
+    const outbox = await (await shardD1(user.workspaceId)).prepare('SELECT event_id FROM webhook_outbox WHERE workspace_id = ?').bind(user.workspaceId).all();
+    expect(outbox.results).toEqual([]);
+  });
+
+  it('sends an attempt once when its message is delivered twice at once, and takes over a claim whose consumer died', async () => {
+    const user = await signUp();
+    const url = inboxUrl('fail1-');
+    const { id } = await endpointFor(user, url, ['execution.completed']);
+    const { sent } = await consume([await eventMessage(user, 'twice')]);
+    const second = sent[0]!.body;
+    // The queue hands the same attempt to two consumers at once: one claims and sends it; the other finds it claimed or made.
+    await consume([second, second]);
+    expect(await received(url)).toHaveLength(2);
+    expect((await consume([second])).result.retryMessages).toEqual([]);
+    expect(await received(url)).toHaveLength(2);
+    const [delivery] = (await call(`/api/v1/webhooks/${id}/deliveries`, { token: user.token })).body.data;
+    expect(delivery).toMatchObject({ status: 'succeeded' });
+    expect(delivery.attempts.map((a: { attempt: number }) => a.attempt)).toEqual([1, 2]);
+
+    // A consumer claimed attempt 3 and died before sending it: its message comes back, and once the claim has lapsed it is sent.
+    const deliveryId = Number(String(delivery.id).replace('dlv_', ''));
+    await (
+      await shardD1(user.workspaceId)
+    )
+      .prepare(`UPDATE webhook_deliveries SET attempts = 3, claimed_at = ?, status = 'pending' WHERE id = ?`)
+      .bind(Date.now(), deliveryId)
+      .run();
+    const third: WebhookMessage = { kind: 'attempt', workspaceId: user.workspaceId, shard: user.shard, deliveryId, attempt: 3 };
+    expect((await consume([third])).result.retryMessages).toHaveLength(1);
+    expect(await received(url)).toHaveLength(2);
+    advanceClock(CLAIM_LEASE_MS + 1000);
+    expect((await consume([third])).result.retryMessages).toEqual([]);
+    expect(await received(url)).toHaveLength(3);
+  });
+
+  it('ends a delivery failed, saying why, when the queue dead-letters its attempt', async () => {
+    const user = await signUp();
+    const url = inboxUrl('fail1-');
+    const { id } = await endpointFor(user, url, ['execution.completed']);
+    const { sent } = await consume([await eventMessage(user, 'dead-lettered')]);
+    const batch = createMessageBatch('webhook-deliveries-dlq', [{ id: `m-${Math.random()}`, timestamp: new Date(), attempts: 1, body: sent[0]!.body }]);
+    await worker.queue(batch, env);
+    expect((await getQueueResult(batch, createExecutionContext())).explicitAcks).toHaveLength(1);
+    const [delivery] = (await call(`/api/v1/webhooks/${id}/deliveries`, { token: user.token })).body.data;
+    expect(delivery).toMatchObject({ status: 'failed', nextAttemptAt: null });
+    expect(delivery.attempts.map((a: { attempt: number; statusCode: number | null; error: string }) => [a.attempt, a.statusCode, a.error])).toEqual([
+      [1, 500, 'HTTP 500'],
+      [2, null, DEAD_LETTERED],
+    ]);
+    expect(await received(url)).toHaveLength(1);
+    // Redelivering it is still possible, and makes the next attempt.
+    expect((await call(`/api/v1/webhooks/${id}/deliveries/${delivery.id}/redeliver`, { token: user.token, method: 'POST' })).status).toBe(202);
+    await receivedAtLeast(url, 2);
   });
 });

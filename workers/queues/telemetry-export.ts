@@ -2,13 +2,22 @@ import type { Env } from '../env';
 import { globalDbOf } from '../lib/db';
 import { placeOf } from '../services/directory';
 import { directoryRoutedShardDb } from '../services/directory-routed';
-import { EXPORT_ATTEMPTS, exportRuns, isTelemetryMessage, retryDelaySeconds, type TelemetryMessage } from '../services/telemetry-export';
+import {
+  countDropped,
+  EXPORT_ATTEMPTS,
+  EXPORT_NOT_MADE,
+  exportRuns,
+  isTelemetryMessage,
+  retryDelaySeconds,
+  type TelemetryMessage,
+} from '../services/telemetry-export';
 
 /**
  * The `telemetry-export` consumer: the batch's runs are exported per workspace, one request
  * each (workers/services/telemetry-export.ts). A failed export is retried by the queue after a
- * delay; on its last attempt it is acknowledged and counted as dropped, so a collector that is
- * down costs its traces, never a run. A workspace that no longer exists takes its messages with it.
+ * delay; on its last attempt it is acknowledged and counted as dropped (also when the export
+ * could not be made at all), so a collector that is down costs its traces, never a run. A
+ * workspace that no longer exists takes its messages with it.
  */
 export async function consumeTelemetryExport(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const byWorkspace = new Map<string, Message<TelemetryMessage>[]>();
@@ -25,12 +34,12 @@ export async function consumeTelemetryExport(batch: MessageBatch<unknown>, env: 
   await Promise.all(
     [...byWorkspace].map(async ([workspaceId, messages]) => {
       const final = messages.map((m) => m.attempts >= EXPORT_ATTEMPTS);
+      const db = directoryRoutedShardDb(env, workspaceId, messages[0]!.body.shard);
       try {
         if (!(await placeOf(globalDbOf(env), workspaceId))) {
           for (const m of messages) m.ack();
           return;
         }
-        const db = directoryRoutedShardDb(env, workspaceId, messages[0]!.body.shard);
         const outcome = await exportRuns(
           db,
           env,
@@ -41,6 +50,12 @@ export async function consumeTelemetryExport(batch: MessageBatch<unknown>, env: 
         messages.forEach((m, i) => (outcome.sent || final[i] ? m.ack() : m.retry({ delaySeconds: retryDelaySeconds(m.attempts) })));
       } catch (error) {
         console.error(JSON.stringify({ level: 'error', queue: batch.queue, workspaceId, error: String(error) }));
+        const dropped = final.filter(Boolean).length;
+        if (dropped > 0) {
+          await countDropped(db, workspaceId, dropped, EXPORT_NOT_MADE).catch((failure) =>
+            console.error(JSON.stringify({ level: 'error', queue: batch.queue, workspaceId, dropped, error: `not counted: ${String(failure)}` })),
+          );
+        }
         messages.forEach((m, i) => (final[i] ? m.ack() : m.retry({ delaySeconds: retryDelaySeconds(m.attempts) })));
       }
     }),

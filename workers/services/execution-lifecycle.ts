@@ -31,7 +31,7 @@ import {
 import { sealedRunSecrets } from './skill-secrets';
 import { allowanceSql, spendRefusal } from './spend-limits';
 import { traceRunStarted } from './traces';
-import { emitWebhookEvent } from './webhook-events';
+import { emitWebhookEvent, outboxInsert, sendWebhookEvents, webhookEvent, type PendingWebhookEvent } from './webhook-events';
 import {
   statusAfterRun,
   stopReasonOf,
@@ -86,7 +86,7 @@ export async function startTurn(db: ShardDb, env: Env, principal: Principal, exe
   if (started) return started.events;
   const refusal = await spendRefusal(db, execution, turn.budget);
   if (refusal) {
-    await announceLimitReached(env, principal, refusal);
+    await announceLimitReached(db, env, principal, refusal);
     throw refusal;
   }
   const retried = (await reconcileStale(db, env, principal.workspaceId)) > 0 ? await startIfClaimed(db, env, principal, execution.id, turn) : null;
@@ -95,10 +95,11 @@ export async function startTurn(db: ShardDb, env: Env, principal: Principal, exe
 }
 
 /** `credits.limit_reached` for a start a workspace limit refused: once per limit and period (a run's own budget is not the workspace's). */
-async function announceLimitReached(env: Env, principal: Principal, refusal: AppError) {
+async function announceLimitReached(db: ShardDb, env: Env, principal: Principal, refusal: AppError) {
   const details = refusal.details as { limit?: string; limitAmount?: number; used?: number; resetsAt?: string } | undefined;
   if (details?.limit !== 'monthly' && details?.limit !== 'daily') return;
   await emitWebhookEvent(
+    db,
     env,
     { workspaceId: principal.workspaceId, shard: principal.shard },
     `credits.limit_reached:${principal.workspaceId}:${details.limit}:${details.resetsAt}`,
@@ -504,6 +505,7 @@ export interface SettleHooks {
 export async function settleTurn(db: ShardDb, env: Env, turn: TurnInput, end: EndedTurn, hooks: SettleHooks): Promise<void> {
   const charged = await closeOnce(db, env, turn, end, hooks);
   const { ended, usage } = end;
+  const announced = await recordTurnEvents(db, env, turn, ended.stopReason, charged);
   hooks.close([
     {
       type: 'execution.result',
@@ -517,43 +519,58 @@ export async function settleTurn(db: ShardDb, env: Env, turn: TurnInput, end: En
   ]);
   if (turn.workflowRunId) hooks.waitUntil(tellWorkflowRun(env, turn.workflowRunId, turn.executionId));
   if (turn.evalId) hooks.waitUntil(tellSkillEval(env, turn.evalId, turn.executionId));
-  hooks.waitUntil(announceTurnEnded(env, turn, ended.stopReason, charged));
+  hooks.waitUntil(sendWebhookEvents(db, env, turn.actor.shard, announced));
 }
 
 /** The webhook event of each way a turn ends (an interrupt has none: the caller asked for it). */
 const TURN_EVENTS = { end_turn: 'execution.completed', error: 'execution.failed', limit_reached: 'execution.limit_reached' } as const;
 
 /**
- * The webhook events of a settled turn: how it ended, and `credits.low` when this charge took
- * the launcher's available balance under LOW_BALANCE. Keyed by the turn, so a settlement sent
- * again announces nothing twice.
+ * The webhook events of a settled turn, written to the outbox before the turn is closed (a
+ * settlement cut off before then is made again, and writes them again): how it ended, and
+ * `credits.low` when this charge took the launcher's available balance under LOW_BALANCE. Keyed
+ * by the turn, so a settlement made twice announces nothing twice. A failed write is logged,
+ * never the turn's failure; the events are still sent.
  */
-async function announceTurnEnded(env: Env, turn: TurnInput, reason: RunStopReason, charged: number) {
-  const target = { workspaceId: turn.actor.workspaceId, shard: turn.actor.shard };
+async function recordTurnEvents(db: ShardDb, env: Env, turn: TurnInput, reason: RunStopReason, charged: number): Promise<PendingWebhookEvent[]> {
+  const workspaceId = turn.actor.workspaceId;
   const executionId = formatId('exec', turn.executionId);
+  const events: PendingWebhookEvent[] = [];
   if (reason !== 'interrupt') {
-    await emitWebhookEvent(env, target, `execution:${executionId}:${turn.turnKey}`, TURN_EVENTS[reason], {
-      executionId,
-      status: statusAfterRun(reason),
-      stopReason: reason,
-      cost: charged / 100,
-      workflowRunId: turn.workflowRunId ?? null,
-    });
-  }
-  if (charged === 0) return;
-  try {
-    const available = await availableBalance(globalDbOf(env), turn.actor.userId);
-    if (available < LOW_BALANCE && available + charged >= LOW_BALANCE) {
-      await emitWebhookEvent(env, target, `credits.low:${turn.turnKey}`, 'credits.low', {
-        userId: turn.actor.userId,
-        availableBalance: available / 100,
-        threshold: LOW_BALANCE / 100,
+    events.push(
+      await webhookEvent(workspaceId, `execution:${executionId}:${turn.turnKey}`, TURN_EVENTS[reason], {
         executionId,
-      });
-    }
-  } catch (error) {
-    console.error(JSON.stringify({ level: 'warn', message: 'credits.low not checked', executionId, error: String(error) }));
+        status: statusAfterRun(reason),
+        stopReason: reason,
+        cost: charged / 100,
+        workflowRunId: turn.workflowRunId ?? null,
+      }),
+    );
   }
+  if (charged > 0) {
+    try {
+      const available = await availableBalance(globalDbOf(env), turn.actor.userId);
+      if (available < LOW_BALANCE && available + charged >= LOW_BALANCE) {
+        events.push(
+          await webhookEvent(workspaceId, `credits.low:${turn.turnKey}`, 'credits.low', {
+            userId: turn.actor.userId,
+            availableBalance: available / 100,
+            threshold: LOW_BALANCE / 100,
+            executionId,
+          }),
+        );
+      }
+    } catch (error) {
+      console.error(JSON.stringify({ level: 'warn', message: 'credits.low not checked', executionId, error: String(error) }));
+    }
+  }
+  const [first, ...rest] = events.map((event) => outboxInsert(db, event));
+  try {
+    if (first) await db.batch([first, ...rest]);
+  } catch (error) {
+    console.error(JSON.stringify({ level: 'error', message: 'webhook events not recorded', executionId, error: String(error) }));
+  }
+  return events;
 }
 
 /**

@@ -14,10 +14,10 @@ export const EXPORT_FORMAT_VERSION = 1;
 
 /**
  * Shard tables an export leaves out: idempotency records replay answers that may hold a credential
- * shown once (a new API key, an invitation token), and export jobs describe archives, not the
- * workspace.
+ * shown once (a new API key, an invitation token), export jobs describe archives, not the
+ * workspace, and the webhook outbox holds events on their way to the queue.
  */
-const NOT_EXPORTED = new Set(['idempotency_records', 'workspace_exports']);
+const NOT_EXPORTED = new Set(['idempotency_records', 'workspace_exports', 'webhook_outbox']);
 
 /** Columns an export leaves out, by table: credential material, even encrypted or in part (docs/export.md). */
 const WITHHELD: Readonly<Record<string, readonly string[]>> = {

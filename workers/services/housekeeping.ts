@@ -13,6 +13,7 @@ import { deleteExpiredToolCalls } from './run-tool-calls';
 import { forgetPastSpend } from './spend-limits';
 import { resumeStaleAccountDeletions } from './account-erasure';
 import { resumeStaleDeletions } from './workspace-erasure';
+import { resendWebhookEvents } from './webhook-events';
 
 /** Logs a housekeeping task that failed; the others go on, and the next hour tries again. */
 const logged = (task: string) => (error: unknown) =>
@@ -24,7 +25,8 @@ const logged = (task: string) => (error: unknown) =>
  * on every shard, expired idempotency records and run tool calls, and the run reconciler's
  * sweep of claims a crash left `working`, so no workspace stays locked, and the data past its
  * workspace's retention window (retention-sweep.ts), spend counts of past months and days
- * (spend-limits.ts), and workspace exports to start again or delete (workspace-exports.ts); and
+ * (spend-limits.ts), workspace exports to start again or delete (workspace-exports.ts), and
+ * webhook events whose emitter did not get them onto the queue (webhook-events.ts); and
  * the credit holds whose claim is gone, so no user's credits stay held; and workspace deletions
  * and account deletions that stalled are driven again (workspace-erasure.ts, account-erasure.ts).
  */
@@ -48,6 +50,7 @@ export function housekeeping(env: Env): Promise<unknown> {
         expireRetainedData(env, db, shardDb).catch(logged(`retention, shard ${shard}`)),
         forgetPastSpend(shardDb).catch(logged(`past spend counts, shard ${shard}`)),
         maintainExports(env, shardDb).catch(logged(`workspace exports, shard ${shard}`)),
+        resendWebhookEvents(shardDb, env, shard).catch(logged(`webhook outbox, shard ${shard}`)),
       ]);
     }),
   ]);

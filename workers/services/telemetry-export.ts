@@ -154,10 +154,16 @@ export async function exportRuns(db: ShardDb, env: Env, workspaceId: string, mes
       .where(where);
     return { sent: true, error: null };
   }
-  const dropped = final.filter(Boolean).length;
-  await db
-    .update(telemetryDestinations)
-    .set({ dropped: sql`${telemetryDestinations.dropped} + ${dropped}`, lastError: error, lastErrorAt: now() })
-    .where(where);
+  await countDropped(db, workspaceId, final.filter(Boolean).length, error);
   return { sent: false, error };
 }
+
+/** Why an export that could not be made at all (its spans not built, its destination not read) failed, as `lastError` says it. */
+export const EXPORT_NOT_MADE = 'the export could not be prepared';
+
+/** Records a failed attempt's error and counts `dropped` traces, those whose last attempt it was. */
+export const countDropped = (db: ShardDb, workspaceId: string, dropped: number, error: string) =>
+  db
+    .update(telemetryDestinations)
+    .set({ dropped: sql`${telemetryDestinations.dropped} + ${dropped}`, lastError: error, lastErrorAt: now() })
+    .where(eq(telemetryDestinations.workspaceId, workspaceId));

@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, isNotNull, lt, lte, or, sql, type SQL } from 'drizzle-orm';
 import { webhookAttempts, webhookDeliveries, webhookEndpoints, type WebhookDeliveryRow, type WebhookEndpointRow } from '../../schema';
 import type { Env, ShardDb } from '../env';
 import { now } from '../lib/clock';
@@ -14,8 +14,10 @@ import { signingSecrets } from './webhooks';
  * Delivering webhook events (docs/webhooks.md): an event becomes one delivery row per
  * subscribed endpoint, each attempted at once; a failed attempt is tried again on a schedule
  * the delivery's row counts (a new queue message delayed by it, so the schedule survives any
- * restart), and every attempt is logged. An endpoint that has failed every attempt of a
- * delivery's whole schedule, with no success in between, is disabled and its workspace told.
+ * restart), and every attempt is logged. Each attempt is claimed on the delivery's row before
+ * it is sent, so a queue message delivered twice sends it once. An endpoint that has failed
+ * every attempt of a delivery's whole schedule, with no success in between, is disabled and its
+ * workspace told. An attempt whose message the queue gave up on ends the delivery `failed`.
  */
 
 /** Attempts of one delivery: at the default base, the last comes about 27.6 hours after the first. */
@@ -35,15 +37,63 @@ export const retryDelaySeconds = (base: number, failed: number) => Math.min(MAX_
 
 type Target = { workspaceId: string; shard: number };
 
-/** Makes the event's deliveries to the workspace's enabled endpoints that subscribe to it, and attempts each (`redelivered`: the queue delivers this message again). */
-export async function fanOut(db: ShardDb, env: Env, target: Target, event: WebhookEvent, redelivered: boolean): Promise<void> {
+/** How long a claimed attempt may stay unrecorded before another consumer takes it over: its POST's timeout and the writes around it, well past. */
+export const CLAIM_LEASE_MS = 60_000;
+
+/** What became of a message's attempts: made or not to be made (`done`), or one claimed by a consumer still at it (`held`: try the message later). */
+export type Handled = 'done' | 'held';
+
+/** The delivery row's claim condition for attempt `n`: not yet taken up, or taken by a consumer that stopped before recording it. */
+const claimable = (n: number, t: number) =>
+  or(
+    lt(webhookDeliveries.attempts, n),
+    and(eq(webhookDeliveries.attempts, n), isNotNull(webhookDeliveries.claimedAt), lte(webhookDeliveries.claimedAt, t - CLAIM_LEASE_MS)),
+  );
+
+/** Claims attempt `n` of a delivery: the row when this caller may make it, `held` while another consumer makes it, undefined when it was made. */
+async function claim(db: ShardDb, deliveryId: number, n: number): Promise<WebhookDeliveryRow | 'held' | undefined> {
+  const t = now();
+  const [claimed] = await db
+    .update(webhookDeliveries)
+    .set({ attempts: n, claimedAt: t, updatedAt: t })
+    .where(and(eq(webhookDeliveries.id, deliveryId), claimable(n, t)))
+    .returning();
+  if (claimed) return claimed;
+  const [current] = await db
+    .select({ attempts: webhookDeliveries.attempts, claimedAt: webhookDeliveries.claimedAt })
+    .from(webhookDeliveries)
+    .where(eq(webhookDeliveries.id, deliveryId));
+  return current?.attempts === n && current.claimedAt !== null ? 'held' : undefined;
+}
+
+/** Claims attempt `n` and makes it. */
+async function claimAndAttempt(
+  db: ShardDb,
+  env: Env,
+  target: Target,
+  endpoint: WebhookEndpointRow,
+  deliveryId: number,
+  how: { attempt: number; manual: boolean },
+): Promise<Handled> {
+  const claimed = await claim(db, deliveryId, how.attempt);
+  if (claimed === 'held') return 'held';
+  if (claimed) await attempt(db, env, target, endpoint, claimed, how);
+  return 'done';
+}
+
+/**
+ * Makes the event's deliveries to the workspace's enabled endpoints that subscribe to it, and
+ * attempts each. The same event handled again (a redelivered message, the outbox's resend)
+ * finds its deliveries made and their first attempts claimed, and sends nothing twice.
+ */
+export async function fanOut(db: ShardDb, env: Env, target: Target, event: WebhookEvent): Promise<Handled> {
   const endpoints = (
     await db
       .select()
       .from(webhookEndpoints)
       .where(and(eq(webhookEndpoints.workspaceId, target.workspaceId), eq(webhookEndpoints.enabled, true)))
   ).filter((e) => e.events.includes(event.type));
-  if (endpoints.length === 0) return;
+  if (endpoints.length === 0) return 'done';
   const payload = JSON.stringify({ type: event.type, timestamp: event.timestamp, data: event.data });
   const t = now();
   const [first, ...rest] = endpoints.map((endpoint) =>
@@ -60,46 +110,75 @@ export async function fanOut(db: ShardDb, env: Env, target: Target, event: Webho
         createdAt: t,
         updatedAt: t,
       })
-      // The same event queued twice (a settlement sent again) is delivered once.
-      .onConflictDoNothing()
-      .returning(),
+      // The same event queued twice is one delivery per endpoint.
+      .onConflictDoNothing(),
   );
-  const inserted = (await db.batch([first!, ...rest])).flat();
-  // A message handled before may have made deliveries that were never attempted (a cut-off consumer); a first one attempts only its own.
-  const fresh = redelivered
-    ? await db
-        .select()
-        .from(webhookDeliveries)
-        .where(and(eq(webhookDeliveries.workspaceId, target.workspaceId), eq(webhookDeliveries.eventId, event.id), eq(webhookDeliveries.attempts, 0)))
-    : inserted;
-  await Promise.all(
-    fresh.map((delivery) =>
-      attempt(
-        db,
-        env,
-        target,
-        endpoints.find((e) => e.id === delivery.endpointId)!,
-        delivery,
-        { attempt: 1, manual: false },
-      ),
-    ),
+  await db.batch([first!, ...rest]);
+  const deliveries = await db
+    .select({ id: webhookDeliveries.id, endpointId: webhookDeliveries.endpointId })
+    .from(webhookDeliveries)
+    .where(and(eq(webhookDeliveries.workspaceId, target.workspaceId), eq(webhookDeliveries.eventId, event.id)));
+  const handled = await Promise.all(
+    deliveries.flatMap((delivery) => {
+      const endpoint = endpoints.find((e) => e.id === delivery.endpointId);
+      return endpoint ? [claimAndAttempt(db, env, target, endpoint, delivery.id, { attempt: 1, manual: false })] : [];
+    }),
   );
+  return handled.includes('held') ? 'held' : 'done';
 }
 
 /** Makes attempt `message.attempt` of a delivery, unless that attempt was made (a duplicate message) or the delivery is gone. */
-export async function attemptDelivery(db: ShardDb, env: Env, message: Extract<WebhookMessage, { kind: 'attempt' }>): Promise<void> {
+export async function attemptDelivery(db: ShardDb, env: Env, message: Extract<WebhookMessage, { kind: 'attempt' }>): Promise<Handled> {
   const [row] = await db
     .select({ delivery: webhookDeliveries, endpoint: webhookEndpoints })
     .from(webhookDeliveries)
     .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookDeliveries.endpointId))
     .where(and(eq(webhookDeliveries.id, message.deliveryId), eq(webhookDeliveries.workspaceId, message.workspaceId)))
     .limit(1);
-  if (!row || row.delivery.attempts >= message.attempt) return;
+  if (!row) return 'done';
   if (!row.endpoint.enabled) {
-    await db.update(webhookDeliveries).set({ status: 'failed', nextAttemptAt: null, updatedAt: now() }).where(eq(webhookDeliveries.id, row.delivery.id));
-    return;
+    await db
+      .update(webhookDeliveries)
+      .set({ status: 'failed', nextAttemptAt: null, updatedAt: now() })
+      .where(and(eq(webhookDeliveries.id, row.delivery.id), lt(webhookDeliveries.attempts, message.attempt)));
+    return 'done';
   }
-  await attempt(db, env, message, row.endpoint, row.delivery, { attempt: message.attempt, manual: message.manual === true });
+  return claimAndAttempt(db, env, message, row.endpoint, row.delivery.id, { attempt: message.attempt, manual: message.manual === true });
+}
+
+/** Why a delivery's attempt was never made: the queue dead-lettered its message. */
+export const DEAD_LETTERED = 'not attempted: its queue message could not be handled through all its retries';
+
+/**
+ * A message the queue dead-lettered (its handling failed through all its retries): the
+ * attempt it carried, still unmade, is logged as failed with why, and its delivery ends
+ * `failed` instead of staying `pending` with nothing left to attempt it. For an event message,
+ * that is the first attempt of each delivery made for it.
+ */
+export async function failDeadLettered(db: ShardDb, message: WebhookMessage): Promise<void> {
+  const [which, n]: [SQL | undefined, number] =
+    message.kind === 'event' ? [eq(webhookDeliveries.eventId, message.event.id), 1] : [eq(webhookDeliveries.id, message.deliveryId), message.attempt];
+  const unmade = and(
+    which,
+    eq(webhookDeliveries.workspaceId, message.workspaceId),
+    eq(webhookDeliveries.status, 'pending'),
+    or(lt(webhookDeliveries.attempts, n), and(eq(webhookDeliveries.attempts, n), isNotNull(webhookDeliveries.claimedAt))),
+  );
+  const deliveries = await db.select({ id: webhookDeliveries.id }).from(webhookDeliveries).where(unmade);
+  const t = now();
+  await Promise.all(
+    deliveries.map(({ id }) =>
+      db.batch([
+        db
+          .insert(webhookAttempts)
+          .values({ workspaceId: message.workspaceId, deliveryId: id, attempt: n, statusCode: null, latencyMs: 0, error: DEAD_LETTERED, createdAt: t }),
+        db
+          .update(webhookDeliveries)
+          .set({ status: 'failed', attempts: n, claimedAt: null, nextAttemptAt: null, updatedAt: t })
+          .where(and(eq(webhookDeliveries.id, id), unmade)),
+      ]),
+    ),
+  );
 }
 
 interface Outcome {
@@ -159,15 +238,16 @@ async function attempt(
   const t = now();
   await db.batch([
     db.insert(webhookAttempts).values({ workspaceId: target.workspaceId, deliveryId: delivery.id, attempt: n, ...outcome, createdAt: t }),
+    // A later attempt claimed meanwhile (a manual redelivery) has the last word on the delivery.
     db
       .update(webhookDeliveries)
       .set({
-        attempts: sql`MAX(${webhookDeliveries.attempts}, ${n})`,
         status: succeeded ? 'succeeded' : retry ? 'pending' : 'failed',
+        claimedAt: null,
         nextAttemptAt: retry ? t + delay * 1000 : null,
         updatedAt: t,
       })
-      .where(eq(webhookDeliveries.id, delivery.id)),
+      .where(and(eq(webhookDeliveries.id, delivery.id), eq(webhookDeliveries.attempts, n))),
     db
       .update(webhookEndpoints)
       .set({ failingSince: succeeded ? null : sql`COALESCE(${webhookEndpoints.failingSince}, ${t})` })

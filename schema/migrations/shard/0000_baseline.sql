@@ -464,6 +464,7 @@ CREATE TABLE `webhook_deliveries` (
 	`payload` text NOT NULL,
 	`status` text NOT NULL,
 	`attempts` integer DEFAULT 0 NOT NULL,
+	`claimed_at` integer,
 	`next_attempt_at` integer,
 	`created_at` integer NOT NULL,
 	`updated_at` integer NOT NULL,
@@ -490,6 +491,14 @@ CREATE TABLE `webhook_endpoints` (
 );
 --> statement-breakpoint
 CREATE INDEX `webhook_endpoints_workspace_idx` ON `webhook_endpoints` (`workspace_id`,`id`);--> statement-breakpoint
+CREATE TABLE `webhook_outbox` (
+	`event_id` text PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`event` text NOT NULL,
+	`created_at` integer NOT NULL
+);
+--> statement-breakpoint
+CREATE INDEX `webhook_outbox_created_idx` ON `webhook_outbox` (`created_at`);--> statement-breakpoint
 CREATE TABLE `telemetry_destinations` (
 	`workspace_id` text PRIMARY KEY NOT NULL,
 	`endpoint` text NOT NULL,
