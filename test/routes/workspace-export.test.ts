@@ -21,6 +21,7 @@ import { runHousekeeping } from '../helpers/housekeeping';
 afterEach(() => resetClock());
 
 const SECRET_VALUE = 'sk-export-test-value-7f3a9c1e5b';
+const TELEMETRY_KEY = 'hny-export-test-key-4e2d8b';
 const CONNECTOR_TOKEN = `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
 const decoder = new TextDecoder();
 
@@ -120,11 +121,33 @@ async function fullWorkspace() {
   const artifactBytes = new Uint8Array(4096).map((_, i) => (i * 31) % 256);
   const artifact = await seedArtifact(owner.workspaceId, artifactBytes, 'data.bin');
 
+  // Made after the runs, so nothing is sent to them.
+  const webhook = await call('/api/v1/webhooks', { token: owner.token, body: { url: 'https://hooks.example.com/in', events: ['execution.completed'] } });
+  expect(webhook.status).toBe(201);
+  expect(
+    (
+      await call(`/api/v1/workspaces/${owner.workspaceId}/telemetry`, {
+        method: 'PUT',
+        token: owner.token,
+        body: { endpoint: 'https://collector.example.com/v1/traces', headers: { 'x-api-key': TELEMETRY_KEY } },
+      })
+    ).status,
+  ).toBe(200);
+
   const member = await signUp('Member');
   const invited = await call(`/api/v1/workspaces/${owner.workspaceId}/invitations`, { token: owner.token, body: { email: member.email, role: 'member' } });
   expect(invited.status).toBe(201);
   expect((await call('/api/v1/invitations/accept', { token: member.token, body: { token: invited.body.token } })).status).toBe(200);
-  return { owner, member, artifact, artifactBytes, catalogSlug, runId, executionId: started.body.executionId as string };
+  return {
+    owner,
+    member,
+    artifact,
+    artifactBytes,
+    catalogSlug,
+    runId,
+    executionId: started.body.executionId as string,
+    webhookSecret: webhook.body.secret as string,
+  };
 }
 
 describe('POST /api/v1/workspaces/:id/export', () => {
@@ -177,10 +200,15 @@ describe('POST /api/v1/workspaces/:id/export', () => {
     // No secret value, no connector token, in any file or in the archive's own bytes.
     for (const [path, bytes] of Object.entries(files)) {
       const text = decoder.decode(bytes);
-      expect({ path, secret: text.includes(SECRET_VALUE), token: text.includes(CONNECTOR_TOKEN) }).toEqual({ path, secret: false, token: false });
+      expect({ path, secret: text.includes(SECRET_VALUE), token: text.includes(CONNECTOR_TOKEN), webhook: text.includes(ws.webhookSecret) }).toEqual({
+        path,
+        secret: false,
+        token: false,
+        webhook: false,
+      });
     }
     const raw = decoder.decode(archive);
-    expect(raw.includes(SECRET_VALUE) || raw.includes(CONNECTOR_TOKEN)).toBe(false);
+    expect(raw.includes(SECRET_VALUE) || raw.includes(CONNECTOR_TOKEN) || raw.includes(TELEMETRY_KEY)).toBe(false);
 
     // The workspace's record and its members, as the API answers them.
     expect(JSON.parse(decoder.decode(files['workspace.json']))).toEqual((await call('/api/v1/workspaces/current', { token: owner.token })).body);
@@ -221,6 +249,12 @@ describe('POST /api/v1/workspaces/:id/export', () => {
     const secrets = await everything(owner, '/api/v1/secrets');
     expect(records('secrets').map(({ id, name }) => ({ id, name }))).toEqual(secrets.map(({ id, name }) => ({ id: bare(id), name })));
     expect(Object.keys(records('secrets')[0]!)).not.toContain('ciphertext');
+    // A webhook's signing secrets and a telemetry destination's headers (often an API key) are credentials, even encrypted.
+    expect(records('webhook_endpoints').map((r) => r.url)).toEqual(['https://hooks.example.com/in']);
+    expect(Object.keys(records('webhook_endpoints')[0]!)).not.toContain('secret');
+    expect(Object.keys(records('webhook_endpoints')[0]!)).not.toContain('previous_secret');
+    expect(records('telemetry_destinations').map((r) => r.endpoint)).toEqual(['https://collector.example.com/v1/traces']);
+    expect(Object.keys(records('telemetry_destinations')[0]!)).not.toContain('headers');
 
     const connectors = (await call('/api/v1/connectors', { token: owner.token })).body.connectors as { type: string; status: string; account?: string }[];
     const github = connectors.find((c) => c.type === 'github')!;

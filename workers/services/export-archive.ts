@@ -24,6 +24,8 @@ const WITHHELD: Readonly<Record<string, readonly string[]>> = {
   secrets: ['ciphertext'],
   connector_connections: ['ciphertext', 'token_preview'],
   workflow_triggers: ['secret', 'actor'],
+  webhook_endpoints: ['secret', 'previous_secret'],
+  telemetry_destinations: ['headers'],
 };
 
 /** The shard tables an export writes, each as `records/<name>.jsonl`, and the columns it keeps. */
