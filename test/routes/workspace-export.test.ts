@@ -361,16 +361,9 @@ describe('POST /api/v1/workspaces/:id/export', () => {
 
   it('answers the export under way instead of starting a second one', async () => {
     const owner = await signUp();
-    const job = await startExport(
-      await shardDbFor(owner.workspaceId),
-      globalDbOf(env),
-      env,
-      sessionPrincipal(owner),
-      owner.workspaceId,
-      'https://service.test',
-    );
+    const job = await createdJob(owner);
     const again = await call(exportPath(owner), { method: 'POST', token: owner.token });
-    expect(again.body.id).toBe(job.job.id);
+    expect(again.body.id).toBe(job.id);
   });
 });
 
