@@ -24,11 +24,12 @@ export interface RateDecision {
  * survives eviction and restarts.
  *
  * Lifecycle: created on first use; a stale window is simply replaced on the next hit, an expired
- * slot when a slot is wanted and none is free.
+ * slot when a slot is wanted and none is free. An object whose subject goes away (a workflow
+ * trigger's `trigger:<id>`) is erased with it.
  */
 export class RateLimiter extends DurableObject<Env> {
-  private readonly counter = new HitCounter(this.ctx.storage.kv);
-  private readonly slots = new SlotLeases(this.ctx.storage.kv);
+  private counter = new HitCounter(this.ctx.storage.kv);
+  private slots = new SlotLeases(this.ctx.storage.kv);
 
   hit(limit: number, windowMs: number): RateDecision {
     return this.counter.hit('', limit, windowMs);
@@ -66,6 +67,13 @@ export class RateLimiter extends DurableObject<Env> {
 
   releaseSlot(lease: string): void {
     this.slots.release(lease);
+  }
+
+  /** Its subject is gone: nothing is left of this object, and what was held in memory is forgotten with it. */
+  async erase(): Promise<void> {
+    await this.ctx.storage.deleteAll();
+    this.counter = new HitCounter(this.ctx.storage.kv);
+    this.slots = new SlotLeases(this.ctx.storage.kv);
   }
 }
 

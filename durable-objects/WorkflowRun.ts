@@ -83,6 +83,8 @@ interface RunMeta extends Pick<RunState, 'status' | 'cursor' | 'input' | 'result
   rerunOf?: RerunOf;
   /** Its concurrency key (docs/workflows.md, Concurrency keys): the run starts `queued` and waits for a slot of it. */
   concurrencyKey?: string;
+  /** The schedule that launched it, told when it ends. */
+  scheduleId?: string;
   createdAt: number;
 }
 
@@ -331,7 +333,7 @@ export class WorkflowRun extends DurableObject<Env> {
     run.state = state;
     if (state.status !== before.status) {
       if (FINAL.includes(state.status)) {
-        if (run.meta.concurrencyKey !== undefined) this.ctx.waitUntil(this.freeSlot());
+        if (run.meta.concurrencyKey !== undefined || run.meta.scheduleId !== undefined) this.ctx.waitUntil(this.tellEnded());
         const { runId, workspaceId, actor } = run.meta;
         this.ctx.waitUntil(queueWorkflowExport(this.db, this.env, { workspaceId, shard: actor.shard, runId, traceparent: actor.origin.traceparent ?? null }));
       }
@@ -410,6 +412,7 @@ export class WorkflowRun extends DurableObject<Env> {
       threadId: input.threadId ?? null,
       ...(input.rerunOf ? { rerunOf: input.rerunOf } : {}),
       ...(queued ? { concurrencyKey: input.concurrencyKey! } : {}),
+      ...(input.scheduleId ? { scheduleId: input.scheduleId } : {}),
       status: queued ? 'queued' : 'running',
       cursor: 0,
       input: initData,
@@ -451,12 +454,25 @@ export class WorkflowRun extends DurableObject<Env> {
     await this.afterChange();
   }
 
-  /** This run ended: D1 shows it, then the oldest queued runs of its key are asked to take the slot. */
-  private async freeSlot(): Promise<void> {
+  /**
+   * This run ended: once D1 shows it, the oldest queued runs of its key are asked to take the
+   * slot, and the schedule that launched it hears (its fire waiting behind this run starts).
+   */
+  private async tellEnded(): Promise<void> {
     const { meta } = this.run!;
     await this.persist();
-    // Unwritten, the slot still looks taken; the queued runs' alarms ask again.
-    if (this.unwritten || meta.concurrencyKey === undefined) return;
+    // Unwritten, the run still looks unfinished; the queued runs' and the schedule's alarms look again.
+    if (this.unwritten) return;
+    if (meta.scheduleId !== undefined) {
+      try {
+        await this.env.WORKFLOW_SCHEDULE.getByName(meta.scheduleId).runEnded();
+      } catch (error) {
+        console.error(
+          JSON.stringify({ level: 'error', runId: meta.runId, scheduleId: meta.scheduleId, error: `telling the schedule failed: ${String(error)}` }),
+        );
+      }
+    }
+    if (meta.concurrencyKey === undefined) return;
     const next = await oldestQueuedRuns(
       this.db,
       { workspaceId: meta.workspaceId, workflowId: meta.workflowId, concurrencyKey: meta.concurrencyKey },

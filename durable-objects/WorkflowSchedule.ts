@@ -24,8 +24,12 @@ interface Handling {
   covered: number;
 }
 
-/** While a run waits behind another (overlap `queue_one`), the alarm looks this often whether it can start. */
-const QUEUE_POLL_MS = 15_000;
+/**
+ * While a fire waits behind a run (overlap `queue_one`), the run's end wakes this object
+ * (`runEnded`); the alarm looks this often anyway, in case that word never came (the run's
+ * object cut off before it could send it).
+ */
+const QUEUE_FALLBACK_MS = 10 * 60_000;
 /** A fire that failed for a reason that may pass (D1, the run's object) is tried again after this. */
 const RETRY_MS = 30_000;
 /** Runs remembered as maybe unfinished, at most (overlap `allow` may start many that run long). */
@@ -47,6 +51,10 @@ const MAX_TRACKED_RUNS = 100;
  * or while the alarm was late, are handled as one (workers/workflows/schedule-times.ts).
  */
 export class WorkflowSchedule extends DurableObject<Env> {
+  /** Whether the alarm is at work, and whether a run ended meanwhile (after it read which runs are unfinished, maybe). */
+  private firing = false;
+  private endedWhileFiring = false;
+
   private get kv() {
     return this.ctx.storage.kv;
   }
@@ -80,6 +88,19 @@ export class WorkflowSchedule extends DurableObject<Env> {
     await this.ctx.storage.setAlarm(Date.now());
   }
 
+  /**
+   * A run it started has ended, as D1 shows (its WorkflowRun object says so): a fire waiting
+   * behind it starts now. Said while the alarm is at work, the alarm rings again at once.
+   */
+  async runEnded(): Promise<void> {
+    if (this.firing) {
+      this.endedWhileFiring = true;
+      return;
+    }
+    if (this.kv.get('queued') === undefined) return;
+    await this.ctx.storage.setAlarm(Date.now());
+  }
+
   /** The schedule was deleted (or its workspace): nothing is left of this object. */
   async erase(): Promise<void> {
     await this.ctx.storage.deleteAlarm();
@@ -87,6 +108,16 @@ export class WorkflowSchedule extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
+    this.firing = true;
+    this.endedWhileFiring = false;
+    try {
+      await this.ring();
+    } finally {
+      this.firing = false;
+    }
+  }
+
+  private async ring(): Promise<void> {
     const identity = this.kv.get<ScheduleIdentity>('identity');
     if (!identity) return;
     const db = directoryRoutedShardDb(this.env, identity.workspaceId, identity.shard);
@@ -166,11 +197,15 @@ export class WorkflowSchedule extends DurableObject<Env> {
     await recordFire(db, row.id, handling.covered > 1 ? { ...fire, reason: `covers ${handling.covered} fire times` } : fire);
   }
 
-  /** The alarm at the next fire time, or sooner while a fire waits for a run to end; none while not active. */
+  /**
+   * The alarm at the next fire time; while a fire waits for a run to end, at once if a run ended
+   * while the alarm was at work, else no later than the fallback; none while not active.
+   */
   private async arm(timing: ScheduleTiming) {
     if (!timing.active) return this.ctx.storage.deleteAlarm();
     const t = now();
-    const candidates = [nextFireTime(timing, t), this.kv.get<number>('queued') === undefined ? null : t + QUEUE_POLL_MS].filter((c) => c !== null);
+    const waiting = this.kv.get<number>('queued') === undefined ? null : this.endedWhileFiring ? t : t + QUEUE_FALLBACK_MS;
+    const candidates = [nextFireTime(timing, t), waiting].filter((c) => c !== null);
     if (candidates.length === 0) return this.ctx.storage.deleteAlarm();
     // Fire times are on the service clock; alarms run on the real one.
     await this.ctx.storage.setAlarm(Date.now() + Math.max(0, Math.min(...candidates) - t));

@@ -28,6 +28,8 @@ export const oauthClients = sqliteTable(
     createdBy: text('created_by').references(() => users.id, { onDelete: 'cascade' }),
     /** For a metadata document: when the cached copy must be fetched again. */
     metadataExpiresAt: integer('metadata_expires_at'),
+    /** When a code issued to it was first exchanged: one nobody signed in with is deleted a day after it came. */
+    signedInAt: integer('signed_in_at'),
     createdAt: integer('created_at').notNull(),
   },
   (t) => [index('oauth_clients_created_idx').on(t.createdAt)],
@@ -36,7 +38,8 @@ export const oauthClients = sqliteTable(
 /**
  * One consented authorization: the token family that a code exchange starts and every refresh
  * continues. Revoking it (refresh reuse, code reuse, revocation of a refresh token) ends every
- * token of the family at once.
+ * token of the family at once. Housekeeping deletes it, with its tokens, 30 days after it ended
+ * (revoked, or its last token expired).
  */
 export const oauthGrants = sqliteTable(
   'oauth_grants',
@@ -54,6 +57,8 @@ export const oauthGrants = sqliteTable(
     /** RFC 8707 resource the tokens are for, when the client named one. */
     resource: text('resource'),
     createdAt: integer('created_at').notNull(),
+    /** When the last token issued for it expires: it lets nobody in after that, revoked or not. */
+    tokensExpireAt: integer('tokens_expire_at').notNull(),
     revokedAt: integer('revoked_at'),
   },
   (t) => [index('oauth_grants_user_idx').on(t.userId)],

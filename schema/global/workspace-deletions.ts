@@ -35,8 +35,8 @@ export const workspaceDeletions = sqliteTable(
     memberIds: text('member_ids', { mode: 'json' }).$type<string[]>().notNull(),
     status: text('status', { enum: DELETION_STATUSES }).notNull(),
     step: text('step', { enum: DELETION_STEPS }).notNull(),
-    /** In `objects`: the last execution id, then the last workflow run id, then the last schedule id, whose object was erased. */
-    cursor: text('cursor', { mode: 'json' }).$type<{ execution?: number; run?: string; schedule?: string }>(),
+    /** In `objects`: the last execution id, then the last workflow run id, schedule id, trigger id, whose object was erased. */
+    cursor: text('cursor', { mode: 'json' }).$type<{ execution?: number; run?: string; schedule?: string; trigger?: string }>(),
     /** Why the last attempt at a step failed (it is tried again); null once one succeeded. */
     lastError: text('last_error'),
     createdAt: integer('created_at').notNull(),

@@ -1,7 +1,11 @@
+import { env } from 'cloudflare:workers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ACCESS_TOKEN_TTL_S } from '../../workers/auth/oauth/metadata';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
+import { ENDED_GRANT_KEPT_MS } from '../../workers/services/oauth-grants';
 import { call, createKey, expectError, signUp } from '../helpers/api';
+import { runHousekeeping } from '../helpers/housekeeping';
+import { connectMcp } from '../helpers/mcp';
 import { authorizeCode, bearer, exchange, register, token } from '../helpers/oauth';
 
 afterEach(() => resetClock());
@@ -100,5 +104,43 @@ describe('POST /api/v1/oauth-grants/:id/revoke', () => {
     expectError(await call(`/api/v1/oauth-grants/${crypto.randomUUID()}/revoke`, { method: 'POST', token: owner.token }), 404, 'NOT_FOUND');
     expectError(await call('/api/v1/oauth-grants/not-a-grant/revoke', { method: 'POST', token: owner.token }), 404, 'NOT_FOUND');
     expect((await bearer(tokens.access_token)).status).toBe(200);
+  });
+});
+
+describe('housekeeping', () => {
+  it('deletes a grant 30 days after it was revoked or its last token expired, with its MCP log level', async () => {
+    const user = await signUp('Grant Ender');
+    const revoked = await connect(user, 'memory:read offline_access', 'Revoked app');
+    const client = await connectMcp({ authorization: `Bearer ${revoked.tokens.access_token}` });
+    await client.setLoggingLevel('error');
+    await client.close();
+    // Two apps signed in for an hour only: one is revoked late, the other left to expire.
+    await connect(user, 'profile:read', 'Late revoked app');
+    await connect(user, 'profile:read', 'Expired app');
+    const ids = Object.fromEntries((await grantsOf(user.token)).map((g) => [g.clientName as string, g.id as string]));
+    const revoke = (name: string) => call(`/api/v1/oauth-grants/${ids[name]}/revoke`, { method: 'POST', token: user.token });
+    expect((await revoke('Revoked app')).status).toBe(200);
+    const logLevel = () => env.DB.prepare('SELECT level FROM mcp_log_levels WHERE credential = ?').bind(`oauth:${ids['Revoked app']}`).first();
+    expect(await logLevel()).toEqual({ level: 'error' });
+
+    // Just inside the window every grant is still there: revoking again answers it as it is.
+    advanceClock(ENDED_GRANT_KEPT_MS - 60_000);
+    await runHousekeeping();
+    expect(await revoke('Revoked app')).toMatchObject({ status: 200, body: { revokedAt: expect.any(String) } });
+
+    // Past it, the revoked grant is gone; those that expired an hour after they began are kept that hour longer.
+    advanceClock(30 * 60_000);
+    await runHousekeeping();
+    expectError(await revoke('Revoked app'), 404, 'NOT_FOUND');
+    expect(await logLevel()).toBeNull();
+    expect((await revoke('Late revoked app')).status).toBe(200);
+
+    advanceClock(ACCESS_TOKEN_TTL_S * 1000);
+    await runHousekeeping();
+    expectError(await revoke('Expired app'), 404, 'NOT_FOUND');
+    // It had ended when it expired: revoking it later did not keep it longer.
+    expectError(await revoke('Late revoked app'), 404, 'NOT_FOUND');
+    // The app's registration outlives its grants: it signs the person in again as it is.
+    await authorizeCode('profile:read', { user, clientId: revoked.clientId });
   });
 });

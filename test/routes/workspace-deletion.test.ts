@@ -60,6 +60,13 @@ describe('DELETE /api/v1/workspaces/:id', () => {
     // A schedule, its object's alarm set for the next hour.
     const schedule = await call('/api/v1/workflows/flow/schedules', { token: owner.token, body: { cron: '0 * * * *' } });
     expect(schedule.status).toBe(201);
+    // A trigger that took a delivery: its object counts it.
+    const trigger = await call('/api/v1/workflows/flow/triggers', { token: owner.token, body: { auth: 'bearer' } });
+    expect(trigger.status).toBe(201);
+    const delivered = await call(new URL(trigger.body.url).pathname, { method: 'POST', body: {}, headers: { authorization: `Bearer ${trigger.body.secret}` } });
+    expect(delivered.status, JSON.stringify(delivered.body)).toBe(202);
+    const triggerCounts = env.RATE_LIMITER.getByName(`trigger:${trigger.body.id}`);
+    expect((await heldBy(triggerCounts)).rows).not.toEqual([]);
     // Secrets, a connector connection, memory, an invitation nobody accepted.
     expect((await call('/api/v1/secrets', { token: owner.token, body: { name: 'CRM_TOKEN', value: 'crm-secret-value' } })).status).toBe(201);
     const githubToken = `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;
@@ -141,10 +148,11 @@ describe('DELETE /api/v1/workspaces/:id', () => {
     // The ledger keeps the runs' charges: they are the user's.
     expect(rowsMarked({ ledger: ledger! }, [`exec_${executionIds[0]}`])).toHaveLength(1);
     expect(global.credit_reservations!.filter((row) => row.settled_at === null && row.user_id === owner.user.id)).toEqual([]);
-    // Its objects hold nothing: the executions' logs, the workflow runs (with the sleeper's alarm), the schedule, the channel, the deletion's own driver.
+    // Its objects hold nothing: the executions' logs, the workflow runs (with the sleeper's alarm), the schedule, the trigger's counts, the channel, the deletion's own driver.
     for (const id of executionIds) expect(await heldBy(env.EXECUTION_SESSION.getByName(`exec_${id}`))).toEqual({ rows: [], alarm: null });
     for (const runId of Object.values(runs)) expect(await heldBy(env.WORKFLOW_RUN.getByName(runId))).toEqual({ rows: [], alarm: null });
     expect(await heldBy(env.WORKFLOW_SCHEDULE.getByName(schedule.body.id))).toEqual({ rows: [], alarm: null });
+    expect(await heldBy(triggerCounts)).toEqual({ rows: [], alarm: null });
     expect(await heldBy(env.WORKSPACE_CHANNEL.getByName(W))).toEqual({ rows: [], alarm: null });
     expect(await heldBy(env.WORKSPACE_DELETION.getByName(W))).toEqual({ rows: [], alarm: null });
     // R2: nothing under its prefix, the authored bundle gone; the catalog's bundle, shared, stays.

@@ -188,16 +188,36 @@ describe('schedules: firing', () => {
     await toNextFire(user, id);
     expect((await read(user, id)).lastFire).toMatchObject({ outcome: 'skipped', reason: 'queue_full' });
     expect(await runsOf(user)).toHaveLength(1);
-    // While the first run goes on, the poll starts nothing.
+    // While the first run goes on, an alarm starts nothing.
     expect(await runDurableObjectAlarm(stub(id))).toBe(true);
     expect(await runsOf(user)).toHaveLength(1);
     await cancel(user, first!.runId);
     expect(await runDurableObjectAlarm(stub(id))).toBe(true);
     const runs = await runsOf(user);
     expect(runs).toHaveLength(2);
-    // Nothing more waits: the next poll starts nothing.
+    // Nothing more waits: the next alarm starts nothing.
     await runDurableObjectAlarm(stub(id));
     expect(await runsOf(user)).toHaveLength(2);
+  });
+
+  it('overlap queue_one: the waiting fire starts when the run ends, woken by it, the object not polling meanwhile', async () => {
+    const user = await setUp();
+    const { id } = await schedule(user, { overlap: 'queue_one' });
+    await toNextFire(user, id);
+    const [first] = await runsOf(user);
+    await toNextFire(user, id);
+    expect((await read(user, id)).lastFire).toMatchObject({ outcome: 'queued' });
+    // Waiting, its next alarm is no sooner than the fallback's ten minutes.
+    const alarm = await runInDurableObject(stub(id), (_: WorkflowSchedule, state) => state.storage.getAlarm());
+    expect(alarm! - Date.now()).toBeGreaterThan(5 * 60_000);
+    // The run's end wakes it: the waiting fire starts with no alarm rung by hand.
+    await cancel(user, first!.runId);
+    for (let i = 0; (await runsOf(user)).length < 2; i++) {
+      if (i > 200) throw new Error('the waiting fire never started');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const [, second] = await runsOf(user);
+    expect((await read(user, id)).lastFire).toMatchObject({ outcome: 'started', runId: second!.runId });
   });
 
   it('overlap allow: every fire time starts a run', async () => {

@@ -1,7 +1,9 @@
+import { env } from 'cloudflare:workers';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { advanceClock, freezeClock, now, resetClock } from '../../workers/lib/clock';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
+import { heldBy } from '../helpers/deletion';
 import { definition, inputOf, install, runsOf } from '../helpers/workflows';
 
 /** A run that waits for input, so its input can be read while it is unfinished. */
@@ -173,5 +175,21 @@ describe('workflow triggers: bearer deliveries, access and limits', () => {
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     // Per trigger: another one of the same workflow still takes deliveries.
     expect((await deliver(spare, { title: 'spare' })).status).toBe(202);
+  });
+
+  it('deleting a trigger, or uninstalling its workflow, erases the object that counted its deliveries', async () => {
+    const user = await setUp();
+    const deleted = await createTrigger(user);
+    const uninstalled = await createTrigger(user);
+    const counts = (trigger: { id: string }) => env.RATE_LIMITER.getByName(`trigger:${trigger.id}`);
+    for (const trigger of [deleted, uninstalled]) {
+      expect((await deliver(trigger, { title: 'counted' })).status).toBe(202);
+      expect((await heldBy(counts(trigger))).rows).not.toEqual([]);
+    }
+    expect((await triggers(user, `/${deleted.id}`, { method: 'DELETE' })).body).toEqual({ success: true });
+    expect(await heldBy(counts(deleted))).toEqual({ rows: [], alarm: null });
+    expect((await heldBy(counts(uninstalled))).rows).not.toEqual([]);
+    expect((await call('/api/v1/workflows/intake', { method: 'DELETE', token: user.token })).status).toBe(200);
+    expect(await heldBy(counts(uninstalled))).toEqual({ rows: [], alarm: null });
   });
 });

@@ -80,6 +80,6 @@ export const triggerCapabilities: Capability[] = [
     output: z.object({ success: z.literal(true) }),
     annotations: REMOVES,
     http: { method: 'DELETE', path: '/:slug/triggers/:triggerId', summary: 'Delete a trigger URL' },
-    run: (ctx, { slug, triggerId }) => deleteTrigger(ctx.db, ctx.actor, slug, triggerId),
+    run: (ctx, { slug, triggerId }) => deleteTrigger(ctx.db, ctx.env, ctx.actor, slug, triggerId),
   }),
 ];

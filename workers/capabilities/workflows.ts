@@ -70,7 +70,7 @@ const uninstallCapability = (name: string, method: 'POST' | 'DELETE', path: stri
     run: async (ctx, { slug }) => {
       const uninstalled = await uninstallWorkflow(ctx.db, ctx.env.BUCKET, ctx.actor, slug);
       await deleteSchedulesOf(ctx.db, ctx.env, ctx.actor.workspaceId, slug);
-      await deleteTriggersOf(ctx.db, ctx.actor.workspaceId, slug);
+      await deleteTriggersOf(ctx.db, ctx.env, ctx.actor.workspaceId, slug);
       return uninstalled;
     },
   });

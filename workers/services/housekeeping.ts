@@ -7,6 +7,7 @@ import { deliverAllChanges } from './audit';
 import { deleteExpiredActivations } from './device-activation';
 import { reconcileStale, releaseOrphanedHolds } from './execution-reconciler';
 import { deleteExpiredOAuthRecords } from './oauth';
+import { deleteEndedOAuthGrants } from './oauth-grants';
 import { expireRetainedData } from './retention-sweep';
 import { maintainExports } from './workspace-exports';
 import { deleteExpiredToolCalls } from './run-tool-calls';
@@ -21,7 +22,8 @@ const logged = (task: string) => (error: unknown) =>
 
 /**
  * The hourly housekeeping (wrangler.toml [triggers]): on the global database, expired sessions,
- * activations and OAuth records, the signing keys' rotation and the change outbox's delivery;
+ * activations and OAuth records, OAuth grants a month after they ended (oauth-grants.ts), the
+ * signing keys' rotation and the change outbox's delivery;
  * on every shard, expired idempotency records and run tool calls, and the run reconciler's
  * sweep of claims a crash left `working`, so no workspace stays locked, and the data past its
  * workspace's retention window (retention-sweep.ts), spend counts of past months and days
@@ -36,6 +38,7 @@ export function housekeeping(env: Env): Promise<unknown> {
     deleteExpiredSessions(db).catch(logged('sessions')),
     deleteExpiredActivations(db).catch(logged('device activations')),
     deleteExpiredOAuthRecords(db).catch(logged('oauth records')),
+    deleteEndedOAuthGrants(db).catch(logged('oauth grants')),
     maintainSigningKeys(db, env.ENCRYPTION_KEY).catch(logged('signing keys')),
     deliverAllChanges(db, env).catch(logged('change outbox')),
     releaseOrphanedHolds(env).catch(logged('orphaned holds')),

@@ -1,6 +1,6 @@
-import { and, eq, isNotNull, isNull, max, sql } from 'drizzle-orm';
+import { and, eq, inArray, isNotNull, isNull, lt, max, or, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { oauthClients, oauthGrants, oauthTokens, workspaces } from '../../schema';
+import { mcpLogLevels, oauthClients, oauthGrants, oauthTokens, workspaces } from '../../schema';
 import { isMetadataClientId } from '../auth/oauth/client-metadata';
 import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
 import type { Principal } from '../auth/principal';
@@ -113,4 +113,31 @@ export async function revokeOAuthGrant(db: GlobalDb, gates: CredentialGates, pri
   ]);
   await credentialsChanged(gates, principal.userId);
   return present({ ...row, grant: { ...row.grant, revokedAt } });
+}
+
+/**
+ * How long a grant is kept once it ended (revoked, or its last token expired): the person can
+ * still revoke it again and find it named by id in the audit log, then it is deleted.
+ */
+export const ENDED_GRANT_KEPT_MS = 30 * 24 * 3600_000;
+
+/**
+ * Housekeeping: deletes the grants that ended more than ENDED_GRANT_KEPT_MS ago, with what is
+ * keyed to them: their tokens (foreign key) and the MCP log level set through them.
+ */
+export async function deleteEndedOAuthGrants(db: GlobalDb): Promise<void> {
+  const before = now() - ENDED_GRANT_KEPT_MS;
+  const ended = or(lt(oauthGrants.revokedAt, before), lt(oauthGrants.tokensExpireAt, before));
+  await db.batch([
+    db.delete(mcpLogLevels).where(
+      inArray(
+        mcpLogLevels.credential,
+        db
+          .select({ credential: sql<string>`'oauth:' || ${oauthGrants.id}` })
+          .from(oauthGrants)
+          .where(ended),
+      ),
+    ),
+    db.delete(oauthGrants).where(ended),
+  ]);
 }

@@ -1,4 +1,4 @@
-import { and, eq, gt, isNull, lt, max, notExists, or } from 'drizzle-orm';
+import { and, eq, gt, isNull, lt, max, or } from 'drizzle-orm';
 import { z } from 'zod';
 import { members, oauthClients, oauthCodes, oauthGrants, oauthTokens, users, workspaceShards, workspaces, type OAuthClientRow } from '../../schema';
 import { sha256Hex as credentialHash } from '../lib/crypto';
@@ -139,7 +139,7 @@ export async function registerClient(db: GlobalDb, raw: unknown) {
   };
 }
 
-/** Registrations and cached metadata documents no grant uses are deleted after this. */
+/** Registrations and cached metadata documents nobody signed in with are deleted after this. */
 export const UNUSED_CLIENT_TTL_MS = 24 * 3600_000;
 
 /**
@@ -440,7 +440,9 @@ async function mintTokens(db: GlobalDb, grantId: string, scopes: string[]) {
     refresh = `${REFRESH_TOKEN_PREFIX}${randomToken(32)}`;
     rows.push({ id: await credentialHash(refresh), kind: 'refresh', grantId, scopes, expiresAt: t + REFRESH_TOKEN_TTL_S * 1000, createdAt: t });
   }
-  return { access, refresh, insert: db.insert(oauthTokens).values(rows) };
+  // The lifetimes are fixed, so the newest tokens are always the last to expire.
+  const expiresAt = Math.max(...rows.map((row) => row.expiresAt));
+  return { access, refresh, expiresAt, insert: db.insert(oauthTokens).values(rows) };
 }
 
 async function idTokenFor(db: GlobalDb, signer: Signer, grant: { userId: string; clientId: string }, scopes: string[], extra: Record<string, unknown>) {
@@ -517,9 +519,14 @@ async function exchangeCode(db: GlobalDb, gates: CredentialGates, signer: Signer
       scopes: code.scopes,
       resource: code.resource,
       createdAt: now(),
+      tokensExpireAt: tokens.expiresAt,
     }),
     tokens.insert,
     db.update(oauthCodes).set({ grantId }).where(eq(oauthCodes.id, codeHash)),
+    db
+      .update(oauthClients)
+      .set({ signedInAt: now() })
+      .where(and(eq(oauthClients.id, code.clientId), isNull(oauthClients.signedInAt))),
   ]);
   const idToken = await idTokenFor(db, signer, code, code.scopes, {
     auth_time: Math.floor(code.authTime / 1000),
@@ -570,7 +577,7 @@ async function refreshTokens(db: GlobalDb, gates: CredentialGates, signer: Signe
     throw new OAuthError('invalid_grant', 'The refresh token was already used; every token of this grant is now revoked');
   }
   const tokens = await mintTokens(db, row.grant.id, scopes);
-  await tokens.insert;
+  await db.batch([tokens.insert, db.update(oauthGrants).set({ tokensExpireAt: tokens.expiresAt }).where(eq(oauthGrants.id, row.grant.id))]);
   const idToken = await idTokenFor(db, signer, row.grant, scopes, {});
   return {
     access_token: tokens.access,
@@ -687,14 +694,6 @@ export async function deleteExpiredOAuthRecords(db: GlobalDb): Promise<void> {
   await db.batch([
     db.delete(oauthCodes).where(lt(oauthCodes.expiresAt, t - CODE_TTL_S * 1000)),
     db.delete(oauthTokens).where(or(lt(oauthTokens.expiresAt, t), lt(oauthTokens.revokedAt, t - 24 * 3600_000))),
-    db
-      .delete(oauthClients)
-      .where(
-        and(
-          isNull(oauthClients.createdBy),
-          lt(oauthClients.createdAt, t - UNUSED_CLIENT_TTL_MS),
-          notExists(db.select({ id: oauthGrants.id }).from(oauthGrants).where(eq(oauthGrants.clientId, oauthClients.id))),
-        ),
-      ),
+    db.delete(oauthClients).where(and(isNull(oauthClients.createdBy), lt(oauthClients.createdAt, t - UNUSED_CLIENT_TTL_MS), isNull(oauthClients.signedInAt))),
   ]);
 }

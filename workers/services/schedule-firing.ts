@@ -47,6 +47,7 @@ export async function launchFire(db: ShardDb, env: Env, row: WorkflowScheduleRow
       workflowId: row.workflowSlug,
       inputs: JSON.parse(row.input) as Record<string, unknown>,
       toolCallKey: await fireKey(row.id, fireTime),
+      scheduleId: row.id,
     });
     return launched.runId;
   } catch (error) {

@@ -14,7 +14,7 @@ import { sha256Hex, timingSafeEqual } from '../lib/crypto';
 import { decryptSecret } from '../lib/encryption';
 import { hitRateLimit } from '../lib/rate-limit';
 import { recordChangeAfter } from './audit';
-import { storedActorOf, triggerSecretContext } from './workflow-triggers';
+import { storedActorOf, triggerRateSubject, triggerSecretContext } from './workflow-triggers';
 import { launchWorkflow, type Launched } from './workflow-runs';
 
 /**
@@ -165,7 +165,7 @@ export async function receiveDelivery(db: ShardDb, env: Env, workspaceId: string
   const planned: Planned = row.source === 'github' ? githubInput(row, deliveryId ?? null, delivery) : { input: bodyInput(delivery.body) };
   if ('ignored' in planned) return planned.ignored;
   // Counted once the secret is proven and the delivery is meant to start a run: pings and a repository's other events cost nothing.
-  const count = await hitRateLimit(env, `trigger:${row.id}`, TRIGGER_RATE_LIMIT, TRIGGER_RATE_WINDOW_MS);
+  const count = await hitRateLimit(env, triggerRateSubject(row.id), TRIGGER_RATE_LIMIT, TRIGGER_RATE_WINDOW_MS);
   if (!count.allowed) {
     throw new AppError('RATE_LIMITED', 429, `A trigger takes at most ${TRIGGER_RATE_LIMIT} deliveries a minute`, {
       retryAfterSeconds: Math.ceil(count.resetMs / 1000),

@@ -33,8 +33,11 @@ export const LaunchInput = z.object({
   inputs: z.record(z.string(), z.unknown()).optional().describe('The run’s input data (initData), validated against the workflow’s inputSchema'),
   threadId: z.string().min(1).max(100).optional().describe('The chat thread the run was started from; it gets the run’s outcome as a message'),
 });
-/** A launch: what a caller asks for, and the key that makes it once (a run's tool call, a schedule's fire time). */
-export type LaunchRequest = z.infer<typeof LaunchInput> & { toolCallKey?: string };
+/**
+ * A launch: what a caller asks for, and the key that makes it once (a run's tool call, a
+ * schedule's fire time); a schedule's launch names the schedule, which the run tells when it ends.
+ */
+export type LaunchRequest = z.infer<typeof LaunchInput> & { toolCallKey?: string; scheduleId?: string };
 
 export const Launched = z.object({
   runId: z.string(),
@@ -71,7 +74,7 @@ export async function compileWithInputs(db: ShardDb, principal: Principal, row: 
  * time passes a key of the same kind (workers/services/schedule-firing.ts).
  */
 export async function launchWorkflow(db: ShardDb, env: Env, principal: Principal, launch: LaunchRequest): Promise<Launched> {
-  const { inputs = {}, threadId, toolCallKey } = launch;
+  const { inputs = {}, threadId, toolCallKey, scheduleId } = launch;
   const row = await resolveLaunchId(db, principal, launch.workflowId);
   if (threadId !== undefined) {
     const [thread] = await db
@@ -90,6 +93,7 @@ export async function launchWorkflow(db: ShardDb, env: Env, principal: Principal
     initData: JSON.stringify(inputs),
     threadId: threadId ?? null,
     concurrencyKey: compiled.concurrency ? concurrencyKeyOf(compiled.concurrency, inputs) : null,
+    scheduleId: scheduleId ?? null,
   });
   await recordChangeAfter(
     db,

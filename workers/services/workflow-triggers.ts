@@ -19,6 +19,7 @@ import { now, toIso } from '../lib/clock';
 import { randomBytes } from '../lib/crypto';
 import { encryptSecret } from '../lib/encryption';
 import { formatId } from '../lib/ids';
+import { eraseRateLimit } from '../lib/rate-limit';
 import { newWebhookSecret } from '../lib/webhook-signing';
 import { declaredGithubTrigger } from '../workflows/trigger-declarations';
 import { recordChange } from './audit';
@@ -90,6 +91,19 @@ export const TriggerWithSecret = Trigger.extend({ secret: z.string().describe('T
 
 /** The GCM additional data of a trigger's secret: a ciphertext copied to another workspace or trigger does not decrypt. */
 export const triggerSecretContext = (workspaceId: string, triggerId: string) => `trigger-secret:${workspaceId}:${triggerId}`;
+
+/** The RateLimiter object that counts a trigger's deliveries (trigger-delivery.ts): erased with the trigger. */
+export const triggerRateSubject = (triggerId: string) => `trigger:${triggerId}`;
+
+/** Erases the delivery counts of triggers whose rows are gone; one not reached is logged (its last count stays, read by nothing). */
+export const eraseTriggerCounts = (env: Env, triggerIds: string[]) =>
+  Promise.all(
+    triggerIds.map((id) =>
+      eraseRateLimit(env, triggerRateSubject(id)).catch((error: unknown) =>
+        console.error(JSON.stringify({ level: 'error', triggerId: id, error: `trigger count erase failed: ${String(error)}` })),
+      ),
+    ),
+  );
 
 /** The actor a trigger's row holds: its creator's credential as it was at creation. */
 export const storedActorOf = (row: WorkflowTriggerRow): Actor => JSON.parse(row.actor) as Actor;
@@ -259,16 +273,23 @@ export async function rotateTriggerSecret(db: ShardDb, env: Env, principal: Prin
   return { ...(await getTrigger(db, principal, baseUrl, slug, id)), secret };
 }
 
-export async function deleteTrigger(db: ShardDb, principal: Principal, slug: string, id: string): Promise<{ success: true }> {
+export async function deleteTrigger(db: ShardDb, env: Env, principal: Principal, slug: string, id: string): Promise<{ success: true }> {
   await requireTrigger(db, principal, slug, id);
   await db.batch([
     db.delete(workflowTriggers).where(eq(workflowTriggers.id, id)),
     ...recordChange(db, principal, { action: 'workflow.trigger_deleted', resourceType: 'workflow_trigger', resourceId: id, metadata: { workflowId: slug } }),
   ]);
+  // Row first: a delivery that finds no row is 404 before it counts.
+  await eraseTriggerCounts(env, [id]);
   return { success: true };
 }
 
-/** Uninstalling a workflow deletes its triggers: their URLs answer 404 from then on. */
-export async function deleteTriggersOf(db: ShardDb, workspaceId: string, slug: string): Promise<void> {
-  await db.delete(workflowTriggers).where(and(eq(workflowTriggers.workspaceId, workspaceId), eq(workflowTriggers.workflowSlug, slug)));
+/** Uninstalling a workflow deletes its triggers, rows then delivery counts: their URLs answer 404 from then on. */
+export async function deleteTriggersOf(db: ShardDb, env: Env, workspaceId: string, slug: string): Promise<void> {
+  const where = and(eq(workflowTriggers.workspaceId, workspaceId), eq(workflowTriggers.workflowSlug, slug));
+  const rows = await db.delete(workflowTriggers).where(where).returning({ id: workflowTriggers.id });
+  await eraseTriggerCounts(
+    env,
+    rows.map((row) => row.id),
+  );
 }

@@ -18,6 +18,7 @@ import {
   UNFINISHED_RUN_STATUSES,
   workflowRuns,
   workflowSchedules,
+  workflowTriggers,
   workspaceDeletionAudit,
   workspaceDeletions,
   workspaces,
@@ -29,6 +30,7 @@ import type { Env } from '../env';
 import { blobKey, MANIFEST_PREFIX, type BundleManifest } from '../lib/bundle';
 import { now } from '../lib/clock';
 import { boundShards, globalDbOf, shardBinding, shardDbOf } from '../lib/db';
+import { eraseRateLimit } from '../lib/rate-limit';
 import { formatId } from '../lib/ids';
 import { advanceAccountDeletion, type Progress } from './account-erasure';
 import { workspacePrefix } from './archive-install';
@@ -37,6 +39,7 @@ import { PLACE_TTL_MS } from './directory-routed';
 import { CANCEL_WAIT_MS, interruptTurn } from './execution-lifecycle';
 import { release } from './execution-reconciler';
 import { deleteWorkspaceRows } from './shard-copy';
+import { triggerRateSubject } from './workflow-triggers';
 import { DEFAULT_DRAIN_MS } from './workspace-move';
 
 /**
@@ -54,7 +57,8 @@ import { DEFAULT_DRAIN_MS } from './workspace-move';
  *    turns settle and release their holds), holds still open released;
  * 3. directory: the directory row goes and its shard's count with it; objects that were still
  *    writing find no place for the workspace from then on;
- * 4. objects: the storage of every execution's, workflow run's and workflow schedule's object, then the channel's;
+ * 4. objects: the storage of every execution's, workflow run's and workflow schedule's object, the
+ *    delivery counts of every workflow trigger, then the channel's;
  * 5. storage: R2 objects under `workspaces/<id>/`, and the skill bundles no one else refers to;
  * 6. rows: every row of the workspace on every shard;
  * 7. records: global rows left (outbox, settled holds, session defaults) and the workspace row;
@@ -159,7 +163,10 @@ async function removeFromDirectory(env: Env, job: Job): Promise<StepResult> {
   return { to: 'objects' };
 }
 
-/** A page of objects erased: executions' first (by id), then workflow runs' (by run id), then schedules' (by id), then the channel's. */
+/**
+ * A page of objects erased: executions' first (by id), then workflow runs' (by run id), then
+ * schedules' (by id), then triggers' delivery counts (by id), then the channel's.
+ */
 async function eraseObjects(env: Env, job: Job): Promise<StepResult> {
   const db = shardDbOf(env, job.shard);
   const cursor = job.cursor ?? {};
@@ -183,14 +190,24 @@ async function eraseObjects(env: Env, job: Job): Promise<StepResult> {
     await Promise.all(runs.map(({ runId }) => env.WORKFLOW_RUN.getByName(runId).erase()));
     if (runs.length === OBJECTS_PAGE) return { to: 'objects', cursor: { run: runs.at(-1)!.runId } };
   }
-  const schedules = await db
-    .select({ id: workflowSchedules.id })
-    .from(workflowSchedules)
-    .where(and(eq(workflowSchedules.workspaceId, job.workspaceId), gt(workflowSchedules.id, cursor.schedule ?? '')))
-    .orderBy(asc(workflowSchedules.id))
+  if (cursor.trigger === undefined) {
+    const schedules = await db
+      .select({ id: workflowSchedules.id })
+      .from(workflowSchedules)
+      .where(and(eq(workflowSchedules.workspaceId, job.workspaceId), gt(workflowSchedules.id, cursor.schedule ?? '')))
+      .orderBy(asc(workflowSchedules.id))
+      .limit(OBJECTS_PAGE);
+    await Promise.all(schedules.map(({ id }) => env.WORKFLOW_SCHEDULE.getByName(id).erase()));
+    if (schedules.length === OBJECTS_PAGE) return { to: 'objects', cursor: { run: '', schedule: schedules.at(-1)!.id } };
+  }
+  const triggers = await db
+    .select({ id: workflowTriggers.id })
+    .from(workflowTriggers)
+    .where(and(eq(workflowTriggers.workspaceId, job.workspaceId), gt(workflowTriggers.id, cursor.trigger ?? '')))
+    .orderBy(asc(workflowTriggers.id))
     .limit(OBJECTS_PAGE);
-  await Promise.all(schedules.map(({ id }) => env.WORKFLOW_SCHEDULE.getByName(id).erase()));
-  if (schedules.length === OBJECTS_PAGE) return { to: 'objects', cursor: { run: '', schedule: schedules.at(-1)!.id } };
+  await Promise.all(triggers.map(({ id }) => eraseRateLimit(env, triggerRateSubject(id))));
+  if (triggers.length === OBJECTS_PAGE) return { to: 'objects', cursor: { run: '', schedule: '', trigger: triggers.at(-1)!.id } };
   await env.WORKSPACE_CHANNEL.getByName(job.workspaceId).erase();
   return { to: 'storage', cursor: null };
 }

@@ -15,6 +15,8 @@ export interface StartInput {
   threadId?: string | null;
   /** The run's concurrency key, filled from its inputs, when its workflow declares `concurrency`: it starts queued. */
   concurrencyKey?: string | null;
+  /** The schedule that launched it: told when the run ends, so a fire waiting behind it (`queue_one`) starts then. */
+  scheduleId?: string | null;
   /** A rerun: the run it reruns and the step it starts from, and (JSON of RerunFrom) where it starts and what it keeps. */
   rerunOf?: RerunOf;
   from?: string;

@@ -100,6 +100,7 @@ CREATE TABLE `oauth_clients` (
 	`application_type` text DEFAULT 'web' NOT NULL,
 	`created_by` text,
 	`metadata_expires_at` integer,
+	`signed_in_at` integer,
 	`created_at` integer NOT NULL,
 	FOREIGN KEY (`created_by`) REFERENCES `users`(`id`) ON UPDATE no action ON DELETE cascade
 );
@@ -133,6 +134,7 @@ CREATE TABLE `oauth_grants` (
 	`scopes` text NOT NULL,
 	`resource` text,
 	`created_at` integer NOT NULL,
+	`tokens_expire_at` integer NOT NULL,
 	`revoked_at` integer,
 	FOREIGN KEY (`client_id`) REFERENCES `oauth_clients`(`id`) ON UPDATE no action ON DELETE cascade,
 	FOREIGN KEY (`user_id`) REFERENCES `users`(`id`) ON UPDATE no action ON DELETE cascade,
