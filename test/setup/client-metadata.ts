@@ -31,6 +31,8 @@ export function serveClientMetadata(req: IncomingMessage, res: ServerResponse, o
     'wrong-id': { ...good, client_id: `${origin}/oauth-client/good` },
     secret: { ...good, token_endpoint_auth_method: 'client_secret_basic' },
     'http-redirect': { ...good, redirect_uris: ['http://client.example/callback'] },
+    'native-app': { ...good, client_name: 'Native Client', redirect_uris: ['com.example.native:/oauth2redirect'] },
+    'script-redirect': { ...good, redirect_uris: ['com.example.native:/oauth2redirect', 'javascript:alert(1)//'] },
     large: { ...good, padding: 'x'.repeat(6 * 1024) },
   };
   if (name === 'moved') {

@@ -1,4 +1,5 @@
 import { displayText } from '../lib/display-text';
+import type { RedirectTarget } from './oauth/redirect-uris';
 import { HtmlDocument } from '../lib/html-document';
 import type { Child, FC } from 'hono/jsx';
 
@@ -21,6 +22,7 @@ input:not([type=checkbox]):not([type=radio]),select{box-sizing:border-box;width:
 button{font:inherit;padding:.6rem 1.2rem;margin:1.5rem .5rem 0 0;cursor:pointer}
 button:focus-visible,input:focus-visible,select:focus-visible,a:focus-visible{outline:3px solid #2563eb;outline-offset:2px}
 .error{border:2px solid #b91c1c;padding:.75rem;border-radius:.25rem}
+.warning{border:2px solid #b45309;padding:.75rem;border-radius:.25rem}
 ul.scopes{padding-left:1.2rem}
 .sensitive{font-weight:600}
 .badge{display:inline-block;border:1px solid currentColor;border-radius:.25rem;padding:0 .3rem;margin-left:.4rem;font-size:.8rem}
@@ -129,7 +131,7 @@ export interface ConsentProps {
   nonce: string;
   csrf: string;
   clientName: string;
-  redirectHost: string;
+  target: RedirectTarget;
   userName: string;
   scopes: ScopeLine[];
   workspaces: { id: string; name: string }[];
@@ -140,24 +142,44 @@ export interface ConsentProps {
 
 /**
  * Anyone can register a client under any name, so the name is shown as the client's claim and
- * the host the answer goes to, which the client cannot fake, is shown larger.
+ * where the answer goes is shown larger: the host of a site, which the client cannot fake; or
+ * the scheme of an app on the device, which any installed app can claim, so the page says so.
  */
-export const ConsentPage: FC<ConsentProps> = (p) => (
-  <Layout title="Allow access?" nonce={p.nonce}>
-    <h1>
-      Allow an app at <span class="host">{p.redirectHost}</span> to use your account?
-    </h1>
-    <p>
-      It calls itself “<Claimed text={p.clientName} />
-      ”. Signed in as {p.userName}. After you answer you go back to <strong>{p.redirectHost}</strong>.
-    </p>
-    <DecisionForm action="/auth/oauth2/authorize" csrf={p.csrf} fields={p.params} approve={{ value: 'allow', label: 'Allow' }} deny="deny">
-      <ScopeChoices legend="It will be able to (untick what you do not want to allow):" scopes={p.scopes} />
-      {p.scopes.some((s) => s.sensitive) ? <p class="muted">Items marked sensitive can change your data or spend your credits.</p> : null}
-      <WorkspacePicker workspaces={p.workspaces} current={p.currentWorkspaceId} />
-    </DecisionForm>
-  </Layout>
-);
+export const ConsentPage: FC<ConsentProps> = (p) => {
+  const target = p.target.kind === 'site' ? p.target.host : `${p.target.scheme}:`;
+  return (
+    <Layout title="Allow access?" nonce={p.nonce}>
+      <h1>
+        {p.target.kind === 'site' ? 'Allow an app at ' : 'Allow the app that opens '}
+        <span class="host">{target}</span>
+        {p.target.kind === 'site' ? ' to use your account?' : ' links to use your account?'}
+      </h1>
+      <p>
+        It calls itself “<Claimed text={p.clientName} />
+        ”. Signed in as {p.userName}. After you answer you go back to{' '}
+        {p.target.kind === 'site' ? (
+          <strong>{target}</strong>
+        ) : (
+          <>
+            the app on your device that opens <strong>{target}</strong> links
+          </>
+        )}
+        .
+      </p>
+      {p.target.kind === 'app' ? (
+        <p class="warning" id="unverified-app">
+          Any app installed on your device can claim <strong>{target}</strong> links: this service cannot check which app that is. Allow only if you started
+          this sign-in yourself, just now, from the app you expect.
+        </p>
+      ) : null}
+      <DecisionForm action="/auth/oauth2/authorize" csrf={p.csrf} fields={p.params} approve={{ value: 'allow', label: 'Allow' }} deny="deny">
+        <ScopeChoices legend="It will be able to (untick what you do not want to allow):" scopes={p.scopes} />
+        {p.scopes.some((s) => s.sensitive) ? <p class="muted">Items marked sensitive can change your data or spend your credits.</p> : null}
+        <WorkspacePicker workspaces={p.workspaces} current={p.currentWorkspaceId} />
+      </DecisionForm>
+    </Layout>
+  );
+};
 
 /**
  * The form of every decision a person takes on these pages (an OAuth consent, a device

@@ -4,6 +4,7 @@ import { bearerTokenOf } from '../auth/credentials';
 import type { MetadataFetchOptions } from '../auth/oauth/client-metadata';
 import { clientIdOf } from '../auth/oauth/client-authentication';
 import { API_SCOPES_SUPPORTED, authorizationServerMetadata, issuerOf, mcpResourceOf, protectedResourceMetadata } from '../auth/oauth/metadata';
+import { redirectTargetOf } from '../auth/oauth/redirect-uris';
 import { jwks } from '../auth/oauth/signing-keys';
 import { ConsentPage, MessagePage } from '../auth/pages';
 import { csrfToken, csrfValid, pagePrincipal, renderPage, signInThenReturn } from '../auth/web';
@@ -164,7 +165,7 @@ export const oauthRoutes = new Hono<AppEnv>()
       const csrf = csrfToken(c);
       const workspaces = await workspacesOf(c.var.globalDb, principal.userId);
       const userName = (await userOf(c.var.globalDb, principal.userId))?.name ?? '';
-      const redirectOrigin = new URL(request.redirectUri).origin;
+      const target = redirectTargetOf(request.redirectUri);
       return renderPage(
         c,
         200,
@@ -173,7 +174,7 @@ export const oauthRoutes = new Hono<AppEnv>()
             nonce={nonce}
             csrf={csrf}
             clientName={request.client.name}
-            redirectHost={new URL(request.redirectUri).host}
+            target={target}
             userName={userName}
             scopes={request.scopes.map(describeScope)}
             workspaces={workspaces}
@@ -181,7 +182,7 @@ export const oauthRoutes = new Hono<AppEnv>()
             params={params as Record<string, string>}
           />
         ),
-        [redirectOrigin],
+        [target.formAction],
       );
     },
   )

@@ -4,12 +4,12 @@ import { members, oauthClients, oauthCodes, oauthGrants, oauthTokens, users, wor
 import { sha256Hex as credentialHash } from '../lib/crypto';
 import { ACCESS_TOKEN_TTL_S, CODE_TTL_S, issuerOf, mcpResourceOf, OIDC_SCOPES, REFRESH_TOKEN_TTL_S } from '../auth/oauth/metadata';
 import { ClientFields, ClientMetadataError, fetchClientMetadata, isMetadataClientId, type MetadataFetchOptions } from '../auth/oauth/client-metadata';
+import { applicationTypeOf, redirectMatches, redirectUrisProblem } from '../auth/oauth/redirect-uris';
 import { signIdToken } from '../auth/oauth/signing-keys';
 import type { Principal } from '../auth/principal';
 import { DEFAULT_KEY_SCOPES, isKnownScope, isSensitiveScope } from '../auth/scopes';
 import { credentialsChanged, type CredentialGates } from '../auth/credential-changes';
 import type { GlobalDb } from '../env';
-import { isLoopbackHost } from '../lib/addresses';
 import { now } from '../lib/clock';
 import { base64url, randomToken, timingSafeEqual } from '../lib/crypto';
 import { uuidv7 } from '../lib/ids';
@@ -47,50 +47,6 @@ export const apiScopesOf = (scopes: readonly string[]) => scopes.filter((s) => !
 
 // ---------------------------------------------------------------------------------------------
 // Registration (RFC 7591)
-
-const isLoopback = (url: URL) => isLoopbackHost(url.hostname);
-
-type ApplicationType = OAuthClientRow['applicationType'];
-
-/**
- * RFC 9700 2.1 / 4.1.1: redirect URIs are registered in full and matched exactly; https only,
- * except http on a loopback address for native apps (RFC 8252 7.3, OAuth 2.1 2.3.1); no
- * fragment (RFC 6749 3.1.2). A web application may not redirect to a loopback address
- * (OpenID Connect Dynamic Registration 2, `application_type`).
- */
-function redirectUriProblem(value: string, applicationType: ApplicationType): string | null {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return 'is not an absolute URL';
-  }
-  if (value.includes('#')) return 'has a fragment';
-  if (url.username || url.password) return 'carries credentials';
-  if (applicationType === 'web' && isLoopback(url)) return 'is a loopback address, which only a native application may use';
-  if (url.protocol === 'https:') return null;
-  if (url.protocol === 'http:' && isLoopback(url)) return null;
-  return 'must use https (http only on a loopback address)';
-}
-
-/**
- * OpenID Connect Dynamic Registration 2 defaults to `web`; a client that names only loopback
- * redirects without saying is a native one (what stock MCP clients register).
- */
-function applicationTypeOf(declared: ApplicationType | undefined, redirectUris: string[]): ApplicationType {
-  if (declared) return declared;
-  const allLoopback = redirectUris.every((uri) => URL.canParse(uri) && isLoopback(new URL(uri)));
-  return allLoopback ? 'native' : 'web';
-}
-
-/** The first problem of a client's redirect URIs, the URI named by `label`, or null. */
-function redirectUrisProblem(uris: string[], applicationType: ApplicationType, label: (uri: string, index: number) => string): string | null {
-  for (const [index, uri] of uris.entries()) {
-    const problem = redirectUriProblem(uri, applicationType);
-    if (problem) return `${label(uri, index)} ${problem}`;
-  }
-  return null;
-}
 
 /** `token_endpoint_auth_method` is read and replaced: every client is registered as public. */
 export const RegisterBody = ClientFields.extend({ token_endpoint_auth_method: z.string().optional() });
@@ -212,24 +168,6 @@ export interface ValidAuthorizeRequest {
   codeChallenge: string;
   nonce: string | undefined;
   resource: string | null;
-}
-
-/**
- * OAuth 2.1 2.3.1 / RFC 8252 7.3: exact match, except that a loopback IP redirect may use any
- * port (native apps bind an ephemeral one).
- */
-function redirectMatches(registered: string, presented: string): boolean {
-  if (registered === presented) return true;
-  try {
-    const a = new URL(registered);
-    const b = new URL(presented);
-    if (a.protocol !== 'http:' || !isLoopback(a) || a.hostname === 'localhost') return false;
-    a.port = '';
-    b.port = '';
-    return a.href === b.href;
-  } catch {
-    return false;
-  }
 }
 
 const PKCE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
