@@ -132,4 +132,68 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
     expect((await api(refreshed.access_token, '/api/v1/profile')).status).toBe(401);
     expect((await api(tokens.access_token, '/api/v1/profile')).status).toBe(401);
   });
+  it('lets a native app sign in through its own URI scheme: the page names it and warns, Chromium follows the redirect there', async () => {
+    const base = service.base;
+    const email = `oauth-native-${Date.now()}@example.test`;
+    const password = 'e2e password long enough';
+    const signUp = await fetch(`${base}/auth/sign-up/email`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password, name: 'E2E Person' }),
+    });
+    expect(signUp.status).toBe(201);
+    const nativeRedirect = 'com.example.native-e2e:/oauth2redirect';
+    const registered = await fetch(`${base}/auth/oauth2/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_name: 'Native E2E', redirect_uris: [nativeRedirect], token_endpoint_auth_method: 'none' }),
+    });
+    expect(registered.status).toBe(201);
+    const clientId = ((await registered.json()) as { client_id: string }).client_id;
+    const verifier = oauth.generateRandomCodeVerifier();
+    const authorizeUrl = new URL(`${base}/auth/oauth2/authorize`);
+    authorizeUrl.search = new URLSearchParams({
+      client_id: clientId,
+      response_type: 'code',
+      redirect_uri: nativeRedirect,
+      scope: 'profile:read',
+      state: 'native-state',
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    }).toString();
+
+    const page = await browser.newPage();
+    const consoleErrors: string[] = [];
+    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+    await page.goto(authorizeUrl.href);
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Allow the app that opens com.example.native-e2e: links to use your account?' }).waitFor();
+    await page.getByText('Any app installed on your device can claim com.example.native-e2e: links').waitFor();
+    await page.screenshot({ path: '/tmp/oauth-consent-native-app.png', fullPage: true });
+    // Chromium follows the 303 to the scheme and hands the URL to the app registered for it;
+    // headless, it has none, so that navigation ends there (aborted) and the page stays. The
+    // CSP's form-action applies to that redirect: refused, it would never get that far.
+    const [handedOver] = await Promise.all([
+      page.waitForEvent('requestfailed', (request) => request.url().startsWith(`${nativeRedirect}?`)),
+      page.getByRole('button', { name: 'Allow' }).click(),
+    ]);
+    await page.close();
+    expect(consoleErrors).toEqual([]);
+    const launched = new URL(handedOver.url());
+    expect(launched.searchParams.get('state')).toBe('native-state');
+    const exchanged = await fetch(`${base}/auth/oauth2/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code: launched.searchParams.get('code')!,
+        client_id: clientId,
+        redirect_uri: nativeRedirect,
+        code_verifier: verifier,
+      }),
+    });
+    expect(exchanged.status).toBe(200);
+  });
 });
