@@ -56,14 +56,33 @@ describe('registration with a private-use scheme redirect', () => {
     expect(res.body.error).toBe('invalid_redirect_uri');
   });
 
-  it('refuses a private-use scheme for a web client, declared or implied by an https redirect beside it', async () => {
+  it('refuses a private-use scheme for a client that declares itself web', async () => {
     const declared = await register({ application_type: 'web', redirect_uris: [CURSOR] });
     expect(declared.body).toEqual({
       error: 'invalid_redirect_uri',
       error_description: `"${CURSOR}" uses a private-use scheme, which only a native application may use`,
     });
-    expect((await register({ redirect_uris: ['https://client.example/callback', CURSOR] })).body.error).toBe('invalid_redirect_uri');
+    expect((await register({ application_type: 'web', redirect_uris: ['https://client.example/callback', 'http://127.0.0.1/'] })).body.error).toBe(
+      'invalid_redirect_uri',
+    );
     expect((await register({ application_type: 'native', redirect_uris: ['https://client.example/callback', CURSOR] })).status).toBe(201);
+  });
+
+  it('takes a client that does not say, with https redirects beside loopback or private-use ones, as native (VS Code registers so)', async () => {
+    const vscode = [
+      'https://insiders.vscode.dev/redirect',
+      'https://vscode.dev/redirect',
+      'http://localhost',
+      'http://127.0.0.1',
+      'http://localhost:33418',
+      'http://127.0.0.1:33418',
+    ];
+    const res = await register({ redirect_uris: vscode });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ application_type: 'native', redirect_uris: vscode });
+    const mixed = await register({ redirect_uris: ['https://client.example/callback', CURSOR] });
+    expect([mixed.status, mixed.body.application_type]).toEqual([201, 'native']);
+    expect((await register({ redirect_uris: ['https://client.example/callback'] })).body.application_type).toBe('web');
   });
 });
 

@@ -88,17 +88,19 @@ export function redirectUriProblem(value: string, applicationType: ApplicationTy
 }
 
 /**
- * OpenID Connect Dynamic Registration 2 defaults to `web`; a client that names only loopback
- * or private-use redirects without saying is a native one (what stock MCP clients register).
+ * OpenID Connect Dynamic Registration 2 defaults to `web`; a client that names a loopback or
+ * private-use redirect without saying is a native one. Stock MCP clients register such sets
+ * without `application_type` (VS Code's hosted redirect pages beside its loopback ones), and a
+ * refusal would lock them out; a client that declares `web` keeps the web rules.
  */
 export function applicationTypeOf(declared: ApplicationType | undefined, redirectUris: string[]): ApplicationType {
   if (declared) return declared;
-  const allNative = redirectUris.every((uri) => {
+  const someNative = redirectUris.some((uri) => {
     if (!URL.canParse(uri)) return false;
     const url = new URL(uri);
     return isLoopback(url) || (url.protocol !== 'https:' && url.protocol !== 'http:');
   });
-  return allNative ? 'native' : 'web';
+  return someNative ? 'native' : 'web';
 }
 
 /** The first problem of a client's redirect URIs, the URI named by `label`, or null. */
