@@ -10,10 +10,10 @@ const READY_MS = 150_000;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `npm run workspace:move` as an operator runs it; answers its exit code and output. */
-function moveCommand(base: string, workspaceId: string, shard: number) {
+function moveCommand(base: string, workspaceId: string, shard: number, extra: string[] = []) {
   const child: ChildProcess = spawn(
     process.execPath,
-    ['node_modules/tsx/dist/cli.mjs', 'scripts/workspace-move.ts', workspaceId, String(shard), '--url', base],
+    ['node_modules/tsx/dist/cli.mjs', 'scripts/workspace-move.ts', workspaceId, String(shard), '--url', base, ...extra],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
     },
@@ -61,9 +61,14 @@ describe('a move of a workspace through a crash of wrangler dev', () => {
     const from = shardOf(written.headers);
     const to = from === 1 ? 2 : 1;
 
-    // The move drains 5 s after raising its fence: the kill lands there.
-    const first = moveCommand(service.base, workspaceId, to);
-    await pause(2_500);
+    // The move drains 20 s after raising its fence: the kill lands there, as soon as a write
+    // (the same content again, so nothing changes) is refused by the fence.
+    const first = moveCommand(service.base, workspaceId, to, ['--drain-ms', '20000']);
+    const deadline = Date.now() + 60_000;
+    while ((await api(token, '/memory', { content: 'kept through the move' })).status !== 503) {
+      expect(Date.now()).toBeLessThan(deadline);
+      await pause(100);
+    }
     await service.stop('SIGKILL');
     expect((await first.done).code).not.toBe(0);
 
