@@ -249,6 +249,14 @@ describe('PUT /api/v1/skills/:slug (authoring)', () => {
     expect(Object.keys(await texts(dropped.body.storagePath)).sort()).toEqual(['SKILL.md', 'references/style.md', 'scripts/check.sh']);
   });
 
+  it('writes nothing when the current version’s files cannot be read', async () => {
+    const user = await signUp();
+    const first = await author(user, 'standup-bot', { ...authored, prompt: `You write standups (${crypto.randomUUID()}).` });
+    await env.BUCKET.delete(first.body.storagePath);
+    expectError(await author(user, 'standup-bot', authored), 500, 'INTERNAL_ERROR');
+    expect((await versions(user, 'standup-bot')).body).toHaveLength(1);
+  });
+
   it('refuses a write whose result breaks a bundle limit, at the field it comes from', async () => {
     const user = await signUp();
     // Eight reference files leave under 70,000 bytes of the 8 MiB a bundle may hold.

@@ -39,6 +39,9 @@ export async function writeAuthoredSkill(
   const on = await guardOn(db, actor.workspaceId);
   const [current] = await installedQuery(db, actor, slug);
   const files = current ? await loadBundle(env.BUCKET, current.version.storagePath) : null;
+  // The new version is the current one's files with these written over them: without them it would lose the rest.
+  if (current && !files)
+    throw new AppError('INTERNAL_ERROR', 500, `The files of version ${current.version.versionNumber} of "${slug}" could not be read; nothing was written`);
   const bar = on && current ? await barOf(slug, current, files) : null;
   return guardedWrite(db, env, actor, slug, bar, grantToken, (hold) => authorSkill(db, env.BUCKET, actor, slug, body, files ?? [], hold));
 }
