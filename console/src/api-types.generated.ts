@@ -11421,9 +11421,17 @@ export interface operations {
             workspaceId: string;
             skillId: number;
             versionNumber: number;
+            /**
+             * @description Where this version came from; the skill shows its current version’s
+             * @enum {string}
+             */
+            source: 'catalog' | 'authored' | 'artifact' | 'registry' | 'archive';
+            repository: string | null;
+            commitHash: string | null;
             contentChecksum: string;
             storagePath: string;
             bundleType: string;
+            filesCount: number;
             prompt: string;
             name: string;
             description: string;

@@ -5,18 +5,14 @@ import { shardWorkspaceIdColumn } from './columns';
 /** Where an installed skill came from. */
 export const SKILL_SOURCES = ['catalog', 'authored', 'artifact', 'registry', 'archive'] as const;
 
-/** A skill installed into (or authored in) a workspace. Its content lives in its versions. */
+/** A skill installed into (or authored in) a workspace. Its content and provenance live in its versions. */
 export const skills = sqliteTable(
   'skills',
   {
     id: shardIdColumn('skills'),
     workspaceId: shardWorkspaceIdColumn(),
     slug: text('slug').notNull(),
-    source: text('source', { enum: SKILL_SOURCES }).notNull(),
-    /** From the catalog (or registry); null for authored skills. */
-    repository: text('repository'),
-    commitHash: text('commit_hash'),
-    /** The version the live bundle serves. */
+    /** The version the live bundle serves; the skill's content and provenance are that version's. */
     activeVersionId: integer('active_version_id'),
     createdAt: integer('created_at').notNull(),
     updatedAt: integer('updated_at').notNull(),
@@ -34,6 +30,14 @@ export const skillVersions = sqliteTable(
       .notNull()
       .references(() => skills.id, { onDelete: 'cascade' }),
     versionNumber: integer('version_number').notNull(),
+    /**
+     * Where this version came from: a version held back by the guard carries its own, so the
+     * skill shows the provenance of the version that is current, not of the latest write.
+     */
+    source: text('source', { enum: SKILL_SOURCES }).notNull(),
+    /** From the catalog (or a registry or archive); null for authored and artifact versions. */
+    repository: text('repository'),
+    commitHash: text('commit_hash'),
     contentChecksum: text('content_checksum').notNull(),
     storagePath: text('storage_path').notNull(),
     bundleType: text('bundle_type').notNull(),

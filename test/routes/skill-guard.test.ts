@@ -171,20 +171,41 @@ describe('the skill version guard', () => {
     expect(await install()).toMatchObject({ status: 200, body: { versionNumber: 1 } });
     expect(await install()).toMatchObject({ status: 200, body: { versionNumber: 1 } });
 
-    await seedCatalog([catalogEntry(slug, { body: WORSE.prompt, extra, commitHash: 'c0ffee1111111111111111111111111111111111' })]);
+    const OLD = 'c0ffee0000000000000000000000000000000000';
+    const NEW = 'c0ffee1111111111111111111111111111111111';
+    await seedCatalog([catalogEntry(slug, { body: WORSE.prompt, extra, commitHash: NEW })]);
     const update = await install();
     expect(update.status).toBe(202);
-    expect(update.body).toMatchObject({ versionNumber: 1, prompt: GOOD.prompt, guard: { version: 2, status: 'evaluating', previousVersion: 1 } });
+    // The skill shows the current version's commit; the held one carries its own.
+    expect(update.body).toMatchObject({
+      versionNumber: 1,
+      prompt: GOOD.prompt,
+      commitHash: OLD,
+      guard: { version: 2, status: 'evaluating', previousVersion: 1 },
+    });
+    expect(await current(owner, slug)).toMatchObject({ versionNumber: 1, commitHash: OLD });
+    const listed = (await call(`/api/v1/skills/${slug}/versions`, { token: owner.token })).body;
+    expect(listed.map((v: { versionNumber: number; commitHash: string }) => [v.versionNumber, v.commitHash])).toEqual([
+      [2, NEW],
+      [1, OLD],
+    ]);
     expect(await decided(owner, 2, slug)).toMatchObject({ status: 'refused', passRate: 0.5, required: 1 });
-    expect(await current(owner, slug)).toMatchObject({ versionNumber: 1, prompt: GOOD.prompt });
+    expect(await current(owner, slug)).toMatchObject({ versionNumber: 1, prompt: GOOD.prompt, commitHash: OLD });
 
     // A bundle of a version as good, uploaded as an artifact: held, then accepted.
     const artifact = await seedArtifact(owner.workspaceId, zipOf({ 'SKILL.md': skillMd(slug, { body: BETTER.prompt }), ...extra }));
     const upload = await install({ artifactId: artifact.id });
     expect(upload.status).toBe(202);
-    expect(upload.body.guard).toMatchObject({ version: 3, previousVersion: 1 });
+    expect(upload.body).toMatchObject({ source: 'catalog', commitHash: OLD, guard: { version: 3, previousVersion: 1 } });
     expect(await decided(owner, 3, slug)).toMatchObject({ status: 'accepted' });
-    expect(await current(owner, slug)).toMatchObject({ versionNumber: 3, prompt: BETTER.prompt, source: 'artifact' });
+    const accepted = await current(owner, slug);
+    expect(accepted).toMatchObject({ versionNumber: 3, prompt: BETTER.prompt, source: 'artifact' });
+    expect(accepted).not.toHaveProperty('commitHash');
+
+    // The owner's promote of the refused update brings its commit with it.
+    const promoted = await call(`/api/v1/skills/${slug}/versions/2/promote`, { method: 'POST', token: owner.token });
+    expect(promoted.body).toMatchObject({ versionNumber: 2, source: 'catalog', commitHash: NEW });
+    expect(await current(owner, slug)).toMatchObject({ versionNumber: 2, source: 'catalog', commitHash: NEW });
   });
 
   it('reads the current version’s bundle once for a guarded write', async () => {

@@ -8,10 +8,7 @@ const VALUE = 's3cr3t-VALUE-1234';
 async function installSkill(user: TestUser, slug: string) {
   const t = Date.now();
   const shard = await shardD1(user.workspaceId);
-  await shard
-    .prepare('INSERT INTO skills (workspace_id, slug, source, created_at, updated_at) VALUES (?,?,?,?,?)')
-    .bind(user.workspaceId, slug, 'authored', t, t)
-    .run();
+  await shard.prepare('INSERT INTO skills (workspace_id, slug, created_at, updated_at) VALUES (?,?,?,?)').bind(user.workspaceId, slug, t, t).run();
 }
 
 const createSecret = async (user: TestUser, name: string) => {

@@ -1,6 +1,7 @@
 import { env } from 'cloudflare:workers';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
+import { loadBundle } from '../../workers/lib/bundle-store';
 import { catalogEntry, seedArtifact, seedCatalog, seedRunningExecution, skillMd, zipOf } from '../helpers/skills';
 
 beforeAll(async () => {
@@ -14,6 +15,9 @@ const install = (user: TestUser, slug: string, body?: unknown) => call(`/api/v1/
 const versions = (user: TestUser, slug: string) => call(`/api/v1/skills/${slug}/versions`, { token: user.token });
 const author = (user: TestUser, slug: string, body: Record<string, unknown>) => call(`/api/v1/skills/${slug}`, { method: 'PUT', token: user.token, body });
 const authored = { name: 'Standup Bot', description: 'Writes standups.', category: 'productivity', prompt: 'You write standups.' };
+/** A stored version's files as text, by path. */
+const texts = async (storagePath: string) =>
+  Object.fromEntries(((await loadBundle(env.BUCKET, storagePath)) ?? []).map((f) => [f.path, new TextDecoder().decode(f.bytes)]));
 
 describe('POST /api/v1/skills/:slug/install', () => {
   it('installs a catalog skill and answers the flat install record', async () => {
@@ -188,6 +192,93 @@ describe('PUT /api/v1/skills/:slug (authoring)', () => {
     const res = await author(user, 'code-reviewer', { ...authored, name: 'My Reviewer' });
     expect(res.body).toMatchObject({ source: 'authored', versionNumber: 2 });
     expect(res.body).not.toHaveProperty('repository');
+  });
+
+  it('keeps an installed skill’s other files when its instructions are written, and restores a version with its own', async () => {
+    const user = await signUp();
+    const v1 = (await install(user, 'code-reviewer')).body;
+    const written = await author(user, 'code-reviewer', { ...authored, prompt: 'Review with the checklist in references/checklist.md.' });
+    expect(written.status).toBe(200);
+    expect(written.body).toMatchObject({ versionNumber: 2, filesCount: 2, prompt: 'Review with the checklist in references/checklist.md.' });
+    expect(await texts(written.body.storagePath)).toEqual({
+      'SKILL.md': expect.stringContaining('Review with the checklist'),
+      'references/checklist.md': '# Checklist\n',
+    });
+    expect((await call('/api/v1/skills/code-reviewer', { token: user.token })).body).toMatchObject({ versionNumber: 2, filesCount: 2 });
+
+    // A restore brings back the old version's files and where they came from.
+    expect((await call('/api/v1/skills/code-reviewer/versions/1/restore', { method: 'POST', token: user.token })).status).toBe(200);
+    const restored = (await call('/api/v1/skills/code-reviewer', { token: user.token })).body;
+    expect(restored).toMatchObject({
+      versionNumber: 3,
+      contentChecksum: v1.contentChecksum,
+      filesCount: 2,
+      source: 'catalog',
+      repository: v1.repository,
+      commitHash: v1.commitHash,
+    });
+    const list = (await versions(user, 'code-reviewer')).body;
+    expect(list.map((v: { versionNumber: number; source: string; filesCount: number }) => [v.versionNumber, v.source, v.filesCount])).toEqual([
+      [3, 'catalog', 2],
+      [2, 'authored', 2],
+      [1, 'catalog', 2],
+    ]);
+    expect(list[1]).toMatchObject({ repository: null, commitHash: null });
+  });
+
+  it('keeps a bundle’s files beside SKILL.md; its cases go only with evals: null', async () => {
+    const user = await signUp();
+    const cases = [{ id: 1, prompt: 'Summarise the notes.', files: ['evals/files/notes.md'], checks: [{ type: 'contains', value: 'notes' }] }];
+    const bundle = {
+      'SKILL.md': skillMd('bundled-skill'),
+      'references/style.md': '# Style\n',
+      'scripts/check.sh': 'echo ok\n',
+      'evals/evals.json': JSON.stringify({ skill_name: 'bundled-skill', evals: cases }),
+      'evals/files/notes.md': 'The notes.\n',
+    };
+    const artifact = await seedArtifact(user.workspaceId, zipOf(bundle));
+    expect((await install(user, 'bundled-skill', { artifactId: artifact.id })).body).toMatchObject({ source: 'artifact', filesCount: 5 });
+
+    const kept = await author(user, 'bundled-skill', authored);
+    expect(Object.keys(await texts(kept.body.storagePath)).sort()).toEqual(Object.keys(bundle).sort());
+    const newCases = await author(user, 'bundled-skill', { ...authored, evals: [{ ...cases[0], prompt: 'Summarise these notes.' }] });
+    const withNew = await texts(newCases.body.storagePath);
+    expect(Object.keys(withNew).sort()).toEqual(Object.keys(bundle).sort());
+    expect(JSON.parse(withNew['evals/evals.json']!).evals[0].prompt).toBe('Summarise these notes.');
+    const dropped = await author(user, 'bundled-skill', { ...authored, evals: null });
+    expect(Object.keys(await texts(dropped.body.storagePath)).sort()).toEqual(['SKILL.md', 'references/style.md', 'scripts/check.sh']);
+  });
+
+  it('writes nothing when the current version’s files cannot be read', async () => {
+    const user = await signUp();
+    const first = await author(user, 'standup-bot', { ...authored, prompt: `You write standups (${crypto.randomUUID()}).` });
+    await env.BUCKET.delete(first.body.storagePath);
+    expectError(await author(user, 'standup-bot', authored), 500, 'INTERNAL_ERROR');
+    expect((await versions(user, 'standup-bot')).body).toHaveLength(1);
+  });
+
+  it('refuses a write whose result breaks a bundle limit, at the field it comes from', async () => {
+    const user = await signUp();
+    // Eight reference files leave under 70,000 bytes of the 8 MiB a bundle may hold.
+    const references = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`references/part-${i}.md`, 'x'.repeat(1_040_000)]));
+    const large = await seedArtifact(user.workspaceId, zipOf({ 'SKILL.md': skillMd('large-skill'), ...references }));
+    expect((await install(user, 'large-skill', { artifactId: large.id })).body).toMatchObject({ filesCount: 9 });
+    const tooLarge = expectError(await author(user, 'large-skill', { ...authored, prompt: 'y'.repeat(70_000) }), 400, 'INVALID_INPUT');
+    expect(tooLarge.details).toMatchObject({ field: 'bundle', rule: 'bundle_too_large' });
+    expect((await author(user, 'large-skill', authored)).body).toMatchObject({ versionNumber: 2, filesCount: 9 });
+
+    // SKILL.md has its own limit, which the prompt makes.
+    const longSkillMd = expectError(await author(user, 'large-skill', { ...authored, prompt: '中'.repeat(90_000) }), 400, 'INVALID_INPUT');
+    expect(longSkillMd.details).toMatchObject({ field: 'prompt', rule: 'file_too_large' });
+
+    // A bundle at the file count: cases written over it would be one file too many.
+    const many = Object.fromEntries(Array.from({ length: 199 }, (_, i) => [`references/r${i}.md`, `${i}`]));
+    const full = await seedArtifact(user.workspaceId, zipOf({ 'SKILL.md': skillMd('full-skill'), ...many }));
+    expect((await install(user, 'full-skill', { artifactId: full.id })).body).toMatchObject({ filesCount: 200 });
+    const evals = [{ id: 1, prompt: 'Go.', checks: [{ type: 'contains', value: 'go' }] }];
+    const tooMany = expectError(await author(user, 'full-skill', { ...authored, evals }), 400, 'INVALID_INPUT');
+    expect(tooMany.details).toMatchObject({ field: 'bundle', rule: 'too_many_files' });
+    expect((await versions(user, 'full-skill')).body).toHaveLength(1);
   });
 });
 

@@ -27,7 +27,7 @@ import {
  * current version carrying eval cases, the new version is held back until its eval passes.
  */
 
-/** PUT /skills/:slug. The current version's bundle is read once: for the guard's cases and for the eval files a write keeps. */
+/** PUT /skills/:slug. The current version's bundle is read once: for the guard's cases and for the files a write keeps. */
 export async function writeAuthoredSkill(
   db: ShardDb,
   env: Env,
@@ -37,8 +37,11 @@ export async function writeAuthoredSkill(
   grantToken: string | undefined,
 ): Promise<AuthoredSkill> {
   const on = await guardOn(db, actor.workspaceId);
-  const [current] = on || body.evals !== null ? await installedQuery(db, actor, slug) : [];
+  const [current] = await installedQuery(db, actor, slug);
   const files = current ? await loadBundle(env.BUCKET, current.version.storagePath) : null;
+  // The new version is the current one's files with these written over them: without them it would lose the rest.
+  if (current && !files)
+    throw new AppError('INTERNAL_ERROR', 500, `The files of version ${current.version.versionNumber} of "${slug}" could not be read; nothing was written`);
   const bar = on && current ? await barOf(slug, current, files) : null;
   return guardedWrite(db, env, actor, slug, bar, grantToken, (hold) => authorSkill(db, env.BUCKET, actor, slug, body, files ?? [], hold));
 }
@@ -74,7 +77,7 @@ export async function restoreVersion(
   const skill = await requireSkill(db, globalDbOf(env), actor, slug);
   const { version: old, guard } = await versionWithGuard(db, skill, slug, number);
   if (guard?.status === 'evaluating') throw heldBack(slug, number, 'evaluating');
-  const content = restoredContent(skill, old);
+  const content = restoredContent(old);
   const bar = guard?.status === 'accepted' ? null : await barFor(db, env, actor, slug, content);
   if (!bar && guard?.status === 'refused') throw heldBack(slug, number, 'refused');
   const written = await guardedWrite(db, env, actor, slug, bar, grantToken, (hold) => writeVersion(db, actor, slug, content, true, 'skill.restored', hold));

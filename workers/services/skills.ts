@@ -1,14 +1,25 @@
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
-import { artifacts, executions, skills, skillVersionGuards, skillVersions, type SkillRow, type SkillVersionGuardRow, type SkillVersionRow } from '../../schema';
+import {
+  artifacts,
+  executions,
+  SKILL_SOURCES,
+  skills,
+  skillVersionGuards,
+  skillVersions,
+  type SkillRow,
+  type SkillVersionGuardRow,
+  type SkillVersionRow,
+} from '../../schema';
 import { globalDbOf } from '../lib/db';
 import type { Principal } from '../auth/principal';
 import type { GlobalDb, ShardDb, Env } from '../env';
 import { AppError, invalidInput, notFound } from '../errors';
-import { BUNDLE_TYPE, BundleError, type BundleFile, type ParsedBundle, renderSkillMd, SKILL_SLUG, validateBundle } from '../lib/bundle';
+import { authoredFiles } from '../lib/authored-bundle';
+import { BUNDLE_TYPE, BundleError, type BundleFile, type ParsedBundle, SKILL_SLUG, validateBundle } from '../lib/bundle';
 import { storeBundle, type StoredBundle } from '../lib/bundle-store';
 import { CategoryId } from '../lib/categories';
-import { EvalCases, EVALS_PATH, renderEvalsFile } from '../lib/eval-cases';
+import { EvalCases, EVALS_PATH } from '../lib/eval-cases';
 import { now, toIso } from '../lib/clock';
 import { readArchive } from '../lib/archive';
 import { recordChange } from './audit';
@@ -85,7 +96,11 @@ export const InstallRecord = InstalledSkill.extend({
 });
 export type InstallRecord = z.infer<typeof InstallRecord>;
 
-/** `repository` and `commitHash` are absent (not null) for skills the user authored (spec 2.3). */
+/**
+ * The skill as its current `version` holds it, provenance included (a version the guard holds
+ * back shows nowhere here). `repository` and `commitHash` are absent (not null) for skills the
+ * user authored (spec 2.3).
+ */
 function presentInstalled(skill: SkillRow, version: SkillVersionRow): InstallRecord {
   return {
     name: version.name,
@@ -93,9 +108,9 @@ function presentInstalled(skill: SkillRow, version: SkillVersionRow): InstallRec
     description: version.description,
     category: version.category,
     prompt: version.prompt,
-    ...(skill.repository === null ? {} : { repository: skill.repository }),
-    ...(skill.commitHash === null ? {} : { commitHash: skill.commitHash }),
-    source: skill.source,
+    ...(version.repository === null ? {} : { repository: version.repository }),
+    ...(version.commitHash === null ? {} : { commitHash: version.commitHash }),
+    source: version.source,
     versionNumber: version.versionNumber,
     contentChecksum: version.contentChecksum,
     bundleType: version.bundleType,
@@ -154,7 +169,7 @@ export async function getInstalledSkill(db: ShardDb, principal: Principal, slug:
 
 /** Content for a new version: where it came from and what it holds. */
 export interface NewContent {
-  source: SkillRow['source'];
+  source: SkillVersionRow['source'];
   repository: string | null;
   commitHash: string | null;
   name: string;
@@ -194,7 +209,6 @@ export async function writeVersion(db: ShardDb, principal: Principal, slug: stri
 
   const skillId = sql`(SELECT ${skills.id} FROM ${skills} WHERE ${skills.workspaceId} = ${principal.workspaceId} AND ${skills.slug} = ${slug})`;
   const nextNumber = sql`(SELECT COALESCE(MAX(${skillVersions.versionNumber}), 0) + 1 FROM ${skillVersions} WHERE ${skillVersions.skillId} = ${skillId})`;
-  const provenance = { source: content.source, repository: content.repository, commitHash: content.commitHash };
   const activate = db
     .update(skills)
     .set({
@@ -204,14 +218,17 @@ export async function writeVersion(db: ShardDb, principal: Principal, slug: stri
   const [, [written]] = await db.batch([
     db
       .insert(skills)
-      .values({ workspaceId: principal.workspaceId, slug, ...provenance, activeVersionId: null, createdAt: t, updatedAt: t })
-      .onConflictDoUpdate({ target: [skills.workspaceId, skills.slug], set: { ...provenance, updatedAt: t } }),
+      .values({ workspaceId: principal.workspaceId, slug, activeVersionId: null, createdAt: t, updatedAt: t })
+      .onConflictDoUpdate({ target: [skills.workspaceId, skills.slug], set: { updatedAt: t } }),
     db
       .insert(skillVersions)
       .values({
         workspaceId: principal.workspaceId,
         skillId: sql`${skillId}`,
         versionNumber: sql`${nextNumber}`,
+        source: content.source,
+        repository: content.repository,
+        commitHash: content.commitHash,
         contentChecksum: content.stored.contentChecksum,
         storagePath: content.stored.storagePath,
         bundleType: content.stored.bundleType,
@@ -365,9 +382,9 @@ export type AuthorSkillBody = z.infer<typeof AuthorSkillBody>;
 /**
  * PUT /skills/:slug: the user's own content. Every write is a new version. A catalog skill
  * written this way becomes the user's (no repository or commit any more). `current` is the
- * current version's files (read by the caller, who may need them for the guard too): a write
- * that does not replace the cases keeps its eval files (the cases and the input files they
- * name, under `evals/`), so saving new instructions loses nothing.
+ * current version's files (read by the caller, who may need them for the guard too): the new
+ * version keeps all but what the write replaces (authored-bundle.ts), so saving new
+ * instructions loses nothing, and the result must still fit a bundle's limits.
  */
 export async function authorSkill(
   db: ShardDb,
@@ -378,15 +395,7 @@ export async function authorSkill(
   current: BundleFile[],
   hold = false,
 ) {
-  const encode = (text: string) => new TextEncoder().encode(text);
-  const skillMd = renderSkillMd({ slug, ...body, author: principal.userId });
-  const kept = body.evals === null ? [] : current.filter((f) => f.path.startsWith('evals/'));
-  const files = [
-    { path: 'SKILL.md', bytes: encode(skillMd) },
-    ...kept.filter((f) => !(body.evals && f.path === EVALS_PATH)),
-    ...(body.evals ? [{ path: EVALS_PATH, bytes: encode(renderEvalsFile(slug, body.evals)) }] : []),
-  ];
-  const bundle = validated(() => files, slug);
+  const bundle = withKeptFiles(() => validated(() => authoredFiles(slug, principal.userId, body, current), slug));
   return writeVersion(
     db,
     principal,
@@ -408,14 +417,33 @@ export async function authorSkill(
   );
 }
 
+/** A write over the bundle's limits only with the files it keeps: the refusal says so, and how to drop some. */
+function withKeptFiles(validate: () => ParsedBundle): ParsedBundle {
+  try {
+    return validate();
+  } catch (error) {
+    const rule = error instanceof AppError ? error.details?.rule : undefined;
+    if (rule !== 'bundle_too_large' && rule !== 'too_many_files') throw error;
+    throw invalidInput(
+      'bundle',
+      rule,
+      `${(error as AppError).message} with the files the new version keeps from the current one; install a bundle without some of them to remove them`,
+    );
+  }
+}
+
 export const SkillVersion = z.object({
   id: z.number().int(),
   workspaceId: z.string(),
   skillId: z.number().int(),
   versionNumber: z.number().int(),
+  source: z.enum(SKILL_SOURCES).describe('Where this version came from; the skill shows its current version’s'),
+  repository: z.string().nullable(),
+  commitHash: z.string().nullable(),
   contentChecksum: z.string(),
   storagePath: z.string(),
   bundleType: z.string(),
+  filesCount: z.number().int(),
   prompt: z.string(),
   name: z.string(),
   description: z.string(),
@@ -432,9 +460,13 @@ const presentVersion = (row: SkillVersionRow, activeId: number | null, guard: Sk
   workspaceId: row.workspaceId,
   skillId: row.skillId,
   versionNumber: row.versionNumber,
+  source: row.source,
+  repository: row.repository,
+  commitHash: row.commitHash,
   contentChecksum: row.contentChecksum,
   storagePath: row.storagePath,
   bundleType: row.bundleType,
+  filesCount: row.filesCount,
   prompt: row.prompt,
   name: row.name,
   description: row.description,
@@ -484,11 +516,11 @@ export async function versionWithGuard(db: ShardDb, skill: { id: number }, slug:
   return found;
 }
 
-/** A restore's content: `old`'s, with the skill's provenance (skill-writes.ts writes it as a new version). */
-export const restoredContent = (skill: SkillRow, old: SkillVersionRow): NewContent => ({
-  source: skill.source,
-  repository: skill.repository,
-  commitHash: skill.commitHash,
+/** A restore's content: `old`'s, provenance included (skill-writes.ts writes it as a new version). */
+export const restoredContent = (old: SkillVersionRow): NewContent => ({
+  source: old.source,
+  repository: old.repository,
+  commitHash: old.commitHash,
   name: old.name,
   description: old.description,
   category: old.category,
