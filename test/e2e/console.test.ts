@@ -797,6 +797,8 @@ describe('the console in a browser', () => {
     await page.getByText('Saved as a new version.').waitFor();
     const versions = page.getByRole('list', { name: 'Versions' });
     await versions.getByRole('listitem').filter({ hasText: 'Version 2' }).getByText('active').waitFor();
+    // Each version says where it came from and how many files it has.
+    await versions.getByRole('listitem').filter({ hasText: 'Version 2' }).getByText('· written here · 1 file').waitFor();
     await page.getByRole('button', { name: 'Restore version 1' }).click();
     await page.getByText('Restored version 1 as a new version.').waitFor();
     await versions.getByRole('listitem').filter({ hasText: 'Version 3' }).getByText('active').waitFor();

@@ -30,6 +30,19 @@ function guardState(slug: string, g: Guard) {
   );
 }
 
+/** Where a version came from, in words: the skill shows its current version's. */
+function origin(v: Version): string {
+  const from = {
+    catalog: 'from the marketplace',
+    authored: 'written here',
+    artifact: 'from a run’s file',
+    registry: 'from the registry',
+    archive: 'from an uploaded archive',
+  }[v.source];
+  const at = [v.repository, v.commitHash?.slice(0, 7)].filter(Boolean).join(' @ ');
+  return at ? `${from} (${at})` : from;
+}
+
 /** What the status line says when the guard decided while the page watched. */
 const decision = (g: Guard) =>
   g.status === 'accepted'
@@ -83,6 +96,7 @@ export function skillVersions(slug: string, owner: boolean, message: HTMLElement
       h('strong', {}, `Version ${v.versionNumber}`),
       v.active ? h('span', { class: 'badge' }, 'active') : null,
       ` ${v.name} · ${when(v.createdAt)}`,
+      h('span', { class: 'muted' }, ` · ${origin(v)} · ${v.filesCount === 1 ? '1 file' : `${v.filesCount} files`}`),
       v.note ? h('span', { class: 'muted' }, ` · ${v.note}`) : null,
       v.active || v.guard?.status === 'evaluating'
         ? null
