@@ -9,6 +9,8 @@ import { AppError, type ErrorCode, type ErrorDetails } from '../workers/errors';
 import { now } from '../workers/lib/clock';
 import { HitCounter, type RateDecision } from './RateLimiter';
 
+/** The storage key prefix of a watched workflow run (`watchRun`). */
+const WATCHED_RUN = 'run:';
 /** A resolution is trusted this long at most, even if no change was announced. */
 const RECORD_MAX_AGE_MS = 60_000;
 /** Past this many remembered resolutions the object starts over (each one reloads from D1 once). */
@@ -46,8 +48,9 @@ type Outcome = ({ ok: true; principal: Resolution['principal'] } | { ok: false; 
  * expires, for at most a minute, or until `forget`: every change to the user's credentials,
  * memberships or workspaces calls it after writing D1, so the next request reads D1 again.
  *
- * Storage: only the counters, synchronous KV `<subject>:window` and `<subject>:count`, so the
- * count survives eviction. Nothing secret is held: hashes, ids, scopes.
+ * Storage: the counters, synchronous KV `<subject>:window` and `<subject>:count`, so the count
+ * survives eviction, and `run:<runId>` for each unfinished workflow run the user launched
+ * (`watchRun`), which `forget` tells. Nothing secret is held: hashes, ids, scopes.
  */
 export class CredentialGate extends DurableObject<Env> {
   private readonly db: GlobalDb = globalDbOf(this.env);
@@ -87,10 +90,38 @@ export class CredentialGate extends DurableObject<Env> {
 
   /**
    * Drops every remembered resolution. A load already under way is dropped with the map, so it
-   * cannot put back what it read before the change.
+   * cannot put back what it read before the change. The user's unfinished workflow runs are then
+   * told (by the alarm, which tries again until each has heard), so one that sleeps or waits for
+   * input fails now if its launcher no longer holds, instead of when it wakes.
    */
-  forget(): void {
+  async forget(): Promise<void> {
     this.records.clear();
+    if (this.watchedRuns().length > 0) await this.ctx.storage.setAlarm(Date.now());
+  }
+
+  /** A workflow run launched by one of this user's credentials, until it ends: `forget` tells it. */
+  watchRun(runId: string): void {
+    this.ctx.storage.kv.put(`${WATCHED_RUN}${runId}`, true);
+  }
+
+  unwatchRun(runId: string): void {
+    this.ctx.storage.kv.delete(`${WATCHED_RUN}${runId}`);
+  }
+
+  /** Tells each watched run that its launcher may have changed; a run that has ended is watched no more. */
+  override async alarm(): Promise<void> {
+    const told = await Promise.allSettled(
+      this.watchedRuns().map(async (runId) => {
+        if ((await this.env.WORKFLOW_RUN.getByName(runId).launcherChanged()) === 'ended') this.unwatchRun(runId);
+      }),
+    );
+    // A run not reached is told again by the alarm's retry.
+    const failed = told.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  private watchedRuns(): string[] {
+    return [...this.ctx.storage.kv.list({ prefix: WATCHED_RUN })].map(([key]) => key.slice(WATCHED_RUN.length));
   }
 
   private resolve(credential: HashedCredential, allowUnactivated: boolean): Promise<Outcome> {

@@ -333,6 +333,7 @@ export class WorkflowRun extends DurableObject<Env> {
     run.state = state;
     if (state.status !== before.status) {
       if (FINAL.includes(state.status)) {
+        this.ctx.waitUntil(this.unwatchLauncher());
         if (run.meta.concurrencyKey !== undefined || run.meta.scheduleId !== undefined) this.ctx.waitUntil(this.tellEnded());
         const { runId, workspaceId, actor } = run.meta;
         this.ctx.waitUntil(queueWorkflowExport(this.db, this.env, { workspaceId, shard: actor.shard, runId, traceparent: actor.origin.traceparent ?? null }));
@@ -398,6 +399,7 @@ export class WorkflowRun extends DurableObject<Env> {
    */
   async start(input: StartInput): Promise<void> {
     if (this.load()) return;
+    await this.watchLauncher(input.actor.userId, input.runId);
     const queued = typeof input.concurrencyKey === 'string';
     const workflow = JSON.parse(input.workflow) as CompiledWorkflow;
     const initData = JSON.parse(input.initData) as Json;
@@ -548,6 +550,45 @@ export class WorkflowRun extends DurableObject<Env> {
     await this.rearm();
     await this.stopAll(inflight);
     return { canceled: true, status: 'canceled' };
+  }
+
+  /**
+   * The launcher's credentials changed (its CredentialGate says so, docs/auth.md): read again,
+   * a launcher that no longer holds fails the run now, whatever it waits for (input, a sleep, a
+   * retry, an execution, a concurrency slot), its open step failing with the reason. Answers
+   * whether the run is still going, so the gate stops telling one that has ended.
+   */
+  async launcherChanged(): Promise<'going' | 'ended'> {
+    if (!this.load() || this.final) return 'ended';
+    const launcher = await launcherNow(this.env, this.run!.meta.actor);
+    if (launcher.ok || this.final) return this.final ? 'ended' : 'going';
+    const inflight = stopsIn(this.apply({ type: 'launcher-gone', message: launcher.reason }));
+    await this.persist();
+    await this.rearm();
+    await this.stopAll(inflight);
+    return 'ended';
+  }
+
+  /**
+   * Asks the launcher's CredentialGate to tell this run of changes to their credentials until it
+   * ends. Not reached, the run still stops at its next step for a launcher that no longer holds.
+   */
+  private async watchLauncher(userId: string, runId: string) {
+    try {
+      await this.env.CREDENTIAL_GATE.getByName(userId).watchRun(runId);
+    } catch (error) {
+      console.error(JSON.stringify({ level: 'error', runId, error: `watching the launcher failed: ${String(error)}` }));
+    }
+  }
+
+  private async unwatchLauncher() {
+    const { runId, actor } = this.run!.meta;
+    try {
+      await this.env.CREDENTIAL_GATE.getByName(actor.userId).unwatchRun(runId);
+    } catch (error) {
+      // The gate drops it when it next tells the run, which answers that it ended.
+      console.error(JSON.stringify({ level: 'error', runId, error: `unwatching the launcher failed: ${String(error)}` }));
+    }
   }
 
   /** The alarm: due sleeps, execution polls, backoffs, and the watchdog for lost messages and cut-off steps. */

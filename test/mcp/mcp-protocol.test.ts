@@ -1,7 +1,10 @@
 import { ErrorCode, LoggingMessageNotificationSchema, McpError, type LoggingMessageNotification, type Progress } from '@modelcontextprotocol/sdk/types.js';
-import { exports } from 'cloudflare:workers';
-import { describe, expect, it } from 'vitest';
-import { BASE, call, createKey, signUp } from '../helpers/api';
+import { env, exports } from 'cloudflare:workers';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SESSION_TTL_MS } from '../../workers/auth/credentials';
+import { advanceClock, resetClock } from '../../workers/lib/clock';
+import { BASE, call, createKey, sessionIdOf, signUp } from '../helpers/api';
+import { runHousekeeping } from '../helpers/housekeeping';
 import { downloadArtifactCapability } from '../../workers/capabilities/artifacts';
 import type { Capability } from '../../workers/capabilities/capability';
 import { readMemoryCapability } from '../../workers/capabilities/memory';
@@ -16,6 +19,8 @@ import { decodeFiles } from '../../workers/services/catalog';
 import { definition, install } from '../helpers/workflows';
 
 /** The MCP surface beyond tools: prompts, resources, completion, logging, live progress and protocol details. */
+
+afterEach(() => resetClock());
 
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
 
@@ -304,5 +309,34 @@ describe('browsers', () => {
     // A rebound name: the page's origin and the Host header agree, and it is still refused.
     const rebound = await post(body, { 'x-api-key': key, origin: 'https://rebound.example' }, 'https://rebound.example/mcp');
     expect(rebound.status).toBe(403);
+  });
+});
+
+describe('logging levels', () => {
+  it('set through a session are deleted by the hourly housekeeping once the session has ended, and kept while it lasts', async () => {
+    const [signedOut, expiring, staying] = [await signUp(), await signUp(), await signUp()];
+    for (const user of [signedOut, expiring, staying]) {
+      const client = await connectMcp({ 'x-auth-token': user.token });
+      await client.setLoggingLevel('warning');
+      await client.close();
+    }
+    const keyed = await createKey(staying);
+    const keyClient = await connectMcp({ 'x-api-key': keyed.key });
+    await keyClient.setLoggingLevel('error');
+    await keyClient.close();
+    const levelOf = (credential: string) => env.DB.prepare('SELECT level FROM mcp_log_levels WHERE credential = ?').bind(credential).first();
+    expect(await levelOf(`session:${sessionIdOf(signedOut)}`)).toEqual({ level: 'warning' });
+
+    expect((await call('/auth/sign-out', { method: 'POST', token: signedOut.token })).status).toBe(200);
+    // The one kept in use slides past the day the other expires.
+    advanceClock(SESSION_TTL_MS - 24 * 3600_000);
+    expect((await call('/api/v1/profile', { token: staying.token })).status).toBe(200);
+    advanceClock(2 * 24 * 3600_000);
+    await runHousekeeping();
+
+    expect(await levelOf(`session:${sessionIdOf(signedOut)}`)).toBeNull();
+    expect(await levelOf(`session:${sessionIdOf(expiring)}`)).toBeNull();
+    expect(await levelOf(`session:${sessionIdOf(staying)}`)).toEqual({ level: 'warning' });
+    expect(await levelOf(`api_key:${keyed.id.replace(/^key_/, '')}`)).toEqual({ level: 'error' });
   });
 });

@@ -53,6 +53,20 @@ const revokeKey = (user: TestUser, keyId: string) => call(`/api/v1/api-keys/${ke
 const revokeScope = (user: TestUser, keyId: string, scope: string) => call(`/api/v1/agents/${keyId}/scopes/${scope}`, { method: 'DELETE', token: user.token });
 const executionsOf = async (user: TestUser) => (await call('/api/v1/executions', { token: user.token })).body.items as unknown[];
 
+/** The run once it has ended, with nobody resuming it: a revocation ends a waiting run by itself. */
+const ended = (user: TestUser, runId: string) => waitForRun(user, runId, ['success', 'failed', 'canceled']);
+
+/** A run ended at its waiting step `stepId` by its launcher's `reason`; resuming it is too late. */
+async function endedAt(user: TestUser, runId: string, stepId: string, reason: string) {
+  const { run, steps } = await ended(user, runId);
+  expect(run.status).toBe('failed');
+  expect(steps[stepId]).toEqual({ status: 'failed', output: { error: reason } });
+  expect(run.snapshot.error).toBe(`Step ${stepId} failed: ${reason}`);
+  expect(run.snapshot.value).toEqual({});
+  expect((await resume(runId, { token: user.token })).status).toBe(409);
+  return { run, steps };
+}
+
 /** Resumes with the owner's session (which holds every scope) and answers the finished run. */
 async function resumedByOwner(user: TestUser, runId: string) {
   expect((await resume(runId, { token: user.token })).status).toBe(200);
@@ -60,11 +74,11 @@ async function resumedByOwner(user: TestUser, runId: string) {
 }
 
 describe('a workflow run acts for its launching credential as it is at each step', () => {
-  it('fails the step after a sleep when the key was revoked during it, and starts nothing', async () => {
+  it('ends a sleeping run when the key is revoked, at its sleep, without waiting for it to wake, and starts nothing', async () => {
     const user = await userWithMemory();
     await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: SKILL });
     const key = await createKey(user, ['workflow:run', 'memory:read', 'tool:execute']);
-    const runId = await launchWith(user, [{ type: 'sleep', id: 'pause', duration: 1500 }, readMemory, ...runNotes], { apiKey: key.key });
+    const runId = await launchWith(user, [{ type: 'sleep', id: 'pause', duration: 3600_000 }, readMemory, ...runNotes], { apiKey: key.key });
     // Revoked between steps: the sleep has begun (its unit waits in the run's object).
     const sleeping = () =>
       runInDurableObject(env.WORKFLOW_RUN.getByName(runId), (_: WorkflowRun, state) =>
@@ -73,26 +87,35 @@ describe('a workflow run acts for its launching credential as it is at each step
     for (let i = 0; i < 200 && (await sleeping())[0]?.status !== 'waiting'; i++) await new Promise((r) => setTimeout(r, 10));
     expect((await revokeKey(user, key.id)).status).toBe(200);
 
-    const { run, steps } = await waitForRun(user, runId, ['success', 'failed']);
-    expect(run.status).toBe('failed');
-    expect(steps.pause.status).toBe('success');
-    expect(steps.read).toEqual({ status: 'failed', output: { error: REVOKED } });
-    expect(run.snapshot.error).toBe(`Step read failed: ${REVOKED}`);
+    const { run, steps } = await endedAt(user, runId, 'pause', REVOKED);
+    expect(steps.read).toBeUndefined();
     expect(steps.run).toBeUndefined();
     expect(JSON.stringify({ run, steps })).not.toContain(SECRET);
     expect(await executionsOf(user)).toEqual([]);
   });
 
-  it('fails the step after human input when the key was revoked while the run waited', async () => {
+  it('ends a run waiting for human input when the key is revoked, at the input step, without a resume', async () => {
     const user = await userWithMemory();
     const key = await createKey(user, ['workflow:run', 'memory:read']);
     const runId = await suspendedRun(user, { apiKey: key.key });
     expect((await revokeKey(user, key.id)).status).toBe(200);
 
-    const { run, steps } = await resumedByOwner(user, runId);
-    expect(run.status).toBe('failed');
-    expect(steps.read).toEqual({ status: 'failed', output: { error: REVOKED } });
+    const { run, steps } = await endedAt(user, runId, 'approve', REVOKED);
+    expect(steps.read).toBeUndefined();
     expect(JSON.stringify({ run, steps })).not.toContain(SECRET);
+  });
+
+  it('leaves the runs of the launcher’s other credentials waiting', async () => {
+    const user = await userWithMemory();
+    const [revoked, kept] = [await createKey(user, ['workflow:run', 'memory:read']), await createKey(user, ['workflow:run', 'memory:read'])];
+    const [stopping, waiting] = [await suspendedRun(user, { apiKey: revoked.key }), await suspendedRun(user, { apiKey: kept.key })];
+    expect((await revokeKey(user, revoked.id)).status).toBe(200);
+
+    await endedAt(user, stopping, 'approve', REVOKED);
+    expect((await waitForRun(user, waiting)).run.status).toBe('suspended');
+    const { run, steps } = await resumedByOwner(user, waiting);
+    expect(run.status).toBe('success');
+    expect(steps.read.output).toEqual({ content: SECRET });
   });
 
   it('fails a step whose scope was taken off the key since launch, naming the scope', async () => {
@@ -115,9 +138,7 @@ describe('a workflow run acts for its launching credential as it is at each step
     expect(team.status).toBe(201);
     expect((await call('/api/v1/workspaces/current', { method: 'PUT', apiKey: key.key, body: { workspace: team.body.id } })).status).toBe(200);
 
-    const { run, steps } = await resumedByOwner(user, runId);
-    expect(run.status).toBe('failed');
-    expect(steps.read.output.error).toBe('The credential that launched this run now acts in another workspace');
+    const { run, steps } = await endedAt(user, runId, 'approve', 'The credential that launched this run now acts in another workspace');
     expect(JSON.stringify({ run, steps })).not.toContain(SECRET);
   });
 
@@ -131,9 +152,7 @@ describe('a workflow run acts for its launching credential as it is at each step
     const runId = await suspendedRun(user, { token: signedIn.body.token });
     expect((await call('/auth/sign-out', { method: 'POST', token: signedIn.body.token })).status).toBe(200);
 
-    const { run, steps } = await resumedByOwner(user, runId);
-    expect(run.status).toBe('failed');
-    expect(steps.read.output.error).toBe('The credential that launched this run was signed out');
+    await endedAt(user, runId, 'approve', 'The credential that launched this run was signed out');
   });
 
   it('follows an OAuth launch’s grant: its access token expiring or refreshed leaves the run going, the grant revoked stops it', async () => {
@@ -161,12 +180,10 @@ describe('a workflow run acts for its launching credential as it is at each step
       body: new URLSearchParams({ token: refreshed.refresh_token!, client_id: clientId, token_type_hint: 'refresh_token' }),
     });
     expect(revoke.status).toBe(200);
-    const stopped = await resumedByOwner(user, second);
-    expect(stopped.run.status).toBe('failed');
-    expect(stopped.steps.read).toEqual({ status: 'failed', output: { error: REVOKED } });
+    await endedAt(user, second, 'approve', REVOKED);
   });
 
-  it('stops an OAuth launch whose grant has no live token left (no refresh token, the access token expired)', async () => {
+  it('stops an OAuth launch whose grant has no live token left (no refresh token, the access token expired) at its next step', async () => {
     const flow = await tokensFor('workflow:run memory:read');
     const runId = await suspendedRun(flow.user, bearerAuth(flow.tokens.access_token));
     // The hour of its only token passes (its launcher's gate trusts the grant until then, not longer).

@@ -2,7 +2,9 @@ import { env, exports } from 'cloudflare:workers';
 import { SignJWT } from 'jose';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { advanceClock, now, resetClock } from '../../workers/lib/clock';
+import { STREAM_TOKEN_TTL_MS } from '../../workers/services/execution-streams';
 import { BASE, call, signUp, type TestUser } from '../helpers/api';
+import { sseEvents } from '../helpers/sse';
 
 /**
  * The service's signed URLs (docs/executions.md): the execution stream URL
@@ -114,6 +116,24 @@ describe('the execution stream URL', () => {
     await stillValid.body!.cancel();
     advanceClock(10_000);
     await expectRefused(await open(`/streams/executions/${a.executionId}`, streamToken), 'past its five minutes');
+  });
+
+  it('opened a moment before its expiry, streams the run to its end, past that expiry', async () => {
+    const skill = { name: 'Late', description: 'Late stream target.', category: 'productivity', prompt: '# Late\nEcho.' };
+    expect((await call('/api/v1/skills/late-skill', { method: 'PUT', token: a.user.token, body: skill })).status).toBe(200);
+    const created = await call('/api/v1/executions', { token: a.user.token, body: { skill_slug: 'late-skill', input: 'hello' } });
+    const url = new URL((await call(`/api/v1/executions/${created.body.id}/stream-token`, { token: a.user.token })).body.sseUrl);
+    advanceClock(STREAM_TOKEN_TTL_MS - 2_000);
+    const res = await exports.default.fetch(`${BASE}${url.pathname}${url.search}`);
+    expect(res.status).toBe(200);
+    // The token expires while the stream is open; the turn starts only then.
+    advanceClock(60_000);
+    const message = { events: [{ type: 'user.message', content: [{ type: 'text', text: 'Go on.' }] }] };
+    expect((await call(`/api/v1/executions/${created.body.id}/events`, { token: a.user.token, body: message })).status).toBe(200);
+    const types = sseEvents(await res.text()).map((event) => event.type);
+    expect(types.slice(0, 2)).toEqual(['user.message', 'session.status_running']);
+    expect(types).toContain('agent.message');
+    expect(types.at(-1)).toBe('session.status_idle');
   });
 
   it('answers garbage beside a valid token without a 5xx', async () => {

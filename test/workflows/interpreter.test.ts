@@ -402,6 +402,26 @@ describe('suspend and resume', () => {
     expect(run.state.resuming).toBe(false);
   });
 
+  it('a launcher gone while the run waits fails the step it waits at, stops its execution, and leaves nothing to resume', () => {
+    const reason = 'The credential that launched this run was revoked';
+    const waiting = Run.of([{ type: 'parallel', id: 'two', steps: [ask('a'), tool('work', 'work')] }, tool('mem', 'lookup')]);
+    waiting.claim('0/a');
+    waiting.claim('0/work');
+    waiting.send({ type: 'execution-started', key: '0/work', executionId: 'exec_7' });
+    waiting.send({ type: 'launcher-gone', message: reason });
+    expect(waiting.state).toMatchObject({ status: 'failed', error: `Step a failed: ${reason}` });
+    expect(waiting.output('a')).toEqual({ status: 'failed', output: { error: reason } });
+    expect(waiting.open).toEqual([]);
+    expect(waiting.log).toContainEqual({ type: 'stop-executions', executionIds: ['exec_7'] });
+    expect(waiting.resume({ data: {} })).toEqual({ kind: 'finished', status: 'failed' });
+
+    // An ended run stays as it ended.
+    const done = Run.of([mapping('only', { x: { value: 1 } })]);
+    const before = done.state;
+    done.send({ type: 'launcher-gone', message: reason });
+    expect(done.state).toBe(before);
+  });
+
   it('answers why a resume cannot be taken, leaving the run as it was', () => {
     const run = Run.of([
       { type: 'parallel', id: 'two', steps: [ask('a'), ask('b', { resumeSchema: { type: 'object', required: ['approved'] } })] },

@@ -1,6 +1,7 @@
 import { maintainSigningKeys } from '../auth/oauth/signing-keys';
 import type { Env } from '../env';
 import { boundShards, globalDbOf, shardDbOf } from '../lib/db';
+import { deleteEndedSessionLogLevels } from '../mcp/logging';
 import { deleteExpiredIdempotencyRecords } from '../middleware/idempotency';
 import { deleteExpiredSessions } from './accounts';
 import { deliverAllChanges } from './audit';
@@ -21,9 +22,10 @@ const logged = (task: string) => (error: unknown) =>
   console.error(JSON.stringify({ level: 'error', message: 'a housekeeping task failed', task, error: String(error) }));
 
 /**
- * The hourly housekeeping (wrangler.toml [triggers]): on the global database, expired sessions,
- * activations and OAuth records, OAuth grants a month after they ended (oauth-grants.ts), the
- * signing keys' rotation and the change outbox's delivery;
+ * The hourly housekeeping (wrangler.toml [triggers]): on the global database, expired sessions
+ * and the MCP log levels of sessions that ended (mcp/logging.ts), activations and OAuth records,
+ * OAuth grants a month after they ended (oauth-grants.ts), the signing keys' rotation and the
+ * change outbox's delivery;
  * on every shard, expired idempotency records and run tool calls, and the run reconciler's
  * sweep of claims a crash left `working`, so no workspace stays locked, and the data past its
  * workspace's retention window (retention-sweep.ts), spend counts of past months and days
@@ -35,7 +37,10 @@ const logged = (task: string) => (error: unknown) =>
 export function housekeeping(env: Env): Promise<unknown> {
   const db = globalDbOf(env);
   return Promise.all([
-    deleteExpiredSessions(db).catch(logged('sessions')),
+    // A session's MCP log level goes once its session is gone, this hour's expired ones included.
+    deleteExpiredSessions(db)
+      .then(() => deleteEndedSessionLogLevels(db))
+      .catch(logged('sessions')),
     deleteExpiredActivations(db).catch(logged('device activations')),
     deleteExpiredOAuthRecords(db).catch(logged('oauth records')),
     deleteEndedOAuthGrants(db).catch(logged('oauth grants')),

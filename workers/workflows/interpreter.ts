@@ -136,6 +136,8 @@ export type RunInput =
   /** A new dispatch of the unit (its message was lost, or it was cut off mid-run). */
   | { type: 'requeue'; key: string }
   | { type: 'cancel' }
+  /** The launching credential no longer holds (revoked, signed out, its holder gone): the run fails now, whatever it waits for. */
+  | { type: 'launcher-gone'; message: string }
   /** The resume that set `resuming` has been carried out. */
   | { type: 'resume-settled' };
 
@@ -479,6 +481,20 @@ function failTask(d: Draft, key: string, message: string, retry = true) {
   closeRun(d, 'failed', `Step ${task.stepId} failed: ${message}`);
 }
 
+/**
+ * The launcher no longer holds: the first open unit (the step the run waits at, suspended,
+ * sleeping or backing off) fails with the reason, as it would have when it woke, and the run
+ * with it; a run with no open unit (queued for its concurrency key) fails with the reason alone.
+ */
+function launcherGone(d: Draft, message: string) {
+  const open = ordered(Object.values(d.state.tasks)).find((t) => !CLOSED.includes(t.status));
+  if (!open) return closeRun(d, 'failed', message);
+  d.setTask(open.key, { status: 'failed' });
+  d.setResult(open.stepId, 'failed', { error: message });
+  d.record('workflow-step-finished', { stepId: open.stepId, unit: open.key, status: 'failed', error: message });
+  closeRun(d, 'failed', `Step ${open.stepId} failed: ${message}`);
+}
+
 function mappingOutput(d: Draft, step: MappingStep, input: Json): Json {
   const scope = d.scope(input);
   const out: Record<string, Json> = {};
@@ -629,6 +645,9 @@ function apply(d: Draft, input: RunInput) {
     }
     case 'cancel':
       if (live) closeRun(d, 'canceled');
+      return;
+    case 'launcher-gone':
+      if (live) launcherGone(d, input.message);
       return;
     case 'resume-settled':
       if (d.state.resuming) d.setRun({ resuming: false });
