@@ -144,6 +144,13 @@ describe('task status notifications on subscriptions/listen', () => {
     const ack = JSON.parse(/^data: (.*acknowledged.*)$/m.exec(text)![1]!);
     expect(ack.params.notifications).toEqual({ promptsListChanged: true, taskIds: [own] });
     await reader.cancel();
+    // Asking only for tasks none of which is agreed to: acknowledged without them, and ended at once.
+    const none = await post2026(key, 'subscriptions/listen', { notifications: { taskIds: [foreign] } }, envelope2026(CAPABILITIES), { id: 'sub-none' });
+    const frames = (await none.text()).split('\n\n').filter((frame) => frame.startsWith('event: message'));
+    expect(frames.map((frame) => JSON.parse(frame.slice(frame.indexOf('data: ') + 6)))).toMatchObject([
+      { method: 'notifications/subscriptions/acknowledged', params: { notifications: {} } },
+      { id: 'sub-none', result: { resultType: 'complete' } },
+    ]);
 
     const refused = await rpc(key, 'subscriptions/listen', { notifications: { taskIds: [own] } }, {});
     expect(refused.status).toBe(400);

@@ -50,17 +50,14 @@ export function listenedTaskIds(params: unknown): { taskIds?: string[] } | { ref
 
 /** The tasks the server agrees to report on: those of the workspace the credential may read with `tasks/get`. */
 export async function honoredTaskIds(ctx: CapabilityContext, taskIds: string[]): Promise<string[]> {
-  const readable = await Promise.all(
-    taskIds
-      .map(async (taskId) => {
-        const access = taskAccess('tasks/get', taskId);
-        if (access) await authorizeWithGrants(ctx.globalDb, access, ctx.actor, ctx.grantToken);
-        await taskState(ctx, taskId);
-        return taskId;
-      })
-      .map((check) => check.catch(() => null)),
+  const checked = await Promise.allSettled(
+    taskIds.map(async (taskId) => {
+      const access = taskAccess('tasks/get', taskId);
+      if (access) await authorizeWithGrants(ctx.globalDb, access, ctx.actor, ctx.grantToken);
+      await taskState(ctx, taskId);
+    }),
   );
-  return readable.filter((taskId): taskId is string => taskId !== null);
+  return taskIds.filter((_, i) => checked[i]!.status === 'fulfilled');
 }
 
 const encoder = new TextEncoder();
@@ -136,7 +133,8 @@ export function withTaskNotifications(ctx: CapabilityContext, answer: Response, 
       }
     })();
     if (!servesChanges) keepAlive = setInterval(() => void write(': keepalive\n\n'), KEEP_ALIVE_MS);
-    await (servesChanges ? changes : tasks);
+    // The SDK's stream of a listen for tasks alone has ended already; its result is read before ending this one.
+    await (servesChanges ? changes : Promise.all([tasks, changes]));
     stop.abort();
     if (result) await write(`${result}\n\n`);
   })()
