@@ -31,7 +31,7 @@ export const TASK_TOOLS: Record<string, (started: Record<string, unknown>) => st
 
 export const isExecution = (taskId: string) => taskId.startsWith('exec_');
 
-export type TaskStatus = 'working' | 'input_required' | 'completed' | 'cancelled' | 'failed';
+type TaskStatus = 'working' | 'input_required' | 'completed' | 'cancelled' | 'failed';
 
 /** A task as `tasks/get` answers it: the state, and the result once completed or the input requests while it waits. */
 export interface TaskState {
