@@ -29,7 +29,7 @@ export const TASK_TOOLS: Record<string, (started: Record<string, unknown>) => st
   'start-workflow': (started) => String(started.runId),
 };
 
-const isExecution = (taskId: string) => taskId.startsWith('exec_');
+export const isExecution = (taskId: string) => taskId.startsWith('exec_');
 
 type TaskStatus = 'working' | 'input_required' | 'completed' | 'cancelled' | 'failed';
 
@@ -56,7 +56,7 @@ export const toolResult = (answer: object) => ({
  * The task is kept as long as its execution or run is: the workspace's retention window for it,
  * counted from its last activity, so at least that long from its creation.
  */
-const ttlOf = async (ctx: CapabilityContext, kind: 'executions' | 'workflowRuns') => (await windowOf(ctx.db, ctx.actor.workspaceId, kind)) * DAY_MS;
+export const ttlOf = async (ctx: CapabilityContext, kind: 'executions' | 'workflowRuns') => (await windowOf(ctx.db, ctx.actor.workspaceId, kind)) * DAY_MS;
 
 /** Another workspace's execution or run is not found, as a missing one is. */
 const notFound = (taskId: string) => new JsonRpcError(ProtocolErrorCode.InvalidParams, 'Task not found', { taskId });
@@ -91,7 +91,7 @@ async function executionTask(ctx: CapabilityContext, taskId: string): Promise<Ta
 }
 
 /** The task of a workflow run: suspended is `input_required`, asking each suspended step's question. */
-function runTaskState(run: RunRecord, threadId: string | null, ttlMs: number): TaskState {
+export function runTaskState(run: RunRecord, threadId: string | null, ttlMs: number): TaskState {
   const base = { taskId: run.runId, createdAt: run.createdAt, lastUpdatedAt: run.updatedAt, ttlMs, pollIntervalMs: POLL_INTERVAL_MS };
   // The result is what start-workflow answers; get-workflow-run reads the steps' output.
   const result = toolResult({ runId: run.runId, workflowId: run.workflowId, status: 'started', ...(threadId === null ? {} : { conversationId: threadId }) });

@@ -22,6 +22,7 @@ import { mcpWwwAuthenticate, stepUpScopes } from '../mcp/challenge';
 import { logLevelOf } from '../mcp/logging';
 import { PROMPT_CAPABILITY, resourceCapability } from '../mcp/resources';
 import { followWorkspaceChanges } from '../mcp/changes';
+import { honoredTaskIds, listenedTaskIds, withTaskNotifications } from '../mcp/task-listen';
 import { legacyTransport } from '../mcp/legacy-transport';
 import { TASKS_EXTENSION } from '../mcp/client-capabilities';
 import { createMcpServer, MCP_TOOLS, taskAccess } from '../mcp/server';
@@ -132,8 +133,8 @@ function batchRefusal(c: Context<AppEnv>, size: number, messages: JsonRpcMessage
   return undefined;
 }
 
-const jsonRpcError = (id: JsonRpcMessage['id'], code: number, message: string, status: 200 | 400 = 200) =>
-  Response.json({ jsonrpc: '2.0', id: id ?? null, error: { code, message } }, { status });
+const jsonRpcError = (id: JsonRpcMessage['id'], code: number, message: string, status: 200 | 400 = 200, data?: unknown) =>
+  Response.json({ jsonrpc: '2.0', id: id ?? null, error: { code, message, ...(data === undefined ? {} : { data }) } }, { status });
 
 const toolNamed = (name: unknown) => MCP_TOOLS.find((tool) => tool.name === name);
 
@@ -237,23 +238,34 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
 /**
  * 2026-07-28: the SDK's per-request handler checks the `_meta` envelope and the `Mcp-*` headers,
  * answers `server/discover`, and adds `resultType`, `serverInfo` and cache hints. A
- * `subscriptions/listen` stream hears the workspace's changes through its channel, and holds a
- * stream slot as a followed call does; when the channel's stream ends (the object was evicted,
- * the slot lost), the listen ends gracefully and the client listens again.
+ * `subscriptions/listen` stream hears the workspace's changes through its channel, and the
+ * status of the tasks its filter names (`taskIds`, ../mcp/task-listen.ts); it holds a stream
+ * slot as a followed call does. When the channel's stream ends (the object was evicted, the slot
+ * lost), the listen ends gracefully and the client listens again.
  */
 async function serveModern(c: Context<AppEnv>, ctx: ToolContext, holder: string, body: unknown, live: boolean): Promise<Response> {
   const factory = ({ era }: McpRequestContext) => createMcpServer(ctx, era);
-  const listens = (body as JsonRpcMessage | undefined)?.method === 'subscriptions/listen';
-  if (!listens) {
+  const message = body as JsonRpcMessage | undefined;
+  if (message?.method !== 'subscriptions/listen') {
     const answer = () => createMcpHandler(factory, { legacy: 'reject' }).fetch(c.req.raw, { parsedBody: body });
     return live ? heldStream(c, holder, answer) : answer();
   }
+  const listened = listenedTaskIds(message.params);
+  if ('refusal' in listened) {
+    const { code, message: text, data, status } = listened.refusal;
+    return jsonRpcError(message.id, code, text, status, data);
+  }
   return heldStream(c, holder, async (signal) => {
+    // Aborted when the client goes, or by the task notifications once their stream has ended.
+    const stop = new AbortController();
+    signal.addEventListener('abort', () => stop.abort(), { once: true });
     const bus = new InMemoryServerEventBus();
-    const { ended } = await followWorkspaceChanges(c.env, ctx.actor.workspaceId, bus, signal);
+    const { ended } = await followWorkspaceChanges(c.env, ctx.actor.workspaceId, bus, stop.signal);
     const handler = createMcpHandler(factory, { legacy: 'reject', bus });
     c.executionCtx.waitUntil(ended.then(() => handler.close()));
-    return handler.fetch(c.req.raw, { parsedBody: body });
+    const taskIds = listened.taskIds && (await honoredTaskIds(ctx, listened.taskIds));
+    const answer = await handler.fetch(c.req.raw, { parsedBody: body });
+    return taskIds ? withTaskNotifications(ctx, answer, taskIds, stop) : answer;
   });
 }
 

@@ -27,10 +27,10 @@ export const snapshotFrame = (row: WorkflowRunRow) => ({
 });
 
 /**
- * Polls the run record: `onRow` for every new version, `onMissing` while the run is not visible
- * yet; ends once the status is one the stream closes on, the client goes away, or time is up.
+ * Polls the run record: `onRow` for every new version after `since`, `onMissing` while the run
+ * is not visible; ends once the status is one the stream closes on, `signal` aborts, or time is up.
  */
-async function follow(
+export async function followRunRecord(
   db: ShardDb,
   principal: Principal,
   runId: string,
@@ -118,7 +118,7 @@ export async function runEvents(
     }
     await snapshot(row);
   };
-  const ended = follow(db, principal, runId, abort.signal, onRow, () => write(': heartbeat\n\n'))
+  const ended = followRunRecord(db, principal, runId, abort.signal, onRow, () => write(': heartbeat\n\n'))
     .catch((error) => console.error(JSON.stringify({ level: 'error', runId, error: String(error) })))
     .finally(() => writer.close().catch(() => undefined));
   return { response, ended };
@@ -160,7 +160,7 @@ export async function streamWorkflow(
   let last: WorkflowRunRow | null = null;
   const ended = (async () => {
     await part({ type: 'start', messageId });
-    await follow(
+    await followRunRecord(
       db,
       principal,
       runId,

@@ -1,0 +1,95 @@
+import type { CapabilityContext } from '../capabilities/capability';
+import type { Env } from '../env';
+import { sleep } from '../lib/clock';
+import { presentRun } from '../services/workflow-runs';
+import { followRunRecord } from '../services/workflow-streams';
+import { isExecution, runTaskState, taskState, ttlOf, type TaskState } from './tasks';
+
+/** A task's state as a notification sends it, once per change. */
+export type TaskReport = (task: TaskState) => Promise<void>;
+
+const ENDED = new Set<TaskState['status']>(['completed', 'failed', 'cancelled']);
+
+/** What a notification shows of a task: a newer `lastUpdatedAt` alone (a run's step polled) is not sent again. */
+const shown = (task: TaskState) => JSON.stringify([task.status, task.statusMessage, task.inputRequests]);
+
+/** Sends a task's state when what it shows changed since the last one sent. */
+function reporter(report: TaskReport) {
+  let last: string | undefined;
+  return async (task: TaskState) => {
+    if (shown(task) === last) return;
+    last = shown(task);
+    await report(task);
+  };
+}
+
+/** Only events after this are streamed: the log's end is all that is waited for, not its replay. */
+const NO_REPLAY = Number.MAX_SAFE_INTEGER;
+/** An execution's stream that ends while the run still works (its object was evicted) is opened again this often, after this long. */
+const REOPENS = 3;
+const REOPEN_AFTER_MS = 2_000;
+
+/**
+ * Waits on the execution's own event stream (its ExecutionSession's SSE) until it ends: after
+ * the run goes idle, at once if it already is (204), or when the object drops it.
+ */
+async function streamEnd(env: Env, executionId: string, signal: AbortSignal): Promise<void> {
+  try {
+    const stream = await env.EXECUTION_SESSION.getByName(executionId).fetch(`https://session/stream?lastSeq=${NO_REPLAY}`, { signal });
+    await stream.body?.pipeTo(new WritableStream(), { signal });
+  } catch {
+    // A stream that failed or was aborted ends as a dropped one does: the task is read again.
+  }
+}
+
+/** A skill run's task: its state now, then again each time the execution's stream ends, until the run has ended. */
+async function followExecutionTask(ctx: CapabilityContext, taskId: string, signal: AbortSignal, report: TaskReport): Promise<void> {
+  let task = await taskState(ctx, taskId);
+  await report(task);
+  for (let opened = 0; opened <= REOPENS && !ENDED.has(task.status) && !signal.aborted; opened++) {
+    if (opened > 0) await sleep(REOPEN_AFTER_MS, signal);
+    await streamEnd(ctx.env, taskId, signal);
+    if (signal.aborted) return;
+    task = await taskState(ctx, taskId);
+    await report(task);
+  }
+}
+
+/**
+ * A workflow run's task, through the run stream's follower (the run record, read once a
+ * second): its state now, then each change to what it shows (a suspension asking questions is
+ * `input_required`, a resume `working` again), until the run has ended or is gone.
+ */
+async function followRunTask(ctx: CapabilityContext, taskId: string, signal: AbortSignal, report: TaskReport): Promise<void> {
+  const ttlMs = await ttlOf(ctx, 'workflowRuns');
+  const gone = new AbortController();
+  const stop = AbortSignal.any([signal, gone.signal]);
+  let version = -1;
+  let ended = false;
+  while (!ended && !stop.aborted) {
+    // The follower stops at a suspension as the run stream does; the task goes on being followed from that version.
+    await followRunRecord(
+      ctx.db,
+      ctx.actor,
+      taskId,
+      stop,
+      async (row) => {
+        version = row.version;
+        const task = runTaskState(presentRun(row), row.threadId, ttlMs);
+        ended = ENDED.has(task.status);
+        await report(task);
+      },
+      async () => gone.abort(),
+      version,
+    );
+  }
+}
+
+/**
+ * Follows one task until it has ended or `signal` aborts: `report` gets the task's current state
+ * first, then the state after each change to what it shows, exactly as `tasks/get` answers it.
+ */
+export function followTask(ctx: CapabilityContext, taskId: string, signal: AbortSignal, report: TaskReport): Promise<void> {
+  const follow = isExecution(taskId) ? followExecutionTask : followRunTask;
+  return follow(ctx, taskId, signal, reporter(report));
+}
