@@ -137,13 +137,22 @@ describe('the console in a browser', () => {
     // A screenshot only (axe checks the finished page below), so the reload still comes mid-run.
     await page.screenshot({ path: join(screenshots, 'run-streaming.png'), fullPage: true });
 
-    // Reload mid-run: what was seen is back at once and the stream goes on from there to the end.
+    // Reload mid-run: what was seen is back at once and the stream goes on from there to the end,
+    // even when its URL is refused as an expired one would be: the page signs a fresh one.
+    let refused = 0;
+    await page.route('**/streams/executions/**', (route) =>
+      refused++ === 0
+        ? route.fulfill({ status: 401, contentType: 'application/json', body: '{"error":{"code":"UNAUTHORIZED","message":"expired"}}' })
+        : route.continue(),
+    );
     await page.reload();
     await output().getByText('Key points').waitFor();
     await output()
       .getByText(/Covered \d+ points? of the request/)
       .waitFor({ timeout: 30_000 });
     await page.getByRole('status').getByText('end turn').waitFor();
+    expect(refused).toBeGreaterThan(1);
+    await page.unroute('**/streams/executions/**');
     const text = (await output().textContent())!;
     expect(text.startsWith(before.slice(0, 40))).toBe(true);
     expect(text.match(/Key points/g)).toHaveLength(1);

@@ -86,6 +86,7 @@ export async function run(app: HTMLElement, id: string) {
   };
 
   let source: EventSource | undefined;
+  let retryMs = 1000;
   const stream = async () => {
     source?.close();
     const { sseUrl } = await api('/executions/{id}/stream-token', { path: { id } });
@@ -94,6 +95,7 @@ export async function run(app: HTMLElement, id: string) {
     const es = new EventSource(url);
     source = es;
     es.onmessage = (message) => {
+      retryMs = 1000;
       const seq = Number(message.lastEventId);
       if (seq <= seen.seq) return;
       seen.seq = seq;
@@ -107,7 +109,16 @@ export async function run(app: HTMLElement, id: string) {
         if (watching) void files.refresh();
       }
     };
-    // An ended run answers 204 and the browser stops; a dropped connection reconnects by itself.
+    // A dropped connection reconnects by itself to the same URL, which expires five minutes after
+    // it was signed: once the browser gives up on it (a 401 is final for EventSource) while the
+    // run still works, a fresh URL goes on from the last event seen. An ended run answers 204.
+    es.onerror = () => {
+      if (es.readyState !== EventSource.CLOSED || source !== es || !seen.working) return;
+      setTimeout(() => {
+        if (source === es) stream().catch((error) => show(notice, alertBox(error instanceof ApiError ? error.message : 'The run’s events could not be read.')));
+      }, retryMs);
+      retryMs = Math.min(retryMs * 2, 30_000);
+    };
   };
 
   async function interrupt() {
