@@ -3,7 +3,7 @@ import * as oauth from 'oauth4webapi';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
-import { freePort, type RunningService } from './helpers';
+import { freePort, newAccount, type RunningService } from './helpers';
 import { startPrepared } from './prepared';
 
 /**
@@ -33,14 +33,7 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
 
   it('signs in, consents, gets tokens, calls the API within scope, refreshes and revokes', async () => {
     const base = service.base;
-    const email = `oauth-e2e-${Date.now()}@example.test`;
-    const password = 'e2e password long enough';
-    const signUp = await fetch(`${base}/auth/sign-up/email`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, password, name: 'E2E Person' }),
-    });
-    expect(signUp.status).toBe(201);
+    const { email, password } = await newAccount(base, 'E2E Person');
 
     // Discovery at the RFC 8414 address for an issuer with a path.
     const issuer = new URL(`${base}/auth`);
@@ -134,14 +127,7 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
   });
   it('lets a native app sign in through its own URI scheme: the page names it and warns, Chromium follows the redirect there', async () => {
     const base = service.base;
-    const email = `oauth-native-${Date.now()}@example.test`;
-    const password = 'e2e password long enough';
-    const signUp = await fetch(`${base}/auth/sign-up/email`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email, password, name: 'E2E Person' }),
-    });
-    expect(signUp.status).toBe(201);
+    const { email, password } = await newAccount(base, 'E2E Person');
     const nativeRedirect = 'com.example.native-e2e:/oauth2redirect';
     const registered = await fetch(`${base}/auth/oauth2/register`, {
       method: 'POST',
