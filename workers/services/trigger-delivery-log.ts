@@ -28,7 +28,9 @@ export const TriggerDelivery = z.object({
   event: z.string().nullable().describe('A GitHub delivery’s event (`pull_request.opened`: the event and its action); null for a webhook trigger'),
   outcome: z
     .enum(TRIGGER_DELIVERY_OUTCOMES)
-    .describe('started: a run started; duplicate: a delivery id seen before, answered with its run; ignored: proven, no run meant (a ping, an event or repository not asked for); refused'),
+    .describe(
+      'started: a run started; duplicate: a delivery id seen before, answered with its run; ignored: proven, no run meant (a ping, an event or repository not asked for); refused',
+    ),
   status: z.number().int().describe('The HTTP status the sender was answered'),
   runId: z.string().nullable().describe('The run it started (or, a duplicate, started before)'),
   reason: z.string().nullable().describe('Why no run started: the answer’s message'),
