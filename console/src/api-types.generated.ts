@@ -5153,7 +5153,7 @@ export interface operations {
             traces: number;
             /** @description Days a workflow run is kept after it ended */
             workflowRuns: number;
-            /** @description Days an activity entry is kept */
+            /** @description Days an activity entry, or an entry of a trigger’s delivery log, is kept */
             activity: number;
             /** @description Days an audit entry is kept */
             audit: number;
@@ -5252,7 +5252,7 @@ export interface operations {
           traces?: number;
           /** @description Days a workflow run is kept after it ended */
           workflowRuns?: number;
-          /** @description Days an activity entry is kept */
+          /** @description Days an activity entry, or an entry of a trigger’s delivery log, is kept */
           activity?: number;
           /** @description Days an audit entry is kept */
           audit?: number;
@@ -5275,7 +5275,7 @@ export interface operations {
             traces: number;
             /** @description Days a workflow run is kept after it ended */
             workflowRuns: number;
-            /** @description Days an activity entry is kept */
+            /** @description Days an activity entry, or an entry of a trigger’s delivery log, is kept */
             activity: number;
             /** @description Days an audit entry is kept */
             audit: number;

@@ -391,9 +391,9 @@ describe('the console in a browser', () => {
       .nth(1)
       .getByText(/signature .* does not verify/)
       .waitFor();
-    expect(await rows.nth(1).getByRole('cell', { name: '401' }).count()).toBe(1);
+    expect(await rows.nth(1).getByRole('cell', { name: '401', exact: true }).count()).toBe(1);
     await rows.nth(2).getByText('started', { exact: true }).waitFor();
-    expect(await rows.nth(2).getByRole('cell', { name: '202' }).count()).toBe(1);
+    expect(await rows.nth(2).getByRole('cell', { name: '202', exact: true }).count()).toBe(1);
     expect(await rows.nth(2).getByRole('link', { name: 'Open run' }).getAttribute('href')).toBe(`/workflows/runs/${started.body.runId}`);
     expect(await rows.count()).toBe(3);
     await check('workflow-trigger-deliveries');
