@@ -194,6 +194,7 @@ export async function receiveDelivery(db: ShardDb, env: Env, workspaceId: string
 
 type Handled = { answer: Launched | DeliveryIgnored; entry: Pick<DeliveryEntry, 'outcome' | 'status' | 'runId' | 'reason'> };
 
+/** Proves, checks and launches a delivery: its answer and what the log records; `seen` learns the GitHub event on the way. */
 async function handle(db: ShardDb, env: Env, row: WorkflowTriggerRow, delivery: Delivery, seen: Seen): Promise<Handled> {
   const secret = await decryptSecret(env.ENCRYPTION_KEY, triggerSecretContext(row.workspaceId, row.id), row.secret);
   if (secret === null) throw new Error(`The secret of trigger ${row.id} does not decrypt under its workspace`);
