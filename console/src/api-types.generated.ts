@@ -1988,6 +1988,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/workflows/{slug}/triggers/{triggerId}/deliveries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Deliveries a trigger URL received */
+    get: operations['getApiV1WorkflowsBySlugTriggersByTriggerIdDeliveries'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/workflows/{slug}/triggers/{triggerId}/rotate-secret': {
     parameters: {
       query?: never;
@@ -5136,7 +5153,7 @@ export interface operations {
             traces: number;
             /** @description Days a workflow run is kept after it ended */
             workflowRuns: number;
-            /** @description Days an activity entry is kept */
+            /** @description Days an activity entry, or an entry of a trigger’s delivery log, is kept */
             activity: number;
             /** @description Days an audit entry is kept */
             audit: number;
@@ -5235,7 +5252,7 @@ export interface operations {
           traces?: number;
           /** @description Days a workflow run is kept after it ended */
           workflowRuns?: number;
-          /** @description Days an activity entry is kept */
+          /** @description Days an activity entry, or an entry of a trigger’s delivery log, is kept */
           activity?: number;
           /** @description Days an audit entry is kept */
           audit?: number;
@@ -5258,7 +5275,7 @@ export interface operations {
             traces: number;
             /** @description Days a workflow run is kept after it ended */
             workflowRuns: number;
-            /** @description Days an activity entry is kept */
+            /** @description Days an activity entry, or an entry of a trigger’s delivery log, is kept */
             activity: number;
             /** @description Days an audit entry is kept */
             audit: number;
@@ -17977,6 +17994,134 @@ export interface operations {
           'application/json': {
             /** @constant */
             success: true;
+          };
+        };
+      };
+      /** @description INVALID_INPUT, with details.field and details.rule */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description UNAUTHORIZED: no usable credential */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description FORBIDDEN: key unactivated, revoked or missing the scope */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+      /** @description RATE_LIMITED */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            error: {
+              code: string;
+              message: string;
+              details?: {
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
+      };
+    };
+  };
+  getApiV1WorkflowsBySlugTriggersByTriggerIdDeliveries: {
+    parameters: {
+      query?: {
+        /** @description Page size (default 20) */
+        limit?: number;
+        /** @description Older items: continue after this id (last_id of the previous page) */
+        after_id?: string;
+        /** @description Newer items: the page before this id (first_id of a later page) */
+        before_id?: string;
+      };
+      header?: {
+        /** @description The x-d1-bookmark of an earlier answer: this request reads data at least as fresh as that answer saw (read-your-writes across replicas). */
+        'x-d1-bookmark'?: string;
+      };
+      path: {
+        slug: string;
+        /** @description The trigger id (trg_…) */
+        triggerId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          /** @description The database session bookmark after this request; send it back to read at least this fresh. */
+          'x-d1-bookmark'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              /** @description The entry’s id (tdl_…) */
+              id: string;
+              /** @description The delivery id the sender gave (X-GitHub-Delivery, webhook-id or Idempotency-Key), as sent even when refused; null without one */
+              deliveryId: string | null;
+              /** @description A GitHub delivery’s event (`pull_request.opened`: the event and its action); null for a webhook trigger */
+              event: string | null;
+              /**
+               * @description started: a run started; duplicate: a delivery id seen before, answered with its run; ignored: proven, no run meant (a ping, an event or repository not asked for); refused
+               * @enum {string}
+               */
+              outcome: 'started' | 'ignored' | 'refused' | 'duplicate';
+              /** @description The HTTP status the sender was answered */
+              status: number;
+              /** @description The run it started (or, a duplicate, started before) */
+              runId: string | null;
+              /** @description Why no run started: the answer’s message */
+              reason: string | null;
+              createdAt: string;
+            }[];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
           };
         };
       };

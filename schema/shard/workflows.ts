@@ -199,3 +199,44 @@ export const workflowTriggers = sqliteTable(
 );
 
 export type WorkflowTriggerRow = typeof workflowTriggers.$inferSelect;
+
+/**
+ * What became of a delivery to a trigger: a run started, a replayed delivery id answered with the
+ * run it started before (`duplicate`), a proven delivery that starts nothing (`ignored`: GitHub's
+ * ping, an event or repository the trigger does not ask for), or a refusal (`refused`).
+ */
+export const TRIGGER_DELIVERY_OUTCOMES = ['started', 'ignored', 'refused', 'duplicate'] as const;
+
+/**
+ * A trigger's delivery log (docs/workflows.md, Delivery log): one row for each POST that reached
+ * the trigger, the last 100 kept and none past the workspace's activity window. Never the body or
+ * the headers, which may carry secrets: only what the sender named it and what became of it.
+ */
+export const triggerDeliveries = sqliteTable(
+  'trigger_deliveries',
+  {
+    id: shardIdColumn('trigger_deliveries'),
+    workspaceId: shardWorkspaceIdColumn(),
+    triggerId: text('trigger_id')
+      .notNull()
+      .references(() => workflowTriggers.id, { onDelete: 'cascade' }),
+    /** The sender's id of the delivery as it named it (`X-GitHub-Delivery`, `webhook-id`, `Idempotency-Key`), proven or not; null without one. */
+    deliveryId: text('delivery_id'),
+    /** A GitHub delivery's event (`pull_request.opened`: the event and its action); null for a webhook trigger's. */
+    event: text('event'),
+    outcome: text('outcome', { enum: TRIGGER_DELIVERY_OUTCOMES }).notNull(),
+    /** The HTTP status the sender was answered. */
+    status: integer('status').notNull(),
+    runId: text('run_id'),
+    /** Why no run started, in a sentence; null when one did. */
+    reason: text('reason'),
+    createdAt: integer('created_at').notNull(),
+  },
+  (t) => [
+    index('trigger_deliveries_trigger_idx').on(t.triggerId, t.id),
+    // The retention sweep's: a workspace's entries older than its activity window.
+    index('trigger_deliveries_workspace_created_idx').on(t.workspaceId, t.createdAt),
+  ],
+);
+
+export type TriggerDeliveryRow = typeof triggerDeliveries.$inferSelect;

@@ -377,6 +377,8 @@ describe('the console in a browser', () => {
     const deliver = (key: string, id: string) => signedDelivery(url, key, id, { title: 'Login fails', priority: 4, labels: ['bug'] });
     const started = await deliver(secret, 'msg_console_1');
     expect(started.status).toBe(202);
+    // One signed with another secret is refused.
+    expect((await deliver(`whsec_${randomBytes(24).toString('base64')}`, 'msg_console_forged')).status).toBe(401);
     await page.goto(`${service.base}/workflows/runs/${started.body.runId}`);
     await page.getByRole('status').getByText('success').waitFor({ timeout: 30_000 });
 
@@ -387,6 +389,23 @@ describe('the console in a browser', () => {
     expect(await again.getByText('none yet', { exact: true }).count()).toBe(0);
     expect(await page.getByText(secret).count()).toBe(0);
     await check('workflow-triggers');
+
+    // Its recent deliveries: the refused one first, with its reason, then the one that started the run, linked.
+    await again.getByText('Recent deliveries').click();
+    const log = again.getByRole('table', { name: 'Recent deliveries of Issue tracker' });
+    const rows = log.getByRole('row');
+    await rows.nth(1).getByText('msg_console_forged').waitFor();
+    await rows.nth(1).getByText('refused', { exact: true }).waitFor();
+    await rows
+      .nth(1)
+      .getByText(/signature .* does not verify/)
+      .waitFor();
+    expect(await rows.nth(1).getByRole('cell', { name: '401', exact: true }).count()).toBe(1);
+    await rows.nth(2).getByText('started', { exact: true }).waitFor();
+    expect(await rows.nth(2).getByRole('cell', { name: '202', exact: true }).count()).toBe(1);
+    expect(await rows.nth(2).getByRole('link', { name: 'Open run' }).getAttribute('href')).toBe(`/workflows/runs/${started.body.runId}`);
+    expect(await rows.count()).toBe(3);
+    await check('workflow-trigger-deliveries');
 
     // Rotating shows a new secret once; the old one is refused at once.
     await again.getByRole('button', { name: 'Rotate secret of Issue tracker' }).click();

@@ -41,6 +41,7 @@ const TOOL_NAMES = [
   'resume-workflow-schedule',
   'delete-workflow-schedule',
   'list-workflow-triggers',
+  'list-workflow-trigger-deliveries',
   'create-workflow-trigger',
   'delete-workflow-trigger',
   'list-connectors',

@@ -67,6 +67,7 @@ describe('DELETE /api/v1/workspaces/:id', () => {
     expect(delivered.status, JSON.stringify(delivered.body)).toBe(202);
     const triggerCounts = env.RATE_LIMITER.getByName(`trigger:${trigger.body.id}`);
     expect((await heldBy(triggerCounts)).rows).not.toEqual([]);
+    expect((await call(`/api/v1/workflows/flow/triggers/${trigger.body.id}/deliveries`, { token: owner.token })).body.data).toHaveLength(1);
     // Secrets, a connector connection, memory, an invitation nobody accepted.
     expect((await call('/api/v1/secrets', { token: owner.token, body: { name: 'CRM_TOKEN', value: 'crm-secret-value' } })).status).toBe(201);
     const githubToken = `ghp_fixture_${crypto.randomUUID().replace(/-/g, '').slice(0, 12)}`;

@@ -7,6 +7,8 @@ import { copyBeforeFence, raiseFence } from '../../workers/services/workspace-mo
 import { operatorRoutes } from '../../workers/routes/operator';
 import { call, createKey, signUp, type ApiResponse, type TestUser } from '../helpers/api';
 import { catalogEntry, seedCatalog, signUpWithSummarizer, SUMMARIZER } from '../helpers/skills';
+import { deliverSigned } from '../helpers/triggers';
+import { definition, install, mapping } from '../helpers/workflows';
 
 const OPERATOR = { authorization: `Bearer ${env.OPERATOR_SECRET}` };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -173,5 +175,20 @@ describe('POST /operator/workspaces/:id/move', () => {
     expect(after.slice(1)).toEqual(before);
     // The newest was written on the new shard: its number is in the id's low 12 bits.
     expect(after[0] % 4096).toBe(otherShard(user));
+  });
+
+  it('moves a trigger with its delivery log: the entries list after the move, and a delivery then is recorded on the new shard', async () => {
+    const user = await signUp();
+    await install(user, 'flow', definition('flow', [mapping('only', { x: { value: 1 } })]));
+    const trigger = (await call('/api/v1/workflows/flow/triggers', { token: user.token, body: {} })).body as { id: string; url: string; secret: string };
+    const forged = (id: string) => deliverSigned(trigger, {}, id, `whsec_${btoa('a forged secret, 24 bytes')}`);
+    for (const id of ['before-1', 'before-2']) expect((await forged(id)).status).toBe(401);
+
+    expect((await move(user.workspaceId, otherShard(user))).status).toBe(200);
+    expect((await forged('after-1')).status).toBe(401);
+
+    const log = await call(`/api/v1/workflows/flow/triggers/${trigger.id}/deliveries`, { token: user.token });
+    expect(log.body.data.map((entry: { deliveryId: string }) => entry.deliveryId)).toEqual(['after-1', 'before-2', 'before-1']);
+    expect(await rowsOn(user.shard, 'SELECT id FROM trigger_deliveries WHERE workspace_id = ?', user.workspaceId)).toEqual([]);
   });
 });

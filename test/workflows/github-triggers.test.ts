@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { call, expectError, signUp, type TestUser } from '../helpers/api';
+import { deliverGithub } from '../helpers/triggers';
 import { definition, inputOf, install, runsOf } from '../helpers/workflows';
 
 /** Declares push and opened pull requests, and waits for input so a run's input can be read while it is unfinished. */
@@ -23,38 +24,7 @@ async function createGithubTrigger(user: TestUser, body: Record<string, unknown>
   return res.body as { id: string; url: string; secret: string; events: string[] };
 }
 
-const hex = (bytes: ArrayBuffer) => Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, '0')).join('');
-
-/** GitHub's X-Hub-Signature-256: the hex HMAC-SHA256 of the body, keyed with the webhook's secret. */
-async function hubSignature(secret: string, body: string) {
-  const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  return `sha256=${hex(await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(body)))}`;
-}
-
-interface Sent {
-  delivery?: string;
-  secret?: string;
-  /** GitHub's default content type sends the JSON as the form field `payload`. */
-  form?: boolean;
-}
-
-/** POSTs an event as GitHub's webhook delivery does. */
-async function deliver(trigger: { url: string; secret: string }, event: string, payload: unknown, sent: Sent = {}) {
-  const json = JSON.stringify(payload);
-  const body = sent.form ? new URLSearchParams({ payload: json }).toString() : json;
-  return call(new URL(trigger.url).pathname, {
-    method: 'POST',
-    rawBody: body,
-    headers: {
-      'content-type': sent.form ? 'application/x-www-form-urlencoded' : 'application/json',
-      'user-agent': 'GitHub-Hookshot/0000000',
-      'x-github-event': event,
-      'x-github-delivery': sent.delivery ?? crypto.randomUUID(),
-      'x-github-hook-id': '1',
-      'x-hub-signature-256': await hubSignature(sent.secret ?? trigger.secret, body),
-    },
-  });
-}
+const deliver = deliverGithub;
 
 const repository = { full_name: 'octo/hello', name: 'hello', owner: { login: 'octo' } };
 const push = {

@@ -1,9 +1,9 @@
 import { env } from 'cloudflare:workers';
-import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { advanceClock, freezeClock, now, resetClock } from '../../workers/lib/clock';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 import { heldBy } from '../helpers/deletion';
+import { deliverSigned } from '../helpers/triggers';
 import { definition, inputOf, install, runsOf } from '../helpers/workflows';
 
 /** A run that waits for input, so its input can be read while it is unfinished. */
@@ -28,20 +28,7 @@ async function createTrigger(user: TestUser, body: Record<string, unknown> = {},
   return res.body as { id: string; url: string; secret: string; auth: string };
 }
 
-/** POSTs `payload` to the trigger URL, signed as a Standard Webhooks sender signs it. */
-function deliver(trigger: { url: string; secret: string }, payload: unknown, messageId = `msg_${crypto.randomUUID()}`, secret = trigger.secret) {
-  const body = JSON.stringify(payload);
-  const at = new Date();
-  return call(new URL(trigger.url).pathname, {
-    method: 'POST',
-    rawBody: body,
-    headers: {
-      'webhook-id': messageId,
-      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-      'webhook-signature': new Webhook(secret).sign(messageId, at, body),
-    },
-  });
-}
+const deliver = deliverSigned;
 
 const runs = (user: TestUser) => runsOf(user, 'intake');
 

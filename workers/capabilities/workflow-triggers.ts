@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { CursorQuery, cursorEnvelope } from '../lib/pagination';
 import { optionalJsonBody } from '../middleware/validate';
+import { listTriggerDeliveries, TriggerDelivery } from '../services/trigger-delivery-log';
 import { WorkflowSlug } from '../services/workflow-definitions';
 import {
   createTrigger,
@@ -58,6 +60,18 @@ export const triggerCapabilities: Capability[] = [
     http: { method: 'GET', path: '/:slug/triggers/:triggerId', summary: 'One trigger URL' },
     mcp: false,
     run: (ctx, { slug, triggerId }) => getTrigger(ctx.db, ctx.actor, ctx.baseUrl, slug, triggerId),
+  }),
+  defineCapability({
+    name: 'list-workflow-trigger-deliveries',
+    title: 'List a workflow trigger’s deliveries',
+    description:
+      'The deliveries that reached a trigger URL, newest first (the last 100, within the workspace’s activity retention): when, the sender’s delivery id, the GitHub event, what became of each (started, duplicate, ignored, refused), the HTTP status answered, the run started and why none did. Never a body or a header.',
+    access: READ,
+    input: OneTrigger.extend(CursorQuery.shape),
+    output: cursorEnvelope(TriggerDelivery),
+    annotations: READ_ONLY,
+    http: { method: 'GET', path: '/:slug/triggers/:triggerId/deliveries', summary: 'Deliveries a trigger URL received' },
+    run: (ctx, { slug, triggerId, ...query }) => listTriggerDeliveries(ctx.db, ctx.actor, slug, triggerId, query),
   }),
   defineCapability({
     name: 'rotate-workflow-trigger-secret',

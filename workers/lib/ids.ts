@@ -1,8 +1,8 @@
 import { now } from './clock';
 import { randomBytes } from './crypto';
 
-/** Public id prefixes of spec 2.1 for integer-keyed resources (and ours: `exp` workspace exports, `whk` webhook endpoints, `dlv` deliveries, `eval` skill evals). */
-export type IdPrefix = 'exec' | 'art' | 'sec' | 'key' | 'exp' | 'whk' | 'dlv' | 'eval';
+/** Public id prefixes of spec 2.1 for integer-keyed resources (and ours: `exp` workspace exports, `whk` webhook endpoints, `dlv` deliveries, `tdl` trigger deliveries, `eval` skill evals). */
+export type IdPrefix = 'exec' | 'art' | 'sec' | 'key' | 'exp' | 'whk' | 'dlv' | 'tdl' | 'eval';
 
 export const formatId = (prefix: IdPrefix, id: number): string => `${prefix}_${id}`;
 

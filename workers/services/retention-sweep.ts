@@ -7,20 +7,21 @@ import { DAY_MS } from './object-expiry';
 import { windowsOf } from './retention';
 import type { RetentionKind } from './retention-defaults';
 
-/** Rows one statement deletes at most, and statements a kind gets per sweep and group of workspaces: the rest waits an hour. */
+/** Rows one statement deletes at most, and statements a table gets per sweep and group of workspaces: the rest waits an hour. */
 const BATCH = 500;
-const STATEMENTS_PER_KIND = 4;
+const STATEMENTS_PER_TABLE = 4;
 /** Workspaces one statement names (as a JSON parameter, which D1 caps at 2 MB). */
 const WORKSPACES_PER_STATEMENT = 1000;
 /** Objects erased at once after a statement. */
 const ERASES_AT_ONCE = 50;
 
 /**
- * One statement deleting up to BATCH expired rows of a kind, given `windows`: a JSON array of
- * `[workspaceId, cutoffMs]`. Each workspace's rows are found through its `(workspace_id, time)`
- * index, so a sweep reads what it deletes and little else. Trace segments and turns, and
- * workflow step results, go with their parent (ON DELETE CASCADE). Each answers the ids it
- * deleted (`id`): those of executions and workflow runs name objects to erase after them.
+ * One statement deleting up to BATCH expired rows of a table, given `windows`: a JSON array of
+ * `[workspaceId, cutoffMs]` under the window of the kind it is swept with. Each workspace's rows
+ * are found through its `(workspace_id, time)` index, so a sweep reads what it deletes and little
+ * else. Trace segments and turns, and workflow step results, go with their parent (ON DELETE
+ * CASCADE). Each answers the ids it deleted (`id`): those of executions and workflow runs name
+ * objects to erase after them.
  */
 const EXPIRE: Record<RetentionKind, (windows: string) => SQL> = {
   // An idle execution (which may run again) counts from its latest run's start, or its creation.
@@ -35,6 +36,18 @@ const EXPIRE: Record<RetentionKind, (windows: string) => SQL> = {
   workflowRuns: (w) =>
     sql`DELETE FROM workflow_runs WHERE run_id IN (SELECT r.run_id FROM json_each(${w}) w JOIN workflow_runs r ON r.workspace_id = json_extract(w.value, '$[0]') AND r.updated_at < json_extract(w.value, '$[1]') WHERE r.status IN ('success', 'failed', 'canceled') LIMIT ${BATCH}) RETURNING run_id AS id`,
 };
+
+/** Tables without a window of their own, swept under another kind's: a trigger's delivery log is activity. */
+const EXPIRE_WITH: readonly { kind: RetentionKind; expire: (windows: string) => SQL }[] = [
+  {
+    kind: 'activity',
+    expire: (w) =>
+      sql`DELETE FROM trigger_deliveries WHERE id IN (SELECT d.id FROM json_each(${w}) w JOIN trigger_deliveries d ON d.workspace_id = json_extract(w.value, '$[0]') AND d.created_at < json_extract(w.value, '$[1]') LIMIT ${BATCH}) RETURNING id`,
+  },
+];
+
+/** Every statement of a sweep, each with the kind whose window it applies. */
+const SWEPT = [...(Object.keys(EXPIRE) as RetentionKind[]).map((kind) => ({ kind, expire: EXPIRE[kind] })), ...EXPIRE_WITH];
 
 /**
  * The objects of deleted rows, erased after them: a reader finds no row (404) before it could find
@@ -64,9 +77,9 @@ async function eraseObjects(env: Env, kind: RetentionKind, ids: (number | string
 
 /**
  * The hourly retention sweep of one shard: for each workspace the directory places there (and
- * not moving), deletes the audit and activity entries, ended executions, traces and workflow
- * runs older than the workspace's window for them (its own, or the default), and erases the
- * objects of the executions and runs it deleted.
+ * not moving), deletes the audit and activity entries (trigger delivery logs with the latter),
+ * ended executions, traces and workflow runs older than the workspace's window for them (its
+ * own, or the default), and erases the objects of the executions and runs it deleted.
  */
 export async function expireRetainedData(env: Env, globalDb: GlobalDb, db: ShardDb): Promise<void> {
   const placed = await globalDb
@@ -80,10 +93,10 @@ export async function expireRetainedData(env: Env, globalDb: GlobalDb, db: Shard
     const group = placed
       .slice(start, start + WORKSPACES_PER_STATEMENT)
       .map(({ workspaceId }) => ({ workspaceId, days: windowsOf(overrides.get(workspaceId)) }));
-    for (const kind of Object.keys(EXPIRE) as RetentionKind[]) {
+    for (const { kind, expire } of SWEPT) {
       const windows = JSON.stringify(group.map(({ workspaceId, days }) => [workspaceId, at - days[kind] * DAY_MS]));
-      for (let i = 0; i < STATEMENTS_PER_KIND; i++) {
-        const deleted = await db.all<{ id: number | string }>(EXPIRE[kind](windows));
+      for (let i = 0; i < STATEMENTS_PER_TABLE; i++) {
+        const deleted = await db.all<{ id: number | string }>(expire(windows));
         await eraseObjects(
           env,
           kind,

@@ -29,7 +29,7 @@ export const RetentionWindows = z.object({
   executions: Days.describe('Days an execution (its event log and its history entry) is kept after it ended, or an idle one after its latest run'),
   traces: Days.describe('Days a trace is kept after its last activity, once it is no longer running'),
   workflowRuns: Days.describe('Days a workflow run is kept after it ended'),
-  activity: Days.describe('Days an activity entry is kept'),
+  activity: Days.describe('Days an activity entry, or an entry of a trigger’s delivery log, is kept'),
   audit: Days.describe('Days an audit entry is kept'),
 });
 export type RetentionWindows = z.infer<typeof RetentionWindows>;

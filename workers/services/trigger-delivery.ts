@@ -14,6 +14,7 @@ import { sha256Hex, timingSafeEqual } from '../lib/crypto';
 import { decryptSecret } from '../lib/encryption';
 import { hitRateLimit } from '../lib/rate-limit';
 import { recordChangeAfter } from './audit';
+import { recordDelivery, startedBefore, type DeliveryEntry } from './trigger-delivery-log';
 import { storedActorOf, triggerRateSubject, triggerSecretContext } from './workflow-triggers';
 import { launchWorkflow, type Launched } from './workflow-runs';
 
@@ -45,20 +46,26 @@ export const DeliveryIgnored = z.object({
 export type DeliveryIgnored = z.infer<typeof DeliveryIgnored>;
 
 /**
- * The delivery id the run is keyed on: for a signed POST its `webhook-id` (signed with the
- * body), for a bearer one the `Idempotency-Key` it may send, for GitHub's its `X-GitHub-Delivery`;
- * without one every POST launches. A 401 when the secret is not proven.
+ * The delivery id the sender names, which the run is keyed on once the sender is proven: for a
+ * signed POST its `webhook-id` (signed with the body), for a bearer one the `Idempotency-Key` it
+ * may send, for GitHub's its `X-GitHub-Delivery`; without one (null) every POST launches.
  */
-async function provenDeliveryId(row: WorkflowTriggerRow, secret: string, delivery: Delivery): Promise<string | undefined> {
+function namedDeliveryId(row: WorkflowTriggerRow, headers: Headers): string | null {
+  const name = row.auth === 'github_signature' ? 'x-github-delivery' : row.auth === 'bearer' ? 'idempotency-key' : 'webhook-id';
+  return headers.get(name) || null;
+}
+
+/** A 401 when the sender does not prove it holds the trigger's secret. */
+async function proveSender(row: WorkflowTriggerRow, secret: string, delivery: Delivery): Promise<void> {
   if (row.auth === 'github_signature') {
     if (!(await verifyHubSignature(secret, delivery.body, delivery.headers.get('x-hub-signature-256'))))
       throw unauthorized('The X-Hub-Signature-256 header does not verify under this trigger’s secret (the Secret of the GitHub webhook)');
-    return delivery.headers.get('x-github-delivery') ?? undefined;
+    return;
   }
   if (row.auth === 'bearer') {
     const given = /^Bearer (.+)$/i.exec(delivery.headers.get('authorization') ?? '')?.[1];
     if (given === undefined || !timingSafeEqual(given, secret)) throw unauthorized('The trigger’s secret is required as Authorization: Bearer <secret>');
-    return delivery.headers.get('idempotency-key') ?? undefined;
+    return;
   }
   const headers = Object.fromEntries(['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => [name, delivery.headers.get(name) ?? '']));
   try {
@@ -67,7 +74,6 @@ async function provenDeliveryId(row: WorkflowTriggerRow, secret: string, deliver
   } catch {
     throw unauthorized('The Standard Webhooks signature (webhook-id, webhook-timestamp, webhook-signature) does not verify under this trigger’s secret');
   }
-  return headers['webhook-id'];
 }
 
 /**
@@ -117,7 +123,13 @@ async function actorNow(env: Env, stored: Actor): Promise<Actor | string> {
 
 const stopped = (reason: string) => forbidden(`This trigger is stopped: ${reason}`, { reason });
 
-type Planned = { input: Record<string, unknown> } | { ignored: DeliveryIgnored };
+type Planned = { input: Record<string, unknown>; event: string | null } | { ignored: DeliveryIgnored };
+
+/** What the delivery log records of a delivery, filled in as its handling learns it. */
+interface Seen {
+  deliveryId: string | null;
+  event: string | null;
+}
 
 /** A GitHub delivery's run input, or why it starts nothing: a ping, an event or a repository the trigger did not ask for. */
 function githubInput(row: WorkflowTriggerRow, deliveryId: string | null, delivery: Delivery): Planned {
@@ -144,12 +156,13 @@ function githubInput(row: WorkflowTriggerRow, deliveryId: string | null, deliver
         message: `This trigger takes events of ${row.repository} only, not ${repository ?? 'an event without a repository'}`,
       },
     };
-  return { input: runInputOf(event, deliveryId, payload) };
+  return { input: runInputOf(event, deliveryId, payload), event: name };
 }
 
 /**
  * Receives one POST to trigger `triggerId` of the workspace `db` holds; answers the run it
- * launched (or launched before, for a replay), or why a proven GitHub delivery starts none.
+ * launched (or launched before, for a replay), or why a proven GitHub delivery starts none. What
+ * became of it goes into the trigger's delivery log, a refusal too.
  */
 export async function receiveDelivery(db: ShardDb, env: Env, workspaceId: string, triggerId: string, delivery: Delivery): Promise<Launched | DeliveryIgnored> {
   const [row] = await db
@@ -158,12 +171,41 @@ export async function receiveDelivery(db: ShardDb, env: Env, workspaceId: string
     .where(and(eq(workflowTriggers.workspaceId, workspaceId), eq(workflowTriggers.id, triggerId)))
     .limit(1);
   if (!row) throw notFound('Trigger');
+  const seen: Seen = {
+    deliveryId: namedDeliveryId(row, delivery.headers),
+    event: row.source === 'github' ? delivery.headers.get('x-github-event') || null : null,
+  };
+  try {
+    const handled = await handle(db, env, row, delivery, seen);
+    await recordDelivery(db, row, { deliveryId: seen.deliveryId, event: seen.event, ...handled.entry });
+    return handled.answer;
+  } catch (error) {
+    await recordDelivery(db, row, {
+      deliveryId: seen.deliveryId,
+      event: seen.event,
+      outcome: 'refused',
+      status: error instanceof AppError ? error.status : 500,
+      runId: null,
+      reason: error instanceof AppError ? error.message : 'The service failed to handle the delivery',
+    });
+    throw error;
+  }
+}
+
+type Handled = { answer: Launched | DeliveryIgnored; entry: Pick<DeliveryEntry, 'outcome' | 'status' | 'runId' | 'reason'> };
+
+/** Proves, checks and launches a delivery: its answer and what the log records; `seen` learns the GitHub event on the way. */
+async function handle(db: ShardDb, env: Env, row: WorkflowTriggerRow, delivery: Delivery, seen: Seen): Promise<Handled> {
   const secret = await decryptSecret(env.ENCRYPTION_KEY, triggerSecretContext(row.workspaceId, row.id), row.secret);
   if (secret === null) throw new Error(`The secret of trigger ${row.id} does not decrypt under its workspace`);
-  const deliveryId = await provenDeliveryId(row, secret, delivery);
+  await proveSender(row, secret, delivery);
   if (row.state === 'stopped') throw stopped(row.stoppedReason ?? 'stopped');
-  const planned: Planned = row.source === 'github' ? githubInput(row, deliveryId ?? null, delivery) : { input: bodyInput(delivery.body) };
-  if ('ignored' in planned) return planned.ignored;
+  const planned: Planned = row.source === 'github' ? githubInput(row, seen.deliveryId, delivery) : { input: bodyInput(delivery.body), event: null };
+  if ('ignored' in planned) {
+    seen.event = planned.ignored.event || seen.event;
+    return { answer: planned.ignored, entry: { outcome: 'ignored', status: 200, runId: null, reason: planned.ignored.message } };
+  }
+  seen.event = planned.event;
   // Counted once the secret is proven and the delivery is meant to start a run: pings and a repository's other events cost nothing.
   const count = await hitRateLimit(env, triggerRateSubject(row.id), TRIGGER_RATE_LIMIT, TRIGGER_RATE_WINDOW_MS);
   if (!count.allowed) {
@@ -177,6 +219,7 @@ export async function receiveDelivery(db: ShardDb, env: Env, workspaceId: string
     await stopTrigger(db, row, stored, actor);
     throw stopped(actor);
   }
+  const replayed = seen.deliveryId !== null && (await startedBefore(db, row.id, seen.deliveryId));
   const launched = await launchWorkflow(
     db,
     env,
@@ -184,9 +227,9 @@ export async function receiveDelivery(db: ShardDb, env: Env, workspaceId: string
     {
       workflowId: row.workflowSlug,
       inputs: planned.input,
-      ...(deliveryId === undefined || deliveryId === '' ? {} : { toolCallKey: await deliveryKey(row.id, deliveryId) }),
+      ...(seen.deliveryId === null ? {} : { toolCallKey: await deliveryKey(row.id, seen.deliveryId) }),
     },
   );
   await db.update(workflowTriggers).set({ lastDeliveryAt: now() }).where(eq(workflowTriggers.id, row.id));
-  return launched;
+  return { answer: launched, entry: { outcome: replayed ? 'duplicate' : 'started', status: 202, runId: launched.runId, reason: null } };
 }

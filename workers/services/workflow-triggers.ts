@@ -148,7 +148,7 @@ const present = (row: WorkflowTriggerRow, baseUrl: string): Trigger => {
 };
 
 /** The trigger of this workflow in this workspace, or 404: another workspace's answers exactly like a missing one. */
-async function requireTrigger(db: ShardDb, principal: Principal, slug: string, id: string): Promise<WorkflowTriggerRow> {
+export async function requireTrigger(db: ShardDb, principal: Principal, slug: string, id: string): Promise<WorkflowTriggerRow> {
   const [row] = await db
     .select()
     .from(workflowTriggers)

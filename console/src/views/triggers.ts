@@ -1,8 +1,9 @@
 import { api, ApiError, del, post, type Answer, type Call } from '../api';
 import { alertBox, askInPlace, field, fieldErrors, h, show, statusBadge, when } from '../dom';
-import { listActions } from './settings-more';
+import { failure, listActions } from './settings-more';
 
 type Trigger = Answer<'/workflows/{slug}/triggers'>['triggers'][number];
+type Delivery = Answer<'/workflows/{slug}/triggers/{triggerId}/deliveries'>['data'][number];
 type Body = NonNullable<Call<'/workflows/{slug}/triggers', 'post'>['body']>;
 type Source = NonNullable<Body['source']>;
 type GithubEvent = NonNullable<Body['events']>[number];
@@ -75,6 +76,60 @@ function howToUse(t: Trigger, rotated: boolean) {
       );
 }
 
+/** Deliveries the disclosure shows: the newest. */
+const RECENT = 25;
+
+/** What an outcome without a reason means. */
+const NOTES: Partial<Record<Delivery['outcome'], string>> = {
+  duplicate: 'Its delivery id came before: answered with the run it started then.',
+};
+
+/** A trigger's newest deliveries as a table: when, which, what became of each and the run it started. */
+async function drawDeliveries(slug: string, t: Trigger, into: HTMLElement) {
+  try {
+    const page = await api('/workflows/{slug}/triggers/{triggerId}/deliveries', { path: { slug, triggerId: t.id }, query: { limit: RECENT } });
+    if (page.data.length === 0) return show(into, h('p', { class: 'muted' }, 'Nothing delivered yet.'));
+    show(
+      into,
+      h(
+        'table',
+        {},
+        h('caption', {}, `Recent deliveries of ${nameOf(t)}`),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['Time', 'Delivery', t.source === 'github' ? 'Event' : null, 'Outcome', 'Status', 'Run']
+              .filter((c) => c !== null)
+              .map((c) => h('th', { scope: 'col' }, c)),
+          ),
+        ),
+        h(
+          'tbody',
+          {},
+          page.data.map((d) =>
+            h(
+              'tr',
+              {},
+              h('td', {}, when(d.createdAt)),
+              h('td', {}, d.deliveryId ? h('code', {}, d.deliveryId) : 'no id'),
+              t.source === 'github' ? h('td', {}, d.event ? h('code', {}, d.event) : '') : null,
+              h('td', {}, statusBadge(d.outcome), h('div', { class: 'muted' }, d.reason ?? NOTES[d.outcome] ?? '')),
+              h('td', {}, d.status),
+              h('td', {}, d.runId ? h('a', { href: `/workflows/runs/${encodeURIComponent(d.runId)}` }, 'Open run') : ''),
+            ),
+          ),
+        ),
+      ),
+      page.has_more ? h('p', { class: 'muted' }, `The newest ${RECENT}; the API lists up to the last 100.`) : null,
+    );
+  } catch (error) {
+    show(into, failure(error, 'The deliveries could not be loaded.'));
+  }
+}
+
 /** The URL and secret of a trigger, shown once after it was created or its secret rotated. */
 const reveal = (t: Trigger, secret: string, rotated: boolean) =>
   h(
@@ -91,7 +146,8 @@ const reveal = (t: Trigger, secret: string, rotated: boolean) =>
 
 /**
  * A workflow's trigger URLs (docs/workflows.md, Triggers): each with its source, how a sender
- * proves itself, its URL and last delivery, "Rotate secret" and "Delete" (asked again first); and
+ * proves itself, its URL and last delivery, "Rotate secret" and "Delete" (asked again first), and
+ * its recent deliveries under a disclosure, read when it opens; and
  * a form that adds one, from any sender or from GitHub (the events the definition declares as
  * checkboxes). The URL and secret are shown once; a refusal is shown at the field the API names.
  */
@@ -179,6 +235,7 @@ export async function triggersSection(slug: string, github: GithubDeclaration | 
 
   const item = (t: Trigger) => {
     const confirm = h('div');
+    const deliveries = h('div');
     return h(
       'li',
       { class: 'card', 'aria-label': nameOf(t) },
@@ -207,6 +264,16 @@ export async function triggersSection(slug: string, github: GithubDeclaration | 
       ' ',
       h('button', { type: 'button', class: 'secondary', 'aria-label': `Delete ${nameOf(t)}`, onclick: () => askDelete(t, confirm) }, 'Delete'),
       confirm,
+      h(
+        'details',
+        {
+          ontoggle: (e: Event) => {
+            if ((e.target as HTMLDetailsElement).open) void drawDeliveries(slug, t, deliveries);
+          },
+        },
+        h('summary', {}, 'Recent deliveries'),
+        deliveries,
+      ),
     );
   };
 

@@ -354,6 +354,22 @@ CREATE TABLE `agents` (
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `agents_workspace_slug_idx` ON `agents` (`workspace_id`,`slug`);--> statement-breakpoint
+CREATE TABLE `trigger_deliveries` (
+	`id` integer PRIMARY KEY NOT NULL,
+	`workspace_id` text NOT NULL,
+	`trigger_id` text NOT NULL,
+	`delivery_id` text,
+	`event` text,
+	`outcome` text NOT NULL,
+	`status` integer NOT NULL,
+	`run_id` text,
+	`reason` text,
+	`created_at` integer NOT NULL,
+	FOREIGN KEY (`trigger_id`) REFERENCES `workflow_triggers`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
+CREATE INDEX `trigger_deliveries_trigger_idx` ON `trigger_deliveries` (`trigger_id`,`id`);--> statement-breakpoint
+CREATE INDEX `trigger_deliveries_workspace_created_idx` ON `trigger_deliveries` (`workspace_id`,`created_at`);--> statement-breakpoint
 CREATE TABLE `workflow_runs` (
 	`run_id` text PRIMARY KEY NOT NULL,
 	`workspace_id` text NOT NULL,
