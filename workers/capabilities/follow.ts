@@ -13,6 +13,36 @@ async function pollUntilEnded(step: () => Promise<boolean>, deadline = Date.now(
   while (!(await step()) && Date.now() < deadline) await sleep(POLL_MS);
 }
 
+/**
+ * Runs `work` when asked, at most once every `everyMs`: asking while a run waits for its turn
+ * joins that run. `stop` drops a run still waiting (its caller does the work itself), and
+ * settles once the one under way has run, throwing what any run threw.
+ */
+function throttled(work: () => Promise<void>, everyMs: number) {
+  let runs = Promise.resolve();
+  let waiting: AbortController | undefined;
+  let ranAt = Number.NEGATIVE_INFINITY;
+  return {
+    ask() {
+      if (waiting) return;
+      const turn = (waiting = new AbortController());
+      runs = runs.then(async () => {
+        if (!turn.signal.aborted) await sleep(ranAt + everyMs - Date.now(), turn.signal);
+        waiting = undefined;
+        if (turn.signal.aborted) return;
+        ranAt = Date.now();
+        await work();
+      });
+      // A failure is thrown by `stop`, not reported now as an unhandled rejection.
+      runs.catch(() => undefined);
+    },
+    stop() {
+      waiting?.abort();
+      return runs;
+    },
+  };
+}
+
 const textOf = (blocks: { text: string }[]) => blocks.map((b) => b.text).join('\n\n');
 
 /**
@@ -44,30 +74,20 @@ export async function followExecution(ctx: CapabilityContext, executionId: strin
   };
 
   const streamed: StreamedEvent[] = [];
-  let sending = Promise.resolve();
-  let queued = false;
-  let sentAt = Number.NEGATIVE_INFINITY;
+  const streamedNews = throttled(async () => void (await send(textOf(outputBlocks(streamed)), 'working')), POLL_MS);
   const onEvent = (event: StreamedEvent) => {
     streamed.push(event);
     // Only text brings news.
-    if (queued || event.type !== 'agent.message') return;
-    queued = true;
-    sending = sending.then(async () => {
-      await sleep(sentAt + POLL_MS - Date.now());
-      queued = false;
-      sentAt = Date.now();
-      await send(textOf(outputBlocks(streamed)), 'working');
-    });
-    // A failed report is thrown where `sending` is awaited, not as an unhandled rejection now.
-    sending.catch(() => undefined);
+    if (event.type === 'agent.message') streamedNews.ask();
   };
+  // The status read sends whatever text still waits, with how the run ended once it has.
   const ended = async () => {
-    await sending;
+    await streamedNews.stop();
     return step();
   };
   const followed = await followExecutionStream(ctx.env, executionId, { afterSeq: 0, signal: AbortSignal.timeout(FOLLOW_LIMIT_MS), onEvent, ended });
   if (!followed) {
-    await sending;
+    await streamedNews.stop();
     await pollUntilEnded(step, deadline);
   }
 }
