@@ -1,38 +1,95 @@
-import { getExecutionStatus } from '../services/executions';
+import { followExecutionStream, type StreamedEvent } from '../services/execution-stream';
+import { getExecutionStatus, outputBlocks } from '../services/executions';
 import { getRun } from '../services/workflow-runs';
 import type { CapabilityContext, ProgressReport } from './capability';
 import { sleep } from '../lib/clock';
 
-/** How often a followed run is read again, and how long a call follows it at most. */
+/** How often a polled run is read again (and a followed run's text sent at most), and how long a call follows it at most. */
 const POLL_MS = 250;
 const FOLLOW_LIMIT_MS = 10 * 60_000;
 
-/** Reads `step` until it says the work ended (or the limit passed). */
-async function pollUntilEnded(step: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + FOLLOW_LIMIT_MS;
+/** Reads `step` until it says the work ended (or `deadline` passed). */
+async function pollUntilEnded(step: () => Promise<boolean>, deadline = Date.now() + FOLLOW_LIMIT_MS): Promise<void> {
   while (!(await step()) && Date.now() < deadline) await sleep(POLL_MS);
 }
 
 /**
- * Follows a skill run through the execution service's own status: each poll sends the text
- * streamed since the last as a log message, and a progress notification counting its characters.
+ * Runs `work` when asked, at most once every `everyMs`: asking while a run waits for its turn
+ * joins that run. `stop` drops a run still waiting (its caller does the work itself), and
+ * settles once the one under way has run, throwing what any run threw.
+ */
+function throttled(work: () => Promise<void>, everyMs: number) {
+  let runs = Promise.resolve();
+  let waiting: AbortController | undefined;
+  let ranAt = Number.NEGATIVE_INFINITY;
+  return {
+    ask() {
+      if (waiting) return;
+      const turn = (waiting = new AbortController());
+      runs = runs.then(async () => {
+        if (!turn.signal.aborted) await sleep(ranAt + everyMs - Date.now(), turn.signal);
+        waiting = undefined;
+        if (turn.signal.aborted) return;
+        ranAt = Date.now();
+        await work();
+      });
+      // A failure is thrown by `stop`, not reported now as an unhandled rejection.
+      runs.catch(() => undefined);
+    },
+    stop() {
+      waiting?.abort();
+      return runs;
+    },
+  };
+}
+
+const textOf = (blocks: { text: string }[]) => blocks.map((b) => b.text).join('\n\n');
+
+/**
+ * Follows a skill run through its execution's event stream: the text streamed since the last
+ * report goes out as a log message, with a progress notification counting its characters, at
+ * most once every POLL_MS (a fast model's words share one). The execution's status (D1) is read
+ * only when the stream ends: once the run ended, the rest of its text and how it ended are sent.
+ * Where the stream cannot be followed, the status is polled every POLL_MS instead.
  */
 export async function followExecution(ctx: CapabilityContext, executionId: string, report: ProgressReport): Promise<void> {
+  const deadline = Date.now() + FOLLOW_LIMIT_MS;
   let sent = 0;
   let progress = 0;
-  await pollUntilEnded(async () => {
-    const status = await getExecutionStatus(ctx.db, ctx.env, ctx.actor, executionId);
-    const text = status.outputBlocks.map((b) => b.text).join('\n\n');
-    const ended = status.status !== 'working';
+  /** Sends the text after what was sent; `status` other than working: the run ended, which the progress says. */
+  const send = async (text: string, status: string) => {
+    const ended = status !== 'working';
     const news = text.length > sent;
     if (news) {
       await report.log(text.slice(sent));
       sent = text.length;
     }
-    // Progress must grow: one step per poll that brought news, and one at the end.
-    if (news || ended) await report.progress(++progress, ended ? `Run ${status.status}` : `Working: ${sent} characters so far`);
+    // Progress must grow: one step per report that brought news, and one at the end.
+    if (news || ended) await report.progress(++progress, ended ? `Run ${status}` : `Working: ${sent} characters so far`);
     return ended;
-  });
+  };
+  const step = async () => {
+    const status = await getExecutionStatus(ctx.db, ctx.env, ctx.actor, executionId);
+    return send(textOf(status.outputBlocks), status.status);
+  };
+
+  const streamed: StreamedEvent[] = [];
+  const streamedNews = throttled(async () => void (await send(textOf(outputBlocks(streamed)), 'working')), POLL_MS);
+  const onEvent = (event: StreamedEvent) => {
+    streamed.push(event);
+    // Only text brings news.
+    if (event.type === 'agent.message') streamedNews.ask();
+  };
+  // The status read sends whatever text still waits, with how the run ended once it has.
+  const ended = async () => {
+    await streamedNews.stop();
+    return step();
+  };
+  const followed = await followExecutionStream(ctx.env, executionId, { afterSeq: 0, signal: AbortSignal.timeout(FOLLOW_LIMIT_MS), onEvent, ended });
+  if (!followed) {
+    await streamedNews.stop();
+    await pollUntilEnded(step, deadline);
+  }
 }
 
 /** Follows a workflow run: a progress notification each time a step ends, until the run stops running. */

@@ -1,7 +1,6 @@
 import type { CapabilityContext } from '../capabilities/capability';
-import type { Env } from '../env';
-import { sleep } from '../lib/clock';
 import { presentRun } from '../services/workflow-runs';
+import { followExecutionStream, NO_REPLAY } from '../services/execution-stream';
 import { followRunRecord } from '../services/workflow-streams';
 import { isExecution, runTaskState, taskState, ttlOf, type TaskState } from './tasks';
 
@@ -23,36 +22,20 @@ function reporter(report: TaskReport) {
   };
 }
 
-/** Only events after this are streamed: the log's end is all that is waited for, not its replay. */
-const NO_REPLAY = Number.MAX_SAFE_INTEGER;
-/** An execution's stream that ends while the run still works (its object was evicted) is opened again this often, after this long. */
-const REOPENS = 3;
-const REOPEN_AFTER_MS = 2_000;
-
-/**
- * Waits on the execution's own event stream (its ExecutionSession's SSE) until it ends: after
- * the run goes idle, at once if it already is (204), or when the object drops it.
- */
-async function streamEnd(env: Env, executionId: string, signal: AbortSignal): Promise<void> {
-  try {
-    const stream = await env.EXECUTION_SESSION.getByName(executionId).fetch(`https://session/stream?lastSeq=${NO_REPLAY}`, { signal });
-    await stream.body?.pipeTo(new WritableStream(), { signal });
-  } catch {
-    // A stream that failed or was aborted ends as a dropped one does: the task is read again.
-  }
-}
-
 /** A skill run's task: its state now, then again each time the execution's stream ends, until the run has ended. */
 async function followExecutionTask(ctx: CapabilityContext, taskId: string, signal: AbortSignal, report: TaskReport): Promise<void> {
   let task = await taskState(ctx, taskId);
   await report(task);
-  for (let opened = 0; opened <= REOPENS && !ENDED.has(task.status) && !signal.aborted; opened++) {
-    if (opened > 0) await sleep(REOPEN_AFTER_MS, signal);
-    await streamEnd(ctx.env, taskId, signal);
-    if (signal.aborted) return;
-    task = await taskState(ctx, taskId);
-    await report(task);
-  }
+  if (ENDED.has(task.status)) return;
+  await followExecutionStream(ctx.env, taskId, {
+    afterSeq: NO_REPLAY,
+    signal,
+    ended: async () => {
+      task = await taskState(ctx, taskId);
+      await report(task);
+      return ENDED.has(task.status);
+    },
+  });
 }
 
 /**

@@ -130,7 +130,7 @@ export type TurnOutcome = { state: 'live' | 'abandoned'; events: ExecutionEvent[
  * `resumesAfter`) supersedes the `agent.message` events between that seq and itself, which the
  * cut-off model request had streamed before the restart. What a run answered is read from this.
  */
-export function withoutSupersededText(events: ExecutionEvent[]): ExecutionEvent[] {
+export function withoutSupersededText<Event extends Omit<ExecutionEvent, 'at'>>(events: Event[]): Event[] {
   const cut = events.flatMap((e) => (e.type === 'agent.info' && typeof e.payload.resumesAfter === 'number' ? [[e.payload.resumesAfter, e.seq] as const] : []));
   return cut.length === 0 ? events : events.filter((e) => e.type !== 'agent.message' || !cut.some(([after, at]) => e.seq > after && e.seq < at));
 }

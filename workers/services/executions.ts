@@ -497,7 +497,7 @@ export const ToolCall = z.object({ name: z.string(), label: z.string() });
 export const StatusQuery = z.object({ blocksAfter: z.coerce.number().int().min(0).max(100_000).optional() });
 
 /** One text block per turn: the agent's streamed message text between running and idle. */
-function outputBlocks(events: ExecutionEvent[]) {
+export function outputBlocks(events: Omit<ExecutionEvent, 'at'>[]) {
   const blocks: { type: 'text'; text: string }[] = [];
   for (const event of withoutSupersededText(events)) {
     if (event.type === 'session.status_running') blocks.push({ type: 'text', text: '' });
