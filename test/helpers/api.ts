@@ -59,8 +59,8 @@ export async function call<T = any>(path: string, options: CallOptions = {}): Pr
   return { status: response.status, headers: response.headers, body: parsed as T };
 }
 
-let counter = 0;
-const unique = () => `${Date.now().toString(36)}${(counter++).toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+/** Unique across the files a pool worker runs one after another, which each load this module afresh. */
+const unique = () => crypto.randomUUID().replaceAll('-', '').slice(0, 16);
 
 export interface TestUser {
   token: string;
@@ -72,17 +72,16 @@ export interface TestUser {
   shard: number;
 }
 
-let signUps = 0;
-
 /**
  * A fresh account with its personal workspace and a session. Each sign-up comes from its own
- * documentation-range /64 (2001:db8:0:<n>::/64; limits count an IPv6 address by its /64), so
- * files with many accounts stay under the per-address sign-up limit.
+ * random documentation-range /64 (2001:db8:<n>:<n>::/64; limits count an IPv6 address by its
+ * /64), so files with many accounts stay under the per-address sign-up limit.
  */
 export async function signUp(name = 'Test User'): Promise<TestUser> {
   const email = `user-${unique()}@example.test`;
   const password = `pw-${unique()}-long`;
-  const ip = `2001:db8:0:${(++signUps).toString(16)}::1`;
+  const [a, b] = crypto.getRandomValues(new Uint16Array(2));
+  const ip = `2001:db8:${a!.toString(16)}:${b!.toString(16)}::1`;
   const res = await call('/auth/sign-up/email', { body: { email, password, name }, headers: { 'cf-connecting-ip': ip } });
   if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${JSON.stringify(res.body)}`);
   const current = await call('/api/v1/workspaces/current', { token: res.body.token });
