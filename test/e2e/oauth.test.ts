@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
 import * as oauth from 'oauth4webapi';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,6 +31,23 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
     await service?.stop();
     callback?.close();
   });
+
+  /**
+   * A browser page sent to the authorize URL, which sends it to sign in first: signed in as the
+   * person, it is back at the consent page. Every page must render within its own CSP
+   * (nonce-styled, no script): its console errors are collected.
+   */
+  async function signInFrom(authorizeUrl: URL, email: string, password: string) {
+    const page = await browser.newPage();
+    const consoleErrors: string[] = [];
+    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+    await page.goto(authorizeUrl.href);
+    expect(new URL(page.url()).pathname).toBe('/auth/sign-in');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    return { page, consoleErrors };
+  }
 
   it('signs in, consents, gets tokens, calls the API within scope, refreshes and revokes', async () => {
     const base = service.base;
@@ -72,15 +90,7 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
     }).toString();
 
     // The browser: authorize sends it to sign in, then back to the consent screen.
-    const page = await browser.newPage();
-    // Every page must render within its own CSP (nonce-styled, no script): no console errors.
-    const consoleErrors: string[] = [];
-    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
-    await page.goto(authorizeUrl.href);
-    expect(new URL(page.url()).pathname).toBe('/auth/sign-in');
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    const { page, consoleErrors } = await signInFrom(authorizeUrl, email, password);
     await page.getByRole('heading', { name: `Allow an app at ${new URL(redirectUri).host} to use your account?` }).waitFor();
     await page.getByText('It calls itself “E2E Client”.').waitFor();
     expect(await page.getByRole('listitem').allTextContents()).toEqual(
@@ -148,16 +158,10 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
       code_challenge_method: 'S256',
     }).toString();
 
-    const page = await browser.newPage();
-    const consoleErrors: string[] = [];
-    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
-    await page.goto(authorizeUrl.href);
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    const { page, consoleErrors } = await signInFrom(authorizeUrl, email, password);
     await page.getByRole('heading', { name: 'Allow the app that opens com.example.native-e2e: links to use your account?' }).waitFor();
     await page.getByText('Any app installed on your device can claim com.example.native-e2e: links').waitFor();
-    await page.screenshot({ path: '/tmp/oauth-consent-native-app.png', fullPage: true });
+    await page.screenshot({ path: join('.wrangler', 'screenshots', 'oauth-consent-native-app.png'), fullPage: true });
     // Chromium follows the 303 to the scheme and hands the URL to the app registered for it;
     // headless, it has none, so that navigation ends there (aborted) and the page stays. The
     // CSP's form-action applies to that redirect: refused, it would never get that far.
