@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -83,7 +84,7 @@ describe('stock MCP clients signing in with nothing but the URL', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: `Allow an app at ${new URL(clientOrigin).host} to use your account?` }).waitFor();
     await page.getByText(`It calls itself “${clientName}”.`).waitFor();
-    await page.screenshot({ path: `/tmp/mcp-consent-${clientName.replace(/\W+/g, '-')}.png`, fullPage: true });
+    await page.screenshot({ path: join('.wrangler', 'screenshots', `mcp-consent-${clientName.replace(/\W+/g, '-')}.png`), fullPage: true });
     await Promise.all([page.waitForURL((url) => url.href.startsWith(`${clientOrigin}/callback`)), page.getByRole('button', { name: 'Allow' }).click()]);
     const code = new URL(page.url()).searchParams.get('code')!;
     await page.close();
