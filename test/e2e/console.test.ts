@@ -140,6 +140,7 @@ describe('the console in a browser', () => {
     // Reload mid-run: what was seen is back at once and the stream goes on from there to the end,
     // even when its URL is refused as an expired one would be: the page signs a fresh one.
     let refused = 0;
+    const problemsBefore = problems.length;
     await page.route('**/streams/executions/**', (route) =>
       refused++ === 0
         ? route.fulfill({ status: 401, contentType: 'application/json', body: '{"error":{"code":"UNAUTHORIZED","message":"expired"}}' })
@@ -153,6 +154,8 @@ describe('the console in a browser', () => {
     await page.getByRole('status').getByText('end turn').waitFor();
     expect(refused).toBeGreaterThan(1);
     await page.unroute('**/streams/executions/**');
+    // The browser logs the refusal it was given here, and nothing else went wrong meanwhile.
+    expect(problems.splice(problemsBefore)).toEqual(['Failed to load resource: the server responded with a status of 401 (Unauthorized)']);
     const text = (await output().textContent())!;
     expect(text.startsWith(before.slice(0, 40))).toBe(true);
     expect(text.match(/Key points/g)).toHaveLength(1);
