@@ -605,7 +605,7 @@ describe('surviving eviction', () => {
         totals: totalsOfTurn,
         output,
       }),
-    ).toBe(37);
+    ).toMatchObject({ charged: 37 });
     await endModelWork(lost.id, { closing: { output } });
     expect(await runDurableObjectAlarm(stubOf(lost.id))).toBe(true);
     await waitForStatus(user, lost.id, 'completed');
@@ -630,7 +630,7 @@ describe('surviving eviction', () => {
       cost: 37,
       description: 'settled before the cut',
     });
-    expect(settled).toEqual({ settled: true, charged: 37 });
+    expect(settled).toMatchObject({ settled: true, charged: 37 });
     const shard = await shardD1(user.workspaceId);
     const costOf = async () => (await shard.prepare('SELECT cost FROM executions WHERE id = ?').bind(idOf(lost.id)).first<{ cost: number }>())!.cost;
     const before = await costOf();

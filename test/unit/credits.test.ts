@@ -126,9 +126,9 @@ describe('settle', () => {
     const { userId, exec } = await newUser();
     await reserveCredits(db, { userId, executionId: exec(1), amount: 6000 });
     const settleOnce = () => settle(db, { userId, executionId: exec(1), cost: 1234, description: 'Notes: 10 input and 20 output tokens' });
-    expect(await settleOnce()).toEqual({ settled: true, charged: 1234 });
+    expect(await settleOnce()).toEqual({ settled: true, charged: 1234, available: 8766 });
     expect(await accountOf(userId)).toEqual({ balance: 8766, reserved: 0, totalSpent: 1234 });
-    expect(await settleOnce()).toEqual({ settled: false, charged: 1234 });
+    expect(await settleOnce()).toEqual({ settled: false, charged: 1234, available: 8766 });
     expect(await accountOf(userId)).toEqual({ balance: 8766, reserved: 0, totalSpent: 1234 });
     expect((await rowsOf(userId)).filter((t) => t.type === 'usage')).toEqual([
       { amount: -1234, type: 'usage', description: 'Notes: 10 input and 20 output tokens', executionId: exec(1), businessKey: `usage:${exec(1)}` },
@@ -138,22 +138,22 @@ describe('settle', () => {
   it('caps the cost so the balance never goes below 0', async () => {
     const { userId, exec } = await newUser();
     await reserveCredits(db, { userId, executionId: exec(1), amount: 5000 });
-    expect(await settle(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: true, charged: 10_000 });
+    expect(await settle(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: true, charged: 10_000, available: 0 });
     expect(await accountOf(userId)).toEqual({ balance: 0, reserved: 0, totalSpent: 10_000 });
-    expect(await settle(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: false, charged: 10_000 });
+    expect(await settle(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: false, charged: 10_000, available: 0 });
   });
 
   it('leaves other holds covered when it caps', async () => {
     const { userId, exec } = await newUser();
     await reserveCredits(db, { userId, executionId: exec(1), amount: 3000 });
     await reserveCredits(db, { userId, executionId: exec(2), amount: 2000 });
-    expect(await settle(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: true, charged: 8000 });
+    expect(await settle(db, { userId, executionId: exec(1), cost: 50_000, description: 'big' })).toEqual({ settled: true, charged: 8000, available: 0 });
     expect(await accountOf(userId)).toEqual({ balance: 2000, reserved: 2000, totalSpent: 8000 });
   });
 
   it('records a cost of 0', async () => {
     const { userId, exec } = await newUser();
-    expect(await settle(db, { userId, executionId: exec(9), cost: 0, description: 'BYOK run' })).toEqual({ settled: true, charged: 0 });
+    expect(await settle(db, { userId, executionId: exec(9), cost: 0, description: 'BYOK run' })).toEqual({ settled: true, charged: 0, available: 10_000 });
     expect((await rowsOf(userId)).filter((t) => t.type === 'usage')).toEqual([
       { amount: 0, type: 'usage', description: 'BYOK run', executionId: exec(9), businessKey: `usage:${exec(9)}` },
     ]);

@@ -242,12 +242,14 @@ export type Settlement = HoldRef & { cost: number; description: string };
  *
  * One D1 batch on the ledger; a turn's close sends the run's record to its shard after it.
  */
-export async function settle(db: GlobalDb, settlement: Settlement): Promise<{ settled: boolean; charged: number }> {
-  const [[inserted]] = await db.batch(settlementStatements(db, settlement));
+export async function settle(db: GlobalDb, settlement: Settlement): Promise<{ settled: boolean; charged: number; available: number | undefined }> {
+  const [[inserted], , [account]] = await db.batch(settlementStatements(db, settlement));
+  // What the user can still hold or spend once this settled, from the recompute itself: no read of its own.
+  const available = account && account.balance - account.reserved;
   return inserted
-    ? { settled: true, charged: Math.abs(inserted.amount) }
+    ? { settled: true, charged: Math.abs(inserted.amount), available }
     : // The row is there: the conflict that skipped the insert was with it.
-      { settled: false, charged: (await settledCharge(db, settlement))! };
+      { settled: false, charged: (await settledCharge(db, settlement))!, available };
 }
 
 function settlementStatements(db: GlobalDb, settlement: Settlement) {
@@ -270,7 +272,7 @@ function settlementStatements(db: GlobalDb, settlement: Settlement) {
       .onConflictDoNothing({ target: creditTransactions.businessKey })
       .returning({ amount: creditTransactions.amount }),
     db.update(creditReservations).set({ settledAt: now() }).where(unsettledHold(settlement)),
-    recompute(db, userId),
+    recompute(db, userId).returning({ balance: creditAccounts.balance, reserved: creditAccounts.reserved }),
   ] as const;
 }
 

@@ -503,9 +503,9 @@ export interface SettleHooks {
  * rather than at its next poll (which stays the fallback).
  */
 export async function settleTurn(db: ShardDb, env: Env, turn: TurnInput, end: EndedTurn, hooks: SettleHooks): Promise<void> {
-  const charged = await closeOnce(db, env, turn, end, hooks);
+  const { charged, available } = await closeOnce(db, env, turn, end, hooks);
   const { ended, usage } = end;
-  const announced = await recordTurnEvents(db, env, turn, ended.stopReason, charged);
+  const announced = await recordTurnEvents(db, env, turn, ended.stopReason, charged, available);
   hooks.close([
     {
       type: 'execution.result',
@@ -532,7 +532,14 @@ const TURN_EVENTS = { end_turn: 'execution.completed', error: 'execution.failed'
  * by the turn, so a settlement made twice announces nothing twice. A failed write is logged,
  * never the turn's failure; the events are still sent.
  */
-async function recordTurnEvents(db: ShardDb, env: Env, turn: TurnInput, reason: RunStopReason, charged: number): Promise<PendingWebhookEvent[]> {
+async function recordTurnEvents(
+  db: ShardDb,
+  env: Env,
+  turn: TurnInput,
+  reason: RunStopReason,
+  charged: number,
+  availableAfter: number | undefined,
+): Promise<PendingWebhookEvent[]> {
   const workspaceId = turn.actor.workspaceId;
   const executionId = formatId('exec', turn.executionId);
   const events: PendingWebhookEvent[] = [];
@@ -549,7 +556,8 @@ async function recordTurnEvents(db: ShardDb, env: Env, turn: TurnInput, reason: 
   }
   if (charged > 0) {
     try {
-      const available = await availableBalance(globalDbOf(env), turn.actor.userId);
+      // The settlement answers the balance it left; a closing made before (a replay) reads it.
+      const available = availableAfter ?? (await availableBalance(globalDbOf(env), turn.actor.userId));
       if (available < LOW_BALANCE && available + charged >= LOW_BALANCE) {
         events.push(
           await webhookEvent(workspaceId, `credits.low:${turn.turnKey}`, 'credits.low', {
@@ -577,9 +585,16 @@ async function recordTurnEvents(db: ShardDb, env: Env, turn: TurnInput, reason: 
  * output.md to R2, then its row, the settlement, the execution's record and the trace in one D1
  * request, sent once. A turn cut off while its batch was under way asks whether it landed (it
  * lands whole or not at all), and if not sends it again with the same output. Answers what was
- * charged: the cost capped at the balance.
+ * charged (the cost capped at the balance) and, when this closing settled it, what the user has
+ * available after.
  */
-async function closeOnce(db: ShardDb, env: Env, turn: TurnInput, { ended, usage, startedAt, closing }: EndedTurn, hooks: SettleHooks): Promise<number> {
+async function closeOnce(
+  db: ShardDb,
+  env: Env,
+  turn: TurnInput,
+  { ended, usage, startedAt, closing }: EndedTurn,
+  hooks: SettleHooks,
+): Promise<{ charged: number; available: number | undefined }> {
   const { stopReason, text, model, ownKey } = ended;
   const settlement = {
     userId: turn.actor.userId,
@@ -590,7 +605,8 @@ async function closeOnce(db: ShardDb, env: Env, turn: TurnInput, { ended, usage,
   };
   const ledger = globalDbOf(env);
   // A closing that may have been sent before a cut-off: if its shard record landed, only what was charged is left to learn.
-  if (closing && (await turnClosed(db, turn.executionId, turn.turnKey))) return (await settledCharge(ledger, settlement)) ?? 0;
+  if (closing && (await turnClosed(db, turn.executionId, turn.turnKey)))
+    return { charged: (await settledCharge(ledger, settlement)) ?? 0, available: undefined };
   const output = closing ? closing.output : stopReason === 'end_turn' ? await storeArtifact(env.BUCKET, turn, 'output.md', text) : null;
   // Recorded before the batch leaves: the object's output gate holds the D1 request until then.
   hooks.closing(output);

@@ -72,7 +72,8 @@ export async function turnClosed(db: ShardDb, executionId: number, turnKey: stri
  * request, its outcome on the executions index, its lineage's trace (the cost each records is
  * what the settlement charged) and the row of its output, stored in R2 before. That request
  * changes nothing once the execution has left the turn, so sending both again after a cut-off
- * is safe. Answers what was charged.
+ * is safe. Answers what was charged and what the user has available once it was (unknown
+ * when the settlement was made before).
  */
 export async function closeTurn(
   db: ShardDb,
@@ -85,9 +86,9 @@ export async function closeTurn(
     totals: { inputTokens: number; outputTokens: number; elapsedMs: number };
     output: StoredArtifact | null;
   },
-): Promise<number> {
+): Promise<{ charged: number; available: number | undefined }> {
   const { executionId, turnKey, reason, totals, settlement } = turn;
-  const { charged } = await settle(ledger, settlement);
+  const { charged, available } = await settle(ledger, settlement);
   const status = statusAfterRun(reason);
   const open = inTurn(executionId, turnKey);
   const record = [
@@ -107,5 +108,5 @@ export async function closeTurn(
       .where(open),
   ] as const;
   await (turn.output ? db.batch([...record, indexArtifact(db, turn.output)]) : db.batch(record));
-  return charged;
+  return { charged, available };
 }
