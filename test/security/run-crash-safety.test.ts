@@ -282,9 +282,9 @@ describe('between the shard and the ledger', () => {
     expect(await ledger(user)).toMatchObject({ reserved: 0, holds: 0, charged: 300 });
     expect(await executionRow(id)).toMatchObject({ status: 'working', turnKey });
     const db = await shardDbFor(user.workspaceId);
-    expect(await closeTurn(db, globalDbOf(env), closing(user, id, turnKey))).toBe(300);
+    expect(await closeTurn(db, globalDbOf(env), closing(user, id, turnKey))).toMatchObject({ charged: 300 });
     // A third send (the object cut off once more) changes nothing.
-    expect(await closeTurn(db, globalDbOf(env), closing(user, id, turnKey))).toBe(300);
+    expect(await closeTurn(db, globalDbOf(env), closing(user, id, turnKey))).toMatchObject({ charged: 300 });
     const details = await call(`/api/v1/executions/${id}`, { token: user.token });
     expect(details.body).toMatchObject({ status: 'completed', cost: 3 });
     expect(await ledger(user)).toMatchObject({ charged: 300 });
