@@ -60,6 +60,17 @@ async function alarmRang(id: string) {
 
 const cancel = (user: TestUser, runId: string) => call(`/api/v1/workflows/runs/${runId}/cancel`, { method: 'POST', token: user.token });
 
+/** A queue_one schedule that fired once (its run waits for input) and fired again: that fire waits, queued. */
+async function fireQueuedBehindARun() {
+  const user = await setUp();
+  const { id } = await schedule(user, { overlap: 'queue_one' });
+  await toNextFire(user, id);
+  const [first] = await runsOf(user);
+  await toNextFire(user, id);
+  expect((await read(user, id)).lastFire).toMatchObject({ outcome: 'queued' });
+  return { user, id: id as string, first: first! };
+}
+
 describe('schedules: settings', () => {
   it('creates a schedule answering its next five fire times in its time zone, lists, reads and changes it', async () => {
     const user = await setUp();
@@ -179,19 +190,14 @@ describe('schedules: firing', () => {
   });
 
   it('overlap queue_one: one fire waits for the unfinished run and starts when it ends; a second one is skipped', async () => {
-    const user = await setUp();
-    const { id } = await schedule(user, { overlap: 'queue_one' });
-    await toNextFire(user, id);
-    const [first] = await runsOf(user);
-    await toNextFire(user, id);
-    expect((await read(user, id)).lastFire).toMatchObject({ outcome: 'queued' });
+    const { user, id, first } = await fireQueuedBehindARun();
     await toNextFire(user, id);
     expect((await read(user, id)).lastFire).toMatchObject({ outcome: 'skipped', reason: 'queue_full' });
     expect(await runsOf(user)).toHaveLength(1);
     // While the first run goes on, an alarm starts nothing.
     expect(await runDurableObjectAlarm(stub(id))).toBe(true);
     expect(await runsOf(user)).toHaveLength(1);
-    await cancel(user, first!.runId);
+    await cancel(user, first.runId);
     expect(await runDurableObjectAlarm(stub(id))).toBe(true);
     const runs = await runsOf(user);
     expect(runs).toHaveLength(2);
@@ -201,17 +207,12 @@ describe('schedules: firing', () => {
   });
 
   it('overlap queue_one: the waiting fire starts when the run ends, woken by it, the object not polling meanwhile', async () => {
-    const user = await setUp();
-    const { id } = await schedule(user, { overlap: 'queue_one' });
-    await toNextFire(user, id);
-    const [first] = await runsOf(user);
-    await toNextFire(user, id);
-    expect((await read(user, id)).lastFire).toMatchObject({ outcome: 'queued' });
+    const { user, id, first } = await fireQueuedBehindARun();
     // Waiting, its next alarm is no sooner than the fallback's ten minutes.
     const alarm = await runInDurableObject(stub(id), (_: WorkflowSchedule, state) => state.storage.getAlarm());
     expect(alarm! - Date.now()).toBeGreaterThan(5 * 60_000);
     // The run's end wakes it: the waiting fire starts with no alarm rung by hand.
-    await cancel(user, first!.runId);
+    await cancel(user, first.runId);
     for (let i = 0; (await runsOf(user)).length < 2; i++) {
       if (i > 200) throw new Error('the waiting fire never started');
       await new Promise((r) => setTimeout(r, 25));
