@@ -7,6 +7,7 @@ export * from './connectors';
 export * from './idempotency';
 export * from './logs';
 export * from './memory';
+export * from './placement';
 export * from './retention';
 export * from './secrets';
 export * from './skill-guard';

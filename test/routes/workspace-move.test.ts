@@ -1,8 +1,12 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { globalDbOf, shardBinding } from '../../workers/lib/db';
+import { eq } from 'drizzle-orm';
+import { memory } from '../../schema';
+import { globalDbOf, shardBinding, shardDbOf } from '../../workers/lib/db';
+import { directoryRoutedShardDb, PLACE_TTL_MS } from '../../workers/services/directory-routed';
 import { placeOf } from '../../workers/services/directory';
 import { holdsWorkspace } from '../../workers/services/shard-copy';
+import { shardVouches } from '../../workers/services/shard-placement';
 import { copyBeforeFence, raiseFence } from '../../workers/services/workspace-move';
 import { operatorRoutes } from '../../workers/routes/operator';
 import { call, createKey, signUp, type ApiResponse, type TestUser } from '../helpers/api';
@@ -190,5 +194,67 @@ describe('POST /operator/workspaces/:id/move', () => {
     const log = await call(`/api/v1/workflows/flow/triggers/${trigger.id}/deliveries`, { token: user.token });
     expect(log.body.data.map((entry: { deliveryId: string }) => entry.deliveryId)).toEqual(['after-1', 'before-2', 'before-1']);
     expect(await rowsOn(user.shard, 'SELECT id FROM trigger_deliveries WHERE workspace_id = ?', user.workspaceId)).toEqual([]);
+  });
+});
+
+/** The environment with its global database counting the statements prepared on it. */
+function countingGlobal() {
+  const statements: string[] = [];
+  const DB = new Proxy(env.DB, {
+    get(target, property) {
+      if (property === 'prepare')
+        return (query: string) => {
+          statements.push(query);
+          return target.prepare(query);
+        };
+      const value: unknown = Reflect.get(target, property);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { env: { ...env, DB }, statements };
+}
+
+describe('where a Durable Object finds the workspace', () => {
+  it('asks the shard the work started on, not the directory, however long the work goes on', async () => {
+    const user = await signUp();
+    expect((await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'kept' } })).status).toBe(200);
+    const counted = countingGlobal();
+    const db = directoryRoutedShardDb(counted.env, user.workspaceId, user.shard);
+    const read = async () => (await db.select({ content: memory.content }).from(memory).where(eq(memory.workspaceId, user.workspaceId)))[0]?.content;
+    expect(await read()).toBe('kept');
+    await sleep(PLACE_TTL_MS + 50);
+    expect(await read()).toBe('kept');
+    expect(counted.statements).toEqual([]);
+  });
+
+  it('is vouched for by a new workspace’s shard; a move fences the source, and only the flip makes the target vouch', async () => {
+    const user = await signUp();
+    const [from, to] = [user.shard, otherShard(user)];
+    const vouches = (shard: number) => shardVouches(shardDbOf(env, shard), user.workspaceId, shard);
+    expect(await vouches(from)).toBe(true);
+    await copyBeforeFence(env, user.workspaceId, to);
+    // The copy carried the source's row: it names the source, so the target vouches for nothing yet.
+    expect(await rowsOn(to, 'SELECT shard, fenced FROM workspace_placement WHERE workspace_id = ?', user.workspaceId)).toEqual([{ shard: from, fenced: 0 }]);
+    expect(await vouches(to)).toBe(false);
+    await raiseFence(env, user.workspaceId, from, to);
+    expect(await vouches(from)).toBe(false);
+
+    // A write that started on the source waits for the fence to lift, then lands on the target.
+    const counted = countingGlobal();
+    const db = directoryRoutedShardDb(counted.env, user.workspaceId, from);
+    const write = db
+      .insert(memory)
+      .values({ workspaceId: user.workspaceId, content: 'written through the move', updatedBy: user.user.id, updatedAt: Date.now() })
+      .onConflictDoUpdate({
+        target: memory.workspaceId,
+        set: { content: 'written through the move' },
+      });
+    const landed = write.then(() => 'landed');
+    expect((await move(user.workspaceId, to)).status).toBe(200);
+    expect(await landed).toBe('landed');
+    expect(counted.statements.length).toBeGreaterThan(0);
+    expect(await vouches(to)).toBe(true);
+    expect(await rowsOn(from, 'SELECT * FROM workspace_placement WHERE workspace_id = ?', user.workspaceId)).toEqual([]);
+    expect(await rowsOn(to, 'SELECT content FROM memory WHERE workspace_id = ?', user.workspaceId)).toEqual([{ content: 'written through the move' }]);
   });
 });

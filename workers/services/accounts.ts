@@ -82,6 +82,7 @@ export async function signUp(db: GlobalDb, env: Env, input: SignUpBody, origin: 
     if (isUniqueViolation(error)) throw new AppError('ALREADY_EXISTS', 409, 'An account with this email already exists');
     throw error;
   }
+  await place.vouch();
   return { token: session.token, user: { id: userId, email: input.email, name: input.name } };
 }
 

@@ -3,7 +3,8 @@ import { shardLoads, workspaceShards } from '../../schema';
 import type { Env, GlobalDb } from '../env';
 import { AppError } from '../errors';
 import { now } from '../lib/clock';
-import { boundShards } from '../lib/db';
+import { boundShards, shardDbOf } from '../lib/db';
+import { vouchForNew } from './shard-placement';
 
 /**
  * The directory: which shard holds each workspace. A new workspace goes to the bound, open shard
@@ -28,6 +29,12 @@ export async function placement(db: GlobalDb, env: Env, workspaceId: string) {
         .values({ shard, workspaces: 1 })
         .onConflictDoUpdate({ target: shardLoads.shard, set: { workspaces: sql`${shardLoads.workspaces} + 1` } }),
     ] as const,
+    /**
+     * After the batch: the shard vouches for its new workspace, so the objects working in it ask
+     * the shard rather than the directory. If this write fails the workspace still works: its
+     * objects ask the directory instead.
+     */
+    vouch: () => vouchForNew(shardDbOf(env, shard), workspaceId, shard).catch(() => undefined),
   };
 }
 

@@ -17,7 +17,7 @@ export const EXPORT_FORMAT_VERSION = 1;
  * shown once (a new API key, an invitation token), export jobs describe archives, not the
  * workspace, and the webhook outbox holds events on their way to the queue.
  */
-const NOT_EXPORTED = new Set(['idempotency_records', 'workspace_exports', 'webhook_outbox']);
+const NOT_EXPORTED = new Set(['idempotency_records', 'workspace_exports', 'webhook_outbox', 'workspace_placement']);
 
 /** Columns an export leaves out, by table: credential material, even encrypted or in part (docs/export.md). */
 const WITHHELD: Readonly<Record<string, readonly string[]>> = {

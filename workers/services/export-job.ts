@@ -239,7 +239,7 @@ export async function advanceExport(env: Env, storage: DurableObjectStorage, bud
   const zip = new ZipUpload(upload, progress.createdAt, { parts: progress.parts, offset: progress.offset, tail: await tailOf(env.BUCKET, progress.tailKey) });
   const source: ExportSource = {
     db,
-    shard: directoryRoutedD1(env, ref.workspaceId),
+    shard: directoryRoutedD1(env, ref.workspaceId, place.shard),
     globalDb: globalDbOf(env),
     bucket: env.BUCKET,
     workspaceId: ref.workspaceId,

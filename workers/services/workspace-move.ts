@@ -5,9 +5,10 @@ import { credentialsChanged } from '../auth/credential-changes';
 import type { Env } from '../env';
 import { AppError, conflict, invalidInput, notFound } from '../errors';
 import { now } from '../lib/clock';
-import { boundShards, globalDbOf, shardBinding } from '../lib/db';
+import { boundShards, globalDbOf, shardBinding, shardDbOf } from '../lib/db';
 import { placeOf } from './directory';
 import { copyToolCallKeys, deleteWorkspaceRows, syncWorkspace } from './shard-copy';
+import { fencePlacement, vouchAfterMove } from './shard-placement';
 
 /**
  * Moving a workspace to another shard while it is in use (docs/operations.md, Moving a
@@ -16,10 +17,12 @@ import { copyToolCallKeys, deleteWorkspaceRows, syncWorkspace } from './shard-co
  * at any point goes on from where it stopped (it never rolls back).
  *
  * 1. copy the workspace's rows to the target (unfenced: writes go on at the source);
- * 2. raise the fence (`moving_to`) and make every member's CredentialGate forget, so requests
- *    resolve the fence and answer writes with 503; wait for requests already past the gate;
+ * 2. raise the fence (`moving_to`, then the source shard's placement row) and make every
+ *    member's CredentialGate forget, so requests resolve the fence and answer writes with 503;
+ *    wait for requests already past the gate and for objects' trust in their last look;
  * 3. copy what changed since (and the shard's live run tool-call keys);
  * 4. flip the directory (`shard`, `moving_to` null, `shard_loads`), make the gates forget again;
+ *    the target's placement row vouches for the workspace;
  * 5. delete the workspace's rows from every other shard.
  */
 
@@ -65,7 +68,11 @@ export async function copyBeforeFence(env: Env, workspaceId: string, target: num
   return syncWorkspace(shardBinding(env, shard), shardBinding(env, target), workspaceId);
 }
 
-/** Step 2: the fence, and every member's gate forgets. Refused (409) when the workspace is not on `from` or another move's fence is up. */
+/**
+ * Step 2: the fence in the directory, then on the source shard (which stops vouching for the
+ * workspace to the Durable Objects that ask it), and every member's gate forgets. Refused (409)
+ * when the workspace is not on `from` or another move's fence is up.
+ */
 export async function raiseFence(env: Env, workspaceId: string, from: number, target: number): Promise<void> {
   await globalDbOf(env)
     .update(workspaceShards)
@@ -73,6 +80,7 @@ export async function raiseFence(env: Env, workspaceId: string, from: number, ta
     .where(and(eq(workspaceShards.workspaceId, workspaceId), eq(workspaceShards.shard, from), isNull(workspaceShards.movingTo)));
   const place = await directoryRow(env, workspaceId);
   if (place.movingTo !== target) throw conflict('The workspace changed place while the move started; run the move again');
+  await fencePlacement(shardDbOf(env, from), workspaceId, from);
   await forgetMembers(env, workspaceId);
 }
 
@@ -127,7 +135,11 @@ export async function moveWorkspace(env: Env, workspaceId: string, target: numbe
       report.copied.beforeFence = before.copied;
       report.removed += before.removed;
       await raiseFence(env, workspaceId, from, target);
-    } else await forgetMembers(env, workspaceId);
+    } else {
+      // A crash may have come between the directory's fence and the source's.
+      await fencePlacement(shardDbOf(env, from), workspaceId, from);
+      await forgetMembers(env, workspaceId);
+    }
     await wait(drainMs);
     const source = shardBinding(env, from);
     const destination = shardBinding(env, target);
@@ -140,6 +152,8 @@ export async function moveWorkspace(env: Env, workspaceId: string, target: numbe
     // Requests that resolved the fence just before the flip read the old rows: let them finish.
     await wait(drainMs);
   }
+  // Again after a crash between the flip and this: until it lands, objects ask the directory.
+  await vouchAfterMove(shardDbOf(env, target), workspaceId, target);
   report.deleted = await removeElsewhere(env, workspaceId, target);
   return report;
 }

@@ -142,6 +142,7 @@ export async function createWorkspace(db: GlobalDb, env: Env, principal: Princip
     if (isUniqueViolation(error)) throw new AppError('ALREADY_EXISTS', 409, `The slug "${input.slug}" is taken`, { field: 'slug' });
     throw error;
   }
+  await place.vouch();
   // A session may have named the new workspace before it existed.
   await credentialsChanged(env.CREDENTIAL_GATE, principal.userId);
   return presentWorkspace(row, 'owner', principal.userId);

@@ -168,6 +168,13 @@ CREATE TABLE `memory` (
 	`updated_at` integer NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE `workspace_placement` (
+	`workspace_id` text PRIMARY KEY NOT NULL,
+	`shard` integer NOT NULL,
+	`fenced` integer DEFAULT false NOT NULL,
+	`updated_at` integer NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE `retention_windows` (
 	`workspace_id` text PRIMARY KEY NOT NULL,
 	`executions_days` integer,
