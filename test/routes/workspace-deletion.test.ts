@@ -1,7 +1,9 @@
 import { runDurableObjectAlarm } from 'cloudflare:test';
 import { env } from 'cloudflare:workers';
 import { describe, expect, it } from 'vitest';
-import { boundShards, shardBinding } from '../../workers/lib/db';
+import { boundShards, shardBinding, shardDbOf } from '../../workers/lib/db';
+import { PLACE_TTL_MS, workspaceStillPlaced } from '../../workers/services/directory-routed';
+import { shardVouches } from '../../workers/services/shard-placement';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
 import { allKeys, everyRow, heldBy, rowsMarked, sleep } from '../helpers/deletion';
 import { join, teamOf } from '../helpers/members';
@@ -193,5 +195,30 @@ describe('DELETE /api/v1/workspaces/:id', () => {
     // Nothing was deleted by the refusals.
     expect((await call(`/api/v1/workspaces/${owner.workspaceId}/members`, { token: owner.token })).body.data).toHaveLength(2);
     expect((await call('/api/v1/workspaces/current', { token: solo.token })).body.id).toBe(solo.workspaceId);
+  });
+
+  it('stops the shard vouching for the workspace before the directory forgets it, so queued work finds it gone', async () => {
+    const owner = await teamOf(await signUp());
+    const statements: string[] = [];
+    const countingEnv = {
+      ...env,
+      DB: new Proxy(env.DB, {
+        get: (target, property) =>
+          property === 'prepare'
+            ? (query: string) => (statements.push(query), target.prepare(query))
+            : typeof Reflect.get(target, property) === 'function'
+              ? Reflect.get(target, property).bind(target)
+              : Reflect.get(target, property),
+      }),
+    };
+    // A queued webhook or telemetry message asks the shard, not the directory, while the workspace is there.
+    expect(await workspaceStillPlaced(countingEnv, owner.workspaceId, owner.shard)).toBe(true);
+    expect(statements).toEqual([]);
+
+    expect((await deleteWorkspace(owner, owner.workspaceId, { confirm: owner.name })).status).toBe(202);
+    await completed(owner, owner.workspaceId);
+    await sleep(PLACE_TTL_MS);
+    expect(await workspaceStillPlaced(env, owner.workspaceId, owner.shard)).toBe(false);
+    expect(await shardVouches(shardDbOf(env, owner.shard), owner.workspaceId, owner.shard)).toBe(false);
   });
 });

@@ -1,7 +1,5 @@
 import type { Env } from '../env';
-import { globalDbOf } from '../lib/db';
-import { placeOf } from '../services/directory';
-import { directoryRoutedShardDb } from '../services/directory-routed';
+import { directoryRoutedShardDb, workspaceStillPlaced } from '../services/directory-routed';
 import { countDropped, EXPORT_NOT_MADE, isTelemetryMessage, type TelemetryMessage } from '../services/telemetry-export';
 
 /** Redelivery delay of a dead letter whose shard could not be reached: the queue's max_retries bounds these. */
@@ -25,7 +23,7 @@ export async function consumeTelemetryDeadLetters(batch: MessageBatch<unknown>, 
   await Promise.all(
     [...byWorkspace].map(async ([workspaceId, messages]) => {
       try {
-        if (await placeOf(globalDbOf(env), workspaceId)) {
+        if (await workspaceStillPlaced(env, workspaceId, messages[0]!.body.shard)) {
           await countDropped(directoryRoutedShardDb(env, workspaceId, messages[0]!.body.shard), workspaceId, messages.length, EXPORT_NOT_MADE);
         }
         for (const m of messages) m.ack();

@@ -1,7 +1,5 @@
 import type { Env } from '../env';
-import { globalDbOf } from '../lib/db';
-import { placeOf } from '../services/directory';
-import { directoryRoutedShardDb } from '../services/directory-routed';
+import { directoryRoutedShardDb, workspaceStillPlaced } from '../services/directory-routed';
 import {
   countDropped,
   EXPORT_ATTEMPTS,
@@ -36,7 +34,7 @@ export async function consumeTelemetryExport(batch: MessageBatch<unknown>, env: 
       const final = messages.map((m) => m.attempts >= EXPORT_ATTEMPTS);
       const db = directoryRoutedShardDb(env, workspaceId, messages[0]!.body.shard);
       try {
-        if (!(await placeOf(globalDbOf(env), workspaceId))) {
+        if (!(await workspaceStillPlaced(env, workspaceId, messages[0]!.body.shard))) {
           for (const m of messages) m.ack();
           return;
         }

@@ -1,7 +1,5 @@
 import type { Env } from '../env';
-import { globalDbOf } from '../lib/db';
-import { placeOf } from '../services/directory';
-import { directoryRoutedShardDb } from '../services/directory-routed';
+import { directoryRoutedShardDb, workspaceStillPlaced } from '../services/directory-routed';
 import { failDeadLettered } from '../services/webhook-delivery';
 import { isWebhookMessage } from './webhook-deliveries';
 
@@ -20,7 +18,8 @@ export async function consumeWebhookDeadLetters(batch: MessageBatch<unknown>, en
       const body = message.body;
       if (!isWebhookMessage(body)) return message.ack();
       try {
-        if (await placeOf(globalDbOf(env), body.workspaceId)) await failDeadLettered(directoryRoutedShardDb(env, body.workspaceId, body.shard), body);
+        if (await workspaceStillPlaced(env, body.workspaceId, body.shard))
+          await failDeadLettered(directoryRoutedShardDb(env, body.workspaceId, body.shard), body);
         message.ack();
       } catch (error) {
         console.error(JSON.stringify({ level: 'error', queue: batch.queue, workspaceId: body.workspaceId, kind: body.kind, error: String(error) }));

@@ -1,7 +1,5 @@
 import type { Env } from '../env';
-import { globalDbOf } from '../lib/db';
-import { placeOf } from '../services/directory';
-import { directoryRoutedShardDb } from '../services/directory-routed';
+import { directoryRoutedShardDb, workspaceStillPlaced } from '../services/directory-routed';
 import { attemptDelivery, CLAIM_LEASE_MS, fanOut } from '../services/webhook-delivery';
 import type { WebhookMessage } from '../services/webhook-events';
 
@@ -32,7 +30,7 @@ export async function consumeWebhookDeliveries(batch: MessageBatch<unknown>, env
         return;
       }
       try {
-        if (await placeOf(globalDbOf(env), body.workspaceId)) {
+        if (await workspaceStillPlaced(env, body.workspaceId, body.shard)) {
           const db = directoryRoutedShardDb(env, body.workspaceId, body.shard);
           const handled = await (body.kind === 'event' ? fanOut(db, env, body, body.event) : attemptDelivery(db, env, body));
           if (handled === 'held') return message.retry({ delaySeconds: CLAIM_LEASE_MS / 1000 });

@@ -24,6 +24,26 @@ function remember(workspaceId: string, shard: number, askedAt: number) {
   places.set(workspaceId, { shard, until: askedAt + PLACE_TTL_MS });
 }
 
+/** The shard last found holding the workspace (or `hint`), if it still vouches for it; remembered then. */
+async function vouchedShard(env: Env, workspaceId: string, hint: number | undefined): Promise<number | undefined> {
+  const known = places.get(workspaceId);
+  if (known && known.until > Date.now()) return known.shard;
+  const candidate = known?.shard ?? hint;
+  const askedAt = Date.now();
+  if (candidate === undefined || !boundShards(env).includes(candidate) || !(await shardVouches(shardDbOf(env, candidate), workspaceId, candidate)))
+    return undefined;
+  remember(workspaceId, candidate, askedAt);
+  return candidate;
+}
+
+/** The directory's row for the workspace, remembered when no fence is up. */
+async function directoryPlace(env: Env, workspaceId: string) {
+  const askedAt = Date.now();
+  const place = await placeOf(globalDbOf(env), workspaceId);
+  if (place?.movingTo === null) remember(workspaceId, place.shard, askedAt);
+  return place;
+}
+
 /**
  * The workspace's shard as it is now. First the shard it was last found on (or `hint`, the one
  * its work started with) is asked whether it still holds the workspace unfenced: a shard read,
@@ -33,24 +53,26 @@ function remember(workspaceId: string, shard: number, askedAt: number) {
  * answered by the shard that holds the rows, fenced or not.
  */
 async function shardNow(env: Env, workspaceId: string, writes: boolean, hint: number | undefined): Promise<D1Database> {
-  const known = places.get(workspaceId);
-  if (known && known.until > Date.now()) return shardBinding(env, known.shard);
-  const candidate = known?.shard ?? hint;
-  let askedAt = Date.now();
-  if (candidate !== undefined && boundShards(env).includes(candidate) && (await shardVouches(shardDbOf(env, candidate), workspaceId, candidate))) {
-    remember(workspaceId, candidate, askedAt);
-    return shardBinding(env, candidate);
-  }
+  const vouched = await vouchedShard(env, workspaceId, hint);
+  if (vouched !== undefined) return shardBinding(env, vouched);
   const deadline = Date.now() + FENCE_WAIT_MS;
   for (;;) {
-    askedAt = Date.now();
-    const place = await placeOf(globalDbOf(env), workspaceId);
+    const place = await directoryPlace(env, workspaceId);
     if (!place) throw new Error(`Workspace ${workspaceId} has no directory entry`);
-    if (place.movingTo === null) remember(workspaceId, place.shard, askedAt);
     if (!writes || place.movingTo === null) return shardBinding(env, place.shard);
     if (Date.now() >= deadline) throw workspaceMoving();
     await new Promise((resolve) => setTimeout(resolve, FENCE_POLL_MS));
   }
+}
+
+/**
+ * Whether the workspace still exists, for work that outlived a request (a queued webhook or
+ * telemetry message): its shard vouching for it answers without the directory, which is asked
+ * only when the shard does not (moved, being moved, or deleted: a deletion makes the shard stop
+ * vouching before the directory forgets the workspace).
+ */
+export async function workspaceStillPlaced(env: Env, workspaceId: string, hint: number): Promise<boolean> {
+  return (await vouchedShard(env, workspaceId, hint)) !== undefined || (await directoryPlace(env, workspaceId)) !== undefined;
 }
 
 /** A statement whose database is chosen when it runs. */

@@ -33,5 +33,8 @@ const setPlacement = (db: ShardDb, workspaceId: string, shard: number, fenced: b
     .values({ workspaceId, shard, fenced, updatedAt: now() })
     .onConflictDoUpdate({ target: workspacePlacement.workspaceId, set: { shard, fenced, updatedAt: now() } });
 
+/** A deletion's: the shard stops vouching for the workspace before the directory forgets it. */
+export const forgetPlacement = (db: ShardDb, workspaceId: string) => db.delete(workspacePlacement).where(eq(workspacePlacement.workspaceId, workspaceId));
+
 export const fencePlacement = (db: ShardDb, workspaceId: string, shard: number) => setPlacement(db, workspaceId, shard, true);
 export const vouchAfterMove = (db: ShardDb, workspaceId: string, shard: number) => setPlacement(db, workspaceId, shard, false);

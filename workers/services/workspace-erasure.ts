@@ -30,6 +30,7 @@ import type { Env } from '../env';
 import { blobKey, MANIFEST_PREFIX, type BundleManifest } from '../lib/bundle';
 import { now } from '../lib/clock';
 import { boundShards, globalDbOf, shardBinding, shardDbOf } from '../lib/db';
+import { forgetPlacement } from './shard-placement';
 import { eraseRateLimit } from '../lib/rate-limit';
 import { formatId } from '../lib/ids';
 import { advanceAccountDeletion, type Progress } from './account-erasure';
@@ -151,6 +152,8 @@ async function cancelWork(env: Env, job: Job): Promise<StepResult> {
 }
 
 async function removeFromDirectory(env: Env, job: Job): Promise<StepResult> {
+  // Objects ask the shard before the directory: it stops vouching first (no move runs during a deletion).
+  await forgetPlacement(shardDbOf(env, job.shard), job.workspaceId);
   // The count goes down only in the batch that deletes the row, so running this again changes nothing.
   await env.DB.batch([
     env.DB.prepare(
@@ -158,7 +161,7 @@ async function removeFromDirectory(env: Env, job: Job): Promise<StepResult> {
     ).bind(job.workspaceId),
     env.DB.prepare(`DELETE FROM workspace_shards WHERE workspace_id = ?1`).bind(job.workspaceId),
   ]);
-  // An object trusts a directory read this long: after it, none writes to the workspace's shard.
+  // An object trusts its last look at where the workspace is this long: after it, none writes to the workspace's shard.
   await wait(PLACE_TTL_MS);
   return { to: 'objects' };
 }
