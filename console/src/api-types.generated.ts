@@ -125,7 +125,7 @@ export interface paths {
     get: operations['getAuthOauth2Authorize'];
     put?: never;
     /**
-     * The consent form: approve or deny, then a redirect to the client
+     * The consent form: approve or deny, then a redirect to the client (to a native app, a page that opens it)
      * @description Wire format: OAuth 2.1 authorization endpoint.
      */
     post: operations['postAuthOauth2Authorize'];
@@ -11609,6 +11609,11 @@ export interface operations {
               note: string | null;
               decidedAt: string | null;
             };
+            /**
+             * @description Present when the version’s content is the current version’s already: nothing was written, and `skill` is the current version
+             * @constant
+             */
+            unchanged?: true;
           };
         };
       };

@@ -135,7 +135,7 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
     expect((await api(refreshed.access_token, '/api/v1/profile')).status).toBe(401);
     expect((await api(tokens.access_token, '/api/v1/profile')).status).toBe(401);
   });
-  it('lets a native app sign in through its own URI scheme: the page names it and warns, Chromium follows the redirect there', async () => {
+  it('lets a native app sign in through its own URI scheme: the page names it and warns, then says to return to the app and sends Chromium there', async () => {
     const base = service.base;
     const { email, password } = await newAccount(base, 'E2E Person');
     const nativeRedirect = 'com.example.native-e2e:/oauth2redirect';
@@ -162,13 +162,16 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
     await page.getByRole('heading', { name: 'Allow the app that opens com.example.native-e2e: links to use your account?' }).waitFor();
     await page.getByText('Any app installed on your device can claim com.example.native-e2e: links').waitFor();
     await page.screenshot({ path: join('.wrangler', 'screenshots', 'oauth-consent-native-app.png'), fullPage: true });
-    // Chromium follows the 303 to the scheme and hands the URL to the app registered for it;
-    // headless, it has none, so that navigation ends there (aborted) and the page stays. The
-    // CSP's form-action applies to that redirect: refused, it would never get that far.
+    // The answer is a page that sends Chromium to the scheme, which hands the URL to the app
+    // registered for it; headless, it has none, so that navigation ends there (aborted) and the
+    // page stays, saying what happened, with a link to the app.
     const [handedOver] = await Promise.all([
       page.waitForEvent('requestfailed', (request) => request.url().startsWith(`${nativeRedirect}?`)),
       page.getByRole('button', { name: 'Allow' }).click(),
     ]);
+    await page.getByRole('heading', { name: 'You can return to Native E2E now' }).waitFor();
+    expect(await page.getByRole('link', { name: 'Open Native E2E' }).getAttribute('href')).toBe(handedOver.url());
+    await page.screenshot({ path: join('.wrangler', 'screenshots', 'oauth-return-to-native-app.png'), fullPage: true });
     await page.close();
     expect(consoleErrors).toEqual([]);
     const launched = new URL(handedOver.url());

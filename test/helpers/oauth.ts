@@ -54,6 +54,15 @@ export const hidden = (html: string, name: string) => new RegExp(`name="${name}"
 /** The values of the consent page's ticked scope checkboxes. */
 export const tickedScopes = (html: string) => [...html.matchAll(/name="scopes" value="([^"]*)" checked/g)].map((m) => m[1]!);
 
+/**
+ * The link of the page that sends the browser to a native app (a private-use scheme redirect):
+ * its `Open …` anchor's href, unescaped.
+ */
+export const returnLink = (html: string) => /<a href="([^"]*)" rel="noreferrer">Open /.exec(html)?.[1]?.replace(/&amp;/g, '&');
+
+/** Whether the consent's answer goes to a native app's private-use scheme (a page of ours) rather than a site (a 303). */
+const isPrivateUse = (redirectUri: string) => !['https:', 'http:'].includes(new URL(redirectUri).protocol);
+
 export interface Flow {
   user: TestUser;
   clientId: string;
@@ -75,8 +84,10 @@ export function authorizeQuery(clientId: string, challenge: string, scope: strin
 }
 
 /**
- * Runs authorize and the consent form as a browser would; answers the code. `options.query`
- * adds authorize parameters (`resource`); `options.untick` clears those scope checkboxes.
+ * Runs authorize and the consent form as a browser would; answers the code, where the browser
+ * is sent (the redirect, or the link of the page a native app's scheme gets) and the consent's
+ * response. `options.query` adds authorize parameters (`resource`, `redirect_uri`);
+ * `options.untick` clears those scope checkboxes.
  */
 export async function authorizeCode(
   scope: string,
@@ -104,10 +115,12 @@ export async function authorizeCode(
     headers: { cookie: cookieHeader(user, csrf), 'content-type': 'application/x-www-form-urlencoded', origin: BASE },
     body: form,
   });
-  expect(consent.status).toBe(303);
-  const location = new URL(consent.headers.get('location')!);
+  const toApp = isPrivateUse(form.get('redirect_uri')!);
+  expect(consent.status).toBe(toApp ? 200 : 303);
+  const returnPage = toApp ? await consent.text() : '';
+  const location = new URL(toApp ? returnLink(returnPage)! : consent.headers.get('location')!);
   const flow: Flow = { user, clientId, verifier, state: location.searchParams.get('state')! };
-  return { ...flow, code: location.searchParams.get('code')!, location };
+  return { ...flow, code: location.searchParams.get('code')!, location, consent, returnPage };
 }
 
 export const token = (form: Record<string, string>) =>

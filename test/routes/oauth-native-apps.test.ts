@@ -1,6 +1,6 @@
 import { describe, expect, inject, it } from 'vitest';
 import { BASE, signUp } from '../helpers/api';
-import { authorizeCode, authorizeQuery, cookieHeader, exchange, hidden, pkce, raw, register, setCookieValue } from '../helpers/oauth';
+import { authorizeCode, authorizeQuery, cookieHeader, exchange, hidden, pkce, raw, register, returnLink, setCookieValue } from '../helpers/oauth';
 
 /**
  * Native apps returning through their own URI scheme (RFC 8252 7.1): `cursor://…`,
@@ -87,7 +87,7 @@ describe('registration with a private-use scheme redirect', () => {
 });
 
 describe('signing in through a private-use scheme redirect', () => {
-  it('names the scheme on the consent page, warns that any app can claim it, and lets the form redirect there', async () => {
+  it('names the scheme on the consent page, warns that any app can claim it, and lets the form post to us only', async () => {
     const clientId = (await register({ client_name: 'Cursor', redirect_uris: [CURSOR] })).body.client_id;
     const { res, html } = await consentPage(clientId, CURSOR);
     expect(res.status).toBe(200);
@@ -95,8 +95,8 @@ describe('signing in through a private-use scheme redirect', () => {
     expect(html).toContain('It calls itself “<bdi>Cursor</bdi>”.');
     expect(html).toContain('you go back to the app on your device that opens <strong>cursor:</strong> links.');
     expect(html).toContain('Any app installed on your device can claim <strong>cursor:</strong> links: this service cannot check which app that is.');
-    // Browsers apply form-action to the redirect after the post: the scheme must be allowed.
-    expect(res.headers.get('content-security-policy')).toContain("form-action 'self' cursor:;");
+    // The answer is a page of ours, not a redirect: the form needs no other target.
+    expect(res.headers.get('content-security-policy')).toContain("form-action 'self';");
   });
 
   it('does not warn for a site redirect', async () => {
@@ -105,7 +105,25 @@ describe('signing in through a private-use scheme redirect', () => {
     expect(html).not.toContain('unverified-app');
   });
 
-  it('redirects the code there with state and iss (303); the code exchanges with that URI and the PKCE verifier only', async () => {
+  it('answers the approval with a page that sends the browser to the app, links there, and leaks the code nowhere else', async () => {
+    const clientId = (await register({ client_name: 'Cursor', redirect_uris: [CURSOR] })).body.client_id;
+    const flow = await authorizeCode('profile:read', { clientId }, { query: { redirect_uri: CURSOR } });
+    const url = `${CURSOR}?code=${flow.code}&state=st-123&iss=${encodeURIComponent(`${BASE}/auth`)}`;
+    expect(flow.consent.status).toBe(200);
+    expect(flow.location.href).toBe(url);
+    const page = flow.returnPage;
+    const escaped = url.replace(/&/g, '&amp;');
+    expect(page).toContain('<h1>You can return to <bdi>Cursor</bdi> now</h1>');
+    expect(page).toContain(`<a href="${escaped}" rel="noreferrer">Open <bdi>Cursor</bdi></a>`);
+    expect(page).toContain(`<meta http-equiv="refresh" content="0;url=${escaped}"/>`);
+    expect(page.split(escaped).join('')).not.toContain(flow.code);
+    expect(flow.consent.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(flow.consent.headers.get('cache-control')).toBe('no-store');
+    expect(flow.consent.headers.get('location')).toBeNull();
+    expect(flow.consent.headers.get('content-security-policy')).toContain("default-src 'none';");
+  });
+
+  it('the code on that page exchanges with that URI and the PKCE verifier only', async () => {
     for (const uri of [CURSOR, REVERSE_DOMAIN]) {
       const clientId = (await register({ redirect_uris: [uri] })).body.client_id;
       const flow = await authorizeCode('profile:read', { clientId }, { query: { redirect_uri: uri } });
@@ -113,6 +131,16 @@ describe('signing in through a private-use scheme redirect', () => {
       expect((await exchange(flow, { redirect_uri: uri })).status, uri).toBe(200);
       const wrongVerifier = await authorizeCode('profile:read', { clientId }, { query: { redirect_uri: uri } });
       expect((await exchange(wrongVerifier, { redirect_uri: uri, code_verifier: 'x'.repeat(43) })).status, uri).toBe(400);
+    }
+  });
+
+  it('still redirects (303) to an https or loopback redirect of the same native client', async () => {
+    const uris = ['https://client.example/callback', 'http://127.0.0.1:8123/callback'];
+    const clientId = (await register({ redirect_uris: [CURSOR, ...uris] })).body.client_id;
+    for (const uri of uris) {
+      const flow = await authorizeCode('profile:read', { clientId }, { query: { redirect_uri: uri } });
+      expect(flow.consent.status, uri).toBe(303);
+      expect(flow.consent.headers.get('location'), uri).toBe(`${uri}?code=${flow.code}&state=st-123&iss=${encodeURIComponent(`${BASE}/auth`)}`);
     }
   });
 
@@ -127,8 +155,8 @@ describe('signing in through a private-use scheme redirect', () => {
     expect(await res.text()).toContain('code_challenge is required');
   });
 
-  it('redirects a denial there with error=access_denied', async () => {
-    const clientId = (await register({ redirect_uris: [REVERSE_DOMAIN] })).body.client_id;
+  it('answers a denial with a page that says so and sends error=access_denied to the app', async () => {
+    const clientId = (await register({ client_name: 'Example App', redirect_uris: [REVERSE_DOMAIN] })).body.client_id;
     const { user, res, html } = await consentPage(clientId, REVERSE_DOMAIN);
     const csrf = setCookieValue(res, '__Host-csrf')!;
     const form = new URLSearchParams({ csrf, decision: 'deny' });
@@ -139,8 +167,12 @@ describe('signing in through a private-use scheme redirect', () => {
       headers: { cookie: cookieHeader(user, csrf), 'content-type': 'application/x-www-form-urlencoded', origin: BASE },
       body: form,
     });
-    expect(denied.status).toBe(303);
-    expect(denied.headers.get('location')).toBe(
+    expect(denied.status).toBe(200);
+    expect(denied.headers.get('referrer-policy')).toBe('no-referrer');
+    const page = await denied.text();
+    expect(page).toContain('<h1>Access was not granted; you can close this tab</h1>');
+    expect(page).toContain('Open <bdi>Example App</bdi></a>');
+    expect(returnLink(page)).toBe(
       `${REVERSE_DOMAIN}?error=access_denied&error_description=The+user+denied+access&state=st-123&iss=${encodeURIComponent(`${BASE}/auth`)}`,
     );
   });

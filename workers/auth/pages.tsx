@@ -32,8 +32,16 @@ ul.choices{list-style:none;padding-left:0}
 pre{overflow-x:auto;padding:.75rem;border:1px solid #8884;border-radius:.25rem}
 `;
 
-export const Layout: FC<{ title: string; nonce: string; children?: Child }> = ({ title, nonce, children }) => (
-  <HtmlDocument title={title} head={<style nonce={nonce}>{CSS}</style>}>
+export const Layout: FC<{ title: string; nonce: string; head?: Child; children?: Child }> = ({ title, nonce, head, children }) => (
+  <HtmlDocument
+    title={title}
+    head={
+      <>
+        {head}
+        <style nonce={nonce}>{CSS}</style>
+      </>
+    }
+  >
     <body>
       <main>{children}</main>
     </body>
@@ -207,6 +215,41 @@ const DecisionForm: FC<{
       Deny
     </button>
   </form>
+);
+
+/**
+ * After consent to a native app (private-use scheme redirect): the browser hands the app's URL
+ * to the app and leaves the tab as it was, so this page says what happened. It sends the
+ * browser there itself (a refresh, which needs no script), and links there in case the browser
+ * asks before opening an app and the person dismissed it. The URL carries the code or the
+ * denial, and it appears nowhere else.
+ */
+export const ReturnToAppPage: FC<{ nonce: string; clientName: string; scheme: string; url: string; allowed: boolean }> = (p) => (
+  <Layout
+    title={p.allowed ? 'Access allowed' : 'Access not granted'}
+    nonce={p.nonce}
+    // Unquoted, the whole rest of the value is the URL (HTML "shared declarative refresh steps").
+    head={<meta http-equiv="refresh" content={`0;url=${p.url}`} />}
+  >
+    <h1>
+      {p.allowed ? (
+        <>
+          You can return to <Claimed text={p.clientName} /> now
+        </>
+      ) : (
+        'Access was not granted; you can close this tab'
+      )}
+    </h1>
+    <p role="status">
+      {p.allowed ? 'Access is allowed. ' : 'The app is told that you denied access. '}
+      Your browser is handing the answer to the app that opens <strong>{p.scheme}:</strong> links; if it asks whether to open it, allow it.
+    </p>
+    <p>
+      <a href={p.url} rel="noreferrer">
+        Open <Claimed text={p.clientName} />
+      </a>
+    </p>
+  </Layout>
 );
 
 export const MessagePage: FC<{ nonce: string; title: string; message: string }> = ({ nonce, title, message }) => (

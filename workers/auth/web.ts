@@ -65,18 +65,27 @@ export function csrfValid(c: Ctx, submitted: unknown): boolean {
 }
 
 /**
+ * What a page may allow beyond the defaults. `formTargets` adds where a form's redirect may
+ * lead (the client's redirect URI): browsers apply `form-action` to the redirect after a post
+ * too. `noReferrer` is for a page without forms whose links carry a secret (a code).
+ */
+export interface PagePolicy {
+  formTargets?: string[];
+  noReferrer?: boolean;
+}
+
+/**
  * Headers for every page: a nonce-based CSP with `frame-ancestors 'none'` (RFC 9700 4.16,
  * clickjacking of the consent screen), no referrer to other sites (authorize URLs carry state;
  * `no-referrer` would also turn our own forms' Origin into "null"), no caching.
- * `formTargets` adds where a form's redirect may lead (the client's redirect URI): browsers
- * apply `form-action` to the redirect after a post too.
  */
-function pageHeaders(c: Ctx, nonce: string, formTargets: string[] = []) {
-  const formAction = ["'self'", ...formTargets].join(' ');
+function pageHeaders(c: Ctx, nonce: string, policy: PagePolicy) {
+  const formAction = ["'self'", ...(policy.formTargets ?? [])].join(' ');
   pageSecurityHeaders(
     c,
     `default-src 'none'; style-src 'nonce-${nonce}'; img-src 'self' data:; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
   );
+  if (policy.noReferrer) c.header('referrer-policy', 'no-referrer');
 }
 
 /** The headers every page of ours sends, with its own content security policy. */
@@ -111,8 +120,8 @@ export async function asMemberOf(db: GlobalDb, principal: Principal, workspaceId
 }
 
 /** Answers a page with the headers above; `body` gets the CSP nonce for its stylesheet. */
-export function renderPage(c: Ctx, status: ContentfulStatusCode, body: (nonce: string) => JSX.Element, formTargets: string[] = []) {
+export function renderPage(c: Ctx, status: ContentfulStatusCode, body: (nonce: string) => JSX.Element, policy: PagePolicy = {}) {
   const nonce = newNonce();
-  pageHeaders(c, nonce, formTargets);
+  pageHeaders(c, nonce, policy);
   return c.html(body(nonce), status);
 }

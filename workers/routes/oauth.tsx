@@ -6,7 +6,7 @@ import { clientIdOf } from '../auth/oauth/client-authentication';
 import { API_SCOPES_SUPPORTED, authorizationServerMetadata, issuerOf, mcpResourceOf, protectedResourceMetadata } from '../auth/oauth/metadata';
 import { redirectTargetOf } from '../auth/oauth/redirect-uris';
 import { jwks } from '../auth/oauth/signing-keys';
-import { ConsentPage, MessagePage } from '../auth/pages';
+import { ConsentPage, MessagePage, ReturnToAppPage } from '../auth/pages';
 import { csrfToken, csrfValid, pagePrincipal, renderPage, signInThenReturn } from '../auth/web';
 import type { AppEnv, Env } from '../env';
 import { addressKey } from '../lib/client-address';
@@ -80,6 +80,19 @@ async function formOf(c: Ctx): Promise<Record<string, string>> {
 
 const messagePage = (c: Ctx, status: 400 | 403, title: string, message: string) =>
   renderPage(c, status, (nonce) => <MessagePage nonce={nonce} title={title} message={message} />);
+
+/**
+ * Sends the browser back to the client with the authorization response: a redirect to a site;
+ * for a native app's private-use scheme, a page of ours that sends it there (the browser hands
+ * such a URL to the app and would leave the consent page showing as if nothing happened).
+ */
+function returnToClient(c: Ctx, clientName: string, url: string, allowed: boolean) {
+  const target = redirectTargetOf(url);
+  if (target.kind === 'site') return c.redirect(url, 303);
+  return renderPage(c, 200, (nonce) => <ReturnToAppPage nonce={nonce} clientName={clientName} scheme={target.scheme} url={url} allowed={allowed} />, {
+    noReferrer: true,
+  });
+}
 
 function authorizeParamsOf(source: Record<string, unknown>): AuthorizeParams {
   const params: AuthorizeParams = {};
@@ -182,14 +195,20 @@ export const oauthRoutes = new Hono<AppEnv>()
             params={params as Record<string, string>}
           />
         ),
-        [target.formAction],
+        { formTargets: target.kind === 'site' ? [target.formAction] : [] },
       );
     },
   )
 
   .post(
     '/oauth2/authorize',
-    documentedProtocol('OAuth', 'The consent form: approve or deny, then a redirect to the client', 'OAuth 2.1 authorization endpoint', 200, 'text/html'),
+    documentedProtocol(
+      'OAuth',
+      'The consent form: approve or deny, then a redirect to the client (to a native app, a page that opens it)',
+      'OAuth 2.1 authorization endpoint',
+      200,
+      'text/html',
+    ),
     async (c) => {
       const form = await c.req.parseBody({ all: true });
       // RFC 9700 4.7 (CSRF) and 4.16 (clickjacking): consent counts only from our own form.
@@ -204,19 +223,16 @@ export const oauthRoutes = new Hono<AppEnv>()
       if (checked.response) return checked.response;
       const { request } = checked;
       const base = baseOf(c);
-      if (form.decision !== 'allow') {
-        return c.redirect(
-          authorizationResponseUrl(base, request.redirectUri, { error: 'access_denied', error_description: 'The user denied access', state: request.state }),
-          303,
-        );
-      }
+      const answer = (allowed: boolean, values: Record<string, string | undefined>) =>
+        returnToClient(c, request.client.name, authorizationResponseUrl(base, request.redirectUri, values), allowed);
+      if (form.decision !== 'allow') return answer(false, { error: 'access_denied', error_description: 'The user denied access', state: request.state });
       const workspaceId = typeof form.workspace_id === 'string' ? form.workspace_id : principal.workspaceId;
       // The person may untick scopes: the grant is what stays ticked, never more than requested.
       const scopes = grantedScopes(request.scopes, form.scopes);
       if (scopes.length === 0) return messagePage(c, 400, 'Nothing selected', 'Select at least one permission to allow, or deny the request.');
       try {
         const code = await issueCode(c.var.globalDb, principal, workspaceId, request, scopes);
-        return c.redirect(authorizationResponseUrl(base, request.redirectUri, { code, state: request.state }), 303);
+        return answer(true, { code, state: request.state });
       } catch (error) {
         if (error instanceof OAuthError) return messagePage(c, 403, 'Request refused', error.description);
         throw error;

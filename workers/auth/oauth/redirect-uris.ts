@@ -133,13 +133,13 @@ export function redirectMatches(registered: string, presented: string): boolean 
 /**
  * Where a (validated) redirect URI sends the browser: a site, named by its host, which no
  * client can fake; or the app that handles a private-use scheme, which any app on the device
- * may claim. `formAction` is the CSP source that lets the consent form's redirect go there.
+ * may claim. `formAction` is the CSP source that lets the consent form's redirect go to the
+ * site; an app is sent its URL by a page of ours instead (the consent form posts to us only).
  */
-export type RedirectTarget = { kind: 'site'; host: string; formAction: string } | { kind: 'app'; scheme: string; formAction: string };
+export type RedirectTarget = { kind: 'site'; host: string; formAction: string } | { kind: 'app'; scheme: string };
 
 export function redirectTargetOf(redirectUri: string): RedirectTarget {
   const url = new URL(redirectUri);
   if (url.protocol === 'https:' || url.protocol === 'http:') return { kind: 'site', host: url.host, formAction: url.origin };
-  // A scheme is letters, digits, "+", "-" and "." (the URL parser checked): safe in a CSP header.
-  return { kind: 'app', scheme: schemeOf(url), formAction: url.protocol };
+  return { kind: 'app', scheme: schemeOf(url) };
 }
