@@ -11609,11 +11609,6 @@ export interface operations {
               note: string | null;
               decidedAt: string | null;
             };
-            /**
-             * @description Present when the version’s content is the current version’s already: nothing was written, and `skill` is the current version
-             * @constant
-             */
-            unchanged?: true;
           };
         };
       };

@@ -160,33 +160,6 @@ describe('the skill version guard', () => {
     expectError(await restore(owner, 4), 409, 'CONFLICT');
   });
 
-  it('answers a restore of a refused version whose content is current already with the current version, writing nothing', async () => {
-    const owner = await signUp();
-    await setGuard(owner, true);
-    await author(owner, GOOD);
-    await author(owner, WORSE);
-    expect((await decided(owner, 2)).status).toBe('refused');
-    // The same content written again with the guard off is current as version 3.
-    await setGuard(owner, false);
-    await author(owner, WORSE);
-    await setGuard(owner, true);
-    const three = await current(owner);
-    const versionsBefore = (await call('/api/v1/skills/release-notes/versions', { token: owner.token })).body;
-    expect(versionsBefore.find((v: { versionNumber: number }) => v.versionNumber === 2).contentChecksum).toBe(three.contentChecksum);
-
-    for (const guardEnabled of [true, false]) {
-      await setGuard(owner, guardEnabled);
-      const res = await restore(owner, 2);
-      expect(res.status, `guard ${guardEnabled}`).toBe(200);
-      expect(res.body).toEqual({ success: true, restoredFrom: 2, skill: { slug: 'release-notes', contentChecksum: three.contentChecksum }, unchanged: true });
-    }
-    // No version, no eval, no audit entry; version 2 stays refused.
-    expect((await call('/api/v1/skills/release-notes/versions', { token: owner.token })).body).toEqual(versionsBefore);
-    expect(await current(owner)).toMatchObject({ versionNumber: 3, heldVersions: [expect.objectContaining({ version: 2, status: 'refused' })] });
-    const audit = (await call('/api/v1/audit-logs?resource_type=skill', { token: owner.token })).body.data as { action: string }[];
-    expect(audit.map((e) => e.action)).not.toContain('skill.restored');
-  });
-
   it('holds an update from the marketplace or a bundle over a guarded version until its eval passes', async () => {
     const owner = await signUp();
     await setGuard(owner, true);

@@ -188,7 +188,7 @@ export const skillsArea: Area = {
       name: 'restore-skill-version',
       title: 'Restore a skill version',
       description:
-        'Restores an old version of a skill as a new one (non-destructive). With the workspace’s version guard on, a version that did not pass its eval is held back (`guard`) like a write. A version whose content is the current version’s already changes nothing (`unchanged`).',
+        'Restores an old version of a skill as a new one (non-destructive). With the workspace’s version guard on, a version that did not pass its eval is held back (`guard`) like a write.',
       access: LIBRARY_WRITE,
       input: BySlug.extend({ versionNumber: z.string().max(20).describe('The version to restore') }),
       output: RestoreResult,

@@ -11,7 +11,6 @@ import {
   installedQuery,
   requireSkill,
   restoredContent,
-  sameContent,
   RestoreResult,
   versionNumberOf,
   versionWithGuard,
@@ -60,13 +59,11 @@ export async function installSkill(db: ShardDb, env: Env, actor: Actor, slug: st
 
 /**
  * POST /skills/:slug/versions/:versionNumber/restore: a new version carrying the old content;
- * later versions stay in the history. Content that is the current version's already changes
- * nothing: the current version is answered, `unchanged`, whatever the guard made of the old one.
- * A version being evaluated is refused (its eval decides it; the owner may promote it). One that
- * passed its eval (accepted) is restored at once; any other (refused, overridden by the owner,
- * or never measured) is held back like a write when the guard is on and the current version
- * carries cases. Without that, a refused one stays refused: only the owner's promote makes it
- * current.
+ * later versions stay in the history. A version being evaluated is refused (its eval decides
+ * it; the owner may promote it). One that passed its eval (accepted) is restored at once; any
+ * other (refused, overridden by the owner, or never measured) is held back like a write when the
+ * guard is on and the current version carries cases. Without that, a refused one stays refused:
+ * only the owner's promote makes it current.
  */
 export async function restoreVersion(
   db: ShardDb,
@@ -79,20 +76,11 @@ export async function restoreVersion(
   const number = versionNumberOf(rawVersion);
   const skill = await requireSkill(db, globalDbOf(env), actor, slug);
   const { version: old, guard } = await versionWithGuard(db, skill, slug, number);
-  const content = restoredContent(old);
-  const [current] = await installedQuery(db, actor, slug);
-  if (current && sameContent(current.version, content)) {
-    return {
-      success: true as const,
-      restoredFrom: old.versionNumber,
-      skill: { slug, contentChecksum: current.version.contentChecksum },
-      unchanged: true as const,
-    };
-  }
   if (guard?.status === 'evaluating') throw heldBack(slug, number, 'evaluating');
+  const content = restoredContent(old);
   const bar = guard?.status === 'accepted' ? null : await barFor(db, env, actor, slug, content);
   if (!bar && guard?.status === 'refused') throw heldBack(slug, number, 'refused');
-  const written = await guardedWrite(db, env, actor, slug, bar, grantToken, (hold) => writeVersion(db, actor, slug, content, false, 'skill.restored', hold));
+  const written = await guardedWrite(db, env, actor, slug, bar, grantToken, (hold) => writeVersion(db, actor, slug, content, true, 'skill.restored', hold));
   return {
     success: true as const,
     restoredFrom: old.versionNumber,

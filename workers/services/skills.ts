@@ -190,7 +190,7 @@ export const sameContent = (version: SkillVersionRow, content: NewContent) =>
 /**
  * Writes `content` as the skill's active version: creates the skill at version 1, or adds the
  * next version unless the active one already has this checksum and these fields (`force`
- * adds one anyway: authoring always makes a version). One D1 batch; the version
+ * adds one anyway: authoring and restores always make a version). One D1 batch; the version
  * number is computed in SQL, and the unique (skill, number) index makes racing writers fail
  * rather than share a number. A version the guard holds back (`hold`) is written without
  * becoming active (skill-guard.ts makes it so once its eval passes).
@@ -496,10 +496,6 @@ export const RestoreResult = z.object({
     .object({ slug: z.string(), contentChecksum: z.string() })
     .describe('The current version: the restored one, or the one it would replace while the guard holds it back'),
   guard: VersionGuard.optional().describe('Present when the workspace’s guard held the restored version back (answer 202)'),
-  unchanged: z
-    .literal(true)
-    .optional()
-    .describe('Present when the version’s content is the current version’s already: nothing was written, and `skill` is the current version'),
 });
 
 /** A `:versionNumber` path parameter: a positive integer, else 400 naming it. */

@@ -69,7 +69,6 @@ export function skillVersions(slug: string, owner: boolean, message: HTMLElement
   const restore = (v: Version) =>
     act(async () => {
       const restored = await post('/skills/{slug}/versions/{versionNumber}/restore', { path: { slug, versionNumber: String(v.versionNumber) } });
-      if (restored.unchanged) return `Version ${restored.restoredFrom} is the same as the current version: nothing changed.`;
       return restored.guard
         ? `Restored version ${restored.restoredFrom} as version ${restored.guard.version}, held back until its eval passes.`
         : `Restored version ${restored.restoredFrom} as a new version.`;
