@@ -160,6 +160,29 @@ describe('the skill version guard', () => {
     expectError(await restore(owner, 4), 409, 'CONFLICT');
   });
 
+  it('restores a refused version whose content is current already at once, as a new version, guard on or off', async () => {
+    const owner = await signUp();
+    await setGuard(owner, true);
+    await author(owner, GOOD);
+    await author(owner, WORSE);
+    expect((await decided(owner, 2)).status).toBe('refused');
+    // The same content written again with the guard off is current as version 3.
+    await setGuard(owner, false);
+    await author(owner, WORSE);
+    for (const [guardEnabled, version] of [
+      [true, 4],
+      [false, 5],
+    ] as const) {
+      await setGuard(owner, guardEnabled);
+      const res = await restore(owner, 2);
+      expect({ status: res.status, body: res.body }, `guard ${guardEnabled}`).toEqual({
+        status: 200,
+        body: { success: true, restoredFrom: 2, skill: { slug: 'release-notes', contentChecksum: expect.any(String) } },
+      });
+      expect(await current(owner)).toMatchObject({ versionNumber: version, prompt: WORSE.prompt });
+    }
+  });
+
   it('holds an update from the marketplace or a bundle over a guarded version until its eval passes', async () => {
     const owner = await signUp();
     await setGuard(owner, true);

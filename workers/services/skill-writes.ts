@@ -11,6 +11,7 @@ import {
   installedQuery,
   requireSkill,
   restoredContent,
+  sameContent,
   RestoreResult,
   versionNumberOf,
   versionWithGuard,
@@ -59,8 +60,9 @@ export async function installSkill(db: ShardDb, env: Env, actor: Actor, slug: st
 
 /**
  * POST /skills/:slug/versions/:versionNumber/restore: a new version carrying the old content;
- * later versions stay in the history. A version being evaluated is refused (its eval decides
- * it; the owner may promote it). One that passed its eval (accepted) is restored at once; any
+ * later versions stay in the history. Content that is the current version's already is restored
+ * at once, whatever the guard made of the old version. A version being evaluated is refused (its
+ * eval decides it; the owner may promote it). One that passed its eval (accepted) is restored at once; any
  * other (refused, overridden by the owner, or never measured) is held back like a write when the
  * guard is on and the current version carries cases. Without that, a refused one stays refused:
  * only the owner's promote makes it current.
@@ -76,10 +78,13 @@ export async function restoreVersion(
   const number = versionNumberOf(rawVersion);
   const skill = await requireSkill(db, globalDbOf(env), actor, slug);
   const { version: old, guard } = await versionWithGuard(db, skill, slug, number);
-  if (guard?.status === 'evaluating') throw heldBack(slug, number, 'evaluating');
   const content = restoredContent(old);
-  const bar = guard?.status === 'accepted' ? null : await barFor(db, env, actor, slug, content);
-  if (!bar && guard?.status === 'refused') throw heldBack(slug, number, 'refused');
+  const [current] = await installedQuery(db, actor, slug);
+  // Content the current version holds already makes nothing current that is not: no guard to pass.
+  const alreadyCurrent = current !== undefined && sameContent(current.version, content);
+  if (!alreadyCurrent && guard?.status === 'evaluating') throw heldBack(slug, number, 'evaluating');
+  const bar = alreadyCurrent || guard?.status === 'accepted' ? null : await barFor(db, env, actor, slug, content);
+  if (!bar && !alreadyCurrent && guard?.status === 'refused') throw heldBack(slug, number, 'refused');
   const written = await guardedWrite(db, env, actor, slug, bar, grantToken, (hold) => writeVersion(db, actor, slug, content, true, 'skill.restored', hold));
   return {
     success: true as const,
