@@ -389,7 +389,7 @@ export class WorkflowRun extends DurableObject<Env> {
     const meta = kv.get<RunMeta>('run');
     const persisted = kv.get<number>('persisted') ?? 0;
     const ended = !meta || (FINAL.includes(meta.status) && persisted >= (kv.get<number>('rev') ?? 0));
-    return this.notices.open(Number.isSafeInteger(after) ? after : 0, meta ? persisted : 0, ended);
+    return this.notices.open(Number.isSafeInteger(after) ? after : 0, meta ? persisted : 0, ended, request.signal);
   }
 
   /** What the run's trace is built from (workers/services/workflow-spans.ts): the run, its graph's steps and its whole change log. */

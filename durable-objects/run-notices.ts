@@ -24,12 +24,25 @@ export class RunNotices {
    * one notice per version written. `ended` (the run is final and D1 holds its last version): the
    * stream closes after that, and with nothing newer the answer is 204.
    */
-  open(after: number, current: number, ended: boolean): Response {
+  open(after: number, current: number, ended: boolean, signal: AbortSignal): Response {
     if (ended && current <= after) return new Response(null, { status: 204 });
     const { writer, response } = sseStream();
-    if (current > after) void writer.write(notice(current));
-    if (ended) void writer.close();
-    else this.subscribers.add({ writer });
+    if (current > after) writer.write(notice(current)).catch(() => undefined);
+    if (ended) {
+      void writer.close();
+      return response;
+    }
+    const subscriber = { writer };
+    this.subscribers.add(subscriber);
+    // A follower that goes (its request aborted) is let go at once, not at the next write that fails.
+    signal.addEventListener(
+      'abort',
+      () => {
+        this.subscribers.delete(subscriber);
+        writer.abort().catch(() => undefined);
+      },
+      { once: true },
+    );
     return response;
   }
 

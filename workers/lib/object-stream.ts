@@ -1,4 +1,4 @@
-import { EventSourceParserStream } from 'eventsource-parser/stream';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { sleep } from './clock';
 
 /** A stream that ends while its subject goes on (its object was evicted) is opened again this often, after this long. */
@@ -12,7 +12,7 @@ export interface StreamMessage {
 }
 
 export interface ObjectStreamFollower {
-  /** Opens the object's stream of what came after `afterId` (its `fetch`). */
+  /** Opens the object's stream of what came after `afterId` (its `fetch`, given `signal`: an abort lets the object go at once). */
   open: (afterId: number, signal: AbortSignal) => Promise<Response>;
   /** Messages after this id come first; a stream opened again goes on after the last one read. */
   afterId: number;
@@ -43,16 +43,21 @@ export async function followObjectStream(follower: ObjectStreamFollower): Promis
     try {
       const answer = await follower.open(after, signal);
       finished = answer.status === 204;
-      const messages = answer.body?.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
-      await messages?.pipeTo(
-        new WritableStream({
-          async write(message) {
-            after = Number(message.id);
-            await onMessage?.({ id: after, data: message.data });
-          },
-        }),
-        { signal },
-      );
+      // Read chunk by chunk rather than piped through a parser stream: aborting the fetch errors the
+      // body, which a pipe would report as an unhandled rejection; here the read throws it.
+      const reader = answer.body?.getReader();
+      const messages: EventSourceMessage[] = [];
+      const parser = createParser({ onEvent: (message) => messages.push(message) });
+      const decoder = new TextDecoder();
+      while (reader) {
+        const chunk = await reader.read();
+        if (chunk.done) break;
+        parser.feed(decoder.decode(chunk.value, { stream: true }));
+        for (const message of messages.splice(0)) {
+          after = Number(message.id);
+          await onMessage?.({ id: after, data: message.data });
+        }
+      }
     } catch {
       // A stream that failed or was aborted ends as a dropped one does: the subject is asked about again.
     }

@@ -1,3 +1,4 @@
+import type { WorkflowRunStatus } from '../../schema/shard/workflows';
 import type { CapabilityContext } from '../capabilities/capability';
 import { presentRun } from '../services/workflow-runs';
 import { followExecutionStream, NO_REPLAY } from '../services/execution-stream';
@@ -8,6 +9,8 @@ import { isExecution, runTaskState, taskState, ttlOf, type TaskState } from './t
 export type TaskReport = (task: TaskState) => Promise<void>;
 
 const ENDED = new Set<TaskState['status']>(['completed', 'failed', 'cancelled']);
+/** The run statuses of an ended task. */
+const RUN_ENDED: ReadonlySet<WorkflowRunStatus> = new Set<WorkflowRunStatus>(['success', 'failed', 'canceled']);
 
 /** What a notification shows of a task: a newer `lastUpdatedAt` alone (a run's step polled) is not sent again. */
 const shown = (task: TaskState) => JSON.stringify([task.status, task.statusMessage, task.inputRequests]);
@@ -49,11 +52,12 @@ async function followRunTask(ctx: CapabilityContext, taskId: string, signal: Abo
   const stop = AbortSignal.any([signal, gone.signal]);
   let version = -1;
   let ended = false;
+  // A follow ends after a while (as a run stream does); the task goes on being followed from the version last seen.
   while (!ended && !stop.aborted) {
-    // The follower stops at a suspension as the run stream does; the task goes on being followed from that version.
     await followRunRecord(ctx.env, ctx.db, ctx.actor, taskId, {
       signal: stop,
       since: version,
+      closesOn: RUN_ENDED,
       onRow: async (row) => {
         version = row.version;
         const task = runTaskState(presentRun(row), row.threadId, ttlMs);
