@@ -40,6 +40,7 @@ import {
 } from '../workers/workflows/interpreter';
 import { checkExecution, runInstantTool, startStep, stepKind, stepScope, stopExecution } from '../workers/runtime/step-tools';
 import { StepError } from '../workers/workflows/steps';
+import { RunNotices } from './run-notices';
 
 export type { ResumeOutcome, RunEventType };
 
@@ -200,6 +201,11 @@ const stopsIn = (effects: Effect[]) => effects.flatMap((e) => (e.type === 'stop-
  * the change's webhook events into the outbox (workers/services/webhook-events.ts), queued once
  * the write has landed: an event is kept with the change that made it, so none is lost.
  *
+ * Followers: `fetch` answers a stream of change notices (run-notices.ts): the record's version
+ * D1 holds, then each new version once its write has landed, until the run's last. The run
+ * stream and MCP task follows (workers/services/run-follow.ts) read the record once per notice,
+ * not on a timer; an eviction drops the streams, and followers read the record and open again.
+ *
  * Expiry (docs/operations.md, Retention): once the run is final and D1 holds its last write, kv
  * `expiry` records when it ended and the alarm is armed for the end of the default window. When
  * it rings it reads the workspace's window: not yet past (lengthened), it is armed again; past,
@@ -209,6 +215,7 @@ const stopsIn = (effects: Effect[]) => effects.flatMap((e) => (e.type === 'stop-
 export class WorkflowRun extends DurableObject<Env> {
   private persisting: Promise<void> = Promise.resolve();
   private run: Loaded | undefined;
+  private readonly notices = new RunNotices();
 
   /** Whether this instance's storage has its tables: not after `erase`, until a call needs them again. */
   private hasSchema = false;
@@ -369,6 +376,20 @@ export class WorkflowRun extends DurableObject<Env> {
         EVENTS_PAGE,
       )
       .toArray();
+  }
+
+  /**
+   * The run's change notices (run-notices.ts): the version D1 holds of its record now, if newer
+   * than `after` (query), then each version as its write lands, until the run's last. 204 when the
+   * run has ended and D1 holds nothing newer, or there is no run.
+   */
+  override async fetch(request: Request): Promise<Response> {
+    const after = Number(new URL(request.url).searchParams.get('after') ?? 0);
+    const kv = this.ctx.storage.kv;
+    const meta = kv.get<RunMeta>('run');
+    const persisted = kv.get<number>('persisted') ?? 0;
+    const ended = !meta || (FINAL.includes(meta.status) && persisted >= (kv.get<number>('rev') ?? 0));
+    return this.notices.open(Number.isSafeInteger(after) ? after : 0, meta ? persisted : 0, ended, request.signal);
   }
 
   /** What the run's trace is built from (workers/services/workflow-spans.ts): the run, its graph's steps and its whole change log. */
@@ -861,6 +882,7 @@ export class WorkflowRun extends DurableObject<Env> {
       ...events.map((event) => outboxInsert(db, event)),
     ]);
     kv.put('persisted', Math.max(rev, kv.get<number>('persisted') ?? 0));
+    this.notices.send(rev, FINAL.includes(meta.status));
     // Notices raised while this write was in flight stay for the next one.
     if (notices.length) kv.put('notices', (kv.get<string[]>('notices') ?? []).slice(notices.length));
     if (events.length) {

@@ -1,15 +1,12 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../workers/env';
 import { SseSubscribers, sseStream, type SseWriter } from '../workers/lib/sse';
-import type { ExecutionEvent } from '../workers/services/execution-events';
+import { followExecutionStream } from '../workers/services/execution-stream';
 import { type ControlMessage, controlMessagesFor, executionState, type RelayState, type RelayTarget } from '../workers/services/control-plane';
-import { now, sleep } from '../workers/lib/clock';
+import { now } from '../workers/lib/clock';
 import { releaseStreamSlot, renewStreamSlot, SLOT_RENEW_MS, STREAM_SLOT_HEADER, type StreamSlot } from '../workers/lib/stream-slots';
 
 const encoder = new TextEncoder();
-/** A relayed run's stream that ends early (its object was evicted) is reopened this often, after this long. */
-const RELAY_RECONNECTS = 3;
-const RELAY_RETRY_MS = 2_000;
 
 interface SseSubscriber {
   writer: SseWriter;
@@ -114,37 +111,20 @@ export class WorkspaceChannel extends DurableObject<Env> {
     return sockets.length;
   }
 
-  /** Follows a run's event stream after `afterSeq` and sends its messages until the run is idle. */
+  /** Follows a run's event stream after `afterSeq` (the shared reader, reopened if the run's object drops it) and sends its messages until the run is idle. */
   private async relay(target: RelayTarget, afterSeq: number): Promise<void> {
     const pending: RelayState = { text: '', cost: null };
-    let last = afterSeq;
-    for (let attempt = 0; attempt <= RELAY_RECONNECTS; attempt++) {
-      if (attempt > 0) await sleep(RELAY_RETRY_MS);
-      const res = await this.env.EXECUTION_SESSION.getByName(target.executionId).fetch(`https://session/stream?lastSeq=${last}`);
-      // 204: the run ended and everything after `last` was already sent.
-      if (res.status !== 200 || !res.body) return;
-      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buffer = '';
-      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
-        buffer += chunk.value;
-        const events: ExecutionEvent[] = [];
-        for (let cut = buffer.indexOf('\n\n'); cut >= 0; cut = buffer.indexOf('\n\n')) {
-          const frame = buffer.slice(0, cut);
-          buffer = buffer.slice(cut + 2);
-          const id = /^id: (\d+)$/m.exec(frame);
-          const data = /^data: (.*)$/m.exec(frame);
-          // Comment frames (keep-alive) carry neither.
-          if (id && data) events.push({ seq: Number(id[1]), at: 0, ...(JSON.parse(data[1]!) as Pick<ExecutionEvent, 'type' | 'payload'>) });
-        }
-        if (events.length === 0) continue;
-        last = events.at(-1)!.seq;
-        this.send(controlMessagesFor(target, events, pending));
-        if (events.at(-1)!.type === 'session.status_idle') {
-          await reader.cancel();
-          return;
-        }
-      }
-    }
+    let idle = false;
+    await followExecutionStream(this.env, target.executionId, {
+      afterSeq,
+      signal: new AbortController().signal,
+      onEvent: (event) => {
+        idle ||= event.type === 'session.status_idle';
+        this.send(controlMessagesFor(target, [event], pending));
+      },
+      // 204: the run ended and everything after `afterSeq` was already sent.
+      ended: async (finished) => finished || idle,
+    });
   }
 
   override webSocketMessage(): void {

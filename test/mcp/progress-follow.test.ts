@@ -1,54 +1,14 @@
 import { env } from 'cloudflare:workers';
 import { describe, expect, inject, it, vi } from 'vitest';
-import { resolvePrincipal } from '../../workers/auth/credentials';
-import type { RequestOrigin } from '../../workers/auth/principal';
-import type { CapabilityContext } from '../../workers/capabilities/capability';
 import { followExecution } from '../../workers/capabilities/follow';
 import { sleep } from '../../workers/lib/clock';
-import { globalDbOf, openShard, shardBinding } from '../../workers/lib/db';
 import { getExecutionStatus } from '../../workers/services/executions';
-import { call, createKey, signUp, type TestUser } from '../helpers/api';
+import { call, signUp } from '../helpers/api';
+import { countedShard, keyContext } from '../helpers/counted-shard';
 
 /** What an MCP call with a progressToken costs the workspace's shard while it waits for a skill run. */
 
 const SKILL = { name: 'Notes', description: 'Summarises.', category: 'productivity', prompt: '# Notes\nSummarise.' };
-const ORIGIN: RequestOrigin = { requestId: 'req-follow', ip: null, userAgent: null };
-
-/** The workspace's shard as the service opens it, counting the statements sent to it. */
-function countedShard(shard: number) {
-  const binding = shardBinding(env, shard);
-  const count = { statements: 0 };
-  const database = new Proxy(binding, {
-    get(target, key) {
-      if (key === 'prepare') {
-        return (sql: string) => {
-          count.statements++;
-          return target.prepare(sql);
-        };
-      }
-      const value = Reflect.get(target, key, target) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-  return { db: openShard(database, shard), count };
-}
-
-/** The context of an MCP call by a new `*` key of `user`, on `db`. */
-async function keyContext(user: TestUser, db: CapabilityContext['db']): Promise<CapabilityContext> {
-  const apiKey = (await createKey(user, ['*'])).key;
-  const actor = await resolvePrincipal(globalDbOf(env), { apiKey, sessionToken: undefined, workspaceSelector: undefined }, ORIGIN);
-  return {
-    db,
-    globalDb: globalDbOf(env),
-    env,
-    actor: actor!,
-    requestId: ORIGIN.requestId,
-    clientInterface: 'mcp',
-    baseUrl: 'https://service.test',
-    requestOrigin: ORIGIN,
-  };
-}
-
 describe('following a skill run', () => {
   it('reads nothing from the shard while the run streams and works on, and its status once when it has ended', async () => {
     const user = await signUp();

@@ -31,6 +31,8 @@ export interface CapabilityContext {
   grantToken?: string;
   /** Keeps work going after the answer is sent (REST: the request's execution context); absent where a surface cannot. */
   waitUntil?: (work: Promise<unknown>) => void;
+  /** Aborts when the caller has gone (an MCP call followed on its stream): long work it follows stops following. */
+  signal?: AbortSignal;
   /** In a run, the tool call this is (workers/services/run-tool-calls.ts): an effect in D1 is made once for it, however often a cut-off turn makes the call. */
   toolCallKey?: string;
 }

@@ -1,6 +1,8 @@
 import { followExecutionStream, type StreamedEvent } from '../services/execution-stream';
 import { getExecutionStatus, outputBlocks } from '../services/executions';
-import { getRun } from '../services/workflow-runs';
+import { notFound } from '../errors';
+import { CLOSING, followRunRecord } from '../services/run-follow';
+import { runSteps } from '../services/workflow-runs';
 import type { CapabilityContext, ProgressReport } from './capability';
 import { sleep } from '../lib/clock';
 
@@ -8,9 +10,12 @@ import { sleep } from '../lib/clock';
 const POLL_MS = 250;
 const FOLLOW_LIMIT_MS = 10 * 60_000;
 
-/** Reads `step` until it says the work ended (or `deadline` passed). */
-async function pollUntilEnded(step: () => Promise<boolean>, deadline = Date.now() + FOLLOW_LIMIT_MS): Promise<void> {
-  while (!(await step()) && Date.now() < deadline) await sleep(POLL_MS);
+/** Aborts when the call's client has gone, or once the call has followed its run for FOLLOW_LIMIT_MS. */
+const followSignal = (ctx: CapabilityContext) => AbortSignal.any([AbortSignal.timeout(FOLLOW_LIMIT_MS), ...(ctx.signal ? [ctx.signal] : [])]);
+
+/** Reads `step` until it says the work ended (or `signal` aborted). */
+async function pollUntilEnded(step: () => Promise<boolean>, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted && !(await step())) await sleep(POLL_MS, signal);
 }
 
 /**
@@ -53,7 +58,6 @@ const textOf = (blocks: { text: string }[]) => blocks.map((b) => b.text).join('\
  * Where the stream cannot be followed, the status is polled every POLL_MS instead.
  */
 export async function followExecution(ctx: CapabilityContext, executionId: string, report: ProgressReport): Promise<void> {
-  const deadline = Date.now() + FOLLOW_LIMIT_MS;
   let sent = 0;
   let progress = 0;
   /** Sends the text after what was sent; `status` other than working: the run ended, which the progress says. */
@@ -85,26 +89,32 @@ export async function followExecution(ctx: CapabilityContext, executionId: strin
     await streamedNews.stop();
     return step();
   };
-  const followed = await followExecutionStream(ctx.env, executionId, { afterSeq: 0, signal: AbortSignal.timeout(FOLLOW_LIMIT_MS), onEvent, ended });
+  const signal = followSignal(ctx);
+  const followed = await followExecutionStream(ctx.env, executionId, { afterSeq: 0, signal, onEvent, ended });
   if (!followed) {
     await streamedNews.stop();
-    await pollUntilEnded(step, deadline);
+    await pollUntilEnded(step, signal);
   }
 }
 
-/** Follows a workflow run: a progress notification each time a step ends, until the run stops running. */
+/**
+ * Follows a workflow run through its record's follower (read once now, then once per change
+ * notice of the run's object): a progress notification each time a step ends, until the run
+ * stops running (done, failed, canceled or waiting for input) or the client goes.
+ */
 export async function followWorkflowRun(ctx: CapabilityContext, runId: string, report: ProgressReport): Promise<void> {
   const reported = new Set<string>();
-  await pollUntilEnded(async () => {
-    const { run, steps } = await getRun(ctx.db, ctx.actor, runId);
-    for (const [id, step] of Object.entries(steps)) {
-      if (step.status === 'running' || reported.has(id)) continue;
-      reported.add(id);
-      await report.log(`Step ${id}: ${step.status}`);
-      await report.progress(reported.size, `Step ${id} ${step.status}`);
-    }
-    const ended = run.status !== 'running';
-    if (ended) await report.progress(reported.size + 1, `Run ${run.status}`);
-    return ended;
+  await followRunRecord(ctx.env, ctx.db, ctx.actor, runId, {
+    signal: followSignal(ctx),
+    onRow: async (row) => {
+      for (const [id, step] of Object.entries(await runSteps(ctx.db, runId))) {
+        if (step.status === 'running' || reported.has(id)) continue;
+        reported.add(id);
+        await report.log(`Step ${id}: ${step.status}`);
+        await report.progress(reported.size, `Step ${id} ${step.status}`);
+      }
+      if (CLOSING.has(row.status)) await report.progress(reported.size + 1, `Run ${row.status}`);
+    },
+    onMissing: () => Promise.reject(notFound('Workflow run')),
   });
 }

@@ -63,7 +63,7 @@ export interface StreamRequest {
  * An SSE answer that holds one of the holder's slots while it streams: taken before `open` runs
  * (a refusal opens nothing), renewed while the stream lasts, released when it ends, whether the
  * server ends it or the client goes away (the request's signal, `enable_request_signal`).
- * `open` gets a signal that aborts when the client has gone or the slot was lost, and answers
+ * `open` gets a signal that aborts when the client has gone, the slot was lost or the stream ended, and answers
  * either a stream it writes itself (held until it has ended) or another's answer (an object's),
  * piped natively (no JavaScript per chunk) to see its end. An answer that is not a stream (an
  * error, a 204) gives the slot back at once. The answer's headers are the caller's to add to.
@@ -81,6 +81,8 @@ export async function heldStream(c: StreamRequest, holder: string, open: (signal
     );
   }, SLOT_RENEW_MS);
   const finish = () => {
+    // Whatever still works for the stream (a followed call's tool) stops with it.
+    stop.abort();
     clearInterval(renewal);
     c.req.raw.signal.removeEventListener('abort', gone);
     return releaseStreamSlot(env, slot).catch(() => undefined);

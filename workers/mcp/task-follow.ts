@@ -1,13 +1,16 @@
+import type { WorkflowRunStatus } from '../../schema/shard/workflows';
 import type { CapabilityContext } from '../capabilities/capability';
 import { presentRun } from '../services/workflow-runs';
 import { followExecutionStream, NO_REPLAY } from '../services/execution-stream';
-import { followRunRecord } from '../services/workflow-streams';
+import { followRunRecord } from '../services/run-follow';
 import { isExecution, runTaskState, taskState, ttlOf, type TaskState } from './tasks';
 
 /** A task's state as a notification sends it, once per change. */
 export type TaskReport = (task: TaskState) => Promise<void>;
 
 const ENDED = new Set<TaskState['status']>(['completed', 'failed', 'cancelled']);
+/** The run statuses of an ended task. */
+const RUN_ENDED: ReadonlySet<WorkflowRunStatus> = new Set<WorkflowRunStatus>(['success', 'failed', 'canceled']);
 
 /** What a notification shows of a task: a newer `lastUpdatedAt` alone (a run's step polled) is not sent again. */
 const shown = (task: TaskState) => JSON.stringify([task.status, task.statusMessage, task.inputRequests]);
@@ -39,9 +42,9 @@ async function followExecutionTask(ctx: CapabilityContext, taskId: string, signa
 }
 
 /**
- * A workflow run's task, through the run stream's follower (the run record, read once a
- * second): its state now, then each change to what it shows (a suspension asking questions is
- * `input_required`, a resume `working` again), until the run has ended or is gone.
+ * A workflow run's task, through the run record's follower (read once now, then once per change
+ * notice of the run's object): its state now, then each change to what it shows (a suspension
+ * asking questions is `input_required`, a resume `working` again), until the run has ended or is gone.
  */
 async function followRunTask(ctx: CapabilityContext, taskId: string, signal: AbortSignal, report: TaskReport): Promise<void> {
   const ttlMs = await ttlOf(ctx, 'workflowRuns');
@@ -49,22 +52,20 @@ async function followRunTask(ctx: CapabilityContext, taskId: string, signal: Abo
   const stop = AbortSignal.any([signal, gone.signal]);
   let version = -1;
   let ended = false;
+  // A follow ends after a while (as a run stream does); the task goes on being followed from the version last seen.
   while (!ended && !stop.aborted) {
-    // The follower stops at a suspension as the run stream does; the task goes on being followed from that version.
-    await followRunRecord(
-      ctx.db,
-      ctx.actor,
-      taskId,
-      stop,
-      async (row) => {
+    await followRunRecord(ctx.env, ctx.db, ctx.actor, taskId, {
+      signal: stop,
+      since: version,
+      closesOn: RUN_ENDED,
+      onRow: async (row) => {
         version = row.version;
         const task = runTaskState(presentRun(row), row.threadId, ttlMs);
         ended = ENDED.has(task.status);
         await report(task);
       },
-      async () => gone.abort(),
-      version,
-    );
+      onMissing: async () => gone.abort(),
+    });
   }
 }
 

@@ -20,7 +20,7 @@ import { taskState, type TaskState } from './tasks';
  * acknowledgement gains the task ids agreed to here, and each task's notifications join the stream.
  */
 
-/** The most tasks one listen follows: each holds a stream of its run's, or reads its run record once a second. */
+/** The most tasks one listen follows: each holds a stream of its run's object (an execution's log, a workflow run's change notices). */
 export const MAX_LISTENED_TASKS = 20;
 
 const ListenParams = z.object({

@@ -226,13 +226,24 @@ async function handle(c: Context<AppEnv>): Promise<Response> {
     await createMcpServer(ctx, 'legacy').connect(transport);
     const answer = () => transport.handleRequest(c.req.raw, body === undefined ? undefined : { parsedBody: body });
     // A followed call answers as an event stream: it holds one of the credential's stream slots.
-    response = live ? await heldStream(c, holder, answer) : await answer();
+    response = live ? await followedStream(c, ctx, holder, answer) : await answer();
   } else {
     response = await serveModern(c, ctx, holder, body, live);
   }
   // Headers set on the context (x-ratelimit-*, CORS) are not on a Response returned as is.
   for (const [name, value] of c.res.headers) if (name.startsWith('x-ratelimit-') || name.startsWith('access-control-')) response.headers.set(name, value);
   return response;
+}
+
+/**
+ * A followed call's answer, holding one of the credential's stream slots while it streams: its
+ * tool stops following the run (`ctx.signal`) once the client has gone or the slot was lost.
+ */
+function followedStream(c: Context<AppEnv>, ctx: ToolContext, holder: string, answer: () => Promise<Response>): Promise<Response> {
+  return heldStream(c, holder, (signal) => {
+    ctx.signal = signal;
+    return answer();
+  });
 }
 
 /**
@@ -248,7 +259,7 @@ async function serveModern(c: Context<AppEnv>, ctx: ToolContext, holder: string,
   const message = body as JsonRpcMessage | undefined;
   if (message?.method !== 'subscriptions/listen') {
     const answer = () => createMcpHandler(factory, { legacy: 'reject' }).fetch(c.req.raw, { parsedBody: body });
-    return live ? heldStream(c, holder, answer) : answer();
+    return live ? followedStream(c, ctx, holder, answer) : answer();
   }
   const listened = listenedTaskIds(message.params);
   if ('refusal' in listened) {

@@ -1,4 +1,4 @@
-import type { ExecutionEvent } from './execution-events';
+import type { StreamedEvent } from './execution-stream';
 import type { Principal } from '../auth/principal';
 import type { Env } from '../env';
 import { signStreamToken } from '../lib/signing';
@@ -44,7 +44,7 @@ export interface RelayState {
  * The control messages for events of an execution's log (after its `session.status_running`). Text deltas are not sent one by
  * one: they are gathered in `pending` and sent as one output block when the text ends.
  */
-export function controlMessagesFor(target: RelayTarget, events: ExecutionEvent[], pending: RelayState): ControlMessage[] {
+export function controlMessagesFor(target: RelayTarget, events: StreamedEvent[], pending: RelayState): ControlMessage[] {
   const base = { executionId: target.executionId, source: target.source };
   const out: ControlMessage[] = [];
   for (const event of events) {

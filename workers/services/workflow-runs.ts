@@ -270,13 +270,15 @@ async function requireRun(db: ShardDb, principal: Principal, runId: string) {
 
 export const RunDetails = z.object({ run: RunRecord, steps: z.record(z.string(), z.object({ status: z.string(), output: z.unknown() })) });
 
+/** The step results D1 holds of a run the caller has found. */
+export async function runSteps(db: ShardDb, runId: string): Promise<z.infer<typeof RunDetails>['steps']> {
+  const steps = await db.select().from(workflowStepResults).where(eq(workflowStepResults.runId, runId));
+  return Object.fromEntries(steps.map((s) => [s.stepId, { status: s.status, output: s.output === null ? null : (JSON.parse(s.output) as unknown) }]));
+}
+
 export async function getRun(db: ShardDb, principal: Principal, runId: string): Promise<z.infer<typeof RunDetails>> {
   const row = await requireRun(db, principal, runId);
-  const steps = await db.select().from(workflowStepResults).where(eq(workflowStepResults.runId, row.runId));
-  return {
-    run: presentRun(row),
-    steps: Object.fromEntries(steps.map((s) => [s.stepId, { status: s.status, output: s.output === null ? null : (JSON.parse(s.output) as unknown) }])),
-  };
+  return { run: presentRun(row), steps: await runSteps(db, row.runId) };
 }
 
 export const ResumeBody = z.object({

@@ -3,17 +3,11 @@ import type { WorkflowRunRow } from '../../schema/shard/workflows';
 import type { Principal } from '../auth/principal';
 import type { ShardDb, Env } from '../env';
 import { notFound } from '../errors';
-import { now, sleep, toIso } from '../lib/clock';
+import { toIso } from '../lib/clock';
 import { type OwnStream, sseStream } from '../lib/sse';
 import type { RunEvent } from '../../durable-objects/WorkflowRun';
+import { CLOSING, followRunRecord } from './run-follow';
 import { findRun, launchWorkflow, resumeRun } from './workflow-runs';
-
-/** Spec 4.8: the run stream polls about once a second. */
-const POLL_MS = 1_000;
-/** A stream lasts at most this long; clients re-subscribe. */
-const MAX_STREAM_MS = 30 * 60_000;
-/** Spec 4.8: the server closes on these (and on canceled too: nothing follows it). */
-const CLOSING = new Set(['success', 'failed', 'suspended', 'canceled']);
 
 const encoder = new TextEncoder();
 
@@ -25,33 +19,6 @@ export const snapshotFrame = (row: WorkflowRunRow) => ({
   updatedAt: toIso(row.updatedAt),
   snapshot: JSON.parse(row.snapshot) as Record<string, unknown>,
 });
-
-/**
- * Polls the run record: `onRow` for every new version after `since`, `onMissing` while the run
- * is not visible; ends once the status is one the stream closes on, `signal` aborts, or time is up.
- */
-export async function followRunRecord(
-  db: ShardDb,
-  principal: Principal,
-  runId: string,
-  signal: AbortSignal,
-  onRow: (row: WorkflowRunRow) => Promise<void>,
-  onMissing: () => Promise<void>,
-  since = -1,
-) {
-  const started = now();
-  let version = since;
-  while (!signal.aborted && now() - started < MAX_STREAM_MS) {
-    const row = await findRun(db, principal, runId);
-    if (!row) await onMissing();
-    else if (row.version !== version) {
-      version = row.version;
-      await onRow(row);
-      if (CLOSING.has(row.status)) return;
-    }
-    await sleep(POLL_MS, signal);
-  }
-}
 
 /** What a snapshot frame shows; a new record version that shows the same (a step's execution polled) is not sent again. */
 const visible = (row: WorkflowRunRow) => `${row.status}\n${row.snapshot}`;
@@ -76,8 +43,9 @@ export const RunEventsQuery = z.object({
 
 /**
  * GET /workflows/runs/:runId/events: the current `workflow-snapshot` on connect, then one
- * `workflow-snapshot` per change to what it shows (spec 4.8: every frame is a snapshot); `:`
- * heartbeats while the run is not visible yet. `changes` is null for that stream; given, the
+ * `workflow-snapshot` per change to what it shows (spec 4.8: every frame is a snapshot), the
+ * record read once per change notice of the run's object (run-follow.ts); a `:` comment for a
+ * read that finds the run gone. `changes` is null for that stream; given, the
  * run's change log after `changes.lastSeq` (step started, the execution a step started, step
  * finished with a summary, suspended, resumed, finished) comes too, each change followed by a
  * snapshot when what it shows changed.
@@ -118,7 +86,7 @@ export async function runEvents(
     }
     await snapshot(row);
   };
-  const ended = followRunRecord(db, principal, runId, abort.signal, onRow, () => write(': heartbeat\n\n'))
+  const ended = followRunRecord(env, db, principal, runId, { signal: abort.signal, onRow, onMissing: () => write(': heartbeat\n\n') })
     .catch((error) => console.error(JSON.stringify({ level: 'error', runId, error: String(error) })))
     .finally(() => writer.close().catch(() => undefined));
   return { response, ended };
@@ -160,18 +128,15 @@ export async function streamWorkflow(
   let last: WorkflowRunRow | null = null;
   const ended = (async () => {
     await part({ type: 'start', messageId });
-    await followRunRecord(
-      db,
-      principal,
-      runId,
-      abort.signal,
-      async (row) => {
+    await followRunRecord(env, db, principal, runId, {
+      signal: abort.signal,
+      onRow: async (row) => {
         const repeated = last !== null && visible(last) === visible(row);
         last = row;
         if (!repeated) await part({ type: 'data-workflow', id: runId, data: snapshotFrame(row) });
       },
-      async () => undefined,
-    );
+      onMissing: async () => undefined,
+    });
     const ended = last as WorkflowRunRow | null;
     if (ended) {
       const text = `Workflow ${ended.workflowId} run ${runId}: ${ended.status}`;
