@@ -412,6 +412,6 @@ export class ExecutionSession extends DurableObject<Env> {
     const after = Number(url.searchParams.get('lastSeq') ?? request.headers.get('last-event-id') ?? 0);
     const replay = this.stored(Number.isSafeInteger(after) && after > 0 ? after : 0);
     if (replay.length === 0 && isEnd(this.lastEvent())) return new Response(null, { status: 204 });
-    return this.streams.open(replay);
+    return this.streams.open(replay, request.signal);
   }
 }

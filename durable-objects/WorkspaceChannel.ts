@@ -72,7 +72,7 @@ export class WorkspaceChannel extends DurableObject<Env> {
         : null,
     };
     void subscriber.writer.write(encoder.encode(': connected\n\n'));
-    this.sse.add(subscriber);
+    this.sse.add(subscriber, request.signal);
     return response;
   }
 

@@ -27,12 +27,17 @@ const frames = (events: StoredEvent[]) =>
 export class LogStreams {
   private readonly subscribers = new SseSubscribers();
 
-  /** A stream of `replay`, then of the events sent after it, unless the replay already ends. */
-  open(replay: StoredEvent[]): Response {
+  /** How many streams are open. */
+  get size(): number {
+    return this.subscribers.size;
+  }
+
+  /** A stream of `replay`, then of the events sent after it, unless the replay already ends; `signal`: the reader's request. */
+  open(replay: StoredEvent[], signal: AbortSignal): Response {
     const { writer, response } = sseStream();
     for (let i = 0; i < replay.length; i += REPLAY_CHUNK_EVENTS) void writer.write(frames(replay.slice(i, i + REPLAY_CHUNK_EVENTS)));
     if (isEnd(replay.at(-1))) void writer.close();
-    else this.subscribers.add({ writer });
+    else this.subscribers.add({ writer }, signal);
     return response;
   }
 

@@ -32,17 +32,7 @@ export class RunNotices {
       void writer.close();
       return response;
     }
-    const subscriber = { writer };
-    this.subscribers.add(subscriber);
-    // A follower that goes (its request aborted) is let go at once, not at the next write that fails.
-    signal.addEventListener(
-      'abort',
-      () => {
-        this.subscribers.delete(subscriber);
-        writer.abort().catch(() => undefined);
-      },
-      { once: true },
-    );
+    this.subscribers.add({ writer }, signal);
     return response;
   }
 

@@ -1,6 +1,7 @@
-import { evictDurableObject } from 'cloudflare:test';
+import { evictDurableObject, runInDurableObject } from 'cloudflare:test';
 import { env, exports } from 'cloudflare:workers';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { ExecutionSession } from '../../durable-objects/ExecutionSession';
 import { executions } from '../../schema';
 import { advanceClock, resetClock } from '../../workers/lib/clock';
 import { BASE, call, expectError, signUp, type TestUser } from '../helpers/api';
@@ -47,6 +48,19 @@ describe('ExecutionSession event log', () => {
 });
 
 describe('the execution stream', () => {
+  it('lets a reader go as soon as it closes its stream, not at the next keep-alive', async () => {
+    const user = await signUp();
+    const id = await seedExecution(user);
+    await session(id).append([running, message('first')]);
+    const readers = () => runInDurableObject(session(id), (object: ExecutionSession) => object['streams'].size);
+    const res = await open(await streamUrl(user, id));
+    const stream = sseReader(res.body!);
+    await stream.until((messages) => messages.length === 2);
+    expect(await readers()).toBe(1);
+    await stream.cancel();
+    await vi.waitFor(async () => expect(await readers()).toBe(0), { timeout: 3_000 });
+  });
+
   it('replays, then streams live, and ends after session.status_idle', async () => {
     const user = await signUp();
     const id = await seedExecution(user);

@@ -46,9 +46,18 @@ export class SseSubscribers<S extends { writer: SseWriter }> implements Iterable
     return this.open.values();
   }
 
-  add(subscriber: S): void {
+  /** `signal`: the request the stream answers; a reader that goes is let go at once, not at the next write that fails (a keep-alive, up to 15 s later). */
+  add(subscriber: S, signal?: AbortSignal): void {
     this.open.add(subscriber);
     subscriber.writer.closed.catch(() => undefined).finally(() => this.delete(subscriber));
+    signal?.addEventListener(
+      'abort',
+      () => {
+        this.delete(subscriber);
+        subscriber.writer.abort().catch(() => undefined);
+      },
+      { once: true },
+    );
     this.keepAlive ??= setInterval(() => {
       for (const s of this.open) this.write(s, KEEP_ALIVE);
     }, KEEP_ALIVE_MS);
