@@ -9,6 +9,12 @@ import { AppError, type ErrorCode, type ErrorDetails } from '../workers/errors';
 import { now } from '../workers/lib/clock';
 import { HitCounter, type RateDecision } from './RateLimiter';
 
+/** Where the gate remembers what a launching credential holds in a workspace. */
+function launcherKey({ credential, workspaceId }: Pick<Actor, 'credential' | 'workspaceId'>): string {
+  const id = credential.type === 'api_key' ? credential.apiKeyId : credential.type === 'session' ? credential.sessionId : credential.grantId;
+  return `launcher:${credential.type}:${id}:${workspaceId}`;
+}
+
 /** The storage key prefix of a watched workflow run (`watchRun`). */
 const WATCHED_RUN = 'run:';
 /** A resolution is trusted this long at most, even if no change was announced. */
@@ -57,6 +63,8 @@ export class CredentialGate extends DurableObject<Env> {
   private readonly counter = new HitCounter(this.ctx.storage.kv);
   /** Resolutions by credential, and launchers' holds by credential and workspace, as promises so concurrent first requests share one D1 read. */
   private readonly records = new Map<string, Promise<{ until: number }>>();
+  /** Counts `forget`s: a load that began before one puts nothing back. */
+  private generation = 0;
 
   async admit(request: GateRequest): Promise<GateAnswer> {
     const outcome = await this.resolve(request.credential, request.allowUnactivated);
@@ -78,10 +86,7 @@ export class CredentialGate extends DurableObject<Env> {
    * steps do not each read D1, and forgotten with them on any change.
    */
   async launcher(actor: Actor): Promise<Held> {
-    const { credential } = actor;
-    const id = credential.type === 'api_key' ? credential.apiKeyId : credential.type === 'session' ? credential.sessionId : credential.grantId;
-    const key = `launcher:${credential.type}:${id}:${actor.workspaceId}`;
-    const outcome = await this.remembered(key, async () => {
+    const outcome = await this.remembered(launcherKey(actor), async () => {
       const held = await heldNow(this.db, actor);
       return { ok: true, held, until: Math.min(now() + RECORD_MAX_AGE_MS, held.until ?? Infinity) } as const;
     });
@@ -95,6 +100,7 @@ export class CredentialGate extends DurableObject<Env> {
    * input fails now if its launcher no longer holds, instead of when it wakes.
    */
   async forget(): Promise<void> {
+    this.generation++;
     this.records.clear();
     if (this.watchedRuns().length > 0) await this.ctx.storage.setAlarm(Date.now());
   }
@@ -148,9 +154,18 @@ export class CredentialGate extends DurableObject<Env> {
 
   private async load(credential: HashedCredential, allowUnactivated: boolean): Promise<Outcome> {
     const maxUntil = now() + RECORD_MAX_AGE_MS;
+    const generation = this.generation;
     try {
       const { principal, expiresAt } = await resolveCredential(this.db, credential, { allowUnactivated });
-      return { ok: true, principal, until: Math.min(maxUntil, expiresAt ?? maxUntil) };
+      const until = Math.min(maxUntil, expiresAt ?? maxUntil);
+      // What the credential holds in its workspace is what a run it launches there checks at each
+      // tool call (`launcher`): known from this read, so a run's first call reads nothing more.
+      // Not from a read that admits unactivated keys (a launcher must be active), nor from one a
+      // change overtook (`forget`): what it read must not come back.
+      if (!allowUnactivated && generation === this.generation) {
+        this.records.set(launcherKey(principal), Promise.resolve({ ok: true, held: { role: principal.role, scopes: principal.scopes }, until }));
+      }
+      return { ok: true, principal, until };
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
       return { ok: false, refusal: { code: error.code, status: error.status, message: error.message, details: error.details }, until: maxUntil };

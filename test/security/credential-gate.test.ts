@@ -155,6 +155,49 @@ describe('credential gate: a change counts from the very next request', () => {
   });
 });
 
+describe('credential gate: a run’s launcher', () => {
+  it('knows what a key holds in its workspace from the key’s own resolution, without reading D1 again, until a change', async () => {
+    const user = await signUp();
+    const key = await createKey(user, ['memory:read', 'tool:execute']);
+    expect((await memory({ apiKey: key.key })).status).toBe(200);
+    const actor = {
+      userId: user.user.id,
+      workspaceId: user.workspaceId,
+      shard: user.shard,
+      role: 'owner' as const,
+      credential: { type: 'api_key' as const, apiKeyId: Number(key.id.replace(/^key_/, '')) },
+      scopes: key.scopes,
+      origin: { requestId: 'test', ip: null, userAgent: null },
+    };
+    // With the gate's database taken away, a launcher check that read D1 would throw.
+    const withoutD1 = () =>
+      runInDurableObject(gateOf(user), async (gate: CredentialGate) => {
+        const db = gate['db'];
+        Object.assign(gate, {
+          db: new Proxy(
+            {},
+            {
+              get: () => {
+                throw new Error('the gate read D1');
+              },
+            },
+          ),
+        });
+        try {
+          return await gate.launcher(actor);
+        } finally {
+          Object.assign(gate, { db });
+        }
+      });
+    expect(await withoutD1()).toEqual({ role: 'owner', scopes: ['memory:read', 'tool:execute'] });
+
+    // A change makes the gate forget it: the next check reads D1 and finds the key revoked.
+    expect((await call(`/api/v1/api-keys/${key.id}/revoke`, { token: user.token, method: 'POST' })).status).toBe(200);
+    await expect(withoutD1()).rejects.toThrow('the gate read D1');
+    expect(await gateOf(user).launcher(actor)).toEqual({ gone: 'The credential that launched this run was revoked' });
+  });
+});
+
 describe('credential gate: nothing secret held', () => {
   it('holds hashes, never a key or token, in its memory or its storage', async () => {
     const { user, tokens } = await tokensFor('memory:read');
