@@ -71,3 +71,11 @@ export function post2026(
     body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } }),
   });
 }
+
+/** A `tools/call` with a progress token, as a 2025 client sends it raw: the answer streams the call's progress. */
+export const callFollowed = (key: string, name: string, args: Record<string, unknown>) =>
+  exports.default.fetch(`${BASE}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-api-key': key },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, _meta: { progressToken: 'p1' } } }),
+  });

@@ -4,6 +4,7 @@ import { advanceClock, now, resetClock } from '../../workers/lib/clock';
 import { SLOT_LEASE_MS } from '../../workers/lib/stream-slots';
 import { MEMORY_SEPARATOR } from '../../workers/services/memory';
 import { BASE, call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
+import { callFollowed } from '../helpers/mcp';
 import { tokensFor } from '../helpers/oauth';
 import { definition, install, launch, mapping, waitForRun } from '../helpers/workflows';
 
@@ -201,16 +202,7 @@ describe('open streams per credential', () => {
     expect(streams.every((s) => s.status === 200)).toBe(true);
     expectError(await call('/api/v1/workflows/runs/run_nope/events', { apiKey: key }), 429, 'RATE_LIMITED');
     expectError(await call('/api/v1/workflows/wf_nope/stream', { apiKey: key, body: { inputData: {} } }), 429, 'RATE_LIMITED');
-    const followed = await exports.default.fetch(`${BASE}/mcp`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-api-key': key },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/call',
-        params: { name: 'execute-skill', arguments: { slug: 'notes', input: 'x' }, _meta: { progressToken: 'p1' } },
-      }),
-    });
+    const followed = await callFollowed(key, 'execute-skill', { slug: 'notes', input: 'x' });
     expect(followed.status).toBe(429);
     expect((await followed.json<any>()).error.code).toBe('RATE_LIMITED');
     await Promise.all(streams.map((s) => s.body!.cancel()));

@@ -1,11 +1,12 @@
 import { abortAllDurableObjects, runInDurableObject } from 'cloudflare:test';
-import { env, exports } from 'cloudflare:workers';
+import { env } from 'cloudflare:workers';
 import { describe, expect, it, vi } from 'vitest';
 import type { WorkflowRun } from '../../durable-objects/WorkflowRun';
 import { sleep } from '../../workers/lib/clock';
 import { followTask } from '../../workers/mcp/task-follow';
 import type { TaskState } from '../../workers/mcp/tasks';
-import { BASE, call, createKey, signUp, type TestUser } from '../helpers/api';
+import { call, createKey, signUp, type TestUser } from '../helpers/api';
+import { callFollowed } from '../helpers/mcp';
 import { countedShard, keyContext } from '../helpers/counted-shard';
 import { definition, install, launch, mapping, runsOf, waitForRun } from '../helpers/workflows';
 
@@ -78,16 +79,7 @@ describe('a workflow run’s followers', () => {
     const user = await signUp();
     await install(user, 'slow', definition('slow', [{ type: 'sleep', id: 'wait', duration: 60_000 }]));
     const { key } = await createKey(user, ['*']);
-    const answer = await exports.default.fetch(`${BASE}/mcp`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-api-key': key },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/call',
-        params: { name: 'start-workflow', arguments: { workflowId: 'slow' }, _meta: { progressToken: 'p1' } },
-      }),
-    });
+    const answer = await callFollowed(key, 'start-workflow', { workflowId: 'slow' });
     expect(answer.status).toBe(200);
     const [run] = await vi.waitFor(async () => {
       const runs = await runsOf(user, 'slow');
