@@ -8,8 +8,8 @@ import { users } from './users';
  * `total_spent` (less the sum of their usage) are caches of the two tables below, kept by the
  * triggers of credit-totals.sql (a migration of their own: drizzle cannot declare triggers) in
  * the statement that writes a transaction or a hold, so the service never writes them and a
- * replayed change, which writes no row, cannot drift them. `updated_at`: the account's last
- * transaction, hold or settlement.
+ * replayed change, which writes no row, cannot drift them. `updated_at`: when the account was
+ * made or last had a transaction, hold or settlement (a release leaves it).
  */
 export const creditAccounts = sqliteTable(
   'credit_accounts',

@@ -12,9 +12,8 @@ import { ds } from '../lib/money';
  * The credit ledger (docs/billing.md; credits belong to users). Every amount
  * here is an integer in hundredths of a Ds; only the presenters and the 402 show Ds. The
  * account's cached totals are kept by triggers (schema/global/credit-totals.sql): the statement
- * that writes a transaction or a hold moves them too, in the same step, so nothing here writes
- * them, a replayed change (which writes no row) cannot drift them, and nothing needs to be read
- * first.
+ * that writes a transaction or a hold moves them too, so nothing here writes them, a replayed
+ * change (which writes no row) cannot drift them, and nothing needs to be read first.
  */
 
 /** Starting a run needs at least 50 Ds available (5000 hundredths). */
@@ -150,10 +149,9 @@ export type HoldRequest = HoldRef & {
  * then it holds as much of `amount` as is available, provided that is at least `minimum`. The
  * hold is one conditional INSERT…SELECT on the account, whose trigger adds it to `reserved` in
  * the same statement, and D1 runs statements one at a time, so two holds never both take the
- * same credits. Asking again for the
- * same hold takes nothing more and answers the first. With `waivedWhen`, a condition the same
- * statement evaluates, the hold is of nothing whenever it holds (a run on the user's own key),
- * without a read of its own first.
+ * same credits. Asking again for the same hold takes nothing more and answers the first. With
+ * `waivedWhen`, a condition the same statement evaluates, the hold is of nothing whenever it
+ * holds (a run on the user's own key), without a read of its own first.
  *
  * This is the hold's statement, for the caller's own D1 batch (a run's start reads the user's
  * model key after it: one round trip); `holdAnswered` reads its answer.
