@@ -4,8 +4,12 @@ import { users } from './users';
 
 /**
  * Credits belong to users (docs/billing.md). Amounts are integers in hundredths of a Ds.
- * `balance`, `reserved` and `total_spent` are caches, recomputed from the two tables below in
- * the same D1 batch as every change, so a replayed change cannot drift them.
+ * `balance` (the sum of the user's transactions), `reserved` (of their unsettled holds) and
+ * `total_spent` (less the sum of their usage) are caches of the two tables below, kept by the
+ * triggers of credit-totals.sql (a migration of their own: drizzle cannot declare triggers) in
+ * the statement that writes a transaction or a hold, so the service never writes them and a
+ * replayed change, which writes no row, cannot drift them. `updated_at`: when the account was
+ * made or last had a transaction, hold or settlement (a release leaves it).
  */
 export const creditAccounts = sqliteTable(
   'credit_accounts',
@@ -31,7 +35,10 @@ export const creditAccounts = sqliteTable(
 
 export const CREDIT_TRANSACTION_TYPES = ['usage', 'purchase'] as const;
 
-/** Append-only. `business_key` makes each grant and settlement happen once. */
+/**
+ * Append-only. `business_key` makes each grant and settlement happen once. Its insert trigger
+ * moves the account's totals, and a usage row `usage:<hold key>` settles that hold.
+ */
 export const creditTransactions = sqliteTable(
   'credit_transactions',
   {
@@ -51,7 +58,7 @@ export const creditTransactions = sqliteTable(
   (t) => [index('credit_transactions_user_idx').on(t.userId, t.id)],
 );
 
-/** Credits held for a running execution until it settles. */
+/** Credits held for a running execution until it settles; its triggers keep the account's `reserved`. */
 export const creditReservations = sqliteTable('credit_reservations', {
   id: integer('id').primaryKey({ autoIncrement: true }),
   userId: text('user_id')

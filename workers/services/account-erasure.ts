@@ -136,13 +136,15 @@ async function finish(env: Env, job: Job): Promise<void> {
       .insert(users)
       .values({ id: anonymous, email: `${anonymous}@deleted.invalid`, name: 'Deleted user', passwordHash: '', createdAt: at, updatedAt: at })
       .onConflictDoNothing(),
+    // Settled holds are runs' bookkeeping, not the ledger; open ones were released. Deleted while
+    // the account is still the user's, so the trigger of one opened since takes it off `reserved`.
+    db.delete(creditReservations).where(eq(creditReservations.userId, userId)),
+    // The account moves with its transactions, totals and all (moving a transaction fires no trigger).
     db.update(creditAccounts).set({ userId: anonymous }).where(eq(creditAccounts.userId, userId)),
     db
       .update(creditTransactions)
       .set({ userId: anonymous, businessKey: sql`replace(${creditTransactions.businessKey}, ${userId}, ${anonymous})` })
       .where(eq(creditTransactions.userId, userId)),
-    // Settled holds are runs' bookkeeping, not the ledger; open ones were released.
-    db.delete(creditReservations).where(eq(creditReservations.userId, userId)),
     db.update(workspaces).set({ createdBy: anonymous }).where(eq(workspaces.createdBy, userId)),
     db.update(oauthClients).set({ createdBy: null }).where(eq(oauthClients.createdBy, userId)),
     db.delete(invitations).where(or(eq(invitations.invitedBy, userId), eq(invitations.email, job.account.email))),

@@ -10,9 +10,10 @@ import { ds } from '../lib/money';
 
 /**
  * The credit ledger (docs/billing.md; credits belong to users). Every amount
- * here is an integer in hundredths of a Ds; only the presenters and the 402 show Ds. Every
- * change is one D1 batch that ends by recomputing the account's cached totals from the source
- * tables, so a replayed change cannot drift them and nothing needs to be read first.
+ * here is an integer in hundredths of a Ds; only the presenters and the 402 show Ds. The
+ * account's cached totals are kept by triggers (schema/global/credit-totals.sql): the statement
+ * that writes a transaction or a hold moves them too, so nothing here writes them, a replayed
+ * change (which writes no row) cannot drift them, and nothing needs to be read first.
  */
 
 /** Starting a run needs at least 50 Ds available (5000 hundredths). */
@@ -32,22 +33,12 @@ function hundredths(value: number, name: string): number {
   return value;
 }
 
-/** Recomputes the cached totals from the source tables; the last statement of every change's batch. */
-const recompute = (db: GlobalDb, userId: string) =>
-  db
-    .update(creditAccounts)
-    .set({
-      balance: sql`(SELECT COALESCE(SUM(${creditTransactions.amount}), 0) FROM ${creditTransactions} WHERE ${creditTransactions.userId} = ${userId})`,
-      reserved: sql`(SELECT COALESCE(SUM(${creditReservations.amount}), 0) FROM ${creditReservations} WHERE ${creditReservations.userId} = ${userId} AND ${creditReservations.settledAt} IS NULL)`,
-      totalSpent: sql`(SELECT COALESCE(-SUM(${creditTransactions.amount}), 0) FROM ${creditTransactions} WHERE ${creditTransactions.userId} = ${userId} AND ${creditTransactions.type} = 'usage')`,
-      updatedAt: now(),
-    })
-    .where(eq(creditAccounts.userId, userId));
-
 const ensureAccount = (db: GlobalDb, userId: string) => db.insert(creditAccounts).values({ userId, updatedAt: now() }).onConflictDoNothing();
 
+const accountRow = (db: GlobalDb, userId: string) => db.select().from(creditAccounts).where(eq(creditAccounts.userId, userId)).limit(1);
+
 async function account(db: GlobalDb, userId: string) {
-  const [row] = await db.select().from(creditAccounts).where(eq(creditAccounts.userId, userId)).limit(1);
+  const [row] = await accountRow(db, userId);
   return row ?? { balance: 0, reserved: 0, totalSpent: 0, isAdmin: false };
 }
 
@@ -72,7 +63,7 @@ const extendSubscription = (db: GlobalDb, userId: string, until: number) =>
     .set({ subscriptionExpiresAt: sql`MAX(COALESCE(${creditAccounts.subscriptionExpiresAt}, 0), ${until})` })
     .where(eq(creditAccounts.userId, userId));
 
-/** The account, the grant (once per business key), any subscription extension and the recompute, for one batch. */
+/** The account, the grant (once per business key; its trigger adds it to the balance) and any subscription extension, for one batch. */
 const grantStatements = (db: GlobalDb, grant: Grant) =>
   [
     ensureAccount(db, grant.userId),
@@ -91,7 +82,6 @@ const grantStatements = (db: GlobalDb, grant: Grant) =>
       .onConflictDoNothing({ target: creditTransactions.businessKey })
       .returning({ id: creditTransactions.id }),
     ...(grant.subscriptionUntil === undefined ? [] : [extendSubscription(db, grant.userId, grant.subscriptionUntil)]),
-    recompute(db, grant.userId),
   ] as const;
 
 /** For the sign-up batch: the account and the welcome grant of `amount` hundredths (WELCOME_CREDITS). */
@@ -157,14 +147,14 @@ export type HoldRequest = HoldRef & {
 /**
  * Holds `amount` of the user's available credits. All or nothing, unless `minimum` is given:
  * then it holds as much of `amount` as is available, provided that is at least `minimum`. The
- * hold is one conditional INSERT…SELECT on the account, batched with the recompute, and D1 runs
- * batches one at a time, so two holds never both take the same credits. Asking again for the
- * same hold takes nothing more and answers the first. With `waivedWhen`, a condition the same
- * statement evaluates, the hold is of nothing whenever it holds (a run on the user's own key),
- * without a read of its own first.
+ * hold is one conditional INSERT…SELECT on the account, whose trigger adds it to `reserved` in
+ * the same statement, and D1 runs statements one at a time, so two holds never both take the
+ * same credits. Asking again for the same hold takes nothing more and answers the first. With
+ * `waivedWhen`, a condition the same statement evaluates, the hold is of nothing whenever it
+ * holds (a run on the user's own key), without a read of its own first.
  *
- * These are the hold's statements, for the caller's own D1 batch (a run's start reads the user's
- * model key after them: one round trip); `holdAnswered` reads their answer.
+ * This is the hold's statement, for the caller's own D1 batch (a run's start reads the user's
+ * model key after it: one round trip); `holdAnswered` reads its answer.
  */
 export function holdStatements(db: GlobalDb, request: HoldRequest) {
   const { userId } = request;
@@ -192,11 +182,10 @@ export function holdStatements(db: GlobalDb, request: HoldRequest) {
       )
       .onConflictDoNothing({ target: creditReservations.executionId })
       .returning({ amount: creditReservations.amount }),
-    recompute(db, userId),
   ] as const;
 }
 
-/** What the hold's statements answered: the hold, else the same hold asked for before, else the refusal. */
+/** What the hold's statement answered: the hold, else the same hold asked for before, else the refusal. */
 export const holdAnswered = async (db: GlobalDb, request: HoldRequest, [[held]]: BatchResponse<ReturnType<typeof holdStatements>>): Promise<Hold> =>
   held ? { reserved: true, amount: held.amount } : earlierHold(db, request);
 
@@ -217,16 +206,13 @@ export const holdOwner = async (db: GlobalDb, key: string): Promise<string | und
       .limit(1)
   )[0]?.userId;
 
-/** Gives back a hold that was never used (the run did not start). Settled holds stay as they are. */
+/** Gives back a hold that was never used (the run did not start); its trigger takes it off `reserved`. Settled holds stay as they are. */
 export async function releaseReservation(db: GlobalDb, ref: HoldRef): Promise<{ released: boolean }> {
-  const [deleted] = await db.batch([
-    db.delete(creditReservations).where(unsettledHold(ref)).returning({ id: creditReservations.id }),
-    recompute(db, ref.userId),
-  ]);
+  const deleted = await db.delete(creditReservations).where(unsettledHold(ref)).returning({ id: creditReservations.id });
   return { released: deleted.length > 0 };
 }
 
-/** The business key of the ledger row that settles a hold, and that row. */
+/** The business key of the ledger row that settles a hold (the trigger finds the hold by it), and that row. */
 const usageKey = (ref: HoldRef) => `usage:${holdKey(ref)}`;
 const settlementRow = (ref: HoldRef) => eq(creditTransactions.businessKey, usageKey(ref));
 
@@ -240,11 +226,14 @@ export type Settlement = HoldRef & { cost: number; description: string };
  * changes nothing and answers `settled: false` with what the first settlement charged, so a run
  * resumed after its settlement landed shows the cost it was charged. `charged` is after the cap.
  *
- * One D1 batch on the ledger; a turn's close sends the run's record to its shard after it.
+ * The settlement is the usage INSERT alone: its trigger ends the hold and moves the totals in
+ * the same statement, and a replay, which inserts nothing, changes nothing. One D1 batch on the
+ * ledger, with the read of the totals it left (a RETURNING clause sees the account as it was
+ * before the triggers ran); a turn's close sends the run's record to its shard after it.
  */
 export async function settle(db: GlobalDb, settlement: Settlement): Promise<{ settled: boolean; charged: number; available: number | undefined }> {
-  const [[inserted], , [account]] = await db.batch(settlementStatements(db, settlement));
-  // What the user can still hold or spend once this settled, from the recompute itself: no read of its own.
+  const [[inserted], [account]] = await db.batch([settlementStatement(db, settlement), accountRow(db, settlement.userId)]);
+  // What the user can still hold or spend once this settled (or, on a replay, now).
   const available = account && account.balance - account.reserved;
   return inserted
     ? { settled: true, charged: Math.abs(inserted.amount), available }
@@ -252,28 +241,25 @@ export async function settle(db: GlobalDb, settlement: Settlement): Promise<{ se
       { settled: false, charged: (await settledCharge(db, settlement))!, available };
 }
 
-function settlementStatements(db: GlobalDb, settlement: Settlement) {
+function settlementStatement(db: GlobalDb, settlement: Settlement) {
   const { userId } = settlement;
+  // The cap: what the user could spend with this hold given back, read in the same statement.
   const held = sql`COALESCE((SELECT ${creditReservations.amount} FROM ${creditReservations} WHERE ${unsettledHold(settlement)}), 0)`;
   const spendable = sql`(SELECT ${creditAccounts.balance} - ${creditAccounts.reserved} FROM ${creditAccounts} WHERE ${creditAccounts.userId} = ${userId}) + ${held}`;
-  return [
-    db
-      .insert(creditTransactions)
-      .values({
-        userId,
-        amount: sql`-MIN(${hundredths(settlement.cost, 'cost')}, MAX(${spendable}, 0))`,
-        type: 'usage',
-        description: settlement.description,
-        executionId: settlement.executionId,
-        paymentSessionId: null,
-        businessKey: usageKey(settlement),
-        createdAt: now(),
-      })
-      .onConflictDoNothing({ target: creditTransactions.businessKey })
-      .returning({ amount: creditTransactions.amount }),
-    db.update(creditReservations).set({ settledAt: now() }).where(unsettledHold(settlement)),
-    recompute(db, userId).returning({ balance: creditAccounts.balance, reserved: creditAccounts.reserved }),
-  ] as const;
+  return db
+    .insert(creditTransactions)
+    .values({
+      userId,
+      amount: sql`-MIN(${hundredths(settlement.cost, 'cost')}, MAX(${spendable}, 0))`,
+      type: 'usage',
+      description: settlement.description,
+      executionId: settlement.executionId,
+      paymentSessionId: null,
+      businessKey: usageKey(settlement),
+      createdAt: now(),
+    })
+    .onConflictDoNothing({ target: creditTransactions.businessKey })
+    .returning({ amount: creditTransactions.amount });
 }
 
 /** What the settlement of a hold charged, once it has landed; undefined before. */

@@ -260,10 +260,10 @@ async function claimHoldAndRead(db: ShardDb, env: Env, principal: Principal, exe
     waivedWhen: byokKeyExists(ledger, principal.userId),
     workspaceId: principal.workspaceId,
   };
-  const [held, recomputed, [byok]] = await ledger.batch([...holdStatements(ledger, request), sealedByokKey(ledger, principal.userId)]);
+  const [held, [byok]] = await ledger.batch([...holdStatements(ledger, request), sealedByokKey(ledger, principal.userId)]);
   return {
     execution,
-    hold: await holdAnswered(ledger, request, [held, recomputed]),
+    hold: await holdAnswered(ledger, request, [held]),
     context: { prompt: version[0]?.prompt, connector: runConnectorFrom(connector[0]), threadId: thread[0]?.id },
     keys: { byok: byok ?? null, secrets },
   };
