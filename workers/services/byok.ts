@@ -1,4 +1,4 @@
-import { eq, exists } from 'drizzle-orm';
+import { eq, exists, getTableColumns, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import { BYOK_PROVIDERS, byokKeys, type ByokKeyRow } from '../../schema';
 import type { Principal } from '../auth/principal';
@@ -85,8 +85,20 @@ export async function deleteByok(db: GlobalDb, principal: Principal): Promise<Pi
 /** Whether the user has a key, as a condition of another statement (the credit hold a run on it needs none of). */
 export const byokKeyExists = (db: GlobalDb, userId: string) => exists(db.select({ userId: byokKeys.userId }).from(byokKeys).where(eq(byokKeys.userId, userId)));
 
-/** The key that pays for a user's runs as stored (encrypted): none or one row, as a read another D1 batch can carry. */
+/** The key that pays for a user's runs as stored (encrypted): none or one row. */
 export const sealedByokKey = (db: GlobalDb, userId: string) => db.select().from(byokKeys).where(eq(byokKeys.userId, userId)).limit(1);
+
+/**
+ * The same row as one JSON value (or NULL), for another statement to answer beside its own
+ * (a run's credit hold answers the key that waived it): `byokKeyFromJson` reads it back.
+ */
+export const sealedByokKeyJson = (userId: string) =>
+  sql<string | null>`(SELECT json_object(${sql.join(
+    Object.entries(getTableColumns(byokKeys)).map(([name, column]) => sql`${name}, ${column}`),
+    sql`, `,
+  )}) FROM ${byokKeys} WHERE ${eq(byokKeys.userId, userId)})`;
+
+export const byokKeyFromJson = (json: string | null): ByokKeyRow | null => (json === null ? null : (JSON.parse(json) as ByokKeyRow));
 
 /** A user's own key, opened: replaces the service's key for the model calls of their runs. */
 export interface ByokKey {

@@ -1,12 +1,13 @@
-import { and, desc, eq, isNull, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import type { BatchResponse } from 'drizzle-orm/batch';
 import { z } from 'zod';
-import { CREDIT_TRANSACTION_TYPES, creditAccounts, creditReservations, creditTransactions, type CreditTransactionRow } from '../../schema';
+import { CREDIT_TRANSACTION_TYPES, creditAccounts, creditReservations, creditTransactions, type ByokKeyRow, type CreditTransactionRow } from '../../schema';
 import type { Principal } from '../auth/principal';
 import type { GlobalDb } from '../env';
 import { AppError } from '../errors';
 import { now, toIso } from '../lib/clock';
 import { ds } from '../lib/money';
+import { byokKeyExists, byokKeyFromJson, sealedByokKey, sealedByokKeyJson } from './byok';
 
 /**
  * The credit ledger (docs/billing.md; credits belong to users). Every amount
@@ -134,12 +135,17 @@ const unsettledHold = (ref: HoldRef) =>
   and(eq(creditReservations.executionId, holdKey(ref)), eq(creditReservations.userId, ref.userId), isNull(creditReservations.settledAt));
 
 /** What a hold request answers: the amount held, or what was available when it was refused. */
-export type Hold = { reserved: true; amount: number } | { reserved: false; available: number };
+/** `ownKey`: for a hold `waivedByOwnKey`, the user's own model key (or null), as stored. */
+export type Hold = { reserved: true; amount: number; ownKey?: ByokKeyRow | null } | { reserved: false; available: number };
 
 export type HoldRequest = HoldRef & {
   amount: number;
   minimum?: number;
-  waivedWhen?: SQL;
+  /**
+   * A run's hold: of nothing when the user has their own model key (BYOK), and answering that
+   * key, so the run calls the model with exactly the key that waived its hold.
+   */
+  waivedByOwnKey?: boolean;
   /** The workspace of the run the hold is for (releaseOrphanedHolds finds its claim there). */
   workspaceId?: string;
 };
@@ -161,7 +167,7 @@ export function holdStatements(db: GlobalDb, request: HoldRequest) {
   const amount = hundredths(request.amount, 'amount');
   const minimum = hundredths(request.minimum ?? amount, 'minimum');
   const available = sql<number>`${creditAccounts.balance} - ${creditAccounts.reserved}`;
-  const waived = request.waivedWhen ?? sql`0`;
+  const waived = request.waivedByOwnKey ? byokKeyExists(db, userId) : sql`0`;
   // No account is made here: every user has one from sign-up, and a hold reads it anyway.
   return [
     db
@@ -181,18 +187,19 @@ export function holdStatements(db: GlobalDb, request: HoldRequest) {
           .where(and(eq(creditAccounts.userId, userId), sql`(${waived} OR ${available} >= ${minimum})`)),
       )
       .onConflictDoNothing({ target: creditReservations.executionId })
-      .returning({ amount: creditReservations.amount }),
+      .returning({ amount: creditReservations.amount, ownKey: request.waivedByOwnKey ? sealedByokKeyJson(userId) : sql<null>`NULL` }),
   ] as const;
 }
 
 /** What the hold's statement answered: the hold, else the same hold asked for before, else the refusal. */
 export const holdAnswered = async (db: GlobalDb, request: HoldRequest, [[held]]: BatchResponse<ReturnType<typeof holdStatements>>): Promise<Hold> =>
-  held ? { reserved: true, amount: held.amount } : earlierHold(db, request);
+  held ? { reserved: true, amount: held.amount, ...(request.waivedByOwnKey ? { ownKey: byokKeyFromJson(held.ownKey) } : {}) } : earlierHold(db, request);
 
 /** A hold that took nothing: the same hold asked for before, else the refusal with what is available. */
 async function earlierHold(db: GlobalDb, request: HoldRequest): Promise<Hold> {
   const [earlier] = await db.select({ amount: creditReservations.amount }).from(creditReservations).where(unsettledHold(request)).limit(1);
-  if (earlier) return { reserved: true, amount: earlier.amount };
+  if (earlier)
+    return { reserved: true, amount: earlier.amount, ...(request.waivedByOwnKey ? { ownKey: (await sealedByokKey(db, request.userId))[0] ?? null } : {}) };
   return { reserved: false, available: await availableBalance(db, request.userId) };
 }
 

@@ -12,7 +12,7 @@ import { formatId, parseId } from '../lib/ids';
 import { giveBackRateLimit, hitRateLimit, type RateDecision } from '../lib/rate-limit';
 import { costInHundredths } from '../runtime/pricing';
 import { recordChangeAfter } from './audit';
-import { byokKeyExists, sealedByokKey } from './byok';
+import { sealedByokKey } from './byok';
 import { runConnectorFrom, runConnectorRow } from './connectors';
 import { publish } from './control-plane';
 import { availableBalance, holdAnswered, holdStatements, insufficientCredits, LOW_BALANCE, MIN_RUN_BALANCE, RUN_BUDGET, settledCharge } from './credits';
@@ -257,15 +257,15 @@ async function claimHoldAndRead(db: ShardDb, env: Env, principal: Principal, exe
     turnKey,
     amount: execution.turnAllowance,
     minimum: MIN_RUN_BALANCE,
-    waivedWhen: byokKeyExists(ledger, principal.userId),
+    waivedByOwnKey: true,
     workspaceId: principal.workspaceId,
   };
-  const [held, [byok]] = await ledger.batch([...holdStatements(ledger, request), sealedByokKey(ledger, principal.userId)]);
+  const hold = await holdAnswered(ledger, request, await ledger.batch(holdStatements(ledger, request)));
   return {
     execution,
-    hold: await holdAnswered(ledger, request, [held]),
+    hold,
     context: { prompt: version[0]?.prompt, connector: runConnectorFrom(connector[0]), threadId: thread[0]?.id },
-    keys: { byok: byok ?? null, secrets },
+    keys: { byok: (hold.reserved && hold.ownKey) || null, secrets },
   };
 }
 
