@@ -1,16 +1,14 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
 import { freePort, type RunningService, signedDelivery } from './helpers';
 import { startPrepared } from './prepared';
+import { screenshot } from './screenshot';
 
-const screenshots = join('.wrangler', 'screenshots', 'console');
-mkdirSync(screenshots, { recursive: true });
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 /** axe-core in the page (evaluated through the browser's protocol, which the page's CSP does not govern): serious and critical violations. */
@@ -62,7 +60,7 @@ describe('the console in a browser', () => {
   /** Checks the page as it is now and saves what it looks like. */
   const check = async (name: string) => {
     expect(await accessibilityProblems(page), name).toEqual([]);
-    await page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true });
+    await screenshot(page, `console/${name}`, { fullPage: true });
   };
   const output = () => page.getByRole('region', { name: 'Output' });
   /** A call to the API from `person`'s page, with its cookie session: a GET, or a POST (or `method`) of `body`. */
@@ -135,7 +133,7 @@ describe('the console in a browser', () => {
     expect(before).not.toContain('Covered');
     expect(before).not.toContain('## ');
     // A screenshot only (axe checks the finished page below), so the reload still comes mid-run.
-    await page.screenshot({ path: join(screenshots, 'run-streaming.png'), fullPage: true });
+    await screenshot(page, 'console/run-streaming', { fullPage: true });
 
     // Reload mid-run: what was seen is back at once and the stream goes on from there to the end,
     // even when its URL is refused as an expired one would be: the page signs a fresh one.

@@ -1,11 +1,11 @@
 import { createServer, type Server } from 'node:http';
-import { join } from 'node:path';
 import * as oauth from 'oauth4webapi';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
 import { freePort, newAccount, type RunningService } from './helpers';
 import { startPrepared } from './prepared';
+import { screenshot } from './screenshot';
 
 /**
  * The whole authorization-code flow as a real client and a real browser see it: oauth4webapi
@@ -161,7 +161,7 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
     const { page, consoleErrors } = await signInFrom(authorizeUrl, email, password);
     await page.getByRole('heading', { name: 'Allow the app that opens com.example.native-e2e: links to use your account?' }).waitFor();
     await page.getByText('Any app installed on your device can claim com.example.native-e2e: links').waitFor();
-    await page.screenshot({ path: join('.wrangler', 'screenshots', 'oauth-consent-native-app.png'), fullPage: true });
+    await screenshot(page, 'oauth-consent-native-app', { fullPage: true });
     // Chromium follows the 303 to the scheme and hands the URL to the app registered for it;
     // headless, it has none, so that navigation ends there (aborted) and the page stays. The
     // CSP's form-action applies to that redirect: refused, it would never get that far.
