@@ -145,7 +145,10 @@ describe('the home page, the API reference and the examples', () => {
     symlinkSync(join(process.cwd(), 'node_modules'), join(dir, 'node_modules'));
     try {
       const ast = await openapiTS(new URL(`${service.base}/api/v1/openapi.json`));
-      writeFileSync(join(dir, 'api.d.ts'), astToString(ast));
+      // As api.ts, not the guide's api.d.ts: the program imports './api' either way, and so the
+      // generated types are type-checked as the program's own source while the libraries'
+      // declarations are skipped (skipLibCheck), most of the compiler's time.
+      writeFileSync(join(dir, 'api.ts'), astToString(ast));
       const guide = readFileSync('docs/typed-client.md', 'utf8');
       const program = /```ts\n([\s\S]*?)```/.exec(guide.split('## A program')[1]!)![1]!;
       writeFileSync(join(dir, 'run-skill.ts'), program);
@@ -160,7 +163,7 @@ describe('the home page, the API reference and the examples', () => {
             module: 'ESNext',
             moduleResolution: 'Bundler',
             types: ['node'],
-            skipLibCheck: false,
+            skipLibCheck: true,
           },
         }),
       );
