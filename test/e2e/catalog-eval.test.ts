@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -10,12 +10,11 @@ import { readBundleFiles } from '../../scripts/lib/bundle-folder';
 import { launchChromium } from './chromium';
 import { startService, type RunningService } from './helpers';
 import { startPrepared } from './prepared';
+import { screenshot } from './screenshot';
 
 const run = promisify(execFile);
 const tsx = (args: string[]) => run(process.execPath, ['node_modules/tsx/dist/cli.mjs', ...args], { env: { ...process.env, WRANGLER_SEND_METRICS: 'false' } });
 const SLUG = 'sql-query-optimizer';
-const screenshots = join('.wrangler', 'screenshots', 'console');
-mkdirSync(screenshots, { recursive: true });
 
 /**
  * `npm run catalog:eval` as a deployer runs it: against a running service (here with no provider
@@ -93,6 +92,6 @@ describe('npm run catalog:eval', () => {
     expect(await row.textContent()).toContain('local-1');
     expect(await row.textContent()).toContain('local model');
     await page.getByText('marks a run on the built-in local model').waitFor();
-    await page.screenshot({ path: join(screenshots, 'marketplace-skill-evals.png'), fullPage: true });
+    await screenshot(page, 'console/marketplace-skill-evals', { fullPage: true });
   });
 });

@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -33,25 +34,25 @@ describe('npm run catalog:load', () => {
   };
   const build = () => tsx(['scripts/catalog-build.ts', skills(), '--out', catalog, '--repository', 'git@github.com:acme/skills.git']);
   const load = async (...args: string[]) => (await tsx(['scripts/catalog-load.ts', '--persist-to', state, '--file', catalog, ...args])).stdout;
-  /** The marketplace rows, read back with a SQL query through wrangler (as an operator would). */
-  const rows = async () => {
-    const { stdout } = await run(
-      process.execPath,
-      [
-        'node_modules/wrangler/bin/wrangler.js',
-        'd1',
-        'execute',
-        'DB',
-        '--local',
-        '--persist-to',
-        state,
-        '--json',
-        '--command',
-        'SELECT slug, category, repository, content_checksum, updated_at FROM catalog_skills ORDER BY slug',
-      ],
-      { env },
-    );
-    return (JSON.parse(stdout) as { results: Record<string, unknown>[] }[])[0]!.results;
+  /**
+   * The marketplace rows, read back from the local global database's SQLite file (the one D1
+   * file of the state with a catalog_skills table; the shards have none), with no wrangler started.
+   */
+  const rows = () => {
+    const dir = join(state, 'v3', 'd1', 'miniflare-D1DatabaseObject');
+    const found: Record<string, unknown>[][] = [];
+    for (const name of readdirSync(dir).filter((n) => n.endsWith('.sqlite') && n !== 'metadata.sqlite')) {
+      const db = new DatabaseSync(join(dir, name), { readOnly: true });
+      try {
+        if (db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'catalog_skills'").get()) {
+          found.push(db.prepare('SELECT slug, category, repository, content_checksum, updated_at FROM catalog_skills ORDER BY slug').all());
+        }
+      } finally {
+        db.close();
+      }
+    }
+    expect(found).toHaveLength(1);
+    return found[0]!;
   };
 
   beforeAll(async () => {
@@ -67,27 +68,27 @@ describe('npm run catalog:load', () => {
   it('loads the catalog, then changes nothing on a second load, then updates only a changed skill', async () => {
     // The state starts empty: --migrate (as npm start loads) applies the migrations first.
     expect(await load('--migrate')).toContain('2 skills in the local marketplace: 2 added, 0 updated, 0 unchanged');
-    const first = await rows();
+    const first = rows();
     expect(first).toEqual([
       expect.objectContaining({ slug: 'alpha-notes', category: 'general', repository: 'https://github.com/acme/skills' }),
       expect.objectContaining({ slug: 'beta-notes', category: 'general', repository: 'https://github.com/acme/skills' }),
     ]);
 
     expect(await load()).toContain('0 added, 0 updated, 2 unchanged');
-    expect(await rows()).toEqual(first);
+    expect(rows()).toEqual(first);
 
     write('beta-notes', 'You take better notes.');
     await build();
     const third = await load();
     expect(third).toContain('0 added, 1 updated, 1 unchanged');
     expect(third).toContain('updated: beta-notes');
-    const after = await rows();
+    const after = rows();
     expect(after[0]).toEqual(first[0]);
     expect(after[1]!.content_checksum).not.toBe(first[1]!.content_checksum);
   });
 
   it('with --remote, goes to the deployed bindings (here refused for want of Cloudflare credentials) and leaves local state alone', async () => {
-    const before = await rows();
+    const before = rows();
     const failed = await load('--remote').then(
       () => null,
       (error: { stdout: string; stderr: string }) => `${error.stdout}${error.stderr}`,
@@ -100,7 +101,7 @@ describe('npm run catalog:load', () => {
       expect.objectContaining({ binding: 'SHARD_2', database_name: 'workspace-skills-shard-2', remote: true }),
     ]);
     expect(generated.r2_buckets).toEqual([{ binding: 'BUCKET', bucket_name: 'workspace-skills', remote: true }]);
-    expect(await rows()).toEqual(before);
+    expect(rows()).toEqual(before);
   });
 
   it('names a catalog with no public repository `built-in`, never null or a local path', async () => {

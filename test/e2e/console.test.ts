@@ -1,25 +1,28 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
 import { freePort, type RunningService, signedDelivery } from './helpers';
 import { startPrepared } from './prepared';
+import { screenshot } from './screenshot';
 
-const screenshots = join('.wrangler', 'screenshots', 'console');
-mkdirSync(screenshots, { recursive: true });
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-/** axe-core in the page (evaluated through the browser's protocol, which the page's CSP does not govern): serious and critical violations. */
+/**
+ * axe-core in the page (evaluated through the browser's protocol, which the page's CSP does not
+ * govern; once per document): serious and critical violations, listed in the page, so only they
+ * come back, not every rule's passes.
+ */
 async function accessibilityProblems(page: Page) {
-  await page.evaluate(AXE);
-  const result = await page.evaluate<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>('axe.run()');
-  return result.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  if (await page.evaluate<boolean>("typeof axe === 'undefined'")) await page.evaluate(AXE);
+  return page.evaluate<string[]>(
+    `axe.run({ resultTypes: ['violations'] }).then((result) => result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`,
+  );
 }
 
 /**
@@ -59,10 +62,10 @@ describe('the console in a browser', () => {
     return person;
   }
 
-  /** Checks the page as it is now and saves what it looks like. */
-  const check = async (name: string) => {
-    expect(await accessibilityProblems(page), name).toEqual([]);
-    await page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true });
+  /** Checks `person`'s page as it is now and saves what it looks like. */
+  const check = async (person: Page, name: string) => {
+    expect(await accessibilityProblems(person), name).toEqual([]);
+    await screenshot(person, `console/${name}`, { fullPage: true });
   };
   const output = () => page.getByRole('region', { name: 'Output' });
   /** A call to the API from `person`'s page, with its cookie session: a GET, or a POST (or `method`) of `body`. */
@@ -94,7 +97,7 @@ describe('the console in a browser', () => {
     }
     await page.getByText('100 credits').waitFor();
     await page.getByText('No runs yet.').waitFor();
-    await check('home');
+    await check(page, 'home');
 
     // Marketplace: search, open the skill, see its files, install it.
     await nav.getByRole('link', { name: 'Marketplace' }).click();
@@ -104,7 +107,7 @@ describe('the console in a browser', () => {
       .getByRole('link', { name: /meeting.notes.summarizer/i })
       .first()
       .waitFor();
-    await check('marketplace');
+    await check(page, 'marketplace');
     await skills
       .getByRole('link', { name: /meeting.notes.summarizer/i })
       .first()
@@ -116,7 +119,7 @@ describe('the console in a browser', () => {
       .getByText(/^Installed /)
       .waitFor();
     expect(await page.getByRole('button', { name: 'Install' }).count()).toBe(0);
-    await check('marketplace-skill');
+    await check(page, 'marketplace-skill');
 
     // Run it: the answer appears in Output while the run is still working, drawn as Markdown as it streams.
     await page.getByRole('link', { name: 'Run', exact: true }).click();
@@ -135,7 +138,7 @@ describe('the console in a browser', () => {
     expect(before).not.toContain('Covered');
     expect(before).not.toContain('## ');
     // A screenshot only (axe checks the finished page below), so the reload still comes mid-run.
-    await page.screenshot({ path: join(screenshots, 'run-streaming.png'), fullPage: true });
+    await screenshot(page, 'console/run-streaming', { fullPage: true });
 
     // Reload mid-run: what was seen is back at once and the stream goes on from there to the end,
     // even when its URL is refused as an expired one would be: the page signs a fresh one.
@@ -183,7 +186,7 @@ describe('the console in a browser', () => {
     expect(await preview.locator('script, img, iframe').count()).toBe(0);
     expect(await preview.locator('a[href^="javascript:"]').count()).toBe(0);
     expect(await page.evaluate('window.hacked')).toBeUndefined();
-    await check('run');
+    await check(page, 'run');
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: `Download ${name}` }).click()]);
     expect(download.suggestedFilename()).toBe(name);
     const saved = readFileSync((await download.path())!, 'utf8');
@@ -229,7 +232,7 @@ describe('the console in a browser', () => {
 
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Runs' }).click();
     await page.getByRole('table').getByRole('row').nth(2).waitFor();
-    await check('runs');
+    await check(page, 'runs');
   });
 
   it('installs a workflow from JSON (a compile error shown at the box first), launches it from its form, resumes its human-input step and cancels another run', async () => {
@@ -247,7 +250,7 @@ describe('the console in a browser', () => {
     await page.getByRole('button', { name: 'Install' }).click();
     await page.getByRole('alert').getByText('graph.1.toolId').waitFor();
     expect(await box.getAttribute('aria-invalid')).toBe('true');
-    await check('workflows-compile-error');
+    await check(page, 'workflows-compile-error');
     await box.fill(definition);
     await page.getByRole('button', { name: 'Install' }).click();
 
@@ -256,7 +259,7 @@ describe('the console in a browser', () => {
     await page.getByLabel('notes').fill('Ana ships Friday. Ben writes the notes.');
     // The graph says how a step with a retry policy is tried again.
     await page.getByText('Retries: up to 3 tries, 2 s apart ×2, at most 60 s; never on NOT_FOUND').waitFor();
-    await check('workflow');
+    await check(page, 'workflow');
     await page.getByRole('button', { name: 'Launch' }).click();
     await page.waitForURL(/\/workflows\/runs\//);
     const graph = page.getByRole('list', { name: 'Step graph' });
@@ -265,7 +268,7 @@ describe('the console in a browser', () => {
     await page.getByText('Send this summary as a stakeholder update?').waitFor();
     expect(await graph.getByRole('listitem', { name: 'review: suspended' }).isVisible()).toBe(true);
     expect(await graph.getByRole('link', { name: 'Open the run of summary' }).isVisible()).toBe(true);
-    await check('workflow-run-suspended');
+    await check(page, 'workflow-run-suspended');
 
     // Resume from the form generated from the resume schema: not approved, so the update is discarded.
     await page.getByLabel('note').fill('Not this week');
@@ -275,7 +278,7 @@ describe('the console in a browser', () => {
     expect(await graph.getByRole('listitem', { name: 'update: skipped' }).isVisible()).toBe(true);
     expect(await page.getByRole('heading', { name: 'Input needed: review' }).count()).toBe(0);
     await page.getByLabel('Result').waitFor();
-    await check('workflow-run');
+    await check(page, 'workflow-run');
 
     // A finished run reruns from one of its top-level steps: the steps before it are not run again.
     const original = page.url();
@@ -291,7 +294,7 @@ describe('the console in a browser', () => {
     const card = page.getByRole('list', { name: 'Installed workflows' }).getByRole('listitem').filter({ hasText: 'Publish with approval' });
     await card.getByText('notes', { exact: true }).waitFor();
     expect(await card.getByText('examples', { exact: true }).isVisible()).toBe(true);
-    await check('workflows-installed');
+    await check(page, 'workflows-installed');
 
     // Another run, cancelled while its first skill runs.
     await page.goto(`${service.base}/workflows/publish-with-approval`);
@@ -322,7 +325,7 @@ describe('the console in a browser', () => {
       .getByText(/^cron: /)
       .waitFor();
     expect(await cron.getAttribute('aria-invalid')).toBe('true');
-    await check('workflow-schedule-refused');
+    await check(page, 'workflow-schedule-refused');
 
     await cron.fill('0 9 * * 1-5');
     await schedules.getByRole('button', { name: 'Add schedule' }).click();
@@ -330,7 +333,7 @@ describe('the console in a browser', () => {
     await item.getByRole('list', { name: 'Next fire times of 0 9 * * 1-5' }).waitFor();
     expect(await item.getByRole('list', { name: 'Next fire times of 0 9 * * 1-5' }).getByRole('listitem').count()).toBe(5);
     expect(await item.getByText('If a run is still going: queue one run for when it ends.', { exact: false }).isVisible()).toBe(true);
-    await check('workflow-schedules');
+    await check(page, 'workflow-schedules');
 
     await item.getByRole('button', { name: 'Pause 0 9 * * 1-5' }).click();
     await item.getByText('paused', { exact: true }).waitFor();
@@ -360,7 +363,7 @@ describe('the console in a browser', () => {
       .getByText(/declares no GitHub events/)
       .waitFor();
     expect(await source.getAttribute('aria-invalid')).toBe('true');
-    await check('workflow-trigger-refused');
+    await check(page, 'workflow-trigger-refused');
 
     await source.selectOption({ label: 'Any sender (webhook): its JSON body is the run input' });
     await triggers.getByLabel('Name (optional)').fill('Issue tracker');
@@ -391,7 +394,7 @@ describe('the console in a browser', () => {
     await again.getByText('Last delivery').waitFor();
     expect(await again.getByText('none yet', { exact: true }).count()).toBe(0);
     expect(await page.getByText(secret).count()).toBe(0);
-    await check('workflow-triggers');
+    await check(page, 'workflow-triggers');
 
     // Its recent deliveries: the refused one first, with its reason, then the one that started the run, linked.
     await again.getByText('Recent deliveries').click();
@@ -408,7 +411,7 @@ describe('the console in a browser', () => {
     expect(await rows.nth(2).getByRole('cell', { name: '202', exact: true }).count()).toBe(1);
     expect(await rows.nth(2).getByRole('link', { name: 'Open run' }).getAttribute('href')).toBe(`/workflows/runs/${started.body.runId}`);
     expect(await rows.count()).toBe(3);
-    await check('workflow-trigger-deliveries');
+    await check(page, 'workflow-trigger-deliveries');
 
     // Rotating shows a new secret once; the old one is refused at once.
     await again.getByRole('button', { name: 'Rotate secret of Issue tracker' }).click();
@@ -424,7 +427,7 @@ describe('the console in a browser', () => {
     await again.getByRole('button', { name: 'Keep it' }).click();
     expect(await again.getByRole('button', { name: 'Yes, delete Issue tracker' }).count()).toBe(0);
     await again.getByRole('button', { name: 'Delete Issue tracker' }).click();
-    await check('workflow-trigger-delete');
+    await check(page, 'workflow-trigger-delete');
     await again.getByRole('button', { name: 'Yes, delete Issue tracker' }).click();
     await page.getByRole('region', { name: 'Triggers' }).getByText('No triggers yet.').waitFor();
     expect((await deliver(newSecret, 'msg_console_4')).status).toBe(404);
@@ -465,7 +468,7 @@ describe('the console in a browser', () => {
       body: ping,
     });
     expect(((await pong.json()) as { status: string }).status).toBe('pong');
-    await check('workflow-trigger-github');
+    await check(page, 'workflow-trigger-github');
   });
 
   it('creates a key with chosen scopes, shows it once, answers its permission request, sees its memory write and revokes it', async () => {
@@ -491,7 +494,7 @@ describe('the console in a browser', () => {
     await page.reload();
     expect(await page.getByLabel('New API key').count()).toBe(0); // shown once
     await page.getByText('To save the meeting notes to memory').waitFor();
-    await check('settings');
+    await check(page, 'settings');
     await page.getByRole('button', { name: 'Approve memory:write for laptop agent' }).click();
     await page.getByText('Granted "memory:write" to laptop agent.').waitFor();
     const memory = await fetch(`${service.base}/api/v1/memory`, {
@@ -508,7 +511,7 @@ describe('the console in a browser', () => {
     // What the agent wrote with the key is the workspace's memory.
     await page.goto(`${service.base}/memory`);
     await expect(page.getByLabel('Memory document').inputValue()).resolves.toBe('Notes from the agent');
-    await check('memory');
+    await check(page, 'memory');
   });
 
   it('lists an app let in through the OAuth consent page under Connected apps, and revokes it after asking again: its token stops at once', async () => {
@@ -555,7 +558,7 @@ describe('the console in a browser', () => {
       await app.getByRole('heading', { name: 'Notes Sync' }).waitFor();
       await app.getByText('profile:read, memory:read').waitFor();
       await app.getByText(clientId).waitFor();
-      await check('settings-connected-apps');
+      await check(page, 'settings-connected-apps');
 
       // Revoking asks again in place; keeping it puts things back.
       await app.getByRole('button', { name: `Revoke Notes Sync in ${workspace}` }).click();
@@ -566,7 +569,7 @@ describe('the console in a browser', () => {
       await app.getByRole('button', { name: `Revoke Notes Sync in ${workspace}` }).click();
       const yes = app.getByRole('button', { name: `Yes, revoke Notes Sync in ${workspace}` });
       expect(await page.evaluate('document.activeElement.textContent')).toBe(await yes.textContent()); // focused, as askInPlace puts it
-      await check('settings-connected-apps-revoke');
+      await check(page, 'settings-connected-apps-revoke');
       await yes.click();
       await apps.getByRole('status').getByText(`Revoked Notes Sync in ${workspace}.`).waitFor();
       await apps.getByText('No app is connected.').waitFor();
@@ -597,7 +600,7 @@ describe('the console in a browser', () => {
 
     await page.getByRole('heading', { name: /GitHub/ }).waitFor();
     await page.getByRole('list', { name: 'Credit packs' }).getByRole('button').first().waitFor();
-    await check('settings-all');
+    await check(page, 'settings-all');
 
     await page.getByRole('button', { name: 'Remove model key' }).click();
     await page.getByText('Runs use the service’s model and your credits.').waitFor();
@@ -626,7 +629,7 @@ describe('the console in a browser', () => {
     await limits.getByRole('button', { name: 'Save' }).click();
     await limits.getByText(/^Saved\./).waitFor();
     expect(await limits.getByRole('alert').count()).toBe(0);
-    await check('settings-limits');
+    await check(page, 'settings-limits');
     await page.reload();
     const again = page.getByRole('region', { name: 'Spend limits' });
     await expect(again.getByLabel('Monthly limit (Ds)').inputValue()).resolves.toBe('250');
@@ -657,7 +660,7 @@ describe('the console in a browser', () => {
     await refused.getByText('audit must be at most 400 days').waitFor();
     expect(await audit.getAttribute('aria-invalid')).toBe('true');
     expect(await audit.getAttribute('aria-errormessage')).toBe(await refused.getAttribute('id'));
-    await check('settings-retention');
+    await check(page, 'settings-retention');
 
     await audit.fill('200');
     await retention.getByRole('button', { name: 'Save' }).click();
@@ -688,7 +691,7 @@ describe('the console in a browser', () => {
     const people = page.getByRole('region', { name: 'Members and invitations' });
     await people.getByText('Owners and admins invite people to this workspace.').waitFor();
     expect(await people.getByLabel('Email to invite').count()).toBe(0);
-    await check('settings-retention-member');
+    await check(page, 'settings-retention-member');
   });
 
   it('adds a webhook endpoint (its secret shown once), lists its delivery of a run and redelivers it, disables it, and sets and removes a telemetry destination', async () => {
@@ -740,7 +743,7 @@ describe('the console in a browser', () => {
       await deliveries.getByRole('cell', { name: '2', exact: true }).waitFor();
       expect(new Set(received).size).toBe(1);
       expect(received.length).toBe(2);
-      await check('settings-webhooks');
+      await check(page, 'settings-webhooks');
 
       await hooks.getByRole('button', { name: 'Rotate secret of Local receiver' }).click();
       await hooks.getByText(/^The new signing secret of Local receiver/).waitFor();
@@ -760,7 +763,7 @@ describe('the console in a browser', () => {
       await otel.getByText('Headers sent (values hidden): x-honeycomb-team').waitFor();
       // The typed value is not kept in the page to be sent again with the next save.
       await expect(otel.getByLabel('Header 1 value').inputValue()).resolves.toBe('');
-      await check('settings-telemetry');
+      await check(page, 'settings-telemetry');
       await page.reload();
       const again = page.getByRole('region', { name: 'Telemetry' });
       await expect(again.getByLabel('OTLP traces endpoint').inputValue()).resolves.toBe('https://collector.example.com/v1/traces');
@@ -803,7 +806,7 @@ describe('the console in a browser', () => {
     await page.reload();
     const consents = page.getByRole('list', { name: 'Pending agent consents' });
     await consents.getByText('To keep the team notes').waitFor();
-    await check('settings-consent');
+    await check(page, 'settings-consent');
     await consents.getByLabel('memory:write').uncheck();
     await page.getByRole('button', { name: 'Approve Notes agent (key notes agent)' }).click();
     await page.getByText(/^Connected Notes agent: its key now holds/).waitFor();
@@ -838,166 +841,7 @@ describe('the console in a browser', () => {
     await page.getByLabel('Environment variable').fill('NOTES_TOKEN');
     await page.getByRole('button', { name: 'Bind secret' }).click();
     await page.getByRole('list', { name: 'Secret bindings' }).getByText('NOTES_TOKEN').first().waitFor();
-    await check('skill');
-  });
-
-  it('installs a skill that ships eval cases, runs an eval of it on the local model, and reads each case’s runs with and without the skill side by side', async () => {
-    page = await signUp('Eval Person');
-    const slug = 'pull-request-reviewer';
-    await page.goto(`${service.base}/marketplace/${slug}`);
-    const evals = page.getByRole('region', { name: 'Evals' });
-    await evals.getByText('The catalog ships no eval results for this skill.').waitFor();
-    await page.getByRole('button', { name: 'Install' }).click();
-    await page
-      .getByRole('status')
-      .getByText(/^Installed /)
-      .waitFor();
-
-    await page.goto(`${service.base}/skills/${slug}`);
-    await evals.getByText('No finished eval yet.').waitFor();
-    await evals.getByLabel('Repetitions').fill('1');
-    await evals.getByRole('button', { name: 'Run eval' }).click();
-    await page.waitForURL(/\/skills\/pull-request-reviewer\/evals\/eval_\d+$/);
-    await page.getByRole('heading', { level: 1, name: `Eval of ${slug}, version 1` }).waitFor();
-    // The page follows the job until it ends.
-    await page.getByRole('status').getByText('Eval succeeded.').waitFor({ timeout: 90_000 });
-    const evalId = page.url().split('/').pop()!;
-    const job = (await inPage(page, `/api/v1/skills/${slug}/evals/${evalId}`)) as unknown as {
-      local: boolean;
-      cases: {
-        id: number | string;
-        runs: {
-          with: { output: string; checks: { passed: boolean }[]; expectations?: { passed: null }[] };
-          without: { output: string; checks: { passed: boolean }[] };
-        }[];
-      }[];
-    };
-    expect(job.local).toBe(true);
-    await page.getByText('marks a run on the built-in local model').first().waitFor();
-    // Each case: the run with the skill and the run without it, each with its output and each check's verdict as the service graded it.
-    for (const c of job.cases) {
-      const section = page.getByRole('region', { name: `Case ${c.id}`, exact: true });
-      const run = c.runs[0]!;
-      for (const [side, graded] of [
-        ['with the skill', run.with],
-        ['without the skill', run.without],
-      ] as const) {
-        const title = side === 'with the skill' ? 'With the skill' : 'Without the skill';
-        const output = section.getByRole('region', { name: new RegExp(`^${title}`) }).getByLabel(`${title}, case ${c.id}: output`);
-        expect((await output.textContent())!.trim()).toBe(graded.output.trim());
-        const verdicts = await section
-          .getByRole('list', { name: `Checks ${side}, case ${c.id}` })
-          .getByRole('listitem')
-          .allTextContents();
-        expect(verdicts.map((v) => v.trim().split(' ')[0])).toEqual(graded.checks.map((k) => (k.passed ? 'pass' : 'fail')));
-      }
-      // The local model grades no expectation: each is shown ungraded, with the reason.
-      if (run.with.expectations?.length) {
-        const expectations = section.getByRole('list', { name: `Expectations with the skill, case ${c.id}` }).getByRole('listitem');
-        expect(await expectations.first().textContent()).toMatch(/^not graded/);
-      }
-    }
-    await check('skill-eval');
-
-    // The skill shows it as the latest eval of version 1, labelled local, with a way back to it.
-    await page.getByRole('link', { name: `Back to ${slug}` }).click();
-    const latest = page.getByRole('table', { name: 'Latest eval of each version' });
-    await latest.waitFor();
-    expect(await latest.getByRole('row', { name: /Version 1/ }).textContent()).toContain('local model');
-    await check('skill-evals');
-    await latest.getByRole('link', { name: 'Open the eval of version 1' }).click();
-    await page.getByRole('heading', { level: 1, name: `Eval of ${slug}, version 1` }).waitFor();
-  });
-
-  it('holds back a skill version its eval scores lower, follows it to refused, lets the owner make it current anyway, and shows a member the guard read-only', async () => {
-    const owner = (page = await signUp('Guard Owner'));
-    await page.goto(`${service.base}/settings`);
-    const guard = page.getByRole('region', { name: 'Skill version guard' });
-    const enabled = guard.getByLabel('Hold back new skill versions until their eval passes');
-    expect(await enabled.isChecked()).toBe(false);
-    await enabled.check();
-    await guard.getByRole('button', { name: 'Save' }).click();
-    await guard.getByText(/^Saved\. New versions are held back/).waitFor();
-    await check('settings-skill-guard');
-
-    // Version 1 carries eval cases. The local model's answer shows the skill's steps under
-    // "### Approach": case 1 checks for them, so a version without steps passes one case of two.
-    const slug = 'release-digest';
-    await inPage(
-      owner,
-      `/api/v1/skills/${slug}`,
-      {
-        name: 'Release digest',
-        description: 'Writes release notes.',
-        category: 'productivity',
-        prompt: '# Release Notes Writer\n1. Group the changes by kind.\n2. Name breaking changes first.',
-        evals: [
-          { id: 1, prompt: 'Write release notes for: fixed login bug. Added dark mode.', checks: [{ type: 'contains', value: 'approach', ignore_case: true }] },
-          { id: 2, prompt: 'Write release notes for: faster search.', checks: [{ type: 'not_contains', value: 'lorem ipsum' }] },
-        ],
-      },
-      'PUT',
-    );
-    await page.goto(`${service.base}/skills/${slug}`);
-    await page.getByRole('heading', { level: 1, name: 'Release digest' }).waitFor();
-    await page.getByLabel('Instructions').fill('Be brief.');
-    await page.getByLabel('Version note').fill('no steps');
-    await page.getByRole('button', { name: 'Save version' }).click();
-    await page.getByText('Saved as version 2. It is being evaluated against version 1').waitFor();
-    const evalHref = await page.getByRole('link', { name: 'Follow the eval of version 2' }).getAttribute('href');
-    expect(evalHref).toMatch(new RegExp(`^/skills/${slug}/evals/eval_\\d+$`));
-    const versions = page.getByRole('list', { name: 'Versions' });
-    const [first, second] = [/^Version 1(?!\d)/, /^Version 2(?!\d)/].map((name) => versions.getByRole('listitem').filter({ hasText: name }));
-    await second!.getByText('evaluating', { exact: true }).waitFor();
-    await first!.getByText('active', { exact: true }).waitFor();
-    // The list follows the eval until the guard decides.
-    await second!.getByText('refused', { exact: true }).waitFor({ timeout: 90_000 });
-    await second!.getByText('50% with the skill; version 1 had 100%').waitFor();
-    await page.getByRole('status').getByText('Version 2 was refused: 50% with the skill; version 1 had 100%.').waitFor();
-    await second!.getByText(/below version 1/).waitFor();
-    expect(await second!.getByRole('link', { name: 'Open its eval, version 2' }).getAttribute('href')).toBe(evalHref);
-    // A refused version may be restored: with the guard on, it is held back and measured again.
-    expect(await second!.getByRole('button', { name: 'Restore version 2' }).count()).toBe(1);
-    // The editor keeps what its writer wrote, to try again; the current version is still version 1.
-    expect(await page.getByLabel('Instructions').inputValue()).toBe('Be brief.');
-    expect(await first!.getByText('active', { exact: true }).count()).toBe(1);
-    await check('skill-guard-refused');
-
-    // A member of the owner's workspace sees the guard on, read-only, and no override.
-    const member = await signUp('Guard Member');
-    const workspace = await inPage(owner, '/api/v1/workspaces/current');
-    const invited = (await inPage(owner, `/api/v1/workspaces/${workspace.id}/invitations`, {
-      email: (await inPage(member, '/api/v1/profile')).email,
-      role: 'member',
-    })) as unknown as { token: string };
-    await inPage(member, '/api/v1/invitations/accept', { token: invited.token });
-    await member.reload();
-    await member.getByRole('combobox', { name: 'Workspace' }).selectOption(workspace.id);
-    await member.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
-    await member.goto(`${service.base}/settings`);
-    page = member;
-    const seen = page.getByRole('region', { name: 'Skill version guard' });
-    await seen.getByText('Only the owner can change it.').waitFor();
-    const box = seen.getByLabel('Hold back new skill versions until their eval passes');
-    expect(await box.isChecked()).toBe(true);
-    expect(await box.isDisabled()).toBe(true);
-    expect(await seen.getByRole('button', { name: 'Save' }).count()).toBe(0);
-    await check('settings-skill-guard-member');
-    await page.goto(`${service.base}/skills/${slug}`);
-    await page.getByRole('list', { name: 'Versions' }).getByText('50% with the skill; version 1 had 100%').waitFor();
-    expect(await page.getByRole('button', { name: 'Make current anyway, version 2' }).count()).toBe(0);
-
-    // The owner makes it current anyway, asked again first.
-    page = owner;
-    await page.getByRole('button', { name: 'Make current anyway, version 2' }).click();
-    await page.getByText('Make version 2 current without passing its eval?').waitFor();
-    await page.getByRole('button', { name: 'Yes, make version 2 current' }).click();
-    await page.getByText('Version 2 is current, over the guard.').waitFor();
-    await second!.getByText('active', { exact: true }).waitFor();
-    await second!.getByText('overridden', { exact: true }).waitFor();
-    expect(await page.getByRole('button', { name: 'Make current anyway, version 2' }).count()).toBe(0);
-    expect(await page.getByLabel('Instructions').inputValue()).toBe('Be brief.');
-    await check('skill-guard-overridden');
+    await check(page, 'skill');
   });
 
   it('reruns and remixes a run, and reads its trace', async () => {
@@ -1025,11 +869,184 @@ describe('the console in a browser', () => {
     await page.getByRole('list', { name: 'Traces' }).getByRole('link').first().click();
     await page.getByRole('heading', { name: 'Turns' }).waitFor();
     await page.getByRole('list', { name: 'Turns' }).getByRole('listitem').first().waitFor();
-    await check('trace');
+    await check(page, 'trace');
   });
 
-  it('says so while it waits out the API rate limit', async () => {
-    page = await signUp('Busy Person');
+  // The next four wait on the service most of their time (an eval's runs at 40 ms a word, a
+  // deletion's steps, a rate limit's window), each as a person of its own: they run together,
+  // on pages of their own.
+  it.concurrent(
+    'installs a skill that ships eval cases, runs an eval of it on the local model, and reads each case’s runs with and without the skill side by side',
+    async () => {
+      const page = await signUp('Eval Person');
+      const slug = 'pull-request-reviewer';
+      await page.goto(`${service.base}/marketplace/${slug}`);
+      const evals = page.getByRole('region', { name: 'Evals' });
+      await evals.getByText('The catalog ships no eval results for this skill.').waitFor();
+      await page.getByRole('button', { name: 'Install' }).click();
+      await page
+        .getByRole('status')
+        .getByText(/^Installed /)
+        .waitFor();
+
+      await page.goto(`${service.base}/skills/${slug}`);
+      await evals.getByText('No finished eval yet.').waitFor();
+      await evals.getByLabel('Repetitions').fill('1');
+      await evals.getByRole('button', { name: 'Run eval' }).click();
+      await page.waitForURL(/\/skills\/pull-request-reviewer\/evals\/eval_\d+$/);
+      await page.getByRole('heading', { level: 1, name: `Eval of ${slug}, version 1` }).waitFor();
+      // The page follows the job until it ends.
+      await page.getByRole('status').getByText('Eval succeeded.').waitFor({ timeout: 90_000 });
+      const evalId = page.url().split('/').pop()!;
+      const job = (await inPage(page, `/api/v1/skills/${slug}/evals/${evalId}`)) as unknown as {
+        local: boolean;
+        cases: {
+          id: number | string;
+          runs: {
+            with: { output: string; checks: { passed: boolean }[]; expectations?: { passed: null }[] };
+            without: { output: string; checks: { passed: boolean }[] };
+          }[];
+        }[];
+      };
+      expect(job.local).toBe(true);
+      await page.getByText('marks a run on the built-in local model').first().waitFor();
+      // Each case: the run with the skill and the run without it, each with its output and each check's verdict as the service graded it.
+      for (const c of job.cases) {
+        const section = page.getByRole('region', { name: `Case ${c.id}`, exact: true });
+        const run = c.runs[0]!;
+        for (const [side, graded] of [
+          ['with the skill', run.with],
+          ['without the skill', run.without],
+        ] as const) {
+          const title = side === 'with the skill' ? 'With the skill' : 'Without the skill';
+          const output = section.getByRole('region', { name: new RegExp(`^${title}`) }).getByLabel(`${title}, case ${c.id}: output`);
+          expect((await output.textContent())!.trim()).toBe(graded.output.trim());
+          const verdicts = await section
+            .getByRole('list', { name: `Checks ${side}, case ${c.id}` })
+            .getByRole('listitem')
+            .allTextContents();
+          expect(verdicts.map((v) => v.trim().split(' ')[0])).toEqual(graded.checks.map((k) => (k.passed ? 'pass' : 'fail')));
+        }
+        // The local model grades no expectation: each is shown ungraded, with the reason.
+        if (run.with.expectations?.length) {
+          const expectations = section.getByRole('list', { name: `Expectations with the skill, case ${c.id}` }).getByRole('listitem');
+          expect(await expectations.first().textContent()).toMatch(/^not graded/);
+        }
+      }
+      await check(page, 'skill-eval');
+
+      // The skill shows it as the latest eval of version 1, labelled local, with a way back to it.
+      await page.getByRole('link', { name: `Back to ${slug}` }).click();
+      const latest = page.getByRole('table', { name: 'Latest eval of each version' });
+      await latest.waitFor();
+      expect(await latest.getByRole('row', { name: /Version 1/ }).textContent()).toContain('local model');
+      await check(page, 'skill-evals');
+      await latest.getByRole('link', { name: 'Open the eval of version 1' }).click();
+      await page.getByRole('heading', { level: 1, name: `Eval of ${slug}, version 1` }).waitFor();
+    },
+  );
+
+  it.concurrent(
+    'holds back a skill version its eval scores lower, follows it to refused, lets the owner make it current anyway, and shows a member the guard read-only',
+    async () => {
+      let page = await signUp('Guard Owner');
+      const owner = page;
+      await page.goto(`${service.base}/settings`);
+      const guard = page.getByRole('region', { name: 'Skill version guard' });
+      const enabled = guard.getByLabel('Hold back new skill versions until their eval passes');
+      expect(await enabled.isChecked()).toBe(false);
+      await enabled.check();
+      await guard.getByRole('button', { name: 'Save' }).click();
+      await guard.getByText(/^Saved\. New versions are held back/).waitFor();
+      await check(page, 'settings-skill-guard');
+
+      // Version 1 carries eval cases. The local model's answer shows the skill's steps under
+      // "### Approach": case 1 checks for them, so a version without steps passes one case of two.
+      const slug = 'release-digest';
+      await inPage(
+        owner,
+        `/api/v1/skills/${slug}`,
+        {
+          name: 'Release digest',
+          description: 'Writes release notes.',
+          category: 'productivity',
+          prompt: '# Release Notes Writer\n1. Group the changes by kind.\n2. Name breaking changes first.',
+          evals: [
+            {
+              id: 1,
+              prompt: 'Write release notes for: fixed login bug. Added dark mode.',
+              checks: [{ type: 'contains', value: 'approach', ignore_case: true }],
+            },
+            { id: 2, prompt: 'Write release notes for: faster search.', checks: [{ type: 'not_contains', value: 'lorem ipsum' }] },
+          ],
+        },
+        'PUT',
+      );
+      await page.goto(`${service.base}/skills/${slug}`);
+      await page.getByRole('heading', { level: 1, name: 'Release digest' }).waitFor();
+      await page.getByLabel('Instructions').fill('Be brief.');
+      await page.getByLabel('Version note').fill('no steps');
+      await page.getByRole('button', { name: 'Save version' }).click();
+      await page.getByText('Saved as version 2. It is being evaluated against version 1').waitFor();
+      const evalHref = await page.getByRole('link', { name: 'Follow the eval of version 2' }).getAttribute('href');
+      expect(evalHref).toMatch(new RegExp(`^/skills/${slug}/evals/eval_\\d+$`));
+      const versions = page.getByRole('list', { name: 'Versions' });
+      const [first, second] = [/^Version 1(?!\d)/, /^Version 2(?!\d)/].map((name) => versions.getByRole('listitem').filter({ hasText: name }));
+      await second!.getByText('evaluating', { exact: true }).waitFor();
+      await first!.getByText('active', { exact: true }).waitFor();
+      // The list follows the eval until the guard decides.
+      await second!.getByText('refused', { exact: true }).waitFor({ timeout: 90_000 });
+      await second!.getByText('50% with the skill; version 1 had 100%').waitFor();
+      await page.getByRole('status').getByText('Version 2 was refused: 50% with the skill; version 1 had 100%.').waitFor();
+      await second!.getByText(/below version 1/).waitFor();
+      expect(await second!.getByRole('link', { name: 'Open its eval, version 2' }).getAttribute('href')).toBe(evalHref);
+      // A refused version may be restored: with the guard on, it is held back and measured again.
+      expect(await second!.getByRole('button', { name: 'Restore version 2' }).count()).toBe(1);
+      // The editor keeps what its writer wrote, to try again; the current version is still version 1.
+      expect(await page.getByLabel('Instructions').inputValue()).toBe('Be brief.');
+      expect(await first!.getByText('active', { exact: true }).count()).toBe(1);
+      await check(page, 'skill-guard-refused');
+
+      // A member of the owner's workspace sees the guard on, read-only, and no override.
+      const member = await signUp('Guard Member');
+      const workspace = await inPage(owner, '/api/v1/workspaces/current');
+      const invited = (await inPage(owner, `/api/v1/workspaces/${workspace.id}/invitations`, {
+        email: (await inPage(member, '/api/v1/profile')).email,
+        role: 'member',
+      })) as unknown as { token: string };
+      await inPage(member, '/api/v1/invitations/accept', { token: invited.token });
+      await member.reload();
+      await member.getByRole('combobox', { name: 'Workspace' }).selectOption(workspace.id);
+      await member.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
+      await member.goto(`${service.base}/settings`);
+      page = member;
+      const seen = page.getByRole('region', { name: 'Skill version guard' });
+      await seen.getByText('Only the owner can change it.').waitFor();
+      const box = seen.getByLabel('Hold back new skill versions until their eval passes');
+      expect(await box.isChecked()).toBe(true);
+      expect(await box.isDisabled()).toBe(true);
+      expect(await seen.getByRole('button', { name: 'Save' }).count()).toBe(0);
+      await check(page, 'settings-skill-guard-member');
+      await page.goto(`${service.base}/skills/${slug}`);
+      await page.getByRole('list', { name: 'Versions' }).getByText('50% with the skill; version 1 had 100%').waitFor();
+      expect(await page.getByRole('button', { name: 'Make current anyway, version 2' }).count()).toBe(0);
+
+      // The owner makes it current anyway, asked again first.
+      page = owner;
+      await page.getByRole('button', { name: 'Make current anyway, version 2' }).click();
+      await page.getByText('Make version 2 current without passing its eval?').waitFor();
+      await page.getByRole('button', { name: 'Yes, make version 2 current' }).click();
+      await page.getByText('Version 2 is current, over the guard.').waitFor();
+      await second!.getByText('active', { exact: true }).waitFor();
+      await second!.getByText('overridden', { exact: true }).waitFor();
+      expect(await page.getByRole('button', { name: 'Make current anyway, version 2' }).count()).toBe(0);
+      expect(await page.getByLabel('Instructions').inputValue()).toBe('Be brief.');
+      await check(page, 'skill-guard-overridden');
+    },
+  );
+
+  it.concurrent('says so while it waits out the API rate limit', async () => {
+    const page = await signUp('Busy Person');
     // The person's 100 requests of this minute and one more, spent from the page as the console calls (cookie and
     // CSRF token), in a window with time left for what follows (a window that ends during them would split them).
     const statuses = (await page.evaluate(`(async () => {
@@ -1046,43 +1063,46 @@ describe('the console in a browser', () => {
       .getByText(/^The service is limiting requests for a moment: trying again in \d+ s\.$/)
       .waitFor();
     expect(await page.locator('#app').getAttribute('aria-busy')).toBe('true');
-    await check('rate-limited');
+    await check(page, 'rate-limited');
   });
 
-  it('deletes a workspace whose name its owner types back, following the job until it completes, then deletes the account with its password', async () => {
-    page = await signUp('Leaving Person');
-    const team = await inPage(page, '/api/v1/workspaces', { name: 'Doomed Team', slug: `doomed-${Date.now()}` });
-    await page.reload();
-    await page.getByRole('combobox', { name: 'Workspace' }).selectOption(team.id);
-    await page.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
-    await page.goto(`${service.base}/settings`);
+  it.concurrent(
+    'deletes a workspace whose name its owner types back, following the job until it completes, then deletes the account with its password',
+    async () => {
+      const page = await signUp('Leaving Person');
+      const team = await inPage(page, '/api/v1/workspaces', { name: 'Doomed Team', slug: `doomed-${Date.now()}` });
+      await page.reload();
+      await page.getByRole('combobox', { name: 'Workspace' }).selectOption(team.id);
+      await page.getByRole('heading', { level: 1, name: 'Home' }).waitFor();
+      await page.goto(`${service.base}/settings`);
 
-    const workspace = page.getByRole('region', { name: 'Delete workspace' });
-    const confirm = workspace.getByLabel('Type the workspace’s name (Doomed Team) to confirm');
-    await confirm.fill('doomed team');
-    await workspace.getByRole('button', { name: 'Delete workspace' }).click();
-    await workspace.getByRole('alert').getByText("Type the workspace's name exactly to confirm its deletion").waitFor();
-    expect(await confirm.getAttribute('aria-invalid')).toBe('true');
-    await check('settings-delete-workspace-refused');
-    await confirm.fill('Doomed Team');
-    await workspace.getByRole('button', { name: 'Delete workspace' }).click();
-    await workspace.getByText('Everything in it is gone.').waitFor({ timeout: 60_000 });
-    await workspace.getByText('completed').waitFor();
-    await check('settings-delete-workspace-done');
-    expect((await inPage(page, '/api/v1/workspaces/current')).id).not.toBe(team.id);
+      const workspace = page.getByRole('region', { name: 'Delete workspace' });
+      const confirm = workspace.getByLabel('Type the workspace’s name (Doomed Team) to confirm');
+      await confirm.fill('doomed team');
+      await workspace.getByRole('button', { name: 'Delete workspace' }).click();
+      await workspace.getByRole('alert').getByText("Type the workspace's name exactly to confirm its deletion").waitFor();
+      expect(await confirm.getAttribute('aria-invalid')).toBe('true');
+      await check(page, 'settings-delete-workspace-refused');
+      await confirm.fill('Doomed Team');
+      await workspace.getByRole('button', { name: 'Delete workspace' }).click();
+      await workspace.getByText('Everything in it is gone.').waitFor({ timeout: 60_000 });
+      await workspace.getByText('completed').waitFor();
+      await check(page, 'settings-delete-workspace-done');
+      expect((await inPage(page, '/api/v1/workspaces/current')).id).not.toBe(team.id);
 
-    // Back in the personal workspace, which goes only with the account.
-    await page.goto(`${service.base}/settings`);
-    await page.getByRole('region', { name: 'Delete workspace' }).getByText('Your personal workspace is deleted only with your account').waitFor();
-    const account = page.getByRole('region', { name: 'Delete account' });
-    await account.getByLabel('Your password').fill('console password long enough');
-    await account.getByRole('button', { name: 'Delete account' }).click();
-    await account.getByText('Your account is deleted.').waitFor({ timeout: 60_000 });
-    await account.getByText('workspaces deleted: 1 of 1').waitFor();
-    await check('settings-delete-account-done');
-    // With the page's cookies, but outside the page: the 401 is the answer wanted, not a page's failure.
-    expect((await page.context().request.get(`${service.base}/api/v1/profile`)).status()).toBe(401);
-  });
+      // Back in the personal workspace, which goes only with the account.
+      await page.goto(`${service.base}/settings`);
+      await page.getByRole('region', { name: 'Delete workspace' }).getByText('Your personal workspace is deleted only with your account').waitFor();
+      const account = page.getByRole('region', { name: 'Delete account' });
+      await account.getByLabel('Your password').fill('console password long enough');
+      await account.getByRole('button', { name: 'Delete account' }).click();
+      await account.getByText('Your account is deleted.').waitFor({ timeout: 60_000 });
+      await account.getByText('workspaces deleted: 1 of 1').waitFor();
+      await check(page, 'settings-delete-account-done');
+      // With the page's cookies, but outside the page: the 401 is the answer wanted, not a page's failure.
+      expect((await page.context().request.get(`${service.base}/api/v1/profile`)).status()).toBe(401);
+    },
+  );
 
   it('shows the other sections accessibly, and no page was refused by its CSP or failed', async () => {
     page = runner;
@@ -1093,7 +1113,7 @@ describe('the console in a browser', () => {
     ]) {
       await page.goto(`${service.base}${path}`);
       await page.locator('#app:not([aria-busy])').waitFor({ state: 'attached' });
-      await check(name!);
+      await check(page, name!);
     }
     expect(problems).toEqual([]);
   });

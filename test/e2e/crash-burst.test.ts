@@ -66,11 +66,14 @@ describe('a crash in the middle of a burst of run starts', () => {
 
   beforeAll(async () => {
     service = await startPrepared(READY_MS, { stateDir, args: ARGS });
-    for (let i = 0; i < WORKSPACES; i++) {
-      const { token } = await newAccount(service.base, `Burst ${i}`);
-      expect((await api(token, '/api/v1/skills/burst', SKILL, 'PUT')).status).toBe(200);
-      tokens.push(token);
-    }
+    const made = await Promise.all(
+      Array.from({ length: WORKSPACES }, async (_, i) => {
+        const { token } = await newAccount(service.base, `Burst ${i}`);
+        expect((await api(token, '/api/v1/skills/burst', SKILL, 'PUT')).status).toBe(200);
+        return token;
+      }),
+    );
+    tokens.push(...made);
   }, READY_MS + 60_000);
 
   afterAll(async () => {
@@ -118,29 +121,34 @@ describe('a crash in the middle of a burst of run starts', () => {
       for (const res of started) expect(res.status, JSON.stringify(res.body)).toBe(200);
 
       const seen: string[] = [];
-      for (const token of tokens) {
-        // Every run of the workspace ends (the lost ones failed, the rest completed), its log closed.
-        let listed: Listed[] = [];
-        for (const until = Date.now() + RECOVERY_MS; Date.now() < until; await pause(1000)) {
-          listed = await history(token);
-          if (listed.every((e) => e.status !== 'working')) break;
-        }
-        // A start cut off before its claim leaves an idle execution that never ran (and holds nothing); every other one ended.
-        const ended = listed.filter((e) => !(e.status === 'idle' && e.cost === 0));
-        expect(
-          ended.map((e) => e.status).every((s) => s === 'completed' || s === 'failed'),
-          JSON.stringify(listed),
-        ).toBe(true);
-        seen.push(...listed.map((e) => e.status));
-        for (const { executionId } of ended) expect((await eventTypes(token, executionId)).at(-1)).toBe('session.status_idle');
+      // The workspaces side by side: each one's runs end on their own.
+      await Promise.all(
+        tokens.map(async (token) => {
+          // Every run of the workspace ends (the lost ones failed, the rest completed), its log closed.
+          let listed: Listed[] = [];
+          for (const until = Date.now() + RECOVERY_MS; Date.now() < until; await pause(1000)) {
+            listed = await history(token);
+            if (listed.every((e) => e.status !== 'working')) break;
+          }
+          // A start cut off before its claim leaves an idle execution that never ran (and holds nothing); every other one ended.
+          const ended = listed.filter((e) => !(e.status === 'idle' && e.cost === 0));
+          expect(
+            ended.map((e) => e.status).every((s) => s === 'completed' || s === 'failed'),
+            JSON.stringify(listed),
+          ).toBe(true);
+          seen.push(...listed.map((e) => e.status));
+          for (const types of await Promise.all(ended.map(({ executionId }) => eventTypes(token, executionId)))) {
+            expect(types.at(-1)).toBe('session.status_idle');
+          }
 
-        const { transactions } = (await api(token, '/api/v1/billing/transactions')).body as { transactions: { amount: number; type: string }[] };
-        const granted = transactions.filter((t) => t.type === 'purchase').reduce((sum, t) => sum + t.amount, 0);
-        const charged = -transactions.filter((t) => t.type === 'usage').reduce((sum, t) => sum + t.amount, 0);
-        const balance = (await api(token, '/api/v1/billing/balance')).body;
-        expect(balance.balance).toBeCloseTo(granted - charged, 2);
-        expect(balance.canExecute).toBe(true);
-      }
+          const { transactions } = (await api(token, '/api/v1/billing/transactions')).body as { transactions: { amount: number; type: string }[] };
+          const granted = transactions.filter((t) => t.type === 'purchase').reduce((sum, t) => sum + t.amount, 0);
+          const charged = -transactions.filter((t) => t.type === 'usage').reduce((sum, t) => sum + t.amount, 0);
+          const balance = (await api(token, '/api/v1/billing/balance')).body;
+          expect(balance.balance).toBeCloseTo(granted - charged, 2);
+          expect(balance.canExecute).toBe(true);
+        }),
+      );
       // What the crashes left (each strikes at a different point): failed runs never reached their session.
       console.log(
         `runs after the crashes: ${JSON.stringify(Object.fromEntries(['completed', 'failed', 'idle'].map((s) => [s, seen.filter((x) => x === s).length])))}`,

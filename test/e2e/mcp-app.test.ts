@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { build } from 'esbuild';
@@ -7,9 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
 import { freePort, type RunningService } from './helpers';
 import { startPrepared } from './prepared';
-
-const screenshots = join('.wrangler', 'screenshots', 'mcp-app');
-mkdirSync(screenshots, { recursive: true });
+import { screenshot } from './screenshot';
 
 /**
  * The run view as an MCP App, in headless Chromium against `npm start`: a host page built with
@@ -101,7 +99,7 @@ describe('the run view in an MCP Apps host', () => {
     await output.getByRole('heading', { name: 'Key points' }).waitFor();
     expect(await status.textContent()).toBe('working');
     expect(await output.textContent()).not.toContain('Covered');
-    await page.screenshot({ path: join(screenshots, 'skill-run-streaming.png') });
+    await screenshot(page, 'mcp-app/skill-run-streaming');
 
     await output.getByText(/Covered \d+ points? of the request/).waitFor({ timeout: 30_000 });
     await view().getByRole('status').getByText('completed').waitFor();
@@ -120,7 +118,7 @@ describe('the run view in an MCP Apps host', () => {
     expect(download.suggestedFilename()).toBe('notes.md');
     expect(readFileSync((await download.path())!, 'utf8')).toMatch(/^# Notes: [\s\S]*Ben writes the notes/);
     expect(await calls()).toEqual(expect.arrayContaining(['list-artifacts', 'download-artifact']));
-    await page.screenshot({ path: join(screenshots, 'skill-run.png') });
+    await screenshot(page, 'mcp-app/skill-run');
   });
 
   it('draws a workflow run’s steps and resumes its human-input step through the host', async () => {
@@ -130,7 +128,7 @@ describe('the run view in an MCP Apps host', () => {
     await graph.getByRole('listitem', { name: 'approve: suspended' }).waitFor();
     await graph.getByRole('listitem', { name: 'after: pending' }).waitFor();
     await view().getByText('Ship the release?').waitFor();
-    await page.screenshot({ path: join(screenshots, 'workflow-suspended.png') });
+    await screenshot(page, 'mcp-app/workflow-suspended');
 
     await view().getByLabel('Ship it').check();
     await view().getByRole('button', { name: 'Resume' }).click();
@@ -138,7 +136,7 @@ describe('the run view in an MCP Apps host', () => {
     await graph.getByRole('listitem', { name: 'after: success' }).waitFor();
     expect(JSON.parse((await view().getByLabel('Result').textContent())!)).toEqual({ answer: true });
     expect(await calls()).toContain('resume-workflow-run');
-    await page.screenshot({ path: join(screenshots, 'workflow-resumed.png') });
+    await screenshot(page, 'mcp-app/workflow-resumed');
 
     const run = (await (await fetch(`${service.base}/api/v1/workflows/runs/${started.runId}`, { headers: { 'x-api-key': service.apiKey } })).json()) as {
       run: { status: string };

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import { auth, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -9,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
 import { freePort, newAccount, type RunningService } from './helpers';
 import { startPrepared } from './prepared';
+import { screenshot } from './screenshot';
 
 /**
  * A stock MCP client as shipped: the TypeScript SDK's own OAuth machinery (`auth()` and the
@@ -84,7 +84,7 @@ describe('stock MCP clients signing in with nothing but the URL', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: `Allow an app at ${new URL(clientOrigin).host} to use your account?` }).waitFor();
     await page.getByText(`It calls itself “${clientName}”.`).waitFor();
-    await page.screenshot({ path: join('.wrangler', 'screenshots', `mcp-consent-${clientName.replace(/\W+/g, '-')}.png`), fullPage: true });
+    await screenshot(page, `mcp-consent-${clientName.replace(/\W+/g, '-')}`, { fullPage: true });
     await Promise.all([page.waitForURL((url) => url.href.startsWith(`${clientOrigin}/callback`)), page.getByRole('button', { name: 'Allow' }).click()]);
     const code = new URL(page.url()).searchParams.get('code')!;
     await page.close();

@@ -1,11 +1,11 @@
 import { createServer, type Server } from 'node:http';
-import { join } from 'node:path';
 import * as oauth from 'oauth4webapi';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './chromium';
 import { freePort, newAccount, type RunningService } from './helpers';
 import { startPrepared } from './prepared';
+import { screenshot } from './screenshot';
 
 /**
  * The whole authorization-code flow as a real client and a real browser see it: oauth4webapi
@@ -161,7 +161,7 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
     const { page, consoleErrors } = await signInFrom(authorizeUrl, email, password);
     await page.getByRole('heading', { name: 'Allow the app that opens com.example.native-e2e: links to use your account?' }).waitFor();
     await page.getByText('Any app installed on your device can claim com.example.native-e2e: links').waitFor();
-    await page.screenshot({ path: join('.wrangler', 'screenshots', 'oauth-consent-native-app.png'), fullPage: true });
+    await screenshot(page, 'oauth-consent-native-app', { fullPage: true });
     // The answer is a page that sends Chromium to the scheme, which hands the URL to the app
     // registered for it; headless, it has none, so that navigation ends there (aborted) and the
     // page stays, saying what happened, with a link to the app.
@@ -171,7 +171,7 @@ describe('OAuth 2.1 authorization code flow in a browser', () => {
     ]);
     await page.getByRole('heading', { name: 'You can return to Native E2E now' }).waitFor();
     expect(await page.getByRole('link', { name: 'Open Native E2E' }).getAttribute('href')).toBe(handedOver.url());
-    await page.screenshot({ path: join('.wrangler', 'screenshots', 'oauth-return-to-native-app.png'), fullPage: true });
+    await screenshot(page, 'oauth-return-to-native-app', { fullPage: true });
     await page.close();
     expect(consoleErrors).toEqual([]);
     const launched = new URL(handedOver.url());
