@@ -15,7 +15,7 @@ describe('following a skill run', () => {
     await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: SKILL });
     await call('/api/v1/byok', { method: 'PUT', token: user.token, body: { key: inject('modelKeys').byok } });
     // The fixture model sends its words, then keeps its answer open until it is released: the run goes on working.
-    const run = await call('/api/v1/skills/notes/run', { token: user.token, body: { input: 'Summarise the week. [hold the stream]' } });
+    const run = await call('/api/v1/skills/notes/run', { token: user.token, body: { input: 'Summarise the week. [hold the stream:progress-follow]' } });
     expect(run.status).toBe(200);
     const shard = countedShard(user.shard);
     const ctx = await keyContext(user, shard.db);
@@ -32,7 +32,7 @@ describe('following a skill run', () => {
     await sleep(1_000);
     expect(shard.count.statements).toBe(0);
 
-    await fetch(`${inject('fixtureOrigin')}/model/release`, { method: 'POST' });
+    await fetch(`${inject('fixtureOrigin')}/model/release?name=progress-follow`, { method: 'POST' });
     await following;
     expect(progress.at(-1)).toEqual({ done: progress.length, message: 'Run completed' });
     expect(logs.join('')).toBe('Done on your own key.');

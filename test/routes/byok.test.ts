@@ -120,7 +120,7 @@ describe('runs on the user’s own key', () => {
     await call('/api/v1/skills/notes', { method: 'PUT', token: user.token, body: SKILL });
     await byok(user, 'PUT', { key: inject('modelKeys').byok });
     // The fixture sends three deltas within a few milliseconds, then keeps the answer open until it is released: the model is still talking.
-    const run = await call('/api/v1/skills/notes/run', { token: user.token, body: { input: 'Summarise the week. [hold the stream]' } });
+    const run = await call('/api/v1/skills/notes/run', { token: user.token, body: { input: 'Summarise the week. [hold the stream:byok]' } });
     expect(run.status).toBe(200);
     const { sseUrl } = (await call(`/api/v1/executions/${run.body.executionId}/stream-token`, { token: user.token })).body;
     const stream = await exports.default.fetch(sseUrl);
@@ -136,7 +136,7 @@ describe('runs on the user’s own key', () => {
     expect(frames.map((f) => f.id)).toEqual(frames.map((_, i) => frames[0]!.id! + i));
     expect(frames.map((f) => f.type)).not.toContain('session.status_idle');
     expect((await call(`/api/v1/executions/${run.body.executionId}/status`, { token: user.token })).body.status).toBe('working');
-    await fetch(`${inject('fixtureOrigin')}/model/release`, { method: 'POST' });
+    await fetch(`${inject('fixtureOrigin')}/model/release?name=byok`, { method: 'POST' });
     await sse.cancel();
     await waitForStatus(user, run.body.executionId, 'completed');
     const stored = await env.EXECUTION_SESSION.getByName(run.body.executionId).events(0);

@@ -430,11 +430,13 @@ function modelRoutes() {
 }
 
 /**
- * Answers held open (a request whose text says HELD_MARKER): their last frame (or the scenario's
- * `holdAt`) waits until `POST /model/release` (as a slow model keeps its stream open between tokens).
+ * Answers held open (a request whose text says `[hold the stream]`, or `[hold the stream:<name>]`):
+ * their last frame (or the scenario's `holdAt`) waits until `POST /model/release?name=<name>` (as a
+ * slow model keeps its stream open between tokens). Files run side by side: each names its own
+ * holds, so one file's release never ends another's; a release without a name ends them all.
  */
-const HELD_MARKER = '[hold the stream]';
-const held: (() => void)[] = [];
+const HELD_MARKER = /\[hold the stream(?::([\w-]+))?\]/;
+const held = new Map<string, (() => void)[]>();
 
 async function serveModel(req: IncomingMessage, res: ServerResponse, route: NonNullable<ReturnType<ReturnType<typeof modelRoutes>['get']>>) {
   const chunks: Buffer[] = [];
@@ -456,9 +458,12 @@ async function serveModel(req: IncomingMessage, res: ServerResponse, route: NonN
   if (status !== 200) return json(status, scripted);
   const answer = ((route.scenario.anyBody && (evalAnswer(body) ?? toolCallingAnswer(body))) || scripted) as string[];
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  const hold = JSON.stringify(body).includes(HELD_MARKER);
+  const hold = HELD_MARKER.exec(JSON.stringify(body));
   for (const [i, frame] of answer.entries()) {
-    if (hold && i === (route.scenario.holdAt ?? answer.length - 1)) await new Promise<void>((resolve) => held.push(resolve));
+    if (hold && i === (route.scenario.holdAt ?? answer.length - 1)) {
+      const name = hold[1] ?? '';
+      await new Promise<void>((resolve) => held.set(name, [...(held.get(name) ?? []), resolve]));
+    }
     const bytes = Buffer.from(frame, 'utf8');
     const middle = Math.ceil(bytes.length / 2);
     for (const piece of [bytes.subarray(0, middle), bytes.subarray(middle)]) {
@@ -515,7 +520,11 @@ export default async function setup(project: TestProject) {
     } else if (path.startsWith('/oauth-client')) {
       serveClientMetadata(req, res, `http://127.0.0.1:${FIXTURE_PORT}`);
     } else if (path === '/model/release' && req.method === 'POST') {
-      for (const release of held.splice(0)) release();
+      const name = new URL(req.url ?? '/', 'http://fixture').searchParams.get('name');
+      for (const key of name === null ? [...held.keys()] : [name]) {
+        for (const release of held.get(key) ?? []) release();
+        held.delete(key);
+      }
       res.writeHead(204).end();
     } else if (path.startsWith('/outbound/')) {
       serveOutbound(req, res);

@@ -57,7 +57,10 @@ describe('the triggers', () => {
       sql: string;
     }>();
     expect(declared).toHaveLength(4);
-    expect(results.map((row) => row.sql.replace(/\s+/g, ' ')).sort()).toEqual(declared.sort());
+    // SQLite quotes a table's name in its triggers' text when the table is renamed (a test of a
+    // failing ledger renames credit_transactions away and back): the same trigger either way.
+    const unquoted = (statement: string) => statement.replace(/\s+/g, ' ').replace(/"/g, '');
+    expect(results.map((row) => unquoted(row.sql)).sort()).toEqual(declared.map(unquoted).sort());
   });
 
   it('keep the totals when the rows are written directly, and a replayed write moves nothing', async () => {
