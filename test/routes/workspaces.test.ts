@@ -42,7 +42,7 @@ describe('GET /api/v1/workspaces', () => {
         {
           id: user.workspaceId,
           name: "Lin's workspace",
-          slug: expect.stringMatching(/^lin-[a-z0-9]{4}$/),
+          slug: expect.stringMatching(/^lin-[a-z0-9]{8}$/),
           role: 'owner',
           personal: true,
           createdAt: expect.stringMatching(ISO),

@@ -8,7 +8,7 @@ import { credentialsChanged, type CredentialGates } from '../auth/credential-cha
 import type { Env, GlobalDb } from '../env';
 import { AppError, unauthorized } from '../errors';
 import { now, toIso } from '../lib/clock';
-import { isUniqueViolation } from '../lib/db-errors';
+import { isConstraintFailure } from '../lib/db-errors';
 import { formatId, uuidv7 } from '../lib/ids';
 import { slugFrom } from '../lib/slug';
 import { recordChange, type ChangeActor } from './audit';
@@ -79,7 +79,7 @@ export async function signUp(db: GlobalDb, env: Env, input: SignUpBody, origin: 
       }),
     ]);
   } catch (error) {
-    if (isUniqueViolation(error)) throw new AppError('ALREADY_EXISTS', 409, 'An account with this email already exists');
+    if (isConstraintFailure(error, 'UNIQUE', 'users.email')) throw new AppError('ALREADY_EXISTS', 409, 'An account with this email already exists');
     throw error;
   }
   await place.vouch();
