@@ -1,10 +1,11 @@
 /**
  * npm run bench:traces: `GET /api/v1/traces` in a workspace with 100,000 traces against the same
- * request in a workspace with 100, both in one database of one `wrangler dev`, in one run;
+ * request in a workspace with 100, in one `wrangler dev`, in one run;
  * printed as ratios (100k / 100; 1 would mean the list does not slow down as a workspace grows).
  *
- * Seeding: the trace rows are inserted into the local D1 directly (`wrangler d1 execute --local`
- * with generated SQL, the columns of schema/traces.ts) while the service is stopped; creating
+ * Seeding: the trace rows are inserted into each workspace's local shard database directly
+ * (`wrangler d1 execute --local` with generated SQL, the columns of schema/shard/traces.ts) while
+ * the service is stopped; creating
  * 100,000 traces through runs would take days. The list reads only the `traces` table, so the
  * runs the traces point at are not seeded.
  */
@@ -71,6 +72,17 @@ function traceRows(tenant: Tenant, count: number, endMs: number) {
   return { sql: statements.join('\n'), newestFirst: ids.reverse() };
 }
 
+/** `wrangler d1 execute` on the local database bound as `binding`, while the service is stopped; answers its output. */
+function d1Execute(stateDir: string, binding: string, args: string[]): string {
+  const run = spawnSync(
+    process.execPath,
+    ['node_modules/wrangler/bin/wrangler.js', 'd1', 'execute', binding, '--local', '--persist-to', stateDir, '--config', CONFIG, ...args],
+    { encoding: 'utf8', env: { ...process.env, CI: 'true', WRANGLER_SEND_METRICS: 'false' } },
+  );
+  if (run.status !== 0) throw new Error(`wrangler d1 execute ${binding} failed:\n${run.stdout}${run.stderr}`);
+  return run.stdout;
+}
+
 /** The list's cursor after the trace `id` (the service's encoding, workers/services/traces.ts). */
 const cursorAfter = (id: string) => Buffer.from(JSON.stringify({ v: 1, id })).toString('base64url');
 
@@ -107,17 +119,17 @@ async function main() {
 
     const end = Date.now();
     const seeded = { large: traceRows(large, LARGE, end), small: traceRows(small, SMALL, end) };
-    const sqlFile = join(stateDir, 'bench-traces.sql');
-    writeFileSync(sqlFile, `${seeded.large.sql}\n${seeded.small.sql}\n`);
-    const seeding = spawnSync(
-      process.execPath,
-      ['node_modules/wrangler/bin/wrangler.js', 'd1', 'execute', 'DB', '--local', '--persist-to', stateDir, '--config', CONFIG, '--file', sqlFile],
-      {
-        encoding: 'utf8',
-        env: { ...process.env, CI: 'true', WRANGLER_SEND_METRICS: 'false' },
-      },
-    );
-    if (seeding.status !== 0) throw new Error(`seeding failed:\n${seeding.stdout}${seeding.stderr}`);
+    // Traces live on their workspace's shard, which the directory (global database) names.
+    const places = d1Execute(stateDir, 'DB', ['--command', 'SELECT workspace_id, shard FROM workspace_shards', '--json']);
+    const shardOf = new Map((JSON.parse(places)[0].results as { workspace_id: string; shard: number }[]).map((row) => [row.workspace_id, row.shard]));
+    for (const [tenant, rows] of [
+      [large, seeded.large],
+      [small, seeded.small],
+    ] as const) {
+      const sqlFile = join(stateDir, `bench-traces-${tenant.workspaceId}.sql`);
+      writeFileSync(sqlFile, `${rows.sql}\n`);
+      d1Execute(stateDir, `SHARD_${shardOf.get(tenant.workspaceId)}`, ['--file', sqlFile]);
+    }
 
     service = await startService(CONFIG, stateDir);
     const base = service.base;
@@ -139,7 +151,7 @@ async function main() {
     ];
 
     for (const q of queries) (await list(large, q.large), await list(small, q.small)); // warm up
-    console.log(`GET /api/v1/traces, ${LARGE} traces vs ${SMALL} in one database (median of ${SAMPLES} requests each)`);
+    console.log(`GET /api/v1/traces, ${LARGE} traces vs ${SMALL}, each on its workspace's shard (median of ${SAMPLES} requests each)`);
     for (const q of queries) {
       const times = { large: [] as number[], small: [] as number[] };
       let items = { large: 0, small: 0 };
