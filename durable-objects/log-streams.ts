@@ -45,13 +45,6 @@ export class LogStreams {
   send(events: StoredEvent[]) {
     if (this.subscribers.size === 0 || events.length === 0) return;
     const end = events.findIndex(isEnd);
-    const bytes = frames(end === -1 ? events : events.slice(0, end + 1));
-    for (const subscriber of this.subscribers) {
-      this.subscribers.write(subscriber, bytes);
-      if (end !== -1) {
-        subscriber.writer.close().catch(() => undefined);
-        this.subscribers.delete(subscriber);
-      }
-    }
+    this.subscribers.writeAll(frames(end === -1 ? events : events.slice(0, end + 1)), end !== -1);
   }
 }

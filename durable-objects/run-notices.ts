@@ -38,13 +38,6 @@ export class RunNotices {
 
   /** Tells every stream that D1 holds `version`; `ended`: the run's last, after which the streams close. */
   send(version: number, ended: boolean): void {
-    const bytes = notice(version);
-    for (const subscriber of this.subscribers) {
-      this.subscribers.write(subscriber, bytes);
-      if (ended) {
-        subscriber.writer.close().catch(() => undefined);
-        this.subscribers.delete(subscriber);
-      }
-    }
+    this.subscribers.writeAll(notice(version), ended);
   }
 }

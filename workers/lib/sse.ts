@@ -63,6 +63,17 @@ export class SseSubscribers<S extends { writer: SseWriter }> implements Iterable
     }, KEEP_ALIVE_MS);
   }
 
+  /** Writes `bytes` to every stream; `last`: the streams then close and leave. */
+  writeAll(bytes: Uint8Array, last = false): void {
+    for (const subscriber of this.open) {
+      this.write(subscriber, bytes);
+      if (last) {
+        subscriber.writer.close().catch(() => undefined);
+        this.delete(subscriber);
+      }
+    }
+  }
+
   /** Writes to one stream; a failed write ends its subscription. */
   write(subscriber: S, bytes: Uint8Array): void {
     subscriber.writer.write(bytes).catch(() => this.delete(subscriber));
