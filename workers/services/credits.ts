@@ -134,8 +134,10 @@ const holdKey = (ref: HoldRef) => ref.turnKey ?? ref.executionId;
 const unsettledHold = (ref: HoldRef) =>
   and(eq(creditReservations.executionId, holdKey(ref)), eq(creditReservations.userId, ref.userId), isNull(creditReservations.settledAt));
 
-/** What a hold request answers: the amount held, or what was available when it was refused. */
-/** `ownKey`: for a hold `waivedByOwnKey`, the user's own model key (or null), as stored. */
+/**
+ * What a hold request answers: the amount held, or what was available when it was refused;
+ * `ownKey`: for a hold `waivedByOwnKey`, the user's own model key (or null), as stored.
+ */
 export type Hold = { reserved: true; amount: number; ownKey?: ByokKeyRow | null } | { reserved: false; available: number };
 
 export type HoldRequest = HoldRef & {
@@ -156,11 +158,10 @@ export type HoldRequest = HoldRef & {
  * hold is one conditional INSERT…SELECT on the account, whose trigger adds it to `reserved` in
  * the same statement, and D1 runs statements one at a time, so two holds never both take the
  * same credits. Asking again for the same hold takes nothing more and answers the first. With
- * `waivedWhen`, a condition the same statement evaluates, the hold is of nothing whenever it
- * holds (a run on the user's own key), without a read of its own first.
+ * `waivedByOwnKey` the same statement finds whether the user has their own model key: the hold
+ * is then of nothing, and it answers the key, without a read of its own.
  *
- * This is the hold's statement, for the caller's own D1 batch (a run's start reads the user's
- * model key after it: one round trip); `holdAnswered` reads its answer.
+ * This is the hold's statement, for the caller's D1 batch; `holdAnswered` reads its answer.
  */
 export function holdStatements(db: GlobalDb, request: HoldRequest) {
   const { userId } = request;

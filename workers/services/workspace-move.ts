@@ -80,6 +80,11 @@ export async function raiseFence(env: Env, workspaceId: string, from: number, ta
     .where(and(eq(workspaceShards.workspaceId, workspaceId), eq(workspaceShards.shard, from), isNull(workspaceShards.movingTo)));
   const place = await directoryRow(env, workspaceId);
   if (place.movingTo !== target) throw conflict('The workspace changed place while the move started; run the move again');
+  await fenceSource(env, workspaceId, from);
+}
+
+/** The fence's second half, after the directory's (again when a move resumes: a crash may have come between): the source stops vouching, every member's gate forgets. */
+async function fenceSource(env: Env, workspaceId: string, from: number): Promise<void> {
   await fencePlacement(shardDbOf(env, from), workspaceId, from);
   await forgetMembers(env, workspaceId);
 }
@@ -135,11 +140,7 @@ export async function moveWorkspace(env: Env, workspaceId: string, target: numbe
       report.copied.beforeFence = before.copied;
       report.removed += before.removed;
       await raiseFence(env, workspaceId, from, target);
-    } else {
-      // A crash may have come between the directory's fence and the source's.
-      await fencePlacement(shardDbOf(env, from), workspaceId, from);
-      await forgetMembers(env, workspaceId);
-    }
+    } else await fenceSource(env, workspaceId, from);
     await wait(drainMs);
     const source = shardBinding(env, from);
     const destination = shardBinding(env, target);
