@@ -7,15 +7,13 @@ import { createKey, type TestUser } from './api';
 
 const ORIGIN: RequestOrigin = { requestId: 'req-follow', ip: null, userAgent: null };
 
-/** The workspace's shard as the service opens it, counting the statements sent to it. */
-export function countedShard(shard: number) {
-  const binding = shardBinding(env, shard);
-  const count = { statements: 0 };
-  const database = new Proxy(binding, {
+/** `binding`, telling `prepared` the SQL of each statement prepared on it. */
+function watched(binding: D1Database, prepared: (sql: string) => void): D1Database {
+  return new Proxy(binding, {
     get(target, key) {
       if (key === 'prepare') {
         return (sql: string) => {
-          count.statements++;
+          prepared(sql);
           return target.prepare(sql);
         };
       }
@@ -23,7 +21,24 @@ export function countedShard(shard: number) {
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
-  return { db: openShard(database, shard), count };
+}
+
+/** The workspace's shard as the service opens it, counting the statements sent to it. */
+export function countedShard(shard: number) {
+  const count = { statements: 0 };
+  return {
+    db: openShard(
+      watched(shardBinding(env, shard), () => count.statements++),
+      shard,
+    ),
+    count,
+  };
+}
+
+/** The environment with its global database recording the SQL of every statement prepared on it. */
+export function recordedGlobal() {
+  const statements: string[] = [];
+  return { env: { ...env, DB: watched(env.DB, (sql) => statements.push(sql)) }, statements };
 }
 
 /** The context of an MCP call by a new `*` key of `user`, on `db`. */

@@ -5,6 +5,7 @@ import { boundShards, shardBinding, shardDbOf } from '../../workers/lib/db';
 import { PLACE_TTL_MS, workspaceStillPlaced } from '../../workers/services/directory-routed';
 import { shardVouches } from '../../workers/services/shard-placement';
 import { call, createKey, expectError, signUp, type TestUser } from '../helpers/api';
+import { recordedGlobal } from '../helpers/counted-shard';
 import { allKeys, everyRow, heldBy, rowsMarked, sleep } from '../helpers/deletion';
 import { join, teamOf } from '../helpers/members';
 import { authorizeCode, exchange } from '../helpers/oauth';
@@ -199,21 +200,10 @@ describe('DELETE /api/v1/workspaces/:id', () => {
 
   it('stops the shard vouching for the workspace before the directory forgets it, so queued work finds it gone', async () => {
     const owner = await teamOf(await signUp());
-    const statements: string[] = [];
-    const countingEnv = {
-      ...env,
-      DB: new Proxy(env.DB, {
-        get: (target, property) =>
-          property === 'prepare'
-            ? (query: string) => (statements.push(query), target.prepare(query))
-            : typeof Reflect.get(target, property) === 'function'
-              ? Reflect.get(target, property).bind(target)
-              : Reflect.get(target, property),
-      }),
-    };
+    const recorded = recordedGlobal();
     // A queued webhook or telemetry message asks the shard, not the directory, while the workspace is there.
-    expect(await workspaceStillPlaced(countingEnv, owner.workspaceId, owner.shard)).toBe(true);
-    expect(statements).toEqual([]);
+    expect(await workspaceStillPlaced(recorded.env, owner.workspaceId, owner.shard)).toBe(true);
+    expect(recorded.statements).toEqual([]);
 
     expect((await deleteWorkspace(owner, owner.workspaceId, { confirm: owner.name })).status).toBe(202);
     await completed(owner, owner.workspaceId);

@@ -10,6 +10,7 @@ import { shardVouches } from '../../workers/services/shard-placement';
 import { copyBeforeFence, raiseFence } from '../../workers/services/workspace-move';
 import { operatorRoutes } from '../../workers/routes/operator';
 import { call, createKey, signUp, type ApiResponse, type TestUser } from '../helpers/api';
+import { recordedGlobal } from '../helpers/counted-shard';
 import { catalogEntry, seedCatalog, signUpWithSummarizer, SUMMARIZER } from '../helpers/skills';
 import { deliverSigned } from '../helpers/triggers';
 import { definition, install, mapping } from '../helpers/workflows';
@@ -197,28 +198,11 @@ describe('POST /operator/workspaces/:id/move', () => {
   });
 });
 
-/** The environment with its global database counting the statements prepared on it. */
-function countingGlobal() {
-  const statements: string[] = [];
-  const DB = new Proxy(env.DB, {
-    get(target, property) {
-      if (property === 'prepare')
-        return (query: string) => {
-          statements.push(query);
-          return target.prepare(query);
-        };
-      const value: unknown = Reflect.get(target, property);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-  return { env: { ...env, DB }, statements };
-}
-
 describe('where a Durable Object finds the workspace', () => {
   it('asks the shard the work started on, not the directory, however long the work goes on', async () => {
     const user = await signUp();
     expect((await call('/api/v1/memory', { method: 'PUT', token: user.token, body: { content: 'kept' } })).status).toBe(200);
-    const counted = countingGlobal();
+    const counted = recordedGlobal();
     const db = directoryRoutedShardDb(counted.env, user.workspaceId, user.shard);
     const read = async () => (await db.select({ content: memory.content }).from(memory).where(eq(memory.workspaceId, user.workspaceId)))[0]?.content;
     expect(await read()).toBe('kept');
@@ -240,7 +224,7 @@ describe('where a Durable Object finds the workspace', () => {
     expect(await vouches(from)).toBe(false);
 
     // A write that started on the source waits for the fence to lift, then lands on the target.
-    const counted = countingGlobal();
+    const counted = recordedGlobal();
     const db = directoryRoutedShardDb(counted.env, user.workspaceId, from);
     const write = db
       .insert(memory)
